@@ -1,0 +1,1 @@
+"""Memory agents, each written once as a workflow over an abstract `generate` call."""

@@ -1,0 +1,91 @@
+"""MemAgent: read a context chunk by chunk, overwrite a bounded memory, then answer from memory.
+
+The prompts are the official code's wording (reference memagent_official.md §2.4, §3.4).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Literal
+
+from memrl.agents.driver import Workflow
+from memrl.engines.base import ChatRequest
+from memrl.scoring.extract import extract_solution
+
+NO_MEMORY = "No previous memory"
+
+MEMORY_TEMPLATE = """You are presented with a problem, a section of an article that may contain the answer to the problem, and a previous memory. Please read the provided section carefully and update the memory with the new information that helps to answer the problem. Be sure to retain all relevant details from the previous memory while adding any new, useful information.
+
+<problem> 
+{prompt}
+</problem>
+
+<memory>
+{memory}
+</memory>
+
+<section>
+{chunk}
+</section>
+
+Updated memory:
+"""
+
+FINAL_TEMPLATES = {
+    # Official evaluation (utils/recurrent.py): scored by extracting after "the answer is".
+    "answer_is": """You are presented with a problem and a previous memory. Please answer the problem based on the previous memory and format your response as follows "Therefore, the answer is (insert answer here)".
+
+<problem> 
+{prompt}
+</problem>
+
+<memory>
+{memory}
+</memory>
+
+Your answer:
+""",
+    # Training (TEMPLATE_FINAL_BOXED): scored by the strict \boxed{} verifier.
+    "boxed": """You are presented with a problem and a previous memory. Please answer the problem based on the previous memory and put the answer in \\boxed{{}}.
+
+<problem> 
+{prompt}
+</problem>
+
+<memory>
+{memory}
+</memory>
+
+Your answer:
+""",
+}
+
+FinalPrompt = Literal["answer_is", "boxed"]
+
+
+@dataclass(frozen=True)
+class MemAgentConfig:
+    """The agent's budgets in tokens (paper: 5000-token chunks, 1024-token memory and answer)."""
+
+    chunk_tokens: int = 5000
+    memory_tokens: int = 1024
+    final_tokens: int = 1024
+    final_prompt: FinalPrompt = "answer_is"
+
+
+def user(content: str) -> tuple[dict[str, str], ...]:
+    return ({"role": "user", "content": content},)
+
+
+def memagent(question: str, chunks: Iterable[str], config: MemAgentConfig) -> Workflow:
+    """One MemAgent run: a memory-update conversation per chunk, then the final answer."""
+    problem = question.strip()
+    memory = NO_MEMORY
+    for chunk in chunks:
+        prompt = MEMORY_TEMPLATE.format(prompt=problem, memory=memory, chunk=chunk)
+        completion = yield ChatRequest(user(prompt), config.memory_tokens)
+        memory = extract_solution(completion.text)
+    prompt = FINAL_TEMPLATES[config.final_prompt].format(prompt=problem, memory=memory)
+    completion = yield ChatRequest(user(prompt), config.final_tokens)
+    return completion.text

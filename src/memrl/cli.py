@@ -1,0 +1,376 @@
+"""`memrl`: one subcommand per workflow rule family. Every rule calls it through `shell:`.
+
+Each subcommand receives the job's resolved settings as JSON (`--settings`, built by
+memrl.config from the validated config), reads its named inputs, writes its named outputs
+atomically, and records one MLflow run (memrl.tracking) tagged with the rule and wildcards.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import logging
+import os
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from memrl import tracking
+
+log = logging.getLogger("memrl")
+
+Handler = Callable[[argparse.Namespace, tracking.JobRun], None]
+
+
+# --- subcommands ---------------------------------------------------------------------------------
+
+
+def cmd_download_data(args: argparse.Namespace, run: tracking.JobRun) -> None:
+    from memrl.data.io import write_json_atomic
+    from memrl.data.sources import fetch_file
+
+    entry = fetch_file(args.settings["url"], args.out, args.settings.get("sha256"))
+    write_json_atomic(args.manifest, entry)
+    run.log_metrics({"bytes": entry["bytes"]})
+
+
+def cmd_download_model(args: argparse.Namespace, run: tracking.JobRun) -> None:
+    from memrl.data.sources import fetch_model
+
+    entry = fetch_model(args.settings, args.out)
+    log.info("model ready in %s (%d files)", args.out, len(entry.get("files", {})))
+
+
+def cmd_synthesize(args: argparse.Namespace, run: tracking.JobRun) -> None:
+    import random
+
+    from memrl.data.hotpotqa import build_pool, load_hotpotqa, question_records
+    from memrl.data.io import write_jsonl_atomic
+    from memrl.data.ruler_hqa import build_split
+
+    s = args.settings
+    tokenizer = load_tokenizer(args.tokenizer)
+    for raw, out, limit in (
+        (args.train, args.out_train, s["train_questions"]),
+        (args.dev, args.out_dev, s["dev_questions"]),
+    ):
+        records = load_hotpotqa(raw)
+        pool = build_pool(records)
+        questions = question_records(records, pool)[:limit]
+        rows = build_split(
+            questions,
+            pool,
+            s["train_docs"],
+            limit=limit,
+            rng=random.Random(s["seed"]),
+            tokenizer=tokenizer,
+            store_ids_above=s["store_ids_above"],
+        )
+        write_jsonl_atomic(out, rows)
+        log.info(
+            "%s: %d rows at %d docs from a pool of %d", out, len(rows), s["train_docs"], len(pool)
+        )
+        run.log_metrics({f"{out.stem}.rows": len(rows), f"{out.stem}.pool": len(pool)})
+
+
+def cmd_filter(args: argparse.Namespace, run: tracking.JobRun) -> None:
+    from memrl.data.filter import filter_questions
+    from memrl.data.io import read_jsonl, write_json_atomic, write_jsonl_atomic
+    from memrl.engines import make_engine
+    from memrl.engines.base import SamplingParams
+
+    s = args.settings
+    model_dirs = dict(pair.split("=", 1) for pair in args.model)
+    if set(model_dirs) != set(s["models"]):
+        raise SystemExit(
+            f"--model names {sorted(model_dirs)} differ from settings {sorted(s['models'])}"
+        )
+    engines = {
+        name: make_engine(spec["kind"], model_dirs[name], spec)
+        for name, spec in s["models"].items()
+    }
+    report: dict[str, Any] = {}
+    for split, src, dst in (("train", args.train, args.out_train), ("dev", args.dev, args.out_dev)):
+        kept, report[split] = filter_questions(
+            read_jsonl(src),
+            engines,
+            n_samples=s["n_samples"],
+            sampling=SamplingParams(**s["sampling"]),
+            max_tokens=s["max_tokens"],
+            keep=s["keep"][split],
+        )
+        write_jsonl_atomic(dst, kept)
+        run.log_metrics({f"{split}.{k}": v for k, v in report[split].items() if isinstance(v, int)})
+    write_json_atomic(args.report, report)
+
+
+def cmd_eval_set(args: argparse.Namespace, run: tracking.JobRun) -> None:
+    import random
+
+    from memrl.data.hotpotqa import build_pool, load_hotpotqa, question_records
+    from memrl.data.io import read_jsonl, write_jsonl_atomic
+    from memrl.data.ruler_hqa import build_split
+
+    s = args.settings
+    pool = build_pool(load_hotpotqa(args.dev_raw))
+    wanted = [row["index"] for row in read_jsonl(args.dev)][: s["eval_questions"]]
+    by_index = {q["index"]: q for q in question_records(load_hotpotqa(args.dev_raw), pool)}
+    questions = [by_index[i] for i in wanted]
+    rows = build_split(
+        questions,
+        pool,
+        s["n_docs"],
+        limit=len(questions),
+        rng=random.Random(s["seed"]),
+        tokenizer=load_tokenizer(args.tokenizer),
+        store_ids_above=s["store_ids_above"],
+    )
+    write_jsonl_atomic(args.out, rows)
+    tokens = [row["num_tokens"] for row in rows]
+    run.log_metrics({"rows": len(rows), "mean_tokens": sum(tokens) / max(1, len(tokens))})
+
+
+def cmd_train(args: argparse.Namespace, run: tracking.JobRun) -> None:
+    from memrl.data.io import read_jsonl
+
+    s = args.settings
+    if s["backend"] != "cpu":
+        raise SystemExit(
+            f"training.backend={s['backend']!r}: the verl 0.9.1 launcher is not part of this build "
+            "yet; only the CPU reference trainer (backend: cpu) runs here"
+        )
+    from memrl.train.cpu_trainer import TrainSettings, train
+
+    agent = s["agent"]
+    settings = TrainSettings(
+        steps=s["steps"],
+        rollout_batch=s["rollout_batch"],
+        group_size=s["group_size"],
+        mini_batches_per_step=s["mini_batches_per_step"],
+        lr=s["lr"],
+        warmup_steps=s["warmup_steps"],
+        weight_decay=s.get("weight_decay", 0.0),
+        grad_clip=s.get("grad_clip", 1.0),
+        clip_low=s["clip_low"],
+        clip_high=s["clip_high"],
+        clip_c=s["clip_c"],
+        kl_coef=s["kl_coef"],
+        chunk_tokens=agent["chunk_tokens"],
+        memory_tokens=agent["memory_tokens"],
+        final_tokens=agent["final_tokens"],
+        max_chunks=s["max_chunks"],
+        temperature=s["sampling"]["temperature"],
+        top_p=s["sampling"]["top_p"],
+        seed=s["sampling"].get("seed") or s["seed"],
+    )
+    summary = train(args.model, args.out, read_jsonl(args.data), settings, run.log_metrics)
+    run.log_metrics({k: v for k, v in summary.items() if isinstance(v, int | float)})
+
+
+def cmd_evaluate(args: argparse.Namespace, run: tracking.JobRun) -> None:
+    from memrl.agents.memagent import MemAgentConfig
+    from memrl.data.hotpotqa import build_pool, load_hotpotqa
+    from memrl.data.io import read_jsonl, write_json_atomic
+    from memrl.engines import make_engine
+    from memrl.engines.base import SamplingParams
+    from memrl.evaluation import evaluate, summarize
+
+    s = args.settings
+    rows = read_jsonl(args.data)
+    pool = build_pool(load_hotpotqa(args.dev_raw)) if any("doc_ids" in r for r in rows) else None
+    agent = MemAgentConfig(
+        chunk_tokens=s["agent"]["chunk_tokens"],
+        memory_tokens=s["agent"]["memory_tokens"],
+        final_tokens=s["agent"]["final_tokens"],
+        final_prompt=s["final_prompt"],
+    )
+    engine = make_engine(s["engine"]["kind"], str(args.model), s["engine"])
+    # Snakemake deletes the outputs of a failed job, so work in a file it does not know about:
+    # a killed or failed job keeps its finished samples there and the rerun resumes from them.
+    # The name carries a digest of the settings and inputs, so a rerun after a change starts afresh.
+    partial = args.predictions.with_name(f"{args.predictions.name}.{_resume_key(args)}.partial")
+    predictions = evaluate(
+        rows,
+        pool,
+        engine,
+        agent,
+        SamplingParams(**s["sampling"]),
+        partial,
+        s["engine"].get("batch_size", 8),
+        on_wave=run.log_metrics,
+    )
+    metrics = summarize(predictions, s["system"], s["n_docs"])
+    os.replace(partial, args.predictions)
+    write_json_atomic(args.metrics, metrics)
+    run.log_metrics({k: v for k, v in metrics.items() if isinstance(v, int | float)})
+    log.info(
+        "%s @ %d docs: accuracy %.2f (%d failed)",
+        s["system"],
+        s["n_docs"],
+        metrics["accuracy"],
+        metrics["n_failed"],
+    )
+
+
+def cmd_table1(args: argparse.Namespace, run: tracking.JobRun) -> None:
+    from memrl.config import load_yaml
+    from memrl.report.tables import build_table1, load_metrics, write_table
+
+    s = args.settings
+    paper = load_yaml(args.paper)
+    table = build_table1(
+        load_metrics(args.metrics), s["systems"], paper["ruler_hqa"], _labels(s, paper)
+    )
+    write_table(table, args.out_prefix, caption=f"RULER-HQA accuracy (%), run {s['run']}")
+
+
+def cmd_figure1(args: argparse.Namespace, run: tracking.JobRun) -> None:
+    from memrl.config import load_yaml
+    from memrl.report.figures import plot_accuracy_vs_length
+    from memrl.report.tables import build_table1, load_metrics
+
+    s = args.settings
+    paper = load_yaml(args.paper)
+    table = build_table1(
+        load_metrics(args.metrics), s["systems"], paper["ruler_hqa"], _labels(s, paper)
+    )
+    plot_accuracy_vs_length(table, args.out_prefix, title=f"RULER-HQA, run {s['run']}")
+
+
+def _resume_key(args: argparse.Namespace) -> str:
+    identity = [
+        json.dumps(args.settings, sort_keys=True),
+        *map(tracking.file_digest, (args.data, args.model)),
+    ]
+    return hashlib.sha256("\n".join(identity).encode()).hexdigest()[:12]
+
+
+def _labels(settings: dict[str, Any], paper: dict[str, Any]) -> dict[int, str]:
+    labels = {int(k): v for k, v in paper.get("length_labels", {}).items()}
+    labels.update({int(k): v for k, v in settings["length_labels"].items()})
+    return labels
+
+
+# --- plumbing ------------------------------------------------------------------------------------
+
+
+def load_tokenizer(path: Path) -> Any:
+    from transformers import AutoTokenizer
+
+    return AutoTokenizer.from_pretrained(str(path))
+
+
+def _json(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise argparse.ArgumentTypeError(f"not valid JSON: {exc}") from exc
+
+
+COMMANDS: dict[str, tuple[Handler, dict[str, dict[str, Any]], list[str], list[str]]] = {
+    # name: (handler, extra arguments, input argument names, output argument names)
+    "download-data": (cmd_download_data, {"--out": {}, "--manifest": {}}, [], ["out", "manifest"]),
+    "download-model": (cmd_download_model, {"--out": {}}, [], ["out"]),
+    "synthesize": (
+        cmd_synthesize,
+        {"--train": {}, "--dev": {}, "--tokenizer": {}, "--out-train": {}, "--out-dev": {}},
+        ["train", "dev", "tokenizer"],
+        ["out_train", "out_dev"],
+    ),
+    "filter": (
+        cmd_filter,
+        {
+            "--train": {},
+            "--dev": {},
+            "--model": {"action": "append", "type": str},
+            "--out-train": {},
+            "--out-dev": {},
+            "--report": {},
+        },
+        ["train", "dev"],
+        ["out_train", "out_dev", "report"],
+    ),
+    "eval-set": (
+        cmd_eval_set,
+        {"--dev-raw": {}, "--dev": {}, "--tokenizer": {}, "--out": {}},
+        ["dev_raw", "dev", "tokenizer"],
+        ["out"],
+    ),
+    "train": (cmd_train, {"--data": {}, "--model": {}, "--out": {}}, ["data", "model"], ["out"]),
+    "evaluate": (
+        cmd_evaluate,
+        {"--data": {}, "--dev-raw": {}, "--model": {}, "--predictions": {}, "--metrics": {}},
+        ["data", "model"],
+        ["predictions", "metrics"],
+    ),
+    "table1": (
+        cmd_table1,
+        {"--metrics": {"nargs": "+"}, "--paper": {}, "--out-prefix": {}},
+        ["metrics", "paper"],
+        [],
+    ),
+    "figure1": (
+        cmd_figure1,
+        {"--metrics": {"nargs": "+"}, "--paper": {}, "--out-prefix": {}},
+        ["metrics", "paper"],
+        [],
+    ),
+}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="memrl", description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--job",
+        type=_json,
+        default={"rule": "manual", "wildcards": {}},
+        help='JSON {"rule": ..., "wildcards": {...}} of the Snakemake job (MLflow tags)',
+    )
+    parser.add_argument("--log", type=Path, help="the job's log file, attached to its MLflow run")
+    sub = parser.add_subparsers(dest="command", required=True)
+    for name, (_, options, _, _) in COMMANDS.items():
+        command = sub.add_parser(name)
+        command.add_argument("--settings", type=_json, required=True, help="resolved job settings")
+        for flag, extra in options.items():
+            kind = {"type": Path} if "type" not in extra else {}
+            command.add_argument(flag, required=True, **kind, **extra)
+    return parser
+
+
+def _paths(args: argparse.Namespace, names: list[str]) -> list[Path]:
+    paths: list[Path] = []
+    for name in names:
+        value = getattr(args, name)
+        paths += [Path(v) for v in value] if isinstance(value, list) else [Path(value)]
+    return paths
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    logging.basicConfig(
+        level=logging.INFO,
+        stream=sys.stderr,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+    args = build_parser().parse_args(argv)
+    handler, _, inputs, outputs = COMMANDS[args.command]
+    out_paths = _paths(args, outputs)
+    if args.command in {"table1", "figure1"}:
+        suffixes = (".csv", ".md", ".tex") if args.command == "table1" else (".png", ".pdf")
+        out_paths = [Path(f"{args.out_prefix}{suffix}") for suffix in suffixes]
+    for path in out_paths:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    with tracking.job_run(
+        args.job["rule"],
+        args.job["wildcards"],
+        args.settings,
+        _paths(args, inputs),
+        out_paths,
+        args.log,
+    ) as run:
+        handler(args, run)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,1 @@
+"""Data: sources (downloads with checksums, packaged fixtures), benchmark builders, the filter."""

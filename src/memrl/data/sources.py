@@ -1,0 +1,223 @@
+"""Get raw inputs into the run directory: downloads with checksums, local copies, packaged fixtures.
+
+Every fetch returns a manifest entry (what came from where, its sha256 and size), so a run records
+exactly which bytes it used. Files appear atomically: they are written to a temporary sibling and
+renamed into place only after the checksum matched.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Iterator
+from importlib import resources
+from pathlib import Path
+from typing import Any, BinaryIO
+
+from tqdm import tqdm
+
+from memrl.data.io import sha256_file, write_json_atomic
+
+FIXTURE_PREFIX = "fixture:"
+_CHUNK = 1 << 20
+_SKIPPED_KEYS = {"_id", "id"}  # identifiers are not text worth training a tokenizer on
+
+
+class ChecksumError(ValueError):
+    pass
+
+
+def fetch_file(source: str, dest: str | os.PathLike[str], sha256: str | None = None) -> dict:
+    """Copy `source` (http(s) URL, `fixture:NAME` or local path) to `dest`; verify `sha256`.
+
+    On a checksum mismatch nothing is left at `dest` (a previous file there is untouched) and
+    ChecksumError names the source, the expected and the actual digest.
+    """
+    dest = Path(dest)
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp_name = tempfile.mkstemp(dir=dest.parent, prefix=f".{dest.name}.", suffix=".part")
+    tmp = Path(tmp_name)
+    try:
+        with os.fdopen(fd, "wb") as out:
+            _open_source(source)(out)
+            out.flush()
+            os.fsync(out.fileno())
+        actual = sha256_file(tmp)
+        if sha256 is not None and actual != sha256.lower():
+            raise ChecksumError(
+                f"checksum mismatch for {source}: expected sha256 {sha256}, got {actual}"
+            )
+        os.replace(tmp, dest)
+    finally:
+        tmp.unlink(missing_ok=True)
+    return {"source": source, "path": str(dest), "sha256": actual, "bytes": dest.stat().st_size}
+
+
+def _open_source(source: str) -> Callable[[BinaryIO], None]:
+    """A function that writes the bytes of `source` to a binary file object."""
+    if source.startswith(("http://", "https://")):
+        return lambda out: _download(source, out)
+    path = fixture_path(source) if source.startswith(FIXTURE_PREFIX) else Path(source)
+    if not path.is_file():
+        raise FileNotFoundError(f"source {source}: no such file ({path})")
+
+    def copy(out: BinaryIO) -> None:
+        with path.open("rb") as f:
+            shutil.copyfileobj(f, out, _CHUNK)
+
+    return copy
+
+
+def _download(url: str, out: BinaryIO) -> None:
+    request = urllib.request.Request(url, headers={"User-Agent": "memrl"})
+    try:
+        with urllib.request.urlopen(request, timeout=60) as response:
+            total = int(response.headers.get("Content-Length") or 0) or None
+            name = url.rsplit("/", 1)[-1]
+            with tqdm(total=total, unit="B", unit_scale=True, desc=name, mininterval=1.0) as bar:
+                while chunk := response.read(_CHUNK):
+                    out.write(chunk)
+                    bar.update(len(chunk))
+    except urllib.error.URLError as e:
+        raise RuntimeError(f"download of {url} failed: {e}") from e
+
+
+def fixture_path(source: str) -> Path:
+    """The packaged file named by `fixture:NAME` (or a bare NAME)."""
+    name = source.removeprefix(FIXTURE_PREFIX)
+    root = resources.files("memrl") / "fixtures"
+    path = Path(str(root / name))
+    if not name or not path.is_file():
+        available = ", ".join(sorted(p.name for p in _fixture_files()))
+        raise FileNotFoundError(f"no packaged fixture {name!r}; available: {available}")
+    return path
+
+
+def _fixture_files() -> list[Path]:
+    root = Path(str(resources.files("memrl") / "fixtures"))
+    return sorted(p for p in root.iterdir() if p.is_file() and not p.name.startswith("."))
+
+
+def write_manifest(path: str | os.PathLike[str], entries: list[dict]) -> None:
+    write_json_atomic(path, entries)
+
+
+def fixture_corpus() -> list[str]:
+    """Every text of the packaged fixtures, to train the tiny model's tokenizer on.
+
+    Walks all packaged .json/.jsonl/.txt fixtures (sorted by name) and collects their string
+    values (paragraphs, titles, questions, answers, ...), skipping id fields; HotpotQA paragraphs
+    ([title, [sentences]]) are taken whole, as the pipeline renders them. Duplicates are dropped,
+    first occurrence kept, so the result is deterministic for a given package.
+    """
+    texts: dict[str, None] = {}
+    for path in _fixture_files():
+        if path.suffix == ".txt":
+            texts[path.read_text(encoding="utf-8")] = None
+        elif path.suffix == ".json":
+            texts.update(dict.fromkeys(_strings(json.loads(path.read_text(encoding="utf-8")))))
+        elif path.suffix == ".jsonl":
+            for line in path.read_text(encoding="utf-8").splitlines():
+                if line.strip():
+                    texts.update(dict.fromkeys(_strings(json.loads(line))))
+    return [t for t in texts if t.strip()]
+
+
+def _strings(obj: Any) -> Iterator[str]:
+    if isinstance(obj, str):
+        yield obj
+    elif isinstance(obj, dict):
+        for key, value in obj.items():
+            if key not in _SKIPPED_KEYS:
+                yield from _strings(value)
+    elif isinstance(obj, list):
+        if _is_hotpot_paragraph(obj):
+            yield obj[0] + "\n" + "".join(obj[1])
+            return
+        for item in obj:
+            yield from _strings(item)
+
+
+def _is_hotpot_paragraph(obj: list) -> bool:
+    return (
+        len(obj) == 2
+        and isinstance(obj[0], str)
+        and isinstance(obj[1], list)
+        and all(isinstance(s, str) for s in obj[1])
+    )
+
+
+def fetch_model(spec: dict, out_dir: str | os.PathLike[str]) -> dict:
+    """Materialise a model directory from a spec; return a manifest entry with every file's sha256.
+
+    - {"source": "hf", "id": ..., "revision": ...}: Hugging Face snapshot (pin the revision).
+    - {"source": "local", "path": ...}: copy of a local checkpoint directory.
+    - {"source": "tiny", **kwargs}: `memrl.models.tiny.build_tiny_model` on the fixture corpus.
+    """
+    out = Path(out_dir)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    source = spec.get("source")
+    if source == "hf":
+        _fetch_hf(spec, out)
+    elif source == "local":
+        _copy_local(spec, out)
+    elif source == "tiny":
+        from memrl.models.tiny import build_tiny_model
+
+        kwargs = {k: v for k, v in spec.items() if k != "source"}
+        build_tiny_model(out, corpus=fixture_corpus(), **kwargs)
+    else:
+        raise ValueError(f"model spec {spec}: 'source' must be one of hf, local, tiny")
+    files = {str(p.relative_to(out)): sha256_file(p) for p in sorted(out.rglob("*")) if p.is_file()}
+    return {"source": source, "spec": spec, "path": str(out), "files": files}
+
+
+def _fetch_hf(spec: dict, out: Path) -> None:
+    from huggingface_hub import snapshot_download
+
+    if "id" not in spec:
+        raise ValueError(f"model spec {spec}: source 'hf' needs an 'id'")
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+    try:
+        snapshot_download(repo_id=spec["id"], revision=spec.get("revision"), local_dir=tmp)
+        shutil.rmtree(tmp / ".cache", ignore_errors=True)  # huggingface_hub's download metadata
+        _require_config(tmp, f"Hugging Face snapshot {spec['id']}@{spec.get('revision')}")
+        _replace_dir(tmp, out)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _copy_local(spec: dict, out: Path) -> None:
+    if "path" not in spec:
+        raise ValueError(f"model spec {spec}: source 'local' needs a 'path'")
+    src = Path(spec["path"])
+    if not src.is_dir():
+        raise FileNotFoundError(f"model spec {spec}: {src} is not a directory")
+    _require_config(src, f"local model {src}")
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+    try:
+        shutil.copytree(src, tmp, dirs_exist_ok=True)
+        _replace_dir(tmp, out)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _require_config(directory: Path, what: str) -> None:
+    if not (directory / "config.json").is_file():
+        raise FileNotFoundError(f"{what} has no config.json: not a model directory")
+
+
+def _replace_dir(src: Path, dst: Path) -> None:
+    """Rename src to dst; an existing dst is moved aside first and deleted after the rename."""
+    if not dst.exists():
+        src.rename(dst)
+        return
+    old = dst.with_name(f".{dst.name}.old")
+    shutil.rmtree(old, ignore_errors=True)
+    dst.rename(old)
+    src.rename(dst)
+    shutil.rmtree(old, ignore_errors=True)

@@ -1,0 +1,53 @@
+"""The one protocol every inference engine implements: batched chat generation + its tokenizer.
+
+Agents and trainers only ever see this module; they never import an engine's internals.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+Message = dict[str, str]  # {"role": "user" | "system" | "assistant", "content": str}
+
+
+@dataclass(frozen=True)
+class SamplingParams:
+    """Sampling shared by every request of one engine call (the official eval: 0.7 / 0.95)."""
+
+    temperature: float = 0.7
+    top_p: float = 0.95
+    seed: int | None = None
+
+
+@dataclass(frozen=True)
+class ChatRequest:
+    """One independent conversation turn: a fresh context, answered by one completion."""
+
+    messages: tuple[Message, ...]
+    max_tokens: int
+
+
+@dataclass
+class Completion:
+    """What came back for one request. A failed request has `error` set and empty text."""
+
+    text: str
+    prompt_ids: list[int] = field(default_factory=list)  # chat-templated prompt, as generated from
+    response_ids: list[int] = field(default_factory=list)
+    error: str | None = None
+
+    @property
+    def failed(self) -> bool:
+        return self.error is not None
+
+
+class ChatEngine(Protocol):
+    """Batched chat generation. `chat` returns one Completion per request, in request order."""
+
+    tokenizer: Any  # a Hugging Face tokenizer (encode/decode/apply_chat_template)
+
+    def chat(
+        self, requests: Sequence[ChatRequest], sampling: SamplingParams
+    ) -> list[Completion]: ...

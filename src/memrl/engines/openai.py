@@ -1,0 +1,127 @@
+"""ChatEngine over any OpenAI-compatible chat endpoint (`vllm serve`, hosted APIs).
+
+The official evaluation served its models this way (reference memagent_official.md §2.2–2.3).
+The URL and key come from `MEMRL_OPENAI_BASE_URL` / `OPENAI_API_KEY` unless given.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+import logging
+import os
+from collections.abc import Sequence
+from typing import Any
+
+from transformers import AutoTokenizer
+
+from memrl.engines.base import ChatRequest, Completion, SamplingParams
+
+log = logging.getLogger(__name__)
+
+BASE_URL_ENV = "MEMRL_OPENAI_BASE_URL"
+API_KEY_ENV = "OPENAI_API_KEY"
+# Client errors that no retry can fix (bad request, auth, not found, unprocessable).
+NON_RETRYABLE_STATUS = frozenset({400, 401, 403, 404, 422})
+
+
+class OpenAIEngine:
+    """Concurrent chat completions with retries; a request that still fails comes back failed.
+
+    Token ids are not returned by the chat API: `prompt_ids` is the local chat-templated prompt
+    and `response_ids` the local re-tokenisation of the text, both with the tokenizer loaded from
+    `tokenizer_path` (which must match the served model).
+    """
+
+    def __init__(
+        self,
+        model: str,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        concurrency: int = 64,
+        max_retries: int = 3,
+        tokenizer_path: str | None = None,
+        retry_delay: float = 1.0,
+        client: Any | None = None,
+    ) -> None:
+        if concurrency < 1:
+            raise ValueError(f"concurrency must be >= 1, got {concurrency}")
+        if max_retries < 0:
+            raise ValueError(f"max_retries must be >= 0, got {max_retries}")
+        self.model = model
+        self.concurrency = concurrency
+        self.max_retries = max_retries
+        self.retry_delay = retry_delay
+        self.base_url = base_url or os.environ.get(BASE_URL_ENV)
+        self.api_key = api_key or os.environ.get(API_KEY_ENV)
+        if client is None:
+            if not self.base_url:
+                raise ValueError(f"no OpenAI base URL: pass base_url or set {BASE_URL_ENV}")
+            if importlib.util.find_spec("openai") is None:
+                raise ImportError("the openai engine needs the `openai` package (memrl[openai])")
+        self.client = client
+        self.tokenizer = AutoTokenizer.from_pretrained(tokenizer_path or model)
+
+    def chat(self, requests: Sequence[ChatRequest], sampling: SamplingParams) -> list[Completion]:
+        return asyncio.run(self._chat_all(requests, sampling))
+
+    async def _chat_all(
+        self, requests: Sequence[ChatRequest], sampling: SamplingParams
+    ) -> list[Completion]:
+        # An async client is bound to the event loop it first ran in: one per call unless injected.
+        client = self.client if self.client is not None else self._new_client()
+        semaphore = asyncio.Semaphore(self.concurrency)
+
+        async def one(index: int, request: ChatRequest) -> Completion:
+            async with semaphore:
+                seed = None if sampling.seed is None else sampling.seed + index
+                return await self._chat_one(client, request, sampling, seed)
+
+        try:
+            return list(await asyncio.gather(*(one(i, r) for i, r in enumerate(requests))))
+        finally:
+            if client is not self.client:
+                await client.close()
+
+    async def _chat_one(
+        self, client: Any, request: ChatRequest, sampling: SamplingParams, seed: int | None
+    ) -> Completion:
+        messages = list(request.messages)
+        prompt_ids = self._prompt_ids(messages)
+        options: dict[str, Any] = {
+            "max_tokens": request.max_tokens,
+            "temperature": sampling.temperature,
+            "top_p": sampling.top_p,
+        }
+        if seed is not None:
+            options["seed"] = seed
+        attempt = 0
+        while True:
+            try:
+                response = await client.chat.completions.create(
+                    model=self.model, messages=messages, **options
+                )
+            except Exception as exc:
+                retryable = getattr(exc, "status_code", None) not in NON_RETRYABLE_STATUS
+                if not retryable or attempt == self.max_retries:
+                    log.warning("request failed after %d attempt(s): %r", attempt + 1, exc)
+                    return Completion(text="", prompt_ids=prompt_ids, error=repr(exc))
+                await asyncio.sleep(self.retry_delay * 2**attempt)
+                attempt += 1
+                continue
+            text = response.choices[0].message.content or ""
+            response_ids = self.tokenizer.encode(text, add_special_tokens=False)
+            return Completion(text=text, prompt_ids=prompt_ids, response_ids=response_ids)
+
+    def _new_client(self) -> Any:
+        from openai import AsyncOpenAI  # lazy: an optional dependency
+
+        # Local servers (vllm serve) accept any key; the client insists on a non-empty one.
+        # Retries are ours (with backoff and failure accounting), not the client's.
+        return AsyncOpenAI(base_url=self.base_url, api_key=self.api_key or "EMPTY", max_retries=0)
+
+    def _prompt_ids(self, messages: list[dict[str, str]]) -> list[int]:
+        text = self.tokenizer.apply_chat_template(
+            messages, tokenize=False, add_generation_prompt=True
+        )
+        return self.tokenizer.encode(text, add_special_tokens=False)

@@ -1,0 +1,97 @@
+"""ChatEngine over vLLM's offline `LLM` (GPU inference at scale; reference verl_vllm_ray.md §4)."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from typing import Any
+
+from memrl.engines.base import ChatRequest, Completion, SamplingParams
+
+log = logging.getLogger(__name__)
+
+
+class VLLMEngine:
+    """One `LLM.chat` call per engine step, carrying every request (vLLM schedules and batches).
+
+    With `sampling.seed`, request i of a call gets seed `seed + i`: reproducible, yet identical
+    prompts in one call (a GRPO group) still draw different samples. If the batched call raises
+    (e.g. one prompt longer than `max_model_len`), each request is retried alone so that only
+    the offending ones come back failed.
+    """
+
+    def __init__(
+        self,
+        model_path: str,
+        tensor_parallel_size: int = 1,
+        max_model_len: int | None = None,
+        enable_prefix_caching: bool = True,
+        gpu_memory_utilization: float = 0.9,
+        hf_overrides: dict[str, Any] | None = None,
+        seed: int = 0,
+    ) -> None:
+        try:
+            import vllm  # lazy: an optional, GPU-only dependency
+        except ImportError as exc:
+            raise ImportError("the vllm engine needs the `vllm` package (memrl[vllm])") from exc
+
+        self._vllm = vllm
+        engine_args: dict[str, Any] = {
+            "tensor_parallel_size": tensor_parallel_size,
+            "enable_prefix_caching": enable_prefix_caching,
+            "gpu_memory_utilization": gpu_memory_utilization,
+            "seed": seed,
+        }
+        if max_model_len is not None:
+            engine_args["max_model_len"] = max_model_len
+        if hf_overrides is not None:
+            engine_args["hf_overrides"] = hf_overrides
+        self.llm = vllm.LLM(model=model_path, **engine_args)
+        actual = self.llm.llm_engine.model_config.max_model_len
+        if max_model_len is not None and actual != max_model_len:
+            raise ValueError(
+                f"vLLM started {model_path} with max_model_len={actual}, but {max_model_len} "
+                "was requested; for YaRN also override max_position_embeddings in hf_overrides"
+            )
+        self.max_model_len = actual
+        self.tokenizer = self.llm.get_tokenizer()
+
+    def chat(self, requests: Sequence[ChatRequest], sampling: SamplingParams) -> list[Completion]:
+        if not requests:
+            return []
+        conversations = [list(request.messages) for request in requests]
+        params = [self._params(request, sampling, i) for i, request in enumerate(requests)]
+        try:
+            outputs = self.llm.chat(conversations, sampling_params=params, use_tqdm=True)
+        except Exception as exc:
+            log.warning(
+                "batched vLLM chat of %d failed (%r); retrying one by one", len(params), exc
+            )
+            return [self._chat_one(c, p) for c, p in zip(conversations, params, strict=True)]
+        if len(outputs) != len(requests):
+            raise RuntimeError(f"vLLM returned {len(outputs)} outputs for {len(requests)} requests")
+        return [_completion(output) for output in outputs]
+
+    def _params(self, request: ChatRequest, sampling: SamplingParams, index: int) -> Any:
+        return self._vllm.SamplingParams(
+            temperature=sampling.temperature,
+            top_p=sampling.top_p,
+            max_tokens=request.max_tokens,
+            seed=None if sampling.seed is None else sampling.seed + index,
+        )
+
+    def _chat_one(self, conversation: list[dict[str, str]], params: Any) -> Completion:
+        try:
+            (output,) = self.llm.chat([conversation], sampling_params=[params], use_tqdm=False)
+        except Exception as exc:
+            return Completion(text="", error=repr(exc))
+        return _completion(output)
+
+
+def _completion(output: Any) -> Completion:
+    sample = output.outputs[0]
+    return Completion(
+        text=sample.text,
+        prompt_ids=list(output.prompt_token_ids or []),
+        response_ids=list(sample.token_ids),
+    )

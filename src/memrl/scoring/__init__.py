@@ -1,0 +1,1 @@
+"""Answer extraction, normalisation and metrics: pure functions over strings."""

@@ -1,0 +1,295 @@
+"""Engines: HF details on the tiny model, vLLM and OpenAI against injected fakes, the factory."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+import types
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+
+from memrl.engines import make_engine
+from memrl.engines.base import ChatRequest, SamplingParams
+from memrl.engines.hf import HFEngine
+from memrl.engines.openai import OpenAIEngine
+from memrl.engines.vllm import VLLMEngine
+from memrl.models.tiny import build_tiny_model
+
+CORPUS = [
+    "The ferry to Quillan Isle leaves at dawn and returns at dusk.",
+    "Therefore, the answer is Quillan Isle.",
+    "Updated memory: the ferry leaves at dawn.",
+] * 3
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return build_tiny_model(tmp_path_factory.mktemp("tiny") / "model", CORPUS)
+
+
+def ask(text: str, max_tokens: int = 4) -> ChatRequest:
+    return ChatRequest(({"role": "user", "content": text},), max_tokens)
+
+
+# --- HF ------------------------------------------------------------------------------------
+
+
+def test_hf_cuts_at_first_eos_and_keeps_it_out_of_text(
+    tiny: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    engine = HFEngine.load(str(tiny), device="cpu", batch_size=4)
+    tok = engine.tokenizer
+    word = tok.encode("ferry", add_special_tokens=False)
+    eos, pad = tok.eos_token_id, tok.pad_token_id
+    tails = {
+        2: [*word, eos, *word],  # stops at EOS, which is kept in the ids
+        5: word + word,  # no EOS: the whole budget
+    }
+
+    def generate(input_ids, attention_mask, generation_config):
+        width = input_ids.shape[1]
+        tail = tails[generation_config.max_new_tokens]
+        rows = [row[:width].tolist() + tail for row in input_ids]
+        return torch.tensor(rows)
+
+    monkeypatch.setattr(engine.model, "generate", generate)
+    done = engine.chat([ask("x", 5), ask("y", 2)], SamplingParams(seed=0))
+    assert done[0].response_ids == word + word and done[0].text == "ferryferry"
+    assert done[1].response_ids == [*word, eos] and done[1].text == "ferry"
+    tails[2] = [*word, pad, pad]  # padding (not a stop id here) ends the response too
+    engine.stop_ids = frozenset({eos})
+    assert engine.chat([ask("y", 2)], SamplingParams(seed=0))[0].response_ids == word
+
+
+def test_hf_preserves_order_and_training_mode(tiny: Path) -> None:
+    engine = HFEngine.load(str(tiny), device="cpu", batch_size=2)
+    engine.model.train()
+    requests = [ask("one", 3), ask("two", 1), ask("three", 3), ask("four", 1), ask("five", 2)]
+    greedy = SamplingParams(temperature=0.0)
+    batched = engine.chat(requests, greedy)
+    assert engine.model.training  # restored after generation
+    assert all(p.grad is None for p in engine.model.parameters())
+    for request, completion in zip(requests, batched, strict=True):  # request order kept
+        assert completion.prompt_ids == engine._prompt_ids(request)
+        assert 1 <= len(completion.response_ids) <= request.max_tokens
+    engine.model.eval()
+    engine.chat(requests[:1], greedy)
+    assert not engine.model.training
+
+
+def test_hf_rejects_bad_arguments(tiny: Path) -> None:
+    with pytest.raises(ValueError, match="device"):
+        HFEngine.load(str(tiny), device="tpu")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="dtype"):
+        HFEngine.load(str(tiny), dtype="float99")
+    engine = HFEngine.load(str(tiny), device="cpu")
+    with pytest.raises(ValueError, match="batch_size"):
+        HFEngine(engine.model, engine.tokenizer, batch_size=0)
+
+
+# --- vLLM (fake module) --------------------------------------------------------------------
+
+
+@dataclass
+class FakeSample:
+    text: str
+    token_ids: list[int]
+
+
+@dataclass
+class FakeOutput:
+    prompt_token_ids: list[int]
+    outputs: list[FakeSample]
+
+
+@dataclass
+class FakeLLM:
+    init: dict[str, Any]
+    calls: list[dict[str, Any]] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        actual = self.init.get("max_model_len", 32768)
+        if self.init.get("hf_overrides") == {"shrink": True}:
+            actual = 1024
+        config = types.SimpleNamespace(max_model_len=actual)
+        self.llm_engine = types.SimpleNamespace(model_config=config)
+
+    def get_tokenizer(self) -> str:
+        return "fake-tokenizer"
+
+    def chat(self, messages, sampling_params, use_tqdm):
+        self.calls.append({"messages": messages, "params": sampling_params, "tqdm": use_tqdm})
+        if any(m[0]["content"] == "too long" for m in messages):
+            raise ValueError("prompt longer than max_model_len")
+        return [
+            FakeOutput([len(m[0]["content"])], [FakeSample(m[0]["content"].upper(), [7, 8])])
+            for m in messages
+        ]
+
+
+@pytest.fixture
+def fake_vllm(monkeypatch: pytest.MonkeyPatch) -> types.ModuleType:
+    module = types.ModuleType("vllm")
+    module.LLM = lambda **kwargs: FakeLLM(kwargs)  # type: ignore[attr-defined]
+    module.SamplingParams = lambda **kwargs: kwargs  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "vllm", module)
+    return module
+
+
+def test_vllm_engine_arguments_and_mapping(fake_vllm: types.ModuleType) -> None:
+    yarn = {"rope_parameters": {"rope_type": "yarn", "factor": 4.0}}
+    engine = VLLMEngine(
+        "/models/qwen", tensor_parallel_size=2, max_model_len=131072, hf_overrides=yarn, seed=3
+    )
+    assert engine.llm.init == {
+        "model": "/models/qwen",
+        "tensor_parallel_size": 2,
+        "enable_prefix_caching": True,
+        "gpu_memory_utilization": 0.9,
+        "seed": 3,
+        "max_model_len": 131072,
+        "hf_overrides": yarn,
+    }
+    assert engine.tokenizer == "fake-tokenizer"
+    done = engine.chat([ask("ab", 5), ask("cde", 9)], SamplingParams(0.7, 0.95, seed=10))
+    (call,) = engine.llm.calls
+    assert call["messages"] == [
+        [{"role": "user", "content": "ab"}],
+        [{"role": "user", "content": "cde"}],
+    ]
+    assert call["params"] == [
+        {"temperature": 0.7, "top_p": 0.95, "max_tokens": 5, "seed": 10},
+        {"temperature": 0.7, "top_p": 0.95, "max_tokens": 9, "seed": 11},
+    ]
+    assert call["tqdm"] is True
+    assert [(c.text, c.prompt_ids, c.response_ids, c.error) for c in done] == [
+        ("AB", [2], [7, 8], None),
+        ("CDE", [3], [7, 8], None),
+    ]
+
+
+def test_vllm_engine_defaults_and_isolated_failures(fake_vllm: types.ModuleType) -> None:
+    engine = VLLMEngine("/models/qwen")
+    assert "max_model_len" not in engine.llm.init and "hf_overrides" not in engine.llm.init
+    assert engine.max_model_len == 32768
+    done = engine.chat([ask("ok"), ask("too long"), ask("fine")], SamplingParams())
+    assert [c.failed for c in done] == [False, True, False]
+    assert "max_model_len" in (done[1].error or "")
+    assert [c.text for c in done] == ["OK", "", "FINE"]
+    assert engine.llm.calls[0]["params"][0]["seed"] is None
+    assert engine.chat([], SamplingParams()) == []
+
+
+def test_vllm_engine_checks_max_model_len(fake_vllm: types.ModuleType) -> None:
+    with pytest.raises(ValueError, match=r"max_model_len=1024, but 4096 was requested"):
+        VLLMEngine("/models/qwen", max_model_len=4096, hf_overrides={"shrink": True})
+
+
+# --- OpenAI (fake client) ------------------------------------------------------------------
+
+
+class StatusError(Exception):
+    def __init__(self, status_code: int) -> None:
+        super().__init__(f"HTTP {status_code}")
+        self.status_code = status_code
+
+
+class FakeCompletions:
+    """Answers "echo: <content>"; a content like "fail:500,500" fails with those statuses first."""
+
+    def __init__(self) -> None:
+        self.calls: list[dict[str, Any]] = []
+        self.in_flight = 0
+        self.max_in_flight = 0
+        self.failures: dict[str, list[int]] = {}
+
+    async def create(self, **kwargs: Any) -> Any:
+        self.calls.append(kwargs)
+        self.in_flight += 1
+        self.max_in_flight = max(self.max_in_flight, self.in_flight)
+        try:
+            await asyncio.sleep(0.001)
+            content = kwargs["messages"][-1]["content"]
+            if content.startswith("fail:"):
+                queue = self.failures.setdefault(content, [int(s) for s in content[5:].split(",")])
+                if queue:
+                    raise StatusError(queue.pop(0))
+            message = types.SimpleNamespace(content=f"echo: {content}")
+            return types.SimpleNamespace(choices=[types.SimpleNamespace(message=message)])
+        finally:
+            self.in_flight -= 1
+
+
+def fake_client() -> Any:
+    completions = FakeCompletions()
+    return types.SimpleNamespace(chat=types.SimpleNamespace(completions=completions))
+
+
+def test_openai_engine_concurrency_mapping_and_retries(tiny: Path) -> None:
+    client = fake_client()
+    engine = OpenAIEngine(
+        "served-model",
+        concurrency=2,
+        max_retries=2,
+        tokenizer_path=str(tiny),
+        retry_delay=0.0,
+        client=client,
+    )
+    requests = [ask(f"q{i}", 8) for i in range(5)]
+    requests += [ask("fail:500,503", 3), ask("fail:500,500,500"), ask("fail:400")]
+    done = engine.chat(requests, SamplingParams(0.7, 0.95, seed=5))
+    fake = client.chat.completions
+    assert fake.max_in_flight == 2
+    assert [c.text for c in done[:6]] == [*(f"echo: q{i}" for i in range(5)), "echo: fail:500,503"]
+    assert done[0].response_ids == engine.tokenizer.encode("echo: q0", add_special_tokens=False)
+    assert done[0].prompt_ids == engine._prompt_ids([{"role": "user", "content": "q0"}])
+    assert done[6].failed and "HTTP 500" in (done[6].error or "")
+    assert done[7].failed and "HTTP 400" in (done[7].error or "")
+    assert done[7].prompt_ids  # failures still carry their prompt
+    attempts = [c["messages"][0]["content"] for c in fake.calls]
+    assert attempts.count("fail:500,503") == 3  # two failures, then success
+    assert attempts.count("fail:500,500,500") == 3  # 1 + max_retries, then give up
+    assert attempts.count("fail:400") == 1  # not retryable
+    first = next(c for c in fake.calls if c["messages"][0]["content"] == "q1")
+    assert first == {
+        "model": "served-model",
+        "messages": [{"role": "user", "content": "q1"}],
+        "max_tokens": 8,
+        "temperature": 0.7,
+        "top_p": 0.95,
+        "seed": 6,
+    }
+
+
+def test_openai_engine_settings_from_env(tiny: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MEMRL_OPENAI_BASE_URL", "http://localhost:9999/v1")
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    engine = OpenAIEngine("m", tokenizer_path=str(tiny), client=fake_client())
+    assert (engine.base_url, engine.api_key) == ("http://localhost:9999/v1", "sk-test")
+    done = engine.chat([ask("hi")], SamplingParams(seed=None))
+    assert "seed" not in engine.client.chat.completions.calls[0]
+    assert done[0].text == "echo: hi"
+    monkeypatch.delenv("MEMRL_OPENAI_BASE_URL")
+    with pytest.raises(ValueError, match="MEMRL_OPENAI_BASE_URL"):
+        OpenAIEngine("m", tokenizer_path=str(tiny))
+
+
+# --- factory -------------------------------------------------------------------------------
+
+
+def test_make_engine(tiny: Path, fake_vllm: types.ModuleType) -> None:
+    hf = make_engine("hf", str(tiny), {"device": "cpu", "batch_size": 3})
+    assert isinstance(hf, HFEngine) and hf.batch_size == 3
+    vllm = make_engine("vllm", "/models/qwen", {"tensor_parallel_size": 4})
+    assert isinstance(vllm, VLLMEngine) and vllm.llm.init["tensor_parallel_size"] == 4
+    client = fake_client()
+    openai = make_engine("openai", str(tiny), {"client": client, "concurrency": 8})
+    assert isinstance(openai, OpenAIEngine) and openai.model == str(tiny)
+    with pytest.raises(ValueError, match="allowed: hf, vllm, openai"):
+        make_engine("llamacpp", str(tiny), {})
+    with pytest.raises(ValueError, match=r"unknown settings for engine 'hf': temperature"):
+        make_engine("hf", str(tiny), {"temperature": 0.5})

@@ -1,0 +1,243 @@
+import json
+import random
+
+import pytest
+
+from memrl.data.hotpotqa import build_pool, load_hotpotqa, paragraph_text, question_records
+from memrl.data.ruler_hqa import (
+    _Complement,
+    build_eval_sets,
+    build_split,
+    context_pieces,
+    iter_context_pieces,
+    render_context,
+    sample_doc_ids,
+)
+from memrl.data.sources import fixture_path
+
+# The official gold slots (memagent_official.md §1.2): 1-based documents of the question's docs.
+OFFICIAL_SLOTS = {
+    200: [7, 10, 17, 81, 88, 96, 109, 154, 177, 191],
+    50: [11, 18, 27, 29, 37, 41, 42, 43, 44, 48],
+}
+
+
+class WhitespaceTokenizer:
+    def encode(self, text, add_special_tokens=True):
+        assert add_special_tokens is False
+        return text.split()
+
+
+@pytest.fixture(scope="module")
+def dev():
+    records = load_hotpotqa(fixture_path("hotpot_dev_fixture.json"))
+    pool = build_pool(records)
+    return records, pool, question_records(records, pool)
+
+
+@pytest.fixture(scope="module")
+def train():
+    records = load_hotpotqa(fixture_path("hotpot_train_fixture.json"))
+    pool = build_pool(records)
+    return records, pool, question_records(records, pool)
+
+
+# --- the fixtures ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["hotpot_train_fixture.json", "hotpot_dev_fixture.json"])
+def test_hotpot_fixture_is_consistent(name):
+    records = load_hotpotqa(fixture_path(name))
+    pool = build_pool(records)
+    assert 10 <= len(records) <= 20
+    assert 70 <= len(pool) < 200
+    assert len(pool) < 10 * len(records)  # paragraphs are shared across questions
+    assert len({r["_id"] for r in records}) == len(records)
+    for r in records:
+        assert r["type"] in ("bridge", "comparison") and r["level"] in ("easy", "medium", "hard")
+        context = dict(r["context"])
+        assert len(r["context"]) == len(context) == 10
+        gold = {title for title, _ in r["supporting_facts"]}
+        assert len(gold) == 2
+        for title, sent_id in r["supporting_facts"]:
+            assert 0 <= sent_id < len(context[title])
+        for sentences in context.values():
+            assert not sentences[0].startswith(" ")
+            assert all(s.startswith(" ") for s in sentences[1:])
+        if r["answer"] not in ("yes", "no"):
+            gold_text = " ".join("".join(context[t]) for t in gold)
+            assert r["answer"] in gold_text, r["question"]
+        assert len(r["answer"].split()) <= 4
+
+
+# --- hotpotqa.py -------------------------------------------------------------------------------
+
+
+def test_pool_is_sorted_unique_and_ids_map_back(dev):
+    records, pool, questions = dev
+    assert pool == sorted(set(pool))
+    assert len(questions) == len(records)
+    for q, r in zip(questions, records, strict=True):
+        assert q["question"] == r["question"] and q["answers"] == [r["answer"]]
+        assert [pool[i] for i in q["doc_ids"]] == [paragraph_text(t, s) for t, s in r["context"]]
+    title, sentences = records[0]["context"][0]
+    assert f"{title}\n{sentences[0]}{sentences[1]}" in pool[questions[0]["doc_ids"][0]]
+
+
+def _write(tmp_path, rows):
+    path = tmp_path / "hotpot.json"
+    path.write_text(json.dumps(rows), encoding="utf-8")
+    return path
+
+
+def test_load_hotpotqa_errors_name_file_row_and_key(tmp_path, dev):
+    records = dev[0]
+    rows = [dict(records[0]), dict(records[1])]
+    del rows[1]["answer"]
+    with pytest.raises(ValueError, match=r"hotpot\.json: row 1: missing key 'answer'"):
+        load_hotpotqa(_write(tmp_path, rows))
+    rows = [dict(records[0], question=3)]
+    with pytest.raises(ValueError, match=r"row 0: key 'question' must be str, got int"):
+        load_hotpotqa(_write(tmp_path, rows))
+    rows = [dict(records[0], context=[["title", "not a list"]])]
+    with pytest.raises(ValueError, match=r"row 0: key 'context'\[0\]"):
+        load_hotpotqa(_write(tmp_path, rows))
+    rows = [dict(records[0], supporting_facts=[["title", "0"]])]
+    with pytest.raises(ValueError, match=r"row 0: key 'supporting_facts'\[0\]"):
+        load_hotpotqa(_write(tmp_path, rows))
+    with pytest.raises(ValueError, match="expected a JSON list"):
+        load_hotpotqa(_write(tmp_path, {"data": []}))
+
+
+# --- sampling ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("n_docs", sorted(OFFICIAL_SLOTS))
+def test_official_gold_slots(n_docs):
+    question_ids = [903, 4, 512, 77, 250, 999, 13, 640, 321, 58]
+    for seed in (0, 42):
+        ids = sample_doc_ids(question_ids, 1000, n_docs, random.Random(seed))
+        slots = sorted(i + 1 for i, d in enumerate(ids) if d in question_ids)
+        assert slots == OFFICIAL_SLOTS[n_docs]
+        assert len(ids) == len(set(ids)) == n_docs
+
+
+def test_question_docs_keep_their_relative_slots():
+    # The same permutation for every sample: the k-th question doc always lands in one slot.
+    a = sample_doc_ids(list(range(10)), 500, 200, random.Random(1))
+    b = sample_doc_ids(list(range(100, 110)), 500, 200, random.Random(2))
+    assert [a.index(k) for k in range(10)] == [b.index(100 + k) for k in range(10)]
+
+
+def test_whole_pool_when_n_reaches_pool_size():
+    expected = list(range(60))
+    random.Random(4).shuffle(expected)
+    rng = random.Random(0)
+    state = rng.getstate()
+    for n_docs in (60, 200):
+        assert sample_doc_ids([5, 17, 30], 60, n_docs, rng) == expected
+    assert rng.getstate() == state  # no distractor draw consumed
+
+
+def test_too_few_docs_is_an_error():
+    with pytest.raises(ValueError, match="below the question's 10 docs"):
+        sample_doc_ids(list(range(10)), 100, 5, random.Random(0))
+
+
+@pytest.mark.parametrize(("size", "k"), [(30, 8), (40, 30), (5000, 190), (100000, 40)])
+def test_complement_view_draws_like_the_official_list(size, k):
+    excluded = [size - 1, 0, 7, 7, size // 2]
+    materialised = [i for i in range(size) if i not in excluded]
+    view = _Complement(size, excluded)
+    assert len(view) == len(materialised)
+    if size <= 5000:
+        assert list(view) == materialised
+    for seed in range(3):
+        assert random.Random(seed).sample(view, k) == random.Random(seed).sample(materialised, k)
+    with pytest.raises(IndexError):
+        view[len(view)]
+
+
+# --- rendering ---------------------------------------------------------------------------------
+
+
+def test_render_context_and_pieces():
+    pool = ["Alpha\nfirst doc.", "Beta\n second.", "Gamma\nthird"]
+    text = render_context([2, 0], pool)
+    assert text == "Document 1:\nGamma\nthird\n\nDocument 2:\nAlpha\nfirst doc."
+    assert "".join(iter_context_pieces([2, 0], pool)) == text
+    assert "".join(iter_context_pieces([], pool)) == render_context([], pool) == ""
+
+
+# --- building splits ---------------------------------------------------------------------------
+
+
+def test_build_split_rows(dev):
+    _, pool, questions = dev
+    rows = build_split(questions, pool, 20, limit=5, rng=random.Random(42))
+    assert len(rows) == 5
+    for row, q in zip(rows, questions[:5], strict=True):
+        assert set(row) == {"index", "input", "answers", "num_docs", "context", "num_tokens"}
+        assert (row["index"], row["input"], row["answers"]) == (
+            q["index"],
+            q["question"],
+            q["answers"],
+        )
+        assert row["num_docs"] == 20 and row["num_tokens"] is None
+        docs = row["context"].split("\n\n")
+        assert [d.split("\n", 1)[0] for d in docs] == [f"Document {i}:" for i in range(1, 21)]
+        bodies = [d.split("\n", 1)[1] for d in docs]
+        assert len(set(bodies)) == 20
+        assert all(pool[i] in bodies for i in q["doc_ids"])
+
+
+def test_build_split_is_reproducible_and_consumes_rng_in_order(train):
+    _, pool, questions = train
+    full = build_split(questions, pool, 40, limit=None, rng=random.Random(42))
+    assert len(full) == len(questions)
+    assert build_split(questions, pool, 40, limit=None, rng=random.Random(42)) == full
+    assert build_split(questions, pool, 40, limit=4, rng=random.Random(42)) == full[:4]
+    other = build_split(questions, pool, 40, limit=None, rng=random.Random(7))
+    assert [r["context"] for r in other] != [r["context"] for r in full]
+
+
+def test_id_rows_rebuild_the_same_text_and_token_count(dev):
+    _, pool, questions = dev
+    tok = WhitespaceTokenizer()
+    text_rows = build_split(questions, pool, 40, limit=3, rng=random.Random(42), tokenizer=tok)
+    id_rows = build_split(
+        questions, pool, 40, limit=3, rng=random.Random(42), tokenizer=tok, store_ids_above=30
+    )
+    for text_row, id_row in zip(text_rows, id_rows, strict=True):
+        assert "context" not in id_row and len(id_row["doc_ids"]) == 40
+        assert "".join(context_pieces(id_row, pool)) == text_row["context"]
+        assert list(context_pieces(text_row, pool)) == [text_row["context"]]
+        # Whitespace tokens never cross a piece boundary, so the approximation is exact here.
+        assert id_row["num_tokens"] == text_row["num_tokens"] == len(text_row["context"].split())
+
+
+def test_n_above_pool_takes_the_whole_pool(dev):
+    _, pool, questions = dev
+    rows = build_split(questions, pool, 200, limit=2, rng=random.Random(42))
+    for row in rows:
+        assert row["num_docs"] == 200
+        assert row["context"].count("Document ") >= len(pool)
+        assert row["context"] == rows[0]["context"]  # the same (whole, shuffled) pool
+
+
+def test_build_eval_sets(dev):
+    _, pool, questions = dev
+    indices = [7, 2, 9, 4]
+    sets = build_eval_sets(questions, pool, [10, 20, 40], indices, seed=42)
+    assert sorted(sets) == [10, 20, 40]
+    selected = [questions[i] for i in indices]
+    for n, rows in sets.items():
+        assert [r["index"] for r in rows] == indices
+        assert rows == build_split(selected, pool, n, limit=None, rng=random.Random(42))
+    # N = 10 is exactly the question's own documents, in the fixed Random(4) order.
+    for row, q in zip(sets[10], selected, strict=True):
+        expected = list(q["doc_ids"])
+        random.Random(4).shuffle(expected)
+        assert row["context"] == render_context(expected, pool)
+    with pytest.raises(ValueError, match="not in the split"):
+        build_eval_sets(questions, pool, [10], [0, 99])

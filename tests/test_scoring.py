@@ -1,0 +1,151 @@
+"""Answer extraction and metrics against hand-computed values."""
+
+from __future__ import annotations
+
+import pytest
+
+from memrl.scoring.extract import extract_answer, extract_boxed, extract_solution, strip_string
+from memrl.scoring.metrics import (
+    boxed_reward,
+    contains_any,
+    exact_match,
+    f1,
+    normalize_answer,
+    score_answer_is,
+    sub_em,
+)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("plain memory", "plain memory"),
+        ("<think>a</think>memory", "memory"),
+        ("<think>a</think>x<think>b</think> last", " last"),
+        ("", ""),
+    ],
+)
+def test_extract_solution(text: str, expected: str) -> None:
+    assert extract_solution(text) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("Therefore, the answer is Paris.", "Paris"),
+        ("Therefore, the answer is **Paris**.", "Paris"),
+        ("the answer is x; no wait, the answer is  Rome . ", "Rome"),
+        ("Therefore, the answer is Oslo<｜end▁of▁sentence｜>", "Oslo"),
+        ("the answer is <｜Assistant｜>Bern.", "Bern"),
+        ("The answer is Paris.", None),  # case-sensitive marker
+        ("no marker at all", None),
+        ("Therefore, the answer is .", ""),
+        ("the answer is 3.14.", "3.14"),
+    ],
+)
+def test_extract_answer(text: str, expected: str | None) -> None:
+    assert extract_answer(text) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("so \\boxed{42}.", "42"),
+        ("\\boxed{1} then \\boxed{\\frac{1}{2}}", "\\frac{1}{2}"),
+        ("\\boxed{a{b{c}}d} tail", "a{b{c}}d"),
+        ("\\fbox{x}", "x"),
+        ("\\boxed{1} and \\fbox{2}", "2"),
+        ("answer: \\boxed 7$ done", "7"),
+        ("answer: \\boxed 7", "7"),
+        ("\\boxed{unclosed", None),
+        ("no box", None),
+        ("\\boxed", None),
+    ],
+)
+def test_extract_boxed(text: str, expected: str | None) -> None:
+    assert extract_boxed(text) == expected
+
+
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [
+        ("barack obama", "barackobama"),
+        ("line\nbreak", "linebreak"),
+        ("\\left( 1, 2 \\right)", "(1,2)"),
+        ("90^\\circ", "90"),
+        ("90^{\\circ}", "90"),
+        ("\\$5", "5"),
+        ("50\\%", "50"),
+        ("50%", "50"),
+        (".5", "\\frac{1}{2}"),
+        ("0.25", "0.25"),
+        ("{.25}", "{0.25}"),
+        ("x = 3", "3"),
+        ("long = 3", "long=3"),
+        ("\\frac12", "\\frac{1}{2}"),
+        ("\\dfrac{1}2", "\\frac{1}{2}"),
+        ("\\tfrac1{2}", "\\frac{1}{2}"),
+        ("\\sqrt3", "\\sqrt{3}"),
+        ("3/4", "\\frac{3}{4}"),
+        ("a/b", "a/b"),
+        ("5 \\text{ cm}", "5"),
+        ("\\!7", "7"),
+        ("", ""),
+    ],
+)
+def test_strip_string(raw: str, expected: str) -> None:
+    assert strip_string(raw) == expected
+
+
+def test_normalize_answer() -> None:
+    assert normalize_answer("The  Eiffel-Tower, an icon!") == "eiffeltower icon"
+    assert normalize_answer("Theatre") == "theatre"  # articles only as whole words
+
+
+def test_exact_match_and_sub_em() -> None:
+    assert exact_match("The Beatles", "beatles") == 1.0
+    assert exact_match("Beatles band", "beatles") == 0.0
+    assert sub_em("the Beatles band", "Beatles") == 1.0  # gold in pred
+    assert sub_em("Beatles", "The Beatles band") == 1.0  # pred in gold
+    assert sub_em("Stones", "Beatles") == 0.0
+    assert sub_em("a", "Beatles") == 1.0  # official quirk: empty normalised pred is contained
+
+
+def test_f1() -> None:
+    assert f1("the big red dog", "big dog") == pytest.approx(0.8)  # p=2/3, r=1
+    assert f1("red cat", "big dog") == 0.0
+    assert f1("yes", "no") == 0.0
+    assert f1("yes it is", "yes") == 0.0  # yes/no special case
+    assert f1("Yes.", "yes") == 1.0
+
+
+def test_boxed_reward() -> None:
+    assert boxed_reward("... so \\boxed{Barack Obama}", ["barack obama"]) == 1.0
+    assert boxed_reward("\\boxed{Obama}", ["Barack Obama", "obama"]) == 1.0
+    assert boxed_reward("\\boxed{the beatles}", ["Beatles"]) == 0.0  # no article removal
+    assert boxed_reward("\\boxed{Paris.}", ["Paris"]) == 0.0  # no punctuation removal
+    assert boxed_reward("Paris", ["Paris"]) == 0.0
+    assert boxed_reward("\\boxed{Paris}", []) == 0.0
+    # Only the last 300 characters are read: a box further back is invisible.
+    assert boxed_reward("\\boxed{Paris}" + "x" * 300, ["Paris"]) == 0.0
+    assert boxed_reward("\\boxed{Paris}" + "x" * 287, ["Paris"]) == 1.0
+
+
+def test_contains_any() -> None:
+    assert contains_any("I think it is PARIS.", ["paris"]) == 1.0
+    assert contains_any("I think it is Rome.", ["Paris", "Lyon"]) == 0.0
+
+
+def test_score_answer_is() -> None:
+    assert score_answer_is("Therefore, the answer is The Eiffel Tower.", "Eiffel Tower") == {
+        "pred": "The Eiffel Tower",
+        "sub_em": 1.0,
+        "em": 1.0,
+        "f1": 1.0,
+    }
+    scored = score_answer_is("Therefore, the answer is big red dog", "big dog")
+    assert (scored["sub_em"], scored["em"], scored["f1"]) == (0.0, 0.0, pytest.approx(0.8))
+    missing = score_answer_is("The answer is Paris", "Paris")
+    assert missing == {"pred": None, "sub_em": 0.0, "em": 0.0, "f1": 0.0}
+    empty = score_answer_is("the answer is .", "Paris")
+    assert empty == {"pred": "", "sub_em": 0.0, "em": 0.0, "f1": 0.0}

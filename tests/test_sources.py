@@ -1,0 +1,230 @@
+import functools
+import hashlib
+import http.server
+import threading
+import types
+
+import pytest
+
+from memrl.data.io import read_json, sha256_file
+from memrl.data.sources import (
+    ChecksumError,
+    fetch_file,
+    fetch_model,
+    fixture_corpus,
+    fixture_path,
+    write_manifest,
+)
+
+PAYLOAD = b"line one\nline two\n" * 1000
+PAYLOAD_SHA = hashlib.sha256(PAYLOAD).hexdigest()
+
+
+@pytest.fixture
+def http_root(tmp_path):
+    """A stdlib HTTP server on 127.0.0.1 serving a temporary directory; yields (root, base URL)."""
+    root = tmp_path / "www"
+    root.mkdir()
+    handler = functools.partial(QuietHandler, directory=str(root))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
+    thread.start()
+    try:
+        yield root, f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join()
+
+
+class QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, format, *args):
+        pass
+
+
+def test_fetch_http(http_root, tmp_path):
+    root, base = http_root
+    (root / "data.txt").write_bytes(PAYLOAD)
+    dest = tmp_path / "out" / "data.txt"
+    entry = fetch_file(f"{base}/data.txt", dest, sha256=PAYLOAD_SHA.upper())
+    assert dest.read_bytes() == PAYLOAD
+    assert entry == {
+        "source": f"{base}/data.txt",
+        "path": str(dest),
+        "sha256": PAYLOAD_SHA,
+        "bytes": len(PAYLOAD),
+    }
+    assert list(dest.parent.iterdir()) == [dest]
+
+
+def test_fetch_http_missing_file(http_root, tmp_path):
+    _, base = http_root
+    dest = tmp_path / "out" / "out.txt"
+    with pytest.raises(RuntimeError, match=r"nothere\.txt"):
+        fetch_file(f"{base}/nothere.txt", dest)
+    assert list(dest.parent.iterdir()) == []
+
+
+def test_fetch_http_checksum_mismatch_removes_partial(http_root, tmp_path):
+    root, base = http_root
+    (root / "data.txt").write_bytes(PAYLOAD)
+    dest = tmp_path / "out" / "data.txt"
+    wrong = "0" * 64
+    with pytest.raises(ChecksumError) as info:
+        fetch_file(f"{base}/data.txt", dest, sha256=wrong)
+    message = str(info.value)
+    assert f"{base}/data.txt" in message and wrong in message and PAYLOAD_SHA in message
+    assert list(dest.parent.iterdir()) == []
+
+
+def test_checksum_mismatch_keeps_existing_dest(tmp_path):
+    src = tmp_path / "src.bin"
+    src.write_bytes(PAYLOAD)
+    dest = tmp_path / "dest.bin"
+    dest.write_bytes(b"previous")
+    with pytest.raises(ChecksumError):
+        fetch_file(str(src), dest, sha256="f" * 64)
+    assert dest.read_bytes() == b"previous"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["dest.bin", "src.bin"]
+
+
+def test_fetch_local_path(tmp_path):
+    src = tmp_path / "src.bin"
+    src.write_bytes(PAYLOAD)
+    entry = fetch_file(str(src), tmp_path / "copy" / "x.bin", sha256=PAYLOAD_SHA)
+    assert entry["sha256"] == PAYLOAD_SHA and entry["bytes"] == len(PAYLOAD)
+    with pytest.raises(FileNotFoundError, match=r"nope\.bin"):
+        fetch_file(str(tmp_path / "nope.bin"), tmp_path / "y.bin")
+
+
+def test_fetch_fixture(tmp_path):
+    dest = tmp_path / "squad.json"
+    packaged = fixture_path("fixture:squad_dev_fixture.json")
+    entry = fetch_file("fixture:squad_dev_fixture.json", dest, sha256=sha256_file(packaged))
+    assert dest.read_bytes() == packaged.read_bytes()
+    assert entry["source"] == "fixture:squad_dev_fixture.json"
+    with pytest.raises(FileNotFoundError, match=r"hotpot_dev_fixture\.json"):
+        fetch_file("fixture:nope.json", tmp_path / "nope.json")
+
+
+def test_write_manifest(tmp_path):
+    entries = [{"source": "a", "path": "b", "sha256": "c", "bytes": 1}]
+    write_manifest(tmp_path / "manifest.json", entries)
+    assert read_json(tmp_path / "manifest.json") == entries
+
+
+def test_squad_fixture_schema_and_offsets():
+    squad = read_json(fixture_path("squad_dev_fixture.json"))
+    assert squad["version"] == "v2.0"
+    assert len(squad["data"]) == 3
+    assert all(len(article["paragraphs"]) == 3 for article in squad["data"])
+    qas = [(p["context"], qa) for a in squad["data"] for p in a["paragraphs"] for qa in p["qas"]]
+    assert 8 <= len(qas) <= 12
+    assert len({qa["id"] for _, qa in qas}) == len(qas)
+    impossible = [qa for _, qa in qas if qa["is_impossible"]]
+    assert len(impossible) == 1 and impossible[0]["answers"] == []
+    assert any(len({a["text"] for a in qa["answers"]}) < len(qa["answers"]) for _, qa in qas)
+    for context, qa in qas:
+        spans = qa["answers"] + qa.get("plausible_answers", [])
+        assert spans
+        for answer in spans:
+            start = answer["answer_start"]
+            assert context[start : start + len(answer["text"])] == answer["text"]
+
+
+def test_fixture_corpus():
+    corpus = fixture_corpus()
+    assert len(corpus) == len(set(corpus))
+    text = "\n".join(corpus)
+    hotpot = read_json(fixture_path("hotpot_dev_fixture.json"))
+    title, sentences = hotpot[0]["context"][0]
+    assert title + "\n" + "".join(sentences) in corpus
+    assert hotpot[0]["question"] in corpus and hotpot[0]["answer"] in corpus
+    assert hotpot[0]["_id"] not in text  # identifiers are not tokenizer text
+    squad = read_json(fixture_path("squad_dev_fixture.json"))
+    assert squad["data"][1]["paragraphs"][0]["context"] in corpus
+    assert fixture_corpus() == corpus
+
+
+def _model_files(directory):
+    return {p.name: p.read_bytes() for p in directory.iterdir()}
+
+
+def test_fetch_model_local(tmp_path):
+    src = tmp_path / "ckpt"
+    src.mkdir()
+    (src / "config.json").write_text('{"model_type": "qwen2"}')
+    (src / "model.safetensors").write_bytes(b"weights")
+    out = tmp_path / "models" / "policy"
+    out.mkdir(parents=True)
+    (out / "stale.txt").write_text("old build")
+    entry = fetch_model({"source": "local", "path": str(src)}, out)
+    assert _model_files(out) == _model_files(src)
+    assert entry["files"] == {
+        "config.json": sha256_file(src / "config.json"),
+        "model.safetensors": hashlib.sha256(b"weights").hexdigest(),
+    }
+    assert entry["source"] == "local" and entry["path"] == str(out)
+    assert sorted(p.name for p in out.parent.iterdir()) == ["policy"]
+
+
+def test_fetch_model_local_needs_config(tmp_path):
+    src = tmp_path / "notamodel"
+    src.mkdir()
+    (src / "weights.bin").write_bytes(b"x")
+    with pytest.raises(FileNotFoundError, match=r"config\.json"):
+        fetch_model({"source": "local", "path": str(src)}, tmp_path / "out")
+    assert not (tmp_path / "out").exists()
+
+
+def test_fetch_model_hf(tmp_path, monkeypatch):
+    import huggingface_hub
+
+    calls = []
+
+    def fake_snapshot_download(repo_id, revision, local_dir):
+        calls.append((repo_id, revision))
+        (local_dir / ".cache" / "huggingface").mkdir(parents=True)
+        (local_dir / "config.json").write_text("{}")
+        (local_dir / "tokenizer.json").write_text('{"v": 1}')
+        return str(local_dir)
+
+    monkeypatch.setattr(huggingface_hub, "snapshot_download", fake_snapshot_download)
+    out = tmp_path / "qwen"
+    spec = {"source": "hf", "id": "Qwen/Qwen2.5-0.5B-Instruct", "revision": "abc123"}
+    entry = fetch_model(spec, out)
+    assert calls == [("Qwen/Qwen2.5-0.5B-Instruct", "abc123")]
+    assert sorted(entry["files"]) == ["config.json", "tokenizer.json"]
+    assert entry["spec"] == spec
+    assert not (out / ".cache").exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["qwen"]
+
+
+def test_fetch_model_hf_without_config_fails(tmp_path, monkeypatch):
+    import huggingface_hub
+
+    monkeypatch.setattr(huggingface_hub, "snapshot_download", lambda **kw: kw["local_dir"])
+    with pytest.raises(FileNotFoundError, match=r"no config\.json"):
+        fetch_model({"source": "hf", "id": "org/empty", "revision": "r"}, tmp_path / "m")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_fetch_model_tiny(tmp_path, monkeypatch):
+    calls = []
+
+    def fake_build(out_dir, corpus, **kwargs):
+        calls.append((list(corpus), kwargs))
+        out_dir.mkdir()
+        (out_dir / "config.json").write_text("{}")
+        return out_dir
+
+    module = types.SimpleNamespace(build_tiny_model=fake_build)
+    monkeypatch.setitem(__import__("sys").modules, "memrl.models.tiny", module)
+    entry = fetch_model({"source": "tiny", "vocab_size": 300, "seed": 3}, tmp_path / "tiny")
+    assert calls == [(fixture_corpus(), {"vocab_size": 300, "seed": 3})]
+    assert list(entry["files"]) == ["config.json"]
+
+
+def test_fetch_model_bad_source(tmp_path):
+    with pytest.raises(ValueError, match="'source' must be one of"):
+        fetch_model({"source": "s3"}, tmp_path / "m")

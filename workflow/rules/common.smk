@@ -1,0 +1,145 @@
+# Config validation, the experiment matrix and every input function (no logic lives in rules).
+import json
+from pathlib import Path
+
+import snakemake as _snakemake
+
+from memrl import config as cfg
+from memrl import tracking
+
+cfg.validate_config(config, Path(workflow.basedir) / "workflow/schemas/config.schema.yaml")
+
+R = str(cfg.results_dir(config))
+CONTAINERS = config["containers"]
+
+
+wildcard_constraints:
+    source="|".join(config["sources"]),
+    model="|".join(config["models"]),
+    train_run="|".join(config["training"]["runs"]) or "^$",
+    system="|".join(config["evaluation"]["systems"]),
+    split="train|dev",
+    n_docs=r"\d+",
+
+
+onstart:
+    tracking.start_pipeline_run(cfg.tracking_uri(config), config, _snakemake.__version__)
+
+
+def as_json(value):
+    return json.dumps(value, sort_keys=True)
+
+
+def job(rule_name):
+    """The `--job` param: the rule and its wildcards, for the job's MLflow tags."""
+
+    def describe(wildcards):
+        return as_json({"rule": rule_name, "wildcards": dict(wildcards.items())})
+
+    return describe
+
+
+def get_output_prefix(wildcards, output):
+    """The path shared by a rule's outputs that differ only in extension."""
+    return str(Path(output[0]).with_suffix(""))
+
+
+# --- targets ---------------------------------------------------------------------------------
+
+
+def get_raw_data():
+    return expand(f"{R}/raw/{{source}}.json", source=config["sources"])
+
+
+def get_eval_metrics():
+    return [
+        f"{R}/eval/ruler_hqa/{system}/{n_docs}.metrics.json"
+        for system, n_docs in cfg.eval_jobs(config)
+    ]
+
+
+def get_table1():
+    return expand(f"{R}/tables/table1.{{ext}}", ext=["csv", "md", "tex"])
+
+
+def get_figure1():
+    return expand(f"{R}/figures/figure1.{{ext}}", ext=["png", "pdf"])
+
+
+# --- input functions -------------------------------------------------------------------------
+
+
+def get_tokenizer_dir(wildcards):
+    return str(cfg.model_dir(config, config["ruler_hqa"]["tokenizer"]))
+
+
+def get_filter_models(wildcards):
+    return {name: str(cfg.model_dir(config, name)) for name in config["filter"]["models"]}
+
+
+def get_filter_model_args(wildcards, input):
+    return " ".join(f"--model {name}={input[name]}" for name in config["filter"]["models"])
+
+
+def get_base_model(wildcards):
+    """Stage I starts from the run's base model (stage II from the stage I checkpoint)."""
+    return str(cfg.model_dir(config, config["training"]["runs"][wildcards.train_run]["base"]))
+
+
+def get_eval_model(wildcards):
+    return str(cfg.model_dir(config, config["evaluation"]["systems"][wildcards.system]["model"]))
+
+
+# --- per-job settings (JSON handed to `memrl --settings`) and resources ----------------------
+
+
+def get_source_settings(wildcards):
+    return as_json(config["sources"][wildcards.source])
+
+
+def get_model_settings(wildcards):
+    return as_json(config["models"][wildcards.model])
+
+
+def get_synthesize_settings(wildcards):
+    return as_json(cfg.synthesize_settings(config))
+
+
+def get_filter_settings(wildcards):
+    return as_json(cfg.filter_settings(config))
+
+
+def get_eval_set_settings(wildcards):
+    return as_json(cfg.eval_set_settings(config, int(wildcards.n_docs)))
+
+
+def get_stage1_settings(wildcards):
+    return as_json(cfg.train_settings(config, wildcards.train_run, "stage1"))
+
+
+def get_stage2_settings(wildcards):
+    return as_json(cfg.train_settings(config, wildcards.train_run, "stage2"))
+
+
+def get_eval_settings(wildcards):
+    return as_json(cfg.eval_settings(config, wildcards.system, int(wildcards.n_docs)))
+
+
+def get_report_settings(wildcards):
+    return as_json(cfg.report_settings(config))
+
+
+def get_filter_gpus(wildcards):
+    return max(cfg.model_gpus(config, name) for name in config["filter"]["models"])
+
+
+def get_train_gpus(wildcards):
+    return config["training"]["runs"][wildcards.train_run].get("gpus", 0)
+
+
+def get_train_nodes(wildcards):
+    return config["training"]["runs"][wildcards.train_run].get("nodes", 1)
+
+
+def get_eval_gpus(wildcards):
+    return cfg.model_gpus(config, config["evaluation"]["systems"][wildcards.system]["model"])

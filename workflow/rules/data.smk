@@ -1,0 +1,124 @@
+# download -> synthesize -> filter -> eval sets (reference/memagent_official.md §1)
+
+
+rule download_data:
+    output:
+        data=f"{R}/raw/{{source}}.json",
+        manifest=f"{R}/raw/{{source}}.manifest.json",
+    log:
+        f"{R}/logs/download_data/{{source}}.log",
+    conda:
+        "../../envs/core.yaml"
+    container:
+        CONTAINERS["core"]
+    params:
+        job=job("download_data"),
+        settings=get_source_settings,
+    shell:
+        "memrl --job {params.job:q} --log {log:q} download-data --settings {params.settings:q}"
+        " --out {output.data:q} --manifest {output.manifest:q} 2> {log:q}"
+
+
+rule download_model:
+    output:
+        directory(f"{R}/models/{{model}}"),
+    log:
+        f"{R}/logs/download_model/{{model}}.log",
+    conda:
+        "../../envs/core.yaml"
+    container:
+        CONTAINERS["core"]
+    resources:
+        runtime=240,
+    params:
+        job=job("download_model"),
+        settings=get_model_settings,
+    shell:
+        "memrl --job {params.job:q} --log {log:q} download-model --settings {params.settings:q} --out {output:q} 2> {log:q}"
+
+
+rule synthesize_ruler_hqa:
+    input:
+        train=f"{R}/raw/hotpotqa_train.json",
+        dev=f"{R}/raw/hotpotqa_dev.json",
+        tokenizer=get_tokenizer_dir,
+    output:
+        train=f"{R}/data/ruler_hqa/train_unfiltered.jsonl",
+        dev=f"{R}/data/ruler_hqa/dev_unfiltered.jsonl",
+    log:
+        f"{R}/logs/synthesize_ruler_hqa/all.log",
+    benchmark:
+        f"{R}/benchmarks/synthesize_ruler_hqa/all.tsv"
+    conda:
+        "../../envs/core.yaml"
+    container:
+        CONTAINERS["core"]
+    resources:
+        mem_mb=32000,
+        runtime=240,
+    params:
+        job=job("synthesize_ruler_hqa"),
+        settings=get_synthesize_settings,
+    shell:
+        "memrl --job {params.job:q} --log {log:q} synthesize --settings {params.settings:q}"
+        " --train {input.train:q} --dev {input.dev:q} --tokenizer {input.tokenizer:q}"
+        " --out-train {output.train:q} --out-dev {output.dev:q} 2> {log:q}"
+
+
+rule filter_questions:
+    input:
+        unpack(get_filter_models),
+        train=f"{R}/data/ruler_hqa/train_unfiltered.jsonl",
+        dev=f"{R}/data/ruler_hqa/dev_unfiltered.jsonl",
+    output:
+        train=f"{R}/data/ruler_hqa/train.jsonl",
+        dev=f"{R}/data/ruler_hqa/dev.jsonl",
+        report=report(
+            f"{R}/data/ruler_hqa/filter_report.json",
+            caption="../report/filter.rst",
+            category="Data",
+        ),
+    log:
+        f"{R}/logs/filter_questions/all.log",
+    benchmark:
+        f"{R}/benchmarks/filter_questions/all.tsv"
+    conda:
+        "../../envs/infer.yaml"
+    container:
+        CONTAINERS["infer"]
+    resources:
+        gpu=get_filter_gpus,
+        runtime=720,
+    params:
+        job=job("filter_questions"),
+        settings=get_filter_settings,
+        models=get_filter_model_args,
+    shell:
+        "memrl --job {params.job:q} --log {log:q} filter --settings {params.settings:q} {params.models}"
+        " --train {input.train:q} --dev {input.dev:q} --out-train {output.train:q}"
+        " --out-dev {output.dev:q} --report {output.report:q} 2> {log:q}"
+
+
+rule synthesize_eval:
+    input:
+        dev_raw=f"{R}/raw/hotpotqa_dev.json",
+        dev=f"{R}/data/ruler_hqa/dev.jsonl",
+        tokenizer=get_tokenizer_dir,
+    output:
+        f"{R}/data/ruler_hqa/eval_{{n_docs}}.jsonl",
+    log:
+        f"{R}/logs/synthesize_eval/{{n_docs}}.log",
+    benchmark:
+        f"{R}/benchmarks/synthesize_eval/{{n_docs}}.tsv"
+    conda:
+        "../../envs/core.yaml"
+    container:
+        CONTAINERS["core"]
+    resources:
+        mem_mb=16000,
+    params:
+        job=job("synthesize_eval"),
+        settings=get_eval_set_settings,
+    shell:
+        "memrl --job {params.job:q} --log {log:q} eval-set --settings {params.settings:q} --dev-raw {input.dev_raw:q}"
+        " --dev {input.dev:q} --tokenizer {input.tokenizer:q} --out {output:q} 2> {log:q}"
