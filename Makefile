@@ -5,7 +5,10 @@ STAMP := $(VENV)/.installed-stamp
 PYTHON ?= python3
 export PATH := $(abspath $(BIN)):$(PATH)
 
-.PHONY: smoke test lint dryrun unit report clean
+VERL_VENV ?= .venv-verl
+VERL_STAMP := $(VERL_VENV)/.installed-stamp
+
+.PHONY: smoke test lint unit verl-equivalence report clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -27,13 +30,22 @@ lint: $(STAMP)
 	snakefmt --check Snakefile workflow
 	snakemake --lint --configfile config/config.yaml
 
-dryrun: $(STAMP)  ## plans every job of the paper config under the SLURM profile (no SLURM needed)
-	snakemake -n --quiet rules --profile profiles/slurm --configfile config/config.yaml all
-
 unit: $(STAMP)
 	pytest -q
 
-test: lint dryrun unit
+# verl 0.9.1 pins transformers < 5.11, so its functions live in a venv of their own (--no-deps keeps the
+# CPU torch); our advantage/loss/KL are checked against them on random inputs.
+$(VERL_STAMP): tests/requirements-verl.txt
+	$(PYTHON) -m venv $(VERL_VENV)
+	$(VERL_VENV)/bin/pip install --quiet --upgrade pip
+	$(VERL_VENV)/bin/pip install --quiet torch==2.13.0
+	$(VERL_VENV)/bin/pip install --quiet --no-deps -r tests/requirements-verl.txt
+	touch $(VERL_STAMP)
+
+verl-equivalence: $(VERL_STAMP)
+	PYTHONPATH=src $(VERL_VENV)/bin/python -m pytest -q tests/test_verl_equivalence.py
+
+test: lint unit verl-equivalence
 
 clean:
 	rm -rf results .snakemake

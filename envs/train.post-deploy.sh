@@ -1,13 +1,25 @@
 #!/usr/bin/env bash
 # Run by Snakemake inside the freshly created envs/train.yaml env (--sdm conda), and by
-# envs/apptainer/train.def. flash-attn 2.8.3 (verl's `fsdp` extra) is an sdist whose setup.py imports
-# torch, so it cannot build in pip's isolated build env. It first tries a matching prebuilt wheel
-# from the flash-attention GitHub releases, then compiles (needs nvcc: `module load cuda/13.0` or
-# a CUDA devel image; about an hour with MAX_JOBS=8).
+# envs/apptainer/train.def after it builds the same env.
 set -euo pipefail
+# The `memrl` command of this env runs the package from the working tree, not an installed copy
+# (envs/README.md): from $MEMRL_SRC if set, else ./src (Snakemake jobs run in the repository root).
+bin="$(python -c 'import os, sys; print(os.path.join(sys.prefix, "bin"))')"
+cat > "$bin/memrl" <<SH
+#!/bin/sh
+export PYTHONPATH="\${MEMRL_SRC:-\$PWD/src}\${PYTHONPATH:+:\$PYTHONPATH}"
+exec "$bin/python" -m memrl.cli "\$@"
+SH
+chmod +x "$bin/memrl"
+
+# flash-attn 2.8.3 (verl's `fsdp` extra) is an sdist whose setup.py imports torch, so it cannot build
+# in pip's isolated build env. It first tries a matching prebuilt wheel from the flash-attention
+# GitHub releases, then compiles: that needs nvcc for CUDA 13.0 (torch 2.11's CUDA), e.g.
+# `module load cuda/13.0` before creating the env, or the CUDA devel base image of train.def.
+# Compiling takes about an hour with MAX_JOBS=8.
 if ! command -v nvcc >/dev/null 2>&1 && [ -z "${CUDA_HOME:-}" ]; then
     echo "train.post-deploy.sh: nvcc not found and CUDA_HOME unset; flash-attn needs the CUDA" \
-         "toolkit (matching torch 2.11's CUDA 13.0) to build. Load it and recreate the env." >&2
+         "toolkit to build. Load it and recreate the env." >&2
     exit 1
 fi
 export MAX_JOBS="${MAX_JOBS:-8}"

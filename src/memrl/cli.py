@@ -78,7 +78,6 @@ def cmd_synthesize(args: argparse.Namespace, run: tracking.JobRun) -> None:
 def cmd_filter(args: argparse.Namespace, run: tracking.JobRun) -> None:
     from memrl.data.filter import filter_questions
     from memrl.data.io import read_jsonl, write_json_atomic, write_jsonl_atomic
-    from memrl.engines import make_engine
     from memrl.engines.base import SamplingParams
 
     s = args.settings
@@ -87,10 +86,7 @@ def cmd_filter(args: argparse.Namespace, run: tracking.JobRun) -> None:
         raise SystemExit(
             f"--model names {sorted(model_dirs)} differ from settings {sorted(s['models'])}"
         )
-    engines = {
-        name: make_engine(spec["kind"], model_dirs[name], spec)
-        for name, spec in s["models"].items()
-    }
+    engines = {name: build_engine(model_dirs[name], spec) for name, spec in s["models"].items()}
     report: dict[str, Any] = {}
     for split, src, dst in (("train", args.train, args.out_train), ("dev", args.dev, args.out_dev)):
         kept, report[split] = filter_questions(
@@ -173,7 +169,6 @@ def cmd_evaluate(args: argparse.Namespace, run: tracking.JobRun) -> None:
     from memrl.agents.memagent import MemAgentConfig
     from memrl.data.hotpotqa import build_pool, load_hotpotqa
     from memrl.data.io import read_jsonl, write_json_atomic
-    from memrl.engines import make_engine
     from memrl.engines.base import SamplingParams
     from memrl.evaluation import evaluate, summarize
 
@@ -186,7 +181,7 @@ def cmd_evaluate(args: argparse.Namespace, run: tracking.JobRun) -> None:
         final_tokens=s["agent"]["final_tokens"],
         final_prompt=s["final_prompt"],
     )
-    engine = make_engine(s["engine"]["kind"], str(args.model), s["engine"])
+    engine = build_engine(args.model, s["engine"])
     # Snakemake deletes the outputs of a failed job, so work in a file it does not know about:
     # a killed or failed job keeps its finished samples there and the rerun resumes from them.
     # The name carries a digest of the settings and inputs, so a rerun after a change starts afresh.
@@ -198,7 +193,7 @@ def cmd_evaluate(args: argparse.Namespace, run: tracking.JobRun) -> None:
         agent,
         SamplingParams(**s["sampling"]),
         partial,
-        s["engine"].get("batch_size", 8),
+        s["wave_size"],
         on_wave=run.log_metrics,
     )
     metrics = summarize(predictions, s["system"], s["n_docs"])
@@ -221,7 +216,7 @@ def cmd_table1(args: argparse.Namespace, run: tracking.JobRun) -> None:
     s = args.settings
     paper = load_yaml(args.paper)
     table = build_table1(
-        load_metrics(args.metrics), s["systems"], paper["ruler_hqa"], _labels(s, paper)
+        load_metrics(args.metrics), _systems(s), paper["ruler_hqa"], _labels(s, paper)
     )
     write_table(table, args.out_prefix, caption=f"RULER-HQA accuracy (%), run {s['run']}")
 
@@ -234,7 +229,7 @@ def cmd_figure1(args: argparse.Namespace, run: tracking.JobRun) -> None:
     s = args.settings
     paper = load_yaml(args.paper)
     table = build_table1(
-        load_metrics(args.metrics), s["systems"], paper["ruler_hqa"], _labels(s, paper)
+        load_metrics(args.metrics), _systems(s), paper["ruler_hqa"], _labels(s, paper)
     )
     plot_accuracy_vs_length(table, args.out_prefix, title=f"RULER-HQA, run {s['run']}")
 
@@ -247,6 +242,10 @@ def _resume_key(args: argparse.Namespace) -> str:
     return hashlib.sha256("\n".join(identity).encode()).hexdigest()[:12]
 
 
+def _systems(settings: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {system["id"]: system for system in settings["systems"]}
+
+
 def _labels(settings: dict[str, Any], paper: dict[str, Any]) -> dict[int, str]:
     labels = {int(k): v for k, v in paper.get("length_labels", {}).items()}
     labels.update({int(k): v for k, v in settings["length_labels"].items()})
@@ -254,6 +253,14 @@ def _labels(settings: dict[str, Any], paper: dict[str, Any]) -> dict[int, str]:
 
 
 # --- plumbing ------------------------------------------------------------------------------------
+
+
+def build_engine(model: Path | str, spec: dict[str, Any]) -> Any:
+    """An engine from a config engine block: `kind` picks it, the other keys configure it."""
+    from memrl.engines import make_engine
+
+    options = {key: value for key, value in spec.items() if key != "kind"}
+    return make_engine(spec["kind"], str(model), options)
 
 
 def load_tokenizer(path: Path) -> Any:

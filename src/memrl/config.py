@@ -118,6 +118,12 @@ def model_gpus(config: dict[str, Any], name: str) -> int:
     return int(config["models"][base].get("gpus", 0))
 
 
+def train_gpus(config: dict[str, Any], run: str) -> int:
+    """GPUs of a training job in all (SLURM's --gpus counts the job's total, not per node)."""
+    spec = config["training"]["runs"][run]
+    return spec.get("gpus_per_node", 0) * spec.get("nodes", 1)
+
+
 def config_hash(config: dict[str, Any]) -> str:
     return hashlib.sha256(json.dumps(config, sort_keys=True).encode()).hexdigest()
 
@@ -131,6 +137,11 @@ def engine_settings(config: dict[str, Any], section: str, model: str) -> dict[st
     if settings["kind"] == "vllm":
         settings.setdefault("tensor_parallel_size", max(1, model_gpus(config, model)))
     return settings
+
+
+def model_fetch_settings(config: dict[str, Any], name: str) -> dict[str, Any]:
+    """What download_model needs: the model's source spec, without inference-time keys."""
+    return {key: value for key, value in config["models"][name].items() if key != "gpus"}
 
 
 def filter_settings(config: dict[str, Any]) -> dict[str, Any]:
@@ -169,7 +180,7 @@ def train_settings(config: dict[str, Any], run: str, stage: str) -> dict[str, An
         "stage": stage,
         "agent": config["agent"],
         "seed": config["seed"],
-        "gpus": spec.get("gpus", 0),
+        "gpus_per_node": spec.get("gpus_per_node", 0),
         "nodes": spec.get("nodes", 1),
         **stage_spec,
     }
@@ -182,6 +193,7 @@ def eval_settings(config: dict[str, Any], system: str, n_docs: int) -> dict[str,
         "n_docs": n_docs,
         "agent": config["agent"],
         "engine": engine_settings(config, "evaluation", spec["model"]),
+        "wave_size": config["evaluation"]["wave_size"],
         "sampling": config["evaluation"]["sampling"],
         "final_prompt": config["evaluation"]["final_prompt"],
     }
@@ -190,10 +202,11 @@ def eval_settings(config: dict[str, Any], system: str, n_docs: int) -> dict[str,
 def report_settings(config: dict[str, Any]) -> dict[str, Any]:
     systems = config["evaluation"]["systems"]
     return {
-        "systems": {
-            name: {"display": spec["display"], "paper_row": spec.get("paper_row")}
+        # a list: settings JSON is key-sorted, and the table keeps the config's system order
+        "systems": [
+            {"id": name, "display": spec["display"], "paper_row": spec.get("paper_row")}
             for name, spec in systems.items()
-        },
+        ],
         "length_labels": {int(k): v for k, v in config["ruler_hqa"]["length_labels"].items()},
         "run": config["run"],
     }

@@ -27,7 +27,7 @@ onstart:
 
 
 def as_json(value):
-    return json.dumps(value, sort_keys=True)
+    return json.dumps(value, sort_keys=True)  # a reordered YAML key must not rerun jobs
 
 
 def job(rule_name):
@@ -98,7 +98,7 @@ def get_source_settings(wildcards):
 
 
 def get_model_settings(wildcards):
-    return as_json(config["models"][wildcards.model])
+    return as_json(cfg.model_fetch_settings(config, wildcards.model))
 
 
 def get_synthesize_settings(wildcards):
@@ -134,7 +134,7 @@ def get_filter_gpus(wildcards):
 
 
 def get_train_gpus(wildcards):
-    return config["training"]["runs"][wildcards.train_run].get("gpus", 0)
+    return cfg.train_gpus(config, wildcards.train_run)
 
 
 def get_train_nodes(wildcards):

@@ -1,0 +1,86 @@
+"""MemAgent as a workflow: the official prompts, memory overwrite, chunking, the batch driver."""
+
+from __future__ import annotations
+
+from memrl.agents.chunking import center_truncate, token_chunks
+from memrl.agents.driver import run_batched
+from memrl.agents.memagent import NO_MEMORY, MemAgentConfig, memagent
+from memrl.engines.base import ChatRequest, Completion
+
+
+class WordTokenizer:
+    def encode(self, text, add_special_tokens=False):
+        return text.split(" ")
+
+    def decode(self, ids):
+        return " ".join(ids)
+
+
+class RecordingEngine:
+    def __init__(self, replies):
+        self.tokenizer = WordTokenizer()
+        self.replies, self.seen = iter(replies), []
+
+    def chat(self, requests, sampling):
+        self.seen.append(list(requests))
+        return [Completion(text=next(self.replies)) for _ in requests]
+
+
+def test_memory_is_overwritten_each_chunk_and_the_final_turn_reads_it():
+    engine = RecordingEngine(["<think>x</think>m1", "m2", "Therefore, the answer is 4."])
+    config = MemAgentConfig(chunk_tokens=2, memory_tokens=7, final_tokens=9)
+    [rollout] = run_batched([memagent(" q? ", ["c1", "c2"], config)], engine, sampling=None)
+    prompts = [batch[0].messages[0]["content"] for batch in engine.seen]
+    assert f"<memory>\n{NO_MEMORY}\n</memory>" in prompts[0] and "<section>\nc1\n</section>" in prompts[0]
+    assert "<memory>\nm1\n</memory>" in prompts[1]  # the text after </think> becomes the memory
+    assert "<memory>\nm2\n</memory>" in prompts[2] and "<section>" not in prompts[2]
+    assert prompts[0].startswith("You are presented with a problem, a section of an article")
+    assert "<problem> \nq?\n</problem>" in prompts[0]
+    assert prompts[0].endswith("Updated memory:\n")
+    assert 'format your response as follows "Therefore, the answer is' in prompts[2]
+    assert [batch[0].max_tokens for batch in engine.seen] == [7, 7, 9]
+    assert rollout.answer == "Therefore, the answer is 4." and len(rollout.conversations) == 3
+
+
+def test_boxed_final_prompt_asks_for_a_box():
+    workflow = memagent("q", [], MemAgentConfig(final_prompt="boxed"))
+    request = next(workflow)
+    assert isinstance(request, ChatRequest)
+    assert "put the answer in \\boxed{}." in request.messages[0]["content"]
+
+
+def test_driver_batches_workflows_of_different_lengths_and_stops_failed_ones():
+    class FailingSecond(RecordingEngine):
+        def chat(self, requests, sampling):
+            self.seen.append(len(requests))
+            return [
+                Completion(text="", error="boom") if "FAIL" in r.messages[0]["content"]
+                else Completion(text="ok")
+                for r in requests
+            ]
+
+    engine = FailingSecond([])
+    config = MemAgentConfig()
+    workflows = [
+        memagent("a", ["1", "2", "3"], config),
+        memagent("FAIL", ["1"], config),
+        memagent("c", [], config),
+    ]
+    rollouts = run_batched(workflows, engine, sampling=None)
+    assert engine.seen == [3, 1, 1, 1]  # all three, then only the first one
+    assert [len(r.conversations) for r in rollouts] == [4, 1, 1]
+    assert [r.failed for r in rollouts] == [False, True, False]
+    assert rollouts[1].answer == "" and rollouts[2].answer == "ok"
+
+
+def test_token_chunks_cut_in_token_space_across_streamed_pieces():
+    tokenizer = WordTokenizer()
+    whole = list(token_chunks(tokenizer, ["a b c d e"], 2))
+    assert whole == ["a b", "c d", "e"]
+    streamed = list(token_chunks(tokenizer, ["a b c", "d e"], 2))
+    assert streamed == ["a b", "c d", "e"]
+
+
+def test_center_truncation_keeps_head_and_tail():
+    assert center_truncate(list(range(10)), 4) == [0, 1, 8, 9]
+    assert center_truncate(list(range(3)), 4) == [0, 1, 2]

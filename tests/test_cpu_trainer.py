@@ -1,0 +1,193 @@
+"""The CPU reference trainer: log-prob alignment, update direction, a full run, a saved model."""
+
+from __future__ import annotations
+
+import copy
+import itertools
+import json
+import math
+from pathlib import Path
+
+import pytest
+import torch
+from transformers import AutoModelForCausalLM, AutoTokenizer
+
+from memrl.models.tiny import build_tiny_model
+from memrl.train import cpu_trainer, rollout
+from memrl.train.cpu_trainer import (
+    Experience,
+    TrainSettings,
+    mini_batches,
+    question_batches,
+    response_log_probs,
+    train,
+    update_policy,
+)
+
+CORPUS = [
+    "Document 1: The Orrow flows past the old mill at Tessaly, north of Edderby.",
+    "Document 2: The Brindle Observatory opened in 1911 and closed in 1978.",
+    "Question: which river flows past the mill? Updated memory: the Orrow. \\boxed{Orrow}",
+] * 4
+ROWS = [
+    {"index": 0, "input": "Which river?", "answers": ["Orrow"], "context": CORPUS[0] + CORPUS[1]},
+    {"index": 1, "input": "When did it open?", "answers": ["1911"], "context": CORPUS[1]},
+    {"index": 2, "input": "Which town?", "answers": ["Tessaly"], "context": CORPUS[0]},
+]
+PAD = 0
+
+
+def settings(**overrides) -> TrainSettings:
+    base = {
+        "steps": 1,
+        "rollout_batch": 2,
+        "group_size": 2,
+        "mini_batches_per_step": 2,
+        "lr": 1e-2,
+        "warmup_steps": 0,
+        "weight_decay": 0.0,
+        "chunk_tokens": 16,
+        "memory_tokens": 6,
+        "final_tokens": 6,
+        "max_chunks": 2,
+        "seed": 0,
+        "generation_batch": 4,
+        "micro_batch_rows": 4,
+    }
+    return TrainSettings(**{**base, **overrides})
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return build_tiny_model(tmp_path_factory.mktemp("tiny") / "model", CORPUS)
+
+
+@pytest.fixture
+def model(tiny: Path):
+    return AutoModelForCausalLM.from_pretrained(str(tiny), dtype=torch.float32).eval()
+
+
+def test_log_probs_take_token_t_from_the_logits_at_t_minus_1(model):
+    prompts = [[5, 6, 7, 8], [9, 10]]
+    responses = [[11, 12], [13, 14, 15]]
+    for temperature in (1.0, 0.5):
+        logp, mask = response_log_probs(model, prompts, responses, PAD, temperature)
+        assert mask.tolist() == [[1, 1, 0], [1, 1, 1]]
+        for row, (prompt, response) in enumerate(zip(prompts, responses, strict=True)):
+            sequence = torch.tensor([prompt + response])
+            with torch.no_grad():
+                scores = model(input_ids=sequence).logits[0] / temperature
+            expected = [
+                scores[len(prompt) + k - 1].log_softmax(-1)[token]
+                for k, token in enumerate(response)
+            ]
+            torch.testing.assert_close(logp[row, : len(response)], torch.stack(expected))
+        assert logp[0, 2] == 0  # padding
+
+
+def _experience(model, prompt, response, advantage) -> Experience:
+    with torch.no_grad():
+        logp, mask = response_log_probs(model, [prompt], [response], PAD)
+    return Experience([prompt], [response], advantage * mask, logp, logp.clone(), mask)
+
+
+@pytest.mark.parametrize("advantage", [1.0, -1.0])
+def test_an_update_moves_the_response_log_prob_with_the_sign_of_its_advantage(model, advantage):
+    prompt, response = [5, 6, 7, 8, 9], [20, 21, 22]
+    experience = _experience(model, prompt, response, advantage)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3, weight_decay=0.0)
+    metrics = update_policy(model, optimizer, experience, [0], PAD, settings())
+    assert metrics is not None and math.isfinite(metrics["pg_loss"])
+    assert metrics["pg_loss"] == pytest.approx(-advantage)  # ratio 1 at the first update
+    with torch.no_grad():
+        after, _ = response_log_probs(model, [prompt], [response], PAD)
+    change = float(after.sum() - experience.old_logp.sum())
+    assert change * advantage > 0
+
+
+def test_micro_batches_give_the_same_update_as_one_pass(model):
+    prompts = [[5, 6, 7], [8, 9], [10, 11, 12, 13]]
+    responses = [[20, 21], [22, 23, 24, 25], [26]]
+    with torch.no_grad():
+        logp, mask = response_log_probs(model, prompts, responses, PAD)
+    advantages = torch.tensor([[1.0], [-0.5], [2.0]]) * mask
+    experience = Experience(prompts, responses, advantages, logp - 0.1, logp + 0.3, mask)
+    updated = []
+    for micro in (1, 3):
+        copy_ = copy.deepcopy(model)
+        optimizer = torch.optim.SGD(copy_.parameters(), lr=1.0)
+        update_policy(
+            copy_, optimizer, experience, [0, 1, 2], PAD, settings(micro_batch_rows=micro)
+        )
+        updated.append(torch.cat([p.detach().flatten() for p in copy_.parameters()]))
+    original = torch.cat([p.detach().flatten() for p in model.parameters()])
+    assert not torch.equal(updated[0], original)
+    torch.testing.assert_close(updated[0], updated[1], rtol=1e-4, atol=1e-6)
+
+
+def test_a_mini_batch_without_tokens_is_no_update(model):
+    experience = Experience(
+        [[5]], [[]], torch.zeros(1, 0), torch.zeros(1, 0), torch.zeros(1, 0), torch.zeros(1, 0)
+    )
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1.0)
+    assert update_policy(model, optimizer, experience, [0], PAD, settings()) is None
+
+
+def test_splits_and_question_order_are_deterministic():
+    assert mini_batches(7, 3) == [[0, 1, 2], [3, 4], [5, 6]]
+    assert mini_batches(2, 4) == [[0], [1], [], []]
+    first = question_batches(5, 2, 6, seed=3)
+    assert first == question_batches(5, 2, 6, seed=3) != question_batches(5, 2, 6, seed=4)
+    flat = list(itertools.chain.from_iterable(first))
+    assert sorted(flat[:5]) == sorted(flat[5:10]) == [0, 1, 2, 3, 4]  # each epoch once
+    with pytest.raises(ValueError, match="no training rows"):
+        question_batches(0, 2, 1, seed=0)
+
+
+def test_settings_are_validated():
+    with pytest.raises(ValueError, match="group_size"):
+        settings(group_size=0)
+    with pytest.raises(ValueError, match="clip_c"):
+        settings(clip_c=1.0)
+
+
+def test_training_runs_updates_the_policy_and_saves_a_loadable_model(tiny, tmp_path, monkeypatch):
+    # a random tiny model never answers correctly: alternate the rewards so advantages are non-zero
+    rewards = itertools.cycle([1.0, 0.0, 0.0, 1.0])
+    monkeypatch.setattr(rollout, "boxed_reward", lambda response, answers: next(rewards))
+    logged: list[tuple[dict, int]] = []
+    out = tmp_path / "ckpt" / "stage1"
+    summary = train(
+        tiny,
+        out,
+        ROWS,
+        settings(steps=2, warmup_steps=1),
+        lambda metrics, step: logged.append((metrics, step)),
+    )
+    lines = [json.loads(line) for line in (out / cpu_trainer.METRICS_FILE).read_text().splitlines()]
+    assert [line["step"] for line in lines] == [0, 1] == [step for _, step in logged]
+    assert [line["lr"] for line in lines] == [0.0, 1e-2]  # warmup: step 0 runs at lr 0
+    for line in lines:
+        assert line["reward_mean"] == 0.5 and line["advantage_abs_mean"] == 0.5
+        assert line["n_trajectories"] == 4 and line["n_conversations"] > 4
+        assert line["updates"] == 2 and line["response_tokens"] > 0
+        assert all(math.isfinite(line[key]) for key in ("pg_loss", "kl", "grad_norm"))
+    assert lines[1]["grad_norm"] > 0
+    assert summary["steps"] == 2 and summary["updates"] == 4 and summary["out_dir"] == str(out)
+    assert sorted(p.name for p in out.parent.iterdir()) == ["stage1"]  # no staging left behind
+    trained = AutoModelForCausalLM.from_pretrained(str(out))
+    initial = AutoModelForCausalLM.from_pretrained(str(tiny))
+    assert any(
+        not torch.equal(a, b)
+        for a, b in zip(trained.state_dict().values(), initial.state_dict().values(), strict=True)
+    )
+    assert AutoTokenizer.from_pretrained(str(out)).encode("Orrow") == AutoTokenizer.from_pretrained(
+        str(tiny)
+    ).encode("Orrow")
+
+
+def test_a_bad_row_fails_before_any_work(tmp_path):
+    bad = [*ROWS, {"index": 7, "input": "q", "answers": ["a"], "doc_ids": [1, 2]}]
+    with pytest.raises(ValueError, match=r"training row 3 \(index 7\)"):
+        train(tmp_path / "no-model", tmp_path / "out", bad, settings())
+    assert list(tmp_path.iterdir()) == []
