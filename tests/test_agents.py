@@ -31,7 +31,10 @@ def test_memory_is_overwritten_each_chunk_and_the_final_turn_reads_it():
     config = MemAgentConfig(chunk_tokens=2, memory_tokens=7, final_tokens=9)
     [rollout] = run_batched([memagent(" q? ", ["c1", "c2"], config)], engine, sampling=None)
     prompts = [batch[0].messages[0]["content"] for batch in engine.seen]
-    assert f"<memory>\n{NO_MEMORY}\n</memory>" in prompts[0] and "<section>\nc1\n</section>" in prompts[0]
+    assert (
+        f"<memory>\n{NO_MEMORY}\n</memory>" in prompts[0]
+        and "<section>\nc1\n</section>" in prompts[0]
+    )
     assert "<memory>\nm1\n</memory>" in prompts[1]  # the text after </think> becomes the memory
     assert "<memory>\nm2\n</memory>" in prompts[2] and "<section>" not in prompts[2]
     assert prompts[0].startswith("You are presented with a problem, a section of an article")
@@ -54,7 +57,8 @@ def test_driver_batches_workflows_of_different_lengths_and_stops_failed_ones():
         def chat(self, requests, sampling):
             self.seen.append(len(requests))
             return [
-                Completion(text="", error="boom") if "FAIL" in r.messages[0]["content"]
+                Completion(text="", error="boom")
+                if "FAIL" in r.messages[0]["content"]
                 else Completion(text="ok")
                 for r in requests
             ]

@@ -75,7 +75,9 @@ def test_every_engine_call_carries_each_unfinished_sample(tmp_path):
 def test_a_killed_job_resumes_after_its_last_finished_wave(tmp_path):
     path = tmp_path / "p.jsonl"
     with pytest.raises(KeyboardInterrupt):
-        evaluate(rows(6), None, ScriptedEngine(crash_after_calls=5), AGENT, None, path, batch_size=2)
+        evaluate(
+            rows(6), None, ScriptedEngine(crash_after_calls=5), AGENT, None, path, batch_size=2
+        )
     assert [r["index"] for r in load_finished(path)] == [0, 1]
     with open(path, "a") as handle:  # a write torn by the kill
         handle.write('{"index": 2, "inp')
