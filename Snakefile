@@ -34,7 +34,7 @@ localrules:
 rule all:
     default_target: True
     input:
-        get_raw_data(),
+        get_manifests(),
         get_table1(),
         get_figure1(),
 

@@ -2,15 +2,7 @@
 # Run by Snakemake inside the freshly created envs/train.yaml env (--sdm conda), and by
 # envs/apptainer/train.def after it builds the same env.
 set -euo pipefail
-# The `memrl` command of this env runs the package from the working tree, not an installed copy
-# (envs/README.md): from $MEMRL_SRC if set, else ./src (Snakemake jobs run in the repository root).
-bin="$(python -c 'import os, sys; print(os.path.join(sys.prefix, "bin"))')"
-cat > "$bin/memrl" <<SH
-#!/bin/sh
-export PYTHONPATH="\${MEMRL_SRC:-\$PWD/src}\${PYTHONPATH:+:\$PYTHONPATH}"
-exec "$bin/python" -m memrl.cli "\$@"
-SH
-chmod +x "$bin/memrl"
+bash "$(dirname "${BASH_SOURCE[0]}")/memrl-launcher.sh"
 
 # flash-attn 2.8.3 (verl's `fsdp` extra) is an sdist whose setup.py imports torch, so it cannot build
 # in pip's isolated build env. It first tries a matching prebuilt wheel from the flash-attention

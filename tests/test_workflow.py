@@ -16,7 +16,7 @@ import pytest
 
 pytestmark = pytest.mark.workflow
 
-WORKFLOW_FILES = ("Snakefile", "workflow", "config", "profiles")
+WORKFLOW_FILES = ("Snakefile", "workflow", "config", "profiles", "envs")
 
 
 def snakemake(*args: str, cwd: Path, path: Path | None = None) -> subprocess.CompletedProcess[str]:

@@ -37,10 +37,12 @@ def cmd_download_data(args: argparse.Namespace, run: tracking.JobRun) -> None:
 
 
 def cmd_download_model(args: argparse.Namespace, run: tracking.JobRun) -> None:
+    from memrl.data.io import write_json_atomic
     from memrl.data.sources import fetch_model
 
     entry = fetch_model(args.settings, args.out)
-    log.info("model ready in %s (%d files)", args.out, len(entry.get("files", {})))
+    write_json_atomic(args.manifest, entry)
+    log.info("model ready in %s (%d files)", args.out, len(entry["files"]))
 
 
 def cmd_synthesize(args: argparse.Namespace, run: tracking.JobRun) -> None:
@@ -210,28 +212,29 @@ def cmd_evaluate(args: argparse.Namespace, run: tracking.JobRun) -> None:
 
 
 def cmd_table1(args: argparse.Namespace, run: tracking.JobRun) -> None:
-    from memrl.config import load_yaml
-    from memrl.report.tables import build_table1, load_metrics, write_table
+    from memrl.report.tables import write_table
 
-    s = args.settings
-    paper = load_yaml(args.paper)
-    table = build_table1(
-        load_metrics(args.metrics), _systems(s), paper["ruler_hqa"], _labels(s, paper)
-    )
-    write_table(table, args.out_prefix, caption=f"RULER-HQA accuracy (%), run {s['run']}")
+    caption = f"RULER-HQA accuracy (%), run {args.settings['run']}"
+    write_table(_ruler_hqa_table(args), args.out_prefix, caption=caption)
 
 
 def cmd_figure1(args: argparse.Namespace, run: tracking.JobRun) -> None:
-    from memrl.config import load_yaml
     from memrl.report.figures import plot_accuracy_vs_length
+
+    title = f"RULER-HQA, run {args.settings['run']}"
+    plot_accuracy_vs_length(_ruler_hqa_table(args), args.out_prefix, title=title)
+
+
+def _ruler_hqa_table(args: argparse.Namespace) -> Any:
+    """Table 1's cells: our metrics beside the paper's numbers, systems in config order."""
+    from memrl.config import load_yaml
     from memrl.report.tables import build_table1, load_metrics
 
-    s = args.settings
     paper = load_yaml(args.paper)
-    table = build_table1(
-        load_metrics(args.metrics), _systems(s), paper["ruler_hqa"], _labels(s, paper)
-    )
-    plot_accuracy_vs_length(table, args.out_prefix, title=f"RULER-HQA, run {s['run']}")
+    labels = {int(k): v for k, v in paper.get("length_labels", {}).items()}
+    labels.update({int(k): v for k, v in args.settings["length_labels"].items()})
+    systems = {system["id"]: system for system in args.settings["systems"]}
+    return build_table1(load_metrics(args.metrics), systems, paper["ruler_hqa"], labels)
 
 
 def _resume_key(args: argparse.Namespace) -> str:
@@ -240,16 +243,6 @@ def _resume_key(args: argparse.Namespace) -> str:
         *map(tracking.file_digest, (args.data, args.model)),
     ]
     return hashlib.sha256("\n".join(identity).encode()).hexdigest()[:12]
-
-
-def _systems(settings: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    return {system["id"]: system for system in settings["systems"]}
-
-
-def _labels(settings: dict[str, Any], paper: dict[str, Any]) -> dict[int, str]:
-    labels = {int(k): v for k, v in paper.get("length_labels", {}).items()}
-    labels.update({int(k): v for k, v in settings["length_labels"].items()})
-    return labels
 
 
 # --- plumbing ------------------------------------------------------------------------------------
@@ -279,7 +272,12 @@ def _json(text: str) -> Any:
 COMMANDS: dict[str, tuple[Handler, dict[str, dict[str, Any]], list[str], list[str]]] = {
     # name: (handler, extra arguments, input argument names, output argument names)
     "download-data": (cmd_download_data, {"--out": {}, "--manifest": {}}, [], ["out", "manifest"]),
-    "download-model": (cmd_download_model, {"--out": {}}, [], ["out"]),
+    "download-model": (
+        cmd_download_model,
+        {"--out": {}, "--manifest": {}},
+        [],
+        ["out", "manifest"],
+    ),
     "synthesize": (
         cmd_synthesize,
         {"--train": {}, "--dev": {}, "--tokenizer": {}, "--out-train": {}, "--out-dev": {}},

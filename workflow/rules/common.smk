@@ -47,8 +47,11 @@ def get_output_prefix(wildcards, output):
 # --- targets ---------------------------------------------------------------------------------
 
 
-def get_raw_data():
-    return expand(f"{R}/raw/{{source}}.json", source=config["sources"])
+def get_manifests():
+    """Checksums of every downloaded file and model (also pulls in data nothing else reads yet)."""
+    return expand(f"{R}/raw/{{source}}.manifest.json", source=config["sources"]) + expand(
+        f"{R}/models/{{model}}.manifest.json", model=config["models"]
+    )
 
 
 def get_eval_metrics():

@@ -21,7 +21,8 @@ rule download_data:
 
 rule download_model:
     output:
-        directory(f"{R}/models/{{model}}"),
+        model=directory(f"{R}/models/{{model}}"),
+        manifest=f"{R}/models/{{model}}.manifest.json",
     log:
         f"{R}/logs/download_model/{{model}}.log",
     conda:
@@ -34,7 +35,8 @@ rule download_model:
         job=job("download_model"),
         settings=get_model_settings,
     shell:
-        "memrl --job {params.job:q} --log {log:q} download-model --settings {params.settings:q} --out {output:q} 2> {log:q}"
+        "memrl --job {params.job:q} --log {log:q} download-model --settings {params.settings:q}"
+        " --out {output.model:q} --manifest {output.manifest:q} 2> {log:q}"
 
 
 rule synthesize_ruler_hqa:
