@@ -139,6 +139,11 @@ def cmd_train(args: argparse.Namespace, run: tracking.JobRun) -> None:
             f"training.backend={s['backend']!r}: the verl 0.9.1 launcher is not part of this build "
             "yet; only the CPU reference trainer (backend: cpu) runs here"
         )
+    if s["validation"]["every"] or s.get("save_every"):
+        raise SystemExit(
+            "the CPU reference trainer neither validates nor checkpoints during training: set "
+            f"training.{s['stage']}.validation.every and save_every to 0 (verl backend keys)"
+        )
     from memrl.train.cpu_trainer import TrainSettings, train
 
     agent = s["agent"]
@@ -161,7 +166,7 @@ def cmd_train(args: argparse.Namespace, run: tracking.JobRun) -> None:
         max_chunks=s["max_chunks"],
         temperature=s["sampling"]["temperature"],
         top_p=s["sampling"]["top_p"],
-        seed=s["sampling"].get("seed") or s["seed"],
+        seed=s["seed"] if s["sampling"].get("seed") is None else s["sampling"]["seed"],
     )
     summary = train(args.model, args.out, read_jsonl(args.data), settings, run.log_metrics)
     run.log_metrics({k: v for k, v in summary.items() if isinstance(v, int | float)})
