@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from memrl.agents.chunking import center_truncate, token_chunks
+import pytest
+
+from memrl.agents.chunking import center_truncate, token_chunks, truncated_chunks
 from memrl.agents.driver import run_batched
 from memrl.agents.memagent import NO_MEMORY, MemAgentConfig, memagent
 from memrl.engines.base import ChatRequest, Completion
@@ -14,6 +16,14 @@ class WordTokenizer:
 
     def decode(self, ids):
         return " ".join(ids)
+
+
+class CharTokenizer:
+    def encode(self, text, add_special_tokens=False):
+        return [ord(c) for c in text]
+
+    def decode(self, ids):
+        return "".join(map(chr, ids))
 
 
 class RecordingEngine:
@@ -88,3 +98,12 @@ def test_token_chunks_cut_in_token_space_across_streamed_pieces():
 def test_center_truncation_keeps_head_and_tail():
     assert center_truncate(list(range(10)), 4) == [0, 1, 8, 9]
     assert center_truncate(list(range(3)), 4) == [0, 1, 2]
+
+
+def test_chunks_are_center_truncated_token_slices():
+    tokenizer = CharTokenizer()
+    assert truncated_chunks(tokenizer, "abcdefg", 3, 5) == ["abc", "def", "g"]
+    assert truncated_chunks(tokenizer, "abcdefghij", 3, 2) == ["abc", "hij"]  # first 3 + last 3
+    assert truncated_chunks(tokenizer, "", 3, 2) == []
+    with pytest.raises(ValueError):
+        truncated_chunks(tokenizer, "abc", 0, 2)

@@ -6,7 +6,7 @@ import pytest
 
 from memrl.agents.memagent import MemAgentConfig
 from memrl.engines.base import Completion, SamplingParams
-from memrl.train.rollout import collect_rollouts, context_chunks
+from memrl.train.rollout import collect_rollouts
 
 AGENT = MemAgentConfig(chunk_tokens=3, memory_tokens=5, final_tokens=7, final_prompt="boxed")
 SAMPLING = SamplingParams(temperature=1.0, top_p=1.0, seed=0)
@@ -53,15 +53,6 @@ ROWS = [
     {"index": 10, "input": "Capital of France?", "answers": ["Paris"], "context": "abcdef"},
     {"index": 11, "input": "Colour of the sky?", "answers": ["blue"], "context": "xyz"},
 ]
-
-
-def test_chunks_are_center_truncated_token_slices():
-    tokenizer = CharTokenizer()
-    assert context_chunks(tokenizer, "abcdefg", 3, 5) == ["abc", "def", "g"]
-    assert context_chunks(tokenizer, "abcdefghij", 3, 2) == ["abc", "hij"]  # first 3 + last 3
-    assert context_chunks(tokenizer, "", 3, 2) == []
-    with pytest.raises(ValueError):
-        context_chunks(tokenizer, "abc", 0, 2)
 
 
 def test_groups_rewards_and_turn_major_order():

@@ -13,7 +13,6 @@ from memrl.data.sources import (
     fetch_model,
     fixture_corpus,
     fixture_path,
-    write_manifest,
 )
 
 PAYLOAD = b"line one\nline two\n" * 1000
@@ -105,12 +104,6 @@ def test_fetch_fixture(tmp_path):
     assert entry["source"] == "fixture:squad_dev_fixture.json"
     with pytest.raises(FileNotFoundError, match=r"hotpot_dev_fixture\.json"):
         fetch_file("fixture:nope.json", tmp_path / "nope.json")
-
-
-def test_write_manifest(tmp_path):
-    entries = [{"source": "a", "path": "b", "sha256": "c", "bytes": 1}]
-    write_manifest(tmp_path / "manifest.json", entries)
-    assert read_json(tmp_path / "manifest.json") == entries
 
 
 def test_squad_fixture_schema_and_offsets():

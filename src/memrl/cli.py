@@ -15,7 +15,7 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from memrl import tracking
 
@@ -60,9 +60,8 @@ def cmd_synthesize(args: argparse.Namespace, run: tracking.JobRun) -> None:
     ):
         records = load_hotpotqa(raw)
         pool = build_pool(records)
-        questions = question_records(records, pool)[:limit]
         rows = build_split(
-            questions,
+            question_records(records, pool),
             pool,
             s["train_docs"],
             limit=limit,
@@ -105,26 +104,23 @@ def cmd_filter(args: argparse.Namespace, run: tracking.JobRun) -> None:
 
 
 def cmd_eval_set(args: argparse.Namespace, run: tracking.JobRun) -> None:
-    import random
-
     from memrl.data.hotpotqa import build_pool, load_hotpotqa, question_records
     from memrl.data.io import read_jsonl, write_jsonl_atomic
-    from memrl.data.ruler_hqa import build_split
+    from memrl.data.ruler_hqa import build_eval_sets
 
     s = args.settings
-    pool = build_pool(load_hotpotqa(args.dev_raw))
-    wanted = [row["index"] for row in read_jsonl(args.dev)][: s["eval_questions"]]
-    by_index = {q["index"]: q for q in question_records(load_hotpotqa(args.dev_raw), pool)}
-    questions = [by_index[i] for i in wanted]
-    rows = build_split(
-        questions,
+    records = load_hotpotqa(args.dev_raw)
+    pool = build_pool(records)
+    indices = [row["index"] for row in read_jsonl(args.dev)][: s["eval_questions"]]
+    [rows] = build_eval_sets(
+        question_records(records, pool),
         pool,
-        s["n_docs"],
-        limit=len(questions),
-        rng=random.Random(s["seed"]),
+        [s["n_docs"]],
+        indices,
+        seed=s["seed"],
         tokenizer=load_tokenizer(args.tokenizer),
         store_ids_above=s["store_ids_above"],
-    )
+    ).values()
     write_jsonl_atomic(args.out, rows)
     tokens = [row["num_tokens"] for row in rows]
     run.log_metrics({"rows": len(rows), "mean_tokens": sum(tokens) / max(1, len(tokens))})
@@ -274,22 +270,43 @@ def _json(text: str) -> Any:
         raise argparse.ArgumentTypeError(f"not valid JSON: {exc}") from exc
 
 
-COMMANDS: dict[str, tuple[Handler, dict[str, dict[str, Any]], list[str], list[str]]] = {
-    # name: (handler, extra arguments, input argument names, output argument names)
-    "download-data": (cmd_download_data, {"--out": {}, "--manifest": {}}, [], ["out", "manifest"]),
-    "download-model": (
-        cmd_download_model,
-        {"--out": {}, "--manifest": {}},
-        [],
-        ["out", "manifest"],
+class Command(NamedTuple):
+    handler: Handler
+    options: dict[str, dict[str, Any]]  # the subcommand's arguments beyond --settings
+    inputs: list[str]  # argument names holding input paths (hashed into the MLflow run)
+    outputs: Callable[[argparse.Namespace], list[Path]]  # the paths the command writes
+
+
+def named(*names: str) -> Callable[[argparse.Namespace], list[Path]]:
+    """Outputs given by arguments."""
+    return lambda args: _paths(args, list(names))
+
+
+def prefixed(*suffixes: str) -> Callable[[argparse.Namespace], list[Path]]:
+    """Outputs `--out-prefix` + each suffix (one table or figure in several formats)."""
+    return lambda args: [Path(f"{args.out_prefix}{suffix}") for suffix in suffixes]
+
+
+REPORT_OPTIONS: dict[str, dict[str, Any]] = {
+    "--metrics": {"nargs": "+"},
+    "--paper": {},
+    "--out-prefix": {},
+}
+
+COMMANDS: dict[str, Command] = {
+    "download-data": Command(
+        cmd_download_data, {"--out": {}, "--manifest": {}}, [], named("out", "manifest")
     ),
-    "synthesize": (
+    "download-model": Command(
+        cmd_download_model, {"--out": {}, "--manifest": {}}, [], named("out", "manifest")
+    ),
+    "synthesize": Command(
         cmd_synthesize,
         {"--train": {}, "--dev": {}, "--tokenizer": {}, "--out-train": {}, "--out-dev": {}},
         ["train", "dev", "tokenizer"],
-        ["out_train", "out_dev"],
+        named("out_train", "out_dev"),
     ),
-    "filter": (
+    "filter": Command(
         cmd_filter,
         {
             "--train": {},
@@ -300,33 +317,27 @@ COMMANDS: dict[str, tuple[Handler, dict[str, dict[str, Any]], list[str], list[st
             "--report": {},
         },
         ["train", "dev"],
-        ["out_train", "out_dev", "report"],
+        named("out_train", "out_dev", "report"),
     ),
-    "eval-set": (
+    "eval-set": Command(
         cmd_eval_set,
         {"--dev-raw": {}, "--dev": {}, "--tokenizer": {}, "--out": {}},
         ["dev_raw", "dev", "tokenizer"],
-        ["out"],
+        named("out"),
     ),
-    "train": (cmd_train, {"--data": {}, "--model": {}, "--out": {}}, ["data", "model"], ["out"]),
-    "evaluate": (
+    "train": Command(
+        cmd_train, {"--data": {}, "--model": {}, "--out": {}}, ["data", "model"], named("out")
+    ),
+    "evaluate": Command(
         cmd_evaluate,
         {"--data": {}, "--dev-raw": {}, "--model": {}, "--predictions": {}, "--metrics": {}},
         ["data", "model"],
-        ["predictions", "metrics"],
+        named("predictions", "metrics"),
     ),
-    "table1": (
-        cmd_table1,
-        {"--metrics": {"nargs": "+"}, "--paper": {}, "--out-prefix": {}},
-        ["metrics", "paper"],
-        [],
+    "table1": Command(
+        cmd_table1, REPORT_OPTIONS, ["metrics", "paper"], prefixed(".csv", ".md", ".tex")
     ),
-    "figure1": (
-        cmd_figure1,
-        {"--metrics": {"nargs": "+"}, "--paper": {}, "--out-prefix": {}},
-        ["metrics", "paper"],
-        [],
-    ),
+    "figure1": Command(cmd_figure1, REPORT_OPTIONS, ["metrics", "paper"], prefixed(".png", ".pdf")),
 }
 
 
@@ -340,10 +351,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--log", type=Path, help="the job's log file, attached to its MLflow run")
     sub = parser.add_subparsers(dest="command", required=True)
-    for name, (_, options, _, _) in COMMANDS.items():
+    for name, spec in COMMANDS.items():
         command = sub.add_parser(name)
         command.add_argument("--settings", type=_json, required=True, help="resolved job settings")
-        for flag, extra in options.items():
+        for flag, extra in spec.options.items():
             kind = {"type": Path} if "type" not in extra else {}
             command.add_argument(flag, required=True, **kind, **extra)
     return parser
@@ -364,22 +375,19 @@ def main(argv: Sequence[str] | None = None) -> None:
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
     args = build_parser().parse_args(argv)
-    handler, _, inputs, outputs = COMMANDS[args.command]
-    out_paths = _paths(args, outputs)
-    if args.command in {"table1", "figure1"}:
-        suffixes = (".csv", ".md", ".tex") if args.command == "table1" else (".png", ".pdf")
-        out_paths = [Path(f"{args.out_prefix}{suffix}") for suffix in suffixes]
+    command = COMMANDS[args.command]
+    out_paths = command.outputs(args)
     for path in out_paths:
         path.parent.mkdir(parents=True, exist_ok=True)
     with tracking.job_run(
         args.job["rule"],
         args.job["wildcards"],
         args.settings,
-        _paths(args, inputs),
+        _paths(args, command.inputs),
         out_paths,
         args.log,
     ) as run:
-        handler(args, run)
+        command.handler(args, run)
 
 
 if __name__ == "__main__":

@@ -8,7 +8,6 @@ whole JSONL, so a resumed run scores exactly like an uninterrupted one.
 
 from __future__ import annotations
 
-import json
 import logging
 import time
 from collections.abc import Callable, Sequence
@@ -20,7 +19,7 @@ from tqdm import tqdm
 from memrl.agents.chunking import token_chunks
 from memrl.agents.driver import Rollout, run_batched
 from memrl.agents.memagent import MemAgentConfig, memagent
-from memrl.data.io import append_jsonl
+from memrl.data.io import append_jsonl, read_jsonl
 from memrl.data.ruler_hqa import context_pieces
 from memrl.engines.base import ChatEngine, SamplingParams
 from memrl.scoring.metrics import score_answer_is
@@ -33,18 +32,10 @@ def load_finished(path: Path) -> list[dict[str, Any]]:
     if not path.exists():
         return []
     raw = path.read_bytes()
-    lines = raw.split(b"\n")
-    complete, tail = lines[:-1], lines[-1]
-    if tail:
+    if raw and not raw.endswith(b"\n"):
         log.warning("%s: dropping a partial last line left by an interrupted run", path)
-        path.write_bytes(b"\n".join(complete) + (b"\n" if complete else b""))
-    rows = []
-    for number, line in enumerate(complete, start=1):
-        try:
-            rows.append(json.loads(line))
-        except json.JSONDecodeError as exc:
-            raise ValueError(f"{path}:{number}: not a JSON line: {exc}") from exc
-    return rows
+        path.write_bytes(raw[: raw.rfind(b"\n") + 1])
+    return read_jsonl(path)
 
 
 def score_rollout(row: dict[str, Any], rollout: Rollout, final_prompt: str) -> dict[str, Any]:

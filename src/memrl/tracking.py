@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import memrl
+from memrl.data.io import sha256_file
 
 log = logging.getLogger(__name__)
 
@@ -66,11 +67,7 @@ def file_digest(path: Path) -> str:
     stat = path.stat()
     if stat.st_size > FULL_HASH_MAX_BYTES:
         return f"size:{stat.st_size},mtime:{int(stat.st_mtime)}"
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(2**20), b""):
-            digest.update(block)
-    return "sha256:" + digest.hexdigest()
+    return "sha256:" + sha256_file(path)
 
 
 def flatten(settings: Mapping[str, Any], prefix: str = "") -> dict[str, str]:

@@ -26,6 +26,17 @@ def token_chunks(tokenizer: Any, pieces: Iterable[str], chunk_tokens: int) -> It
         yield tokenizer.decode(buffer)
 
 
+def truncated_chunks(tokenizer: Any, context: str, chunk_tokens: int, max_chunks: int) -> list[str]:
+    """The training loader's chunks: the context tokenized, center-truncated to max_chunks ×
+    chunk_tokens (first half + last half), cut into chunk_tokens slices, each decoded."""
+    if chunk_tokens <= 0 or max_chunks <= 0:
+        raise ValueError(f"chunk_tokens and max_chunks must be > 0: {chunk_tokens}, {max_chunks}")
+    ids = center_truncate(
+        tokenizer.encode(context, add_special_tokens=False), max_chunks * chunk_tokens
+    )
+    return [tokenizer.decode(ids[i : i + chunk_tokens]) for i in range(0, len(ids), chunk_tokens)]
+
+
 def center_truncate(ids: list[int], max_tokens: int) -> list[int]:
     """Keep the first and last max_tokens/2 tokens (the training loader's 'center' truncation)."""
     if len(ids) <= max_tokens:

@@ -10,6 +10,7 @@ import json
 import os
 import tempfile
 from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -51,34 +52,45 @@ def append_jsonl(path: str | Path, rows: Iterable[dict]) -> None:
         os.fsync(f.fileno())
 
 
-def _write_text_atomic(path: Path, write: Any) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+@contextmanager
+def atomic_path(path: str | Path) -> Iterator[Path]:
+    """A temporary path next to `path`, moved onto it (fsynced) only if the body succeeds.
+
+    The one way this project writes whole files: a crash never leaves a half-written output.
+    """
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    os.close(fd)
+    os.chmod(tmp, 0o666 & ~_umask())  # mkstemp creates 0600; give the usual permissions
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            write(f)
-            f.flush()
+        yield Path(tmp)
+        with open(tmp, "rb") as f:
             os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
+        os.replace(tmp, target)
+    finally:
         Path(tmp).unlink(missing_ok=True)
-        raise
+
+
+def _umask() -> int:
+    current = os.umask(0)
+    os.umask(current)
+    return current
+
+
+def write_text_atomic(path: str | Path, text: str) -> None:
+    with atomic_path(path) as tmp:
+        tmp.write_text(text, encoding="utf-8")
 
 
 def write_jsonl_atomic(path: str | Path, rows: Iterable[dict]) -> None:
-    def write(f: Any) -> None:
+    with atomic_path(path) as tmp, tmp.open("w", encoding="utf-8") as f:
         for row in rows:
             f.write(json.dumps(row, ensure_ascii=False) + "\n")
 
-    _write_text_atomic(Path(path), write)
-
 
 def write_json_atomic(path: str | Path, obj: Any) -> None:
-    def write(f: Any) -> None:
-        json.dump(obj, f, ensure_ascii=False, indent=1)
-        f.write("\n")
-
-    _write_text_atomic(Path(path), write)
+    write_text_atomic(path, json.dumps(obj, ensure_ascii=False, indent=1) + "\n")
 
 
 def read_json(path: str | Path) -> Any:

@@ -20,7 +20,7 @@ from typing import Any, BinaryIO
 
 from tqdm import tqdm
 
-from memrl.data.io import sha256_file, write_json_atomic
+from memrl.data.io import sha256_file
 
 FIXTURE_PREFIX = "fixture:"
 _CHUNK = 1 << 20
@@ -100,10 +100,6 @@ def fixture_path(source: str) -> Path:
 def _fixture_files() -> list[Path]:
     root = Path(str(resources.files("memrl") / "fixtures"))
     return sorted(p for p in root.iterdir() if p.is_file() and not p.name.startswith("."))
-
-
-def write_manifest(path: str | os.PathLike[str], entries: list[dict]) -> None:
-    write_json_atomic(path, entries)
 
 
 def fixture_corpus() -> list[str]:

@@ -16,7 +16,7 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.ticker import NullLocator
 
-from memrl.report import atomic_output
+from memrl.data.io import atomic_path
 from memrl.report.tables import build_table1, column_mean_tokens, length_label
 
 # Deterministic files: no creation date in the PDF, no software stamp in the PNG.
@@ -128,7 +128,7 @@ def plot_accuracy_vs_length(
     written = []
     for ext in ("png", "pdf"):
         path = prefix.with_name(f"{prefix.name}.{ext}")
-        with atomic_output(path) as tmp:
+        with atomic_path(path) as tmp:
             fig.savefig(tmp, format=ext, dpi=200, metadata=_METADATA[ext])
         written.append(path)
     return written

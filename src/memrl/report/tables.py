@@ -17,7 +17,7 @@ from typing import Any
 
 import pandas as pd
 
-from memrl.report import atomic_output, write_text_atomic
+from memrl.data.io import atomic_path, write_text_atomic
 
 BENCHMARK = "ruler_hqa"
 DASH = "—"
@@ -357,7 +357,7 @@ def write_table(table: pd.DataFrame, out_prefix: str | Path, caption: str) -> li
     csv_path, md_path, tex_path = (
         prefix.with_name(prefix.name + ext) for ext in (".csv", ".md", ".tex")
     )
-    with atomic_output(csv_path) as tmp:
+    with atomic_path(csv_path) as tmp:
         tidy(table).to_csv(tmp, index=False)
     write_text_atomic(md_path, to_markdown(table, caption))
     write_text_atomic(tex_path, to_latex(table, caption, label=f"tab:{prefix.name}"))

@@ -11,7 +11,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from memrl.agents.chunking import center_truncate
+from memrl.agents.chunking import truncated_chunks
 from memrl.agents.driver import Rollout, run_batched
 from memrl.agents.memagent import MemAgentConfig, memagent
 from memrl.engines.base import ChatEngine, SamplingParams
@@ -47,20 +47,6 @@ class RolloutBatch:
         return len(self.rewards)
 
 
-def context_chunks(tokenizer: Any, context: str, chunk_tokens: int, max_chunks: int) -> list[str]:
-    """The training loader's chunks: tokenize, center-truncate to max_chunks × chunk_tokens
-    (first half + last half), cut into chunk_tokens slices, decode each slice."""
-    if chunk_tokens <= 0 or max_chunks <= 0:
-        raise ValueError(f"chunk_tokens and max_chunks must be > 0: {chunk_tokens}, {max_chunks}")
-    ids = center_truncate(
-        tokenizer.encode(context, add_special_tokens=False), max_chunks * chunk_tokens
-    )
-    return [
-        tokenizer.decode(ids[start : start + chunk_tokens])
-        for start in range(0, len(ids), chunk_tokens)
-    ]
-
-
 def collect_rollouts(
     engine: ChatEngine,
     rows: Sequence[dict[str, Any]],
@@ -84,7 +70,7 @@ def collect_rollouts(
         raise ValueError(f"group_size must be >= 1, got {group_size}")
     questions = [parse_row(row, position) for position, row in enumerate(rows)]
     chunks = [
-        context_chunks(engine.tokenizer, context, agent.chunk_tokens, max_chunks)
+        truncated_chunks(engine.tokenizer, context, agent.chunk_tokens, max_chunks)
         for _, _, context in questions
     ]
     workflows = [
