@@ -102,7 +102,7 @@ def test_load_metrics_keeps_fields_and_path(metrics: list[dict]):
 @pytest.mark.parametrize(
     ("content", "message"),
     [
-        ("{not json", "cannot read metrics"),
+        ("{not json", "invalid JSON"),
         ("[1, 2]", "JSON object"),
         (
             json.dumps({k: v for k, v in metric("x", 50, 1.0).items() if k != "accuracy"}),
@@ -124,7 +124,7 @@ def test_load_metrics_rejects_bad_file_naming_it(tmp_path: Path, content: str, m
 
 
 def test_load_metrics_missing_file_is_named(tmp_path: Path):
-    with pytest.raises(ValueError, match=r"nope\.json"):
+    with pytest.raises(FileNotFoundError, match=r"nope\.json"):
         load_metrics([tmp_path / "nope.json"])
 
 

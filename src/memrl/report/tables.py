@@ -8,7 +8,6 @@ denominator instead; when any of our cells had failures, a footnote gives both n
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -17,7 +16,7 @@ from typing import Any
 
 import pandas as pd
 
-from memrl.data.io import atomic_path, write_text_atomic
+from memrl.data.io import atomic_path, read_json, write_text_atomic
 
 BENCHMARK = "ruler_hqa"
 DASH = "—"
@@ -91,16 +90,12 @@ def _check_metrics(data: Any, path: Path) -> dict[str, Any]:
 def load_metrics(paths: Iterable[str | Path]) -> list[dict[str, Any]]:
     """Read metrics JSON files (one per system x length); each record gains `path`.
 
-    Raises ValueError naming the file when it is unreadable, not JSON, or lacks a field.
+    Raises an error naming the file when it is missing, not JSON, or lacks a field.
     """
     records = []
     for raw in paths:
         path = Path(raw)
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise ValueError(f"{path}: cannot read metrics: {exc}") from exc
-        records.append({**_check_metrics(data, path), "path": str(path)})
+        records.append({**_check_metrics(read_json(path), path), "path": str(path)})
     return records
 
 
