@@ -25,10 +25,12 @@ localrules:
     all,
     table1,
     figure1,
+    training_curves,
     download_data,
     download_model,
     make_table1,
     plot_figure1,
+    plot_training_curve,
 
 
 rule all:
@@ -37,6 +39,7 @@ rule all:
         get_manifests(),
         get_table1(),
         get_figure1(),
+        get_training_curves(),
 
 
 rule table1:
@@ -47,3 +50,8 @@ rule table1:
 rule figure1:
     input:
         get_figure1(),
+
+
+rule training_curves:
+    input:
+        get_training_curves(),

@@ -154,7 +154,7 @@ def test_settings_are_validated():
 def test_training_runs_updates_the_policy_and_saves_a_loadable_model(tiny, tmp_path, monkeypatch):
     # a random tiny model never answers correctly: alternate the rewards so advantages are non-zero
     rewards = itertools.cycle([1.0, 0.0, 0.0, 1.0])
-    monkeypatch.setattr(rollout, "boxed_reward", lambda response, answers: next(rewards))
+    monkeypatch.setattr(rollout, "training_reward", lambda response, answers, source: next(rewards))
     logged: list[tuple[dict, int]] = []
     out = tmp_path / "ckpt" / "stage1"
     summary = train(

@@ -3,13 +3,21 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pandas as pd
 import pytest
 import yaml
 
-from memrl.report.figures import figure_series, plot_accuracy_vs_length
+from memrl.report.figures import (
+    TRAIN_METRICS_FILE,
+    figure_series,
+    plot_accuracy_vs_length,
+    plot_training_curve,
+    read_training_curve,
+    training_metrics_files,
+)
 from memrl.report.tables import build_table1, format_cell, load_metrics, tidy, write_table
 
 REPO = Path(__file__).resolve().parents[1]
@@ -248,3 +256,125 @@ def test_plot_writes_png_and_pdf(
     assert pdf.read_bytes()[:5] == b"%PDF-"
     assert png.stat().st_size > 1000 and pdf.stat().st_size > 1000
     assert sorted(p.name for p in out.parent.iterdir()) == ["figure1.pdf", "figure1.png"]
+
+
+# --- the training curve ------------------------------------------------------------------------
+
+
+def step_record(step: int, reward: float, **extra) -> dict:
+    """One line of train_metrics.jsonl as the CPU trainer writes it (a few of its keys)."""
+    return {
+        "step": step,
+        "reward_mean": reward,
+        "kl": 0.001 * step,
+        "pg_clipfrac": 0.1,
+        "pg_clipfrac_lower": 0.0,
+        "pg_loss": -0.2,
+        "grad_norm": 0.5,
+        "lr": 1e-6,
+        "seconds": 2.0,
+        **extra,
+    }
+
+
+def write_steps(path: Path, records: list[dict]) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    return path
+
+
+def test_training_metrics_file_name_is_the_trainers():
+    from memrl.train.cpu_trainer import METRICS_FILE
+
+    assert TRAIN_METRICS_FILE == METRICS_FILE
+
+
+def test_read_training_curve_columns(tmp_path: Path):
+    path = write_steps(tmp_path / "m.jsonl", [step_record(0, 0.0), step_record(1, 0.5)])
+    curve = read_training_curve(path)
+    assert curve["step"] == [0.0, 1.0] and curve["reward_mean"] == [0.0, 0.5]
+    assert curve["kl"] == [0.0, 0.001] and curve["pg_clipfrac"] == [0.1, 0.1]
+    assert curve["pg_clipfrac_lower"] == [0.0, 0.0]
+
+
+def test_read_training_curve_needs_only_the_three_keys(tmp_path: Path):
+    """The verl path writes reward_mean, kl and pg_clipfrac; no step: its position is used."""
+    lines = [{"reward_mean": 0.25, "kl": 0.0, "pg_clipfrac": 0.0}] * 3
+    curve = read_training_curve(write_steps(tmp_path / "m.jsonl", lines))
+    assert curve["step"] == [0.0, 1.0, 2.0] and "pg_clipfrac_lower" not in curve
+
+
+@pytest.mark.parametrize(
+    ("lines", "message"),
+    [
+        ([], "no training step recorded"),
+        ([{"step": 0, "reward_mean": 0.0, "pg_clipfrac": 0.0}], "line 1: missing training metric"),
+        ([step_record(0, 0.0), step_record(1, "high")], "line 2: 'reward_mean' must be a number"),
+        ([step_record(0, 0.0), step_record(1, True)], "line 2: 'reward_mean' must be a number"),
+        ([step_record(1, 0.0), step_record(0, 0.0)], "line 2: step 0 does not follow step 1"),
+    ],
+)
+def test_read_training_curve_rejects_bad_files_naming_file_and_line(
+    tmp_path: Path, lines: list[dict], message: str
+):
+    path = write_steps(tmp_path / "bad.jsonl", lines)
+    with pytest.raises(ValueError, match=message) as error:
+        read_training_curve(path)
+    assert str(path) in str(error.value)
+
+
+def test_read_training_curve_truncated_line_is_named(tmp_path: Path):
+    path = tmp_path / "m.jsonl"
+    path.write_text(json.dumps(step_record(0, 0.0)) + '\n{"step": 1, "rew')
+    with pytest.raises(ValueError, match=re.escape(f"{path}:2: invalid JSON")):
+        read_training_curve(path)
+
+
+def test_training_metrics_files_labels(tmp_path: Path):
+    stage1 = write_steps(tmp_path / "run" / "stage1" / TRAIN_METRICS_FILE, [step_record(0, 0)])
+    stage2 = write_steps(tmp_path / "run" / "stage2" / TRAIN_METRICS_FILE, [step_record(0, 0)])
+    # a directory resolves to the metrics file inside it
+    assert training_metrics_files([stage1.parent, stage2]) == {"stage1": stage1, "stage2": stage2}
+    seed = write_steps(tmp_path / "seed1" / "stage1" / TRAIN_METRICS_FILE, [step_record(0, 0)])
+    assert list(training_metrics_files([stage1, seed])) == ["run/stage1", "seed1/stage1"]
+    assert list(training_metrics_files([stage1, stage2], ["I", "II"])) == ["I", "II"]
+    with pytest.raises(ValueError, match="1 labels for 2 metrics files"):
+        training_metrics_files([stage1, stage2], ["I"])
+    with pytest.raises(ValueError, match="labels must be distinct"):
+        training_metrics_files([stage1, stage2], ["I", "I"])
+
+
+def test_plot_training_curve_writes_png_and_pdf(tmp_path: Path):
+    stage1 = write_steps(tmp_path / "s1.jsonl", [step_record(k, 0.1 * k) for k in range(4)])
+    verl = [{"reward_mean": 0.5, "kl": 0.01, "pg_clipfrac": 0.02}] * 2  # no dual-clip key
+    stage2 = write_steps(tmp_path / "s2.jsonl", verl)
+    out = tmp_path / "figures" / "training_curve"
+    png, pdf = plot_training_curve({"stage1": stage1, "stage2": stage2}, out, title="Training")
+    assert (png.name, pdf.name) == ("training_curve.png", "training_curve.pdf")
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and pdf.read_bytes()[:5] == b"%PDF-"
+    assert sorted(p.name for p in out.parent.iterdir()) == [pdf.name, png.name]
+
+
+def test_plot_training_curve_bad_file_writes_nothing(tmp_path: Path):
+    good = write_steps(tmp_path / "good.jsonl", [step_record(0, 0.0)])
+    empty = write_steps(tmp_path / "empty.jsonl", [])
+    out = tmp_path / "figures" / "curve"
+    with pytest.raises(ValueError, match=r"empty\.jsonl: no training step"):
+        plot_training_curve({"a": good, "b": empty}, out, title="x")
+    assert not out.parent.exists() or not list(out.parent.iterdir())
+
+
+def test_cli_training_curve(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    from memrl import cli
+
+    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)  # no tracking in this test
+    stage1 = write_steps(tmp_path / "ckpt" / "stage1" / TRAIN_METRICS_FILE, [step_record(0, 0.0)])
+    stage2 = write_steps(tmp_path / "ckpt" / "stage2" / TRAIN_METRICS_FILE, [step_record(0, 1.0)])
+    prefix = tmp_path / "figures" / "training_curve"
+    settings = json.dumps({"title": "Stage I and II"})
+    argv = ["training-curve", "--settings", settings, "--metrics", str(stage1.parent)]
+    cli.main([*argv, str(stage2.parent), "--out-prefix", str(prefix)])
+    assert sorted(p.name for p in prefix.parent.iterdir()) == [
+        "training_curve.pdf",
+        "training_curve.png",
+    ]

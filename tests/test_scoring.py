@@ -13,6 +13,7 @@ from memrl.scoring.metrics import (
     normalize_answer,
     score_answer_is,
     sub_em,
+    training_reward,
 )
 
 
@@ -149,3 +150,14 @@ def test_score_answer_is() -> None:
     assert missing == {"pred": None, "sub_em": 0.0, "em": 0.0, "f1": 0.0}
     empty = score_answer_is("the answer is .", "Paris")
     assert empty == {"pred": "", "sub_em": 0.0, "em": 0.0, "f1": 0.0}
+
+
+def test_training_reward_is_strict_except_for_docqa_numbers_and_options() -> None:
+    assert training_reward("\\boxed{Paris}", ["paris"], "ruler_hqa") == 1.0
+    assert training_reward("\\boxed{6.449}", ["6.4492577269408615"], "ruler_hqa") == 0.0
+    assert training_reward("\\boxed{6.449}", ["6.4492577269408615"], "docmath_0_20000") == 1.0
+    assert training_reward("\\boxed{6.5}", ["6.4492577269408615"], "docmath_0_20000") == 0.0
+    assert training_reward("\\boxed{1,234}", ["1234"], "docmath_20000_40000") == 1.0
+    assert training_reward("\\boxed{(B)}", ["B"], "long_toc_choices_0_20000") == 1.0
+    assert training_reward("\\boxed{(C)}", ["B"], "long_toc_choices_0_20000") == 0.0
+    assert training_reward("6.449", ["6.449"], "docmath_0_20000") == 0.0  # still needs a box

@@ -42,17 +42,36 @@ def test_slurm_profile_plans_every_paper_job(repo, tmp_path):
     shim = tmp_path / "apptainer"
     shim.write_text("#!/bin/sh\necho 'apptainer version 1.4.0'\n")
     shim.chmod(0o755)
-    done = snakemake("-n", "--profile", "profiles/slurm", "all", cwd=repo, path=tmp_path)
+    done = snakemake("-n", "-p", "--profile", "profiles/slurm", "all", cwd=repo, path=tmp_path)
     assert done.returncode == 0, done.stderr
     counts = job_counts(done.stdout)
-    assert counts["download_data"] == 3
+    assert counts["download_data"] == 4
     assert counts["download_model"] == 5
     assert counts["synthesize_eval"] == 10
-    assert counts["train_stage1"] == counts["train_stage2"] == 2
+    assert counts["stage2_data"] == 1
+    assert counts["train_stage1"] == counts["train_stage2"] == counts["plot_training_curve"] == 2
     assert counts["evaluate_memagent"] == 6 * 10
     assert counts["make_table1"] == counts["plot_figure1"] == 1
     # 16 nodes x 8 GPUs for RL-MemAgent-14B: the job's total GPU count goes to SLURM
     assert "gpu=128, nodes=16" in done.stdout
+    # the plan shows the real verl command: Ray across the job's nodes, then verl's overrides
+    launches = re.findall(r"-- bash workflow/scripts/ray_job\.sh (.*)", done.stdout)
+    assert len(launches) == 4
+    stage1_14b = next(line for line in launches if "--nodes 16" in line and ".stage1.verl" in line)
+    for override in (
+        "-- python -u -m memrl.verl.main",
+        "algorithm.adv_estimator=grpo",
+        "algorithm.norm_adv_by_std_in_grpo=false",
+        "actor_rollout_ref.actor.loss_agg_mode=token-mean",
+        "actor_rollout_ref.actor.kl_loss_type=low_var_kl",
+        "actor_rollout_ref.rollout.n=16",
+        "actor_rollout_ref.rollout.tensor_model_parallel_size=2",
+        "trainer.nnodes=16",
+        "trainer.test_freq=5",
+        "trainer.save_freq=10",
+        "trainer.resume_mode=auto",
+    ):
+        assert override in stage1_14b, override
 
 
 @pytest.fixture(scope="module")
@@ -82,10 +101,18 @@ def test_smoke_table_has_every_cell_with_sane_values(smoke):
     assert metrics["n_items"] == 8 and metrics["mean_calls"] > 2
 
 
-def test_smoke_figure_exists_as_png_and_pdf(smoke):
+def test_smoke_figures_exist_as_png_and_pdf(smoke):
     figures = smoke / "results/smoke/figures"
-    assert (figures / "figure1.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    assert (figures / "figure1.pdf").read_bytes()[:5] == b"%PDF-"
+    for name in ("figure1", "training_rl-memagent-tiny"):
+        assert (figures / f"{name}.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+        assert (figures / f"{name}.pdf").read_bytes()[:5] == b"%PDF-"
+
+
+def test_smoke_stage2_mixes_docqa_with_stage1_rows(smoke):
+    lines = (smoke / "results/smoke/data/stage2/train.jsonl").read_text().splitlines()
+    rows = [json.loads(line) for line in lines]
+    sources = {row["data_source"] for row in rows}
+    assert len(rows) == 10 and "ruler_hqa" in sources and len(sources) > 1
 
 
 def test_smoke_records_one_mlflow_child_run_per_job(smoke):
@@ -99,7 +126,7 @@ def test_smoke_records_one_mlflow_child_run_per_job(smoke):
     assert len(parents) == 1
     rules = sorted(tags[r]["rule"] for r in children)
     assert rules.count("evaluate_memagent") == 6 and rules.count("download_model") == 2
-    assert len(children) == len(runs) - 1 == 20
+    assert len(children) == len(runs) - 1 == 23
     for run in children:
         for key in ("git.commit", "git.dirty", "config.hash", "snakemake.version", "host"):
             assert tags[run][key], key

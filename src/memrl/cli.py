@@ -126,46 +126,59 @@ def cmd_eval_set(args: argparse.Namespace, run: tracking.JobRun) -> None:
     run.log_metrics({"rows": len(rows), "mean_tokens": sum(tokens) / max(1, len(tokens))})
 
 
+def cmd_stage2_data(args: argparse.Namespace, run: tracking.JobRun) -> None:
+    """Stage II rows: DocQA-RL-1.6K rows that fit max_context_tokens + stage-I rows (data.docqa)."""
+    from memrl.data.docqa import load_docqa, mix_stage2
+    from memrl.data.io import read_jsonl, write_jsonl_atomic
+
+    s = args.settings
+    rows, report = mix_stage2(
+        read_jsonl(args.hqa),
+        load_docqa(args.docqa),
+        s["n_rows"],
+        s["max_context_tokens"],
+        load_tokenizer(args.tokenizer),
+        s["seed"],
+    )
+    write_jsonl_atomic(args.out, rows)
+    log.info("%s: %s", args.out, json.dumps(report))
+    by_source = {f"rows.{source}": n for source, n in report.pop("by_source").items()}
+    run.log_metrics({**report, **by_source})
+
+
 def cmd_train(args: argparse.Namespace, run: tracking.JobRun) -> None:
     from memrl.data.io import read_jsonl
 
     s = args.settings
-    if s["backend"] != "cpu":
-        raise SystemExit(
-            f"training.backend={s['backend']!r}: the verl 0.9.1 launcher is not part of this build "
-            "yet; only the CPU reference trainer (backend: cpu) runs here"
+    if s["backend"] == "verl":
+        if not args.launch:
+            raise SystemExit("training.backend=verl: the verl command must follow `--`")
+        from memrl.verl.job import run as run_verl
+
+        env = {**os.environ, **tracking.child_env()}
+        summary = run_verl(
+            s, read_jsonl(args.data), read_jsonl(args.dev), args.model, args.out, args.launch, env
         )
+        _log_summary(run, summary)
+        return
+    if args.launch:
+        raise SystemExit(f"training.backend=cpu runs no launch command, got: {args.launch}")
     if s["validation"]["every"] or s.get("save_every"):
         raise SystemExit(
             "the CPU reference trainer neither validates nor checkpoints during training: set "
             f"training.{s['stage']}.validation.every and save_every to 0 (verl backend keys)"
         )
-    from memrl.train.cpu_trainer import TrainSettings, train
+    from memrl.train.cpu_trainer import settings_from_job, train
 
-    agent = s["agent"]
-    settings = TrainSettings(
-        steps=s["steps"],
-        rollout_batch=s["rollout_batch"],
-        group_size=s["group_size"],
-        mini_batches_per_step=s["mini_batches_per_step"],
-        lr=s["lr"],
-        warmup_steps=s["warmup_steps"],
-        weight_decay=s.get("weight_decay", 0.0),
-        grad_clip=s.get("grad_clip", 1.0),
-        clip_low=s["clip_low"],
-        clip_high=s["clip_high"],
-        clip_c=s["clip_c"],
-        kl_coef=s["kl_coef"],
-        chunk_tokens=agent["chunk_tokens"],
-        memory_tokens=agent["memory_tokens"],
-        final_tokens=agent["final_tokens"],
-        max_chunks=s["max_chunks"],
-        temperature=s["sampling"]["temperature"],
-        top_p=s["sampling"]["top_p"],
-        seed=s["seed"] if s["sampling"].get("seed") is None else s["sampling"]["seed"],
+    summary = train(
+        args.model, args.out, read_jsonl(args.data), settings_from_job(s), run.log_metrics
     )
-    summary = train(args.model, args.out, read_jsonl(args.data), settings, run.log_metrics)
-    run.log_metrics({k: v for k, v in summary.items() if isinstance(v, int | float)})
+    _log_summary(run, summary)
+
+
+def _log_summary(run: tracking.JobRun, summary: dict[str, Any]) -> None:
+    """A run's totals, under `final.` so they do not land on the per-step curves' step 0."""
+    run.log_metrics({f"final.{k}": v for k, v in summary.items() if isinstance(v, int | float)})
 
 
 def cmd_evaluate(args: argparse.Namespace, run: tracking.JobRun) -> None:
@@ -224,6 +237,16 @@ def cmd_figure1(args: argparse.Namespace, run: tracking.JobRun) -> None:
 
     title = f"RULER-HQA, run {args.settings['run']}"
     plot_accuracy_vs_length(_ruler_hqa_table(args), args.out_prefix, title=title)
+
+
+def cmd_training_curve(args: argparse.Namespace, run: tracking.JobRun) -> None:
+    """Settings: `title`, optional `labels` (one per --metrics path: a train_metrics.jsonl or a
+    training output directory; default: the paths' distinguishing directory names)."""
+    from memrl.report.figures import plot_training_curve, training_metrics_files
+
+    s = args.settings
+    files = training_metrics_files(args.metrics, s.get("labels"))
+    plot_training_curve(files, args.out_prefix, title=s.get("title", "Multi-Conv DAPO training"))
 
 
 def _ruler_hqa_table(args: argparse.Namespace) -> Any:
@@ -325,8 +348,17 @@ COMMANDS: dict[str, Command] = {
         ["dev_raw", "dev", "tokenizer"],
         named("out"),
     ),
+    "stage2-data": Command(
+        cmd_stage2_data,
+        {"--hqa": {}, "--docqa": {}, "--tokenizer": {}, "--out": {}},
+        ["hqa", "docqa", "tokenizer"],
+        named("out"),
+    ),
     "train": Command(
-        cmd_train, {"--data": {}, "--model": {}, "--out": {}}, ["data", "model"], named("out")
+        cmd_train,
+        {"--data": {}, "--dev": {}, "--model": {}, "--out": {}, "launch": {"nargs": "*"}},
+        ["data", "dev", "model"],
+        named("out"),
     ),
     "evaluate": Command(
         cmd_evaluate,
@@ -338,6 +370,12 @@ COMMANDS: dict[str, Command] = {
         cmd_table1, REPORT_OPTIONS, ["metrics", "paper"], prefixed(".csv", ".md", ".tex")
     ),
     "figure1": Command(cmd_figure1, REPORT_OPTIONS, ["metrics", "paper"], prefixed(".png", ".pdf")),
+    "training-curve": Command(
+        cmd_training_curve,
+        {"--metrics": {"nargs": "+"}, "--out-prefix": {}},
+        ["metrics"],
+        prefixed(".png", ".pdf"),
+    ),
 }
 
 
@@ -355,6 +393,9 @@ def build_parser() -> argparse.ArgumentParser:
         command = sub.add_parser(name)
         command.add_argument("--settings", type=_json, required=True, help="resolved job settings")
         for flag, extra in spec.options.items():
+            if not flag.startswith("--"):  # positional: the launch command after `--`
+                command.add_argument(flag, **extra)
+                continue
             kind = {"type": Path} if "type" not in extra else {}
             command.add_argument(flag, required=True, **kind, **extra)
     return parser

@@ -63,6 +63,21 @@ def _check_references(config: dict[str, Any]) -> None:
                 f"config key {key}: unknown model {name!r} (known: {sorted(allowed)})"
             )
 
+    for source in config["sources"]:
+        raw_file(config, source)
+    mix = config["training"]["stage2_data"]
+    if mix["source"] not in config["sources"]:
+        raise ConfigError(
+            f"config key training.stage2_data.source: unknown source {mix['source']!r} "
+            f"(known: {sorted(config['sources'])})"
+        )
+    window = config["training"]["stage2"]["max_chunks"] * config["agent"]["chunk_tokens"]
+    if mix["max_context_tokens"] > window:
+        raise ConfigError(
+            "config key training.stage2_data.max_context_tokens: "
+            f"{mix['max_context_tokens']} exceeds stage2.max_chunks x agent.chunk_tokens = {window}"
+            " (longer rows would be center-truncated, often cutting out the evidence)"
+        )
     require("ruler_hqa.tokenizer", config["ruler_hqa"]["tokenizer"], models)
     for i, name in enumerate(config["filter"]["models"]):
         require(f"filter.models.{i}", name, models)
@@ -84,6 +99,20 @@ def results_dir(config: dict[str, Any]) -> Path:
 
 def tracking_uri(config: dict[str, Any]) -> str:
     return config.get("tracking_uri") or f"sqlite:///{results_dir(config) / 'mlflow.db'}"
+
+
+RAW_FORMATS = (".json", ".jsonl", ".parquet")
+
+
+def raw_file(config: dict[str, Any], source: str) -> Path:
+    """Where download_data puts a source: raw/<name> + the suffix of its url (RAW_FORMATS)."""
+    url = config["sources"][source]["url"]
+    suffix = Path(url.split("?", 1)[0]).suffix
+    if suffix not in RAW_FORMATS:
+        raise ConfigError(
+            f"config key sources.{source}.url: must end in one of {RAW_FORMATS}, got {url!r}"
+        )
+    return results_dir(config) / "raw" / f"{source}{suffix}"
 
 
 def checkpoint_dir(config: dict[str, Any], run: str, stage: str) -> Path:
@@ -174,8 +203,14 @@ def train_settings(config: dict[str, Any], run: str, stage: str) -> dict[str, An
     stage_spec = dict(config["training"][stage])
     if "rollout_batch" in spec:
         stage_spec["rollout_batch"] = spec["rollout_batch"]
+    backend = config["training"]["backend"]
+    if backend == "verl":  # the cpu trainer's jobs must not rerun when verl-only keys change
+        verl = dict(config["training"]["verl"])
+        if verl["tensor_parallel_size"] is None:
+            verl["tensor_parallel_size"] = max(1, model_gpus(config, spec["base"]))
+        stage_spec["verl"] = verl
     return {
-        "backend": config["training"]["backend"],
+        "backend": backend,
         "run": run,
         "stage": stage,
         "agent": config["agent"],
@@ -184,6 +219,10 @@ def train_settings(config: dict[str, Any], run: str, stage: str) -> dict[str, An
         "nodes": spec.get("nodes", 1),
         **stage_spec,
     }
+
+
+def stage2_data_settings(config: dict[str, Any]) -> dict[str, Any]:
+    return {"seed": config["seed"], **config["training"]["stage2_data"]}
 
 
 def eval_settings(config: dict[str, Any], system: str, n_docs: int) -> dict[str, Any]:

@@ -154,6 +154,21 @@ class JobRun:
         _retry(lambda: self.client.log_batch(self.run_id, metrics=batch), "logging metrics")
 
 
+def child_env() -> dict[str, str]:
+    """What a launched process (verl under Ray) needs to log into this job's MLflow run: the
+    run id and the tracking URI, a sqlite path made absolute (Ray workers run elsewhere)."""
+    env = {}
+    uri = os.environ.get("MLFLOW_TRACKING_URI")
+    if uri:
+        prefix = "sqlite:///"
+        if uri.startswith(prefix) and not uri[len(prefix) :].startswith("/"):
+            uri = prefix + str(Path(uri[len(prefix) :]).resolve())
+        env["MLFLOW_TRACKING_URI"] = uri
+    if os.environ.get("MLFLOW_RUN_ID"):
+        env["MLFLOW_RUN_ID"] = os.environ["MLFLOW_RUN_ID"]
+    return env
+
+
 @contextmanager
 def job_run(
     rule: str,

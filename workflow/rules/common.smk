@@ -1,5 +1,6 @@
 # Config validation, the experiment matrix and every input function (no logic lives in rules).
 import json
+import shlex
 from pathlib import Path
 
 import snakemake as _snakemake
@@ -20,6 +21,7 @@ wildcard_constraints:
     system="|".join(config["evaluation"]["systems"]),
     split="train|dev",
     n_docs=r"\d+",
+    ext="|".join(ext.lstrip(".") for ext in cfg.RAW_FORMATS),
 
 
 onstart:
@@ -47,11 +49,16 @@ def get_output_prefix(wildcards, output):
 # --- targets ---------------------------------------------------------------------------------
 
 
+def raw(source):
+    """A downloaded source file (its suffix follows its url)."""
+    return str(cfg.raw_file(config, source))
+
+
 def get_manifests():
     """Checksums of every downloaded file and model (also pulls in data nothing else reads yet)."""
-    return expand(f"{R}/raw/{{source}}.manifest.json", source=config["sources"]) + expand(
-        f"{R}/models/{{model}}.manifest.json", model=config["models"]
-    )
+    sources = [f"{raw(source)}.manifest.json" for source in config["sources"]]
+    models = [f"{R}/models/{model}.manifest.json" for model in config["models"]]
+    return [*sources, *models]
 
 
 def get_eval_metrics():
@@ -59,6 +66,14 @@ def get_eval_metrics():
         f"{R}/eval/ruler_hqa/{system}/{n_docs}.metrics.json"
         for system, n_docs in cfg.eval_jobs(config)
     ]
+
+
+def get_training_curves():
+    return expand(
+        f"{R}/figures/training_{{train_run}}.{{ext}}",
+        train_run=config["training"]["runs"],
+        ext=["png", "pdf"],
+    )
 
 
 def get_table1():
@@ -116,12 +131,34 @@ def get_eval_set_settings(wildcards):
     return as_json(cfg.eval_set_settings(config, int(wildcards.n_docs)))
 
 
-def get_stage1_settings(wildcards):
-    return as_json(cfg.train_settings(config, wildcards.train_run, "stage1"))
+def get_stage2_data_settings(wildcards):
+    return as_json(cfg.stage2_data_settings(config))
 
 
-def get_stage2_settings(wildcards):
-    return as_json(cfg.train_settings(config, wildcards.train_run, "stage2"))
+def get_train_settings(stage):
+    def settings(wildcards):
+        return as_json(cfg.train_settings(config, wildcards.train_run, stage))
+
+    return settings
+
+
+def get_train_launch(stage):
+    """`-- <command>` the verl backend runs on the job's nodes (shown by dry-runs); cpu: nothing."""
+
+    def launch(wildcards, input, output):
+        settings = cfg.train_settings(config, wildcards.train_run, stage)
+        if settings["backend"] != "verl":
+            return ""
+        from memrl.verl.job import launch_command
+
+        return f"-- {shlex.join(launch_command(settings, output[0], input.model))}"
+
+    return launch
+
+
+def get_training_curve_settings(wildcards):
+    title = f"Multi-Conv DAPO, {wildcards.train_run} (run {config['run']})"
+    return as_json({"title": title, "labels": ["stage I", "stage II"]})
 
 
 def get_eval_settings(wildcards):

@@ -3,10 +3,10 @@
 
 rule download_data:
     output:
-        data=f"{R}/raw/{{source}}.json",
-        manifest=f"{R}/raw/{{source}}.manifest.json",
+        data=f"{R}/raw/{{source}}.{{ext}}",
+        manifest=f"{R}/raw/{{source}}.{{ext}}.manifest.json",
     log:
-        f"{R}/logs/download_data/{{source}}.log",
+        f"{R}/logs/download_data/{{source}}.{{ext}}.log",
     conda:
         "../../envs/core.yaml"
     container:
@@ -41,8 +41,8 @@ rule download_model:
 
 rule synthesize_ruler_hqa:
     input:
-        train=f"{R}/raw/hotpotqa_train.json",
-        dev=f"{R}/raw/hotpotqa_dev.json",
+        train=raw("hotpotqa_train"),
+        dev=raw("hotpotqa_dev"),
         tokenizer=get_tokenizer_dir,
     output:
         train=f"{R}/data/ruler_hqa/train_unfiltered.jsonl",
@@ -103,7 +103,7 @@ rule filter_questions:
 
 rule synthesize_eval:
     input:
-        dev_raw=f"{R}/raw/hotpotqa_dev.json",
+        dev_raw=raw("hotpotqa_dev"),
         dev=f"{R}/data/ruler_hqa/dev.jsonl",
         tokenizer=get_tokenizer_dir,
     output:

@@ -4,7 +4,7 @@
 rule evaluate_memagent:
     input:
         data=f"{R}/data/ruler_hqa/eval_{{n_docs}}.jsonl",
-        dev_raw=f"{R}/raw/hotpotqa_dev.json",
+        dev_raw=raw("hotpotqa_dev"),
         model=get_eval_model,
     output:
         predictions=f"{R}/eval/ruler_hqa/{{system}}/{{n_docs}}.predictions.jsonl",

@@ -1,9 +1,34 @@
-# Multi-Conv DAPO: stage I (RULER-HQA, 8 chunks), stage II (longer contexts) — seed 000 §2.2
+# Multi-Conv DAPO: stage I (RULER-HQA, 8 chunks), stage II (DocQA-RL-1.6K + RULER-HQA, 12 chunks)
+# seed 000 §2.2. `training.backend` picks the driver: cpu (reference trainer) or verl (the command
+# after `--`, generated from the config by memrl.verl.overrides, is what runs on the GPU nodes).
+
+
+rule stage2_data:
+    input:
+        hqa=f"{R}/data/ruler_hqa/train.jsonl",
+        docqa=raw(config["training"]["stage2_data"]["source"]),
+        tokenizer=get_tokenizer_dir,
+    output:
+        f"{R}/data/stage2/train.jsonl",
+    log:
+        f"{R}/logs/stage2_data/all.log",
+    conda:
+        "../../envs/core.yaml"
+    container:
+        CONTAINERS["core"]
+    params:
+        job=job("stage2_data"),
+        settings=get_stage2_data_settings,
+    shell:
+        "memrl --job {params.job:q} --log {log:q} stage2-data --settings {params.settings:q}"
+        " --hqa {input.hqa:q} --docqa {input.docqa:q} --tokenizer {input.tokenizer:q} --out {output:q}"
+        " 2> {log:q}"
 
 
 rule train_stage1:
     input:
         data=f"{R}/data/ruler_hqa/train.jsonl",
+        dev=f"{R}/data/ruler_hqa/dev.jsonl",
         model=get_base_model,
     output:
         directory(f"{R}/checkpoints/{{train_run}}/stage1"),
@@ -21,15 +46,17 @@ rule train_stage1:
         runtime=5760,
     params:
         job=job("train_stage1"),
-        settings=get_stage1_settings,
+        settings=get_train_settings("stage1"),
+        launch=get_train_launch("stage1"),
     shell:
         "memrl --job {params.job:q} --log {log:q} train --settings {params.settings:q} --data {input.data:q}"
-        " --model {input.model:q} --out {output:q} 2> {log:q}"
+        " --dev {input.dev:q} --model {input.model:q} --out {output:q} {params.launch} 2> {log:q}"
 
 
 rule train_stage2:
     input:
-        data=f"{R}/data/ruler_hqa/train.jsonl",
+        data=f"{R}/data/stage2/train.jsonl",
+        dev=f"{R}/data/ruler_hqa/dev.jsonl",
         model=f"{R}/checkpoints/{{train_run}}/stage1",
     output:
         directory(f"{R}/checkpoints/{{train_run}}/stage2"),
@@ -47,7 +74,34 @@ rule train_stage2:
         runtime=2880,
     params:
         job=job("train_stage2"),
-        settings=get_stage2_settings,
+        settings=get_train_settings("stage2"),
+        launch=get_train_launch("stage2"),
     shell:
         "memrl --job {params.job:q} --log {log:q} train --settings {params.settings:q} --data {input.data:q}"
-        " --model {input.model:q} --out {output:q} 2> {log:q}"
+        " --dev {input.dev:q} --model {input.model:q} --out {output:q} {params.launch} 2> {log:q}"
+
+
+rule plot_training_curve:
+    input:
+        stage1=f"{R}/checkpoints/{{train_run}}/stage1",
+        stage2=f"{R}/checkpoints/{{train_run}}/stage2",
+    output:
+        png=report(
+            f"{R}/figures/training_{{train_run}}.png",
+            caption="../report/training_curve.rst",
+            category="Figures",
+        ),
+        pdf=f"{R}/figures/training_{{train_run}}.pdf",
+    log:
+        f"{R}/logs/plot_training_curve/{{train_run}}.log",
+    conda:
+        "../../envs/core.yaml"
+    container:
+        CONTAINERS["core"]
+    params:
+        job=job("plot_training_curve"),
+        settings=get_training_curve_settings,
+        prefix=get_output_prefix,
+    shell:
+        "memrl --job {params.job:q} --log {log:q} training-curve --settings {params.settings:q}"
+        " --metrics {input.stage1:q} {input.stage2:q} --out-prefix {params.prefix:q} 2> {log:q}"

@@ -8,6 +8,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 import tempfile
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
@@ -70,6 +71,19 @@ def atomic_path(path: str | Path) -> Iterator[Path]:
         os.replace(tmp, target)
     finally:
         Path(tmp).unlink(missing_ok=True)
+
+
+def publish_directory(staging: str | Path, out: str | Path) -> None:
+    """Rename a finished staging directory onto `out` (an existing `out` is swapped out first)."""
+    staging, out = Path(staging), Path(out)
+    if not out.exists():
+        staging.rename(out)
+        return
+    old = out.parent / f".{out.name}.old"
+    shutil.rmtree(old, ignore_errors=True)
+    out.rename(old)
+    staging.rename(out)
+    shutil.rmtree(old)
 
 
 def _umask() -> int:

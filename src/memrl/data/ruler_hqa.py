@@ -18,6 +18,7 @@ import random
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, Protocol
 
+DATA_SOURCE = "ruler_hqa"  # rows' data_source in training (official code: "hotpotqa")
 SHUFFLE_SEED = 4  # the official constant: random.Random(4).shuffle for every sample
 DEFAULT_SEED = 42  # the official random.seed(42) of processing.py / different_docs_eval.py
 STORE_IDS_ABOVE = 10000  # different_docs_eval.py stores doc ids instead of text above this N

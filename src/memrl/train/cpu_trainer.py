@@ -37,6 +37,7 @@ from tqdm import tqdm
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from memrl.agents.memagent import MemAgentConfig
+from memrl.data.io import publish_directory
 from memrl.engines.base import SamplingParams
 from memrl.engines.hf import HFEngine
 from memrl.train.algorithms import (
@@ -112,6 +113,32 @@ class TrainSettings:
                 f"TrainSettings: rollouts sample: need temperature > 0 and 0 < top_p <= 1, got "
                 f"{self.temperature}, {self.top_p}"
             )
+
+
+def settings_from_job(job: dict[str, Any]) -> TrainSettings:
+    """TrainSettings from a train job's settings (memrl.config.train_settings)."""
+    agent, sampling = job["agent"], job["sampling"]
+    return TrainSettings(
+        steps=job["steps"],
+        rollout_batch=job["rollout_batch"],
+        group_size=job["group_size"],
+        mini_batches_per_step=job["mini_batches_per_step"],
+        lr=job["lr"],
+        warmup_steps=job["warmup_steps"],
+        weight_decay=job.get("weight_decay", 0.0),
+        grad_clip=job.get("grad_clip", 1.0),
+        clip_low=job["clip_low"],
+        clip_high=job["clip_high"],
+        clip_c=job["clip_c"],
+        kl_coef=job["kl_coef"],
+        chunk_tokens=agent["chunk_tokens"],
+        memory_tokens=agent["memory_tokens"],
+        final_tokens=agent["final_tokens"],
+        max_chunks=job["max_chunks"],
+        temperature=sampling["temperature"],
+        top_p=sampling["top_p"],
+        seed=job["seed"] if sampling.get("seed") is None else sampling["seed"],
+    )
 
 
 @dataclass
@@ -392,7 +419,7 @@ def train(
             )
     policy.save_pretrained(staging)
     tokenizer.save_pretrained(staging)
-    _publish(staging, out)
+    publish_directory(staging, out)
     return {
         "steps": settings.steps,
         "updates": sum(m["updates"] for m in history),
@@ -414,15 +441,3 @@ def _chunks(items: Sequence[int], size: int) -> Iterator[list[int]]:
 
 def _pad_to(values: Tensor, width: int) -> Tensor:
     return torch.nn.functional.pad(values, (0, width - values.shape[1]))
-
-
-def _publish(staging: Path, out: Path) -> None:
-    """Rename the finished staging directory to out; an existing out is swapped out first."""
-    if out.exists():
-        old = out.parent / f".{out.name}.old"
-        shutil.rmtree(old, ignore_errors=True)
-        out.rename(old)
-        staging.rename(out)
-        shutil.rmtree(old)
-    else:
-        staging.rename(out)

@@ -2,7 +2,8 @@
 
 For each question, `group_size` rollouts of the same workflow the evaluation runs (with the
 training prompt: final answer in `\\boxed{}`). Every engine call of a rollout is one training
-conversation; the rollout's reward is the strict boxed verifier on its final answer.
+conversation; the rollout's reward is the boxed verifier on its final answer
+(`scoring.training_reward`).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from memrl.agents.chunking import truncated_chunks
 from memrl.agents.driver import Rollout, run_batched
 from memrl.agents.memagent import MemAgentConfig, memagent
 from memrl.engines.base import ChatEngine, SamplingParams
-from memrl.scoring.metrics import boxed_reward
+from memrl.scoring.metrics import training_reward
 
 
 @dataclass
@@ -85,7 +86,7 @@ def collect_rollouts(
         q = traj // group_size
         batch.group_ids.append(q)
         batch.failed.append(rollout.failed)
-        batch.rewards.append(_reward(rollout, questions[q][1]))
+        batch.rewards.append(_reward(rollout, questions[q][1], rows[q].get("data_source")))
         n_chunks = len(chunks[q])
         for turn, conversation in enumerate(rollout.conversations):
             completion = conversation.completion
@@ -114,8 +115,8 @@ def _turn_major(turn: tuple[bool, int, int, list[int], list[int]]) -> tuple[bool
     return is_final, 0 if is_final else position, traj
 
 
-def _reward(rollout: Rollout, answers: list[str]) -> float:
-    return 0.0 if rollout.failed else boxed_reward(rollout.answer, answers)
+def _reward(rollout: Rollout, answers: list[str], data_source: str | None) -> float:
+    return 0.0 if rollout.failed else training_reward(rollout.answer, answers, data_source)
 
 
 def parse_row(row: dict[str, Any], position: int) -> tuple[str, list[str], str]:

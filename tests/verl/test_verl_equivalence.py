@@ -3,7 +3,7 @@
 verl pins a transformers older than ours, so it lives in its own environment:
     python3 -m venv /tmp/verlvenv && /tmp/verlvenv/bin/pip install torch==2.13.0
     /tmp/verlvenv/bin/pip install --no-deps -r tests/requirements-verl.txt
-    PYTHONPATH=src /tmp/verlvenv/bin/python -m pytest tests/test_verl_equivalence.py
+    PYTHONPATH=src /tmp/verlvenv/bin/python -m pytest tests/verl/test_verl_equivalence.py
 """
 
 from __future__ import annotations

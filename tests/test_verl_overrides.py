@@ -1,0 +1,352 @@
+"""The verl launch, without verl: settings -> Hydra overrides, the Ray launcher, checkpoints.
+
+verl itself checks these overrides in tests/verl/test_verl_config.py (its own environment).
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+import stat
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from memrl.config import load_yaml, train_settings
+from memrl.verl import AGENT_NAME, PACKAGE_DIR, REWARD_NAME
+from memrl.verl.checkpoints import latest_step, merge_command
+from memrl.verl.overrides import (
+    SettingsError,
+    VerlPaths,
+    hydra_value,
+    verl_command,
+    verl_overrides,
+)
+
+REPO = Path(__file__).resolve().parents[1]
+SCRIPT = REPO / "workflow" / "scripts" / "ray_job.sh"
+# the official run's verl-only settings (memagent_official.md §3.1), used where config.yaml has
+# no training.verl block
+PAPER_VERL: dict[str, Any] = {
+    "tensor_parallel_size": 1,
+    "gpu_memory_utilization": 0.6,
+    "max_num_batched_tokens": 16384,
+    "max_num_seqs": 1024,
+    "enforce_eager": False,
+    "template_tokens": 1144,
+    "ppo_max_token_len_per_gpu": 16384,
+    "log_prob_max_token_len_per_gpu": 32768,
+    "param_offload": True,
+    "optimizer_offload": True,
+    "ref_param_offload": True,
+    "gradient_checkpointing": True,
+    "fsdp_size": -1,
+    "filter_groups": False,
+    "agent_workers": 8,
+    "max_checkpoints": 2,
+}
+PATHS = VerlPaths(
+    train_files="results/paper/ckpt/.stage1.verl/data/train.parquet",
+    val_files="results/paper/ckpt/.stage1.verl/data/val.parquet",
+    model="results/paper/models/qwen2.5-7b-instruct",
+    checkpoints="results/paper/ckpt/.stage1.verl/checkpoints",
+)
+
+
+def paper_settings(run: str = "rl-memagent-7b", stage: str = "stage1") -> dict[str, Any]:
+    config = load_yaml(REPO / "config" / "config.yaml")
+    config["training"]["backend"] = "verl"
+    config["training"].setdefault("verl", copy.deepcopy(PAPER_VERL))
+    settings = train_settings(config, run, stage)
+    verl = settings["verl"]
+    if verl.get("tensor_parallel_size") is None:  # a per-run value train_settings may resolve
+        verl["tensor_parallel_size"] = 1
+    return settings
+
+
+def as_dict(overrides: list[str]) -> dict[str, str]:
+    pairs = [item.split("=", 1) for item in overrides]
+    assert len({key for key, _ in pairs}) == len(pairs), "an override key appears twice"
+    return dict(pairs)
+
+
+def test_paper_settings_give_the_official_run() -> None:
+    o = as_dict(verl_overrides(paper_settings(), PATHS))
+    actor, rollout = "actor_rollout_ref.actor", "actor_rollout_ref.rollout"
+    expected = {
+        "trainer.use_v1": "true",
+        "trainer.v1.trainer_mode": "sync",
+        "algorithm.adv_estimator": "grpo",
+        "algorithm.norm_adv_by_std_in_grpo": "false",
+        "algorithm.use_kl_in_reward": "false",
+        "algorithm.filter_groups.enable": "false",
+        "critic.enable": "false",
+        f"{actor}.loss_agg_mode": "token-mean",
+        f"{actor}.clip_ratio_low": "0.2",
+        f"{actor}.clip_ratio_high": "0.2",
+        f"{actor}.clip_ratio_c": "3.0",
+        f"{actor}.use_kl_loss": "true",
+        f"{actor}.kl_loss_coef": "0.001",
+        f"{actor}.kl_loss_type": "low_var_kl",
+        f"{actor}.entropy_coeff": "0",
+        f"{actor}.ppo_epochs": "1",
+        f"{actor}.optim.lr": "1e-06",
+        f"{actor}.optim.weight_decay": "0.01",
+        f"{actor}.optim.clip_grad": "1.0",
+        f"{actor}.optim.lr_scheduler_type": "constant",
+        f"{actor}.optim.lr_warmup_steps": "20",  # training steps: verl steps the LR once a step
+        f"{actor}.optim.lr_warmup_steps_ratio": "0.0",
+        # 256 questions, 16 updates a step -> 16 questions' groups per mini-batch
+        "data.train_batch_size": "256",
+        f"{actor}.ppo_mini_batch_size": "16",
+        f"{rollout}.n": "16",
+        # the 8K window: 1024 query + 1024 memory + 5000 chunk + 1144 template; 1024 out
+        "data.max_prompt_length": "8192",
+        "data.max_response_length": "1024",
+        f"{rollout}.prompt_length": "8192",
+        f"{rollout}.response_length": "1024",
+        f"{rollout}.max_model_len": "9216",
+        f"{rollout}.temperature": "1.0",
+        f"{rollout}.top_p": "1.0",
+        f"{rollout}.seed": "42",
+        f"{rollout}.gpu_memory_utilization": "0.6",
+        f"{rollout}.val_kwargs.n": "4",
+        f"{rollout}.val_kwargs.top_p": "0.7",
+        f"{rollout}.val_kwargs.temperature": "1.0",
+        f"{rollout}.val_kwargs.do_sample": "true",
+        f"{rollout}.agent.default_agent_loop": AGENT_NAME,
+        f"{rollout}.agent.agent_loop_config_path": "${memrl_verl:agent_loop_config}",
+        "reward.custom_reward_function.path": "${memrl_verl:reward_file}",
+        "reward.custom_reward_function.name": REWARD_NAME,
+        "trainer.total_training_steps": "400",
+        "trainer.test_freq": "5",
+        "trainer.val_before_train": "true",
+        "trainer.save_freq": "10",
+        "trainer.nnodes": "4",
+        "trainer.n_gpus_per_node": "8",
+        "trainer.logger": "[console,mlflow,file]",
+        "trainer.resume_mode": "auto",
+        "trainer.experiment_name": "rl-memagent-7b-stage1",
+        "trainer.default_local_dir": str(PATHS.checkpoints),
+        "data.train_files": str(PATHS.train_files),
+        "data.val_files": str(PATHS.val_files),
+        "actor_rollout_ref.model.path": str(PATHS.model),
+    }
+    assert {key: o.get(key) for key in expected} == expected
+
+
+def test_the_14b_run_and_stage2() -> None:
+    o = as_dict(verl_overrides(paper_settings("rl-memagent-14b", "stage2"), PATHS))
+    assert o["trainer.nnodes"] == "16"
+    assert o["trainer.total_training_steps"] == "100"
+    assert o["trainer.experiment_name"] == "rl-memagent-14b-stage2"
+
+
+def test_the_command_is_deterministic_and_machine_independent() -> None:
+    settings = paper_settings()
+    command = verl_command(settings, PATHS)
+    assert command == verl_command(copy.deepcopy(settings), PATHS)
+    assert command[:11] == [
+        "bash",
+        "workflow/scripts/ray_job.sh",
+        "--nodes",
+        "4",
+        "--gpus-per-node",
+        "8",
+        "--",
+        "python",
+        "-u",
+        "-m",
+        "memrl.verl.main",
+    ]
+    assert command[11:] == verl_overrides(settings, PATHS)
+    assert str(PACKAGE_DIR) not in " ".join(command)  # package paths resolve where verl runs
+
+
+def test_validation_and_saving_off() -> None:
+    settings = paper_settings()
+    settings["validation"] = {"every": 0, "n": 1}  # no sampling needed when never validating
+    settings["save_every"] = 0
+    o = as_dict(verl_overrides(settings, PATHS))
+    assert o["trainer.test_freq"] == "-1"
+    assert o["trainer.val_before_train"] == "false"
+    assert o["trainer.save_freq"] == "400"  # the last step is still saved, for the merge
+
+
+def test_a_sampling_seed_is_the_rollout_seed() -> None:
+    settings = paper_settings()
+    settings["sampling"]["seed"] = 7
+    assert as_dict(verl_overrides(settings, PATHS))["actor_rollout_ref.rollout.seed"] == "7"
+
+
+def _set(settings: dict, key: str, value: Any) -> None:
+    *parents, last = key.split(".")
+    for part in parents:
+        settings = settings[part]
+    if value is _DELETE:
+        del settings[last]
+    else:
+        settings[last] = value
+
+
+_DELETE = object()
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "message"),
+    [
+        ("mini_batches_per_step", 7, "mini_batches_per_step=7"),
+        ("gpus_per_node", 0, "gpus_per_node must be >= 1"),
+        ("verl.tensor_parallel_size", 3, "verl.tensor_parallel_size=3"),
+        ("verl.fsdp_size", 5, "verl.fsdp_size=5"),
+        ("verl.rollout_tp", 1, "verl: unknown key(s) rollout_tp"),
+        ("verl.max_num_seqs", _DELETE, "missing key verl.max_num_seqs"),
+        ("verl.ppo_max_token_len_per_gpu", 8192, "verl.ppo_max_token_len_per_gpu=8192"),
+        ("verl.gpu_memory_utilization", 1.5, "verl.gpu_memory_utilization"),
+        ("verl.enforce_eager", "no", "verl.enforce_eager must be bool"),
+        ("lr", "1e-6", "lr must be float"),
+        ("steps", True, "steps must be int"),
+        ("validation.sampling", _DELETE, "missing key validation.sampling"),
+        ("validation.sampling.seed", 3, "validation.sampling.seed must be null"),
+        ("agent.chunk_tokens", 0, "agent.chunk_tokens must be >= 1"),
+        ("backend", "cpu", "backend must be 'verl'"),
+    ],
+)
+def test_bad_settings_fail_naming_the_key(key: str, value: Any, message: str) -> None:
+    settings = paper_settings()
+    _set(settings, key, value)
+    with pytest.raises(SettingsError) as error:
+        verl_overrides(settings, PATHS)
+    assert message in str(error.value)
+
+
+@pytest.mark.parametrize(
+    ("value", "text"),
+    [
+        (True, "true"),
+        (None, "null"),
+        (1e-6, "1e-06"),
+        (["console", "mlflow"], "[console,mlflow]"),
+        ("results/run 1/x.parquet", "'results/run 1/x.parquet'"),
+        ("true", "'true'"),
+        ("123", "'123'"),
+        ("it's", "'it\\'s'"),
+        ("1e-06", "'1e-06'"),
+        ("~/models", "'~/models'"),
+        (Path("results/x"), "results/x"),
+    ],
+)
+def test_hydra_values(value: Any, text: str) -> None:
+    assert hydra_value(value) == text
+
+
+# --- checkpoints ---------------------------------------------------------------------------------
+
+
+def _checkpoint(root: Path, step: int) -> None:
+    (root / f"global_step_{step}" / "actor").mkdir(parents=True)
+
+
+def test_latest_step_follows_verls_tracker(tmp_path: Path) -> None:
+    assert latest_step(tmp_path / "missing") is None
+    _checkpoint(tmp_path, 10)
+    _checkpoint(tmp_path, 20)
+    assert latest_step(tmp_path) is None  # no tracker: verl starts afresh
+    (tmp_path / "latest_checkpointed_iteration.txt").write_text("10")
+    assert latest_step(tmp_path) == 10  # step 20 was never completed
+    (tmp_path / "latest_checkpointed_iteration.txt").write_text("30")
+    assert latest_step(tmp_path) is None  # its directory is gone
+    (tmp_path / "latest_checkpointed_iteration.txt").write_text("ten")
+    with pytest.raises(ValueError, match=r"latest_checkpointed_iteration\.txt"):
+        latest_step(tmp_path)
+
+
+def test_merge_command() -> None:
+    assert merge_command(Path("ck"), 400, Path("out")) == [
+        "python",
+        "-m",
+        "verl.model_merger",
+        "merge",
+        "--backend",
+        "fsdp",
+        "--local_dir",
+        str(Path("ck") / "global_step_400" / "actor"),
+        "--target_dir",
+        "out",
+    ]
+
+
+# --- ray_job.sh ----------------------------------------------------------------------------------
+
+
+def _ray_job(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        ["bash", str(SCRIPT), *args], capture_output=True, text=True, env=env, timeout=60
+    )
+
+
+def _fake_tools(bin_dir: Path, log: Path) -> None:
+    """srun/scontrol/ray stand-ins: srun logs its argv (and answers `hostname`)."""
+    bin_dir.mkdir()
+    tools = {
+        "srun": f'echo "$*" >> {log}\n'
+        'if [[ " $* " == *" hostname "* ]]; then echo "10.0.0.1 10.0.0.9"; fi\n',
+        "scontrol": 'printf "gpu01\\ngpu02\\ngpu03\\n"\n',
+        "ray": "exit 0\n",
+    }
+    for name, body in tools.items():
+        path = bin_dir / name
+        path.write_text("#!/usr/bin/env bash\n" + body)
+        path.chmod(path.stat().st_mode | stat.S_IEXEC)
+
+
+def test_one_node_runs_the_command_itself() -> None:
+    done = _ray_job(["--nodes", "1", "--gpus-per-node", "1", "--", "echo", "a b"], dict(os.environ))
+    assert (done.returncode, done.stdout) == (0, "a b\n")
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--nodes", "2", "--gpus-per-node", "8", "--", "true"], "needs a SLURM allocation"),
+        (["--nodes", "0", "--gpus-per-node", "8", "--", "true"], "--nodes must be"),
+        (["--nodes", "1", "--gpus-per-node", "8"], "no command after --"),
+        (["--nodes", "1", "--gpu", "8", "--", "true"], "unknown argument '--gpu'"),
+    ],
+)
+def test_launcher_errors(args: list[str], message: str) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SLURM_")}
+    done = _ray_job(args, env)
+    assert done.returncode == 2
+    assert message in done.stderr
+
+
+def test_multi_node_starts_ray_with_symmetric_run(tmp_path: Path) -> None:
+    log = tmp_path / "srun.log"
+    _fake_tools(tmp_path / "bin", log)
+    env = {
+        "PATH": f"{tmp_path / 'bin'}:/usr/bin:/bin",
+        "SLURM_JOB_ID": "1",
+        "SLURM_JOB_NODELIST": "gpu[01-03]",
+        "SLURM_CPUS_PER_TASK": "64",
+    }
+    done = _ray_job(["--nodes", "2", "--gpus-per-node", "8", "--", "python", "-m", "x"], env)
+    assert done.returncode == 0, done.stderr
+    head, run = log.read_text().splitlines()
+    assert "-w gpu01 hostname --ip-address" in head
+    assert run == (
+        "--export=ALL --overlap --gpus-per-node=8 --nodes=2 --ntasks=2 --ntasks-per-node=1 "
+        "-w gpu01,gpu02 ray symmetric-run --address 10.0.0.1:6379 --min-nodes 2 "
+        "--num-cpus=64 --num-gpus=8 -- python -m x"
+    )
+
+
+def test_multi_node_needs_enough_nodes(tmp_path: Path) -> None:
+    _fake_tools(tmp_path / "bin", tmp_path / "srun.log")
+    env = {"PATH": f"{tmp_path / 'bin'}:/usr/bin:/bin", "SLURM_JOB_ID": "1"}
+    env["SLURM_JOB_NODELIST"] = "gpu[01-03]"
+    done = _ray_job(["--nodes", "4", "--gpus-per-node", "8", "--", "true"], env)
+    assert done.returncode == 2
+    assert "has 3 node(s)" in done.stderr
