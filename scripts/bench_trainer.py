@@ -3,8 +3,8 @@
 Builds the tiny offline model (or loads --model), makes RULER-HotpotQA-style training rows from the
 packaged HotpotQA fixture, then times, per repeat after one warm-up repeat:
 
-- rollouts: `collect_rollouts` with an HFEngine over the policy (response tokens generated and
-  prompt tokens processed per wall second);
+- rollouts: the trainer's `step_rollouts` with an HFEngine over the policy (response tokens
+  generated and prompt tokens processed per wall second);
 - experience: `build_experience` (old log-probs of the policy + reference log-probs, no grad);
 - update: `update_policy` on the first mini-batch (forward, backward, clip, one AdamW step).
 
@@ -29,21 +29,18 @@ from typing import Any
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
-from memrl.agents.memagent import MemAgentConfig
 from memrl.data.hotpotqa import build_pool, load_hotpotqa, question_records
 from memrl.data.ruler_hqa import build_split
 from memrl.data.sources import fixture_corpus, fixture_path
-from memrl.engines.base import SamplingParams
 from memrl.engines.hf import HFEngine
 from memrl.models.tiny import build_tiny_model
 from memrl.train.cpu_trainer import (
-    STEP_SEED_STRIDE,
     TrainSettings,
     build_experience,
     mini_batches,
+    step_rollouts,
     update_policy,
 )
-from memrl.train.rollout import collect_rollouts
 
 FIXTURE = "hotpot_train_fixture.json"
 
@@ -107,22 +104,7 @@ def measure_step(
     settings: TrainSettings,
 ) -> dict[str, float]:
     """One training step's phases, timed: rollouts, experience, the first mini-batch update."""
-    agent = MemAgentConfig(
-        chunk_tokens=settings.chunk_tokens,
-        memory_tokens=settings.memory_tokens,
-        final_tokens=settings.final_tokens,
-        final_prompt="boxed",
-    )
-    sampling = SamplingParams(
-        temperature=settings.temperature,
-        top_p=settings.top_p,
-        seed=settings.seed + STEP_SEED_STRIDE * repeat,
-    )
-    batch, rollout_s = timed(
-        lambda: collect_rollouts(
-            engine, rows, settings.group_size, agent, settings.max_chunks, sampling
-        )
-    )
+    batch, rollout_s = timed(lambda: step_rollouts(repeat, rows, engine, settings))
     (experience, _), experience_s = timed(
         lambda: build_experience(batch, policy, reference, engine.pad_id, settings)
     )

@@ -304,17 +304,10 @@ def question_batches(n_rows: int, per_step: int, steps: int, seed: int) -> list[
     return [stream[k * per_step : (k + 1) * per_step] for k in range(steps)]
 
 
-def train_step(
-    step: int,
-    rows: Sequence[dict[str, Any]],
-    policy: Any,
-    reference: Any,
-    engine: HFEngine,
-    optimizer: torch.optim.Optimizer,
-    settings: TrainSettings,
-) -> dict[str, float]:
-    """Rollouts, advantages, log-probs and the step's mini-batch updates; returns its metrics."""
-    began = time.perf_counter()
+def step_rollouts(
+    step: int, rows: Sequence[dict[str, Any]], engine: HFEngine, settings: TrainSettings
+) -> RolloutBatch:
+    """Step `step`'s rollouts of `rows` with the current policy (training prompt, step seed)."""
     agent = MemAgentConfig(
         chunk_tokens=settings.chunk_tokens,
         memory_tokens=settings.memory_tokens,
@@ -326,9 +319,21 @@ def train_step(
         top_p=settings.top_p,
         seed=settings.seed + STEP_SEED_STRIDE * step,
     )
-    batch = collect_rollouts(
-        engine, rows, settings.group_size, agent, settings.max_chunks, sampling
-    )
+    return collect_rollouts(engine, rows, settings.group_size, agent, settings.max_chunks, sampling)
+
+
+def train_step(
+    step: int,
+    rows: Sequence[dict[str, Any]],
+    policy: Any,
+    reference: Any,
+    engine: HFEngine,
+    optimizer: torch.optim.Optimizer,
+    settings: TrainSettings,
+) -> dict[str, float]:
+    """Rollouts, advantages, log-probs and the step's mini-batch updates; returns its metrics."""
+    began = time.perf_counter()
+    batch = step_rollouts(step, rows, engine, settings)
     experience, traj_adv = build_experience(batch, policy, reference, engine.pad_id, settings)
     lr = optimizer.param_groups[0]["lr"]
     weighted = dict.fromkeys(UPDATE_METRICS, 0.0)
