@@ -23,6 +23,7 @@ from memrl.verl.overrides import VerlPaths, verl_command
 log = logging.getLogger(__name__)
 
 METRICS_FILE = "train_metrics.jsonl"
+VAL_PREFIX = "val-core/ruler_hqa/reward/mean@"  # + validation.n: per-trajectory dev accuracy
 # our per-step curve keys <- verl's logged metric names (the first one present wins)
 CURVE_KEYS: dict[str, tuple[str, ...]] = {
     "reward_mean": ("memagent/trajectory_reward/mean", "critic/score/mean"),
@@ -32,7 +33,6 @@ CURVE_KEYS: dict[str, tuple[str, ...]] = {
     "pg_loss": ("actor/pg_loss",),
     "grad_norm": ("actor/grad_norm",),
     "lr": ("actor/lr",),
-    "val_reward": ("val-core/ruler_hqa/reward/mean@4",),
     "seconds": ("perf/time_per_step",),
 }
 
@@ -156,6 +156,9 @@ def curve_rows(steps: Mapping[int, Mapping[str, float]]) -> list[dict[str, float
             found = next((data[name] for name in names if name in data), None)
             if found is not None:
                 row[ours] = float(found)
+        val = [value for name, value in data.items() if name.startswith(VAL_PREFIX)]
+        if val:
+            row["val_reward"] = float(val[0])
         if "reward_mean" in row:  # validation-only lines carry no training curve
             rows.append(row)
     return rows

@@ -1,0 +1,126 @@
+"""The verl backend's job wrapper (memrl.verl.job) with the launch and the merger faked."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+from test_verl_overrides import paper_settings
+
+from memrl.verl import job
+from memrl.verl.checkpoints import TRACKER
+
+ROWS = [{"index": i, "input": f"q{i}?", "answers": [f"a{i}"], "context": f"doc {i}"} for i in (0, 1)]
+
+
+def verl_log(path: Path, steps: dict[int, dict[str, float]], torn: bool = False) -> None:
+    lines = [json.dumps({"step": step, "data": data}) + "\n" for step, data in steps.items()]
+    path.write_text("".join(lines) + ('{"step": 9, "da' if torn else ""), encoding="utf-8")
+
+
+def test_later_attempts_win_their_steps_and_a_torn_last_line_is_ignored(tmp_path):
+    first, second = tmp_path / "attempt-1.jsonl", tmp_path / "attempt-2.jsonl"
+    verl_log(first, {1: {"critic/score/mean": 0.1}, 2: {"critic/score/mean": 0.2}}, torn=True)
+    verl_log(second, {2: {"critic/score/mean": 0.3}, 3: {"critic/score/mean": 0.4}})
+    steps = job.read_verl_logs([first, second])
+    assert {step: data["critic/score/mean"] for step, data in steps.items()} == {
+        1: 0.1,
+        2: 0.3,
+        3: 0.4,
+    }
+    first.write_text("not json\n" + json.dumps({"step": 1, "data": {}}) + "\n")
+    with pytest.raises(ValueError, match=r"attempt-1\.jsonl:1"):
+        job.read_verl_logs([first])
+
+
+def test_curve_rows_map_verl_names_to_the_cpu_trainers_keys():
+    rows = job.curve_rows(
+        {
+            2: {
+                "memagent/trajectory_reward/mean": 0.5,
+                "critic/score/mean": 0.1,  # per conversation: the trajectory mean wins
+                "actor/kl_loss": 0.01,
+                "actor/pg_clipfrac": 0.2,
+                "val-core/ruler_hqa/reward/mean@4": 0.6,
+            },
+            1: {"critic/score/mean": 0.25, "actor/kl_loss": 0.0, "actor/pg_clipfrac": 0.0},
+            0: {"val-core/ruler_hqa/reward/mean@4": 0.3},  # validation before training only
+        }
+    )
+    assert rows == [
+        {"step": 1, "reward_mean": 0.25, "kl": 0.0, "pg_clipfrac": 0.0},
+        {"step": 2, "reward_mean": 0.5, "kl": 0.01, "pg_clipfrac": 0.2, "val_reward": 0.6},
+    ]
+
+
+def test_the_dry_run_command_and_the_job_agree_on_every_path(tmp_path):
+    settings = paper_settings()
+    out = tmp_path / "ckpt" / "stage1"
+    command = job.launch_command(settings, str(out), "models/base")
+    paths = job.job_paths(out, "models/base")
+    for path in (paths.train_files, paths.val_files, paths.checkpoints):
+        assert str(path).startswith(str(tmp_path / "ckpt" / ".stage1.verl"))
+        assert any(arg.endswith(f"={path}") for arg in command), path
+
+
+def fake_verl(monkeypatch, final_step: int) -> list[list[str]]:
+    """subprocess.run as the launch (checkpoints + a metric log) and the merger would act."""
+    calls: list[list[str]] = []
+
+    def run(argv, env=None, check=False):
+        calls.append(list(argv))
+        if "verl.model_merger" in argv:
+            target = Path(argv[argv.index("--target_dir") + 1])
+            target.mkdir(parents=True)
+            (target / "config.json").write_text("{}")
+        else:
+            checkpoints = Path(next(a for a in argv if "default_local_dir=" in a).split("=", 1)[1])
+            (checkpoints / f"global_step_{final_step}" / "actor").mkdir(parents=True)
+            (checkpoints / TRACKER).write_text(str(final_step))
+            verl_log(Path(env["VERL_FILE_LOGGER_PATH"]), {1: {"critic/score/mean": 0.5}})
+        return subprocess.CompletedProcess(argv, 0)
+
+    monkeypatch.setattr(job.subprocess, "run", run)
+    return calls
+
+
+def test_run_prepares_data_launches_and_publishes_the_merged_model(tmp_path, monkeypatch):
+    settings = {**paper_settings(), "steps": 3}
+    out = tmp_path / "stage1"
+    launch = job.launch_command(settings, str(out), "base")
+    calls = fake_verl(monkeypatch, final_step=3)
+    summary = job.run(settings, ROWS, ROWS[:1], Path("base"), out, launch, {"PATH": "/bin"})
+    assert calls[0] == launch and "verl.model_merger" in calls[1]
+    assert (out / "config.json").exists() and not (tmp_path / ".stage1.partial").exists()
+    metrics = [json.loads(line) for line in (out / job.METRICS_FILE).read_text().splitlines()]
+    assert metrics == [{"step": 1, "reward_mean": 0.5}]
+    assert summary["steps"] == 3 and summary["final_reward_mean"] == 0.5
+    assert job.job_paths(out, "base").train_files.exists()  # kept for a later resume
+
+
+def test_run_fails_without_the_last_checkpoint_and_on_a_stale_command(tmp_path, monkeypatch):
+    settings = {**paper_settings(), "steps": 3}
+    out = tmp_path / "stage1"
+    launch = job.launch_command(settings, str(out), "base")
+    fake_verl(monkeypatch, final_step=2)
+    with pytest.raises(SystemExit, match="without a checkpoint of step 3"):
+        job.run(settings, ROWS, ROWS, Path("base"), out, launch, {})
+    assert not out.exists()
+    with pytest.raises(SystemExit, match="differs from the one the config generates"):
+        job.run(settings, ROWS, ROWS, Path("base"), out, [*launch, "extra=1"], {})
+
+
+def test_child_env_hands_verl_the_jobs_run_with_an_absolute_sqlite_path(monkeypatch, tmp_path):
+    from memrl.tracking import child_env
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", "sqlite:///results/x/mlflow.db")
+    monkeypatch.setenv("MLFLOW_RUN_ID", "abc")
+    assert child_env() == {
+        "MLFLOW_TRACKING_URI": f"sqlite:///{tmp_path / 'results/x/mlflow.db'}",
+        "MLFLOW_RUN_ID": "abc",
+    }
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", "http://mlflow:5000")
+    assert child_env()["MLFLOW_TRACKING_URI"] == "http://mlflow:5000"
