@@ -12,7 +12,7 @@ from test_verl_overrides import paper_settings
 from memrl.verl import job
 from memrl.verl.checkpoints import TRACKER
 
-ROWS = [{"index": i, "input": f"q{i}?", "answers": [f"a{i}"], "context": f"doc {i}"} for i in (0, 1)]
+ROWS = [{"index": i, "input": f"q{i}?", "answers": [f"a{i}"], "context": f"d{i}"} for i in (0, 1)]
 
 
 def verl_log(path: Path, steps: dict[int, dict[str, float]], torn: bool = False) -> None:
