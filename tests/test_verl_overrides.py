@@ -29,24 +29,6 @@ REPO = Path(__file__).resolve().parents[1]
 SCRIPT = REPO / "workflow" / "scripts" / "ray_job.sh"
 # the official run's verl-only settings (memagent_official.md §3.1), used where config.yaml has
 # no training.verl block
-PAPER_VERL: dict[str, Any] = {
-    "tensor_parallel_size": 1,
-    "gpu_memory_utilization": 0.6,
-    "max_num_batched_tokens": 16384,
-    "max_num_seqs": 1024,
-    "enforce_eager": False,
-    "template_tokens": 1144,
-    "ppo_max_token_len_per_gpu": 16384,
-    "log_prob_max_token_len_per_gpu": 32768,
-    "param_offload": True,
-    "optimizer_offload": True,
-    "ref_param_offload": True,
-    "gradient_checkpointing": True,
-    "fsdp_size": -1,
-    "filter_groups": False,
-    "agent_workers": 8,
-    "max_checkpoints": 2,
-}
 PATHS = VerlPaths(
     train_files="results/paper/ckpt/.stage1.verl/data/train.parquet",
     val_files="results/paper/ckpt/.stage1.verl/data/val.parquet",
@@ -56,14 +38,7 @@ PATHS = VerlPaths(
 
 
 def paper_settings(run: str = "rl-memagent-7b", stage: str = "stage1") -> dict[str, Any]:
-    config = load_yaml(REPO / "config" / "config.yaml")
-    config["training"]["backend"] = "verl"
-    config["training"].setdefault("verl", copy.deepcopy(PAPER_VERL))
-    settings = train_settings(config, run, stage)
-    verl = settings["verl"]
-    if verl.get("tensor_parallel_size") is None:  # a per-run value train_settings may resolve
-        verl["tensor_parallel_size"] = 1
-    return settings
+    return train_settings(load_yaml(REPO / "config" / "config.yaml"), run, stage)
 
 
 def as_dict(overrides: list[str]) -> dict[str, str]:
