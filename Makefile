@@ -8,7 +8,7 @@ export PATH := $(abspath $(BIN)):$(PATH)
 VERL_VENV ?= .venv-verl
 VERL_STAMP := $(VERL_VENV)/.installed-stamp
 
-.PHONY: smoke test lint unit verl-tests report clean
+.PHONY: smoke toy test lint unit verl-tests report clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -20,6 +20,9 @@ $(STAMP): pyproject.toml
 
 smoke: $(STAMP)  ## the whole DAG on config/smoke.yaml: CPU, offline, minutes
 	snakemake --profile profiles/smoke
+
+toy: $(STAMP)  ## proof that the CPU trainer learns: SFT warm start vs Multi-Conv DAPO, 4 seeds, ~15 min
+	python -m memrl.toy --config config/toy.yaml --out results/toy
 
 report: $(STAMP)  ## the HTML report of the smoke run
 	snakemake --profile profiles/smoke --report results/smoke/report.html

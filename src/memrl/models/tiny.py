@@ -60,6 +60,7 @@ def build_tiny_model(
     num_kv_heads: int = 2,
     intermediate_size: int = 128,
     max_position_embeddings: int = 4096,
+    initializer_range: float = 0.02,
     seed: int = 0,
 ) -> Path:
     """Train a byte-level BPE tokenizer on `corpus`, initialise a Qwen2 model, save both to out_dir.
@@ -78,6 +79,7 @@ def build_tiny_model(
         num_attention_heads=num_heads,
         num_key_value_heads=num_kv_heads,
         max_position_embeddings=max_position_embeddings,
+        initializer_range=initializer_range,  # std of the normal init (Qwen2's default 0.02)
         tie_word_embeddings=True,
         bos_token_id=None,
         eos_token_id=tokenizer.eos_token_id,

@@ -1,0 +1,211 @@
+"""config/toy.yaml: the toy experiment's settings, loaded into typed sections with clear errors.
+
+Sections: `seeds`, `workers`, `threads_per_worker`, `task`, `agent`, `model`, `sft`, `rl`,
+`eval`. Every key is optional except `seeds`; unknown keys and bad values are errors that name
+the file and the key (`rl.lr`, ...).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from memrl.config import ConfigError, load_yaml
+from memrl.toy.sft import SFTSettings
+from memrl.toy.task import TaskSettings
+from memrl.train.cpu_trainer import TrainSettings
+
+# TrainSettings fields the toy config sets itself (from `task`, `agent` and the seed)
+DERIVED_TRAIN_KEYS = ("chunk_tokens", "memory_tokens", "final_tokens", "max_chunks", "seed")
+
+
+@dataclass(frozen=True)
+class AgentSettings:
+    memory_tokens: int = 8  # a memory is one fact (5 tokens) + eos
+    final_tokens: int = 8  # \boxed{7} is 5 tokens + eos
+
+    def __post_init__(self) -> None:
+        for name in ("memory_tokens", "final_tokens"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"agent.{name} must be >= 1, got {getattr(self, name)}")
+
+
+@dataclass(frozen=True)
+class ModelSettings:
+    """Arguments of memrl.models.tiny.build_tiny_model (the tokenizer is trained on the task)."""
+
+    vocab_size: int = 1000
+    hidden_size: int = 128
+    num_layers: int = 2
+    num_heads: int = 4
+    num_kv_heads: int = 4
+    intermediate_size: int = 256
+    max_position_embeddings: int = 512
+    initializer_range: float = 0.1  # Qwen2's 0.02 leaves this tiny model on a long plateau
+
+    def __post_init__(self) -> None:
+        for item in dataclasses.fields(self):
+            if item.name != "initializer_range" and getattr(self, item.name) < 1:
+                raise ValueError(f"model.{item.name} must be >= 1, got {getattr(self, item.name)}")
+        if self.initializer_range <= 0:
+            raise ValueError(f"model.initializer_range must be > 0, got {self.initializer_range}")
+        if self.hidden_size % self.num_heads or self.num_heads % self.num_kv_heads:
+            raise ValueError(
+                "model: hidden_size must be a multiple of num_heads, and num_heads of num_kv_heads"
+            )
+
+
+@dataclass(frozen=True)
+class EvalSettings:
+    rows: int = 200  # fresh held-out questions (their own seed; none shares a training context)
+    samples: int = 4  # sampled rollouts per question
+    temperature: float = 1.0  # the rollout temperature: the policy RL optimises
+    top_p: float = 1.0
+    batch_size: int = 64  # HFEngine micro-batch
+
+    def __post_init__(self) -> None:
+        for name in ("rows", "samples", "batch_size"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"eval.{name} must be >= 1, got {getattr(self, name)}")
+        if self.temperature <= 0 or not 0 < self.top_p <= 1:
+            raise ValueError("eval: need temperature > 0 and 0 < top_p <= 1 (greedy is also run)")
+
+
+@dataclass(frozen=True)
+class RLSettings:
+    rows: int = 512  # training questions for RL (their own seed)
+    train: dict[str, Any] = field(default_factory=dict)  # TrainSettings keyword arguments
+
+    def train_settings(self, task: TaskSettings, agent: AgentSettings, seed: int) -> TrainSettings:
+        return TrainSettings(
+            **self.train,
+            chunk_tokens=task.chunk_tokens,
+            memory_tokens=agent.memory_tokens,
+            final_tokens=agent.final_tokens,
+            max_chunks=task.n_chunks,
+            seed=seed,
+        )
+
+
+@dataclass(frozen=True)
+class ToyConfig:
+    seeds: tuple[int, ...]
+    workers: int = 1  # seeds run in parallel processes
+    threads_per_worker: int = 1  # torch threads per process
+    task: TaskSettings = field(default_factory=TaskSettings)
+    agent: AgentSettings = field(default_factory=AgentSettings)
+    model: ModelSettings = field(default_factory=ModelSettings)
+    sft: SFTSettings = field(default_factory=SFTSettings)
+    rl: RLSettings = field(default_factory=RLSettings)
+    eval: EvalSettings = field(default_factory=EvalSettings)
+
+
+SECTIONS = {
+    "task": TaskSettings,
+    "agent": AgentSettings,
+    "model": ModelSettings,
+    "sft": SFTSettings,
+    "eval": EvalSettings,
+}
+
+
+def load_config(path: str | Path) -> ToyConfig:
+    """Read and check a toy config; a ConfigError names the file and the offending key."""
+    raw = load_yaml(path)
+    try:
+        return parse_config(raw)
+    except ConfigError as exc:
+        raise ConfigError(f"{path}: {exc}") from None
+
+
+def parse_config(raw: dict[str, Any]) -> ToyConfig:
+    unknown = sorted(set(raw) - {"seeds", "workers", "threads_per_worker", "rl", *SECTIONS})
+    if unknown:
+        raise ConfigError(f"unknown key(s) {', '.join(unknown)}")
+    seeds = raw.get("seeds")
+    if not isinstance(seeds, list) or not seeds or not all(_is_int(s) for s in seeds):
+        raise ConfigError(f"seeds must be a non-empty list of integers, got {seeds!r}")
+    if len(set(seeds)) != len(seeds):
+        raise ConfigError(f"seeds must be distinct, got {seeds}")
+    sections = {name: _section(raw, name, cls) for name, cls in SECTIONS.items()}
+    top = {}
+    for name in ("workers", "threads_per_worker"):
+        value = raw.get(name, 1)
+        if not _is_int(value) or value < 1:
+            raise ConfigError(f"{name} must be an integer >= 1, got {value!r}")
+        top[name] = value
+    return ToyConfig(seeds=tuple(seeds), **top, **sections, rl=_rl_section(raw))
+
+
+def _section(raw: dict[str, Any], name: str, cls: type) -> Any:
+    values = raw.get(name) or {}
+    if not isinstance(values, dict):
+        raise ConfigError(f"{name} must be a mapping, got {type(values).__name__}")
+    allowed = {f.name: f for f in dataclasses.fields(cls)}
+    unknown = sorted(set(values) - set(allowed))
+    if unknown:
+        raise ConfigError(f"{name}: unknown key(s) {', '.join(unknown)}")
+    for key, value in values.items():
+        _check_type(f"{name}.{key}", value, allowed[key].default)
+    try:
+        return cls(**values)
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
+
+
+def _rl_section(raw: dict[str, Any]) -> RLSettings:
+    values = dict(raw.get("rl") or {})
+    if not isinstance(raw.get("rl") or {}, dict):
+        raise ConfigError(f"rl must be a mapping, got {type(raw['rl']).__name__}")
+    rows = values.pop("rows", RLSettings.rows)
+    if not _is_int(rows) or rows < 1:
+        raise ConfigError(f"rl.rows must be an integer >= 1, got {rows!r}")
+    fields = {f.name: f for f in dataclasses.fields(TrainSettings)}
+    derived = sorted(set(values) & set(DERIVED_TRAIN_KEYS))
+    if derived:
+        raise ConfigError(
+            f"rl: {', '.join(derived)} come from task/agent/seeds and may not be set here"
+        )
+    unknown = sorted(set(values) - set(fields))
+    if unknown:
+        raise ConfigError(f"rl: unknown key(s) {', '.join(unknown)}")
+    required = [name for name, f in fields.items() if f.default is dataclasses.MISSING]
+    missing = sorted(set(required) - set(values))
+    if missing:
+        raise ConfigError(f"rl: missing key(s) {', '.join(missing)}")
+    for key, value in values.items():
+        if key == "betas":
+            if not (isinstance(value, list) and len(value) == 2):
+                raise ConfigError(f"rl.betas must be a list of two numbers, got {value!r}")
+            values[key] = tuple(float(b) for b in value)
+            continue
+        default = fields[key].default
+        if default is dataclasses.MISSING:  # the required fields: lr is a float, the rest ints
+            default = 1.0 if key == "lr" else 1
+        _check_type(f"rl.{key}", value, default)
+    settings = RLSettings(rows=rows, train=values)
+    try:
+        settings.train_settings(TaskSettings(), AgentSettings(), seed=0)
+    except ValueError as exc:
+        raise ConfigError(f"rl: {exc}") from None
+    return settings
+
+
+def _check_type(key: str, value: Any, default: Any) -> None:
+    """Values take the type of their default (an int is accepted where a float is)."""
+    if isinstance(default, bool):
+        ok = isinstance(value, bool)
+    elif isinstance(default, int):
+        ok = _is_int(value)
+    elif isinstance(default, float):
+        ok = isinstance(value, int | float) and not isinstance(value, bool)
+    else:
+        ok = True
+    if not ok:
+        raise ConfigError(f"{key} must be a {type(default).__name__}, got {value!r}")
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
