@@ -23,13 +23,13 @@ include: "workflow/rules/report.smk"
 
 localrules:
     all,
-    table1,
-    figure1,
+    evaluations,
     training_curves,
     download_data,
     download_model,
-    make_table1,
-    plot_figure1,
+    merge_eval,
+    make_table,
+    plot_figure,
     plot_training_curve,
 
 
@@ -37,21 +37,26 @@ rule all:
     default_target: True
     input:
         get_manifests(),
-        get_table1(),
-        get_figure1(),
+        get_reports(),
         get_training_curves(),
 
 
-rule table1:
+rule evaluations:
     input:
-        get_table1(),
-
-
-rule figure1:
-    input:
-        get_figure1(),
+        get_eval_metrics(),
 
 
 rule training_curves:
     input:
         get_training_curves(),
+
+
+# One named target per table and figure: `snakemake --profile ... table3`
+for name in cfg.TABLES + cfg.FIGURES:
+
+    rule:
+        name:
+            name
+        input:
+            report_outputs(name),
+        localrule: True

@@ -4,7 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from memrl.agents.chunking import center_truncate, token_chunks, truncated_chunks
+from memrl.agents.chunking import (
+    center_truncate,
+    newline_pieces,
+    token_chunks,
+    truncated_chunks,
+)
 from memrl.agents.driver import run_batched
 from memrl.agents.memagent import NO_MEMORY, MemAgentConfig, memagent
 from memrl.engines.base import ChatRequest, Completion
@@ -107,3 +112,26 @@ def test_chunks_are_center_truncated_token_slices():
     assert truncated_chunks(tokenizer, "", 3, 2) == []
     with pytest.raises(ValueError):
         truncated_chunks(tokenizer, "abc", 0, 2)
+
+
+@pytest.fixture(scope="module")
+def qwen_style_tokenizer():
+    from memrl.data.sources import fixture_corpus
+    from memrl.models.tiny import build_tokenizer
+
+    return build_tokenizer(fixture_corpus(), 2048, 1 << 20)
+
+
+def test_long_texts_are_tokenized_in_pieces_with_identical_ids(qwen_style_tokenizer):
+    tokenizer = qwen_style_tokenizer
+    text = "\n\n".join(
+        f"Document {i}:\nThe river Vell runs {i} miles.  It floods\n in spring, and so on.\n"
+        for i in range(300)
+    )
+    pieces = list(newline_pieces(text, max_chars=500))
+    assert len(pieces) > 20 and "".join(pieces) == text
+    assert all(p[0] not in " \n" for p in pieces[1:]) and all(len(p) <= 500 for p in pieces)
+    whole = tokenizer.encode(text, add_special_tokens=False)
+    joined = [i for p in pieces for i in tokenizer.encode(p, add_special_tokens=False)]
+    assert joined == whole
+    assert list(newline_pieces("x" * 2000, max_chars=500)) == ["x" * 2000]  # no safe cut

@@ -51,16 +51,56 @@ def test_bad_config_fails_with_one_line_naming_the_key(paper, mutate, message):
     assert "\n" not in str(error.value)
 
 
-def test_paper_matrix_covers_every_system_and_length(paper):
+def test_paper_matrix_covers_every_system_benchmark_and_length(paper):
     jobs = cfg.eval_jobs(paper)
-    assert len(jobs) == len(paper["evaluation"]["systems"]) * 10
-    assert ("rl-memagent-14b", 25600) in jobs
+    by_system = {}
+    for job in jobs:
+        by_system.setdefault(job.system, []).append(job)
+    # the memory agent runs RULER-HQA to 3.5M tokens, RULER to 512K (qa_1 to 256K), LongBench
+    rl = by_system["rl-memagent-14b"]
+    assert {j.length for j in rl if j.benchmark == "ruler_hqa"} >= {50, 25600}
+    assert len([j for j in rl if j.benchmark == "ruler"]) == 11 * 7 - 1
+    assert ("ruler", "qa_1", "rl-memagent-14b", 524288) not in jobs
+    assert len([j for j in rl if j.benchmark == "longbench"]) == 7
+    # long-context baselines stop at 896K on RULER-HQA (N/A above in Table 1)
+    baseline = by_system["qwen2.5-14b-instruct-128k"]
+    assert max(j.length for j in baseline if j.benchmark == "ruler_hqa") == 6400
+    # RAG: whole documents on RULER-HQA (Table 10), C-token chunks on LongBench (Table 11)
+    rag = [s for s in by_system if s.startswith("rag-qwen2.5-14b.")]
+    assert len(rag) == 2 * 4 * 3  # retrievers x K x (doc, c1024, c2048)
+    assert {j.benchmark for j in by_system["rag-qwen2.5-14b.dense-k4-doc"]} == {"ruler_hqa"}
+    assert {j.benchmark for j in by_system["rag-qwen2.5-14b.bm25-k8-c2048"]} == {"longbench"}
+    assert len(set(jobs)) == len(jobs)
 
 
 def test_max_docs_limits_a_system(paper):
     paper["evaluation"]["systems"]["memagent-qwen2.5-7b-instruct"]["max_docs"] = 6400
-    lengths = [n for s, n in cfg.eval_jobs(paper) if s == "memagent-qwen2.5-7b-instruct"]
+    lengths = [
+        j.length
+        for j in cfg.eval_jobs(paper)
+        if j.system == "memagent-qwen2.5-7b-instruct" and j.benchmark == "ruler_hqa"
+    ]
     assert max(lengths) == 6400 and len(lengths) == 8
+
+
+def test_system_settings_reach_the_evaluation_job(paper):
+    job = cfg.EvalJob("ruler_hqa", "hqa", "qwen2.5-14b-instruct-128k", 800)
+    settings = cfg.eval_settings(paper, job, 0)
+    assert settings["kind"] == "longcontext"
+    assert (settings["max_input_tokens"], settings["max_output_tokens"]) == (120000, 10000)
+    assert settings["context_extension"] == "yarn"
+    assert settings["engine"]["max_model_len"] == 131072
+    assert (settings["shard"], settings["shards"]) == (0, 4)
+    rag = cfg.eval_settings(
+        paper, cfg.EvalJob("longbench", "qasper", "rag-qwen2.5-7b.bm25-k2-c1024", 0), 0
+    )
+    assert (rag["retriever"], rag["top_k"], rag["unit_tokens"]) == ("bm25", 2, 1024)
+
+
+def test_context_extension_needs_the_vllm_engine(paper):
+    paper["evaluation"]["systems"]["qwen2.5-7b-instruct-128k"]["engine"] = {"kind": "hf"}
+    with pytest.raises(cfg.ConfigError, match="context_extension: yarn is a vLLM engine setting"):
+        cfg.validate_config(paper, SCHEMA)
 
 
 def test_trained_models_resolve_to_their_final_checkpoint(paper):
@@ -84,5 +124,20 @@ def test_paper_hyperparameters_reach_the_training_job(paper):
 
 
 def test_vllm_engine_gets_the_models_tensor_parallel_size(paper):
-    settings = cfg.eval_settings(paper, "memagent-qwen2.5-32b-instruct", 50)
+    job = cfg.EvalJob("ruler_hqa", "hqa", "memagent-qwen2.5-32b-instruct", 50)
+    settings = cfg.eval_settings(paper, job, 0)
     assert settings["engine"]["tensor_parallel_size"] == 4
+
+
+def test_longbench_sources_are_pinned_to_the_loaders_revision(paper):
+    from memrl.data.longbench import LONGBENCH_REVISION, parquet_url
+
+    for task in paper["longbench"]["tasks"]:
+        url = paper["sources"][cfg.longbench_source(task)]["url"]
+        assert url == parquet_url(task) and LONGBENCH_REVISION in url
+
+
+def test_unknown_sources_of_a_benchmark_fail_naming_the_key(paper):
+    paper["ruler"]["essays"] = "nope"
+    with pytest.raises(cfg.ConfigError, match=r"config key ruler\.essays: unknown source 'nope'"):
+        cfg.validate_config(paper, SCHEMA)

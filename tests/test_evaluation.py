@@ -1,4 +1,5 @@
-"""MemAgent evaluation: batching across samples, resume after a kill, failures counted."""
+"""Evaluation: batching across samples, resume after a kill, failures counted, shards merged,
+and every system kind scored by its benchmark's metric."""
 
 from __future__ import annotations
 
@@ -8,7 +9,17 @@ import pytest
 
 from memrl.agents.memagent import MemAgentConfig
 from memrl.engines.base import Completion
-from memrl.evaluation import evaluate, load_finished, summarize
+from memrl.evaluation import (
+    Task,
+    evaluate,
+    load_finished,
+    longcontext_system,
+    memagent_system,
+    merge_shards,
+    rag_system,
+    shard_rows,
+    summarize,
+)
 
 
 class CharTokenizer:
@@ -17,7 +28,7 @@ class CharTokenizer:
     def encode(self, text, add_special_tokens=False):
         return [ord(c) for c in text]
 
-    def decode(self, ids):
+    def decode(self, ids, skip_special_tokens=False):
         return "".join(map(chr, ids))
 
 
@@ -60,29 +71,34 @@ def rows(n: int, context_chars: int = 25) -> list[dict]:
 
 
 AGENT = MemAgentConfig(chunk_tokens=10, memory_tokens=8, final_tokens=8)
+HQA = Task("ruler_hqa", "hqa")
+
+
+def run(rows_, engine, path, batch_size, pool=None):
+    """MemAgent on RULER-HQA rows."""
+    system = memagent_system(HQA, engine.tokenizer, pool, AGENT)
+    return evaluate(rows_, HQA, system, engine, None, path, batch_size=batch_size)
 
 
 def test_every_engine_call_carries_each_unfinished_sample(tmp_path):
     engine = ScriptedEngine()
-    predictions = evaluate(rows(4), None, engine, AGENT, None, tmp_path / "p.jsonl", batch_size=4)
+    predictions = run(rows(4), engine, tmp_path / "p.jsonl", 4)
     # 25 characters in 10-token chunks: 3 memory turns + 1 final turn, all 4 samples each time
     assert engine.calls == [4, 4, 4, 4]
     assert [p["n_calls"] for p in predictions] == [4] * 4
     assert [p["sub_em"] for p in predictions] == [1.0, 0.0, 1.0, 0.0]
-    assert summarize(predictions, "s", 3)["accuracy"] == 50.0
+    assert summarize(predictions, "ruler_hqa", "hqa", "s", 3)["accuracy"] == 50.0
 
 
 def test_a_killed_job_resumes_after_its_last_finished_wave(tmp_path):
     path = tmp_path / "p.jsonl"
     with pytest.raises(KeyboardInterrupt):
-        evaluate(
-            rows(6), None, ScriptedEngine(crash_after_calls=5), AGENT, None, path, batch_size=2
-        )
+        run(rows(6), ScriptedEngine(crash_after_calls=5), path, 2)
     assert [r["index"] for r in load_finished(path)] == [0, 1]
     with open(path, "a") as handle:  # a write torn by the kill
         handle.write('{"index": 2, "inp')
     engine = ScriptedEngine()
-    predictions = evaluate(rows(6), None, engine, AGENT, None, path, batch_size=2)
+    predictions = run(rows(6), engine, path, 2)
     assert sorted(p["index"] for p in predictions) == list(range(6))
     assert engine.calls == [2] * 8  # only the two remaining waves ran
     assert [json.loads(line)["index"] for line in path.read_text().splitlines()] == list(range(6))
@@ -90,10 +106,10 @@ def test_a_killed_job_resumes_after_its_last_finished_wave(tmp_path):
 
 def test_failed_requests_count_as_wrong_and_the_official_rate_drops_them(tmp_path):
     engine = ScriptedEngine(fail_on="question 2?")
-    predictions = evaluate(rows(4), None, engine, AGENT, None, tmp_path / "p.jsonl", batch_size=4)
+    predictions = run(rows(4), engine, tmp_path / "p.jsonl", 4)
     failed = [p for p in predictions if p["failed"]]
     assert [p["index"] for p in failed] == [2] and failed[0]["error"] == "HTTP 500"
-    metrics = summarize(predictions, "s", 3)
+    metrics = summarize(predictions, "ruler_hqa", "hqa", "s", 3)
     assert metrics["n_failed"] == 1
     assert metrics["accuracy"] == 25.0  # 1 of 4
     assert metrics["accuracy_official"] == pytest.approx(100 / 3)  # 1 of the 3 answered
@@ -105,6 +121,108 @@ def test_streamed_doc_id_contexts_are_chunked_like_text(tmp_path):
     del row["context"]
     row["doc_ids"] = [2, 0]
     engine = ScriptedEngine()
-    evaluate([row], pool, engine, AGENT, None, tmp_path / "p.jsonl", batch_size=1)
+    run([row], engine, tmp_path / "p.jsonl", 1, pool)
     # "Document 1:\ngamma\n\nDocument 2:\nalpha" is 36 characters: 4 chunks + the final turn
     assert len(engine.calls) == 5
+
+
+def test_shards_partition_the_rows_and_merge_back_in_index_order(tmp_path):
+    data = rows(7)
+    parts = [shard_rows(data, k, 3) for k in range(3)]
+    assert sorted(r["index"] for part in parts for r in part) == list(range(7))
+    assert [len(part) for part in parts] == [3, 2, 2]
+    predictions = [
+        run(part, ScriptedEngine(), tmp_path / f"s{k}.jsonl", 2) for k, part in enumerate(parts)
+    ]
+    merged = merge_shards(reversed(predictions))
+    assert [p["index"] for p in merged] == list(range(7))
+    whole = run(data, ScriptedEngine(), tmp_path / "whole.jsonl", 7)
+    drop = ("n_calls",)  # identical anyway; compare every scored field
+    assert [{k: v for k, v in p.items() if k not in drop} for p in merged] == [
+        {k: v for k, v in p.items() if k not in drop} for p in whole
+    ]
+    with pytest.raises(ValueError, match="appears in two shards"):
+        merge_shards([predictions[0], predictions[0]])
+    with pytest.raises(ValueError, match=r"shard 3 is not in 0\.\.2"):
+        shard_rows(data, 3, 3)
+
+
+def test_summary_reports_every_metric_and_the_paper_metric_as_accuracy(tmp_path):
+    predictions = run(rows(4), ScriptedEngine(fail_on="question 1?"), tmp_path / "p.jsonl", 4)
+    metrics = summarize(predictions, "ruler_hqa", "hqa", "s", 50)
+    assert {k: metrics[k] for k in ("benchmark", "task", "system", "length")} == {
+        "benchmark": "ruler_hqa",
+        "task": "hqa",
+        "system": "s",
+        "length": 50,
+    }
+    assert metrics["accuracy"] == metrics["sub_em"] == 50.0
+    assert metrics["em"] == metrics["f1"] == 50.0  # samples 0 and 2; 1 failed, 3 answers Rome
+    assert metrics["accuracy_official"] == pytest.approx(200 / 3)
+    assert metrics["mean_tokens"] == 25
+    assert metrics["mean_calls"] == 3.25  # the failed sample stopped after its first call
+
+
+class RecordingEngine(ScriptedEngine):
+    def __init__(self):
+        super().__init__()
+        self.requests = []
+
+    def chat(self, requests, sampling):
+        self.requests += requests
+        return super().chat(requests, sampling)
+
+
+def test_long_context_baseline_gets_the_official_prompt_middle_truncated(tmp_path):
+    from memrl.baselines.longcontext import official_prompt
+
+    row = rows(1, context_chars=400)[0]
+    engine = RecordingEngine()
+    system = longcontext_system(HQA, engine.tokenizer, None, 300, None)
+    [prediction] = evaluate([row], HQA, system, engine, None, tmp_path / "p.jsonl", batch_size=1)
+    [request] = engine.requests
+    full = official_prompt(row["context"], row["input"])
+    prompt = request.messages[0]["content"]
+    assert len(full) > 300 and prompt == full[:150] + full[-150:]  # 1 char = 1 token
+    assert request.max_tokens == 10000  # the official MAX_OUTPUT_LEN when none is configured
+    assert prediction["sub_em"] == 1.0 and prediction["n_calls"] == 1
+
+
+class FirstUnits:
+    def top_k(self, query, units, k):
+        return list(range(len(units)))[::-1][:k]  # the last k units, best first
+
+
+def test_rag_answers_from_the_top_k_documents_in_context_order(tmp_path):
+    pool = ["alpha", "beta", "gamma", "delta"]
+    row = {**rows(1)[0], "doc_ids": [3, 1, 0, 2]}
+    del row["context"]
+    engine = RecordingEngine()
+    system = rag_system(HQA, engine.tokenizer, pool, FirstUnits(), 2, None, 10**6, 7)
+    evaluate([row], HQA, system, engine, None, tmp_path / "p.jsonl", batch_size=1)
+    [request] = engine.requests
+    assert (
+        "<text>\nDocument 3:\nalpha\n\nDocument 4:\ngamma\n</text>"
+        in (request.messages[0]["content"])
+    )
+    assert request.max_tokens == 7
+
+
+def test_longbench_prompts_budgets_and_metrics(tmp_path):
+    from memrl.data.longbench import SUMMARY_PROBLEM, load_longbench, max_new_tokens, prompt
+    from memrl.data.sources import fixture_path
+
+    task = Task("longbench", "gov_report")
+    data = load_longbench(fixture_path("longbench/gov_report.parquet"), "gov_report")[:1]
+    engine = RecordingEngine()
+    direct = longcontext_system(task, engine.tokenizer, None, 10**6, None)
+    [prediction] = evaluate(data, task, direct, engine, None, tmp_path / "d.jsonl", 1)
+    [request] = engine.requests
+    assert request.messages[0]["content"] == prompt("gov_report", data[0]["context"], "")
+    assert request.max_tokens == max_new_tokens("gov_report") == 512
+    assert {"rouge_1_recall", "rouge_2_recall", "rouge_l_recall", "rouge_l_f"} <= set(prediction)
+    agent = MemAgentConfig(chunk_tokens=10**6, memory_tokens=8, final_tokens=8)
+    engine = RecordingEngine()
+    memory = memagent_system(task, engine.tokenizer, None, agent)
+    evaluate(data, task, memory, engine, None, tmp_path / "m.jsonl", 1)
+    assert f"<problem> \n{SUMMARY_PROBLEM}\n</problem>" in engine.requests[0].messages[0]["content"]

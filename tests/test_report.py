@@ -1,4 +1,5 @@
-"""Table 1 / Figure 1 builders and the transcribed paper numbers (config/paper/memagent.yaml)."""
+"""Report: the transcribed paper numbers (config/paper/memagent.yaml), the table builders
+(Tables 1, 2, 3, 10, 11, NIAH), the figures (Figure 1, heatmaps, training curve)."""
 
 from __future__ import annotations
 
@@ -12,13 +13,40 @@ import yaml
 
 from memrl.report.figures import (
     TRAIN_METRICS_FILE,
+    check_claims,
+    claim_lines,
     figure_series,
+    heatmap,
     plot_accuracy_vs_length,
+    plot_niah_heatmaps,
+    plot_ood_heatmaps,
+    plot_paper_figure,
     plot_training_curve,
     read_training_curve,
     training_metrics_files,
 )
-from memrl.report.tables import build_table1, format_cell, load_metrics, tidy, write_table
+from memrl.report.figures import ruler_records as figure_ruler_records
+from memrl.report.tables import (
+    NIAH_TASKS,
+    PAPER_TABLES,
+    PARTIAL_MARK,
+    build_longbench_qa_table,
+    build_longbench_sum_table,
+    build_paper_table,
+    build_rag_longbench_table,
+    build_rag_ruler_hqa_table,
+    build_table1,
+    failure_notes,
+    format_cell,
+    length_label,
+    load_metrics,
+    niah_paper_rows,
+    rag_model,
+    rag_paper_row,
+    system_kind,
+    tidy,
+    write_table,
+)
 
 REPO = Path(__file__).resolve().parents[1]
 PAPER_FILE = REPO / "config/paper/memagent.yaml"
@@ -33,10 +61,12 @@ LABELS = {50: "7K", 200: "28K"}
 
 
 def metric(system: str, n_docs: int, accuracy: float, **extra) -> dict:
+    """A RULER-HQA metrics record (length = n_docs) in the evaluation's schema."""
     record = {
         "benchmark": "ruler_hqa",
+        "task": "hqa",
         "system": system,
-        "n_docs": n_docs,
+        "length": n_docs,
         "mean_tokens": 140.0 * n_docs,
         "n_items": 128,
         "n_failed": 0,
@@ -52,7 +82,8 @@ def metric(system: str, n_docs: int, accuracy: float, **extra) -> dict:
 def write_metrics(tmp_path: Path, records: list[dict]) -> list[Path]:
     paths = []
     for record in records:
-        path = tmp_path / "eval" / record["system"] / f"{record['n_docs']}.metrics.json"
+        where = tmp_path / "eval" / record["benchmark"] / record["task"] / record["system"]
+        path = where / f"{record['length']}.metrics.json"
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(record))
         paths.append(path)
@@ -68,7 +99,8 @@ def metrics(tmp_path: Path) -> list[dict]:
         metric("rl-14b", 12800, 75.0),
         metric("norl_7b", 50, 12.5),
         metric("norl_7b", 200, 10.15625),
-        metric("norl_7b", 100, 40.0, benchmark="niah"),  # another benchmark: ignored
+        # another benchmark: ignored
+        metric("norl_7b", 8192, 40.0, benchmark="ruler", task="niah_single_1"),
     ]
     return load_metrics(write_metrics(tmp_path, records))
 
@@ -195,12 +227,12 @@ def test_write_table_csv_md_tex(table: pd.DataFrame, tmp_path: Path):
     assert sorted(p.name for p in (tmp_path / "tables").iterdir()) == sorted(p.name for p in paths)
 
     csv = pd.read_csv(paths[0])
-    assert list(csv.columns[:6]) == ["system", "n_docs", "length", "ours", "paper", "delta"]
+    assert list(csv.columns[:6]) == ["system", "n_docs", "label", "ours", "paper", "delta"]
     assert len(csv) == 6
     first = csv.iloc[0]
-    assert (first.system, first.n_docs, first.length) == ("RL-MemAgent-14B (ours)", 50, "7K")
+    assert (first.system, first.n_docs, first.label) == ("RL-MemAgent-14B (ours)", 50, "7K")
     assert (first.ours, first.paper, first.delta) == (81.25, 80.47, 0.78)
-    assert csv.iloc[2].length == "1.79M"  # 12800 docs is not in LABELS: measured 1,792,000 tokens
+    assert csv.iloc[2].label == "1.79M"  # 12800 docs is not in LABELS: measured 1,792,000 tokens
     assert pd.isna(csv.iloc[3].paper) and pd.isna(csv.iloc[3].delta)
 
     md = paths[1].read_text()
@@ -378,3 +410,541 @@ def test_cli_training_curve(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
         "training_curve.pdf",
         "training_curve.png",
     ]
+
+
+# === the other tables: transcribed numbers ==================================================
+
+QA_TASKS = ["2wikimqa", "hotpotqa", "musique", "narrativeqa", "qasper"]
+
+
+@pytest.fixture(scope="module")
+def paper() -> dict:
+    return yaml.safe_load(PAPER_FILE.read_text())
+
+
+def test_table2_longbench_sum_numbers(paper: dict):
+    rows = paper["longbench_sum"]
+    assert set(rows) == set(paper["ruler_hqa"])  # the same 11 rows, under Table 1's names
+    for name, datasets in rows.items():
+        assert list(datasets) == ["gov_report", "qmsum"], name
+        for dataset, cells in datasets.items():
+            assert list(cells) == ["rouge_1", "rouge_2", "rouge_l", "avg"], (name, dataset)
+            mean = (cells["rouge_1"] + cells["rouge_2"] + cells["rouge_l"]) / 3
+            # the components are rounded to 2 decimals, the AVG was taken before rounding them
+            assert cells["avg"] == pytest.approx(mean, abs=0.01), (name, dataset)
+    # spot checks against seed 000, Table 2
+    assert rows["RL-MEMAGENT-14B"]["gov_report"]["rouge_1"] == 37.16
+    assert rows["RL-MEMAGENT-7B"]["qmsum"]["rouge_2"] == 14.41
+    assert rows["DS-Distill-Qwen-7B"]["qmsum"]["avg"] == 20.62
+    assert rows["QwenLong-L1-32B"]["gov_report"]["rouge_l"] == 13.07  # printed "QwenLong-L1"
+    assert paper["sources"]["longbench_sum"]["printed_names"]["QwenLong-L1-32B"] == "QwenLong-L1"
+
+
+def test_table3_longbench_qa_numbers(paper: dict):
+    rows = paper["longbench_qa"]
+    assert set(rows) == set(paper["ruler_hqa"])
+    for name, cells in rows.items():
+        assert list(cells) == [*QA_TASKS, "avg"], name
+        # k/200 per dataset: every score is a multiple of 0.5
+        assert all((2 * cells[task]).is_integer() for task in QA_TASKS), name
+        mean = sum(cells[task] for task in QA_TASKS) / 5
+        assert cells["avg"] == pytest.approx(mean, abs=0.051), name
+    assert rows["QwenLong-L1-32B"]["2wikimqa"] == 83.0
+    assert rows["RL-MEMAGENT-14B"]["avg"] == 51.0  # printed "MEMAGENT-14B"
+    assert rows["RL-MEMAGENT-7B"]["qasper"] == 29.0
+    assert rows["DS-Distill-Qwen-7B"]["musique"] == 7.5
+    assert rows["Qwen2.5-Instruct-7B"]["avg"] == 34.7
+
+
+def test_table10_rag_ruler_hqa_numbers(paper: dict):
+    rows = paper["rag_ruler_hqa"]
+    assert len(rows) == 10
+    for name, cells in rows.items():
+        assert sorted(cells) == N_DOCS, name
+        # k/128 questions, printed to two decimals
+        assert all(abs(v * 1.28 - round(v * 1.28)) < 0.01 for v in cells.values()), name
+    for size in ("14B", "7B"):
+        assert [f"RAG + Qwen2.5-{size} K={k}" in rows for k in (2, 4, 6, 8)] == [True] * 4
+        memagent = f"RL-MEMAGENT-{size}"
+        assert rows[memagent] == paper["ruler_hqa"][memagent]  # Table 10 repeats Table 1
+    assert rows["RAG + Qwen2.5-14B K=2"][50] == 57.03
+    assert rows["RAG + Qwen2.5-14B K=8"][400] == 81.25
+    assert rows["RAG + Qwen2.5-7B K=2"][25600] == 46.09
+    assert rows["RAG + Qwen2.5-7B K=6"][1600] == 73.44
+
+
+def test_table11_rag_longbench_numbers_and_the_sum_over_6_erratum(paper: dict):
+    rows = paper["rag_longbench_qa"]
+    assert len(rows) == 18
+    for name, cells in rows.items():
+        assert list(cells) == [*QA_TASKS, "avg"], name
+        total = sum(cells[task] for task in QA_TASKS)
+        if name.startswith("RL-MEMAGENT"):
+            assert cells == paper["longbench_qa"][name]  # = Table 3's rows
+            assert cells["avg"] == pytest.approx(total / 5, abs=0.006)
+        else:  # the paper's RAG AVG divides by 6 (sources.rag_longbench_qa.erratum)
+            assert cells["avg"] == pytest.approx(total / 6, abs=0.006), name
+            assert cells["avg"] != pytest.approx(total / 5, abs=0.05), name
+    assert rows["Qwen2.5-14B + RAG C=1024 K=2"]["2wikimqa"] == 51.5
+    assert rows["Qwen2.5-14B + RAG C=2048 K=8"]["qasper"] == 27.5
+    assert rows["Qwen2.5-7B + RAG C=1024 K=2"]["avg"] == 25.25
+    assert rows["Qwen2.5-7B + RAG C=2048 K=6"]["narrativeqa"] == 22.0
+    assert (
+        "sum of its five datasets divided by 6" in paper["sources"]["rag_longbench_qa"]["erratum"]
+    )
+
+
+def test_tables_8_9_memory_ablation_numbers(paper: dict):
+    niah, qa = paper["memory_ablation"]["niah"], paper["memory_ablation"]["longbench_qa"]
+    lengths = [8192 * 2**i for i in range(7)]
+    assert len(niah) == len(qa) == 8
+    for name, cells in niah.items():
+        assert sorted(cells) == lengths, name
+        # the mean of three tasks x 128 samples: near multiples of 1/384 (two cells are off by
+        # 0.005 from rounding per-task scores first: 97.13 and 96.62)
+        assert all(abs(v * 3.84 - round(v * 3.84)) < 0.03 for v in cells.values()), name
+    for cells in qa.values():
+        assert cells["avg"] == pytest.approx(sum(cells[t] for t in QA_TASKS) / 5, abs=0.051)
+    assert qa["14B-m1024-c5000"] == paper["longbench_qa"]["RL-MEMAGENT-14B"]
+    assert qa["7B-m1024-c5000"] == paper["longbench_qa"]["RL-MEMAGENT-7B"]
+    assert niah["14B-m1024-c5000"][524288] == 98.18
+    assert niah["7B-m2048-c3976"][262144] == 94.53
+    assert niah["14B-m4096-c1928"][8192] == 100.0
+    assert niah_paper_rows(paper) == {
+        "RL-MEMAGENT-14B": niah["14B-m1024-c5000"],
+        "RL-MEMAGENT-7B": niah["7B-m1024-c5000"],
+    }
+
+
+def test_figure_claims_are_recorded(paper: dict):
+    assert paper["niah"]["tasks"] == list(NIAH_TASKS)
+    assert len(paper["ood"]["average_tasks"]) == 10 and "qa_1" not in paper["ood"]["average_tasks"]
+    ood = {claim["id"]: claim for claim in paper["ood"]["claims"]}
+    assert ood["ood_avg_over_95_14b"]["value"] == 95.0
+    assert ood["ood_avg_over_95_14b"]["lengths"] == [8192, 524288]
+    niah = {claim["id"]: claim for claim in paper["niah"]["claims"]}
+    assert niah["niah_512k_over_95"]["op"] == ">" and niah["niah_loss_under_5"]["value"] == 5.0
+    for claim in [*paper["ood"]["claims"], *paper["niah"]["claims"]]:
+        assert {"id", "text", "where"} <= set(claim), claim
+        assert all(row in paper["ruler_hqa"] for row in claim.get("rows", [])), claim
+
+
+# === the other tables: builders on synthetic records ========================================
+
+
+def record(benchmark: str, task: str, system: str, length: int = 0, **scores) -> dict:
+    """A metrics record of any benchmark; `accuracy` defaults to 50."""
+    base = {
+        "benchmark": benchmark,
+        "task": task,
+        "system": system,
+        "length": length,
+        "n_items": 200,
+        "n_failed": 0,
+        "accuracy": 50.0,
+        "accuracy_official": None,
+        "mean_tokens": 9000.0,
+        "mean_calls": 3.0,
+    }
+    base.update(scores)
+    if base["accuracy_official"] is None:
+        base["accuracy_official"] = base["accuracy"]
+    return base
+
+
+# The report settings' list of systems (config.report_settings), one of each kind.
+REPORT_SYSTEMS = [
+    {"id": "rl-14b", "display": "RL-14B", "paper_row": "RL-MEMAGENT-14B", "kind": "memagent"},
+    {"id": "norl", "display": "w/o RL", "paper_row": None, "kind": "memagent"},
+    {
+        "id": "q14",
+        "display": "Qwen 14B",
+        "paper_row": "Qwen2.5-Instruct-14B",
+        "kind": "longcontext",
+    },
+    {
+        "id": "rag14.bm25-k4-doc",
+        "display": "RAG bm25 K=4",
+        "paper_row": "RAG + Qwen2.5-14B",
+        "kind": "rag",
+        "retriever": "bm25",
+        "top_k": 4,
+        "unit": "doc",
+    },
+    {
+        "id": "rag14.dense-k3-doc",
+        "display": "RAG dense K=3",
+        "paper_row": "RAG + Qwen2.5-14B",
+        "kind": "rag",
+        "retriever": "dense",
+        "top_k": 3,
+        "unit": "doc",
+    },
+    {
+        "id": "rag14.dense-k2-c1024",
+        "display": "RAG dense C=1024 K=2",
+        "paper_row": "RAG + Qwen2.5-14B",  # the group name: Table 11's row is derived
+        "kind": "rag",
+        "retriever": "dense",
+        "top_k": 2,
+        "unit": "c1024",
+    },
+]
+
+
+def qa_records(system: str, scores: dict[str, float], f1: float = 40.0) -> list[dict]:
+    return [
+        record("longbench", task, system, accuracy=v, sub_em=v, qa_f1=f1)
+        for task, v in scores.items()
+    ]
+
+
+def test_longbench_qa_table(paper: dict):
+    records = [
+        *qa_records("rl-14b", dict(zip(QA_TASKS, [80.0, 70.0, 50.0, 30.0, 20.0], strict=True))),
+        *qa_records("q14", {"2wikimqa": 60.0, "hotpotqa": 65.0}, f1=30.0),
+        record("longbench", "gov_report", "rl-14b", rouge_1_recall=30.0),  # Table 2's
+        *qa_records("rag14.dense-k2-c1024", {"2wikimqa": 1.0}),  # Table 11's
+    ]
+    table = build_longbench_qa_table(records, REPORT_SYSTEMS, paper["longbench_qa"])
+    assert list(table.index) == ["RL-14B", "w/o RL", "Qwen 14B"]  # no RAG rows
+    assert list(table.columns) == [*QA_TASKS, "avg"]
+    cell = table.loc["RL-14B", "2wikimqa"]
+    assert (cell.ours, cell.paper, cell.extras) == (80.0, 79.0, {"F1": 40.0})
+    assert cell.delta == pytest.approx(1.0)
+    full = table.loc["RL-14B", "avg"]
+    assert full.ours == pytest.approx(50.0) and full.paper == pytest.approx(51.0)
+    assert full.mark == "" and full.extras == {"F1": pytest.approx(40.0)}
+    # two of five datasets: marked, against the paper's mean over the same two (67.0, 63.5)
+    partial = table.loc["Qwen 14B", "avg"]
+    assert partial.ours == pytest.approx(62.5) and partial.paper == pytest.approx(65.25)
+    assert partial.mark == PARTIAL_MARK
+    assert format_cell(partial) == "62.5* (paper 65.2, -2.8; F1 30.0)"
+    missing = table.loc["Qwen 14B", "qasper"]
+    assert (missing.ours, missing.paper, format_cell(missing)) == (None, 20.5, "— (paper 20.5)")
+    assert format_cell(table.loc["w/o RL", "avg"]) == "—"
+    notes = table.attrs["partial_notes"]
+    assert notes == [
+        "Qwen 14B: AVG over 2 of 5 columns (missing: MuSiQue, NQA, Qasper); its paper value "
+        "is the paper's mean over the same columns."
+    ]
+    assert "k/200" in table.attrs["notes"][0]
+
+
+def test_longbench_sum_table(paper: dict):
+    records = [
+        record(
+            "longbench",
+            "gov_report",
+            "rl-14b",
+            accuracy=20.0,
+            rouge_1_recall=36.0,
+            rouge_2_recall=12.0,
+            rouge_l_recall=12.0,
+            n_failed=2,
+            accuracy_official=20.2,
+        ),
+        record("longbench", "2wikimqa", "rl-14b", accuracy=10.0),  # Table 3's: ignored
+    ]
+    table = build_longbench_sum_table(records, REPORT_SYSTEMS, paper["longbench_sum"])
+    assert list(table.columns) == [
+        "gov_report.rouge_1",
+        "gov_report.rouge_2",
+        "gov_report.rouge_l",
+        "gov_report.avg",
+        "qmsum.rouge_1",
+        "qmsum.rouge_2",
+        "qmsum.rouge_l",
+        "qmsum.avg",
+    ]
+    cell = table.loc["RL-14B", "gov_report.rouge_1"]
+    assert (cell.ours, cell.paper) == (36.0, 37.16) and cell.delta == pytest.approx(-1.16)
+    avg = table.loc["RL-14B", "gov_report.avg"]
+    assert avg.ours == pytest.approx(20.0) and avg.paper == pytest.approx(21.8067, abs=1e-4)
+    assert avg.n_failed == 6 and format_cell(avg).startswith("20.0† (paper 21.8, -1.8")
+    assert table.loc["RL-14B", "qmsum.avg"].ours is None
+    # one failure note for the one metrics file behind the three ROUGE cells
+    assert len(failure_notes(table)) == 1
+    assert failure_notes(table)[0].startswith("RL-14B @ GovReport: 2/200 requests failed")
+
+
+def test_rag_ruler_hqa_table_derives_rows_from_k(paper: dict):
+    records = [
+        metric("rl-14b", 50, 81.25),
+        metric("rag14.bm25-k4-doc", 50, 60.0),
+        metric("rag14.dense-k3-doc", 50, 55.0),
+        metric("q14", 50, 70.0),  # long-context: Table 1 only
+        metric("rag14.dense-k2-c1024", 50, 1.0),  # chunks are Table 11's: ignored
+    ]
+    table = build_rag_ruler_hqa_table(
+        records, REPORT_SYSTEMS, paper["rag_ruler_hqa"], paper["length_labels"]
+    )
+    assert list(table.index) == ["RL-14B", "w/o RL", "RAG bm25 K=4", "RAG dense K=3"]
+    assert table.attrs["paper_rows"]["RAG bm25 K=4"] == "RAG + Qwen2.5-14B K=4"
+    rag = table.loc["RAG bm25 K=4", 50]
+    assert (rag.ours, rag.paper) == (60.0, 66.41) and rag.delta == pytest.approx(-6.41)
+    assert table.loc["RL-14B", 50].paper == 80.47
+    assert table.loc["RAG dense K=3", 50].paper is None  # the paper ran K = 2, 4, 6, 8
+    notes = table.attrs["notes"]
+    assert any("text-embedding-3-large" in note and "BM25" in note for note in notes)
+    assert "RAG dense K=3: the paper did not run 'RAG + Qwen2.5-14B K=3'." in notes
+    assert length_label(table, 50) == "7K"
+
+
+def test_rag_longbench_table_recomputes_the_papers_avg(paper: dict):
+    scores = dict(zip(QA_TASKS, [50.0, 55.0, 25.0, 15.0, 25.0], strict=True))
+    records = [*qa_records("rag14.dense-k2-c1024", scores), *qa_records("q14", scores)]
+    table = build_rag_longbench_table(records, REPORT_SYSTEMS, paper["rag_longbench_qa"])
+    assert list(table.index) == ["RL-14B", "w/o RL", "RAG dense C=1024 K=2"]
+    assert table.attrs["paper_rows"]["RAG dense C=1024 K=2"] == "Qwen2.5-14B + RAG C=1024 K=2"
+    avg = table.loc["RAG dense C=1024 K=2", "avg"]
+    assert avg.ours == pytest.approx(34.0)
+    assert avg.paper == pytest.approx(34.6)  # 173/5, not the printed 28.83 (= 173/6)
+    assert avg.delta == pytest.approx(-0.6)
+    assert table.loc["RL-14B", "avg"].paper == pytest.approx(51.0)
+    assert any("28.83" in note and "34.60" in note for note in table.attrs["notes"])
+
+
+def test_rag_setting_the_paper_did_not_run_has_no_paper_value(paper: dict):
+    c512 = {**REPORT_SYSTEMS[5], "id": "rag14.dense-k2-c512", "unit": "c512", "display": "C512"}
+    records = qa_records("rag14.dense-k2-c512", {"qasper": 20.0})
+    table = build_rag_longbench_table(records, [c512], paper["rag_longbench_qa"])
+    assert table.loc["C512", "qasper"].paper is None
+    assert "C512: the paper did not run 'Qwen2.5-14B + RAG C=512 K=2'." in table.attrs["notes"]
+
+
+def test_paper_row_of_another_table_is_an_error(paper: dict):
+    systems = [{"id": "x", "display": "X", "paper_row": "RL-MEMAGENT-99B", "kind": "memagent"}]
+    with pytest.raises(ValueError, match=r"RL-MEMAGENT-99B.*Table 3"):
+        build_longbench_qa_table([], systems, paper["longbench_qa"])
+    rag = [{**REPORT_SYSTEMS[3], "paper_row": "RAG + Llama-70B"}]
+    with pytest.raises(ValueError, match="Llama-70B"):
+        build_rag_ruler_hqa_table([], rag, paper["rag_ruler_hqa"], {})
+
+
+def test_table1_leaves_rag_systems_out(paper: dict):
+    records = [metric("rl-14b", 50, 81.25), metric("rag14.bm25-k4-doc", 50, 60.0)]
+    table = build_table1(records, REPORT_SYSTEMS, paper["ruler_hqa"], paper["length_labels"])
+    assert list(table.index) == ["RL-14B", "w/o RL", "Qwen 14B"]
+    assert table.loc["Qwen 14B", 50].paper == 75.0 and table.loc["Qwen 14B", 50].ours is None
+
+
+def niah_record(system: str, task: str, length: int, accuracy: float) -> dict:
+    return record("ruler", task, system, length, accuracy=accuracy, n_items=128)
+
+
+def test_niah_table_means_three_tasks(paper: dict):
+    records = [
+        *(
+            niah_record("rl-14b", task, 8192, v)
+            for task, v in zip(NIAH_TASKS, [100, 99, 98], strict=True)
+        ),
+        *(niah_record("rl-14b", task, 16384, 90.0) for task in NIAH_TASKS[:2]),
+        niah_record("q14", "niah_single_1", 8192, 60.0),
+        niah_record("rl-14b", "vt", 8192, 10.0),  # not a NIAH task here
+    ]
+    table = build_paper_table("table_niah", records, REPORT_SYSTEMS, paper)
+    assert list(table.columns) == [8192, 16384]
+    assert [length_label(table, n) for n in table.columns] == ["8K", "16K"]
+    cell = table.loc["RL-14B", 8192]
+    assert cell.ours == pytest.approx(99.0) and cell.paper == 99.74
+    partial = table.loc["RL-14B", 16384]
+    # the paper prints only the mean of all three: no paper value for a mean of two
+    assert (partial.ours, partial.paper, partial.mark) == (90.0, None, PARTIAL_MARK)
+    assert table.loc["Qwen 14B", 8192].paper is None  # Table 8 has MemAgent rows only
+    assert "niah_single_3 @ 16K" in table.attrs["partial_notes"][0]
+
+
+@pytest.mark.parametrize("name", list(PAPER_TABLES))
+def test_build_paper_table_writes_every_table(paper: dict, tmp_path: Path, name: str):
+    records = [
+        metric("rl-14b", 50, 81.25),
+        metric("rag14.bm25-k4-doc", 50, 60.0),
+        *qa_records("rl-14b", {"hotpotqa": 70.0}),
+        *qa_records("rag14.dense-k2-c1024", {"hotpotqa": 60.0}),
+        record("longbench", "qmsum", "rl-14b", **{f"rouge_{k}_recall": 30.0 for k in "12l"}),
+        niah_record("rl-14b", "niah_single_1", 8192, 100.0),
+    ]
+    table = build_paper_table(name, records, REPORT_SYSTEMS, paper)
+    filled = [cell for _, row in table.iterrows() for cell in row if cell.ours is not None]
+    assert filled and all(cell.delta is not None for cell in filled if cell.paper is not None)
+    paths = write_table(table, tmp_path / name, caption=PAPER_TABLES[name].caption)
+    assert [p.stat().st_size > 100 for p in paths] == [True] * 3
+    assert len(pd.read_csv(paths[0])) == table.size
+
+
+def test_build_paper_table_unknown_name(paper: dict):
+    with pytest.raises(ValueError, match="table4"):
+        build_paper_table("table4", [], REPORT_SYSTEMS, paper)
+
+
+def test_longbench_markdown_and_csv_extras(paper: dict, tmp_path: Path):
+    records = qa_records("rl-14b", dict.fromkeys(QA_TASKS, 60.0), f1=45.0)
+    table = build_longbench_qa_table(records, REPORT_SYSTEMS[:1], paper["longbench_qa"])
+    csv_path, md_path, tex_path = write_table(table, tmp_path / "table3", caption="LongBench-QA")
+    md = md_path.read_text()
+    assert "| System | 2Wiki | HQA | MuSiQue | NQA | Qasper | AVG |" in md
+    assert "60.0 (paper 79.0, -19.0; F1 45.0)" in md
+    csv = pd.read_csv(csv_path)
+    assert list(csv.columns[:3]) == ["system", "column", "label"] and "F1" in csv.columns
+    assert csv.set_index("column").loc["avg", "paper"] == pytest.approx(51.0)
+    assert r"60.0 {\scriptsize(paper 79.0, -19.0; F1 45.0)}" in tex_path.read_text()
+
+
+@pytest.mark.parametrize(
+    ("model", "top_k", "unit", "row"),
+    [
+        ("Qwen2.5-14B", 4, "doc", "RAG + Qwen2.5-14B K=4"),
+        ("Qwen2.5-7B", 8, "c2048", "Qwen2.5-7B + RAG C=2048 K=8"),
+    ],
+)
+def test_rag_paper_row(model: str, top_k: int, unit: str, row: str):
+    assert rag_paper_row(model, top_k, unit) == row
+    assert rag_model(f"RAG + {model}") == rag_model(f"{model} + RAG") == model
+
+
+def test_rag_paper_row_rejects_unknown_unit():
+    with pytest.raises(ValueError, match="unit"):
+        rag_paper_row("Qwen2.5-14B", 2, "sentences")
+
+
+def test_system_kind_without_a_kind_key():
+    assert system_kind("rag-qwen2.5-14b.dense-k4-c1024", {}) == "rag"
+    assert system_kind("rl-memagent-14b", {}) == "memagent"
+    assert system_kind("qwen2.5-7b-instruct-128k", {"kind": "longcontext"}) == "longcontext"
+
+
+@pytest.mark.parametrize(
+    ("changes", "message"),
+    [
+        ({"length": 0}, "length=0"),
+        ({"qa_f1": "high"}, "qa_f1"),
+        ({"sub_em": 101.0}, "percentage"),
+    ],
+)
+def test_load_metrics_new_fields(tmp_path: Path, changes: dict, message: str):
+    bad = tmp_path / "bad.metrics.json"
+    bad.write_text(json.dumps(metric("x", 50, 1.0, **changes)))
+    with pytest.raises(ValueError, match=message):
+        load_metrics([bad])
+
+
+def test_load_metrics_old_n_docs_file_names_length(tmp_path: Path):
+    old = {k: v for k, v in metric("x", 50, 1.0).items() if k != "length"} | {"n_docs": 50}
+    path = tmp_path / "old.metrics.json"
+    path.write_text(json.dumps(old))
+    with pytest.raises(ValueError, match="missing key 'length'"):
+        load_metrics([path])
+
+
+def test_load_metrics_longbench_length_zero(tmp_path: Path):
+    path = tmp_path / "lb.metrics.json"
+    path.write_text(json.dumps(record("longbench", "qasper", "x", mean_tokens=None)))
+    assert load_metrics([path])[0]["length"] == 0
+
+
+# === heatmaps ===============================================================================
+
+HEAT_SYSTEMS = REPORT_SYSTEMS[:3]
+RULER_LENGTHS = [8192, 16384, 524288]
+TEN_TASKS = [*NIAH_TASKS, "niah_multikey_1", "niah_multikey_2", "niah_multikey_3"]
+TEN_TASKS += ["niah_multivalue", "niah_multiquery", "vt", "fwe"]
+
+
+def ruler_records(good: float = 97.0) -> list[dict]:
+    """RL-14B: every task and length (qa_1 up to 256K only); Qwen 14B: two NIAH tasks at 8K."""
+    # per-length means over the ten tasks: good - 0.5 at 8K and 16K, good - 1.5 at 512K
+    out = [
+        niah_record("rl-14b", task, n, good - i % 2 - (n == 524288))
+        for i, task in enumerate(TEN_TASKS)
+        for n in RULER_LENGTHS
+    ]
+    out += [niah_record("rl-14b", "qa_1", n, 80.0) for n in RULER_LENGTHS[:2]]
+    out += [niah_record("q14", task, 8192, 40.0) for task in NIAH_TASKS[:2]]
+    return out
+
+
+def test_heatmap_cells_missing_and_partial():
+    specs, found = figure_ruler_records(ruler_records(), HEAT_SYSTEMS)
+    panel = heatmap(found, specs, tuple(TEN_TASKS), "avg")
+    assert panel.rows == ["RL-14B", "Qwen 14B"] and panel.lengths == RULER_LENGTHS
+    assert panel.values[0] == [pytest.approx(96.5), pytest.approx(96.5), pytest.approx(95.5)]
+    assert panel.partial[0] == [False] * 3
+    assert panel.values[1] == [40.0, None, None] and panel.partial[1] == [True, False, False]
+    qa = heatmap(found, specs, ("qa_1",), "qa", ["rl-14b"], RULER_LENGTHS)
+    assert qa.values == [[80.0, 80.0, None]]  # not run at 512K: blank, not 0
+
+
+def test_plot_niah_heatmaps_files_and_determinism(tmp_path: Path, paper: dict):
+    args = (ruler_records(), HEAT_SYSTEMS)
+    kwargs = {"claims": paper["niah"]["claims"], "length_labels": {8192: "8K"}}
+    first = plot_niah_heatmaps(*args, tmp_path / "a" / "figure5", "NIAH", **kwargs)
+    second = plot_niah_heatmaps(*args, tmp_path / "b" / "figure5", "NIAH", **kwargs)
+    assert [p.name for p in first] == ["figure5.png", "figure5.pdf"]
+    assert first[0].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert first[1].read_bytes()[:5] == b"%PDF-"
+    assert all(p.stat().st_size > 1000 for p in first)
+    assert [p.read_bytes() for p in first] == [p.read_bytes() for p in second]
+
+
+def test_plot_ood_heatmaps_files(tmp_path: Path, paper: dict):
+    png, pdf = plot_ood_heatmaps(
+        ruler_records(),
+        HEAT_SYSTEMS,
+        tmp_path / "ood",
+        "RULER OOD",
+        average_tasks=paper["ood"]["average_tasks"],
+        claims=paper["ood"]["claims"],
+    )
+    assert png.stat().st_size > 1000 and pdf.read_bytes()[:5] == b"%PDF-"
+
+
+def test_plot_heatmaps_without_ruler_metrics_is_an_error(tmp_path: Path):
+    with pytest.raises(ValueError, match="no RULER metrics"):
+        plot_niah_heatmaps([metric("rl-14b", 50, 80.0)], HEAT_SYSTEMS, tmp_path / "x", "t")
+    assert not list(tmp_path.iterdir())
+
+
+@pytest.mark.parametrize(("good", "holds", "value"), [(97.0, True, 95.5), (96.0, False, 94.5)])
+def test_check_ood_claim(paper: dict, good: float, holds: bool, value: float):
+    checks = check_claims(
+        ruler_records(good),
+        HEAT_SYSTEMS,
+        paper["ood"]["claims"],
+        average_tasks=paper["ood"]["average_tasks"],
+    )
+    by_id = {(c.claim_id, c.system): c for c in checks}
+    check = by_id[("ood_avg_over_95_14b", "RL-14B")]
+    assert (check.holds, check.value) == (holds, pytest.approx(value))  # the min over tasks' means
+    assert by_id[("ood_squad_stable", None)].holds is None  # a claim without a number
+    lines = claim_lines(checks)
+    assert any("over 95% accuracy" in line for line in lines)
+    assert any(line.strip().startswith("ours, RL-14B: min over 8K–512K") for line in lines)
+
+
+def test_check_niah_claims_need_every_length(paper: dict):
+    records = [r for r in ruler_records() if r["length"] != 524288]
+    checks = check_claims(records, HEAT_SYSTEMS, paper["niah"]["claims"])
+    check = next(c for c in checks if c.claim_id == "niah_512k_over_95")
+    assert check.holds is None and "not all of 512K run" in check.detail
+    drop = next(
+        c
+        for c in check_claims(ruler_records(), HEAT_SYSTEMS, paper["niah"]["claims"])
+        if c.claim_id == "niah_loss_under_5"
+    )
+    assert drop.holds is True and drop.value == pytest.approx(1.0)  # 8K minus 512K
+
+
+@pytest.mark.parametrize("name", ["figure1", "figure5", "figure_ood"])
+def test_plot_paper_figure(paper: dict, tmp_path: Path, name: str):
+    records = [*ruler_records(), metric("rl-14b", 50, 81.25)]
+    png, pdf = plot_paper_figure(
+        name, records, HEAT_SYSTEMS, paper, tmp_path / name, "t", ruler_length_labels={8192: "8K"}
+    )
+    assert (png.name, pdf.name) == (f"{name}.png", f"{name}.pdf")
+    assert png.stat().st_size > 1000 and pdf.stat().st_size > 1000
+
+
+def test_plot_paper_figure_unknown_name(paper: dict, tmp_path: Path):
+    with pytest.raises(ValueError, match="figure9"):
+        plot_paper_figure("figure9", [], HEAT_SYSTEMS, paper, tmp_path / "x", "t")

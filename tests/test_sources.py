@@ -1,7 +1,4 @@
-import functools
 import hashlib
-import http.server
-import threading
 import types
 
 import pytest
@@ -17,28 +14,6 @@ from memrl.data.sources import (
 
 PAYLOAD = b"line one\nline two\n" * 1000
 PAYLOAD_SHA = hashlib.sha256(PAYLOAD).hexdigest()
-
-
-@pytest.fixture
-def http_root(tmp_path):
-    """A stdlib HTTP server on 127.0.0.1 serving a temporary directory; yields (root, base URL)."""
-    root = tmp_path / "www"
-    root.mkdir()
-    handler = functools.partial(QuietHandler, directory=str(root))
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
-    thread.start()
-    try:
-        yield root, f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join()
-
-
-class QuietHandler(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, format, *args):
-        pass
 
 
 def test_fetch_http(http_root, tmp_path):

@@ -126,6 +126,37 @@ def cmd_eval_set(args: argparse.Namespace, run: tracking.JobRun) -> None:
     run.log_metrics({"rows": len(rows), "mean_tokens": sum(tokens) / max(1, len(tokens))})
 
 
+def cmd_ruler_set(args: argparse.Namespace, run: tracking.JobRun) -> None:
+    """One RULER (task, length) set; only the corpus the task needs is read."""
+    from memrl.data.essays import load_essay_text
+    from memrl.data.io import read_json, write_jsonl_atomic
+    from memrl.data.ruler import build_task, corpus_of
+
+    s = args.settings
+    corpus = corpus_of(s["task"])
+    rows = build_task(
+        s["task"],
+        s["length"],
+        s["samples"],
+        variant=s["variant"],
+        tokenizer=load_tokenizer(args.tokenizer),
+        seed=s["seed"],
+        essay_text=load_essay_text(args.essays) if corpus == "essay" else None,
+        squad=read_json(args.squad) if corpus == "squad" else None,
+        hotpot=read_json(args.hotpotqa) if corpus == "hotpotqa" else None,
+    )
+    write_jsonl_atomic(args.out, rows)
+    tokens = [row["num_tokens"] for row in rows]
+    run.log_metrics({"rows": len(rows), "mean_tokens": sum(tokens) / len(tokens)})
+    log.info(
+        "%s @ %d: %d rows, %.0f tokens on average",
+        s["task"],
+        s["length"],
+        len(rows),
+        sum(tokens) / len(tokens),
+    )
+
+
 def cmd_stage2_data(args: argparse.Namespace, run: tracking.JobRun) -> None:
     """Stage II rows: DocQA-RL-1.6K rows that fit max_context_tokens + stage-I rows (data.docqa)."""
     from memrl.data.docqa import load_docqa, mix_stage2
@@ -182,61 +213,160 @@ def _log_summary(run: tracking.JobRun, summary: dict[str, Any]) -> None:
 
 
 def cmd_evaluate(args: argparse.Namespace, run: tracking.JobRun) -> None:
-    from memrl.agents.memagent import MemAgentConfig
-    from memrl.data.hotpotqa import build_pool, load_hotpotqa
-    from memrl.data.io import read_jsonl, write_json_atomic
+    """One shard of one evaluation: (benchmark, task, system, length) x shard."""
     from memrl.engines.base import SamplingParams
-    from memrl.evaluation import evaluate, summarize
+    from memrl.evaluation import Task, evaluate, shard_rows
 
     s = args.settings
-    rows = read_jsonl(args.data)
-    pool = build_pool(load_hotpotqa(args.dev_raw)) if any("doc_ids" in r for r in rows) else None
-    agent = MemAgentConfig(
-        chunk_tokens=s["agent"]["chunk_tokens"],
-        memory_tokens=s["agent"]["memory_tokens"],
-        final_tokens=s["agent"]["final_tokens"],
-        final_prompt=s["final_prompt"],
-    )
-    engine = build_engine(args.model, s["engine"])
+    task = Task(s["benchmark"], s["task"], s.get("variant", "memagent"))
+    engine = build_engine(args.model, _engine_spec(s))
+    rows = shard_rows(_eval_rows(task, args.data, engine.tokenizer), s["shard"], s["shards"])
+    pool = _pool(rows, args.pool)
     # Snakemake deletes the outputs of a failed job, so work in a file it does not know about:
     # a killed or failed job keeps its finished samples there and the rerun resumes from them.
     # The name carries a digest of the settings and inputs, so a rerun after a change starts afresh.
     partial = args.predictions.with_name(f"{args.predictions.name}.{_resume_key(args)}.partial")
-    predictions = evaluate(
+    evaluate(
         rows,
-        pool,
+        task,
+        _system(task, s, engine.tokenizer, pool),
         engine,
-        agent,
         SamplingParams(**s["sampling"]),
         partial,
         s["wave_size"],
         on_wave=run.log_metrics,
     )
-    metrics = summarize(predictions, s["system"], s["n_docs"])
     os.replace(partial, args.predictions)
+
+
+def cmd_merge_eval(args: argparse.Namespace, run: tracking.JobRun) -> None:
+    """Merge an evaluation's shards into its predictions and metrics."""
+    from memrl.data.io import read_jsonl, write_json_atomic, write_jsonl_atomic
+    from memrl.evaluation import merge_shards, summarize
+
+    s = args.settings
+    if len(args.shards) != s["shards"]:
+        raise SystemExit(f"expected {s['shards']} shard files, got {len(args.shards)}")
+    predictions = merge_shards(read_jsonl(path) for path in args.shards)
+    metrics = summarize(predictions, s["benchmark"], s["task"], s["system"], s["length"])
+    write_jsonl_atomic(args.predictions, predictions)
     write_json_atomic(args.metrics, metrics)
     run.log_metrics({k: v for k, v in metrics.items() if isinstance(v, int | float)})
     log.info(
-        "%s @ %d docs: accuracy %.2f (%d failed)",
+        "%s on %s/%s @ %d: accuracy %.2f (%d of %d failed)",
         s["system"],
-        s["n_docs"],
+        s["benchmark"],
+        s["task"],
+        s["length"],
         metrics["accuracy"],
         metrics["n_failed"],
+        metrics["n_items"],
     )
 
 
-def cmd_table1(args: argparse.Namespace, run: tracking.JobRun) -> None:
-    from memrl.report.tables import write_table
+def _eval_rows(task: Any, data: Path, tokenizer: Any) -> list[dict[str, Any]]:
+    """The benchmark's rows; LongBench's are read from its parquet and measured in tokens."""
+    from memrl.data.io import read_jsonl
 
-    caption = f"RULER-HQA accuracy (%), run {args.settings['run']}"
-    write_table(_ruler_hqa_table(args), args.out_prefix, caption=caption)
+    if task.benchmark != "longbench":
+        return read_jsonl(data)
+    from memrl.data.longbench import load_longbench
+
+    rows = load_longbench(data, task.task)
+    for row in rows:
+        row["num_tokens"] = len(tokenizer.encode(row["context"], add_special_tokens=False))
+    return rows
 
 
-def cmd_figure1(args: argparse.Namespace, run: tracking.JobRun) -> None:
-    from memrl.report.figures import plot_accuracy_vs_length
+def _pool(rows: list[dict[str, Any]], pool_raw: Path | None) -> list[str] | None:
+    """RULER-HQA's document pool, needed only by rows that store doc ids instead of text."""
+    if not any("doc_ids" in row for row in rows):
+        return None
+    if pool_raw is None:
+        raise SystemExit("these rows store doc ids: pass --pool with the HotpotQA dev file")
+    from memrl.data.hotpotqa import build_pool, load_hotpotqa
 
-    title = f"RULER-HQA, run {args.settings['run']}"
-    plot_accuracy_vs_length(_ruler_hqa_table(args), args.out_prefix, title=title)
+    return build_pool(load_hotpotqa(pool_raw))
+
+
+def _engine_spec(s: dict[str, Any]) -> dict[str, Any]:
+    """The engine block, with a long-context baseline's context extension (vLLM settings and
+    environment, set before vLLM is imported)."""
+    spec = dict(s["engine"])
+    extension = s.get("context_extension") or "none"
+    if extension == "none":
+        return spec
+    from memrl.baselines.longcontext import rope_engine_settings
+
+    setup = rope_engine_settings(extension, max_model_len=spec.get("max_model_len"))
+    os.environ.update(setup.env)
+    log.info("context extension %s: %s", extension, setup.note)
+    return {**spec, **setup.settings}
+
+
+def _system(task: Any, s: dict[str, Any], tokenizer: Any, pool: list[str] | None) -> Any:
+    """The workflow factory of the job's system kind."""
+    from memrl import evaluation
+
+    if s["kind"] == "memagent":
+        from memrl.agents.memagent import MemAgentConfig
+
+        agent = MemAgentConfig(
+            chunk_tokens=s["agent"]["chunk_tokens"],
+            memory_tokens=s["agent"]["memory_tokens"],
+            final_tokens=s["agent"]["final_tokens"],
+            final_prompt=s["final_prompt"],
+        )
+        return evaluation.memagent_system(task, tokenizer, pool, agent)
+    if s["kind"] == "longcontext":
+        return evaluation.longcontext_system(
+            task, tokenizer, pool, s["max_input_tokens"], s["max_output_tokens"]
+        )
+    from memrl.baselines.rag import make_retriever
+
+    return evaluation.rag_system(
+        task,
+        tokenizer,
+        pool,
+        make_retriever(s["retriever"]),
+        s["top_k"],
+        s["unit_tokens"],
+        s["max_input_tokens"],
+        s["max_output_tokens"],
+    )
+
+
+def cmd_table(args: argparse.Namespace, run: tracking.JobRun) -> None:
+    """A paper table (settings `name`): ours beside the paper's numbers, as CSV, Markdown, LaTeX."""
+    from memrl.config import load_yaml
+    from memrl.report.tables import PAPER_TABLES, build_paper_table, load_metrics, write_table
+
+    s = args.settings
+    name = s["name"]
+    labels = s["ruler_length_labels"] if name == "table_niah" else s["length_labels"]
+    records = load_metrics(args.metrics)
+    table = build_paper_table(name, records, s["systems"], load_yaml(args.paper), labels)
+    write_table(table, args.out_prefix, caption=f"{PAPER_TABLES[name].caption}, run {s['run']}")
+
+
+def cmd_figure(args: argparse.Namespace, run: tracking.JobRun) -> None:
+    """A paper figure (settings `name`) as PNG and PDF."""
+    from memrl.config import load_yaml
+    from memrl.report.figures import PAPER_FIGURES, plot_paper_figure
+    from memrl.report.tables import load_metrics
+
+    s = args.settings
+    name = s["name"]
+    plot_paper_figure(
+        name,
+        load_metrics(args.metrics),
+        s["systems"],
+        load_yaml(args.paper),
+        args.out_prefix,
+        f"{PAPER_FIGURES[name]}, run {s['run']}",
+        length_labels=s["length_labels"],
+        ruler_length_labels=s["ruler_length_labels"],
+    )
 
 
 def cmd_training_curve(args: argparse.Namespace, run: tracking.JobRun) -> None:
@@ -247,18 +377,6 @@ def cmd_training_curve(args: argparse.Namespace, run: tracking.JobRun) -> None:
     s = args.settings
     files = training_metrics_files(args.metrics, s.get("labels"))
     plot_training_curve(files, args.out_prefix, title=s.get("title", "Multi-Conv DAPO training"))
-
-
-def _ruler_hqa_table(args: argparse.Namespace) -> Any:
-    """Table 1's cells: our metrics beside the paper's numbers, systems in config order."""
-    from memrl.config import load_yaml
-    from memrl.report.tables import build_table1, load_metrics
-
-    paper = load_yaml(args.paper)
-    labels = {int(k): v for k, v in paper.get("length_labels", {}).items()}
-    labels.update({int(k): v for k, v in args.settings["length_labels"].items()})
-    systems = {system["id"]: system for system in args.settings["systems"]}
-    return build_table1(load_metrics(args.metrics), systems, paper["ruler_hqa"], labels)
 
 
 def _resume_key(args: argparse.Namespace) -> str:
@@ -348,6 +466,12 @@ COMMANDS: dict[str, Command] = {
         ["dev_raw", "dev", "tokenizer"],
         named("out"),
     ),
+    "ruler-set": Command(
+        cmd_ruler_set,
+        {"--essays": {}, "--squad": {}, "--hotpotqa": {}, "--tokenizer": {}, "--out": {}},
+        ["essays", "squad", "hotpotqa", "tokenizer"],
+        named("out"),
+    ),
     "stage2-data": Command(
         cmd_stage2_data,
         {"--hqa": {}, "--docqa": {}, "--tokenizer": {}, "--out": {}},
@@ -362,14 +486,20 @@ COMMANDS: dict[str, Command] = {
     ),
     "evaluate": Command(
         cmd_evaluate,
-        {"--data": {}, "--dev-raw": {}, "--model": {}, "--predictions": {}, "--metrics": {}},
+        {"--data": {}, "--pool": {"required": False}, "--model": {}, "--predictions": {}},
         ["data", "model"],
+        named("predictions"),
+    ),
+    "merge-eval": Command(
+        cmd_merge_eval,
+        {"--shards": {"nargs": "+"}, "--predictions": {}, "--metrics": {}},
+        ["shards"],
         named("predictions", "metrics"),
     ),
-    "table1": Command(
-        cmd_table1, REPORT_OPTIONS, ["metrics", "paper"], prefixed(".csv", ".md", ".tex")
+    "table": Command(
+        cmd_table, REPORT_OPTIONS, ["metrics", "paper"], prefixed(".csv", ".md", ".tex")
     ),
-    "figure1": Command(cmd_figure1, REPORT_OPTIONS, ["metrics", "paper"], prefixed(".png", ".pdf")),
+    "figure": Command(cmd_figure, REPORT_OPTIONS, ["metrics", "paper"], prefixed(".png", ".pdf")),
     "training-curve": Command(
         cmd_training_curve,
         {"--metrics": {"nargs": "+"}, "--out-prefix": {}},
@@ -397,7 +527,7 @@ def build_parser() -> argparse.ArgumentParser:
                 command.add_argument(flag, **extra)
                 continue
             kind = {"type": Path} if "type" not in extra else {}
-            command.add_argument(flag, required=True, **kind, **extra)
+            command.add_argument(flag, **{"required": True, **kind, **extra})
     return parser
 
 

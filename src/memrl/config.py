@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import jsonschema
 import yaml
@@ -83,11 +84,39 @@ def _check_references(config: dict[str, Any]) -> None:
         require(f"filter.models.{i}", name, models)
     for run, spec in config["training"]["runs"].items():
         require(f"training.runs.{run}.base", spec["base"], models)
+    require("ruler.tokenizer", config["ruler"]["tokenizer"], models)
+    for key in ("essays", "squad", "hotpotqa"):
+        _require_source(config, f"ruler.{key}", config["ruler"][key])
+    for task in config["longbench"]["tasks"]:
+        _require_source(config, f"longbench.tasks ({task})", longbench_source(task))
     for system, spec in config["evaluation"]["systems"].items():
-        require(f"evaluation.systems.{system}.model", spec["model"], models | runs)
+        key = f"evaluation.systems.{system}"
+        require(f"{key}.model", spec["model"], models | runs)
+        engine = (spec.get("engine") or config["evaluation"]["engine"])["kind"]
+        if spec.get("context_extension", "none") != "none" and engine != "vllm":
+            raise ConfigError(
+                f"config key {key}.context_extension: {spec['context_extension']} is a vLLM "
+                f"engine setting, but the system's engine is {engine!r}"
+            )
+        if spec["kind"] == "rag" and not set(spec.get("benchmarks", RAG_BENCHMARKS)) <= set(
+            RAG_BENCHMARKS
+        ):
+            raise ConfigError(f"config key {key}.benchmarks: RAG runs only on {RAG_BENCHMARKS}")
     ruler = config["ruler_hqa"]
     if ruler["eval_questions"] > config["filter"]["keep_dev"]:
         raise ConfigError("config key ruler_hqa.eval_questions: exceeds filter.keep_dev")
+
+
+def _require_source(config: dict[str, Any], key: str, source: str) -> None:
+    if source not in config["sources"]:
+        raise ConfigError(
+            f"config key {key}: unknown source {source!r} (known: {sorted(config['sources'])})"
+        )
+
+
+def longbench_source(task: str) -> str:
+    """The sources key of a LongBench config's parquet."""
+    return f"longbench_{task}"
 
 
 # --- paths -------------------------------------------------------------------------------------
@@ -131,12 +160,92 @@ def model_dir(config: dict[str, Any], name: str) -> Path:
 # --- the experiment matrix --------------------------------------------------------------------
 
 
-def eval_jobs(config: dict[str, Any]) -> list[tuple[str, int]]:
-    """Every (system, n_docs) evaluation of RULER-HQA, in config order."""
+BENCHMARKS = ("ruler_hqa", "ruler", "longbench")
+SYSTEM_KINDS = ("memagent", "longcontext", "rag")
+RAG_BENCHMARKS = ("ruler_hqa", "longbench")  # Tables 10 and 11 (the paper ran RAG on nothing else)
+LONGBENCH_LENGTH = 0  # LongBench has no length axis: its one "length" wildcard value
+LONGBENCH_SUM_TASKS = ("gov_report", "qmsum")  # Table 2; the other LongBench tasks are QA (Table 3)
+
+
+class EvalJob(NamedTuple):
+    benchmark: str
+    task: str  # "hqa" for RULER-HQA, the RULER task, the LongBench config
+    system: str  # a concrete system id (eval_systems)
+    length: int  # n_docs (RULER-HQA), target tokens (RULER), 0 (LongBench)
+
+
+def eval_systems(config: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """Concrete systems by id: memagent and long-context systems as configured, every RAG system
+    expanded over its grid into `<name>.<retriever>-k<K>-<unit>` (unit `doc` = whole documents,
+    Table 10; `c<C>` = C-token chunks, Table 11)."""
+    systems: dict[str, dict[str, Any]] = {}
+    for name, spec in config["evaluation"]["systems"].items():
+        base = {"benchmarks": list(_default_benchmarks(spec["kind"])), **spec, "name": name}
+        if spec["kind"] != "rag":
+            systems[name] = base
+            continue
+        units = [("doc", None), *((f"c{c}", c) for c in spec["chunk_tokens"])]
+        for retriever in spec["retrievers"]:
+            for k in spec["top_k"]:
+                for unit, chunk_tokens in units:
+                    systems[f"{name}.{retriever}-k{k}-{unit}"] = {
+                        **base,
+                        "retriever": retriever,
+                        "top_k": k,
+                        "unit": unit,
+                        "unit_tokens": chunk_tokens,
+                    }
+    return systems
+
+
+def _default_benchmarks(kind: str) -> tuple[str, ...]:
+    return RAG_BENCHMARKS if kind == "rag" else BENCHMARKS
+
+
+def _runs_benchmark(system: dict[str, Any], benchmark: str) -> bool:
+    if benchmark not in system["benchmarks"]:
+        return False
+    if system["kind"] == "rag":  # whole documents on RULER-HQA, fixed chunks on LongBench
+        return (system["unit"] == "doc") == (benchmark == "ruler_hqa")
+    return True
+
+
+def ruler_sets(config: dict[str, Any]) -> list[tuple[str, int]]:
+    """Every (task, length) RULER set, lengths above a task's `max_length` left out."""
+    ruler = config["ruler"]
+    caps = ruler.get("max_length", {})
+    return [
+        (task, length)
+        for task in ruler["tasks"]
+        for length in ruler["lengths"]
+        if length <= caps.get(task, length)
+    ]
+
+
+def eval_jobs(config: dict[str, Any]) -> list[EvalJob]:
+    """Every evaluation: systems (config order) x their benchmarks x tasks x lengths."""
     jobs = []
-    for system, spec in config["evaluation"]["systems"].items():
-        limit = spec.get("max_docs")
-        jobs += [(system, n) for n in config["ruler_hqa"]["n_docs"] if limit is None or n <= limit]
+    for system_id, system in eval_systems(config).items():
+        if _runs_benchmark(system, "ruler_hqa"):
+            limit = system.get("max_docs")
+            jobs += [
+                EvalJob("ruler_hqa", "hqa", system_id, n)
+                for n in config["ruler_hqa"]["n_docs"]
+                if limit is None or n <= limit
+            ]
+        if _runs_benchmark(system, "ruler"):
+            limit = system.get("max_length")
+            jobs += [
+                EvalJob("ruler", task, system_id, length)
+                for task, length in ruler_sets(config)
+                if limit is None or length <= limit
+            ]
+        if _runs_benchmark(system, "longbench"):
+            jobs += [
+                EvalJob("longbench", task, system_id, LONGBENCH_LENGTH)
+                for task in config["longbench"]["tasks"]
+                if not (system["kind"] == "rag" and task in LONGBENCH_SUM_TASKS)  # Table 11: QA
+            ]
     return jobs
 
 
@@ -198,6 +307,17 @@ def eval_set_settings(config: dict[str, Any], n_docs: int) -> dict[str, Any]:
     }
 
 
+def ruler_set_settings(config: dict[str, Any], task: str, length: int) -> dict[str, Any]:
+    ruler = config["ruler"]
+    return {
+        "task": task,
+        "length": length,
+        "samples": ruler["samples"],
+        "variant": ruler["variant"],
+        "seed": config["seed"],
+    }
+
+
 def train_settings(config: dict[str, Any], run: str, stage: str) -> dict[str, Any]:
     spec = config["training"]["runs"][run]
     stage_spec = dict(config["training"][stage])
@@ -225,27 +345,111 @@ def stage2_data_settings(config: dict[str, Any]) -> dict[str, Any]:
     return {"seed": config["seed"], **config["training"]["stage2_data"]}
 
 
-def eval_settings(config: dict[str, Any], system: str, n_docs: int) -> dict[str, Any]:
-    spec = config["evaluation"]["systems"][system]
-    return {
-        "system": system,
-        "n_docs": n_docs,
-        "agent": config["agent"],
-        "engine": engine_settings(config, "evaluation", spec["model"]),
-        "wave_size": config["evaluation"]["wave_size"],
-        "sampling": config["evaluation"]["sampling"],
-        "final_prompt": config["evaluation"]["final_prompt"],
+SYSTEM_KEYS = {  # what each kind reads from its system spec, beyond kind/model
+    "memagent": (),
+    "longcontext": ("max_input_tokens", "max_output_tokens", "context_extension"),
+    "rag": ("retriever", "top_k", "unit", "unit_tokens", "max_input_tokens", "max_output_tokens"),
+}
+
+
+def eval_settings(config: dict[str, Any], job: EvalJob, shard: int) -> dict[str, Any]:
+    """Everything one evaluation shard reads: the job, the system and the engine."""
+    system = eval_systems(config)[job.system]
+    evaluation = config["evaluation"]
+    engine = dict(system.get("engine") or evaluation["engine"])
+    if engine["kind"] == "vllm":
+        engine.setdefault("tensor_parallel_size", max(1, model_gpus(config, system["model"])))
+    if system.get("max_model_len") is not None:
+        engine["max_model_len"] = system["max_model_len"]
+    settings = {
+        **job._asdict(),
+        "kind": system["kind"],
+        "shard": shard,
+        "shards": evaluation["shards"][job.benchmark],
+        "engine": engine,
+        "wave_size": evaluation["wave_size"],
+        "sampling": evaluation["sampling"],
+        "final_prompt": evaluation["final_prompt"],
+        **{key: system.get(key) for key in SYSTEM_KEYS[system["kind"]]},
     }
+    if system["kind"] == "memagent":
+        settings["agent"] = config["agent"]
+    if job.benchmark == "ruler":
+        settings["variant"] = config["ruler"]["variant"]
+    return settings
+
+
+def merge_settings(config: dict[str, Any], job: EvalJob) -> dict[str, Any]:
+    return {**job._asdict(), "shards": config["evaluation"]["shards"][job.benchmark]}
+
+
+REPORTED_SYSTEM_KEYS = ("kind", "model", "name", "retriever", "top_k", "unit", "unit_tokens")
 
 
 def report_settings(config: dict[str, Any]) -> dict[str, Any]:
-    systems = config["evaluation"]["systems"]
+    def labels(section: str) -> dict[int, str]:
+        return {int(k): v for k, v in config[section]["length_labels"].items()}
+
     return {
-        # a list: settings JSON is key-sorted, and the table keeps the config's system order
+        # a list: settings JSON is key-sorted, and the tables keep the config's system order
         "systems": [
-            {"id": name, "display": spec["display"], "paper_row": spec.get("paper_row")}
-            for name, spec in systems.items()
+            {
+                "id": system_id,
+                "display": _display(spec),
+                "paper_row": spec.get("paper_row"),
+                **{key: spec[key] for key in REPORTED_SYSTEM_KEYS if key in spec},
+            }
+            for system_id, spec in eval_systems(config).items()
         ],
-        "length_labels": {int(k): v for k, v in config["ruler_hqa"]["length_labels"].items()},
+        "length_labels": labels("ruler_hqa"),
+        "ruler_length_labels": labels("ruler"),
         "run": config["run"],
     }
+
+
+def _display(system: dict[str, Any]) -> str:
+    if system["kind"] != "rag":
+        return system["display"]
+    unit = "" if system["unit"] == "doc" else f" C={system['unit_tokens']}"
+    return f"{system['display']} ({system['retriever']}){unit} K={system['top_k']}"
+
+
+TABLES = ("table1", "table2", "table3", "table10", "table11", "table_niah")
+FIGURES = ("figure1", "figure5", "figure_ood")
+NIAH_FIGURE_TASKS = ("niah_single_1", "niah_single_2", "niah_single_3")  # Figure 5
+
+
+def report_jobs(config: dict[str, Any], name: str) -> list[EvalJob]:
+    """The evaluations a table or figure reads (by benchmark, task and system kind)."""
+    kinds = eval_systems(config)
+
+    def select(benchmark: str, rag: bool | None, tasks: Sequence[str] | None = None) -> list:
+        return [
+            job
+            for job in eval_jobs(config)
+            if job.benchmark == benchmark
+            and (tasks is None or job.task in tasks)
+            and (rag is None or (kinds[job.system]["kind"] == "rag") == rag)
+        ]
+
+    qa = [t for t in config["longbench"]["tasks"] if t not in LONGBENCH_SUM_TASKS]
+    memagent = [j for j in eval_jobs(config) if kinds[j.system]["kind"] == "memagent"]
+    selections = {
+        "table1": lambda: select("ruler_hqa", rag=False),
+        "figure1": lambda: select("ruler_hqa", rag=False),
+        "table2": lambda: select("longbench", rag=False, tasks=LONGBENCH_SUM_TASKS),
+        "table3": lambda: select("longbench", rag=False, tasks=qa),
+        "table10": lambda: (
+            select("ruler_hqa", rag=True) + [j for j in memagent if j.benchmark == "ruler_hqa"]
+        ),
+        "table11": lambda: (
+            select("longbench", rag=True, tasks=qa)
+            + [j for j in memagent if j.benchmark == "longbench" and j.task in qa]
+        ),
+        "figure5": lambda: select("ruler", rag=None, tasks=NIAH_FIGURE_TASKS),
+        "table_niah": lambda: select("ruler", rag=None, tasks=NIAH_FIGURE_TASKS),
+        "figure_ood": lambda: select("ruler", rag=None),
+    }
+    if name not in selections:
+        raise ConfigError(f"unknown table or figure {name!r}")
+    return selections[name]()

@@ -1,30 +1,190 @@
-"""RULER-HQA evaluation of a memory agent: batched, resumable, every failure counted.
+"""Evaluation of one system on one benchmark set: batched, sharded, resumable, failures counted.
 
-Samples run in waves of `batch_size`; within a wave every engine call carries the current step of
-every unfinished sample. Each finished sample is appended (and flushed) to the predictions JSONL,
-so a killed job resumes with the samples it has not written yet. Metrics are computed from the
-whole JSONL, so a resumed run scores exactly like an uninterrupted one.
+A *system* is a workflow over the engine (memrl.agents.driver): the memory agent, direct
+long-context generation, or RAG top-K followed by direct generation. The benchmark decides what
+the system is asked (`question`, `direct_prompt`), how much it may answer (`output_tokens`) and
+how the answer is scored (`score`). Samples run in waves of `batch_size`; within a wave every
+engine call carries the current step of every unfinished sample. Each finished sample is appended
+(and flushed) to the predictions JSONL, so a killed job resumes with the samples it has not
+written yet; metrics come from the merged JSONL, so a resumed or sharded run scores exactly like
+one uninterrupted job.
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from tqdm import tqdm
 
 from memrl.agents.chunking import token_chunks
-from memrl.agents.driver import Rollout, run_batched
+from memrl.agents.driver import Rollout, Workflow, run_batched
 from memrl.agents.memagent import MemAgentConfig, memagent
 from memrl.data.io import append_jsonl, read_jsonl
 from memrl.data.ruler_hqa import context_pieces
 from memrl.engines.base import ChatEngine, SamplingParams
-from memrl.scoring.metrics import score_answer_is
 
 log = logging.getLogger(__name__)
+
+RULER_HQA_OUTPUT_TOKENS = 10000  # the official direct-generation MAX_OUTPUT_LEN
+
+
+@dataclass(frozen=True)
+class Task:
+    """What is evaluated: a benchmark's task (RULER's `variant` decides its scoring)."""
+
+    benchmark: str
+    task: str
+    variant: str = "memagent"
+
+
+# --- what the benchmark asks and how it scores --------------------------------------------------
+
+
+def question(task: Task, row: dict[str, Any]) -> str:
+    """The problem a memory agent (or a retriever) gets: the question without its context."""
+    if task.benchmark == "longbench":
+        from memrl.data.longbench import question_for_memagent
+
+        return question_for_memagent(task.task, row)
+    return row["input"]
+
+
+def direct_prompt(task: Task, row: dict[str, Any], context: str) -> str:
+    """The whole prompt of direct generation: LongBench's own template, else the official one.
+
+    RULER's upstream rows get RULER's own prompt (context inside the task template, answer prefix
+    last); MemAgent's fork (and so the paper) asks them the official way, without the prefix.
+    """
+    if task.benchmark == "longbench":
+        from memrl.data.longbench import prompt
+
+        return prompt(task.task, context, row["input"])
+    if task.benchmark == "ruler" and task.variant == "upstream":
+        from memrl.data.ruler import ruler_prompt
+
+        return ruler_prompt({**row, "context": context})
+    from memrl.baselines.longcontext import official_prompt
+
+    return official_prompt(context, row["input"])
+
+
+def output_tokens(task: Task, configured: int | None) -> int:
+    """A direct-generation budget: the configured one, else the benchmark's own."""
+    if configured is not None:
+        return configured
+    if task.benchmark == "longbench":
+        from memrl.data.longbench import max_new_tokens
+
+        return max_new_tokens(task.task)
+    if task.benchmark == "ruler":
+        from memrl.data.ruler import tokens_to_generate
+
+        return tokens_to_generate(task.task)
+    return RULER_HQA_OUTPUT_TOKENS
+
+
+def score(task: Task, row: dict[str, Any], response: str) -> dict[str, Any]:
+    """Per-sample scores; `score` in [0, 1] is the paper's metric, the rest are reported beside."""
+    if task.benchmark == "ruler_hqa":
+        from memrl.scoring.metrics import score_answer_is
+
+        scores = score_answer_is(response, row["answers"][0])
+        return {**scores, "score": scores["sub_em"]}
+    if task.benchmark == "ruler":
+        from memrl.scoring.ruler import score_ruler
+
+        return score_ruler(task.task, response, row["answers"], task.variant)
+    from memrl.scoring.longbench import score_longbench
+
+    return score_longbench(task.task, response, row["answers"])
+
+
+def failed_scores(task: Task, row: dict[str, Any]) -> dict[str, Any]:
+    """A failed request scores 0 on every metric (a real score's keys: means stay aligned)."""
+    scores = score(task, row, "")
+    return {k: (0.0 if isinstance(v, float) else None) for k, v in scores.items()}
+
+
+# --- systems: a workflow per row -----------------------------------------------------------------
+
+
+WorkflowFactory = Callable[[dict[str, Any]], Workflow]
+
+
+def memagent_system(
+    task: Task, tokenizer: Any, pool: Sequence[str] | None, agent: MemAgentConfig
+) -> WorkflowFactory:
+    def build(row: dict[str, Any]) -> Workflow:
+        chunks = token_chunks(tokenizer, context_pieces(row, pool), agent.chunk_tokens)
+        return memagent(question(task, row), chunks, agent)
+
+    return build
+
+
+def longcontext_system(
+    task: Task,
+    tokenizer: Any,
+    pool: Sequence[str] | None,
+    max_input_tokens: int,
+    max_output_tokens: int | None,
+) -> WorkflowFactory:
+    from memrl.baselines.longcontext import longcontext
+
+    budget = output_tokens(task, max_output_tokens)
+
+    def build(row: dict[str, Any]) -> Workflow:
+        context = "".join(context_pieces(row, pool))
+        return longcontext(direct_prompt(task, row, context), tokenizer, max_input_tokens, budget)
+
+    return build
+
+
+def rag_system(
+    task: Task,
+    tokenizer: Any,
+    pool: Sequence[str] | None,
+    retriever: Any,
+    top_k: int,
+    unit_tokens: int | None,
+    max_input_tokens: int,
+    max_output_tokens: int | None,
+) -> WorkflowFactory:
+    """RAG top-K over whole documents (`unit_tokens` None) or `unit_tokens`-token chunks, answered
+    by direct generation with the benchmark's prompt (memrl.baselines.rag)."""
+    from memrl.baselines.rag import document_units, rag, token_units
+
+    budget = output_tokens(task, max_output_tokens)
+
+    def build(row: dict[str, Any]) -> Workflow:
+        pieces = context_pieces(row, pool)
+        if unit_tokens is None:
+            units = document_units(pieces)
+        else:
+            units = token_units(tokenizer, pieces, unit_tokens)
+
+        def render(context: str) -> str:
+            return direct_prompt(task, row, context)
+
+        return rag(
+            question(task, row),
+            units,
+            retriever,
+            top_k,
+            render,
+            tokenizer,
+            max_input_tokens,
+            budget,
+        )
+
+    return build
+
+
+# --- running and summarising ---------------------------------------------------------------------
 
 
 def load_finished(path: Path) -> list[dict[str, Any]]:
@@ -38,29 +198,31 @@ def load_finished(path: Path) -> list[dict[str, Any]]:
     return read_jsonl(path)
 
 
-def score_rollout(row: dict[str, Any], rollout: Rollout, final_prompt: str) -> dict[str, Any]:
-    gold = row["answers"][0]
-    scores = score_answer_is(rollout.answer, gold) if not rollout.failed else None
-    record = {key: row[key] for key in ("index", "input", "answers", "num_docs", "num_tokens")}
-    record.update(
+def shard_rows(rows: Sequence[dict[str, Any]], shard: int, shards: int) -> list[dict[str, Any]]:
+    """Rows of one shard (round robin, so long and short samples spread evenly)."""
+    if not 0 <= shard < shards:
+        raise ValueError(f"shard {shard} is not in 0..{shards - 1}")
+    return [row for i, row in enumerate(rows) if i % shards == shard]
+
+
+def record(task: Task, row: dict[str, Any], rollout: Rollout) -> dict[str, Any]:
+    """One prediction line: the row without its context, the response, and its scores."""
+    out = {key: row.get(key) for key in ("index", "input", "answers", "num_tokens")}
+    out.update(
         n_calls=len(rollout.conversations),
         response=rollout.answer,
         failed=rollout.failed,
         error=rollout.final.completion.error if rollout.failed else None,
-        final_prompt=final_prompt,
     )
-    if scores is None:
-        record.update(pred=None, sub_em=0.0, em=0.0, f1=0.0)
-    else:
-        record.update(scores)
-    return record
+    out.update(failed_scores(task, row) if rollout.failed else score(task, row, rollout.answer))
+    return out
 
 
 def evaluate(
     rows: Sequence[dict[str, Any]],
-    pool: Sequence[str] | None,
+    task: Task,
+    build_workflow: WorkflowFactory,
     engine: ChatEngine,
-    agent: MemAgentConfig,
     sampling: SamplingParams,
     predictions: Path,
     batch_size: int,
@@ -68,8 +230,8 @@ def evaluate(
 ) -> list[dict[str, Any]]:
     """Evaluate the rows not yet in `predictions`; return all predictions (old and new)."""
     wanted = {row["index"] for row in rows}
-    finished = [record for record in load_finished(predictions) if record["index"] in wanted]
-    done = {record["index"] for record in finished}
+    finished = [r for r in load_finished(predictions) if r["index"] in wanted]
+    done = {r["index"] for r in finished}
     todo = [row for row in rows if row["index"] not in done]
     if done:
         log.info("resuming: %d of %d samples already evaluated", len(done), len(rows))
@@ -77,24 +239,15 @@ def evaluate(
     for start in range(0, len(todo), batch_size):
         wave = todo[start : start + batch_size]
         began = time.perf_counter()
-        workflows = [
-            memagent(
-                row["input"],
-                token_chunks(engine.tokenizer, context_pieces(row, pool), agent.chunk_tokens),
-                agent,
-            )
-            for row in wave
-        ]
+        workflows = [build_workflow(row) for row in wave]
         with tqdm(desc="engine calls", unit="call", leave=False) as calls:
             rollouts = run_batched(workflows, engine, sampling, on_step=_ticker(calls))
-        records = [
-            score_rollout(row, r, agent.final_prompt) for row, r in zip(wave, rollouts, strict=True)
-        ]
+        records = [record(task, row, r) for row, r in zip(wave, rollouts, strict=True)]
         append_jsonl(predictions, records)
         finished += records
         bar.update(len(wave))
         seconds = time.perf_counter() - began
-        n_tokens = sum(row["num_tokens"] for row in wave)
+        n_tokens = sum(row.get("num_tokens") or 0 for row in wave)
         log.info(
             "wave of %d samples: %.1f s, %.0f context tokens/s",
             len(wave),
@@ -115,24 +268,42 @@ def _ticker(bar: tqdm) -> Callable[[int, int], None]:
     return tick
 
 
-def summarize(predictions: Sequence[dict[str, Any]], system: str, n_docs: int) -> dict[str, Any]:
-    """Accuracy with failures counted as wrong, and as the official evaluator reports it."""
+def merge_shards(shards: Iterable[Sequence[dict[str, Any]]]) -> list[dict[str, Any]]:
+    """All shards' predictions by index; a sample predicted twice is an error, not a vote."""
+    merged: dict[Any, dict[str, Any]] = {}
+    for predictions in shards:
+        for prediction in predictions:
+            if prediction["index"] in merged:
+                raise ValueError(f"sample {prediction['index']!r} appears in two shards")
+            merged[prediction["index"]] = prediction
+    return [merged[i] for i in sorted(merged)]
+
+
+def summarize(
+    predictions: Sequence[dict[str, Any]], benchmark: str, task: str, system: str, length: int
+) -> dict[str, Any]:
+    """Means x100 of every per-sample metric; `accuracy` (the paper's metric) counts failures as
+    wrong, `accuracy_official` drops them from the denominator as the official evaluator does."""
     n = len(predictions)
     answered = [p for p in predictions if not p["failed"]]
+    metric_keys = sorted(
+        {k for p in predictions for k, v in p.items() if isinstance(v, float) and k != "score"}
+    )
 
-    def pct(values: list[float]) -> float:
-        return 100.0 * sum(values) / len(values) if values else 0.0
+    def pct(items: Sequence[dict[str, Any]], key: str) -> float:
+        return 100.0 * sum(p[key] for p in items) / len(items) if items else 0.0
 
+    tokens = [p["num_tokens"] for p in predictions if p.get("num_tokens") is not None]
     return {
-        "benchmark": "ruler_hqa",
+        "benchmark": benchmark,
+        "task": task,
         "system": system,
-        "n_docs": n_docs,
-        "mean_tokens": sum(p["num_tokens"] for p in predictions) / n if n else 0.0,
+        "length": length,
         "n_items": n,
         "n_failed": n - len(answered),
-        "accuracy": pct([p["sub_em"] for p in predictions]),
-        "accuracy_official": pct([p["sub_em"] for p in answered]),
-        "em": pct([p["em"] for p in predictions]),
-        "f1": pct([p["f1"] for p in predictions]),
+        "accuracy": pct(predictions, "score"),
+        "accuracy_official": pct(answered, "score"),
+        **{key: pct(predictions, key) for key in metric_keys},
+        "mean_tokens": sum(tokens) / len(tokens) if tokens else None,
         "mean_calls": sum(p["n_calls"] for p in predictions) / n if n else 0.0,
     }

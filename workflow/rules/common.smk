@@ -1,5 +1,6 @@
 # Config validation, the experiment matrix and every input function (no logic lives in rules).
 import json
+import re
 import shlex
 from pathlib import Path
 
@@ -12,13 +13,21 @@ cfg.validate_config(config, Path(workflow.basedir) / "workflow/schemas/config.sc
 
 R = str(cfg.results_dir(config))
 CONTAINERS = config["containers"]
+SYSTEMS = cfg.eval_systems(config)
+EVAL_JOBS = {(j.benchmark, j.task, j.system, j.length): j for j in cfg.eval_jobs(config)}
 
 
 wildcard_constraints:
     source="|".join(config["sources"]),
     model="|".join(config["models"]),
     train_run="|".join(config["training"]["runs"]) or "^$",
-    system="|".join(config["evaluation"]["systems"]),
+    system="|".join(re.escape(system) for system in SYSTEMS),
+    benchmark="|".join(cfg.BENCHMARKS),
+    task=r"[a-z0-9_]+",
+    length=r"\d+",
+    shard=r"\d+",
+    table="|".join(cfg.TABLES),
+    figure="|".join(cfg.FIGURES),
     split="train|dev",
     n_docs=r"\d+",
     ext="|".join(ext.lstrip(".") for ext in cfg.RAW_FORMATS),
@@ -61,10 +70,16 @@ def get_manifests():
     return [*sources, *models]
 
 
-def get_eval_metrics():
+def eval_prefix(job):
+    return f"{R}/eval/{job.benchmark}/{job.task}/{job.system}/{job.length}"
+
+
+def get_eval_metrics(*benchmarks):
+    """Metrics files of every evaluation (of the given benchmarks only, if any)."""
     return [
-        f"{R}/eval/ruler_hqa/{system}/{n_docs}.metrics.json"
-        for system, n_docs in cfg.eval_jobs(config)
+        f"{eval_prefix(job)}.metrics.json"
+        for job in EVAL_JOBS.values()
+        if not benchmarks or job.benchmark in benchmarks
     ]
 
 
@@ -76,12 +91,15 @@ def get_training_curves():
     )
 
 
-def get_table1():
-    return expand(f"{R}/tables/table1.{{ext}}", ext=["csv", "md", "tex"])
+def report_outputs(name):
+    """The files of one table (CSV, Markdown, LaTeX) or figure (PNG, PDF)."""
+    if name in cfg.TABLES:
+        return expand(f"{R}/tables/{name}.{{ext}}", ext=["csv", "md", "tex"])
+    return expand(f"{R}/figures/{name}.{{ext}}", ext=["png", "pdf"])
 
 
-def get_figure1():
-    return expand(f"{R}/figures/figure1.{{ext}}", ext=["png", "pdf"])
+def get_reports():
+    return [path for name in cfg.TABLES + cfg.FIGURES for path in report_outputs(name)]
 
 
 # --- input functions -------------------------------------------------------------------------
@@ -104,8 +122,38 @@ def get_base_model(wildcards):
     return str(cfg.model_dir(config, config["training"]["runs"][wildcards.train_run]["base"]))
 
 
-def get_eval_model(wildcards):
-    return str(cfg.model_dir(config, config["evaluation"]["systems"][wildcards.system]["model"]))
+def eval_job(wildcards):
+    key = (wildcards.benchmark, wildcards.task, wildcards.system, int(wildcards.length))
+    if key not in EVAL_JOBS:
+        raise ValueError(f"not an evaluation of this config: {key}")
+    return EVAL_JOBS[key]
+
+
+def get_eval_inputs(wildcards):
+    """The job's eval set (RULER-HQA and RULER: built here; LongBench: the raw parquet), the
+    model, and for RULER-HQA the dev file whose pool rebuilds doc-id contexts."""
+    job = eval_job(wildcards)
+    model = str(cfg.model_dir(config, SYSTEMS[job.system]["model"]))
+    if job.benchmark == "ruler_hqa":
+        data = f"{R}/data/ruler_hqa/eval_{job.length}.jsonl"
+        return {"data": data, "model": model, "pool": raw("hotpotqa_dev")}
+    if job.benchmark == "ruler":
+        return {"data": f"{R}/data/ruler/{job.task}/{job.length}.jsonl", "model": model}
+    return {"data": raw(cfg.longbench_source(job.task)), "model": model}
+
+
+def get_eval_pool_arg(wildcards, input):
+    return f"--pool {shlex.quote(input.pool)}" if "pool" in input.keys() else ""
+
+
+def get_eval_shards(wildcards):
+    job = eval_job(wildcards)
+    shards = config["evaluation"]["shards"][job.benchmark]
+    return [f"{eval_prefix(job)}.shard{k}.jsonl" for k in range(shards)]
+
+
+def get_ruler_tokenizer_dir(wildcards):
+    return str(cfg.model_dir(config, config["ruler"]["tokenizer"]))
 
 
 # --- per-job settings (JSON handed to `memrl --settings`) and resources ----------------------
@@ -162,11 +210,30 @@ def get_training_curve_settings(wildcards):
 
 
 def get_eval_settings(wildcards):
-    return as_json(cfg.eval_settings(config, wildcards.system, int(wildcards.n_docs)))
+    return as_json(cfg.eval_settings(config, eval_job(wildcards), int(wildcards.shard)))
+
+
+def get_merge_settings(wildcards):
+    return as_json(cfg.merge_settings(config, eval_job(wildcards)))
+
+
+def get_ruler_set_settings(wildcards):
+    return as_json(cfg.ruler_set_settings(config, wildcards.task, int(wildcards.length)))
+
+
+def report_name(wildcards):
+    return wildcards.get("table") or wildcards.get("figure")
+
+
+def get_report_metrics(wildcards):
+    return [
+        f"{eval_prefix(job)}.metrics.json"
+        for job in cfg.report_jobs(config, report_name(wildcards))
+    ]
 
 
 def get_report_settings(wildcards):
-    return as_json(cfg.report_settings(config))
+    return as_json({"name": report_name(wildcards), **cfg.report_settings(config)})
 
 
 def get_filter_gpus(wildcards):
@@ -182,4 +249,4 @@ def get_train_nodes(wildcards):
 
 
 def get_eval_gpus(wildcards):
-    return cfg.model_gpus(config, config["evaluation"]["systems"][wildcards.system]["model"])
+    return cfg.model_gpus(config, SYSTEMS[wildcards.system]["model"])

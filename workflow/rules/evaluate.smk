@@ -1,18 +1,45 @@
-# MemAgent on RULER-HQA for every (system, doc count) — reference/memagent_official.md §2
+# Every evaluation: systems (memory agent, long-context, RAG) x benchmarks (RULER-HQA, RULER,
+# LongBench) x tasks x lengths, each split into shards (one GPU job each) and merged.
+# reference/memagent_official.md §2, reference/benchmarks.md
 
 
-rule evaluate_memagent:
+rule synthesize_ruler:
     input:
-        data=f"{R}/data/ruler_hqa/eval_{{n_docs}}.jsonl",
-        dev_raw=raw("hotpotqa_dev"),
-        model=get_eval_model,
+        essays=raw(config["ruler"]["essays"]),
+        squad=raw(config["ruler"]["squad"]),
+        hotpotqa=raw(config["ruler"]["hotpotqa"]),
+        tokenizer=get_ruler_tokenizer_dir,
     output:
-        predictions=f"{R}/eval/ruler_hqa/{{system}}/{{n_docs}}.predictions.jsonl",
-        metrics=f"{R}/eval/ruler_hqa/{{system}}/{{n_docs}}.metrics.json",
+        f"{R}/data/ruler/{{task}}/{{length}}.jsonl",
     log:
-        f"{R}/logs/evaluate_memagent/{{system}}/{{n_docs}}.log",
+        f"{R}/logs/synthesize_ruler/{{task}}/{{length}}.log",
     benchmark:
-        f"{R}/benchmarks/evaluate_memagent/{{system}}/{{n_docs}}.tsv"
+        f"{R}/benchmarks/synthesize_ruler/{{task}}/{{length}}.tsv"
+    conda:
+        "../../envs/core.yaml"
+    container:
+        CONTAINERS["core"]
+    resources:
+        mem_mb=16000,
+        runtime=240,
+    params:
+        job=job("synthesize_ruler"),
+        settings=get_ruler_set_settings,
+    shell:
+        "memrl --job {params.job:q} --log {log:q} ruler-set --settings {params.settings:q}"
+        " --essays {input.essays:q} --squad {input.squad:q} --hotpotqa {input.hotpotqa:q}"
+        " --tokenizer {input.tokenizer:q} --out {output:q} 2> {log:q}"
+
+
+rule evaluate:
+    input:
+        unpack(get_eval_inputs),
+    output:
+        f"{R}/eval/{{benchmark}}/{{task}}/{{system}}/{{length}}.shard{{shard}}.jsonl",
+    log:
+        f"{R}/logs/evaluate/{{benchmark}}/{{task}}/{{system}}/{{length}}.shard{{shard}}.log",
+    benchmark:
+        f"{R}/benchmarks/evaluate/{{benchmark}}/{{task}}/{{system}}/{{length}}.shard{{shard}}.tsv"
     conda:
         "../../envs/infer.yaml"
     container:
@@ -21,9 +48,31 @@ rule evaluate_memagent:
         gpu=get_eval_gpus,
         runtime=720,
     params:
-        job=job("evaluate_memagent"),
+        job=job("evaluate"),
         settings=get_eval_settings,
+        pool=get_eval_pool_arg,
     shell:
-        "memrl --job {params.job:q} --log {log:q} evaluate --settings {params.settings:q} --data {input.data:q}"
-        " --dev-raw {input.dev_raw:q} --model {input.model:q}"
-        " --predictions {output.predictions:q} --metrics {output.metrics:q} 2> {log:q}"
+        "memrl --job {params.job:q} --log {log:q} evaluate --settings {params.settings:q}"
+        " --data {input.data:q} {params.pool} --model {input.model:q} --predictions {output:q}"
+        " 2> {log:q}"
+
+
+rule merge_eval:
+    input:
+        get_eval_shards,
+    output:
+        predictions=f"{R}/eval/{{benchmark}}/{{task}}/{{system}}/{{length}}.predictions.jsonl",
+        metrics=f"{R}/eval/{{benchmark}}/{{task}}/{{system}}/{{length}}.metrics.json",
+    log:
+        f"{R}/logs/merge_eval/{{benchmark}}/{{task}}/{{system}}/{{length}}.log",
+    conda:
+        "../../envs/core.yaml"
+    container:
+        CONTAINERS["core"]
+    params:
+        job=job("merge_eval"),
+        settings=get_merge_settings,
+    shell:
+        "memrl --job {params.job:q} --log {log:q} merge-eval --settings {params.settings:q}"
+        " --shards {input:q} --predictions {output.predictions:q} --metrics {output.metrics:q}"
+        " 2> {log:q}"

@@ -1,54 +1,58 @@
-# Table 1 and Figure 1 with the paper's numbers beside ours (config/paper/)
+# Every table and figure of the MemAgent paper with the paper's numbers beside ours (config/paper/)
 
 
-rule make_table1:
+rule make_table:
     input:
-        metrics=get_eval_metrics(),
+        metrics=get_report_metrics,
         paper=config["report"]["paper"],
     output:
         csv=report(
-            f"{R}/tables/table1.csv",
-            caption="../report/table1.rst",
+            f"{R}/tables/{{table}}.csv",
+            caption="../report/tables.rst",
             category="Tables",
+            labels={"table": "{table}"},
         ),
-        md=f"{R}/tables/table1.md",
-        tex=f"{R}/tables/table1.tex",
+        md=f"{R}/tables/{{table}}.md",
+        tex=f"{R}/tables/{{table}}.tex",
     log:
-        f"{R}/logs/make_table1/all.log",
+        f"{R}/logs/make_table/{{table}}.log",
     conda:
         "../../envs/core.yaml"
     container:
         CONTAINERS["core"]
     params:
-        job=job("make_table1"),
+        job=job("make_table"),
         settings=get_report_settings,
         prefix=get_output_prefix,
     shell:
-        "memrl --job {params.job:q} --log {log:q} table1 --settings {params.settings:q} --metrics {input.metrics:q}"
-        " --paper {input.paper:q} --out-prefix {params.prefix:q} 2> {log:q}"
+        "memrl --job {params.job:q} --log {log:q} table --settings {params.settings:q}"
+        " --metrics {input.metrics:q} --paper {input.paper:q} --out-prefix {params.prefix:q}"
+        " 2> {log:q}"
 
 
-rule plot_figure1:
+rule plot_figure:
     input:
-        metrics=get_eval_metrics(),
+        metrics=get_report_metrics,
         paper=config["report"]["paper"],
     output:
         png=report(
-            f"{R}/figures/figure1.png",
-            caption="../report/figure1.rst",
+            f"{R}/figures/{{figure}}.png",
+            caption="../report/figures.rst",
             category="Figures",
+            labels={"figure": "{figure}"},
         ),
-        pdf=f"{R}/figures/figure1.pdf",
+        pdf=f"{R}/figures/{{figure}}.pdf",
     log:
-        f"{R}/logs/plot_figure1/all.log",
+        f"{R}/logs/plot_figure/{{figure}}.log",
     conda:
         "../../envs/core.yaml"
     container:
         CONTAINERS["core"]
     params:
-        job=job("plot_figure1"),
+        job=job("plot_figure"),
         settings=get_report_settings,
         prefix=get_output_prefix,
     shell:
-        "memrl --job {params.job:q} --log {log:q} figure1 --settings {params.settings:q} --metrics {input.metrics:q}"
-        " --paper {input.paper:q} --out-prefix {params.prefix:q} 2> {log:q}"
+        "memrl --job {params.job:q} --log {log:q} figure --settings {params.settings:q}"
+        " --metrics {input.metrics:q} --paper {input.paper:q} --out-prefix {params.prefix:q}"
+        " 2> {log:q}"

@@ -36,7 +36,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
-from memrl.data.io import iter_jsonl
+from memrl.data.io import read_table_records
 from memrl.data.ruler_hqa import DATA_SOURCE
 
 COLUMNS = ("data_source", "prompt", "reward_model")
@@ -61,27 +61,8 @@ def load_docqa(path: str | Path) -> list[dict]:
     file and the row.
     """
     path = Path(path)
-    records = _read_records(path)
+    records = read_table_records(path, COLUMNS, "DocQA-RL")
     return [_parse(record, f"{path}: row {i}", i) for i, record in enumerate(records)]
-
-
-def _read_records(path: Path) -> list[dict]:
-    if not path.is_file():
-        raise FileNotFoundError(f"{path}: no such file")
-    if path.suffix == ".jsonl":
-        return list(iter_jsonl(path))
-    if path.suffix != ".parquet":
-        raise ValueError(f"{path}: expected a .parquet or .jsonl DocQA-RL file")
-    import pyarrow.parquet as pq
-
-    try:
-        table = pq.read_table(path)
-    except Exception as e:  # pyarrow raises several types for a damaged file
-        raise ValueError(f"{path}: not a readable parquet file ({e})") from e
-    missing = [c for c in COLUMNS if c not in table.column_names]
-    if missing:
-        raise ValueError(f"{path}: missing column(s) {missing}; it has {table.column_names}")
-    return table.to_pylist()
 
 
 def _parse(record: dict, where: str, index: int) -> dict:

@@ -124,3 +124,28 @@ def sha256_file(path: str | Path, chunk_size: int = 1 << 20) -> str:
         while chunk := f.read(chunk_size):
             digest.update(chunk)
     return digest.hexdigest()
+
+
+def read_table_records(path: str | Path, columns: Iterable[str], what: str) -> list[dict]:
+    """The rows of a `what` data file, .parquet (Hugging Face's layout) or .jsonl, as dicts.
+
+    A missing file, another format, an unreadable parquet file or one without `columns` fails
+    with a message naming the file.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"{path}: no such file")
+    if path.suffix == ".jsonl":
+        return list(iter_jsonl(path))
+    if path.suffix != ".parquet":
+        raise ValueError(f"{path}: expected a .parquet or .jsonl {what} file")
+    import pyarrow.parquet as pq
+
+    try:
+        table = pq.read_table(path)
+    except Exception as e:  # pyarrow raises several types for a damaged file
+        raise ValueError(f"{path}: not a readable parquet file ({e})") from e
+    missing = [c for c in columns if c not in table.column_names]
+    if missing:
+        raise ValueError(f"{path}: missing column(s) {missing}; it has {table.column_names}")
+    return table.to_pylist()

@@ -23,6 +23,7 @@ from tqdm import tqdm
 from memrl.data.io import sha256_file
 
 FIXTURE_PREFIX = "fixture:"
+ESSAYS_PREFIX = "pg-essays:"  # RULER's Paul Graham essays, assembled from their URL list
 _CHUNK = 1 << 20
 _SKIPPED_KEYS = {"_id", "id"}  # identifiers are not text worth training a tokenizer on
 
@@ -32,13 +33,16 @@ class ChecksumError(ValueError):
 
 
 def fetch_file(source: str, dest: str | os.PathLike[str], sha256: str | None = None) -> dict:
-    """Copy `source` (http(s) URL, `fixture:NAME` or local path) to `dest`; verify `sha256`.
+    """Copy `source` (http(s) URL, `fixture:NAME`, local path, or `pg-essays:` for RULER's
+    essays) to `dest`; verify `sha256`.
 
     On a checksum mismatch nothing is left at `dest` (a previous file there is untouched) and
     ChecksumError names the source, the expected and the actual digest.
     """
     dest = Path(dest)
     dest.parent.mkdir(parents=True, exist_ok=True)
+    if source.startswith(ESSAYS_PREFIX):
+        return _fetch_essays(dest, sha256)
     fd, tmp_name = tempfile.mkstemp(dir=dest.parent, prefix=f".{dest.name}.", suffix=".part")
     tmp = Path(tmp_name)
     try:
@@ -55,6 +59,19 @@ def fetch_file(source: str, dest: str | os.PathLike[str], sha256: str | None = N
     finally:
         tmp.unlink(missing_ok=True)
     return {"source": source, "path": str(dest), "sha256": actual, "bytes": dest.stat().st_size}
+
+
+def _fetch_essays(dest: Path, sha256: str | None) -> dict:
+    """The essay haystack JSON from the packaged URL list (memrl.data.essays), then checked."""
+    from memrl.data.essays import essay_urls, fetch_essays
+
+    entry = fetch_essays(essay_urls(), dest)
+    if sha256 is not None and entry["sha256"] != sha256.lower():
+        dest.unlink()
+        raise ChecksumError(
+            f"checksum mismatch for the essays: expected sha256 {sha256}, got {entry['sha256']}"
+        )
+    return entry
 
 
 def _open_source(source: str) -> Callable[[BinaryIO], None]:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from memrl.engines.base import ChatRequest, Completion, SamplingParams
@@ -27,7 +27,7 @@ class VLLMEngine:
         max_model_len: int | None = None,
         enable_prefix_caching: bool = True,
         gpu_memory_utilization: float = 0.9,
-        hf_overrides: dict[str, Any] | None = None,
+        hf_overrides: dict[str, Any] | Callable[[Any], Any] | None = None,
         seed: int = 0,
     ) -> None:
         try:

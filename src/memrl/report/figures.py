@@ -1,24 +1,42 @@
 """Figures: accuracy against context length (Figure 1: log x axis, ours solid, the paper's
-dashed) and the training curve (reward, KL and clip fraction per step).
+dashed), the RULER heatmaps (Figure 5: NIAH; the OOD figure: RULER average and SQuAD QA) and the
+training curve (reward, KL and clip fraction per step).
+
+The paper prints no numbers for its heatmaps, only claims ("over 95% at 512K"); those claims are
+checked against our numbers and written under the heatmaps (`check_claims`).
 
 Drawn on a bare Agg canvas (no pyplot, no global backend switch), saved as PNG and PDF atomically.
 """
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
+from matplotlib import colormaps
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.ticker import NullLocator
 
 from memrl.data.io import atomic_path, iter_jsonl
-from memrl.report.tables import build_table1, column_mean_tokens, length_label
+from memrl.report.tables import (
+    NIAH_TASKS,
+    Key,
+    Systems,
+    build_paper_table,
+    build_table1,
+    column_mean_tokens,
+    index_metrics,
+    length_label,
+    system_specs,
+    token_label,
+)
 
 # Deterministic files: no creation date in the PDF, no software stamp in the PNG.
 _METADATA = {"png": {"Software": None}, "pdf": {"CreationDate": None, "Creator": None}}
@@ -43,7 +61,9 @@ def figure_series(table: pd.DataFrame) -> tuple[list[Series], dict[int, float]]:
     column_x = {n: x for n in table.columns if (x := column_mean_tokens(table, n)) is not None}
     series = []
     for display, row in table.iterrows():
-        ours = [(c.mean_tokens, c.ours) for c in row if c.ours is not None]
+        ours = [
+            (c.mean_tokens, c.ours) for c in row if c.ours is not None and c.mean_tokens is not None
+        ]
         paper = [
             (column_x[n], c.paper) for n, c in row.items() if c.paper is not None and n in column_x
         ]
@@ -126,6 +146,321 @@ def plot_accuracy_vs_length(
     if handles:  # below the axes: curves that meet at high accuracy stay visible
         fig.legend(handles, labels, fontsize="small", loc="outside lower center", ncols=2)
     return _save(fig, out_prefix)
+
+
+# --- RULER heatmaps (Figure 5 and the OOD figure) ----------------------------------------------
+
+RULER = "ruler"
+RULER_QA_TASKS = ("qa_1", "qa_2")
+# RULER's task order (the average panel lists its tasks in this order)
+RULER_TASK_ORDER = (
+    "niah_single_1",
+    "niah_single_2",
+    "niah_single_3",
+    "niah_multikey_1",
+    "niah_multikey_2",
+    "niah_multikey_3",
+    "niah_multivalue",
+    "niah_multiquery",
+    "vt",
+    "cwe",
+    "fwe",
+    "qa_1",
+    "qa_2",
+)
+MISSING_COLOUR = "#d0d0d0"  # a cell we did not run: grey, never 0
+
+
+@dataclass(frozen=True)
+class Heatmap:
+    """One panel: rows = systems (display names), columns = lengths, values in % (None =
+    not run), `partial` = the mean covers fewer than all of its tasks."""
+
+    title: str
+    rows: list[str]
+    lengths: list[int]
+    values: list[list[float | None]]
+    partial: list[list[bool]]
+
+
+def ruler_records(
+    records: Iterable[Mapping[str, Any]],
+    systems: Systems,
+) -> tuple[dict[str, dict[str, Any]], dict[Key, Mapping[str, Any]]]:
+    """The systems and the RULER records by (benchmark, task, system, length); records of an
+    unconfigured system, or two of one key, are errors naming the file."""
+    specs = system_specs(systems)
+    return specs, index_metrics(records, specs, lambda r: r["benchmark"] == RULER)
+
+
+def _mean_over_tasks(
+    found: Mapping[Key, Mapping[str, Any]], system: str, tasks: Sequence[str], length: int
+) -> tuple[float | None, bool]:
+    scores = [
+        float(rec["accuracy"])
+        for task in tasks
+        if (rec := found.get((RULER, task, system, length))) is not None
+    ]
+    if not scores:
+        return None, False
+    return sum(scores) / len(scores), len(scores) < len(tasks)
+
+
+def heatmap(
+    found: Mapping[Key, Mapping[str, Any]],
+    specs: Mapping[str, Mapping[str, Any]],
+    tasks: Sequence[str],
+    title: str,
+    rows: Sequence[str] | None = None,
+    lengths: Sequence[int] | None = None,
+) -> Heatmap:
+    """A panel of the mean accuracy over `tasks` for the system ids `rows` (default: those with
+    a record of these tasks) at `lengths` (default: the lengths of these tasks' records)."""
+    mine = [key for key in found if key[1] in tasks]
+    if rows is None:
+        rows = [sid for sid in specs if any(key[2] == sid for key in mine)]
+    if lengths is None:
+        lengths = sorted({key[3] for key in mine})
+    values, partial = [], []
+    for sid in rows:
+        cells = [_mean_over_tasks(found, sid, tasks, length) for length in lengths]
+        values.append([value for value, _ in cells])
+        partial.append([flag for _, flag in cells])
+    return Heatmap(title, [specs[sid]["display"] for sid in rows], list(lengths), values, partial)
+
+
+def _panel_rows(
+    found: Mapping[Key, Mapping[str, Any]], specs: Mapping[str, Any], tasks: set[str]
+) -> list[str]:
+    """System ids (config order) with a record of any of `tasks`: the heatmap's rows."""
+    return [sid for sid in specs if any(k[2] == sid and k[1] in tasks for k in found)]
+
+
+def plot_niah_heatmaps(
+    records: Iterable[Mapping[str, Any]],
+    systems: Systems,
+    out_prefix: str | Path,
+    title: str,
+    *,
+    tasks: Sequence[str] = NIAH_TASKS,
+    length_labels: Mapping[int, str] | None = None,
+    claims: Sequence[Mapping[str, Any]] = (),
+) -> list[Path]:
+    """Figure 5: one heatmap per NIAH task (rows = systems, columns = lengths, cell = accuracy),
+    missing cells grey; `claims` (paper.niah.claims) are checked and printed below."""
+    specs, found = ruler_records(records, systems)
+    rows = _panel_rows(found, specs, set(tasks))
+    if not rows:
+        raise ValueError(f"no RULER metrics for {', '.join(tasks)}: nothing to plot")
+    lengths = sorted({key[3] for key in found if key[1] in tasks})
+    panels = [heatmap(found, specs, (task,), task, rows, lengths) for task in tasks]
+    checks = _check_claims(found, specs, claims, niah_tasks=tasks)
+    return _plot_heatmaps(panels, out_prefix, title, length_labels, claim_lines(checks))
+
+
+def plot_ood_heatmaps(
+    records: Iterable[Mapping[str, Any]],
+    systems: Systems,
+    out_prefix: str | Path,
+    title: str,
+    *,
+    average_tasks: Sequence[str] | None = None,
+    qa_task: str = "qa_1",
+    length_labels: Mapping[int, str] | None = None,
+    claims: Sequence[Mapping[str, Any]] = (),
+) -> list[Path]:
+    """The OOD figure: (a) the mean over `average_tasks` (default: every RULER task present but
+    qa_1/qa_2; the paper's 10 = 8 NIAH + vt + fwe), (b) `qa_task` (SQuAD). A mean lacking some
+    of its tasks is marked '*'; missing cells are grey. `claims` (paper.ood.claims) are checked
+    and printed below."""
+    specs, found = ruler_records(records, systems)
+    average = _average_tasks(found, average_tasks)
+    rows = _panel_rows(found, specs, {*average, qa_task})
+    if not rows:
+        raise ValueError(f"no RULER metrics for {', '.join([*average, qa_task])}: nothing to plot")
+    lengths = sorted({key[3] for key in found if key[1] in {*average, qa_task}})
+    panels = [
+        heatmap(found, specs, average, f"(a) mean of {len(average)} RULER tasks", rows, lengths),
+        heatmap(found, specs, (qa_task,), f"(b) {qa_task} (SQuAD)", rows, lengths),
+    ]
+    checks = _check_claims(found, specs, claims, average_tasks=average)
+    return _plot_heatmaps(panels, out_prefix, title, length_labels, claim_lines(checks))
+
+
+def _average_tasks(
+    found: Mapping[Key, Mapping[str, Any]], tasks: Sequence[str] | None
+) -> tuple[str, ...]:
+    if tasks is not None:
+        return tuple(tasks)
+    present = {key[1] for key in found} - set(RULER_QA_TASKS)
+    order = {task: i for i, task in enumerate(RULER_TASK_ORDER)}
+    return tuple(sorted(present, key=lambda task: (order.get(task, len(order)), task)))
+
+
+def _plot_heatmaps(
+    panels: Sequence[Heatmap],
+    out_prefix: str | Path,
+    title: str,
+    length_labels: Mapping[int, str] | None,
+    footer: Sequence[str],
+) -> list[Path]:
+    labels = {int(k): str(v) for k, v in (length_labels or {}).items()}
+    n_rows = len(panels[0].rows)
+    n_cols = len(panels[0].lengths)
+    width = 2.5 + len(panels) * (0.8 + 0.55 * n_cols)
+    height = 1.6 + 0.35 * n_rows + 0.16 * len(footer)
+    fig = Figure(figsize=(width, height), layout="constrained")
+    FigureCanvasAgg(fig)
+    axes = fig.subplots(1, len(panels), sharey=True, squeeze=False)[0]
+    cmap = colormaps["RdYlGn"].with_extremes(bad=MISSING_COLOUR)
+    image = None
+    for ax, panel in zip(axes, panels, strict=True):
+        grid = np.ma.masked_invalid(
+            np.array([[np.nan if v is None else v for v in row] for row in panel.values], float)
+        )
+        image = ax.imshow(grid, cmap=cmap, vmin=0, vmax=100, aspect="auto")
+        for i, row in enumerate(panel.values):
+            for j, value in enumerate(row):
+                if value is None:
+                    continue
+                mark = "*" if panel.partial[i][j] else ""
+                ax.text(
+                    j,
+                    i,
+                    f"{value:.1f}{mark}" if n_cols <= 8 else f"{value:.0f}{mark}",
+                    ha="center",
+                    va="center",
+                    fontsize="x-small",
+                    color="white" if value < 20 or value > 85 else "black",
+                )
+        ax.set_xticks(
+            range(n_cols), [labels.get(n, token_label(n)) for n in panel.lengths], fontsize="small"
+        )
+        ax.set_yticks(range(n_rows), panel.rows, fontsize="small")
+        ax.set_title(panel.title, fontsize="medium")
+        ax.set_xlabel("Context length (tokens)")
+    fig.suptitle(title)
+    if image is not None:
+        fig.colorbar(image, ax=list(axes), shrink=0.9, label="Accuracy (%)")
+    notes = ["Grey: not run. * mean over fewer tasks than the panel's.", *footer]
+    fig.supxlabel("\n".join(notes), x=0.0, ha="left", fontsize="x-small")
+    return _save(fig, out_prefix)
+
+
+# --- the paper's claims about its heatmaps ------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ClaimCheck:
+    """One paper claim against one of our systems (or alone, when it has no number)."""
+
+    claim_id: str
+    text: str
+    system: str | None  # display name
+    value: float | None  # our statistic
+    holds: bool | None  # None: not checkable (no number, or lengths not run)
+    detail: str
+
+
+_OPS = {">": lambda a, b: a > b, ">=": lambda a, b: a >= b, "<": lambda a, b: a < b}
+
+
+def check_claims(
+    records: Iterable[Mapping[str, Any]],
+    systems: Systems,
+    claims: Sequence[Mapping[str, Any]],
+    *,
+    average_tasks: Sequence[str] = (),
+    niah_tasks: Sequence[str] = NIAH_TASKS,
+) -> list[ClaimCheck]:
+    """Check the paper's claims on our RULER metrics records (see `_check_claims`)."""
+    specs, found = ruler_records(records, systems)
+    return _check_claims(found, specs, claims, average_tasks=average_tasks, niah_tasks=niah_tasks)
+
+
+def _check_claims(
+    found: Mapping[Key, Mapping[str, Any]],
+    specs: Mapping[str, Mapping[str, Any]],
+    claims: Sequence[Mapping[str, Any]],
+    *,
+    average_tasks: Sequence[str] = (),
+    niah_tasks: Sequence[str] = NIAH_TASKS,
+) -> list[ClaimCheck]:
+    """Check each claim (config/paper/memagent.yaml `niah.claims`, `ood.claims`) on every system
+    whose paper_row is among the claim's `rows`: the per-length mean over the claim's `panel`
+    ("average" = `average_tasks`, "niah_mean" = `niah_tasks`, else one task), then `statistic`
+    ("min" over the lengths in range, "drop" = first minus last) compared by `op` to `value`."""
+    checks = []
+    for claim in claims:
+        claim_id, text = str(claim["id"]), " ".join(str(claim["text"]).split())
+        if "statistic" not in claim:
+            checks.append(ClaimCheck(claim_id, text, None, None, None, "no number to check"))
+            continue
+        panel = claim["panel"]
+        tasks = {"average": tuple(average_tasks), "niah_mean": tuple(niah_tasks)}.get(
+            panel, (panel,)
+        )
+        matched = [sid for sid, spec in specs.items() if spec.get("paper_row") in claim["rows"]]
+        for sid in matched:
+            checks.append(_check_one(claim, claim_id, text, found, sid, specs[sid], tasks))
+        if not matched:
+            checks.append(ClaimCheck(claim_id, text, None, None, None, "no system of its rows"))
+    return checks
+
+
+def _check_one(
+    claim: Mapping[str, Any],
+    claim_id: str,
+    text: str,
+    found: Mapping[Key, Mapping[str, Any]],
+    sid: str,
+    spec: Mapping[str, Any],
+    tasks: Sequence[str],
+) -> ClaimCheck:
+    low, high = (int(n) for n in claim["lengths"])
+    lengths = sorted({k[3] for k in found if k[2] == sid and k[1] in tasks and low <= k[3] <= high})
+    means = {n: _mean_over_tasks(found, sid, tasks, n) for n in lengths}
+    complete = {
+        n: value for n, (value, partial) in means.items() if value is not None and not partial
+    }
+    span = f"{token_label(low)}–{token_label(high)}" if low != high else token_label(low)
+    if not lengths or lengths[0] != low or lengths[-1] != high or len(complete) < len(lengths):
+        return ClaimCheck(
+            claim_id,
+            text,
+            spec["display"],
+            None,
+            None,
+            f"not all of {span} run on {len(tasks)} task(s)",
+        )
+    statistic = claim["statistic"]
+    if statistic == "min":
+        value = min(complete.values())
+    elif statistic == "drop":
+        value = complete[low] - complete[high]
+    else:
+        raise ValueError(f"claim {claim_id!r}: unknown statistic {statistic!r} (min, drop)")
+    if claim["op"] not in _OPS:
+        raise ValueError(f"claim {claim_id!r}: unknown op {claim['op']!r} ({', '.join(_OPS)})")
+    holds = _OPS[claim["op"]](value, float(claim["value"]))
+    detail = (
+        f"{statistic} over {span} = {value:.1f} (claim: {claim['op']} {float(claim['value']):g})"
+    )
+    return ClaimCheck(claim_id, text, spec["display"], value, holds, detail)
+
+
+def claim_lines(checks: Sequence[ClaimCheck], width: int = 150) -> list[str]:
+    """Footer lines: each claim once, then our check per system."""
+    lines: list[str] = []
+    seen: set[str] = set()
+    verdicts = {True: "holds", False: "does NOT hold", None: "not checked"}
+    for check in checks:
+        if check.claim_id not in seen:
+            seen.add(check.claim_id)
+            lines += textwrap.wrap(f'Paper claim (no numbers printed): "{check.text}"', width)
+        if check.system is not None:
+            lines.append(f"    ours, {check.system}: {check.detail} -> {verdicts[check.holds]}")
+    return lines
 
 
 TRAIN_METRICS_FILE = "train_metrics.jsonl"  # what a trainer writes into its output directory
@@ -253,3 +588,58 @@ def _save(fig: Figure, out_prefix: str | Path) -> list[Path]:
             fig.savefig(tmp, format=ext, dpi=200, metadata=_METADATA[ext])
         written.append(path)
     return written
+
+
+# --- one entry point for the CLI -----------------------------------------------------------------
+
+PAPER_FIGURES = {
+    "figure1": "RULER-HQA accuracy against context length",
+    "figure5": "NIAH (niah_single_1/2/3) accuracy",
+    "figure_ood": "RULER out-of-distribution tasks",
+}
+
+
+def plot_paper_figure(
+    name: str,
+    records: Iterable[Mapping[str, Any]],
+    systems: Systems,
+    paper: Mapping[str, Any],
+    out_prefix: str | Path,
+    title: str,
+    *,
+    length_labels: Mapping[int, str] | None = None,
+    ruler_length_labels: Mapping[int, str] | None = None,
+) -> list[Path]:
+    """Plot `name` (a PAPER_FIGURES key) from metrics records and the whole paper file.
+
+    figure1: Table 1's cells against length (`length_labels` override the paper's n_docs
+    labels); figure5: the NIAH heatmaps; ood: the RULER average over the tasks present but
+    qa_1/qa_2, and qa_1. The heatmaps take `ruler_length_labels` and print the paper's claims.
+    """
+    records = list(records)
+    if name == "figure1":
+        table = build_paper_table("table1", records, systems, paper, length_labels)
+        return plot_accuracy_vs_length(table, out_prefix, title)
+    if name == "figure5":
+        niah = paper["niah"]
+        return plot_niah_heatmaps(
+            records,
+            systems,
+            out_prefix,
+            title,
+            tasks=tuple(niah["tasks"]),
+            length_labels=ruler_length_labels,
+            claims=niah["claims"],
+        )
+    if name == "figure_ood":
+        ood = paper["ood"]
+        return plot_ood_heatmaps(
+            records,
+            systems,
+            out_prefix,
+            title,
+            qa_task=ood["qa_task"],
+            length_labels=ruler_length_labels,
+            claims=ood["claims"],
+        )
+    raise ValueError(f"unknown figure {name!r}; expected one of {', '.join(PAPER_FIGURES)}")

@@ -1,16 +1,29 @@
-"""Table 1: RULER-HQA accuracy per system and context length, ours beside the paper's.
+"""The paper's tables rebuilt from our metrics files, each cell beside the published number.
 
-Each cell holds our accuracy (failed requests counted as wrong), the published number for the
-system's `paper_row` (None where the paper has none) and the difference. Written as tidy CSV,
-Markdown and LaTeX (booktabs). The paper's official evaluation dropped failed requests from the
-denominator instead; when any of our cells had failures, a footnote gives both numbers.
+Every builder returns a DataFrame (rows = systems in config order, by display name) whose values
+are `Cell`s: our score (failed requests count as wrong), the paper's number for the system's
+paper row (None where the paper has none) and the difference. `write_table` writes any of them as
+tidy CSV, Markdown and LaTeX (booktabs), with the table's notes as footnotes.
+
+- Table 1 (`build_table1`): RULER-HQA accuracy per number of documents.
+- Table 2 (`build_longbench_sum_table`): LongBench-SUM ROUGE-1/2/L recall and their mean.
+- Table 3 (`build_longbench_qa_table`): LongBench-QA (the paper's per-item binary score, our
+  `accuracy` = sub_em), with LongBench's own qa_f1 beside each cell.
+- Table 10 (`build_rag_ruler_hqa_table`): RAG over whole documents vs MemAgent on RULER-HQA.
+- Table 11 (`build_rag_longbench_table`): RAG over fixed-size chunks vs MemAgent on LongBench-QA.
+- NIAH (`build_niah_table`): mean of niah_single_1/2/3 per length, against Table 8's MemAgent rows.
+
+AVG columns are the mean of the columns present. A partial mean is marked and its paper value is
+the paper's mean over the same columns; the paper's own AVG is recomputed from its columns the
+same way, and a note names every printed AVG that disagrees (Table 11 divides by 6, not 5).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -19,25 +32,74 @@ import pandas as pd
 from memrl.data.io import atomic_path, read_json, write_text_atomic
 
 BENCHMARK = "ruler_hqa"
+RULER_HQA_TASK = "hqa"
 DASH = "—"
 FAILED_MARK = "†"
+PARTIAL_MARK = "*"
+AVG = "avg"
+
+LONGBENCH_QA = ("2wikimqa", "hotpotqa", "musique", "narrativeqa", "qasper")
+LONGBENCH_SUM = ("gov_report", "qmsum")
+NIAH_TASKS = ("niah_single_1", "niah_single_2", "niah_single_3")
+# The paper's column headers (Tables 2, 3, 9, 11).
+TASK_LABELS = {
+    "2wikimqa": "2Wiki",
+    "hotpotqa": "HQA",
+    "musique": "MuSiQue",
+    "narrativeqa": "NQA",
+    "qasper": "Qasper",
+    "gov_report": "GovReport",
+    "qmsum": "QMSum",
+}
+# Table 2: (paper key, metrics-file field, header)
+ROUGE_RECALLS = (
+    ("rouge_1", "rouge_1_recall", "R-1"),
+    ("rouge_2", "rouge_2_recall", "R-2"),
+    ("rouge_l", "rouge_l_recall", "R-L"),
+)
+QA_F1 = ("F1", "qa_f1")  # shown beside Table 3/11 cells: (label, metrics-file field)
+
+Key = tuple[str, str, str, int]  # a metrics record's (benchmark, task, system, length)
+# The report settings' list of system dicts {"id", "display", "paper_row", "kind", ...}, or a
+# mapping id -> spec (Table 1's historical form).
+Systems = Sequence[Mapping[str, Any]] | Mapping[str, Mapping[str, Any]]
+
+# Concrete RAG system ids, fixed by the config expansion: <base>.<retriever>-k<K>-<unit>.
+RAG_ID = re.compile(r"(?P<base>.+)\.(?P<retriever>bm25|dense)-k(?P<top_k>\d+)-(?P<unit>doc|c\d+)")
+RETRIEVER_NOTE = (
+    "The paper's RAG used OpenAI text-embedding-3-large (dense); ours uses BM25 or "
+    "all-MiniLM-L6-v2 (dense), so a RAG delta compares different retrievers."
+)
 
 _NUMBER = (int, float)
 # key -> accepted types; bool is rejected separately (it is an int subclass).
 _METRIC_FIELDS: dict[str, tuple[type, ...]] = {
     "benchmark": (str,),
+    "task": (str,),
     "system": (str,),
-    "n_docs": (int,),
-    "mean_tokens": _NUMBER,
+    "length": (int,),
     "n_items": (int,),
     "n_failed": (int,),
     "accuracy": _NUMBER,
     "accuracy_official": (*_NUMBER, type(None)),
+    "mean_tokens": (*_NUMBER, type(None)),
 }
+# Percentages checked when present (the builders read them).
+_SCORE_FIELDS = (
+    "sub_em",
+    "em",
+    "f1",
+    "qa_f1",
+    "string_match",
+    "rouge_1_recall",
+    "rouge_2_recall",
+    "rouge_l_recall",
+    "rouge_l_f",
+)
 CSV_COLUMNS = [
     "system",
-    "n_docs",
-    "length",
+    "column",  # renamed to the table's column name (n_docs, length, ...)
+    "label",
     "ours",
     "paper",
     "delta",
@@ -52,7 +114,8 @@ CSV_COLUMNS = [
 
 @dataclass(frozen=True)
 class Cell:
-    """One (system, length) entry of Table 1; percentages."""
+    """One (system, column) entry; percentages. `mark` flags a partial average, `extras` are
+    scores shown beside ours (e.g. {"F1": 61.2})."""
 
     ours: float | None
     paper: float | None
@@ -61,6 +124,8 @@ class Cell:
     n_failed: int = 0
     accuracy_official: float | None = None
     mean_tokens: float | None = None
+    mark: str = ""
+    extras: Mapping[str, float | None] = field(default_factory=dict)
 
 
 # --- loading ---------------------------------------------------------------------------------
@@ -72,26 +137,32 @@ def _check_metrics(data: Any, path: Path) -> dict[str, Any]:
     for key, types in _METRIC_FIELDS.items():
         if key not in data:
             raise ValueError(f"{path}: missing key {key!r}")
-        value = data[key]
-        if isinstance(value, bool) or not isinstance(value, types):
-            raise ValueError(f"{path}: key {key!r} has invalid value {value!r}")
-        if isinstance(value, float) and not math.isfinite(value):
-            raise ValueError(f"{path}: key {key!r} is not finite: {value!r}")
-    if data["n_docs"] <= 0 or data["mean_tokens"] <= 0:
-        raise ValueError(f"{path}: n_docs and mean_tokens must be positive")
+        _check_type(path, key, data[key], types)
+    for key in _SCORE_FIELDS:
+        if key in data:
+            _check_type(path, key, data[key], _NUMBER)
+    if data["length"] < 0 or (data["benchmark"] != "longbench" and data["length"] == 0):
+        raise ValueError(f"{path}: length={data['length']} (0 only for LongBench)")
+    if data["mean_tokens"] is not None and data["mean_tokens"] <= 0:
+        raise ValueError(f"{path}: mean_tokens must be positive, got {data['mean_tokens']}")
     if not 0 <= data["n_failed"] <= data["n_items"]:
         raise ValueError(f"{path}: n_failed={data['n_failed']} not within 0..n_items")
-    for key in ("accuracy", "accuracy_official"):
-        if data[key] is not None and not 0 <= data[key] <= 100:
+    for key in ("accuracy", "accuracy_official", *_SCORE_FIELDS):
+        if data.get(key) is not None and not 0 <= data[key] <= 100:
             raise ValueError(f"{path}: {key}={data[key]} is not a percentage")
     return data
 
 
-def load_metrics(paths: Iterable[str | Path]) -> list[dict[str, Any]]:
-    """Read metrics JSON files (one per system x length); each record gains `path`.
+def _check_type(path: Path, key: str, value: Any, types: tuple[type, ...]) -> None:
+    if isinstance(value, bool) or not isinstance(value, types):
+        raise ValueError(f"{path}: key {key!r} has invalid value {value!r}")
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ValueError(f"{path}: key {key!r} is not finite: {value!r}")
 
-    Raises an error naming the file when it is missing, not JSON, or lacks a field.
-    """
+
+def load_metrics(paths: Iterable[str | Path]) -> list[dict[str, Any]]:
+    """Read metrics JSON files (one per benchmark x task x system x length); each record gains
+    `path`. Raises an error naming the file when it is missing, not JSON, or lacks a field."""
     records = []
     for raw in paths:
         path = Path(raw)
@@ -99,19 +170,113 @@ def load_metrics(paths: Iterable[str | Path]) -> list[dict[str, Any]]:
     return records
 
 
+# --- systems ---------------------------------------------------------------------------------
+
+
+def system_specs(
+    systems: Systems,
+) -> dict[str, dict[str, Any]]:
+    """{system id: spec} from the report settings' list of {"id", "display", ...} or a mapping.
+
+    Display names must be unique: they are the tables' row labels.
+    """
+    if isinstance(systems, Mapping):
+        specs = {str(sid): dict(spec) for sid, spec in systems.items()}
+    else:
+        specs = {}
+        for i, spec in enumerate(systems):
+            if "id" not in spec:
+                raise ValueError(f"systems[{i}]: missing 'id' ({dict(spec)})")
+            specs[spec["id"]] = dict(spec)
+    for sid, spec in specs.items():
+        if "display" not in spec:
+            raise ValueError(f"system {sid!r}: missing 'display'")
+    displays = [spec["display"] for spec in specs.values()]
+    if len(set(displays)) != len(displays):
+        raise ValueError(f"system display names must be unique: {displays}")
+    return specs
+
+
+def system_kind(system_id: str, spec: Mapping[str, Any]) -> str:
+    """The spec's `kind`; without one, "rag" for a RAG id (`<base>.<retriever>-k<K>-<unit>`),
+    else "memagent" (Table 1's settings named no kind)."""
+    if spec.get("kind"):
+        return str(spec["kind"])
+    return "rag" if RAG_ID.fullmatch(system_id) else "memagent"
+
+
+def rag_setting(system_id: str, spec: Mapping[str, Any]) -> tuple[int, str]:
+    """(top_k, unit) of a RAG system, from its spec or else its id."""
+    match = RAG_ID.fullmatch(system_id)
+    top_k = spec.get("top_k", int(match["top_k"]) if match else None)
+    unit = spec.get("unit", match["unit"] if match else None)
+    if top_k is None or unit is None:
+        raise ValueError(f"RAG system {system_id!r}: no top_k/unit in its settings or its id")
+    return int(top_k), str(unit)
+
+
+def rag_paper_row(model: str, top_k: int, unit: str) -> str:
+    """The paper's row name of a RAG setting: Table 10 "RAG + Qwen2.5-14B K=4" (unit "doc"),
+    Table 11 "Qwen2.5-14B + RAG C=1024 K=4" (unit "c1024")."""
+    if unit == "doc":
+        return f"RAG + {model} K={top_k}"
+    chunk = re.fullmatch(r"c(\d+)", unit)
+    if chunk is None:
+        raise ValueError(f"RAG unit must be 'doc' or 'c<tokens>', got {unit!r}")
+    return f"{model} + RAG C={chunk[1]} K={top_k}"
+
+
+def rag_model(paper_row: str) -> str:
+    """The base model of a RAG group name: "RAG + Qwen2.5-14B" (Table 10's header) and
+    "Qwen2.5-14B + RAG" (Table 11's) -> "Qwen2.5-14B"; a bare model name is returned as is."""
+    return re.sub(r"^RAG \+ |\s\+ RAG$", "", paper_row.strip())
+
+
+def _is_rag_unit(system_id: str, spec: Mapping[str, Any], doc: bool) -> bool:
+    """A RAG system over whole documents (doc=True, Table 10) or over chunks (Table 11)."""
+    if system_kind(system_id, spec) != "rag":
+        return False
+    return (rag_setting(system_id, spec)[1] == "doc") == doc
+
+
 # --- building --------------------------------------------------------------------------------
 
 
-def _normalise_paper(paper: Mapping[str, Mapping[Any, Any]]) -> dict[str, dict[int, float | None]]:
-    return {row: {int(n): value for n, value in cells.items()} for row, cells in paper.items()}
+@dataclass(frozen=True)
+class _Column:
+    """A column read from one metrics field of one (benchmark, task, length) per system."""
+
+    key: Any
+    label: str
+    benchmark: str
+    task: str
+    length: int
+    metric: str
+    paper: tuple[Any, ...] | None  # path of the paper's value in a paper row (None: not printed)
+    extras: tuple[tuple[str, str], ...] = ()  # (label, metrics field) shown beside ours
+    hidden: bool = False  # only feeds an average (the NIAH table's per-task scores)
 
 
-def _index_metrics(
-    metrics: Iterable[Mapping[str, Any]], systems: Mapping[str, Any], benchmark: str
-) -> dict[tuple[str, int], Mapping[str, Any]]:
-    found: dict[tuple[str, int], Mapping[str, Any]] = {}
+@dataclass(frozen=True)
+class _Average:
+    """The mean of other columns of the same row; `paper` = path of the printed average."""
+
+    key: Any
+    label: str
+    of: tuple[Any, ...]
+    paper: tuple[Any, ...] | None
+
+
+def index_metrics(
+    metrics: Iterable[Mapping[str, Any]],
+    systems: Mapping[str, Any],
+    in_scope: Callable[[Mapping[str, Any]], bool],
+) -> dict[Key, Mapping[str, Any]]:
+    """Records in scope by (benchmark, task, system, length); an unconfigured system or two
+    records of one key are errors naming the file."""
+    found: dict[Key, Mapping[str, Any]] = {}
     for record in metrics:
-        if record["benchmark"] != benchmark:
+        if not in_scope(record):
             continue
         where = record.get("path", f"metrics of {record['system']!r}")
         if record["system"] not in systems:
@@ -119,7 +284,7 @@ def _index_metrics(
                 f"{where}: system {record['system']!r} is not configured "
                 f"(configured: {', '.join(systems)})"
             )
-        key = (record["system"], int(record["n_docs"]))
+        key = (record["benchmark"], record["task"], record["system"], int(record["length"]))
         if key in found:
             other = found[key].get("path", "another record")
             raise ValueError(f"{where}: duplicate metrics for {key} (also in {other})")
@@ -127,66 +292,638 @@ def _index_metrics(
     return found
 
 
-def _cell(record: Mapping[str, Any] | None, paper_value: float | None) -> Cell:
+def _lookup(cells: Any, path: Sequence[Any]) -> float | None:
+    """A paper value by path (None where the paper has none); YAML may key a number as int
+    or str."""
+    for key in path:
+        if not isinstance(cells, Mapping):
+            return None
+        for candidate in (key, str(key), int(key) if str(key).isdigit() else None):
+            if candidate is not None and candidate in cells:
+                cells = cells[candidate]
+                break
+        else:
+            return None
+    if isinstance(cells, bool) or not isinstance(cells, int | float):
+        return None
+    return float(cells)
+
+
+def _resolve_paper_rows(
+    selected: Mapping[str, Mapping[str, Any]],
+    paper_rows: Mapping[str, Any],
+    table: str,
+    strict: bool,
+) -> tuple[dict[str, str | None], list[str]]:
+    """Each system's row of this table, and notes. A RAG system's `paper_row` may name a whole
+    row, or only the paper's RAG group ("RAG + Qwen2.5-14B", "Qwen2.5-14B + RAG" or
+    "Qwen2.5-14B"): its row is then derived from its K (and C), and a setting the paper did not
+    run gets no row (noted). Other unknown rows are errors when `strict`."""
+    rows: dict[str, str | None] = {}
+    notes = []
+    for sid, spec in selected.items():
+        row = spec.get("paper_row")
+        if row is None or row in paper_rows:
+            rows[sid] = row
+            continue
+        if system_kind(sid, spec) == "rag":
+            model, (top_k, unit) = rag_model(row), rag_setting(sid, spec)
+            derived = rag_paper_row(model, top_k, unit)
+            group = f"RAG + {model} " if unit == "doc" else f"{model} + RAG "
+            if derived in paper_rows:
+                rows[sid] = derived
+                continue
+            if any(str(name).startswith(group) for name in paper_rows):
+                rows[sid] = None
+                notes.append(f"{spec['display']}: the paper did not run {derived!r}.")
+                continue
+        if strict:
+            raise ValueError(
+                f"system {sid!r}: paper_row {row!r} is not in the paper's {table} "
+                f"(rows: {', '.join(map(str, paper_rows))})"
+            )
+        rows[sid] = None
+    return rows, notes
+
+
+def _mean(values: Sequence[float]) -> float | None:
+    return sum(values) / len(values) if values else None
+
+
+def _column_cell(
+    column: _Column, record: Mapping[str, Any] | None, paper: float | None, table: str
+) -> Cell:
     if record is None:
-        return Cell(ours=None, paper=paper_value, delta=None)
-    ours = float(record["accuracy"])
+        return Cell(ours=None, paper=paper, delta=None)
+    if column.metric not in record:
+        raise ValueError(f"{record.get('path', record['system'])}: no {column.metric!r} ({table})")
+    ours = float(record[column.metric])
+    extras = {label: record.get(key) for label, key in column.extras}
     return Cell(
         ours=ours,
-        paper=paper_value,
-        delta=None if paper_value is None else ours - float(paper_value),
+        paper=paper,
+        delta=None if paper is None else ours - paper,
         n_items=int(record["n_items"]),
         n_failed=int(record["n_failed"]),
-        accuracy_official=record["accuracy_official"],
-        mean_tokens=float(record["mean_tokens"]),
+        accuracy_official=record["accuracy_official"] if column.metric == "accuracy" else None,
+        mean_tokens=None if record["mean_tokens"] is None else float(record["mean_tokens"]),
+        extras=extras,
     )
+
+
+def _average_cell(
+    average: _Average,
+    parts: Mapping[Any, Cell],
+    printed: float | None,
+    labels: Mapping[Any, str],
+) -> tuple[Cell, str | None]:
+    """The mean of the parts present, with the paper's mean over the same parts (or the printed
+    average when the paper prints no parts and ours covers all of them), and a partial-mean note."""
+    present = {key: parts[key].ours for key in average.of if parts[key].ours is not None}
+    covered = list(present) or list(average.of)
+    paper_parts = [parts[key].paper for key in covered]
+    if all(value is not None for value in paper_parts):
+        paper = _mean([float(v) for v in paper_parts if v is not None])
+    elif len(covered) == len(average.of):
+        paper = printed
+    else:
+        paper = None
+    if not present:
+        return Cell(ours=None, paper=paper, delta=None), None
+    ours = sum(float(v) for v in present.values() if v is not None) / len(present)
+    extra_labels = dict.fromkeys(label for key in present for label in parts[key].extras)
+    extras = {
+        label: _mean([v for key in present if (v := parts[key].extras.get(label)) is not None])
+        for label in extra_labels
+    }
+    partial = len(present) < len(average.of)
+    cell = Cell(
+        ours=ours,
+        paper=paper,
+        delta=None if paper is None else ours - paper,
+        n_items=sum(parts[key].n_items for key in present),
+        n_failed=sum(parts[key].n_failed for key in present),
+        mark=PARTIAL_MARK if partial else "",
+        extras=extras,
+    )
+    note = None
+    if partial:
+        missing = ", ".join(labels[key] for key in average.of if key not in present)
+        note = (
+            f"{average.label} over {len(present)} of {len(average.of)} columns "
+            f"(missing: {missing}); its paper value is the paper's mean over the same columns"
+        )
+    return cell, note
+
+
+def _assemble(
+    found: Mapping[Key, Mapping[str, Any]],
+    selected: Mapping[str, Mapping[str, Any]],
+    rows: Mapping[str, str | None],
+    paper_rows: Mapping[str, Any],
+    columns: Sequence[_Column],
+    averages: Sequence[_Average],
+    *,
+    column_name: str,
+    table: str,
+    notes: Sequence[str] = (),
+) -> pd.DataFrame:
+    """Cells of every selected system x column (+ averages), notes in `attrs`."""
+    by_key = {column.key: column for column in columns}
+    labels = {c.key: c.label for c in columns} | {a.key: a.label for a in averages}
+    shown = [c.key for c in columns if not c.hidden] + [a.key for a in averages]
+    order = _display_order(columns, averages)
+    data: dict[Any, list[Cell]] = {key: [] for key in order if key in shown}
+    partial_notes: list[str] = []
+    failure_notes: list[str] = []
+    paper_notes: list[str] = []
+    for sid, spec in selected.items():
+        row = rows[sid]
+        paper_cells = paper_rows.get(row) if row is not None else None
+        cells: dict[Any, Cell] = {}
+        noted: set[int] = set()
+        for column in columns:
+            record = found.get((column.benchmark, column.task, sid, column.length))
+            paper = _lookup(paper_cells, column.paper) if column.paper is not None else None
+            cells[column.key] = _column_cell(column, record, paper, table)
+            if record is not None and record["n_failed"] and id(record) not in noted:
+                noted.add(id(record))
+                failure_notes.append(_failure_note(spec["display"], column, record))
+        for average in averages:
+            printed = _lookup(paper_cells, average.paper) if average.paper is not None else None
+            parts = {key: cells[key] for key in average.of}
+            cells[average.key], note = _average_cell(average, parts, printed, labels)
+            if note:
+                partial_notes.append(f"{spec['display']}: {note}.")
+            if row is not None and paper_cells is not None:
+                paper_note = _printed_average_note_for(row, average, paper_cells, by_key)
+                if paper_note and paper_note not in paper_notes:
+                    paper_notes.append(paper_note)
+        for key in data:
+            data[key].append(cells[key])
+    displays = [spec["display"] for spec in selected.values()]
+    frame = pd.DataFrame(
+        data, index=pd.Index(displays, name="system"), columns=list(data), dtype=object
+    )
+    frame.columns.name = column_name
+    frame.attrs = {
+        "column_labels": {key: labels[key] for key in data},
+        "system_ids": {spec["display"]: sid for sid, spec in selected.items()},
+        "paper_rows": {selected[sid]["display"]: row for sid, row in rows.items()},
+        "notes": [*notes, *paper_notes],
+        "partial_notes": partial_notes,
+        "failure_notes": failure_notes,
+    }
+    return frame
+
+
+def _display_order(columns: Sequence[_Column], averages: Sequence[_Average]) -> list[Any]:
+    """Columns in order, each average right after the last column it averages."""
+    order: list[Any] = []
+    pending = list(averages)
+    for column in columns:
+        order.append(column.key)
+        for average in list(pending):
+            if average.of and average.of[-1] == column.key:
+                order.append(average.key)
+                pending.remove(average)
+    return order + [a.key for a in pending]
+
+
+def _printed_average_note_for(
+    row: str, average: _Average, paper_cells: Any, by_key: Mapping[Any, _Column]
+) -> str | None:
+    """A note when the paper's printed average is not the mean of its printed columns."""
+    if average.paper is None:
+        return None
+    printed = _lookup(paper_cells, average.paper)
+    parts = [_lookup(paper_cells, by_key[key].paper or ()) for key in average.of]
+    if printed is None or not parts or any(v is None for v in parts):
+        return None
+    recomputed = sum(float(v) for v in parts if v is not None) / len(parts)
+    if abs(recomputed - printed) <= 0.051:  # printed to 1 or 2 decimals
+        return None
+    return (
+        f"Paper row {row!r}: {average.label} is printed as {printed:.2f}, but the mean of its "
+        f"{len(parts)} columns is {recomputed:.2f}; the paper column shows the mean."
+    )
+
+
+def _failure_note(display: str, column: _Column, record: Mapping[str, Any]) -> str:
+    official = record["accuracy_official"]
+    official_text = DASH if official is None else f"{official:.2f}"
+    where = column.label if column.benchmark != "longbench" else TASK_LABELS.get(column.task)
+    return (
+        f"{display} @ {where or column.task}: {record['n_failed']}/{record['n_items']} "
+        f"requests failed; accuracy {record['accuracy']:.2f} (failed = wrong, shown) vs "
+        f"{official_text} (failed dropped, as the official eval does)"
+    )
+
+
+def _select(
+    metrics: Iterable[Mapping[str, Any]],
+    systems: Systems,
+    include: Callable[[str, Mapping[str, Any]], bool],
+    in_scope: Callable[[Mapping[str, Any]], bool],
+) -> tuple[dict[str, dict[str, Any]], dict[Key, Mapping[str, Any]]]:
+    """The systems this table shows, and their records in scope (other systems' records in
+    scope belong to other tables and are dropped; unconfigured systems are errors)."""
+    specs = system_specs(systems)
+    selected = {sid: spec for sid, spec in specs.items() if include(sid, spec)}
+    found = index_metrics(metrics, specs, in_scope)
+    return selected, {key: rec for key, rec in found.items() if key[2] in selected}
+
+
+def _length_columns(
+    found: Mapping[Key, Mapping[str, Any]],
+    benchmark: str,
+    task: str,
+    labels: Callable[[int, list[float]], str],
+) -> list[_Column]:
+    lengths = sorted({key[3] for key in found if key[0] == benchmark and key[1] == task})
+    columns = []
+    for length in lengths:
+        tokens = [
+            float(rec["mean_tokens"])
+            for key, rec in found.items()
+            if key[3] == length and key[1] == task and rec["mean_tokens"] is not None
+        ]
+        columns.append(
+            _Column(length, labels(length, tokens), benchmark, task, length, "accuracy", (length,))
+        )
+    return columns
+
+
+def _hqa_label(length_labels: Mapping[int, str]) -> Callable[[int, list[float]], str]:
+    """The paper's label for a document count, else our measured mean length, else 'N docs'."""
+    named = {int(n): str(label) for n, label in length_labels.items()}
+
+    def label(n_docs: int, tokens: list[float]) -> str:
+        if n_docs in named:
+            return named[n_docs]
+        return format_tokens(sum(tokens) / len(tokens)) if tokens else f"{n_docs} docs"
+
+    return label
+
+
+def _ruler_hqa_length_table(
+    metrics: Iterable[Mapping[str, Any]],
+    systems: Systems,
+    paper: Mapping[str, Any],
+    length_labels: Mapping[int, str],
+    include: Callable[[str, Mapping[str, Any]], bool],
+    table: str,
+    benchmark: str = BENCHMARK,
+    notes: Sequence[str] = (),
+) -> pd.DataFrame:
+    selected, found = _select(
+        metrics,
+        systems,
+        include,
+        lambda r: r["benchmark"] == benchmark and r["task"] == RULER_HQA_TASK,
+    )
+    rows, row_notes = _resolve_paper_rows(selected, paper, table, strict=True)
+    columns = _length_columns(found, benchmark, RULER_HQA_TASK, _hqa_label(length_labels))
+    frame = _assemble(
+        found,
+        selected,
+        rows,
+        paper,
+        columns,
+        (),
+        column_name="n_docs",
+        table=table,
+        notes=[*notes, *row_notes],
+    )
+    frame.attrs["length_labels"] = {int(n): str(label) for n, label in length_labels.items()}
+    return frame
 
 
 def build_table1(
     metrics: Iterable[Mapping[str, Any]],
-    systems: Mapping[str, Mapping[str, Any]],
+    systems: Systems,
     paper: Mapping[str, Mapping[Any, Any]],
     length_labels: Mapping[int, str],
     benchmark: str = BENCHMARK,
 ) -> pd.DataFrame:
-    """Rows = systems in config order (display names), columns = n_docs ascending, values = Cell.
+    """Table 1: RULER-HQA accuracy; columns = n_docs (the records' `length`) ascending.
 
-    `systems` maps system id -> {"display": ..., "paper_row": paper row name or None};
-    `paper` maps paper row name -> {n_docs: accuracy or None}. Metrics of other benchmarks
-    are ignored; metrics of an unconfigured system are an error.
+    `systems`: the report settings' list of {"id", "display", "paper_row", "kind", ...} (or a
+    mapping id -> spec); RAG systems are left out (Table 10). `paper` maps paper row name ->
+    {n_docs: accuracy or None}. Metrics of other benchmarks are ignored; metrics of an
+    unconfigured system are an error, and so is a paper_row that Table 1 does not have.
     """
-    paper_rows = _normalise_paper(paper)
-    displays = [spec["display"] for spec in systems.values()]
-    if len(set(displays)) != len(displays):
-        raise ValueError(f"system display names must be unique: {displays}")
-    for system, spec in systems.items():
-        row = spec.get("paper_row")
-        if row is not None and row not in paper_rows:
-            raise ValueError(
-                f"system {system!r}: paper_row {row!r} is not in the paper table "
-                f"(rows: {', '.join(paper_rows)})"
-            )
-    found = _index_metrics(metrics, systems, benchmark)
-    columns = sorted({n_docs for _, n_docs in found})
-    data = {}
-    for n_docs in columns:
-        data[n_docs] = [
-            _cell(
-                found.get((system, n_docs)),
-                paper_rows.get(spec.get("paper_row") or "", {}).get(n_docs),
-            )
-            for system, spec in systems.items()
-        ]
-    table = pd.DataFrame(
-        data, index=pd.Index(displays, name="system"), columns=columns, dtype=object
+    return _ruler_hqa_length_table(
+        metrics,
+        systems,
+        paper,
+        length_labels,
+        include=lambda sid, spec: system_kind(sid, spec) != "rag",
+        table="Table 1",
+        benchmark=benchmark,
     )
-    table.columns.name = "n_docs"
-    table.attrs = {
-        "length_labels": {int(n): str(label) for n, label in length_labels.items()},
-        "system_ids": {spec["display"]: system for system, spec in systems.items()},
-        "paper_rows": {spec["display"]: spec.get("paper_row") for spec in systems.values()},
+
+
+def build_rag_ruler_hqa_table(
+    records: Iterable[Mapping[str, Any]],
+    systems: Systems,
+    paper_rows: Mapping[str, Mapping[Any, Any]],
+    length_labels: Mapping[int, str],
+) -> pd.DataFrame:
+    """Table 10: RULER-HQA accuracy of the memory agents and of RAG over whole documents.
+
+    Rows: memagent systems and RAG systems with unit "doc", in config order. A RAG system's
+    `paper_row` is a row of Table 10, or its group ("RAG + Qwen2.5-14B" or "Qwen2.5-14B"), from
+    which the row follows with the system's K: "RAG + Qwen2.5-14B K=4".
+    """
+    return _ruler_hqa_length_table(
+        records,
+        systems,
+        paper_rows,
+        length_labels,
+        include=lambda sid, spec: (
+            system_kind(sid, spec) == "memagent" or _is_rag_unit(sid, spec, doc=True)
+        ),
+        table="Table 10",
+        notes=_retriever_notes(systems),
+    )
+
+
+def _retriever_notes(
+    systems: Systems,
+) -> list[str]:
+    specs = system_specs(systems)
+    return [RETRIEVER_NOTE] if any(system_kind(s, p) == "rag" for s, p in specs.items()) else []
+
+
+def _qa_columns() -> tuple[list[_Column], list[_Average]]:
+    """LongBench-QA: our accuracy (sub_em) per dataset with qa_f1 beside it, and their AVG."""
+    columns = [
+        _Column(
+            task,
+            TASK_LABELS[task],
+            "longbench",
+            task,
+            0,
+            "accuracy",
+            (task,),
+            extras=(QA_F1,),
+        )
+        for task in LONGBENCH_QA
+    ]
+    return columns, [_Average(AVG, "AVG", LONGBENCH_QA, (AVG,))]
+
+
+def _longbench_table(
+    records: Iterable[Mapping[str, Any]],
+    systems: Systems,
+    paper_rows: Mapping[str, Any],
+    columns: Sequence[_Column],
+    averages: Sequence[_Average],
+    include: Callable[[str, Mapping[str, Any]], bool],
+    table: str,
+    notes: Sequence[str],
+) -> pd.DataFrame:
+    tasks = {column.task for column in columns}
+    selected, found = _select(
+        records,
+        systems,
+        include,
+        lambda r: r["benchmark"] == "longbench" and r["task"] in tasks,
+    )
+    rows, row_notes = _resolve_paper_rows(selected, paper_rows, table, strict=True)
+    return _assemble(
+        found,
+        selected,
+        rows,
+        paper_rows,
+        columns,
+        averages,
+        column_name="column",
+        table=table,
+        notes=[*notes, *row_notes],
+    )
+
+
+def build_longbench_qa_table(
+    records: Iterable[Mapping[str, Any]],
+    systems: Systems,
+    paper_rows: Mapping[str, Mapping[str, Any]],
+) -> pd.DataFrame:
+    """Table 3: LongBench-QA, the paper's score (our `accuracy` = sub_em) with qa_f1 beside.
+
+    Rows: memagent and long-context systems. Columns: 2wikimqa, hotpotqa, musique, narrativeqa,
+    qasper (paper headers 2Wiki ... Qasper) and "avg", the mean of the five.
+    """
+    columns, averages = _qa_columns()
+    return _longbench_table(
+        records,
+        systems,
+        paper_rows,
+        columns,
+        averages,
+        include=lambda sid, spec: system_kind(sid, spec) != "rag",
+        table="Table 3",
+        notes=[
+            "The paper's LongBench-QA scores are k/200 (a binary score per item); ours is sub_em "
+            "of the answer after 'the answer is'. F1 = LongBench's own qa_f1, ours only."
+        ],
+    )
+
+
+def build_rag_longbench_table(
+    records: Iterable[Mapping[str, Any]],
+    systems: Systems,
+    paper_rows: Mapping[str, Mapping[str, Any]],
+) -> pd.DataFrame:
+    """Table 11: LongBench-QA of the memory agents and of RAG over fixed-size chunks.
+
+    Rows: memagent systems and RAG systems with a chunk unit ("c1024", ...). A RAG system's
+    `paper_row` is a row of Table 11, or its group ("RAG + Qwen2.5-14B", "Qwen2.5-14B + RAG" or
+    "Qwen2.5-14B"), from which the row follows with its C and K: "Qwen2.5-14B + RAG C=1024 K=4".
+    """
+    columns, averages = _qa_columns()
+    return _longbench_table(
+        records,
+        systems,
+        paper_rows,
+        columns,
+        averages,
+        include=lambda sid, spec: (
+            system_kind(sid, spec) == "memagent" or _is_rag_unit(sid, spec, doc=False)
+        ),
+        table="Table 11",
+        notes=[*_retriever_notes(systems), "F1 = LongBench's own qa_f1, ours only."],
+    )
+
+
+def build_longbench_sum_table(
+    records: Iterable[Mapping[str, Any]],
+    systems: Systems,
+    paper_rows: Mapping[str, Mapping[str, Any]],
+) -> pd.DataFrame:
+    """Table 2: LongBench-SUM ROUGE-1/2/L recall per dataset and their mean (AVG).
+
+    Rows: memagent and long-context systems. Columns "gov_report.rouge_1", ...,
+    "gov_report.avg", "qmsum.rouge_1", ... (headers "GovReport R-1", ...).
+    """
+    columns = [
+        _Column(
+            f"{task}.{key}",
+            f"{TASK_LABELS[task]} {header}",
+            "longbench",
+            task,
+            0,
+            field_name,
+            (task, key),
+        )
+        for task in LONGBENCH_SUM
+        for key, field_name, header in ROUGE_RECALLS
+    ]
+    averages = [
+        _Average(
+            f"{task}.{AVG}",
+            f"{TASK_LABELS[task]} AVG",
+            tuple(f"{task}.{key}" for key, _, _ in ROUGE_RECALLS),
+            (task, AVG),
+        )
+        for task in LONGBENCH_SUM
+    ]
+    return _longbench_table(
+        records,
+        systems,
+        paper_rows,
+        columns,
+        averages,
+        include=lambda sid, spec: system_kind(sid, spec) != "rag",
+        table="Table 2",
+        notes=["ROUGE recall (pltrdy rouge 1.0.1), failed requests scored 0."],
+    )
+
+
+def token_label(tokens: int) -> str:
+    """RULER's length names: 8192 -> '8K', 524288 -> '512K', 1048576 -> '1M'."""
+    if tokens >= 1 << 20 and tokens % (1 << 20) == 0:
+        return f"{tokens >> 20}M"
+    if tokens % 1024 == 0:
+        return f"{tokens >> 10}K"
+    return format_tokens(tokens)
+
+
+def niah_paper_rows(paper: Mapping[str, Any]) -> dict[str, Mapping[Any, Any]]:
+    """{Table 1 row name: Table 8 row} for the rows named in `niah.default_rows` (the paper's
+    default m1024-c5000 configuration): the only NIAH numbers the paper prints."""
+    ablation = paper["memory_ablation"]["niah"]
+    return {row: ablation[printed] for row, printed in paper["niah"]["default_rows"].items()}
+
+
+def build_niah_table(
+    records: Iterable[Mapping[str, Any]],
+    systems: Systems,
+    paper_rows: Mapping[str, Mapping[Any, Any]],
+    tasks: Sequence[str] = NIAH_TASKS,
+    length_labels: Mapping[int, str] | None = None,
+) -> pd.DataFrame:
+    """NIAH: per RULER length, the mean accuracy over `tasks` (Table 8's "average of level 1-3").
+
+    Rows: memagent and long-context systems. `paper_rows` = `niah_paper_rows(paper)`; systems
+    whose row Table 8 lacks (the baselines: Figure 5 only) get no paper value.
+    """
+    labels = {int(k): str(v) for k, v in (length_labels or {}).items()}
+    selected, found = _select(
+        records,
+        systems,
+        lambda sid, spec: system_kind(sid, spec) != "rag",
+        lambda r: r["benchmark"] == "ruler" and r["task"] in tasks,
+    )
+    rows, row_notes = _resolve_paper_rows(selected, paper_rows, "Table 8", strict=False)
+    lengths = sorted({key[3] for key in found})
+    columns = [
+        _Column(
+            (task, length),
+            f"{task} @ {labels.get(length, token_label(length))}",
+            "ruler",
+            task,
+            length,
+            "accuracy",
+            None,  # the paper prints only the mean
+            hidden=True,
+        )
+        for length in lengths
+        for task in tasks
+    ]
+    averages = [
+        _Average(
+            length,
+            labels.get(length, token_label(length)),
+            tuple((task, length) for task in tasks),
+            (length,),
+        )
+        for length in lengths
+    ]
+    return _assemble(
+        found,
+        selected,
+        rows,
+        paper_rows,
+        columns,
+        averages,
+        column_name="length",
+        table="NIAH",
+        notes=[f"Mean accuracy over {', '.join(tasks)} (the paper's Table 8).", *row_notes],
+    )
+
+
+# --- one entry point for the CLI -----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PaperTable:
+    """How the CLI builds one of the paper's tables: its builder and its numbers' YAML key."""
+
+    paper_key: str
+    caption: str
+
+
+PAPER_TABLES = {
+    "table1": PaperTable("ruler_hqa", "RULER-HQA accuracy (%)"),
+    "table2": PaperTable("longbench_sum", "LongBench-SUM, ROUGE recall (%)"),
+    "table3": PaperTable("longbench_qa", "LongBench-QA (%)"),
+    "table10": PaperTable("rag_ruler_hqa", "RULER-HQA: MemAgent vs RAG over whole documents (%)"),
+    "table11": PaperTable("rag_longbench_qa", "LongBench-QA: MemAgent vs RAG over chunks (%)"),
+    "table_niah": PaperTable("memory_ablation", "NIAH: mean of niah_single_1/2/3 (%)"),
+}
+
+
+def build_paper_table(
+    name: str,
+    records: Iterable[Mapping[str, Any]],
+    systems: Systems,
+    paper: Mapping[str, Any],
+    length_labels: Mapping[int, str] | None = None,
+) -> pd.DataFrame:
+    """Build `name` (a PAPER_TABLES key) from metrics records and the whole paper file.
+
+    `length_labels` override the paper's (RULER-HQA n_docs labels for table1/table10, RULER
+    token labels for niah).
+    """
+    if name not in PAPER_TABLES:
+        raise ValueError(f"unknown table {name!r}; expected one of {', '.join(PAPER_TABLES)}")
+    if name in ("table1", "table10"):
+        labels = {int(k): v for k, v in paper.get("length_labels", {}).items()}
+        labels.update({int(k): v for k, v in (length_labels or {}).items()})
+        builder = build_table1 if name == "table1" else build_rag_ruler_hqa_table
+        return builder(records, systems, paper[PAPER_TABLES[name].paper_key], labels)
+    if name == "table_niah":
+        return build_niah_table(
+            records, systems, niah_paper_rows(paper), tuple(paper["niah"]["tasks"]), length_labels
+        )
+    builders = {
+        "table2": build_longbench_sum_table,
+        "table3": build_longbench_qa_table,
+        "table11": build_rag_longbench_table,
     }
-    return table
+    return builders[name](records, systems, paper[PAPER_TABLES[name].paper_key])
 
 
 # --- formatting ------------------------------------------------------------------------------
@@ -201,18 +938,16 @@ def format_tokens(tokens: float) -> str:
     return f"{tokens:.0f}"
 
 
-def column_mean_tokens(table: pd.DataFrame, n_docs: int) -> float | None:
-    values = [c.mean_tokens for c in table[n_docs] if c.mean_tokens is not None]
+def column_mean_tokens(table: pd.DataFrame, column: Any) -> float | None:
+    values = [c.mean_tokens for c in table[column] if c.mean_tokens is not None]
     return sum(values) / len(values) if values else None
 
 
-def length_label(table: pd.DataFrame, n_docs: int) -> str:
-    """The paper's label for this length, else our measured mean length, else the doc count."""
-    label = table.attrs.get("length_labels", {}).get(n_docs)
-    if label:
-        return label
-    tokens = column_mean_tokens(table, n_docs)
-    return format_tokens(tokens) if tokens is not None else f"{n_docs} docs"
+def length_label(table: pd.DataFrame, column: Any) -> str:
+    """A column's header: the label its builder chose (for RULER-HQA: the paper's name of the
+    length, else our measured mean length, else the document count)."""
+    label = table.attrs.get("column_labels", {}).get(column)
+    return str(label) if label is not None else str(column)
 
 
 def _signed(value: float) -> str:
@@ -221,41 +956,50 @@ def _signed(value: float) -> str:
 
 
 def format_cell(cell: Cell) -> str:
-    """'81.2 (paper 80.5, +0.8)', '12.5 (paper —)', '— (paper 80.5)' or '—'."""
+    """'81.2 (paper 80.5, +0.8)', '12.5 (paper —)', '— (paper 80.5)', '—';
+    with extras: '72.5 (paper 79.0, -6.5; F1 60.1)'."""
     if cell.ours is None:
         return DASH if cell.paper is None else f"{DASH} (paper {cell.paper:.1f})"
-    ours = f"{cell.ours:.1f}{FAILED_MARK if cell.n_failed else ''}"
+    ours = f"{cell.ours:.1f}{FAILED_MARK if cell.n_failed else ''}{cell.mark}"
     if cell.paper is None or cell.delta is None:
-        return f"{ours} (paper {DASH})"
-    return f"{ours} (paper {cell.paper:.1f}, {_signed(cell.delta)})"
+        inside = f"paper {DASH}"
+    else:
+        inside = f"paper {cell.paper:.1f}, {_signed(cell.delta)}"
+    extras = [f"{label} {value:.1f}" for label, value in cell.extras.items() if value is not None]
+    return f"{ours} ({'; '.join([inside, *extras])})"
 
 
 def failure_notes(table: pd.DataFrame) -> list[str]:
-    """One line per cell with failed requests, giving both accuracies."""
-    notes = []
-    for display, row in table.iterrows():
-        for n_docs, cell in row.items():
-            if cell.ours is None or not cell.n_failed:
-                continue
-            official = DASH if cell.accuracy_official is None else f"{cell.accuracy_official:.2f}"
-            notes.append(
-                f"{display} @ {length_label(table, n_docs)}: {cell.n_failed}/{cell.n_items} "
-                f"requests failed; accuracy {cell.ours:.2f} (failed = wrong, shown) vs "
-                f"{official} (failed dropped, official eval)"
-            )
-    return notes
+    """One line per metrics file with failed requests, giving both accuracies."""
+    return list(table.attrs.get("failure_notes", []))
+
+
+def _notes(table: pd.DataFrame) -> list[str]:
+    """Every footnote: the table's notes, partial averages (*), failed requests (†)."""
+    lines = list(table.attrs.get("notes", []))
+    if table.columns.name == "n_docs" and len(table.columns):
+        docs = ", ".join(f"{length_label(table, n)} = {n} docs" for n in table.columns)
+        lines.append(f"Lengths: {docs}.")
+    lines += [f"{PARTIAL_MARK} {note}" for note in table.attrs.get("partial_notes", [])]
+    lines += [f"{FAILED_MARK} {note}" for note in failure_notes(table)]
+    return lines
 
 
 def tidy(table: pd.DataFrame) -> pd.DataFrame:
-    """Long format, one row per (system, n_docs): the CSV content."""
+    """Long format, one row per (system, column): the CSV content. The second column is named
+    after the table's columns (n_docs, length, column); extras (e.g. F1) follow the base ones."""
+    key_name = table.columns.name or "column"
+    extra_names = list(
+        dict.fromkeys(label for _, row in table.iterrows() for cell in row for label in cell.extras)
+    )
     rows = []
     for display, row in table.iterrows():
-        for n_docs, cell in row.items():
+        for key, cell in row.items():
             rows.append(
                 {
                     "system": display,
-                    "n_docs": n_docs,
-                    "length": length_label(table, n_docs),
+                    key_name: key,
+                    "label": length_label(table, key),
                     "ours": cell.ours,
                     "paper": cell.paper,
                     "delta": None if cell.delta is None else round(cell.delta, 4),
@@ -265,13 +1009,16 @@ def tidy(table: pd.DataFrame) -> pd.DataFrame:
                     "n_items": cell.n_items if cell.ours is not None else None,
                     "n_failed": cell.n_failed if cell.ours is not None else None,
                     "accuracy_official": cell.accuracy_official,
+                    "partial": bool(cell.mark),
+                    **{name: cell.extras.get(name) for name in extra_names},
                 }
             )
-    return pd.DataFrame(rows, columns=CSV_COLUMNS)
+    header = [key_name if c == "column" else c for c in CSV_COLUMNS]
+    return pd.DataFrame(rows, columns=[*header, "partial", *extra_names])
 
 
 _LEGEND = (
-    "Cells: ours (paper value, ours − paper), accuracy in %; failed requests count as wrong. "
+    "Cells: ours (paper value, ours − paper), scores in %; failed requests count as wrong. "
     f"{DASH} = not run here / not reported in the paper."
 )
 
@@ -281,15 +1028,13 @@ def to_markdown(table: pd.DataFrame, caption: str) -> str:
     lines = [
         f"**{caption}**",
         "",
-        "| " + " | ".join(headers) + " |",
+        "| " + " | ".join(h.replace("|", "\\|") for h in headers) + " |",
         "|" + "|".join([":---", *("---:" for _ in table.columns)]) + "|",
     ]
     for display, row in table.iterrows():
         cells = [str(display).replace("|", "\\|"), *(format_cell(c) for c in row)]
         lines.append("| " + " | ".join(cells) + " |")
-    docs = ", ".join(f"{length_label(table, n)} = {n} docs" for n in table.columns)
-    lines += ["", _LEGEND, f"Lengths: {docs}."]
-    lines += [f"{FAILED_MARK} {note}" for note in failure_notes(table)]
+    lines += ["", _LEGEND, *_notes(table)]
     return "\n".join(lines) + "\n"
 
 
@@ -307,6 +1052,7 @@ _LATEX_SPECIAL = {
     DASH: "---",
     "−": "--",
     FAILED_MARK: r"$^\dagger$",
+    PARTIAL_MARK: r"$^{*}$",
 }
 
 
@@ -340,8 +1086,7 @@ def to_latex(table: pd.DataFrame, caption: str, label: str) -> str:
         cells = [latex_escape(str(display)), *(_latex_cell(c) for c in row)]
         lines.append(" & ".join(cells) + r" \\")
     lines += [r"\bottomrule", r"\end{tabular}", r"\par\smallskip\footnotesize"]
-    notes = [_LEGEND, *(f"{FAILED_MARK} {note}" for note in failure_notes(table))]
-    lines.append(r" \\ ".join(latex_escape(note) for note in notes))
+    lines.append(r" \\ ".join(latex_escape(note) for note in [_LEGEND, *_notes(table)]))
     lines.append(r"\end{table}")
     return "\n".join(lines) + "\n"
 

@@ -1,0 +1,1 @@
+"""The paper's baselines as workflows: direct long-context generation and RAG top-K."""

