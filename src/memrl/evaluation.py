@@ -137,11 +137,11 @@ def longcontext_system(
 
     budget = output_tokens(task, max_output_tokens)
 
-    def build(row: dict[str, Any]) -> Workflow:
+    def start(row: dict[str, Any]) -> Workflow:
         context = "".join(context_pieces(row, pool))
         return longcontext(direct_prompt(task, row, context), tokenizer, max_input_tokens, budget)
 
-    return build
+    return lambda row: _deferred(start, row)
 
 
 def rag_system(
@@ -160,19 +160,19 @@ def rag_system(
 
     budget = output_tokens(task, max_output_tokens)
 
-    def build(row: dict[str, Any]) -> Workflow:
+    def units(row: dict[str, Any]) -> list[str]:
         pieces = context_pieces(row, pool)
         if unit_tokens is None:
-            units = document_units(pieces)
-        else:
-            units = token_units(tokenizer, pieces, unit_tokens)
+            return document_units(pieces)
+        return token_units(tokenizer, pieces, unit_tokens)
 
+    def start(row: dict[str, Any]) -> Workflow:
         def render(context: str) -> str:
             return direct_prompt(task, row, context)
 
         return rag(
             question(task, row),
-            units,
+            units(row),
             retriever,
             top_k,
             render,
@@ -181,7 +181,13 @@ def rag_system(
             budget,
         )
 
-    return build
+    return lambda row: _deferred(start, row)
+
+
+def _deferred(start: Callable[[dict[str, Any]], Workflow], row: dict[str, Any]) -> Workflow:
+    """`start(row)`'s workflow, created only when first driven: a wave of samples never holds
+    every sample's whole context at once (the inner workflows drop it before their request)."""
+    return (yield from start(row))
 
 
 # --- running and summarising ---------------------------------------------------------------------

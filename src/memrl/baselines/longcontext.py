@@ -76,6 +76,7 @@ def _longcontext(
     prompt_text: str, tokenizer: Any, max_input_tokens: int, max_output_tokens: int
 ) -> Workflow:
     prompt = middle_truncate(tokenizer, prompt_text, max_input_tokens)
+    del prompt_text  # a 1M-token text must not wait in memory for the engine
     completion = yield ChatRequest(user(prompt), max_output_tokens)
     return completion.text
 

@@ -218,4 +218,5 @@ def _rag(
 ) -> Workflow:
     chosen = sorted(retriever.top_k(question.strip(), units, k))
     prompt = render("\n\n".join(units[i] for i in chosen))
+    del units  # the whole context must not wait in memory for the engine
     return (yield from longcontext(prompt, tokenizer, max_input_tokens, max_output_tokens))
