@@ -3,6 +3,7 @@ import random
 import re
 from collections import Counter
 from functools import cache
+from pathlib import Path
 
 import pytest
 
@@ -506,3 +507,39 @@ def test_score_ruler_upstream():
     assert set(score_ruler("qa_1", "", ["Tesk"], "upstream")) == {"pred", "score", "string_match"}
     with pytest.raises(ValueError, match="unknown RULER variant"):
         score_ruler("qa_1", "x", ["y"], "head")
+
+
+def test_ruler_set_command_builds_a_set_and_names_a_bad_corpus_file(tmp_path):
+    import json
+
+    from memrl import cli
+    from memrl.data.sources import fixture_corpus
+    from memrl.models.tiny import build_tokenizer
+
+    tokenizer_dir = tmp_path / "tokenizer"
+    build_tokenizer(fixture_corpus(), 2048, 1 << 20).save_pretrained(tokenizer_dir)
+    bad_squad = tmp_path / "squad.json"
+    bad_squad.write_text(json.dumps({"version": "v2.0", "data": [{"title": "x"}]}))
+
+    def run(task: str, out: Path, squad: Path) -> None:
+        settings = {"task": task, "length": 1024, "samples": 2, "variant": "memagent", "seed": 42}
+        cli.main(
+            [
+                *("ruler-set", "--settings", json.dumps(settings)),
+                *("--essays", str(fixture_path("essay_fixture.json"))),
+                *(
+                    "--squad",
+                    str(squad),
+                    "--hotpotqa",
+                    str(fixture_path("hotpot_dev_fixture.json")),
+                ),
+                *("--tokenizer", str(tokenizer_dir), "--out", str(out)),
+            ]
+        )
+
+    run("niah_single_2", tmp_path / "set.jsonl", fixture_path("squad_dev_fixture.json"))
+    rows = [json.loads(line) for line in (tmp_path / "set.jsonl").read_text().splitlines()]
+    assert len(rows) == 2 and all(r["num_tokens"] + 128 <= 1024 for r in rows)
+    with pytest.raises(ValueError, match=r"squad\.json: "):
+        run("qa_1", tmp_path / "qa.jsonl", bad_squad)
+    assert not (tmp_path / "qa.jsonl").exists()

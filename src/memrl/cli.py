@@ -129,11 +129,18 @@ def cmd_eval_set(args: argparse.Namespace, run: tracking.JobRun) -> None:
 def cmd_ruler_set(args: argparse.Namespace, run: tracking.JobRun) -> None:
     """One RULER (task, length) set; only the corpus the task needs is read."""
     from memrl.data.essays import load_essay_text
+    from memrl.data.hotpotqa import load_hotpotqa
     from memrl.data.io import read_json, write_jsonl_atomic
-    from memrl.data.ruler import build_task, corpus_of
+    from memrl.data.ruler import build_task, corpus_of, read_squad
 
     s = args.settings
     corpus = corpus_of(s["task"])
+    squad = read_json(args.squad) if corpus == "squad" else None
+    if squad is not None:
+        try:
+            read_squad(squad)  # a malformed file fails here, naming itself
+        except ValueError as e:
+            raise ValueError(f"{args.squad}: {e}") from e
     rows = build_task(
         s["task"],
         s["length"],
@@ -142,8 +149,8 @@ def cmd_ruler_set(args: argparse.Namespace, run: tracking.JobRun) -> None:
         tokenizer=load_tokenizer(args.tokenizer),
         seed=s["seed"],
         essay_text=load_essay_text(args.essays) if corpus == "essay" else None,
-        squad=read_json(args.squad) if corpus == "squad" else None,
-        hotpot=read_json(args.hotpotqa) if corpus == "hotpotqa" else None,
+        squad=squad,
+        hotpot=load_hotpotqa(args.hotpotqa) if corpus == "hotpotqa" else None,
     )
     write_jsonl_atomic(args.out, rows)
     tokens = [row["num_tokens"] for row in rows]
