@@ -25,6 +25,7 @@ from matplotlib.lines import Line2D
 from matplotlib.ticker import NullLocator
 
 from memrl.data.io import atomic_path, iter_jsonl
+from memrl.data.ruler import RULER_TASKS
 from memrl.report.tables import (
     NIAH_TASKS,
     Key,
@@ -152,22 +153,7 @@ def plot_accuracy_vs_length(
 
 RULER = "ruler"
 RULER_QA_TASKS = ("qa_1", "qa_2")
-# RULER's task order (the average panel lists its tasks in this order)
-RULER_TASK_ORDER = (
-    "niah_single_1",
-    "niah_single_2",
-    "niah_single_3",
-    "niah_multikey_1",
-    "niah_multikey_2",
-    "niah_multikey_3",
-    "niah_multivalue",
-    "niah_multiquery",
-    "vt",
-    "cwe",
-    "fwe",
-    "qa_1",
-    "qa_2",
-)
+RULER_TASK_ORDER = RULER_TASKS  # the average panel lists its tasks in RULER's order
 MISSING_COLOUR = "#d0d0d0"  # a cell we did not run: grey, never 0
 
 
