@@ -5,8 +5,8 @@
   golds found, case-insensitively, in the prediction), qa scores `string_match_part` (1 if any
   gold is found).
 - memagent (taskutils/memory_eval/ruler_general.py, benchmarks.md §1.10): the prediction is the
-  text after the last lower-case "the answer is" of the response (after any `</think>`); without
-  it the item scores 0. QA tasks score `sub_em`, `em` and `f1` against the first gold only
+  text after the last lower-case "the answer is" of the response, as for RULER-HQA; without it
+  the item scores 0. QA tasks score `sub_em`, `em` and `f1` against the first gold only
   (HotpotQA normalisation); the others score `string_match_all`.
 
 `score_ruler` returns the same keys for a task and variant whatever the response, so a failed
@@ -19,8 +19,8 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from memrl.scoring.extract import extract_answer, extract_solution
-from memrl.scoring.metrics import exact_match, f1, sub_em
+from memrl.scoring.extract import extract_answer
+from memrl.scoring.metrics import score_answer_is
 
 VARIANTS = ("memagent", "upstream")
 _CONTROL = re.compile(r"[\x00-\x1f]")
@@ -51,12 +51,6 @@ def _is_qa(task: str) -> bool:
     return task.startswith("qa_")
 
 
-def memagent_prediction(response: str) -> str | None:
-    """The fork's prediction: after the last "the answer is" of the text after `</think>`."""
-    solution = extract_solution(response)
-    return extract_answer(solution) if solution else extract_answer(response)
-
-
 def score_ruler(task: str, response: str, answers: Sequence[str], variant: str) -> dict[str, Any]:
     """Per-sample scores; `score` in [0, 1] is the variant's metric for the paper's tables."""
     if variant not in VARIANTS:
@@ -68,13 +62,9 @@ def score_ruler(task: str, response: str, answers: Sequence[str], variant: str) 
         match = string_match_part if _is_qa(task) else string_match_all
         value = match(pred, answers)
         return {"pred": pred, "score": value, "string_match": value}
-    pred = memagent_prediction(response)
-    if _is_qa(task):
-        gold = answers[0]
-        if not pred:
-            return {"pred": pred, "score": 0.0, "sub_em": 0.0, "em": 0.0, "f1": 0.0}
-        value = sub_em(pred, gold)
-        em, f1_value = exact_match(pred, gold), f1(pred, gold)
-        return {"pred": pred, "score": value, "sub_em": value, "em": em, "f1": f1_value}
+    if _is_qa(task):  # as RULER-HQA: against the first gold only
+        scores = score_answer_is(response, answers[0])
+        return {**scores, "score": scores["sub_em"]}
+    pred = extract_answer(response)
     value = string_match_all(pred, answers) if pred else 0.0
     return {"pred": pred, "score": value, "string_match": value}
