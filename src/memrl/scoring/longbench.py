@@ -16,12 +16,11 @@
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Callable, Sequence
 
 from memrl.data.longbench import LONGBENCH_QA, LONGBENCH_SUM
 from memrl.scoring.extract import extract_answer, extract_solution
-from memrl.scoring.metrics import normalize_answer, sub_em
+from memrl.scoring.metrics import normalize_answer, sub_em, token_f1
 
 ROUGE_KEYS = ("rouge_1_recall", "rouge_2_recall", "rouge_l_recall", "rouge_l_f")
 RECALL_KEYS = ROUGE_KEYS[:3]
@@ -29,13 +28,7 @@ RECALL_KEYS = ROUGE_KEYS[:3]
 
 def qa_f1_score(pred: str, gold: str) -> float:
     """LongBench's `qa_f1_score`: token F1 of the normalised strings (0 without common tokens)."""
-    pred_tokens = normalize_answer(pred).split()
-    gold_tokens = normalize_answer(gold).split()
-    common = sum((Counter(pred_tokens) & Counter(gold_tokens)).values())
-    if common == 0:
-        return 0.0
-    precision, recall = common / len(pred_tokens), common / len(gold_tokens)
-    return 2 * precision * recall / (precision + recall)
+    return token_f1(pred, gold)
 
 
 def rouge_scores(pred: str, gold: str) -> dict[str, float]:

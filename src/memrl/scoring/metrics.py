@@ -47,7 +47,12 @@ def f1(pred: str, gold: str) -> float:
     p, g = normalize_answer(pred), normalize_answer(gold)
     if (p in _SPECIAL_ANSWERS or g in _SPECIAL_ANSWERS) and p != g:
         return 0.0
-    p_tokens, g_tokens = p.split(), g.split()
+    return token_f1(pred, gold)
+
+
+def token_f1(pred: str, gold: str) -> float:
+    """Bag-of-tokens F1 of the normalised strings, without HotpotQA's yes/no rule (LongBench)."""
+    p_tokens, g_tokens = normalize_answer(pred).split(), normalize_answer(gold).split()
     common = sum((Counter(p_tokens) & Counter(g_tokens)).values())
     if common == 0:
         return 0.0
