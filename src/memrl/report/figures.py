@@ -294,7 +294,14 @@ def _plot_heatmaps(
     n_rows = len(panels[0].rows)
     n_cols = len(panels[0].lengths)
     width = 2.5 + len(panels) * (0.8 + 0.55 * n_cols)
-    height = 1.6 + 0.35 * n_rows + 0.16 * len(footer)
+    notes = ["Grey: not run. * mean over fewer tasks than the panel's.", *footer]
+    # ~18 characters of x-small text per inch: wrap the notes to the figure's width
+    notes = [
+        part
+        for note in notes
+        for part in textwrap.wrap(note, int(18 * width), subsequent_indent="    ")
+    ]
+    height = 1.6 + 0.35 * n_rows + 0.16 * len(notes)
     fig = Figure(figsize=(width, height), layout="constrained")
     FigureCanvasAgg(fig)
     axes = fig.subplots(1, len(panels), sharey=True, squeeze=False)[0]
@@ -328,7 +335,6 @@ def _plot_heatmaps(
     fig.suptitle(title)
     if image is not None:
         fig.colorbar(image, ax=list(axes), shrink=0.9, label="Accuracy (%)")
-    notes = ["Grey: not run. * mean over fewer tasks than the panel's.", *footer]
     fig.supxlabel("\n".join(notes), x=0.0, ha="left", fontsize="x-small")
     return _save(fig, out_prefix)
 
@@ -435,15 +441,15 @@ def _check_one(
     return ClaimCheck(claim_id, text, spec["display"], value, holds, detail)
 
 
-def claim_lines(checks: Sequence[ClaimCheck], width: int = 150) -> list[str]:
-    """Footer lines: each claim once, then our check per system."""
+def claim_lines(checks: Sequence[ClaimCheck]) -> list[str]:
+    """Footer lines: each claim once, then our check per system (wrapped by the figure)."""
     lines: list[str] = []
     seen: set[str] = set()
     verdicts = {True: "holds", False: "does NOT hold", None: "not checked"}
     for check in checks:
         if check.claim_id not in seen:
             seen.add(check.claim_id)
-            lines += textwrap.wrap(f'Paper claim (no numbers printed): "{check.text}"', width)
+            lines.append(f'Paper claim (no numbers printed): "{check.text}"')
         if check.system is not None:
             lines.append(f"    ours, {check.system}: {check.detail} -> {verdicts[check.holds]}")
     return lines
