@@ -53,8 +53,12 @@ PAPER_FILE = REPO / "config/paper/memagent.yaml"
 N_DOCS = [50, 100, 200, 400, 800, 1600, 3200, 6400, 12800, 25600]
 
 SYSTEMS = {
-    "rl-14b": {"display": "RL-MemAgent-14B (ours)", "paper_row": "RL-MEMAGENT-14B"},
-    "norl_7b": {"display": "MemAgent w/o RL & co_7B", "paper_row": None},
+    "rl-14b": {
+        "display": "RL-MemAgent-14B (ours)",
+        "paper_row": "RL-MEMAGENT-14B",
+        "kind": "memagent",
+    },
+    "norl_7b": {"display": "MemAgent w/o RL & co_7B", "paper_row": None, "kind": "memagent"},
 }
 PAPER = {"RL-MEMAGENT-14B": {50: 80.47, 200: 82.03, 12800: 78.91, 25600: None}}
 LABELS = {50: "7K", 200: "28K"}
@@ -203,7 +207,7 @@ def test_cell_text():
 
 
 def test_unknown_paper_row_is_an_error(metrics: list[dict]):
-    systems = {"rl-14b": {"display": "x", "paper_row": "RL-MEMAGENT-99B"}}
+    systems = {"rl-14b": {"display": "x", "paper_row": "RL-MEMAGENT-99B", "kind": "memagent"}}
     with pytest.raises(ValueError, match="RL-MEMAGENT-99B"):
         build_table1(metrics[:1], systems, PAPER, LABELS)
 
@@ -275,13 +279,9 @@ def test_figure_series_positions(table: pd.DataFrame):
     assert norl.paper_xs == [] and norl.xs == [7000.0, 28000.0]
 
 
-@pytest.mark.parametrize("from_metrics", [False, True])
-def test_plot_writes_png_and_pdf(
-    table: pd.DataFrame, metrics: list[dict], tmp_path: Path, from_metrics: bool
-):
-    data = metrics if from_metrics else table
+def test_plot_writes_png_and_pdf(table: pd.DataFrame, tmp_path: Path):
     out = tmp_path / "figures" / "figure1"
-    paths = plot_accuracy_vs_length(data, out, title="RULER-HQA")
+    paths = plot_accuracy_vs_length(table, out, title="RULER-HQA")
     png, pdf = paths
     assert (png.name, pdf.name) == ("figure1.png", "figure1.pdf")
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
@@ -808,10 +808,10 @@ def test_rag_paper_row_rejects_unknown_unit():
         rag_paper_row("Qwen2.5-14B", 2, "sentences")
 
 
-def test_system_kind_without_a_kind_key():
-    assert system_kind("rag-qwen2.5-14b.dense-k4-c1024", {}) == "rag"
-    assert system_kind("rl-memagent-14b", {}) == "memagent"
+def test_system_kind_is_read_from_the_settings_never_guessed_from_the_id():
     assert system_kind("qwen2.5-7b-instruct-128k", {"kind": "longcontext"}) == "longcontext"
+    with pytest.raises(ValueError, match="no 'kind'"):
+        system_kind("rag-qwen2.5-14b.dense-k4-c1024", {})
 
 
 @pytest.mark.parametrize(

@@ -31,7 +31,6 @@ from memrl.report.tables import (
     Key,
     Systems,
     build_paper_table,
-    build_table1,
     column_mean_tokens,
     index_metrics,
     length_label,
@@ -80,36 +79,8 @@ def figure_series(table: pd.DataFrame) -> tuple[list[Series], dict[int, float]]:
     return series, column_x
 
 
-def _as_table(
-    data: pd.DataFrame | Iterable[Mapping[str, Any]],
-    systems: Mapping[str, Mapping[str, Any]] | None,
-    paper: Mapping[str, Mapping[Any, Any]] | None,
-    length_labels: Mapping[int, str] | None,
-) -> pd.DataFrame:
-    if isinstance(data, pd.DataFrame):
-        return data
-    metrics = list(data)
-    if systems is None:
-        names = sorted({m["system"] for m in metrics})
-        systems = {name: {"display": name, "paper_row": None} for name in names}
-    return build_table1(metrics, systems, paper or {}, length_labels or {})
-
-
-def plot_accuracy_vs_length(
-    data: pd.DataFrame | Iterable[Mapping[str, Any]],
-    out_prefix: str | Path,
-    title: str,
-    *,
-    systems: Mapping[str, Mapping[str, Any]] | None = None,
-    paper: Mapping[str, Mapping[Any, Any]] | None = None,
-    length_labels: Mapping[int, str] | None = None,
-) -> list[Path]:
-    """Plot a Table 1 DataFrame (or metrics records) to `<prefix>.png` and `<prefix>.pdf`.
-
-    With metrics records, `systems`/`paper`/`length_labels` are passed to `build_table1`
-    (default: every system under its own id, no paper lines).
-    """
-    table = _as_table(data, systems, paper, length_labels)
+def plot_accuracy_vs_length(table: pd.DataFrame, out_prefix: str | Path, title: str) -> list[Path]:
+    """Plot a Table 1 DataFrame (`build_table1`) to `<prefix>.png` and `<prefix>.pdf`."""
     series, column_x = figure_series(table)
     fig = Figure(figsize=(7.0, 5.0), layout="constrained")
     FigureCanvasAgg(fig)

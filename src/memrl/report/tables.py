@@ -61,11 +61,9 @@ QA_F1 = ("F1", "qa_f1")  # shown beside Table 3/11 cells: (label, metrics-file f
 
 Key = tuple[str, str, str, int]  # a metrics record's (benchmark, task, system, length)
 # The report settings' list of system dicts {"id", "display", "paper_row", "kind", ...}, or a
-# mapping id -> spec (Table 1's historical form).
+# mapping id -> spec.
 Systems = Sequence[Mapping[str, Any]] | Mapping[str, Mapping[str, Any]]
 
-# Concrete RAG system ids, fixed by the config expansion: <base>.<retriever>-k<K>-<unit>.
-RAG_ID = re.compile(r"(?P<base>.+)\.(?P<retriever>bm25|dense)-k(?P<top_k>\d+)-(?P<unit>doc|c\d+)")
 RETRIEVER_NOTE = (
     "The paper's RAG used OpenAI text-embedding-3-large (dense); ours uses BM25 or "
     "all-MiniLM-L6-v2 (dense), so a RAG delta compares different retrievers."
@@ -198,21 +196,17 @@ def system_specs(
 
 
 def system_kind(system_id: str, spec: Mapping[str, Any]) -> str:
-    """The spec's `kind`; without one, "rag" for a RAG id (`<base>.<retriever>-k<K>-<unit>`),
-    else "memagent" (Table 1's settings named no kind)."""
-    if spec.get("kind"):
-        return str(spec["kind"])
-    return "rag" if RAG_ID.fullmatch(system_id) else "memagent"
+    """The system's `kind` (memrl.config.eval_systems gives every system one)."""
+    if not spec.get("kind"):
+        raise ValueError(f"system {system_id!r}: no 'kind' in its report settings")
+    return str(spec["kind"])
 
 
 def rag_setting(system_id: str, spec: Mapping[str, Any]) -> tuple[int, str]:
-    """(top_k, unit) of a RAG system, from its spec or else its id."""
-    match = RAG_ID.fullmatch(system_id)
-    top_k = spec.get("top_k", int(match["top_k"]) if match else None)
-    unit = spec.get("unit", match["unit"] if match else None)
-    if top_k is None or unit is None:
-        raise ValueError(f"RAG system {system_id!r}: no top_k/unit in its settings or its id")
-    return int(top_k), str(unit)
+    """(top_k, unit) of a RAG system, from its report settings."""
+    if spec.get("top_k") is None or spec.get("unit") is None:
+        raise ValueError(f"RAG system {system_id!r}: no top_k/unit in its report settings")
+    return int(spec["top_k"]), str(spec["unit"])
 
 
 def rag_paper_row(model: str, top_k: int, unit: str) -> str:
