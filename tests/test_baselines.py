@@ -101,7 +101,7 @@ def test_longcontext_is_one_request_with_the_output_budget():
     assert request.max_tokens == 7
     assert rollout.answer == "Therefore, the answer is w9." and len(rollout.conversations) == 1
     with pytest.raises(ValueError, match="positive"):
-        longcontext(WORDS, engine.tokenizer, max_input_tokens=4, max_output_tokens=0)
+        next(longcontext(WORDS, engine.tokenizer, max_input_tokens=4, max_output_tokens=0))
 
 
 def test_yarn_settings_carry_the_post_yarn_max_positions():
@@ -249,7 +249,7 @@ def test_rag_shows_the_retrieved_units_in_context_order():
     assert "<text>\nu0\n\nu3\n</text>" in request.messages[0]["content"]
     assert request.max_tokens == 9 and rollout.answer == "Therefore, the answer is Quill."
     with pytest.raises(ValueError, match="positive integer"):
-        rag("q?", ["u0"], retriever, 0, render, engine.tokenizer, 99, 9)
+        next(rag("q?", ["u0"], retriever, 0, render, engine.tokenizer, 99, 9))
 
 
 def test_rag_over_document_units_with_bm25():

@@ -69,12 +69,6 @@ def longcontext(
         raise ValueError(
             f"token budgets must be positive, got {max_input_tokens} in, {max_output_tokens} out"
         )
-    return _longcontext(prompt_text, tokenizer, max_input_tokens, max_output_tokens)
-
-
-def _longcontext(
-    prompt_text: str, tokenizer: Any, max_input_tokens: int, max_output_tokens: int
-) -> Workflow:
     prompt = middle_truncate(tokenizer, prompt_text, max_input_tokens)
     del prompt_text  # a 1M-token text must not wait in memory for the engine
     completion = yield ChatRequest(user(prompt), max_output_tokens)

@@ -201,21 +201,6 @@ def rag(
     baseline only in the text it shows.
     """
     _check_k(k)
-    return _rag(
-        question, units, retriever, k, render, tokenizer, max_input_tokens, max_output_tokens
-    )
-
-
-def _rag(
-    question: str,
-    units: Sequence[str],
-    retriever: Retriever,
-    k: int,
-    render: Callable[[str], str],
-    tokenizer: Any,
-    max_input_tokens: int,
-    max_output_tokens: int,
-) -> Workflow:
     chosen = sorted(retriever.top_k(question.strip(), units, k))
     prompt = render("\n\n".join(units[i] for i in chosen))
     del units  # the whole context must not wait in memory for the engine
