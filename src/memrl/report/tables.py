@@ -29,7 +29,9 @@ from typing import Any
 
 import pandas as pd
 
+from memrl.config import NIAH_FIGURE_TASKS
 from memrl.data.io import atomic_path, read_json, write_text_atomic
+from memrl.data.longbench import LONGBENCH_QA, LONGBENCH_SUM
 
 BENCHMARK = "ruler_hqa"
 RULER_HQA_TASK = "hqa"
@@ -38,9 +40,7 @@ FAILED_MARK = "†"
 PARTIAL_MARK = "*"
 AVG = "avg"
 
-LONGBENCH_QA = ("2wikimqa", "hotpotqa", "musique", "narrativeqa", "qasper")
-LONGBENCH_SUM = ("gov_report", "qmsum")
-NIAH_TASKS = ("niah_single_1", "niah_single_2", "niah_single_3")
+NIAH_TASKS = NIAH_FIGURE_TASKS
 # The paper's column headers (Tables 2, 3, 9, 11).
 TASK_LABELS = {
     "2wikimqa": "2Wiki",

@@ -332,11 +332,8 @@ def _init_worker() -> None:
 
 def _plot(out: Path, seeds: Sequence[int]) -> None:
     files = {f"seed {seed}": out / f"seed{seed}" / "rl" / METRICS_FILE for seed in seeds}
-    try:
-        from memrl.report.figures import plot_training_curve
-    except ImportError:  # the figure helper is optional
-        log.warning("memrl.report.figures.plot_training_curve missing: no training curve")
-        return
+    from memrl.report.figures import plot_training_curve
+
     plot_training_curve(files, out / "training_curve", "Toy memory task: Multi-Conv DAPO")
 
 
