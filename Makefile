@@ -8,7 +8,7 @@ export PATH := $(abspath $(BIN)):$(PATH)
 VERL_VENV ?= .venv-verl
 VERL_STAMP := $(VERL_VENV)/.installed-stamp
 
-.PHONY: smoke toy test lint unit verl-tests report clean
+.PHONY: smoke toy test lint unit verl-tests report bench clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -23,6 +23,9 @@ smoke: $(STAMP)  ## the whole DAG on config/smoke.yaml: CPU, offline, minutes
 
 toy: $(STAMP)  ## proof that the CPU trainer learns: SFT warm start vs Multi-Conv DAPO, 4 seeds, ~15 min
 	python -m memrl.toy --config config/toy.yaml --out results/toy
+
+bench: $(STAMP)  ## speed figures measured in one run (provenance, planning, synthesis, smoke): ~10 min
+	python scripts/bench.py
 
 report: $(STAMP)  ## the HTML report of the smoke run
 	snakemake --profile profiles/smoke --report results/smoke/report.html

@@ -29,6 +29,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 N_DOCS = (50, 400, 3200, 25600)
+STORE_IDS_ABOVE = 10000  # as the official files; --store-ids-above 0 streams every length
 POOL_QUESTIONS = 3000  # x 10 paragraphs: a 30,000-document pool, as large as 25,600 docs need
 
 
@@ -37,6 +38,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--n-docs", type=int, nargs="+", default=list(N_DOCS))
     parser.add_argument("--questions", type=int, default=4, help="evaluated samples per length")
     parser.add_argument("--chunk-tokens", type=int, default=5000, help="the paper's chunk size")
+    parser.add_argument("--store-ids-above", type=int, default=STORE_IDS_ABOVE)
     parser.add_argument("--child", type=int, help=argparse.SUPPRESS)  # n_docs of one measurement
     parser.add_argument("--build", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--work", type=Path, help=argparse.SUPPRESS)
@@ -92,41 +94,49 @@ class InstantEngine:
         ]
 
 
-def build_set(n_docs: int, work: Path, questions: int) -> Path:
+def build_set(
+    n_docs: int, work: Path, questions: int, store_ids_above: int = STORE_IDS_ABOVE
+) -> Path:
     """The eval set at `n_docs` as the `eval-set` rule writes it, in its own process."""
     from transformers import AutoTokenizer
 
-    from memrl.data.hotpotqa import build_pool, load_hotpotqa, question_records
     from memrl.data.io import write_jsonl_atomic
-    from memrl.data.ruler_hqa import build_eval_sets
+    from memrl.data.ruler_hqa import build_eval_sets, read_pool
 
     tokenizer = AutoTokenizer.from_pretrained(str(work / "tokenizer"))
-    records = load_hotpotqa(work / "dev.json")
-    pool = build_pool(records)
-    selected = question_records(records, pool)[:questions]
-    indices = [q["index"] for q in selected]
-    (rows,) = build_eval_sets(selected, pool, [n_docs], indices, tokenizer=tokenizer).values()
+    pool = read_pool(work / "pool_docs.parquet", work / "pool_questions.parquet")
+    indices = [q["index"] for q in pool.questions[:questions]]
+    (rows,) = build_eval_sets(
+        pool.questions,
+        pool.docs,
+        [n_docs],
+        indices,
+        tokenizer=tokenizer,
+        store_ids_above=store_ids_above,
+        doc_tokens=pool.tokens,
+    ).values()
     path = work / f"eval_{n_docs}.jsonl"
     write_jsonl_atomic(path, rows)
     return path
 
 
 def measure(n_docs: int, work: Path, chunk_tokens: int) -> dict:
-    """The evaluation job alone: read the set and the dev pool, run MemAgent over every sample."""
+    """The evaluation job alone: read the set and the pool, run MemAgent over every sample
+    (`eval_seconds`: the agent loop alone, which streams doc-id contexts from the pool)."""
     from transformers import AutoTokenizer
 
     from memrl.agents.memagent import MemAgentConfig
-    from memrl.data.hotpotqa import build_pool, load_hotpotqa
-    from memrl.data.io import read_jsonl
+    from memrl.data.io import read_jsonl, read_parquet
     from memrl.evaluation import Task, evaluate, memagent_system
 
     began = time.perf_counter()
     tokenizer = AutoTokenizer.from_pretrained(str(work / "tokenizer"))
     rows = read_jsonl(work / f"eval_{n_docs}.jsonl")
-    pool = build_pool(load_hotpotqa(work / "dev.json"))
+    pool = read_parquet(work / "pool_docs.parquet", ["doc"])["doc"].to_pylist()
     task = Task("ruler_hqa", "hqa")
     engine = InstantEngine(tokenizer)
     agent = MemAgentConfig(chunk_tokens=chunk_tokens, memory_tokens=1024, final_tokens=1024)
+    loop_began = time.perf_counter()
     predictions = evaluate(
         rows,
         task,
@@ -136,30 +146,39 @@ def measure(n_docs: int, work: Path, chunk_tokens: int) -> dict:
         work / f"predictions_{n_docs}.jsonl",
         batch_size=len(rows),
     )
+    ended = time.perf_counter()
+    (work / f"predictions_{n_docs}.jsonl").unlink()
     return {
         "n_docs": n_docs,
         "stored_as": "doc ids" if "doc_ids" in rows[0] else "text",
         "mean_tokens": sum(r["num_tokens"] for r in rows) / len(rows),
         "calls_per_sample": engine.calls / len(rows),
         "samples": len(predictions),
-        "seconds": time.perf_counter() - began,
+        "seconds": ended - began,
+        "eval_seconds": ended - loop_began,
         "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
     }
 
 
-def prepare(work: Path) -> None:
+def prepare(work: Path, pool_questions: int | None = None) -> None:
+    """The dev file, the tiny tokenizer and the pool files (`hqa-pool`) under `work`."""
+    from memrl.data.hotpotqa import load_hotpotqa
+    from memrl.data.ruler_hqa import build_doc_pool, write_pool
     from memrl.data.sources import fixture_corpus
     from memrl.models.tiny import build_tokenizer
 
-    write_dev_file(work / "dev.json", POOL_QUESTIONS)
-    build_tokenizer(fixture_corpus(), 2048, 1 << 30).save_pretrained(work / "tokenizer")
+    write_dev_file(work / "dev.json", pool_questions or POOL_QUESTIONS)
+    tokenizer = build_tokenizer(fixture_corpus(), 2048, 1 << 30)
+    tokenizer.save_pretrained(work / "tokenizer")
+    pool = build_doc_pool(load_hotpotqa(work / "dev.json"), tokenizer)
+    write_pool(work / "pool_docs.parquet", work / "pool_questions.parquet", pool)
 
 
 def main(argv: Sequence[str] | None = None) -> None:
     args = parse_args(argv)
     if args.child is not None:
         if args.build:
-            build_set(args.child, args.work, args.questions)
+            build_set(args.child, args.work, args.questions, args.store_ids_above)
         else:
             print(json.dumps(measure(args.child, args.work, args.chunk_tokens)))
         return
@@ -182,6 +201,8 @@ def main(argv: Sequence[str] | None = None) -> None:
                 str(args.questions),
                 "--chunk-tokens",
                 str(args.chunk_tokens),
+                "--store-ids-above",
+                str(args.store_ids_above),
             ]
             subprocess.run([*command, "--build"], check=True, capture_output=True)
             out = subprocess.run(command, check=True, capture_output=True, text=True).stdout

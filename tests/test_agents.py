@@ -96,7 +96,7 @@ def test_token_chunks_cut_in_token_space_across_streamed_pieces():
     tokenizer = WordTokenizer()
     whole = list(token_chunks(tokenizer, ["a b c d e"], 2))
     assert whole == ["a b", "c d", "e"]
-    streamed = list(token_chunks(tokenizer, ["a b c", "d e"], 2))
+    streamed = list(token_chunks(tokenizer, ["a b c", " d e"], 2))  # pieces of one text
     assert streamed == ["a b", "c d", "e"]
 
 
@@ -135,3 +135,47 @@ def test_long_texts_are_tokenized_in_pieces_with_identical_ids(qwen_style_tokeni
     joined = [i for p in pieces for i in tokenizer.encode(p, add_special_tokens=False)]
     assert joined == whole
     assert list(newline_pieces("x" * 2000, max_chars=500)) == ["x" * 2000]  # no safe cut
+    # a stream of small texts is re-cut the same way: the ids of the whole text again
+    lines = text.splitlines(keepends=True)
+    streamed = list(newline_pieces(lines, max_chars=500))
+    assert "".join(streamed) == text and all(len(p) <= 500 for p in streamed)
+    assert [i for p in streamed for i in tokenizer.encode(p, add_special_tokens=False)] == whole
+
+
+def test_context_token_counts_from_document_counts_equal_whole_text_counts(qwen_style_tokenizer):
+    from memrl.agents.chunking import count_tokens
+    from memrl.data.ruler_hqa import ContextTokens, render_context
+
+    tokenizer = qwen_style_tokenizer
+    pool = [
+        "Vell\nThe river Vell runs 12 miles.",  # ends in punctuation: ".\n\n" may merge
+        "Quill\nIt floods in spring\n",  # ends in a newline: the separator run grows
+        "Dunmore\n  Two spaces, then   more spaces  ",
+        " Leading space\nis safe after the header's newline.",
+        "\nLeading newline: counted whole",
+        "Last\nno trailing punctuation",
+    ]
+    counter = ContextTokens(tokenizer, pool)
+    samples = [[0, 1, 2, 3, 5], [5, 3, 2, 1, 0], [1, 4, 0], [2], [], list(range(6)) * 3]
+    counter.prepare(samples)
+    for ids in samples:
+        expected = count_tokens(tokenizer, [render_context(ids, pool)])[0] if ids else 0
+        assert counter(ids) == expected, ids
+    assert count_tokens(tokenizer, ["a b", ""]) == [
+        len(tokenizer.encode("a b", add_special_tokens=False)),
+        0,
+    ]
+
+
+def test_the_counting_tokenizer_counts_as_the_transformers_tokenizer(
+    qwen_style_tokenizer, tmp_path
+):
+    from memrl.agents.chunking import count_tokens
+    from memrl.cli import load_counting_tokenizer, load_tokenizer
+
+    qwen_style_tokenizer.save_pretrained(tmp_path)
+    texts = ["Document 12:\nThe river.\n\n", "  spaces\n\n\nand newlines", "", "é ü 数字 42"]
+    counting = load_counting_tokenizer(tmp_path)
+    assert type(counting).__module__.startswith("tokenizers")  # no transformers needed
+    expected = [len(load_tokenizer(tmp_path).encode(t, add_special_tokens=False)) for t in texts]
+    assert count_tokens(counting, texts) == count_tokens(qwen_style_tokenizer, texts) == expected

@@ -179,7 +179,7 @@ def test_document_pieces_agree_with_the_text():
 
 def test_token_units_are_fixed_token_chunks():
     assert token_units(WordTokenizer(), "a b c d e", 2) == ["a b", "c d", "e"]
-    assert token_units(WordTokenizer(), ["a b", "c d"], 3) == ["a b c", "d"]
+    assert token_units(WordTokenizer(), ["a b", " c d"], 3) == ["a b c", "d"]  # streamed text
     with pytest.raises(ValueError):
         token_units(WordTokenizer(), "a b", 0)
 

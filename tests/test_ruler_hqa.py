@@ -241,3 +241,45 @@ def test_build_eval_sets(dev):
         assert row["context"] == render_context(expected, pool)
     with pytest.raises(ValueError, match="not in the split"):
         build_eval_sets(questions, pool, [10], [0, 99])
+
+
+# --- the shared document pool (hqa-pool → eval-set, evaluate) ----------------------------------
+
+
+def test_the_pool_file_builds_the_same_eval_sets_as_the_raw_dev_file(dev, tmp_path):
+    from memrl.data.ruler_hqa import build_doc_pool, read_pool, write_pool
+
+    records, pool, questions = dev
+    tok = WhitespaceTokenizer()
+    built = build_doc_pool(records, tok)
+    assert built.docs == pool and built.questions == questions
+    assert list(built.tokens) == [len((doc + "\n\n").split()) for doc in pool]
+    write_pool(tmp_path / "docs.parquet", tmp_path / "questions.parquet", built)
+    read = read_pool(tmp_path / "docs.parquet", tmp_path / "questions.parquet")
+    assert read.docs == pool and read.questions == questions
+    assert list(read.tokens) == list(built.tokens)
+    indices = [7, 2, 9]
+    for store_ids_above in (10, 1000):
+        kwargs = {"seed": 42, "tokenizer": tok, "store_ids_above": store_ids_above}
+        from_raw = build_eval_sets(questions, pool, [10, 40], indices, **kwargs)
+        from_pool = build_eval_sets(
+            read.questions, read.docs, [10, 40], indices, doc_tokens=read.tokens, **kwargs
+        )
+        assert from_pool == from_raw
+        for rows in from_pool.values():
+            for row in rows:
+                assert row["num_tokens"] == len("".join(context_pieces(row, pool)).split())
+
+
+def test_a_pool_file_without_its_columns_names_itself(tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from memrl.data.ruler_hqa import read_pool
+
+    pq.write_table(pa.table({"doc": ["a"]}), tmp_path / "docs.parquet")
+    with pytest.raises(ValueError, match=r"docs\.parquet: missing column\(s\) \['tokens'\]"):
+        read_pool(tmp_path / "docs.parquet", tmp_path / "questions.parquet")
+    (tmp_path / "bad.parquet").write_text("not parquet")
+    with pytest.raises(ValueError, match=r"bad\.parquet: not a readable parquet file"):
+        read_pool(tmp_path / "bad.parquet", tmp_path / "questions.parquet")

@@ -110,17 +110,3 @@ def test_run_fails_without_the_last_checkpoint_and_on_a_stale_command(tmp_path, 
     assert not out.exists()
     with pytest.raises(SystemExit, match="differs from the one the config generates"):
         job.run(settings, ROWS, ROWS, Path("base"), out, [*launch, "extra=1"], {})
-
-
-def test_child_env_hands_verl_the_jobs_run_with_an_absolute_sqlite_path(monkeypatch, tmp_path):
-    from memrl.tracking import child_env
-
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.setenv("MLFLOW_TRACKING_URI", "sqlite:///results/x/mlflow.db")
-    monkeypatch.setenv("MLFLOW_RUN_ID", "abc")
-    assert child_env() == {
-        "MLFLOW_TRACKING_URI": f"sqlite:///{tmp_path / 'results/x/mlflow.db'}",
-        "MLFLOW_RUN_ID": "abc",
-    }
-    monkeypatch.setenv("MLFLOW_TRACKING_URI", "http://mlflow:5000")
-    assert child_env()["MLFLOW_TRACKING_URI"] == "http://mlflow:5000"

@@ -2,7 +2,8 @@
 
 Each subcommand receives the job's resolved settings as JSON (`--settings`, built by
 memrl.config from the validated config), reads its named inputs, writes its named outputs
-atomically, and records one MLflow run (memrl.tracking) tagged with the rule and wildcards.
+atomically, and writes its provenance record next to its log (memrl.tracking), loaded into
+MLflow once per Snakemake invocation.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import hashlib
 import json
 import logging
 import os
+import signal
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -21,13 +23,13 @@ from memrl import tracking
 
 log = logging.getLogger("memrl")
 
-Handler = Callable[[argparse.Namespace, tracking.JobRun], None]
+Handler = Callable[[argparse.Namespace, tracking.JobRecord], None]
 
 
 # --- subcommands ---------------------------------------------------------------------------------
 
 
-def cmd_download_data(args: argparse.Namespace, run: tracking.JobRun) -> None:
+def cmd_download_data(args: argparse.Namespace, run: tracking.JobRecord) -> None:
     from memrl.data.io import write_json_atomic
     from memrl.data.sources import fetch_file
 
@@ -36,7 +38,7 @@ def cmd_download_data(args: argparse.Namespace, run: tracking.JobRun) -> None:
     run.log_metrics({"bytes": entry["bytes"]})
 
 
-def cmd_download_model(args: argparse.Namespace, run: tracking.JobRun) -> None:
+def cmd_download_model(args: argparse.Namespace, run: tracking.JobRecord) -> None:
     from memrl.data.io import write_json_atomic
     from memrl.data.sources import fetch_model
 
@@ -45,7 +47,7 @@ def cmd_download_model(args: argparse.Namespace, run: tracking.JobRun) -> None:
     log.info("model ready in %s (%d files)", args.out, len(entry["files"]))
 
 
-def cmd_synthesize(args: argparse.Namespace, run: tracking.JobRun) -> None:
+def cmd_synthesize(args: argparse.Namespace, run: tracking.JobRecord) -> None:
     import random
 
     from memrl.data.hotpotqa import build_pool, load_hotpotqa, question_records
@@ -53,7 +55,7 @@ def cmd_synthesize(args: argparse.Namespace, run: tracking.JobRun) -> None:
     from memrl.data.ruler_hqa import build_split
 
     s = args.settings
-    tokenizer = load_tokenizer(args.tokenizer)
+    tokenizer = load_counting_tokenizer(args.tokenizer)
     for raw, out, limit in (
         (args.train, args.out_train, s["train_questions"]),
         (args.dev, args.out_dev, s["dev_questions"]),
@@ -76,7 +78,7 @@ def cmd_synthesize(args: argparse.Namespace, run: tracking.JobRun) -> None:
         run.log_metrics({f"{out.stem}.rows": len(rows), f"{out.stem}.pool": len(pool)})
 
 
-def cmd_filter(args: argparse.Namespace, run: tracking.JobRun) -> None:
+def cmd_filter(args: argparse.Namespace, run: tracking.JobRecord) -> None:
     from memrl.data.filter import filter_questions
     from memrl.data.io import read_jsonl, write_json_atomic, write_jsonl_atomic
     from memrl.engines.base import SamplingParams
@@ -103,30 +105,39 @@ def cmd_filter(args: argparse.Namespace, run: tracking.JobRun) -> None:
     write_json_atomic(args.report, report)
 
 
-def cmd_eval_set(args: argparse.Namespace, run: tracking.JobRun) -> None:
-    from memrl.data.hotpotqa import build_pool, load_hotpotqa, question_records
+def cmd_hqa_pool(args: argparse.Namespace, run: tracking.JobRecord) -> None:
+    """The dev pool every RULER-HQA eval set draws from, each document counted once."""
+    from memrl.data.hotpotqa import load_hotpotqa
+    from memrl.data.ruler_hqa import build_doc_pool, write_pool
+
+    pool = build_doc_pool(load_hotpotqa(args.dev_raw), load_counting_tokenizer(args.tokenizer))
+    write_pool(args.out_docs, args.out_questions, pool)
+    run.log_metrics({"docs": len(pool.docs), "tokens": int(pool.tokens.sum())})
+
+
+def cmd_eval_set(args: argparse.Namespace, run: tracking.JobRecord) -> None:
     from memrl.data.io import read_jsonl, write_jsonl_atomic
-    from memrl.data.ruler_hqa import build_eval_sets
+    from memrl.data.ruler_hqa import build_eval_sets, read_pool
 
     s = args.settings
-    records = load_hotpotqa(args.dev_raw)
-    pool = build_pool(records)
+    pool = read_pool(args.pool_docs, args.pool_questions)
     indices = [row["index"] for row in read_jsonl(args.dev)][: s["eval_questions"]]
     [rows] = build_eval_sets(
-        question_records(records, pool),
-        pool,
+        pool.questions,
+        pool.docs,
         [s["n_docs"]],
         indices,
         seed=s["seed"],
-        tokenizer=load_tokenizer(args.tokenizer),
+        tokenizer=load_counting_tokenizer(args.tokenizer),
         store_ids_above=s["store_ids_above"],
+        doc_tokens=pool.tokens,
     ).values()
     write_jsonl_atomic(args.out, rows)
     tokens = [row["num_tokens"] for row in rows]
     run.log_metrics({"rows": len(rows), "mean_tokens": sum(tokens) / max(1, len(tokens))})
 
 
-def cmd_ruler_set(args: argparse.Namespace, run: tracking.JobRun) -> None:
+def cmd_ruler_set(args: argparse.Namespace, run: tracking.JobRecord) -> None:
     """One RULER (task, length) set; only the corpus the task needs is read."""
     from memrl.data.essays import load_essay_text
     from memrl.data.hotpotqa import load_hotpotqa
@@ -164,7 +175,7 @@ def cmd_ruler_set(args: argparse.Namespace, run: tracking.JobRun) -> None:
     )
 
 
-def cmd_stage2_data(args: argparse.Namespace, run: tracking.JobRun) -> None:
+def cmd_stage2_data(args: argparse.Namespace, run: tracking.JobRecord) -> None:
     """Stage II rows: DocQA-RL-1.6K rows that fit max_context_tokens + stage-I rows (data.docqa)."""
     from memrl.data.docqa import load_docqa, mix_stage2
     from memrl.data.io import read_jsonl, write_jsonl_atomic
@@ -184,7 +195,7 @@ def cmd_stage2_data(args: argparse.Namespace, run: tracking.JobRun) -> None:
     run.log_metrics({**report, **by_source})
 
 
-def cmd_train(args: argparse.Namespace, run: tracking.JobRun) -> None:
+def cmd_train(args: argparse.Namespace, run: tracking.JobRecord) -> None:
     from memrl.data.io import read_jsonl
 
     s = args.settings
@@ -193,7 +204,7 @@ def cmd_train(args: argparse.Namespace, run: tracking.JobRun) -> None:
             raise SystemExit("training.backend=verl: the verl command must follow `--`")
         from memrl.verl.job import run as run_verl
 
-        env = {**os.environ, **tracking.child_env()}
+        env = {**os.environ, **run.child_env()}
         summary = run_verl(
             s, read_jsonl(args.data), read_jsonl(args.dev), args.model, args.out, args.launch, env
         )
@@ -214,17 +225,20 @@ def cmd_train(args: argparse.Namespace, run: tracking.JobRun) -> None:
     _log_summary(run, summary)
 
 
-def _log_summary(run: tracking.JobRun, summary: dict[str, Any]) -> None:
+def _log_summary(run: tracking.JobRecord, summary: dict[str, Any]) -> None:
     """A run's totals, under `final.` so they do not land on the per-step curves' step 0."""
     run.log_metrics({f"final.{k}": v for k, v in summary.items() if isinstance(v, int | float)})
 
 
-def cmd_evaluate(args: argparse.Namespace, run: tracking.JobRun) -> None:
-    """One shard of one evaluation: (benchmark, task, system, length) x shard."""
+def cmd_evaluate(args: argparse.Namespace, run: tracking.JobRecord) -> None:
+    """One evaluation (benchmark, task, system, length), or one shard of it. An unsharded one
+    (`--metrics`) scores itself; shards are scored by merge-eval."""
     from memrl.engines.base import SamplingParams
-    from memrl.evaluation import Task, evaluate, shard_rows
+    from memrl.evaluation import Task, evaluate, merge_shards, shard_rows
 
     s = args.settings
+    if (args.metrics is None) == (s["shards"] == 1):
+        raise SystemExit(f"--metrics goes with an unsharded evaluation (shards={s['shards']})")
     task = Task(s["benchmark"], s["task"], s.get("variant", "memagent"))
     engine = build_engine(args.model, _engine_spec(s))
     rows = shard_rows(_eval_rows(task, args.data, engine.tokenizer), s["shard"], s["shards"])
@@ -233,7 +247,7 @@ def cmd_evaluate(args: argparse.Namespace, run: tracking.JobRun) -> None:
     # a killed or failed job keeps its finished samples there and the rerun resumes from them.
     # The name carries a digest of the settings and inputs, so a rerun after a change starts afresh.
     partial = args.predictions.with_name(f"{args.predictions.name}.{_resume_key(args)}.partial")
-    evaluate(
+    predictions = evaluate(
         rows,
         task,
         _system(task, s, engine.tokenizer, pool),
@@ -243,18 +257,34 @@ def cmd_evaluate(args: argparse.Namespace, run: tracking.JobRun) -> None:
         s["wave_size"],
         on_wave=run.log_metrics,
     )
-    os.replace(partial, args.predictions)
+    if args.metrics is None:  # a shard: merge-eval orders and scores all shards
+        os.replace(partial, args.predictions)
+        return
+    _write_predictions_and_metrics(merge_shards([predictions]), s, args, run)
+    partial.unlink()
 
 
-def cmd_merge_eval(args: argparse.Namespace, run: tracking.JobRun) -> None:
+def cmd_merge_eval(args: argparse.Namespace, run: tracking.JobRecord) -> None:
     """Merge an evaluation's shards into its predictions and metrics."""
-    from memrl.data.io import read_jsonl, write_json_atomic, write_jsonl_atomic
-    from memrl.evaluation import merge_shards, summarize
+    from memrl.data.io import read_jsonl
+    from memrl.evaluation import merge_shards
 
     s = args.settings
     if len(args.shards) != s["shards"]:
         raise SystemExit(f"expected {s['shards']} shard files, got {len(args.shards)}")
     predictions = merge_shards(read_jsonl(path) for path in args.shards)
+    _write_predictions_and_metrics(predictions, s, args, run)
+
+
+def _write_predictions_and_metrics(
+    predictions: list[dict[str, Any]],
+    s: dict[str, Any],
+    args: argparse.Namespace,
+    run: tracking.JobRecord,
+) -> None:
+    from memrl.data.io import write_json_atomic, write_jsonl_atomic
+    from memrl.evaluation import summarize
+
     metrics = summarize(predictions, s["benchmark"], s["task"], s["system"], s["length"])
     write_jsonl_atomic(args.predictions, predictions)
     write_json_atomic(args.metrics, metrics)
@@ -285,15 +315,15 @@ def _eval_rows(task: Any, data: Path, tokenizer: Any) -> list[dict[str, Any]]:
     return rows
 
 
-def _pool(rows: list[dict[str, Any]], pool_raw: Path | None) -> list[str] | None:
+def _pool(rows: list[dict[str, Any]], pool_docs: Path | None) -> list[str] | None:
     """RULER-HQA's document pool, needed only by rows that store doc ids instead of text."""
     if not any("doc_ids" in row for row in rows):
         return None
-    if pool_raw is None:
-        raise SystemExit("these rows store doc ids: pass --pool with the HotpotQA dev file")
-    from memrl.data.hotpotqa import build_pool, load_hotpotqa
+    if pool_docs is None:
+        raise SystemExit("these rows store doc ids: pass --pool with the hqa-pool documents")
+    from memrl.data.io import read_parquet
 
-    return build_pool(load_hotpotqa(pool_raw))
+    return read_parquet(pool_docs, ["doc"])["doc"].to_pylist()
 
 
 def _engine_spec(s: dict[str, Any]) -> dict[str, Any]:
@@ -343,7 +373,7 @@ def _system(task: Any, s: dict[str, Any], tokenizer: Any, pool: list[str] | None
     )
 
 
-def cmd_table(args: argparse.Namespace, run: tracking.JobRun) -> None:
+def cmd_table(args: argparse.Namespace, run: tracking.JobRecord) -> None:
     """A paper table (settings `name`): ours beside the paper's numbers, as CSV, Markdown, LaTeX."""
     from memrl.config import load_yaml
     from memrl.report.tables import PAPER_TABLES, build_paper_table, load_metrics, write_table
@@ -356,7 +386,7 @@ def cmd_table(args: argparse.Namespace, run: tracking.JobRun) -> None:
     write_table(table, args.out_prefix, caption=f"{PAPER_TABLES[name].caption}, run {s['run']}")
 
 
-def cmd_figure(args: argparse.Namespace, run: tracking.JobRun) -> None:
+def cmd_figure(args: argparse.Namespace, run: tracking.JobRecord) -> None:
     """A paper figure (settings `name`) as PNG and PDF."""
     from memrl.config import load_yaml
     from memrl.report.figures import PAPER_FIGURES, plot_paper_figure
@@ -376,7 +406,7 @@ def cmd_figure(args: argparse.Namespace, run: tracking.JobRun) -> None:
     )
 
 
-def cmd_training_curve(args: argparse.Namespace, run: tracking.JobRun) -> None:
+def cmd_training_curve(args: argparse.Namespace, run: tracking.JobRecord) -> None:
     """Settings: `title`, optional `labels` (one per --metrics path: a train_metrics.jsonl or a
     training output directory; default: the paths' distinguishing directory names)."""
     from memrl.report.figures import plot_training_curve, training_metrics_files
@@ -409,6 +439,17 @@ def load_tokenizer(path: Path) -> Any:
     from transformers import AutoTokenizer
 
     return AutoTokenizer.from_pretrained(str(path))
+
+
+def load_counting_tokenizer(path: Path) -> Any:
+    """For jobs that only count tokens: the model's `tokenizer.json` through `tokenizers` (the
+    encoder a transformers fast tokenizer wraps: the same ids, without importing transformers)."""
+    path = Path(path)
+    if not (path / "tokenizer.json").is_file():
+        return load_tokenizer(path)
+    from tokenizers import Tokenizer
+
+    return Tokenizer.from_file(str(path / "tokenizer.json"))
 
 
 def _json(text: str) -> Any:
@@ -467,10 +508,16 @@ COMMANDS: dict[str, Command] = {
         ["train", "dev"],
         named("out_train", "out_dev", "report"),
     ),
+    "hqa-pool": Command(
+        cmd_hqa_pool,
+        {"--dev-raw": {}, "--tokenizer": {}, "--out-docs": {}, "--out-questions": {}},
+        ["dev_raw", "tokenizer"],
+        named("out_docs", "out_questions"),
+    ),
     "eval-set": Command(
         cmd_eval_set,
-        {"--dev-raw": {}, "--dev": {}, "--tokenizer": {}, "--out": {}},
-        ["dev_raw", "dev", "tokenizer"],
+        {"--pool-docs": {}, "--pool-questions": {}, "--dev": {}, "--tokenizer": {}, "--out": {}},
+        ["pool_docs", "pool_questions", "dev", "tokenizer"],
         named("out"),
     ),
     "ruler-set": Command(
@@ -493,9 +540,15 @@ COMMANDS: dict[str, Command] = {
     ),
     "evaluate": Command(
         cmd_evaluate,
-        {"--data": {}, "--pool": {"required": False}, "--model": {}, "--predictions": {}},
+        {
+            "--data": {},
+            "--pool": {"required": False},
+            "--model": {},
+            "--predictions": {},
+            "--metrics": {"required": False},
+        },
         ["data", "model"],
-        named("predictions"),
+        named("predictions", "metrics"),
     ),
     "merge-eval": Command(
         cmd_merge_eval,
@@ -542,7 +595,8 @@ def _paths(args: argparse.Namespace, names: list[str]) -> list[Path]:
     paths: list[Path] = []
     for name in names:
         value = getattr(args, name)
-        paths += [Path(v) for v in value] if isinstance(value, list) else [Path(value)]
+        if value is not None:  # an optional path not given
+            paths += [Path(v) for v in value] if isinstance(value, list) else [Path(value)]
     return paths
 
 
@@ -552,6 +606,9 @@ def main(argv: Sequence[str] | None = None) -> None:
         stream=sys.stderr,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
+    # SLURM preemption and time limits send SIGTERM: unwind like Ctrl-C, so partial outputs are
+    # flushed and the provenance record says KILLED.
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
     args = build_parser().parse_args(argv)
     command = COMMANDS[args.command]
     out_paths = command.outputs(args)

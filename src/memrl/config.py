@@ -175,7 +175,10 @@ class EvalJob(NamedTuple):
     length: int  # n_docs (RULER-HQA), target tokens (RULER), 0 (LongBench)
 
 
-def eval_systems(config: dict[str, Any]) -> dict[str, dict[str, Any]]:
+Systems = dict[str, dict[str, Any]]
+
+
+def eval_systems(config: dict[str, Any]) -> Systems:
     """Concrete systems by id: memagent and long-context systems as configured, every RAG system
     expanded over its grid into `<name>.<retriever>-k<K>-<unit>` (unit `doc` = whole documents,
     Table 10; `c<C>` = C-token chunks, Table 11)."""
@@ -223,10 +226,11 @@ def ruler_sets(config: dict[str, Any]) -> list[tuple[str, int]]:
     ]
 
 
-def eval_jobs(config: dict[str, Any]) -> list[EvalJob]:
-    """Every evaluation: systems (config order) x their benchmarks x tasks x lengths."""
+def eval_jobs(config: dict[str, Any], systems: Systems | None = None) -> list[EvalJob]:
+    """Every evaluation: systems (config order) x their benchmarks x tasks x lengths.
+    `systems`: `eval_systems(config)`, when the caller has it already."""
     jobs = []
-    for system_id, system in eval_systems(config).items():
+    for system_id, system in (systems or eval_systems(config)).items():
         if _runs_benchmark(system, "ruler_hqa"):
             limit = system.get("max_docs")
             jobs += [
@@ -353,9 +357,11 @@ SYSTEM_KEYS = {  # what each kind reads from its system spec, beyond kind/model
 }
 
 
-def eval_settings(config: dict[str, Any], job: EvalJob, shard: int) -> dict[str, Any]:
+def eval_settings(
+    config: dict[str, Any], job: EvalJob, shard: int, systems: Systems | None = None
+) -> dict[str, Any]:
     """Everything one evaluation shard reads: the job, the system and the engine."""
-    system = eval_systems(config)[job.system]
+    system = (systems or eval_systems(config))[job.system]
     evaluation = config["evaluation"]
     engine = dict(system.get("engine") or evaluation["engine"])
     if engine["kind"] == "vllm":
@@ -423,18 +429,19 @@ NIAH_FIGURE_TASKS = ("niah_single_1", "niah_single_2", "niah_single_3")  # Figur
 def report_jobs(config: dict[str, Any], name: str) -> list[EvalJob]:
     """The evaluations a table or figure reads (by benchmark, task and system kind)."""
     kinds = eval_systems(config)
+    jobs = eval_jobs(config, kinds)
 
     def select(benchmark: str, rag: bool | None, tasks: Sequence[str] | None = None) -> list:
         return [
             job
-            for job in eval_jobs(config)
+            for job in jobs
             if job.benchmark == benchmark
             and (tasks is None or job.task in tasks)
             and (rag is None or (kinds[job.system]["kind"] == "rag") == rag)
         ]
 
     qa = [t for t in config["longbench"]["tasks"] if t not in LONGBENCH_SUM]
-    memagent = [j for j in eval_jobs(config) if kinds[j.system]["kind"] == "memagent"]
+    memagent = [j for j in jobs if kinds[j.system]["kind"] == "memagent"]
     selections = {
         "table1": lambda: select("ruler_hqa", rag=False),
         "figure1": lambda: select("ruler_hqa", rag=False),

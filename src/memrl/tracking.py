@@ -1,48 +1,76 @@
-"""Provenance: one MLflow run per pipeline invocation, one child run per Snakemake job.
+"""Provenance: each job appends a small record next to its log; one local step loads the records
+into MLflow (one parent run per Snakemake invocation, one child run per job).
 
-`start_pipeline_run` is called once from the Snakefile's `onstart` (main process only); it creates
-the experiment, records the parent run and exports its id through the environment, which local job
-subprocesses inherit and the SLURM executor forwards (`--export=ALL`). Each `memrl` subcommand then
-wraps its work in `job_run`, which nests a child run under that parent with the DESIGN §4 tags.
-A child process that itself starts MLflow (verl's tracker) resumes the job's run via MLFLOW_RUN_ID.
+Jobs never import MLflow: importing it and opening its store costs seconds per job, and hundreds of
+SLURM jobs must not write one SQLite file on a network disk. Instead:
 
-Tracking never decides whether a job succeeds: if the backend is unreachable after retries the job
-goes on and says so in its log. Set MEMRL_TRACKING=off to disable it entirely.
+- `start_invocation` (the Snakefile's `onstart`, real runs only) writes
+  `<results>/provenance/<invocation>.json` (config, git state, host) and exports what the jobs
+  need (`MEMRL_INVOCATION`, the config hash, git state, the tracking URI); local job processes
+  inherit it and the SLURM executor forwards it (`--export=ALL`).
+- `job_run` (every `memrl` subcommand) appends JSON lines to `<log stem>.provenance.jsonl`: a
+  `start` line (rule, wildcards, tags, params = the resolved settings, input digests), `metrics`
+  lines as the job logs them, and an `end` line (status, wall time, peak RSS, output digests).
+  Each line is flushed, so a killed job leaves a record without `end` (loaded as KILLED).
+- `end_invocation` (`onsuccess`/`onerror`) marks the invocation finished and runs `load`, which
+  creates the runs not yet in MLflow. It is idempotent (runs are matched by record id) and can be
+  run by hand: `python -m memrl.tracking results/<run>` (e.g. after a killed invocation, or to fill
+  a tracking server from records written on a cluster).
+
+A job whose process logs to MLflow itself (verl's tracker) asks `JobRecord.child_env()` for a live
+run; the loader then adopts that run as the job's child run. Tracking never decides whether a job
+succeeds. Set MEMRL_TRACKING=off to disable it entirely.
 """
 
 from __future__ import annotations
 
+import argparse
 import hashlib
 import json
 import logging
 import os
+import resource
 import socket
 import subprocess
+import sys
 import time
-from collections.abc import Callable, Iterator, Mapping
+import uuid
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import memrl
-from memrl.data.io import sha256_file
+from memrl.data.io import append_jsonl, read_json, sha256_file, write_json_atomic
 
 log = logging.getLogger(__name__)
 
 EXPERIMENT = "memrl"
-ENV_PARENT = "MEMRL_PARENT_RUN_ID"
+ENV_INVOCATION = "MEMRL_INVOCATION"
 ENV_CONFIG_HASH = "MEMRL_CONFIG_HASH"
 ENV_SNAKEMAKE_VERSION = "MEMRL_SNAKEMAKE_VERSION"
+ENV_GIT_COMMIT = "MEMRL_GIT_COMMIT"
+ENV_GIT_DIRTY = "MEMRL_GIT_DIRTY"
+RECORD_SUFFIX = ".provenance.jsonl"
 FULL_HASH_MAX_BYTES = 256 * 2**20  # larger files (model shards) are identified by size + mtime
 ARTIFACT_MAX_BYTES = 2 * 2**20
+PARAM_MAX_CHARS = 6000  # MLflow's limit on a param value
+BATCH = {"params": 100, "tags": 100, "metrics": 1000}  # MLflow's limits per log_batch call
 
 
 def enabled() -> bool:
     return os.environ.get("MEMRL_TRACKING", "on").lower() not in {"off", "0", "false"}
 
 
+def now_ms() -> int:
+    return int(time.time() * 1000)
+
+
 def git_state(repo: Path | None = None) -> dict[str, str]:
-    """The commit of the MemRL source tree and whether it has uncommitted changes."""
+    """The commit of the MemRL source tree and whether it has uncommitted changes (the
+    invocation's, from the environment, when a Snakemake run exported it)."""
+    if ENV_GIT_COMMIT in os.environ:
+        return {"git.commit": os.environ[ENV_GIT_COMMIT], "git.dirty": os.environ[ENV_GIT_DIRTY]}
     repo = repo or Path(memrl.__file__).resolve().parents[2]
 
     def git(*args: str) -> str:
@@ -82,91 +110,123 @@ def flatten(settings: Mapping[str, Any], prefix: str = "") -> dict[str, str]:
     return flat
 
 
-def _retry(action: Callable[[], Any], what: str, attempts: int = 5) -> Any:
-    """SQLite backends shared by concurrent jobs report 'database is locked'; back off and retry."""
-    for attempt in range(attempts):
-        try:
-            return action()
-        except Exception as exc:
-            if attempt == attempts - 1:
-                log.warning("MLflow: %s failed after %d attempts: %s", what, attempts, exc)
-                return None
-            time.sleep(0.5 * 2**attempt)
-    return None
+def peak_rss_mb() -> float:
+    """Peak resident memory of this process and of its largest finished child, in MB."""
+    own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    children = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    return max(own, children) / 1024  # Linux reports KiB
 
 
-def start_pipeline_run(uri: str, config: Mapping[str, Any], snakemake_version: str) -> str | None:
-    """Create the invocation's parent run and export what the jobs need to nest under it."""
+def record_path(log_file: Path) -> Path:
+    """`logs/<rule>/<job>.log` → `logs/<rule>/<job>.provenance.jsonl`."""
+    return log_file.with_suffix(RECORD_SUFFIX)
+
+
+def invocations_dir(results: Path) -> Path:
+    return results / "provenance"
+
+
+# --- the Snakemake invocation (main process) ------------------------------------------------------
+
+
+def start_invocation(
+    results: Path, uri: str, config: Mapping[str, Any], snakemake_version: str
+) -> str | None:
+    """Record the invocation and export what its jobs need; returns its id."""
     if not enabled():
         return None
-    import mlflow
-
     from memrl.config import config_hash
 
-    if uri.startswith("sqlite:///"):
-        Path(uri.removeprefix("sqlite:///")).parent.mkdir(parents=True, exist_ok=True)
-    mlflow.set_tracking_uri(uri)
-
-    def create() -> str:
-        experiment = mlflow.set_experiment(EXPERIMENT)
-        tags = {
-            "run": str(config["run"]),
-            "config.hash": config_hash(dict(config)),
-            "snakemake.version": snakemake_version,
-            "host": socket.gethostname(),
-            **git_state(),
+    invocation = f"{time.strftime('%Y%m%dT%H%M%S')}-{uuid.uuid4().hex[:8]}"
+    git = git_state()
+    tags = {
+        "run": str(config["run"]),
+        "config.hash": config_hash(dict(config)),
+        "snakemake.version": snakemake_version,
+        "host": socket.gethostname(),
+        **git,
+    }
+    write_json_atomic(
+        invocations_dir(results) / f"{invocation}.json",
+        {
+            "invocation": invocation,
+            "uri": uri,
+            "start_ms": now_ms(),
+            "tags": tags,
+            "config": config,
+        },
+    )
+    os.environ.update(
+        {
+            ENV_INVOCATION: invocation,
+            ENV_CONFIG_HASH: tags["config.hash"],
+            ENV_SNAKEMAKE_VERSION: snakemake_version,
+            ENV_GIT_COMMIT: git["git.commit"],
+            ENV_GIT_DIRTY: git["git.dirty"],
+            "MLFLOW_TRACKING_URI": absolute_uri(uri),
         }
-        client = mlflow.MlflowClient()
-        run = client.create_run(
-            experiment.experiment_id, run_name=f"pipeline-{config['run']}", tags=tags
+    )
+    return invocation
+
+
+def end_invocation(results: Path, succeeded: bool) -> None:
+    """Mark the invocation finished and load every pending record into MLflow (a subprocess:
+    MLflow is imported once per invocation, and a tracking failure never fails the workflow)."""
+    invocation = os.environ.get(ENV_INVOCATION)
+    if not enabled() or not invocation:
+        return
+    path = invocations_dir(results) / f"{invocation}.json"
+    record = read_json(path)
+    record.update(end_ms=now_ms(), status="FINISHED" if succeeded else "FAILED")
+    write_json_atomic(path, record)
+    done = subprocess.run([sys.executable, "-m", "memrl.tracking", str(results)], check=False)
+    if done.returncode != 0:
+        log.warning(
+            "provenance: loading into MLflow failed; rerun python -m memrl.tracking %s", results
         )
-        client.log_dict(run.info.run_id, dict(config), "config.json")
-        client.set_terminated(run.info.run_id)
-        return run.info.run_id
-
-    run_id = _retry(create, "creating the pipeline run")
-    if run_id:
-        os.environ.update(
-            {
-                "MLFLOW_TRACKING_URI": uri,
-                ENV_PARENT: run_id,
-                ENV_CONFIG_HASH: config_hash(dict(config)),
-                ENV_SNAKEMAKE_VERSION: snakemake_version,
-            }
-        )
-    return run_id
 
 
-class JobRun:
-    """The handle a job logs through; every call is a no-op when tracking is off or failed."""
+def absolute_uri(uri: str) -> str:
+    """A sqlite URI with an absolute path (jobs and Ray workers run elsewhere)."""
+    prefix = "sqlite:///"
+    if uri.startswith(prefix) and not uri[len(prefix) :].startswith("/"):
+        return prefix + str(Path(uri[len(prefix) :]).resolve())
+    return uri
 
-    def __init__(self, client: Any = None, run_id: str | None = None) -> None:
-        self.client, self.run_id = client, run_id
 
-    def log_metrics(self, metrics: Mapping[str, float], step: int | None = None) -> None:
-        if self.run_id is None:
-            return
+# --- one job --------------------------------------------------------------------------------------
+
+
+class JobRecord:
+    """The handle a job logs through: lines appended to its provenance record (no-ops without)."""
+
+    def __init__(self, path: Path | None = None) -> None:
+        self.path = path
+        self.mlflow_run_id: str | None = None
+
+    def write(self, event: dict[str, Any]) -> None:
+        if self.path is not None:
+            append_jsonl(self.path, [event])
+
+    def log_metrics(self, metrics: Mapping[str, Any], step: int | None = None) -> None:
         values = {k: float(v) for k, v in metrics.items() if isinstance(v, int | float)}
-        ts = int(time.time() * 1000)
-        from mlflow.entities import Metric
+        if values:
+            self.write({"event": "metrics", "ts": now_ms(), "step": step or 0, "values": values})
 
-        batch = [Metric(k, v, ts, step or 0) for k, v in values.items()]
-        _retry(lambda: self.client.log_batch(self.run_id, metrics=batch), "logging metrics")
+    def child_env(self) -> dict[str, str]:
+        """MLFLOW_* for a process that logs into MLflow itself (verl under Ray): a live run of
+        this job, created here, which the loader later adopts as the job's child run."""
+        uri = os.environ.get("MLFLOW_TRACKING_URI")
+        if self.path is None or not uri:
+            return {}
+        if self.mlflow_run_id is None:
+            import mlflow
 
-
-def child_env() -> dict[str, str]:
-    """What a launched process (verl under Ray) needs to log into this job's MLflow run: the
-    run id and the tracking URI, a sqlite path made absolute (Ray workers run elsewhere)."""
-    env = {}
-    uri = os.environ.get("MLFLOW_TRACKING_URI")
-    if uri:
-        prefix = "sqlite:///"
-        if uri.startswith(prefix) and not uri[len(prefix) :].startswith("/"):
-            uri = prefix + str(Path(uri[len(prefix) :]).resolve())
-        env["MLFLOW_TRACKING_URI"] = uri
-    if os.environ.get("MLFLOW_RUN_ID"):
-        env["MLFLOW_RUN_ID"] = os.environ["MLFLOW_RUN_ID"]
-    return env
+            client = mlflow.MlflowClient(uri)
+            run = client.create_run(experiment_id(client, uri))
+            self.mlflow_run_id = run.info.run_id
+            self.write({"event": "mlflow_run", "run_id": self.mlflow_run_id})
+        return {"MLFLOW_TRACKING_URI": uri, "MLFLOW_RUN_ID": self.mlflow_run_id}
 
 
 @contextmanager
@@ -177,63 +237,236 @@ def job_run(
     inputs: list[Path],
     outputs: list[Path],
     log_file: Path | None = None,
-) -> Iterator[JobRun]:
-    """Run the body inside a child MLflow run carrying this job's provenance."""
-    if not enabled() or not os.environ.get("MLFLOW_TRACKING_URI"):
-        yield JobRun()
+) -> Iterator[JobRecord]:
+    """Run the body while writing this job's provenance record next to its log."""
+    if not enabled() or log_file is None:
+        yield JobRecord()
         return
+    path = record_path(log_file)
+    path.unlink(missing_ok=True)  # a rerun's record replaces the last one
+    record = JobRecord(path)
+    started = time.monotonic()
+    record.write(
+        {
+            "event": "start",
+            "record": uuid.uuid4().hex,
+            "invocation": os.environ.get(ENV_INVOCATION),
+            "rule": rule,
+            "wildcards": dict(wildcards),
+            "start_ms": now_ms(),
+            "tags": {
+                "config.hash": os.environ.get(ENV_CONFIG_HASH, "unknown"),
+                "snakemake.version": os.environ.get(ENV_SNAKEMAKE_VERSION, "unknown"),
+                "host": socket.gethostname(),
+                "slurm.job_id": os.environ.get("SLURM_JOB_ID", ""),
+                **git_state(),
+            },
+            "params": flatten(settings),
+            "inputs": {str(p): file_digest(p) for p in inputs if p.exists()},
+            "log": str(log_file),
+        }
+    )
+    status = "FAILED"
+    try:
+        yield record
+        status = "FINISHED"
+    except KeyboardInterrupt:  # Ctrl-C, or SIGTERM (memrl.cli maps it): SLURM preemption, timeout
+        status = "KILLED"
+        raise
+    except SystemExit as exc:
+        status = "FAILED" if exc.code else "FINISHED"
+        raise
+    finally:
+        existing = [p for p in outputs if p.exists()]
+        record.write(
+            {
+                "event": "end",
+                "status": status,
+                "end_ms": now_ms(),
+                "wall_s": round(time.monotonic() - started, 3),
+                "peak_rss_mb": round(peak_rss_mb(), 1),
+                "outputs": {str(p): file_digest(p) for p in existing},
+                "artifacts": [
+                    str(p)
+                    for p in existing
+                    if p.is_file() and p.stat().st_size <= ARTIFACT_MAX_BYTES
+                ],
+            }
+        )
+
+
+# --- loading records into MLflow ------------------------------------------------------------------
+
+
+def read_record(path: Path) -> dict[str, Any] | None:
+    """A job's record as one dict (start fields, `metrics` lines, end fields); None if it has
+    no start line. A torn last line (a job killed mid-write) is ignored."""
+    lines = path.read_text(encoding="utf-8").splitlines()
+    events = []
+    for i, line in enumerate(lines):
+        try:
+            events.append(json.loads(line))
+        except json.JSONDecodeError:
+            if i < len(lines) - 1:
+                raise ValueError(f"{path}:{i + 1}: invalid JSON line") from None
+    if not events or events[0].get("event") != "start":
+        return None
+    record: dict[str, Any] = {"metrics": [], "path": str(path)}
+    for event in events:
+        kind = event.pop("event")
+        if kind == "metrics":
+            record["metrics"].append(event)
+        else:
+            record.update(event)
+    return record
+
+
+def experiment_id(client: Any, uri: str) -> str:
+    """The `memrl` experiment; with a SQLite store its artifacts go beside the database."""
+    experiment = client.get_experiment_by_name(EXPERIMENT)
+    if experiment is not None:
+        return experiment.experiment_id
+    location = None
+    if uri.startswith("sqlite:///"):
+        location = Path(uri.removeprefix("sqlite:///")).resolve().parent.joinpath("mlartifacts")
+        location = location.as_uri()
+    return client.create_experiment(EXPERIMENT, artifact_location=location)
+
+
+def _chunks(items: list[Any], size: int) -> Iterator[list[Any]]:
+    for start in range(0, len(items), size):
+        yield items[start : start + size]
+
+
+def _log_batch(client: Any, run_id: str, params=(), tags=(), metrics=()) -> None:
+    from mlflow.entities import Metric, Param, RunTag
+
+    for chunk in _chunks([Param(k, v[:PARAM_MAX_CHARS]) for k, v in params], BATCH["params"]):
+        client.log_batch(run_id, params=chunk)
+    for chunk in _chunks([RunTag(k, str(v)) for k, v in tags], BATCH["tags"]):
+        client.log_batch(run_id, tags=chunk)
+    for chunk in _chunks([Metric(*m) for m in metrics], BATCH["metrics"]):
+        client.log_batch(run_id, metrics=chunk)
+
+
+def load(results: Path, uri: str | None = None) -> dict[str, int]:
+    """Create the MLflow runs of every invocation and job record under `results` not yet loaded.
+
+    A record without an `end` line is loaded as KILLED once its invocation has ended; until
+    then (or forever, for a job run by hand outside Snakemake) it waits.
+    """
+    invocations = {
+        path.stem: read_json(path) for path in sorted(invocations_dir(results).glob("*.json"))
+    }
+    uri = absolute_uri(uri or next(reversed(invocations.values()), {}).get("uri") or "")
+    if not uri:
+        raise SystemExit(f"{results}: no invocation records and no --uri: nothing says where")
+    records = [
+        r for p in sorted(results.glob(f"logs/**/*{RECORD_SUFFIX}")) if (r := read_record(p))
+    ]
+
     import mlflow
 
-    client = mlflow.MlflowClient(os.environ["MLFLOW_TRACKING_URI"])
-    label = ",".join(f"{k}={v}" for k, v in wildcards.items())
-    tags = {
-        "rule": rule,
-        "wildcards": json.dumps(dict(wildcards)),
-        "config.hash": os.environ.get(ENV_CONFIG_HASH, "unknown"),
-        "snakemake.version": os.environ.get(ENV_SNAKEMAKE_VERSION, "unknown"),
-        "host": socket.gethostname(),
-        "slurm.job_id": os.environ.get("SLURM_JOB_ID", ""),
-        **git_state(),
-        **{f"input.{p}": file_digest(p) for p in inputs if p.exists()},
-    }
-    if os.environ.get(ENV_PARENT):
-        tags["mlflow.parentRunId"] = os.environ[ENV_PARENT]
+    if uri.startswith("sqlite:///"):
+        Path(uri.removeprefix("sqlite:///")).parent.mkdir(parents=True, exist_ok=True)
+    client = mlflow.MlflowClient(uri)
+    experiment = experiment_id(client, uri)
+    loaded: dict[tuple[str, str], str] = {}
+    for page in _pages(client, experiment):
+        for run in page:
+            for key in ("memrl.invocation.parent", "memrl.record"):
+                if key in run.data.tags:
+                    loaded[(key, run.data.tags[key])] = run.info.run_id
 
-    def create() -> str:
-        experiment = client.get_experiment_by_name(EXPERIMENT) or client.get_experiment(
-            client.create_experiment(EXPERIMENT)
-        )
+    parents: dict[str, str] = {}
+    counts = {"invocations": 0, "jobs": 0, "waiting": 0}
+    for invocation, info in invocations.items():
+        key = ("memrl.invocation.parent", invocation)
+        if key in loaded:
+            parents[invocation] = loaded[key]
+            continue
         run = client.create_run(
-            experiment.experiment_id, run_name=f"{rule}[{label}]" if label else rule, tags=tags
+            experiment,
+            start_time=info["start_ms"],
+            run_name=f"pipeline-{info['tags']['run']}",
+            tags={**info["tags"], "memrl.invocation.parent": invocation},
         )
-        client.log_batch(
-            run.info.run_id,
-            params=[mlflow.entities.Param(k, v[:6000]) for k, v in flatten(settings).items()],
-        )
-        return run.info.run_id
+        client.log_dict(run.info.run_id, info["config"], "config.json")
+        if "end_ms" in info:
+            client.set_terminated(run.info.run_id, info["status"], end_time=info["end_ms"])
+        parents[invocation] = run.info.run_id
+        counts["invocations"] += 1
 
-    run_id = _retry(create, f"creating the run of {rule}")
-    handle = JobRun(client, run_id)
-    status = "FAILED"
-    if run_id:
-        os.environ.setdefault("MLFLOW_RUN_ID", run_id)
-    try:
-        yield handle
-        status = "FINISHED"
-    finally:
-        if run_id:
-            _finish(client, run_id, outputs, log_file, status)
+    for record in records:
+        if ("memrl.record", record["record"]) in loaded:
+            continue
+        invocation = invocations.get(record["invocation"] or "", {})
+        if "status" not in record and "end_ms" not in invocation:
+            counts["waiting"] += 1  # still running (or killed in a run that has not ended)
+            continue
+        _load_job(client, experiment, record, parents.get(record["invocation"] or ""))
+        counts["jobs"] += 1
+    log.info("provenance → %s: %s", uri, counts)
+    return counts
 
 
-def _finish(client: Any, run_id: str, outputs: list[Path], log_file: Path | None, status: str):
-    def finish() -> None:
-        for path in outputs:
-            if path.exists():
-                client.set_tag(run_id, f"output.{path}", file_digest(path))
-                if path.is_file() and path.stat().st_size <= ARTIFACT_MAX_BYTES:
-                    client.log_artifact(run_id, str(path))
-        if log_file is not None and log_file.exists():
-            client.log_artifact(run_id, str(log_file), artifact_path="log")
-        client.set_terminated(run_id, status=status)
+def _pages(client: Any, experiment: str) -> Iterator[list[Any]]:
+    token = None
+    while True:
+        page = client.search_runs([experiment], max_results=10000, page_token=token)
+        yield list(page)
+        token = page.token
+        if not token:
+            return
 
-    _retry(finish, "finishing the run")
+
+def _load_job(client: Any, experiment: str, record: dict[str, Any], parent: str | None) -> None:
+    label = ",".join(f"{k}={v}" for k, v in record["wildcards"].items())
+    name = f"{record['rule']}[{label}]" if label else record["rule"]
+    tags = {
+        **record["tags"],
+        "rule": record["rule"],
+        "wildcards": json.dumps(record["wildcards"]),
+        "memrl.record": record["record"],
+        "mlflow.runName": name,
+        **{f"input.{p}": d for p, d in record["inputs"].items()},
+        **{f"output.{p}": d for p, d in record.get("outputs", {}).items()},
+    }
+    if parent:
+        tags["mlflow.parentRunId"] = parent
+    run_id = record.get("run_id")  # a live run the job's own process logged into (verl)
+    if run_id is None:
+        run_id = client.create_run(experiment, start_time=record["start_ms"]).info.run_id
+    metrics = [
+        (key, value, m["ts"], m["step"])
+        for m in record["metrics"]
+        for key, value in m["values"].items()
+    ]
+    for key in ("wall_s", "peak_rss_mb"):
+        if key in record:
+            metrics.append((f"job.{key}", record[key], record["end_ms"], 0))
+    _log_batch(client, run_id, params=record["params"].items(), tags=tags.items(), metrics=metrics)
+    for path in record.get("artifacts", []):
+        if Path(path).is_file():
+            client.log_artifact(run_id, path)
+    if Path(record["log"]).is_file():
+        client.log_artifact(run_id, record["log"], artifact_path="log")
+    client.set_terminated(
+        run_id, record.get("status", "KILLED"), end_time=record.get("end_ms", record["start_ms"])
+    )
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(
+        prog="python -m memrl.tracking",
+        description="Load the provenance records under a results directory into MLflow.",
+    )
+    parser.add_argument("results", type=Path, help="results/<run>")
+    parser.add_argument("--uri", help="tracking URI (default: the last invocation's)")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    load(args.results, args.uri)
+
+
+if __name__ == "__main__":
+    main()

@@ -2,9 +2,12 @@
 import json
 import re
 import shlex
+import shutil
 from pathlib import Path
 
 import snakemake as _snakemake
+from snakemake.exceptions import WorkflowError
+from snakemake.settings.types import DeploymentMethod
 
 from memrl import config as cfg
 from memrl import tracking
@@ -12,9 +15,22 @@ from memrl import tracking
 cfg.validate_config(config, Path(workflow.basedir) / "workflow/schemas/config.schema.yaml")
 
 R = str(cfg.results_dir(config))
-CONTAINERS = config["containers"]
+
+# Apptainer runs jobs; planning needs none. Snakemake checks the binary while planning whenever a
+# rule names an image, so on a host without it the main process plans without images and
+# `onstart` (real runs only) refuses to run. Job processes (remote_exec) keep the images and fail
+# in Snakemake itself if their node lacks apptainer.
+WANTS_APPTAINER = DeploymentMethod.APPTAINER in workflow.deployment_settings.deployment_method
+HAS_APPTAINER = bool(shutil.which("apptainer") or shutil.which("singularity"))
+if not WANTS_APPTAINER or HAS_APPTAINER or workflow.remote_exec:
+    CONTAINERS = config["containers"]
+else:
+    CONTAINERS = dict.fromkeys(config["containers"])
 SYSTEMS = cfg.eval_systems(config)
-EVAL_JOBS = {(j.benchmark, j.task, j.system, j.length): j for j in cfg.eval_jobs(config)}
+EVAL_JOBS = {(j.benchmark, j.task, j.system, j.length): j for j in cfg.eval_jobs(config, SYSTEMS)}
+SHARDS = config["evaluation"]["shards"]
+SHARDED_BENCHMARKS = "|".join(b for b in cfg.BENCHMARKS if SHARDS[b] > 1) or "^$"
+UNSHARDED_BENCHMARKS = "|".join(b for b in cfg.BENCHMARKS if SHARDS[b] == 1) or "^$"
 
 
 wildcard_constraints:
@@ -34,7 +50,20 @@ wildcard_constraints:
 
 
 onstart:
-    tracking.start_pipeline_run(cfg.tracking_uri(config), config, _snakemake.__version__)
+    if WANTS_APPTAINER and not HAS_APPTAINER:
+        raise WorkflowError(
+            "software-deployment-method apptainer: neither apptainer nor singularity is on PATH. "
+            "Install apptainer, or run with --sdm conda (envs/README.md)."
+        )
+    tracking.start_invocation(Path(R), cfg.tracking_uri(config), config, _snakemake.__version__)
+
+
+onsuccess:
+    tracking.end_invocation(Path(R), succeeded=True)
+
+
+onerror:
+    tracking.end_invocation(Path(R), succeeded=False)
 
 
 def as_json(value):
@@ -131,12 +160,12 @@ def eval_job(wildcards):
 
 def get_eval_inputs(wildcards):
     """The job's eval set (RULER-HQA and RULER: built here; LongBench: the raw parquet), the
-    model, and for RULER-HQA the dev file whose pool rebuilds doc-id contexts."""
+    model, and for RULER-HQA the document pool that rebuilds doc-id contexts."""
     job = eval_job(wildcards)
     model = str(cfg.model_dir(config, SYSTEMS[job.system]["model"]))
     if job.benchmark == "ruler_hqa":
         data = f"{R}/data/ruler_hqa/eval_{job.length}.jsonl"
-        return {"data": data, "model": model, "pool": raw("hotpotqa_dev")}
+        return {"data": data, "model": model, "pool": f"{R}/data/ruler_hqa/pool_docs.parquet"}
     if job.benchmark == "ruler":
         return {"data": f"{R}/data/ruler/{job.task}/{job.length}.jsonl", "model": model}
     return {"data": raw(cfg.longbench_source(job.task)), "model": model}
@@ -148,8 +177,7 @@ def get_eval_pool_arg(wildcards, input):
 
 def get_eval_shards(wildcards):
     job = eval_job(wildcards)
-    shards = config["evaluation"]["shards"][job.benchmark]
-    return [f"{eval_prefix(job)}.shard{k}.jsonl" for k in range(shards)]
+    return [f"{eval_prefix(job)}.shard{k}.jsonl" for k in range(SHARDS[job.benchmark])]
 
 
 def get_ruler_tokenizer_dir(wildcards):
@@ -210,7 +238,13 @@ def get_training_curve_settings(wildcards):
 
 
 def get_eval_settings(wildcards):
-    return as_json(cfg.eval_settings(config, eval_job(wildcards), int(wildcards.shard)))
+    shard = int(wildcards.get("shard", 0))
+    return as_json(cfg.eval_settings(config, eval_job(wildcards), shard, SYSTEMS))
+
+
+def get_eval_metrics_arg(wildcards, output):
+    """An unsharded evaluation scores itself; a shard leaves that to merge_eval."""
+    return f"--metrics {shlex.quote(output.metrics)}" if "metrics" in output.keys() else ""
 
 
 def get_merge_settings(wildcards):

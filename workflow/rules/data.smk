@@ -101,9 +101,35 @@ rule filter_questions:
         " --out-dev {output.dev:q} --report {output.report:q} 2> {log:q}"
 
 
-rule synthesize_eval:
+rule ruler_hqa_pool:
     input:
         dev_raw=raw("hotpotqa_dev"),
+        tokenizer=get_tokenizer_dir,
+    output:
+        docs=f"{R}/data/ruler_hqa/pool_docs.parquet",
+        questions=f"{R}/data/ruler_hqa/pool_questions.parquet",
+    log:
+        f"{R}/logs/ruler_hqa_pool/all.log",
+    benchmark:
+        f"{R}/benchmarks/ruler_hqa_pool/all.tsv"
+    conda:
+        "../../envs/core.yaml"
+    container:
+        CONTAINERS["core"]
+    resources:
+        mem_mb=16000,
+    params:
+        job=job("ruler_hqa_pool"),
+    shell:
+        "memrl --job {params.job:q} --log {log:q} hqa-pool --settings '{{}}' --dev-raw {input.dev_raw:q}"
+        " --tokenizer {input.tokenizer:q} --out-docs {output.docs:q}"
+        " --out-questions {output.questions:q} 2> {log:q}"
+
+
+rule synthesize_eval:
+    input:
+        pool_docs=f"{R}/data/ruler_hqa/pool_docs.parquet",
+        pool_questions=f"{R}/data/ruler_hqa/pool_questions.parquet",
         dev=f"{R}/data/ruler_hqa/dev.jsonl",
         tokenizer=get_tokenizer_dir,
     output:
@@ -122,5 +148,6 @@ rule synthesize_eval:
         job=job("synthesize_eval"),
         settings=get_eval_set_settings,
     shell:
-        "memrl --job {params.job:q} --log {log:q} eval-set --settings {params.settings:q} --dev-raw {input.dev_raw:q}"
+        "memrl --job {params.job:q} --log {log:q} eval-set --settings {params.settings:q}"
+        " --pool-docs {input.pool_docs:q} --pool-questions {input.pool_questions:q}"
         " --dev {input.dev:q} --tokenizer {input.tokenizer:q} --out {output:q} 2> {log:q}"

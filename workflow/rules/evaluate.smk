@@ -31,15 +31,20 @@ rule synthesize_ruler:
         " --tokenizer {input.tokenizer:q} --out {output:q} 2> {log:q}"
 
 
+# An unsharded evaluation writes its predictions and metrics itself; a sharded one (benchmarks
+# with `evaluation.shards.<benchmark>` > 1) runs one `evaluate_shard` job per shard and merges them.
 rule evaluate:
     input:
         unpack(get_eval_inputs),
     output:
-        f"{R}/eval/{{benchmark}}/{{task}}/{{system}}/{{length}}.shard{{shard}}.jsonl",
+        predictions=f"{R}/eval/{{benchmark}}/{{task}}/{{system}}/{{length}}.predictions.jsonl",
+        metrics=f"{R}/eval/{{benchmark}}/{{task}}/{{system}}/{{length}}.metrics.json",
     log:
-        f"{R}/logs/evaluate/{{benchmark}}/{{task}}/{{system}}/{{length}}.shard{{shard}}.log",
+        f"{R}/logs/evaluate/{{benchmark}}/{{task}}/{{system}}/{{length}}.log",
     benchmark:
-        f"{R}/benchmarks/evaluate/{{benchmark}}/{{task}}/{{system}}/{{length}}.shard{{shard}}.tsv"
+        f"{R}/benchmarks/evaluate/{{benchmark}}/{{task}}/{{system}}/{{length}}.tsv"
+    wildcard_constraints:
+        benchmark=UNSHARDED_BENCHMARKS,
     conda:
         "../../envs/infer.yaml"
     container:
@@ -51,10 +56,27 @@ rule evaluate:
         job=job("evaluate"),
         settings=get_eval_settings,
         pool=get_eval_pool_arg,
+        metrics=get_eval_metrics_arg,
     shell:
         "memrl --job {params.job:q} --log {log:q} evaluate --settings {params.settings:q}"
-        " --data {input.data:q} {params.pool} --model {input.model:q} --predictions {output:q}"
-        " 2> {log:q}"
+        " --data {input.data:q} {params.pool} --model {input.model:q}"
+        " --predictions {output.predictions:q} {params.metrics} 2> {log:q}"
+
+
+use rule evaluate as evaluate_shard with:
+    output:
+        predictions=f"{R}/eval/{{benchmark}}/{{task}}/{{system}}/{{length}}.shard{{shard}}.jsonl",
+    log:
+        f"{R}/logs/evaluate/{{benchmark}}/{{task}}/{{system}}/{{length}}.shard{{shard}}.log",
+    benchmark:
+        f"{R}/benchmarks/evaluate/{{benchmark}}/{{task}}/{{system}}/{{length}}.shard{{shard}}.tsv"
+    wildcard_constraints:
+        benchmark=SHARDED_BENCHMARKS,
+    params:
+        job=job("evaluate_shard"),
+        settings=get_eval_settings,
+        pool=get_eval_pool_arg,
+        metrics=get_eval_metrics_arg,
 
 
 rule merge_eval:
@@ -65,6 +87,8 @@ rule merge_eval:
         metrics=f"{R}/eval/{{benchmark}}/{{task}}/{{system}}/{{length}}.metrics.json",
     log:
         f"{R}/logs/merge_eval/{{benchmark}}/{{task}}/{{system}}/{{length}}.log",
+    wildcard_constraints:
+        benchmark=SHARDED_BENCHMARKS,
     conda:
         "../../envs/core.yaml"
     container:

@@ -126,6 +126,24 @@ def sha256_file(path: str | Path, chunk_size: int = 1 << 20) -> str:
     return digest.hexdigest()
 
 
+def read_parquet(path: str | Path, columns: Iterable[str]) -> Any:
+    """A parquet file as a pyarrow Table that has (at least) `columns`; a missing file, a damaged
+    one or one without a column fails naming the file."""
+    import pyarrow.parquet as pq
+
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"{path}: no such file")
+    try:
+        table = pq.read_table(path)
+    except Exception as e:  # pyarrow raises several types for a damaged file
+        raise ValueError(f"{path}: not a readable parquet file ({e})") from e
+    missing = [c for c in columns if c not in table.column_names]
+    if missing:
+        raise ValueError(f"{path}: missing column(s) {missing}; it has {table.column_names}")
+    return table
+
+
 def read_table_records(path: str | Path, columns: Iterable[str], what: str) -> list[dict]:
     """The rows of a `what` data file, .parquet (Hugging Face's layout) or .jsonl, as dicts.
 
@@ -139,13 +157,4 @@ def read_table_records(path: str | Path, columns: Iterable[str], what: str) -> l
         return list(iter_jsonl(path))
     if path.suffix != ".parquet":
         raise ValueError(f"{path}: expected a .parquet or .jsonl {what} file")
-    import pyarrow.parquet as pq
-
-    try:
-        table = pq.read_table(path)
-    except Exception as e:  # pyarrow raises several types for a damaged file
-        raise ValueError(f"{path}: not a readable parquet file ({e})") from e
-    missing = [c for c in columns if c not in table.column_names]
-    if missing:
-        raise ValueError(f"{path}: missing column(s) {missing}; it has {table.column_names}")
-    return table.to_pylist()
+    return read_parquet(path, columns).to_pylist()

@@ -14,9 +14,15 @@ worker see an already shuffled pool; that accident is not reproduced.)
 
 from __future__ import annotations
 
+import functools
 import random
 from collections.abc import Iterable, Iterator, Sequence
-from typing import Any, Protocol
+from pathlib import Path
+from typing import Any, NamedTuple, Protocol
+
+import numpy as np
+
+from memrl.agents.chunking import count_tokens
 
 DATA_SOURCE = "ruler_hqa"  # rows' data_source in training (official code: "hotpotqa")
 SHUFFLE_SEED = 4  # the official constant: random.Random(4).shuffle for every sample
@@ -69,8 +75,16 @@ def sample_doc_ids(
         doc_ids = list(question_doc_ids) + extra
     else:
         doc_ids = list(range(pool_size))
-    random.Random(SHUFFLE_SEED).shuffle(doc_ids)
-    return doc_ids
+    return [doc_ids[i] for i in shuffle_order(len(doc_ids))]
+
+
+@functools.lru_cache(maxsize=4)
+def shuffle_order(n: int) -> tuple[int, ...]:
+    """The positions `random.Random(4).shuffle` moves into each slot of any n-element list: its
+    swaps depend on n alone, so one shuffle of range(n) serves every sample of that length."""
+    order = list(range(n))
+    random.Random(SHUFFLE_SEED).shuffle(order)
+    return tuple(order)
 
 
 def _header(i: int) -> str:
@@ -98,33 +112,105 @@ def context_pieces(row: dict, pool: Sequence[str]) -> Iterable[str]:
     return iter_context_pieces(row["doc_ids"], pool)
 
 
-class _TokenCounter:
-    """Approximate token count of an id-list context: the sum of its pieces' counts.
+class ContextTokens:
+    """Token counts of rendered contexts, from counts of their parts: each document counted once.
 
-    Tokenising piece by piece ignores merges across piece boundaries (a few tokens per document
-    at most: pieces split at newlines), which is accurate enough for reporting the length of
-    multi-million-token contexts that are never materialised. Counts are cached per doc id and
-    per header position.
+    A context "Document 1:\\n{d1}\\n\\nDocument 2:\\n{d2}…" is cut right after its newline runs
+    into `Document i:\\n`, `{d}\\n\\n` and the last `{d}`: with Qwen's pre-tokenizer no token spans
+    such a cut (`agents.chunking.newline_pieces`), so the parts' counts add up to the count of
+    the whole text. A document that is empty or starts with whitespace breaks that (its newline
+    run joins the header's); samples holding one are counted whole. `prepare` counts everything
+    a set of samples needs in batched tokenizer calls.
     """
 
-    def __init__(self, tokenizer: Tokenizer, pool: Sequence[str]) -> None:
+    def __init__(
+        self, tokenizer: Tokenizer, pool: Sequence[str], doc_tokens: np.ndarray | None = None
+    ) -> None:
+        """`doc_tokens`: the pool's counts of "{doc}\\n\\n" when known (`DocPool.tokens`)."""
         self._tokenizer = tokenizer
         self._pool = pool
-        self._docs: dict[int, int] = {}
-        self._headers: dict[int, int] = {}
+        self._unsafe = {i for i, doc in enumerate(pool) if not doc[:1].strip()}
+        self._header_sums = np.zeros(1, dtype=np.int64)  # [n]: tokens of headers 1..n
+        self._docs = (  # tokens of "{doc}\\n\\n"
+            np.full(len(pool), -1, dtype=np.int64) if doc_tokens is None else doc_tokens.copy()
+        )
+        self._last_docs = np.full(len(pool), -1, dtype=np.int64)  # tokens of "{doc}"
 
-    def _count(self, text: str) -> int:
-        return len(self._tokenizer.encode(text, add_special_tokens=False))
+    def prepare(self, samples: Sequence[Sequence[int]]) -> None:
+        n_max = max((len(ids) for ids in samples), default=0)
+        if n_max >= len(self._header_sums):
+            numbers = range(len(self._header_sums), n_max + 1)
+            counts = np.cumsum(self._count([_header(i) for i in numbers]))
+            self._header_sums = np.concatenate([self._header_sums, self._header_sums[-1] + counts])
+        self._fill(self._docs, {d for ids in samples for d in ids[:-1]}, "\n\n")
+        self._fill(self._last_docs, {ids[-1] for ids in samples if ids}, "")
 
     def __call__(self, doc_ids: Sequence[int]) -> int:
-        total = 0
-        for i, doc_id in enumerate(doc_ids, start=1):
-            if i not in self._headers:
-                self._headers[i] = self._count(("\n\n" if i > 1 else "") + _header(i))
-            if doc_id not in self._docs:
-                self._docs[doc_id] = self._count(self._pool[doc_id])
-            total += self._headers[i] + self._docs[doc_id]
-        return total
+        if not doc_ids:
+            return 0
+        if not self._unsafe.isdisjoint(doc_ids):
+            return self._count(["".join(iter_context_pieces(doc_ids, self._pool))])[0]
+        ids = np.asarray(doc_ids)
+        if (self._docs[ids[:-1]] < 0).any() or self._last_docs[ids[-1]] < 0:
+            self.prepare([doc_ids])
+        return int(
+            self._header_sums[len(ids)] + self._docs[ids[:-1]].sum() + self._last_docs[ids[-1]]
+        )
+
+    def _fill(self, counts: np.ndarray, doc_ids: set[int], suffix: str) -> None:
+        todo = sorted(d for d in doc_ids if counts[d] < 0)
+        counts[todo] = self._count([self._pool[d] + suffix for d in todo])
+
+    def _count(self, texts: list[str]) -> list[int]:
+        return count_tokens(self._tokenizer, texts)
+
+
+class DocPool(NamedTuple):
+    """A split's document pool with what every eval set needs, built once (`write_pool`): the
+    documents in pool order (doc id = position), their "{doc}\\n\\n" token counts, and the
+    questions with the ids of their own documents (`hotpotqa.question_records`)."""
+
+    docs: list[str]
+    tokens: np.ndarray
+    questions: list[dict]
+
+
+POOL_DOC_COLUMNS = ("doc", "tokens")
+POOL_QUESTION_COLUMNS = ("index", "question", "answers", "doc_ids")
+
+
+def write_pool(docs_path: Path, questions_path: Path, pool: DocPool) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from memrl.data.io import atomic_path
+
+    docs = pa.table({"doc": pool.docs, "tokens": pa.array(pool.tokens, pa.int64())})
+    questions = pa.Table.from_pylist(pool.questions)
+    for table, path in ((docs, docs_path), (questions, questions_path)):
+        with atomic_path(path) as tmp:
+            pq.write_table(table, tmp)
+
+
+def read_pool(docs_path: Path, questions_path: Path) -> DocPool:
+    from memrl.data.io import read_parquet
+
+    docs = read_parquet(docs_path, POOL_DOC_COLUMNS)
+    questions = read_parquet(questions_path, POOL_QUESTION_COLUMNS)
+    return DocPool(
+        docs=docs["doc"].to_pylist(),
+        tokens=docs["tokens"].to_numpy(),
+        questions=questions.select(list(POOL_QUESTION_COLUMNS)).to_pylist(),
+    )
+
+
+def build_doc_pool(records: list[dict], tokenizer: Tokenizer) -> DocPool:
+    """The pool of HotpotQA `records` with every document counted once, in batches."""
+    from memrl.data.hotpotqa import build_pool, question_records
+
+    docs = build_pool(records)
+    tokens = np.asarray(count_tokens(tokenizer, [doc + "\n\n" for doc in docs]), dtype=np.int64)
+    return DocPool(docs, tokens, question_records(records, docs))
 
 
 def build_split(
@@ -136,6 +222,7 @@ def build_split(
     rng: random.Random,
     tokenizer: Tokenizer | None = None,
     store_ids_above: int = STORE_IDS_ABOVE,
+    doc_tokens: np.ndarray | None = None,
 ) -> list[dict]:
     """Rows {index, input, answers, num_docs, context | doc_ids, num_tokens} for the first
     `limit` questions (all when None), from `hotpotqa.question_records`.
@@ -147,15 +234,17 @@ def build_split(
     code run with a single worker (pass `random.Random(42)`).
 
     Above `store_ids_above` documents the row holds `doc_ids` (the shuffled list) instead of the
-    text, as the official files do; rebuild it with `context_pieces`. `num_tokens` is exact for
-    text rows and the per-piece approximation of `_TokenCounter` for id rows (None without a
-    tokenizer); `num_docs` is the requested N, as in the official rows.
+    text, as the official files do; rebuild it with `context_pieces`. `num_tokens` (None without a
+    tokenizer) is the count of the rendered context, from per-document counts (`ContextTokens`);
+    `num_docs` is the requested N, as in the official rows.
     """
-    counter = _TokenCounter(tokenizer, pool) if tokenizer is not None else None
     selected = questions if limit is None else questions[:limit]
+    samples = [sample_doc_ids(q["doc_ids"], len(pool), n_docs, rng) for q in selected]
+    counter = ContextTokens(tokenizer, pool, doc_tokens) if tokenizer is not None else None
+    if counter is not None:
+        counter.prepare(samples)
     rows = []
-    for q in selected:
-        doc_ids = sample_doc_ids(q["doc_ids"], len(pool), n_docs, rng)
+    for q, doc_ids in zip(selected, samples, strict=True):
         row: dict[str, Any] = {
             "index": q["index"],
             "input": q["question"],
@@ -164,13 +253,9 @@ def build_split(
         }
         if n_docs > store_ids_above:
             row["doc_ids"] = doc_ids
-            row["num_tokens"] = counter(doc_ids) if counter else None
         else:
-            context = render_context(doc_ids, pool)
-            row["context"] = context
-            row["num_tokens"] = (
-                len(tokenizer.encode(context, add_special_tokens=False)) if tokenizer else None
-            )
+            row["context"] = render_context(doc_ids, pool)
+        row["num_tokens"] = counter(doc_ids) if counter is not None else None
         rows.append(row)
     return rows
 
@@ -184,6 +269,7 @@ def build_eval_sets(
     seed: int = DEFAULT_SEED,
     tokenizer: Tokenizer | None = None,
     store_ids_above: int = STORE_IDS_ABOVE,
+    doc_tokens: np.ndarray | None = None,
 ) -> dict[int, list[dict]]:
     """The RULER-HQA evaluation sets: for every N, rows for the same question `indices`.
 
@@ -204,6 +290,7 @@ def build_eval_sets(
             rng=random.Random(seed),
             tokenizer=tokenizer,
             store_ids_above=store_ids_above,
+            doc_tokens=doc_tokens,
         )
         for n in n_docs_list
     }

@@ -1,0 +1,215 @@
+"""`make bench`: the speed figures of the pipeline, each measured in this one run (issue 10).
+
+Rows: provenance cost of a trivial job (tracking on vs off) and of loading the records into
+MLflow; planning the paper DAG under the SLURM profile; RULER-HQA eval-set synthesis against the
+official algorithm (scripts/bench_synthesis.py) with peak RSS; the evaluation path streaming
+doc-id contexts against stored text, per token (scripts/bench_eval_memory.py); the smoke DAG.
+Every ratio compares two measurements of this run on this machine. Nothing is asserted.
+
+    python scripts/bench.py                     # everything, ~10 min on 2 cores
+    python scripts/bench.py --skip-smoke --sizes 200 3200 --repeats 3
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "scripts"))
+
+import bench_eval_memory  # noqa: E402
+import bench_synthesis  # noqa: E402
+
+SIZES = (200, 800, 3200, 25600)
+EVAL_QUESTIONS = 128  # RULER-HQA's filtered dev questions
+DEV_QUESTIONS = 6664  # x 10 paragraphs: the real dev pool's 66,635 documents, rounded
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", type=int, nargs="+", default=list(SIZES))
+    parser.add_argument("--questions", type=int, default=EVAL_QUESTIONS)
+    parser.add_argument("--dev-questions", type=int, default=DEV_QUESTIONS)
+    parser.add_argument("--repeats", type=int, default=5, help="paired runs of the trivial job")
+    parser.add_argument("--skip-smoke", action="store_true", help="skip the ~5 min smoke DAG")
+    return parser.parse_args(argv)
+
+
+def heading(title: str) -> None:
+    print(f"\n## {title}", flush=True)
+
+
+def env_without_apptainer() -> dict[str, str]:
+    """PATH without any directory holding apptainer or singularity: plans as such a host."""
+    dirs = os.environ["PATH"].split(os.pathsep)
+    kept = [d for d in dirs if not any(Path(d, b).exists() for b in ("apptainer", "singularity"))]
+    return {**os.environ, "PATH": os.pathsep.join([str(Path(sys.executable).parent), *kept])}
+
+
+def bench_provenance(work: Path, repeats: int) -> None:
+    heading("Provenance: a trivial job (download-data of a fixture), tracking on vs off")
+    results = work / "results/bench"
+    settings = json.dumps({"url": "fixture:squad_dev_fixture.json", "sha256": None})
+
+    def job(i: int, tracking: str) -> float:
+        command = bench_synthesis.memrl(
+            *("--log", str(results / f"logs/download_data/{tracking}{i}.log")),
+            *("download-data", "--settings", settings),
+            *("--out", str(work / f"raw/{tracking}{i}.json")),
+            *("--manifest", str(work / f"raw/{tracking}{i}.json.manifest.json")),
+        )
+        env = {**os.environ, "MEMRL_TRACKING": tracking}
+        began = time.perf_counter()
+        subprocess.run(command, env=env, check=True, capture_output=True)
+        return time.perf_counter() - began
+
+    from memrl import tracking
+
+    tracking.start_invocation(results, f"sqlite:///{results}/mlflow.db", {"run": "bench"}, "-")
+    on, off = [], []
+    for i in range(repeats):  # paired, alternating
+        on.append(job(i, "on"))
+        off.append(job(i, "off"))
+    tracking_on, tracking_off = statistics.median(on), statistics.median(off)
+    print(f"job wall, median of {repeats}: on {tracking_on:.2f} s, off {tracking_off:.2f} s")
+    cost = tracking_on - tracking_off
+    print(f"provenance cost per job: {cost:+.3f} s ({tracking_on / tracking_off:.2f}x)")
+    began = time.perf_counter()
+    tracking.end_invocation(results, succeeded=True)  # loads the records in a subprocess
+    loading = time.perf_counter() - began
+    print(f"loading {repeats} records into MLflow, once per invocation: {loading:.1f} s")
+
+
+def bench_plan() -> None:
+    heading("Planning the paper DAG: snakemake -n --profile profiles/slurm all (no apptainer)")
+    for extra in ([], ["--quiet"]):
+        command = [sys.executable, "-m", "snakemake", "-n", "--profile", "profiles/slurm", "all"]
+        began = time.perf_counter()
+        done = subprocess.run(
+            [*command, *extra],
+            cwd=REPO,
+            env=env_without_apptainer(),
+            capture_output=True,
+            text=True,
+        )
+        seconds = time.perf_counter() - began
+        if done.returncode != 0:
+            print(f"FAILED ({seconds:.1f} s): {done.stderr[-2000:]}")
+            return
+        total = re.search(r"^total\s+(\d+)$", done.stdout + done.stderr, re.MULTILINE)
+        jobs = f"{total.group(1)} jobs" if total else ""
+        print(f"{' '.join(['-n', *extra]):12} {seconds:6.1f} s   {jobs}")
+
+
+def bench_synthesis_rows(work: Path, sizes: Sequence[int], questions: int, dev_q: int) -> None:
+    heading(
+        f"RULER-HQA eval sets: {questions} questions, a {dev_q * 10:,}-document pool "
+        "(synthetic HotpotQA dev, tiny Qwen-style tokenizer)"
+    )
+    work.mkdir(parents=True)
+    # in a child: Linux hands a child its parent's peak RSS, so this process stays small
+    prepare = (
+        f"import bench_eval_memory as b, pathlib; b.prepare(pathlib.Path({str(work)!r}), {dev_q})"
+    )
+    subprocess.run([sys.executable, "-c", prepare], cwd=REPO / "scripts", check=True)
+    bench_synthesis.write_indices(work, questions)
+    pool_s, pool_rss = bench_synthesis.run_measured(bench_synthesis.ours_pool(work))
+    print(f"ours, hqa-pool once for every size: {pool_s:.1f} s, peak {pool_rss:.0f} MB")
+    print(
+        f"{'docs':>6} | {'official s':>10} {'MB':>6} | {'ours (text ≤10K) s':>18} {'MB':>6} "
+        f"{'ratio':>6} | {'ours (doc ids) s':>16} {'MB':>6} {'ratio':>6}"
+    )
+    script = str(Path(bench_synthesis.__file__))
+    for n in sizes:
+        out = work / f"official_{n}.json"
+        official = bench_synthesis.run_measured(
+            [
+                sys.executable,
+                script,
+                "--official",
+                str(work / "dev.json"),
+                str(work / "indices.json"),
+                str(n),
+                str(out),
+            ]
+        )
+        text = bench_synthesis.run_measured(
+            bench_synthesis.ours_eval_set(work, n, questions, 10000)
+        )
+        ids = bench_synthesis.run_measured(bench_synthesis.ours_eval_set(work, n, questions, 0))
+        print(
+            f"{n:>6} | {official[0]:>10.1f} {official[1]:>6.0f} | {text[0]:>18.1f} {text[1]:>6.0f} "
+            f"{official[0] / text[0]:>5.1f}x | {ids[0]:>16.1f} {ids[1]:>6.0f} "
+            f"{official[0] / ids[0]:>5.1f}x"
+        )
+        out.unlink()
+
+
+def bench_eval_streaming(work: Path, n_docs: int = 3200, questions: int = 4) -> None:
+    heading(f"Evaluation path, instant engine: {n_docs} docs stored as text vs as doc ids")
+    script = str(Path(bench_eval_memory.__file__))
+    rows = {}
+    for label, store_ids_above in (("text", n_docs), ("doc ids", 0)):
+        base = [sys.executable, script, "--child", str(n_docs), "--work", str(work)]
+        base += ["--questions", str(questions), "--store-ids-above", str(store_ids_above)]
+        subprocess.run([*base, "--build"], check=True, capture_output=True)
+        out = subprocess.run(base, check=True, capture_output=True, text=True).stdout
+        rows[label] = json.loads(out.strip().splitlines()[-1])
+    for label, r in rows.items():
+        per_mtok = r["eval_seconds"] / (r["mean_tokens"] * r["samples"]) * 1e6
+        print(
+            f"{label:>8}: {r['mean_tokens']:,.0f} tokens/sample, agent loop "
+            f"{r['eval_seconds']:.1f} s ({per_mtok:.2f} s per M tokens), "
+            f"job {r['seconds']:.1f} s, peak {r['peak_rss_mb']:.0f} MB"
+        )
+    ratio = rows["doc ids"]["eval_seconds"] / rows["text"]["eval_seconds"]
+    print(f"doc-id streaming / text, per token: {ratio:.2f}x")
+
+
+def bench_smoke(work: Path) -> None:
+    heading("The smoke DAG: snakemake --profile profiles/smoke (a scratch copy, 2 cores)")
+    for name in ("Snakefile", "workflow", "config", "profiles", "envs"):
+        source = REPO / name
+        (shutil.copytree if source.is_dir() else shutil.copy)(source, work / name)
+    began = time.perf_counter()
+    done = subprocess.run(
+        [sys.executable, "-m", "snakemake", "--profile", "profiles/smoke"],
+        cwd=work,
+        capture_output=True,
+        text=True,
+    )
+    seconds = time.perf_counter() - began
+    jobs = re.search(r"^total\s+(\d+)$", done.stdout + done.stderr, re.MULTILINE)
+    state = "ok" if done.returncode == 0 else f"FAILED:\n{done.stderr[-3000:]}"
+    print(f"{seconds / 60:.1f} min wall, {jobs.group(1) if jobs else '?'} jobs: {state}")
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    args = parse_args(argv)
+    print(f"# make bench, {time.strftime('%Y-%m-%d %H:%M')}: {platform.node()}, "
+          f"{os.cpu_count()} CPUs, Python {platform.python_version()}")  # fmt: skip
+    with tempfile.TemporaryDirectory() as tmp:
+        work = Path(tmp)
+        bench_provenance(work / "provenance", args.repeats)
+        bench_plan()
+        bench_synthesis_rows(work / "synthesis", args.sizes, args.questions, args.dev_questions)
+        bench_eval_streaming(work / "synthesis")
+        if not args.skip_smoke:
+            (work / "smoke").mkdir()
+            bench_smoke(work / "smoke")
+
+
+if __name__ == "__main__":
+    main()

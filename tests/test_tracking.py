@@ -1,0 +1,183 @@
+"""Provenance: records written by jobs without MLflow, loaded into MLflow once per invocation."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from memrl import tracking
+
+CONFIG = {"run": "t", "seed": 1}
+
+
+@pytest.fixture
+def results(tmp_path, monkeypatch) -> Path:
+    for name in (
+        tracking.ENV_INVOCATION,
+        tracking.ENV_GIT_COMMIT,
+        tracking.ENV_GIT_DIRTY,
+        "MLFLOW_TRACKING_URI",
+        "MLFLOW_RUN_ID",
+    ):  # set then deleted: monkeypatch restores the variable's absence after the test
+        monkeypatch.setenv(name, "")
+        monkeypatch.delenv(name)
+    monkeypatch.setenv("MEMRL_TRACKING", "on")
+    monkeypatch.chdir(tmp_path)
+    return tmp_path / "results/t"
+
+
+def run_job(results: Path, name: str, body=None, metrics=({"accuracy": 50.0},)) -> Path:
+    log = results / f"logs/rule_{name}/{name}.log"
+    log.parent.mkdir(parents=True, exist_ok=True)
+    log.write_text("job log\n")
+    out = results / f"out/{name}.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with tracking.job_run(
+        f"rule_{name}", {"k": name}, {"a": {"b": 1}, "xs": [1, 2]}, [log], [out], log
+    ) as record:
+        for step, values in enumerate(metrics):
+            record.log_metrics(values, step=step)
+        out.write_text("{}")
+        if body is not None:
+            body(record)
+    return tracking.record_path(log)
+
+
+def mark_ended(results: Path, status: str = "FINISHED") -> None:
+    """What `end_invocation` writes before it loads (which these tests do themselves)."""
+    [path] = (results / "provenance").glob("*.json")
+    invocation = json.loads(path.read_text())
+    path.write_text(json.dumps({**invocation, "end_ms": tracking.now_ms(), "status": status}))
+
+
+def mlflow_runs(results: Path) -> dict[str, dict]:
+    db = sqlite3.connect(results / "mlflow.db")
+    runs = {
+        run: {"name": name, "status": status, "tags": {}, "params": {}, "metrics": {}}
+        for run, name, status in db.execute("select run_uuid, name, status from runs")
+    }
+    for table in ("tags", "params"):
+        for run, key, value in db.execute(f"select run_uuid, key, value from {table}"):
+            runs[run][table][key] = value
+    for run, key, value, step in db.execute("select run_uuid, key, value, step from metrics"):
+        runs[run]["metrics"][(key, step)] = value
+    return runs
+
+
+def test_a_job_writes_its_record_next_to_its_log_without_importing_mlflow(tmp_path):
+    script = f"""
+import sys
+from pathlib import Path
+from memrl import tracking
+log = Path({str(tmp_path)!r}) / "logs/x.log"
+log.parent.mkdir(parents=True)
+with tracking.job_run("x", {{}}, {{}}, [], [], log) as record:
+    record.log_metrics({{"m": 1}})
+assert "mlflow" not in sys.modules, "a job imported mlflow"
+"""
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    record = tracking.read_record(tmp_path / "logs/x.provenance.jsonl")
+    assert record["status"] == "FINISHED" and record["metrics"][0]["values"] == {"m": 1.0}
+
+
+def test_record_holds_tags_params_digests_metrics_and_resources(results):
+    path = run_job(results, "a", metrics=({"loss": 2.0}, {"loss": 1.0}))
+    record = tracking.read_record(path)
+    assert record["rule"] == "rule_a" and record["wildcards"] == {"k": "a"}
+    assert record["params"] == {"a.b": "1", "xs": "[1, 2]"}
+    assert set(record["tags"]) >= {"git.commit", "git.dirty", "host", "config.hash"}
+    assert record["inputs"][str(results / "logs/rule_a/a.log")].startswith("sha256:")
+    assert record["outputs"][str(results / "out/a.json")] == (
+        "sha256:44136fa355b3678a1146ad16f7e8649e94fb4fc21fe77e8310c060f61caaff8a"
+    )
+    assert [m["values"]["loss"] for m in record["metrics"]] == [2.0, 1.0]
+    assert record["status"] == "FINISHED" and record["wall_s"] >= 0 and record["peak_rss_mb"] > 0
+
+
+def test_failed_and_interrupted_jobs_say_so(results):
+    def fail(_):
+        raise ValueError("bad row")
+
+    def interrupt(_):
+        raise KeyboardInterrupt
+
+    with pytest.raises(ValueError):
+        run_job(results, "f", body=fail)
+    with pytest.raises(KeyboardInterrupt):
+        run_job(results, "i", body=interrupt)
+    assert tracking.read_record(results / "logs/rule_f/f.provenance.jsonl")["status"] == "FAILED"
+    assert tracking.read_record(results / "logs/rule_i/i.provenance.jsonl")["status"] == "KILLED"
+
+
+def test_a_rerun_replaces_the_record_and_a_torn_last_line_is_ignored(results):
+    first = tracking.read_record(run_job(results, "a"))
+    path = run_job(results, "a")
+    second = tracking.read_record(path)
+    assert second["record"] != first["record"] and len(second["metrics"]) == 1
+    with path.open("a") as handle:
+        handle.write('{"event": "metr')  # killed mid-write
+    assert tracking.read_record(path)["record"] == second["record"]
+
+
+def test_one_parent_per_invocation_one_child_per_job_and_loading_twice_adds_nothing(results):
+    tracking.start_invocation(results, "sqlite:///results/t/mlflow.db", CONFIG, "9.0")
+    run_job(results, "a", metrics=({"accuracy": 50.0}, {"accuracy": 75.0}))
+    run_job(results, "b")
+    mark_ended(results)
+
+    assert tracking.load(results) == {"invocations": 1, "jobs": 2, "waiting": 0}
+    assert tracking.load(results) == {"invocations": 0, "jobs": 0, "waiting": 0}
+    runs = mlflow_runs(results)
+    [parent] = [r for r in runs if runs[r]["name"] == "pipeline-t"]
+    children = {runs[r]["name"]: runs[r] for r in runs if r != parent}
+    assert set(children) == {"rule_a[k=a]", "rule_b[k=b]"}
+    a = children["rule_a[k=a]"]
+    assert a["tags"]["mlflow.parentRunId"] == parent and a["status"] == "FINISHED"
+    assert a["tags"]["git.commit"] == runs[parent]["tags"]["git.commit"]
+    assert a["params"] == {"a.b": "1", "xs": "[1, 2]"}
+    assert a["metrics"][("accuracy", 0)] == 50.0 and a["metrics"][("accuracy", 1)] == 75.0
+    assert ("job.wall_s", 0) in a["metrics"] and ("job.peak_rss_mb", 0) in a["metrics"]
+    assert any(key.startswith("output.") for key in a["tags"])
+    artifacts = results / "mlartifacts"
+    assert list(artifacts.rglob("a.json")) and list(artifacts.rglob("log/a.log"))
+
+
+def test_a_killed_job_waits_while_its_invocation_runs_and_then_loads_as_killed(results):
+    tracking.start_invocation(results, "sqlite:///results/t/mlflow.db", CONFIG, "9.0")
+    path = run_job(results, "a")
+    lines = path.read_text().splitlines()
+    path.write_text("\n".join(line for line in lines if '"end"' not in line) + "\n")
+    assert tracking.load(results)["waiting"] == 1
+    mark_ended(results, "FAILED")
+    assert tracking.load(results)["jobs"] == 1
+    [job] = [r for r in mlflow_runs(results).values() if r["name"] == "rule_a[k=a]"]
+    assert job["status"] == "KILLED"
+
+
+def test_a_job_that_logs_to_mlflow_itself_gets_a_live_run_that_the_loader_adopts(results):
+    tracking.start_invocation(results, "sqlite:///results/t/mlflow.db", CONFIG, "9.0")
+    seen = {}
+
+    def launch(record):
+        seen.update(record.child_env())
+        assert record.child_env() == seen  # one live run per job
+
+    run_job(results, "train", body=launch)
+    assert Path(seen["MLFLOW_TRACKING_URI"].removeprefix("sqlite:///")).is_absolute()
+    tracking.end_invocation(results, succeeded=True)  # marks the end, loads in a subprocess
+    runs = mlflow_runs(results)
+    assert len(runs) == 2  # the parent and the adopted live run, nothing else
+    assert runs[seen["MLFLOW_RUN_ID"]]["name"] == "rule_train[k=train]"
+
+
+def test_tracking_off_writes_nothing(results, monkeypatch):
+    monkeypatch.setenv("MEMRL_TRACKING", "off")
+    assert tracking.start_invocation(results, "sqlite:///x.db", CONFIG, "9.0") is None
+    path = run_job(results, "a")
+    assert not path.exists() and not (results / "provenance").exists()
