@@ -156,8 +156,10 @@ def test_a_killed_job_waits_while_its_invocation_runs_and_then_loads_as_killed(r
     assert tracking.load(results)["waiting"] == 1
     mark_ended(results, "FAILED")
     assert tracking.load(results)["jobs"] == 1
-    [job] = [r for r in mlflow_runs(results).values() if r["name"] == "rule_a[k=a]"]
-    assert job["status"] == "KILLED"
+    runs = mlflow_runs(results).values()
+    [job] = [r for r in runs if r["name"] == "rule_a[k=a]"]
+    [parent] = [r for r in runs if r["name"] == "pipeline-t"]  # created while running, closed now
+    assert job["status"] == "KILLED" and parent["status"] == "FAILED"
 
 
 def test_a_job_that_logs_to_mlflow_itself_gets_a_live_run_that_the_loader_adopts(results):

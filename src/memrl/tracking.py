@@ -381,21 +381,19 @@ def load(results: Path, uri: str | None = None) -> dict[str, int]:
     parents: dict[str, str] = {}
     counts = {"invocations": 0, "jobs": 0, "waiting": 0}
     for invocation, info in invocations.items():
-        key = ("memrl.invocation.parent", invocation)
-        if key in loaded:
-            parents[invocation] = loaded[key]
-            continue
-        run = client.create_run(
-            experiment,
-            start_time=info["start_ms"],
-            run_name=f"pipeline-{info['tags']['run']}",
-            tags={**info["tags"], "memrl.invocation.parent": invocation},
-        )
-        client.log_dict(run.info.run_id, info["config"], "config.json")
-        if "end_ms" in info:
-            client.set_terminated(run.info.run_id, info["status"], end_time=info["end_ms"])
-        parents[invocation] = run.info.run_id
-        counts["invocations"] += 1
+        run_id = loaded.get(("memrl.invocation.parent", invocation))
+        if run_id is None:
+            run_id = client.create_run(
+                experiment,
+                start_time=info["start_ms"],
+                run_name=f"pipeline-{info['tags']['run']}",
+                tags={**info["tags"], "memrl.invocation.parent": invocation},
+            ).info.run_id
+            client.log_dict(run_id, info["config"], "config.json")
+            counts["invocations"] += 1
+        if "end_ms" in info:  # also closes a parent loaded while its invocation ran
+            client.set_terminated(run_id, info["status"], end_time=info["end_ms"])
+        parents[invocation] = run_id
 
     for record in records:
         if ("memrl.record", record["record"]) in loaded:
