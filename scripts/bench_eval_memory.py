@@ -2,7 +2,7 @@
 
 Each length is built as the `eval-set` rule builds it (doc ids above 10,000 documents), in its own
 process, then evaluated in a fresh process through the evaluation job's own code path: the eval
-set and the HotpotQA dev file are read, the document pool built (`memrl.data.hotpotqa`), and
+set and the pool documents (`ruler_hqa_pool`'s parquet) are read, and
 `memrl.evaluation.evaluate` drives MemAgent over the streamed chunks (`token_chunks` over
 `context_pieces`); the peak RSS is that process's. Only the model is
 replaced by an instant engine, so the figures isolate what grows with length on the job's side

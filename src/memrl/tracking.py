@@ -186,12 +186,20 @@ def end_invocation(results: Path, succeeded: bool) -> None:
         )
 
 
-def absolute_uri(uri: str) -> str:
-    """A sqlite URI with an absolute path (jobs and Ray workers run elsewhere)."""
+def absolute_uri(uri: str, cwd: Path | None = None) -> str:
+    """A relative `sqlite:///rel/path.db` or plain store path made absolute (jobs and Ray workers
+    run elsewhere); URLs unchanged."""
+    cwd = cwd or Path.cwd()
     prefix = "sqlite:///"
-    if uri.startswith(prefix) and not uri[len(prefix) :].startswith("/"):
-        return prefix + str(Path(uri[len(prefix) :]).resolve())
-    return uri
+    if uri.startswith(prefix):
+        return prefix + _absolute_path(uri[len(prefix) :], cwd)
+    return uri if ":" in uri else _absolute_path(uri, cwd)
+
+
+def _absolute_path(path: str, cwd: Path) -> str:
+    if "://" in path or os.path.isabs(path) or path.startswith("~"):
+        return path
+    return str(cwd / path)
 
 
 # --- one job --------------------------------------------------------------------------------------

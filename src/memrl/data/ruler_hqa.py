@@ -27,6 +27,7 @@ from memrl.agents.chunking import count_tokens
 DATA_SOURCE = "ruler_hqa"  # rows' data_source in training (official code: "hotpotqa")
 SHUFFLE_SEED = 4  # the official constant: random.Random(4).shuffle for every sample
 DEFAULT_SEED = 42  # the official random.seed(42) of processing.py / different_docs_eval.py
+SEPARATOR = "\n\n"  # between rendered documents
 STORE_IDS_ABOVE = 10000  # different_docs_eval.py stores doc ids instead of text above this N
 
 
@@ -97,12 +98,12 @@ def iter_context_pieces(doc_ids: Sequence[int], pool: Sequence[str]) -> Iterator
     "".join of the pieces equals `render_context`; use this for contexts too large to hold.
     """
     for i, doc_id in enumerate(doc_ids, start=1):
-        yield ("\n\n" if i > 1 else "") + _header(i)
+        yield (SEPARATOR if i > 1 else "") + _header(i)
         yield pool[doc_id]
 
 
 def render_context(doc_ids: Sequence[int], pool: Sequence[str]) -> str:
-    return "\n\n".join(_header(i) + pool[d] for i, d in enumerate(doc_ids, start=1))
+    return SEPARATOR.join(_header(i) + pool[d] for i, d in enumerate(doc_ids, start=1))
 
 
 def context_pieces(row: dict, pool: Sequence[str]) -> Iterable[str]:
@@ -142,7 +143,7 @@ class ContextTokens:
             numbers = range(len(self._header_sums), n_max + 1)
             counts = np.cumsum(self._count([_header(i) for i in numbers]))
             self._header_sums = np.concatenate([self._header_sums, self._header_sums[-1] + counts])
-        self._fill(self._docs, {d for ids in samples for d in ids[:-1]}, "\n\n")
+        self._fill(self._docs, {d for ids in samples for d in ids[:-1]}, SEPARATOR)
         self._fill(self._last_docs, {ids[-1] for ids in samples if ids}, "")
 
     def __call__(self, doc_ids: Sequence[int]) -> int:
@@ -209,7 +210,7 @@ def build_doc_pool(records: list[dict], tokenizer: Tokenizer) -> DocPool:
     from memrl.data.hotpotqa import build_pool, question_records
 
     docs = build_pool(records)
-    tokens = np.asarray(count_tokens(tokenizer, [doc + "\n\n" for doc in docs]), dtype=np.int64)
+    tokens = np.asarray(count_tokens(tokenizer, [doc + SEPARATOR for doc in docs]), dtype=np.int64)
     return DocPool(docs, tokens, question_records(records, docs))
 
 

@@ -21,6 +21,7 @@ from pathlib import Path
 
 from omegaconf import DictConfig, OmegaConf, open_dict
 
+from memrl.tracking import absolute_uri
 from memrl.verl.overrides import RESOLVER, package_file
 
 FORWARDED_PREFIXES = ("MLFLOW_", "HF_", "MEMRL_", "VERL_FILE_LOGGER_")
@@ -57,14 +58,6 @@ def absolute(path: str, cwd: Path) -> str:
     return str(cwd / path)
 
 
-def absolute_tracking_uri(uri: str, cwd: Path) -> str:
-    """A relative `sqlite:///rel/path.db` or plain store path, made absolute."""
-    prefix = "sqlite:///"
-    if uri.startswith(prefix):
-        return prefix + absolute(uri[len(prefix) :], cwd)
-    return uri if ":" in uri else absolute(uri, cwd)
-
-
 def forwarded_env(environ: Mapping[str, str], cwd: Path) -> dict[str, str]:
     """The variables every Ray actor needs (tracking run, file log, HF caches), paths absolute."""
     env = {
@@ -73,7 +66,7 @@ def forwarded_env(environ: Mapping[str, str], cwd: Path) -> dict[str, str]:
         if key.startswith(FORWARDED_PREFIXES) and not any(m in key for m in SECRET_MARKERS)
     }
     if "MLFLOW_TRACKING_URI" in env:
-        env["MLFLOW_TRACKING_URI"] = absolute_tracking_uri(env["MLFLOW_TRACKING_URI"], cwd)
+        env["MLFLOW_TRACKING_URI"] = absolute_uri(env["MLFLOW_TRACKING_URI"], cwd)
     for key in ("VERL_FILE_LOGGER_PATH", "VERL_FILE_LOGGER_ROOT", "HF_HOME"):
         if key in env:
             env[key] = absolute(env[key], cwd)
