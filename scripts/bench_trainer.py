@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import copy
-import random
 import statistics
 import tempfile
 import time
@@ -85,7 +84,7 @@ def training_rows(n_rows: int, n_docs: int, seed: int) -> list[dict]:
     questions = question_records(records, pool)
     if n_rows > len(questions):
         raise SystemExit(f"--rows {n_rows}: the fixture {FIXTURE} has {len(questions)} questions")
-    return build_split(questions, pool, n_docs, limit=n_rows, rng=random.Random(seed))
+    return build_split(questions, pool, n_docs, limit=n_rows, seed=seed)
 
 
 def timed(action: Callable[[], Any]) -> tuple[Any, float]:

@@ -1,17 +1,18 @@
 import json
 import random
 
+import numpy as np
 import pytest
 
 from memrl.data.hotpotqa import build_pool, load_hotpotqa, paragraph_text, question_records
 from memrl.data.ruler_hqa import (
-    _Complement,
     build_eval_sets,
     build_split,
     context_pieces,
     iter_context_pieces,
     render_context,
     sample_doc_ids,
+    sample_rng,
 )
 from memrl.data.sources import fixture_path
 
@@ -116,7 +117,7 @@ def test_load_hotpotqa_errors_name_file_row_and_key(tmp_path, dev):
 def test_official_gold_slots(n_docs):
     question_ids = [903, 4, 512, 77, 250, 999, 13, 640, 321, 58]
     for seed in (0, 42):
-        ids = sample_doc_ids(question_ids, 1000, n_docs, random.Random(seed))
+        ids = sample_doc_ids(question_ids, 1000, n_docs, sample_rng(seed, n_docs, 3)).tolist()
         slots = sorted(i + 1 for i, d in enumerate(ids) if d in question_ids)
         assert slots == OFFICIAL_SLOTS[n_docs]
         assert len(ids) == len(set(ids)) == n_docs
@@ -124,38 +125,55 @@ def test_official_gold_slots(n_docs):
 
 def test_question_docs_keep_their_relative_slots():
     # The same permutation for every sample: the k-th question doc always lands in one slot.
-    a = sample_doc_ids(list(range(10)), 500, 200, random.Random(1))
-    b = sample_doc_ids(list(range(100, 110)), 500, 200, random.Random(2))
+    a = sample_doc_ids(list(range(10)), 500, 200, sample_rng(1, 200, 0)).tolist()
+    b = sample_doc_ids(list(range(100, 110)), 500, 200, sample_rng(2, 200, 1)).tolist()
     assert [a.index(k) for k in range(10)] == [b.index(100 + k) for k in range(10)]
+
+
+@pytest.mark.parametrize("size", [12, 40, 5000])
+def test_distractors_are_the_rest_of_the_pool(size):
+    # All but one of the other documents: distinct, in range, never one of the question's own
+    # (docs at both ends of the pool included); a question's duplicate doc stays duplicated.
+    own = [size - 1, 0, 7, size // 2]
+    for seed in range(5):
+        ids = sample_doc_ids(own, size, size - 1, sample_rng(seed, size - 1, 0)).tolist()
+        others = [i for i in ids if i not in own]
+        assert sorted(ids) == sorted(set(ids)) and len(ids) == size - 1
+        assert set(own) <= set(ids) and set(others) < set(range(size)) - set(own)
+    twice = sample_doc_ids([3, 3], size, 6, sample_rng(0, 6, 0)).tolist()
+    assert twice.count(3) == 2 and len(set(twice)) == 5
+
+
+def test_draws_are_uniform_over_the_rest_of_the_pool():
+    counts = np.zeros(30, dtype=int)
+    for index in range(3000):
+        ids = sample_doc_ids([0, 1], 30, 5, sample_rng(42, 5, index))
+        counts[ids] += 1
+    assert counts[:2].tolist() == [3000, 3000]
+    assert counts[2:].min() > 250 and counts[2:].max() < 400  # 321 each, sd 17
+
+
+def test_a_sample_depends_on_seed_n_and_question_only():
+    draw = lambda seed, n, index: sample_doc_ids([1, 2], 1000, n, sample_rng(seed, n, index))  # noqa: E731
+    assert (draw(42, 50, 7) == draw(42, 50, 7)).all()
+    for other in ((43, 50, 7), (42, 50, 8)):
+        assert (draw(42, 50, 7) != draw(*other)).any()
+    assert not np.isin(draw(42, 50, 7), draw(42, 60, 7)).all()
 
 
 def test_whole_pool_when_n_reaches_pool_size():
     expected = list(range(60))
     random.Random(4).shuffle(expected)
-    rng = random.Random(0)
-    state = rng.getstate()
+    rng = sample_rng(0, 60, 0)
+    state = rng.bit_generator.state
     for n_docs in (60, 200):
-        assert sample_doc_ids([5, 17, 30], 60, n_docs, rng) == expected
-    assert rng.getstate() == state  # no distractor draw consumed
+        assert sample_doc_ids([5, 17, 30], 60, n_docs, rng).tolist() == expected
+    assert rng.bit_generator.state == state  # no distractor draw consumed
 
 
 def test_too_few_docs_is_an_error():
     with pytest.raises(ValueError, match="below the question's 10 docs"):
-        sample_doc_ids(list(range(10)), 100, 5, random.Random(0))
-
-
-@pytest.mark.parametrize(("size", "k"), [(30, 8), (40, 30), (5000, 190), (100000, 40)])
-def test_complement_view_draws_like_the_official_list(size, k):
-    excluded = [size - 1, 0, 7, 7, size // 2]
-    materialised = [i for i in range(size) if i not in excluded]
-    view = _Complement(size, excluded)
-    assert len(view) == len(materialised)
-    if size <= 5000:
-        assert list(view) == materialised
-    for seed in range(3):
-        assert random.Random(seed).sample(view, k) == random.Random(seed).sample(materialised, k)
-    with pytest.raises(IndexError):
-        view[len(view)]
+        sample_doc_ids(list(range(10)), 100, 5, sample_rng(0, 5, 0))
 
 
 # --- rendering ---------------------------------------------------------------------------------
@@ -174,7 +192,7 @@ def test_render_context_and_pieces():
 
 def test_build_split_rows(dev):
     _, pool, questions = dev
-    rows = build_split(questions, pool, 20, limit=5, rng=random.Random(42))
+    rows = build_split(questions, pool, 20, limit=5, seed=42)
     assert len(rows) == 5
     for row, q in zip(rows, questions[:5], strict=True):
         assert set(row) == {"index", "input", "answers", "num_docs", "context", "num_tokens"}
@@ -191,23 +209,22 @@ def test_build_split_rows(dev):
         assert all(pool[i] in bodies for i in q["doc_ids"])
 
 
-def test_build_split_is_reproducible_and_consumes_rng_in_order(train):
+def test_build_split_is_reproducible_and_independent_of_other_questions(train):
     _, pool, questions = train
-    full = build_split(questions, pool, 40, limit=None, rng=random.Random(42))
+    full = build_split(questions, pool, 40, limit=None, seed=42)
     assert len(full) == len(questions)
-    assert build_split(questions, pool, 40, limit=None, rng=random.Random(42)) == full
-    assert build_split(questions, pool, 40, limit=4, rng=random.Random(42)) == full[:4]
-    other = build_split(questions, pool, 40, limit=None, rng=random.Random(7))
+    assert build_split(questions, pool, 40, limit=None, seed=42) == full
+    assert build_split(questions, pool, 40, limit=4, seed=42) == full[:4]
+    assert build_split(questions[2:5], pool, 40, limit=None, seed=42) == full[2:5]
+    other = build_split(questions, pool, 40, limit=None, seed=7)
     assert [r["context"] for r in other] != [r["context"] for r in full]
 
 
 def test_id_rows_rebuild_the_same_text_and_token_count(dev):
     _, pool, questions = dev
     tok = WhitespaceTokenizer()
-    text_rows = build_split(questions, pool, 40, limit=3, rng=random.Random(42), tokenizer=tok)
-    id_rows = build_split(
-        questions, pool, 40, limit=3, rng=random.Random(42), tokenizer=tok, store_ids_above=30
-    )
+    text_rows = build_split(questions, pool, 40, limit=3, seed=42, tokenizer=tok)
+    id_rows = build_split(questions, pool, 40, limit=3, seed=42, tokenizer=tok, store_ids_above=30)
     for text_row, id_row in zip(text_rows, id_rows, strict=True):
         assert "context" not in id_row and len(id_row["doc_ids"]) == 40
         assert "".join(context_pieces(id_row, pool)) == text_row["context"]
@@ -218,7 +235,7 @@ def test_id_rows_rebuild_the_same_text_and_token_count(dev):
 
 def test_n_above_pool_takes_the_whole_pool(dev):
     _, pool, questions = dev
-    rows = build_split(questions, pool, 200, limit=2, rng=random.Random(42))
+    rows = build_split(questions, pool, 200, limit=2, seed=42)
     for row in rows:
         assert row["num_docs"] == 200
         assert row["context"].count("Document ") >= len(pool)
@@ -233,7 +250,7 @@ def test_build_eval_sets(dev):
     selected = [questions[i] for i in indices]
     for n, rows in sets.items():
         assert [r["index"] for r in rows] == indices
-        assert rows == build_split(selected, pool, n, limit=None, rng=random.Random(42))
+        assert rows == build_split(selected, pool, n, limit=None, seed=42)
     # N = 10 is exactly the question's own documents, in the fixed Random(4) order.
     for row, q in zip(sets[10], selected, strict=True):
         expected = list(q["doc_ids"])

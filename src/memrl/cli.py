@@ -48,8 +48,6 @@ def cmd_download_model(args: argparse.Namespace, run: tracking.JobRecord) -> Non
 
 
 def cmd_synthesize(args: argparse.Namespace, run: tracking.JobRecord) -> None:
-    import random
-
     from memrl.data.hotpotqa import build_pool, load_hotpotqa, question_records
     from memrl.data.io import write_jsonl_atomic
     from memrl.data.ruler_hqa import build_split
@@ -67,7 +65,7 @@ def cmd_synthesize(args: argparse.Namespace, run: tracking.JobRecord) -> None:
             pool,
             s["train_docs"],
             limit=limit,
-            rng=random.Random(s["seed"]),
+            seed=s["seed"],
             tokenizer=tokenizer,
             store_ids_above=s["store_ids_above"],
         )

@@ -1,20 +1,29 @@
 """RULER-HotpotQA as MemAgent's official code builds it (memagent_official.md §1.2–1.4).
 
 A sample for question q at N documents: q's own 10 HotpotQA paragraphs followed by N - 10 other
-pool documents drawn with `rng.sample`, the list then shuffled by a *fresh* `random.Random(4)`.
-Because that shuffle is the same permutation for every sample of a given N, the question's
-paragraphs always land in the same slots (N=200: documents 7, 10, 17, 81, 88, 96, 109, 154, 177,
-191). Documents are rendered "Document {i}:\\n{doc}" (i from 1) and joined with "\\n\\n".
+pool documents drawn uniformly without replacement, the list then shuffled by a *fresh*
+`random.Random(4)`. Because that shuffle is the same permutation for every sample of a given N,
+the question's paragraphs always land in the same slots (N=200: documents 7, 10, 17, 81, 88, 96,
+109, 154, 177, 191). Documents are rendered "Document {i}:\n{doc}" (i from 1) and joined with
+"\n\n".
 
 When N >= the pool size the official code takes the whole pool in pool (sorted) order, not the
 question's documents first, so the gold slots then depend on the question's doc ids. We do the
 same. (RULER's code shuffles its global pool list in place there, so later samples of the same
 worker see an already shuffled pool; that accident is not reproduced.)
+
+The draws themselves differ from the official files by design. The official code calls
+`random.sample` on the global `random` seeded 42, from forked process-pool workers that all start
+from that state, so which distractors a sample gets depends on worker scheduling: no run, not even
+the official one, reproduces the released files. We give every sample its own generator seeded
+(seed, N, question index) (`sample_rng`): reproducible, independent of which other questions are
+built or in what order, and one vectorised draw per sample instead of N Python-level draws.
 """
 
 from __future__ import annotations
 
 import functools
+import operator
 import random
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
@@ -35,57 +44,39 @@ class Tokenizer(Protocol):
     def encode(self, text: str, add_special_tokens: bool = ...) -> list[int]: ...
 
 
-class _Complement(Sequence[int]):
-    """range(size) minus `excluded`, indexable without materialising it.
-
-    `rng.sample` over this view draws exactly what it draws over the equivalent list (it only uses
-    len(), indexing and, for small populations, iteration), which keeps the official draws while
-    avoiding an O(pool) list per sample (the train pool has hundreds of thousands of documents).
-    """
-
-    def __init__(self, size: int, excluded: Iterable[int]) -> None:
-        self._excluded = sorted(set(excluded))
-        self._len = size - len(self._excluded)
-
-    def __len__(self) -> int:
-        return self._len
-
-    def __iter__(self) -> Iterator[int]:  # rng.sample copies small populations with list()
-        excluded = set(self._excluded)
-        return (i for i in range(self._len + len(excluded)) if i not in excluded)
-
-    def __getitem__(self, j: int) -> int:  # type: ignore[override]
-        if not 0 <= j < self._len:
-            raise IndexError(j)
-        for e in self._excluded:
-            if e > j:
-                break
-            j += 1
-        return j
+def sample_rng(seed: int, n_docs: int, index: int) -> np.random.Generator:
+    """The generator of one sample: its draws depend on (seed, N, question) alone."""
+    return np.random.default_rng([seed, n_docs, index])
 
 
 def sample_doc_ids(
-    question_doc_ids: Sequence[int], pool_size: int, n_docs: int, rng: random.Random
-) -> list[int]:
-    """The shuffled doc ids of one sample (see the module docstring)."""
+    question_doc_ids: Sequence[int], pool_size: int, n_docs: int, rng: np.random.Generator
+) -> np.ndarray:
+    """The shuffled doc ids of one sample (see the module docstring): the question's documents
+    and N - 10 distinct others drawn uniformly from the rest of the pool, in shuffle order."""
     if n_docs < len(question_doc_ids):
         raise ValueError(f"n_docs={n_docs} is below the question's {len(question_doc_ids)} docs")
     if n_docs < pool_size:
-        others = _Complement(pool_size, question_doc_ids)
-        extra = rng.sample(others, n_docs - len(question_doc_ids))
-        doc_ids = list(question_doc_ids) + extra
+        own = np.asarray(question_doc_ids, dtype=np.int64)
+        excluded = np.unique(own)
+        drawn = rng.choice(pool_size - len(excluded), n_docs - len(own), replace=False)
+        # the j-th id of the complement: j plus the excluded ids at or below it
+        others = drawn + np.searchsorted(excluded - np.arange(len(excluded)), drawn, side="right")
+        doc_ids = np.concatenate([own, others])
     else:
-        doc_ids = list(range(pool_size))
-    return [doc_ids[i] for i in shuffle_order(len(doc_ids))]
+        doc_ids = np.arange(pool_size, dtype=np.int64)
+    return doc_ids[shuffle_order(len(doc_ids))]
 
 
 @functools.lru_cache(maxsize=4)
-def shuffle_order(n: int) -> tuple[int, ...]:
+def shuffle_order(n: int) -> np.ndarray:
     """The positions `random.Random(4).shuffle` moves into each slot of any n-element list: its
     swaps depend on n alone, so one shuffle of range(n) serves every sample of that length."""
     order = list(range(n))
     random.Random(SHUFFLE_SEED).shuffle(order)
-    return tuple(order)
+    result = np.asarray(order, dtype=np.int64)
+    result.flags.writeable = False
+    return result
 
 
 def _header(i: int) -> str:
@@ -103,7 +94,13 @@ def iter_context_pieces(doc_ids: Sequence[int], pool: Sequence[str]) -> Iterator
 
 
 def render_context(doc_ids: Sequence[int], pool: Sequence[str]) -> str:
-    return SEPARATOR.join(_header(i) + pool[d] for i, d in enumerate(doc_ids, start=1))
+    docs = map(pool.__getitem__, np.asarray(doc_ids, dtype=np.int64).tolist())
+    return SEPARATOR.join(map(operator.add, _headers(len(doc_ids)), docs))
+
+
+@functools.lru_cache(maxsize=4)
+def _headers(n: int) -> tuple[str, ...]:
+    return tuple(_header(i) for i in range(1, n + 1))
 
 
 def context_pieces(row: dict, pool: Sequence[str]) -> Iterable[str]:
@@ -130,7 +127,7 @@ class ContextTokens:
         """`doc_tokens`: the pool's counts of "{doc}\\n\\n" when known (`DocPool.tokens`)."""
         self._tokenizer = tokenizer
         self._pool = pool
-        self._unsafe = {i for i, doc in enumerate(pool) if not doc[:1].strip()}
+        self._unsafe = np.array([not doc[:1].strip() for doc in pool], dtype=bool)
         self._header_sums = np.zeros(1, dtype=np.int64)  # [n]: tokens of headers 1..n
         self._docs = (  # tokens of "{doc}\\n\\n"
             np.full(len(pool), -1, dtype=np.int64) if doc_tokens is None else doc_tokens.copy()
@@ -138,29 +135,32 @@ class ContextTokens:
         self._last_docs = np.full(len(pool), -1, dtype=np.int64)  # tokens of "{doc}"
 
     def prepare(self, samples: Sequence[Sequence[int]]) -> None:
-        n_max = max((len(ids) for ids in samples), default=0)
+        samples = [np.asarray(ids, dtype=np.int64) for ids in samples if len(ids)]
+        if not samples:
+            return
+        n_max = max(len(ids) for ids in samples)
         if n_max >= len(self._header_sums):
             numbers = range(len(self._header_sums), n_max + 1)
             counts = np.cumsum(self._count([_header(i) for i in numbers]))
             self._header_sums = np.concatenate([self._header_sums, self._header_sums[-1] + counts])
-        self._fill(self._docs, {d for ids in samples for d in ids[:-1]}, SEPARATOR)
-        self._fill(self._last_docs, {ids[-1] for ids in samples if ids}, "")
+        self._fill(self._docs, np.concatenate([ids[:-1] for ids in samples]), SEPARATOR)
+        self._fill(self._last_docs, np.array([ids[-1] for ids in samples]), "")
 
     def __call__(self, doc_ids: Sequence[int]) -> int:
-        if not doc_ids:
+        if not len(doc_ids):
             return 0
-        if not self._unsafe.isdisjoint(doc_ids):
+        ids = np.asarray(doc_ids, dtype=np.int64)
+        if self._unsafe[ids].any():
             return self._count(["".join(iter_context_pieces(doc_ids, self._pool))])[0]
-        ids = np.asarray(doc_ids)
         if (self._docs[ids[:-1]] < 0).any() or self._last_docs[ids[-1]] < 0:
             self.prepare([doc_ids])
         return int(
             self._header_sums[len(ids)] + self._docs[ids[:-1]].sum() + self._last_docs[ids[-1]]
         )
 
-    def _fill(self, counts: np.ndarray, doc_ids: set[int], suffix: str) -> None:
-        todo = sorted(d for d in doc_ids if counts[d] < 0)
-        counts[todo] = self._count([self._pool[d] + suffix for d in todo])
+    def _fill(self, counts: np.ndarray, doc_ids: np.ndarray, suffix: str) -> None:
+        todo = np.unique(doc_ids[counts[doc_ids] < 0])
+        counts[todo] = self._count([self._pool[d] + suffix for d in todo.tolist()])
 
     def _count(self, texts: list[str]) -> list[int]:
         return count_tokens(self._tokenizer, texts)
@@ -200,7 +200,7 @@ def read_pool(docs_path: Path, questions_path: Path) -> DocPool:
     questions = read_parquet(questions_path, POOL_QUESTION_COLUMNS)
     return DocPool(
         docs=docs["doc"].to_pylist(),
-        tokens=docs["tokens"].to_numpy(),
+        tokens=np.asarray(docs["tokens"].to_pylist(), dtype=np.int64),  # to_numpy imports pandas
         questions=questions.select(list(POOL_QUESTION_COLUMNS)).to_pylist(),
     )
 
@@ -220,27 +220,25 @@ def build_split(
     n_docs: int,
     *,
     limit: int | None,
-    rng: random.Random,
+    seed: int = DEFAULT_SEED,
     tokenizer: Tokenizer | None = None,
     store_ids_above: int = STORE_IDS_ABOVE,
     doc_tokens: np.ndarray | None = None,
 ) -> list[dict]:
     """Rows {index, input, answers, num_docs, context | doc_ids, num_tokens} for the first
-    `limit` questions (all when None), from `hotpotqa.question_records`.
-
-    RNG: the official code seeds the global `random` with 42 and shares it sequentially across
-    samples, but runs them in a process pool whose forked workers each start from the same state,
-    which makes its draws scheduling-dependent and correlated across workers. We consume one
-    `random.Random(seed)` in question order instead: reproducible, and identical to the official
-    code run with a single worker (pass `random.Random(42)`).
+    `limit` questions (all when None), from `hotpotqa.question_records`; each sample drawn by
+    `sample_rng(seed, n_docs, index)`.
 
     Above `store_ids_above` documents the row holds `doc_ids` (the shuffled list) instead of the
-    text, as the official files do; rebuild it with `context_pieces`. `num_tokens` (None without a
-    tokenizer) is the count of the rendered context, from per-document counts (`ContextTokens`);
-    `num_docs` is the requested N, as in the official rows.
+    text, as the official files do above 10,000; rebuild it with `context_pieces`. `num_tokens`
+    (None without a tokenizer) is the count of the rendered context, from per-document counts
+    (`ContextTokens`); `num_docs` is the requested N, as in the official rows.
     """
     selected = questions if limit is None else questions[:limit]
-    samples = [sample_doc_ids(q["doc_ids"], len(pool), n_docs, rng) for q in selected]
+    samples = [
+        sample_doc_ids(q["doc_ids"], len(pool), n_docs, sample_rng(seed, n_docs, q["index"]))
+        for q in selected
+    ]
     counter = ContextTokens(tokenizer, pool, doc_tokens) if tokenizer is not None else None
     if counter is not None:
         counter.prepare(samples)
@@ -253,7 +251,7 @@ def build_split(
             "num_docs": n_docs,
         }
         if n_docs > store_ids_above:
-            row["doc_ids"] = doc_ids
+            row["doc_ids"] = doc_ids.tolist()
         else:
             row["context"] = render_context(doc_ids, pool)
         row["num_tokens"] = counter(doc_ids) if counter is not None else None
@@ -272,11 +270,8 @@ def build_eval_sets(
     store_ids_above: int = STORE_IDS_ABOVE,
     doc_tokens: np.ndarray | None = None,
 ) -> dict[int, list[dict]]:
-    """The RULER-HQA evaluation sets: for every N, rows for the same question `indices`.
-
-    As in different_docs_eval.py, every N restarts from a fresh `Random(seed)` and the samples
-    are drawn in the order of `indices` (the filtered dev questions of eval_200).
-    """
+    """The RULER-HQA evaluation sets: for every N, rows for the same question `indices` (the
+    filtered dev questions of eval_200, as in different_docs_eval.py), in that order."""
     by_index = {q["index"]: q for q in questions}
     missing = [i for i in indices if i not in by_index]
     if missing:
@@ -288,7 +283,7 @@ def build_eval_sets(
             pool,
             n,
             limit=None,
-            rng=random.Random(seed),
+            seed=seed,
             tokenizer=tokenizer,
             store_ids_above=store_ids_above,
             doc_tokens=doc_tokens,
