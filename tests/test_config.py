@@ -40,6 +40,14 @@ def test_shipped_configs_validate(config):
             "config key evaluation.systems.rl-memagent-7b.model: unknown model 'nope'",
         ),
         (lambda c: c["filter"].update(models=["gpt"]), "config key filter.models.0: unknown model"),
+        (
+            lambda c: c["evaluation"].update(shards={"ruler_hqa": 4}),
+            "config key evaluation.shards.ruler_hqa: 4 is not of type 'object'",
+        ),
+        (
+            lambda c: c["evaluation"].update(shards={"ruler_hqa": {6400: 0}}),
+            "config key evaluation.shards.ruler_hqa.6400: 0 is less than the minimum of 1",
+        ),
     ],
 )
 def test_bad_config_fails_with_one_line_naming_the_key(paper, mutate, message):
@@ -57,20 +65,37 @@ def test_paper_matrix_covers_every_system_benchmark_and_length(paper):
     for job in jobs:
         by_system.setdefault(job.system, []).append(job)
     # the memory agent runs RULER-HQA to 3.5M tokens, RULER to 512K (qa_1 to 256K), LongBench
-    rl = by_system["rl-memagent-14b"]
-    assert {j.length for j in rl if j.benchmark == "ruler_hqa"} >= {50, 25600}
-    assert len([j for j in rl if j.benchmark == "ruler"]) == 11 * 7 - 1
-    assert ("ruler", "qa_1", "rl-memagent-14b", 524288) not in jobs
-    assert len([j for j in rl if j.benchmark == "longbench"]) == 7
+    # (one job per benchmark and length, covering its tasks)
+    rl = {(j.benchmark, j.length): j for j in by_system["rl-memagent-14b"]}
+    assert {n for b, n in rl if b == "ruler_hqa"} >= {50, 25600}
+    ruler = [j for (b, _), j in rl.items() if b == "ruler"]
+    assert len(ruler) == 7 and sum(len(j.tasks) for j in ruler) == 11 * 7 - 1
+    assert "qa_1" in rl[("ruler", 262144)].tasks and "qa_1" not in rl[("ruler", 524288)].tasks
+    assert len(rl[("longbench", 0)].tasks) == 7
+    # long RULER-HQA evaluations of a memory agent are sharded; RAG is never
+    assert [rl[("ruler_hqa", n)].shards for n in (3200, 6400, 25600)] == [1, 4, 4]
+    assert {j.shards for s, js in by_system.items() if s.startswith("rag-") for j in js} == {1}
     # long-context baselines stop at 896K on RULER-HQA (N/A above in Table 1)
     baseline = by_system["qwen2.5-14b-instruct-128k"]
     assert max(j.length for j in baseline if j.benchmark == "ruler_hqa") == 6400
     # RAG: whole documents on RULER-HQA (Table 10), C-token chunks on LongBench (Table 11)
     rag = [s for s in by_system if s.startswith("rag-qwen2.5-14b.")]
+    assert len(by_system["rag-qwen2.5-14b.bm25-k8-c2048"][0].tasks) == 5  # LongBench QA only
     assert len(rag) == 2 * 4 * 3  # retrievers x K x (doc, c1024, c2048)
     assert {j.benchmark for j in by_system["rag-qwen2.5-14b.dense-k4-doc"]} == {"ruler_hqa"}
     assert {j.benchmark for j in by_system["rag-qwen2.5-14b.bm25-k8-c2048"]} == {"longbench"}
     assert len(set(jobs)) == len(jobs)
+
+
+def test_shards_grow_with_the_length_from_each_configured_step(paper):
+    paper["evaluation"]["shards"] = {"ruler_hqa": {6400: 4, 100: 2}}
+    memagent = {"kind": "memagent"}
+    shards = [
+        cfg.eval_shards(paper, memagent, "ruler_hqa", n) for n in (50, 100, 3200, 6400, 25600)
+    ]
+    assert shards == [1, 2, 2, 4, 4]
+    assert cfg.eval_shards(paper, memagent, "ruler", 524288) == 1  # no steps for RULER
+    assert cfg.eval_shards(paper, {"kind": "rag"}, "ruler_hqa", 25600) == 1
 
 
 def test_max_docs_limits_a_system(paper):
@@ -84,7 +109,7 @@ def test_max_docs_limits_a_system(paper):
 
 
 def test_system_settings_reach_the_evaluation_job(paper):
-    job = cfg.EvalJob("ruler_hqa", "hqa", "qwen2.5-14b-instruct-128k", 800)
+    job = cfg.EvalJob("ruler_hqa", "qwen2.5-14b-instruct-128k", 800, ("hqa",), 4)
     settings = cfg.eval_settings(paper, job, 0)
     assert settings["kind"] == "longcontext"
     assert (settings["max_input_tokens"], settings["max_output_tokens"]) == (120000, 10000)
@@ -92,7 +117,7 @@ def test_system_settings_reach_the_evaluation_job(paper):
     assert settings["engine"]["max_model_len"] == 131072
     assert (settings["shard"], settings["shards"]) == (0, 4)
     rag = cfg.eval_settings(
-        paper, cfg.EvalJob("longbench", "qasper", "rag-qwen2.5-7b.bm25-k2-c1024", 0), 0
+        paper, cfg.EvalJob("longbench", "rag-qwen2.5-7b.bm25-k2-c1024", 0, ("qasper",), 1), 0
     )
     assert (rag["retriever"], rag["top_k"], rag["unit_tokens"]) == ("bm25", 2, 1024)
 
@@ -124,7 +149,7 @@ def test_paper_hyperparameters_reach_the_training_job(paper):
 
 
 def test_vllm_engine_gets_the_models_tensor_parallel_size(paper):
-    job = cfg.EvalJob("ruler_hqa", "hqa", "memagent-qwen2.5-32b-instruct", 50)
+    job = cfg.EvalJob("ruler_hqa", "memagent-qwen2.5-32b-instruct", 50, ("hqa",), 1)
     settings = cfg.eval_settings(paper, job, 0)
     assert settings["engine"]["tensor_parallel_size"] == 4
 

@@ -229,74 +229,114 @@ def _log_summary(run: tracking.JobRecord, summary: dict[str, Any]) -> None:
 
 
 def cmd_evaluate(args: argparse.Namespace, run: tracking.JobRecord) -> None:
-    """One evaluation (benchmark, task, system, length), or one shard of it. An unsharded one
-    (`--metrics`) scores itself; shards are scored by merge-eval."""
+    """One evaluation job (a system on one benchmark at one length, every task: one model load),
+    or one shard of it. An unsharded one (`--metrics`) scores itself; shards are scored by
+    merge-eval. `--data` holds one eval set per task of the settings, in their order."""
     from memrl.engines.base import SamplingParams
     from memrl.evaluation import Task, evaluate, merge_shards, shard_rows
 
     s = args.settings
     if (args.metrics is None) == (s["shards"] == 1):
         raise SystemExit(f"--metrics goes with an unsharded evaluation (shards={s['shards']})")
-    task = Task(s["benchmark"], s["task"], s.get("variant", "memagent"))
+    if len(args.data) != len(s["tasks"]):
+        raise SystemExit(f"--data: {len(args.data)} files for the tasks {s['tasks']}")
     engine = build_engine(args.model, _engine_spec(s))
-    rows = shard_rows(_eval_rows(task, args.data, engine.tokenizer), s["shard"], s["shards"])
-    pool = _pool(rows, args.pool)
-    # Snakemake deletes the outputs of a failed job, so work in a file it does not know about:
-    # a killed or failed job keeps its finished samples there and the rerun resumes from them.
-    # The name carries a digest of the settings and inputs, so a rerun after a change starts afresh.
-    partial = args.predictions.with_name(f"{args.predictions.name}.{_resume_key(args)}.partial")
-    predictions = evaluate(
-        rows,
-        task,
-        _system(task, s, engine.tokenizer, pool),
-        engine,
-        SamplingParams(**s["sampling"]),
-        partial,
-        s["wave_size"],
-        on_wave=run.log_metrics,
-    )
+    predictions: dict[str, list[dict[str, Any]]] = {}
+    partials: dict[str, Path] = {}
+    for name, data in zip(s["tasks"], args.data, strict=True):
+        task = Task(s["benchmark"], name, s.get("variant", "memagent"))
+        rows = shard_rows(_eval_rows(task, data, engine.tokenizer), s["shard"], s["shards"])
+        # Snakemake deletes the outputs of a failed job, so work in a file it does not know about:
+        # a killed or failed job keeps its finished samples there and the rerun resumes from them.
+        # The name carries a digest of the settings and inputs: a rerun after a change starts
+        # afresh.
+        partials[name] = partial = args.predictions.with_name(
+            f"{args.predictions.name}.{name}.{_resume_key(args, data)}.partial"
+        )
+        log.info("%s: %d samples", name, len(rows))
+        predictions[name] = evaluate(
+            rows,
+            task,
+            _system(task, s, engine.tokenizer, _pool(rows, args.pool)),
+            engine,
+            SamplingParams(**s["sampling"]),
+            partial,
+            s["wave_size"],
+            on_wave=run.log_metrics,
+        )
     if args.metrics is None:  # a shard: merge-eval orders and scores all shards
-        os.replace(partial, args.predictions)
-        return
-    _write_predictions_and_metrics(merge_shards([predictions]), s, args, run)
-    partial.unlink()
+        from memrl.data.io import write_jsonl_atomic
+
+        write_jsonl_atomic(args.predictions, _tagged(predictions))
+    else:
+        ordered = {name: merge_shards([lines]) for name, lines in predictions.items()}
+        _write_predictions_and_metrics(ordered, s, args, run)
+    for partial in partials.values():
+        partial.unlink()
+
+
+def _tagged(predictions: dict[str, list[dict[str, Any]]]) -> list[dict[str, Any]]:
+    """One list of prediction lines, each naming its task."""
+    return [{"task": task, **p} for task, lines in predictions.items() for p in lines]
 
 
 def cmd_merge_eval(args: argparse.Namespace, run: tracking.JobRecord) -> None:
-    """Merge an evaluation's shards into its predictions and metrics."""
+    """Merge an evaluation's shards into its predictions and metrics (per task)."""
     from memrl.data.io import read_jsonl
     from memrl.evaluation import merge_shards
 
     s = args.settings
     if len(args.shards) != s["shards"]:
         raise SystemExit(f"expected {s['shards']} shard files, got {len(args.shards)}")
-    predictions = merge_shards(read_jsonl(path) for path in args.shards)
+    shards = [read_jsonl(path) for path in args.shards]
+    for path, lines in zip(args.shards, shards, strict=True):
+        unknown = {line.get("task") for line in lines} - set(s["tasks"])
+        if unknown:
+            raise ValueError(
+                f"{path}: predictions of tasks {sorted(map(str, unknown))} not in {s['tasks']}"
+            )
+    predictions = {
+        task: merge_shards(
+            [
+                {k: v for k, v in line.items() if k != "task"}
+                for line in lines
+                if line["task"] == task
+            ]
+            for lines in shards
+        )
+        for task in s["tasks"]
+    }
     _write_predictions_and_metrics(predictions, s, args, run)
 
 
 def _write_predictions_and_metrics(
-    predictions: list[dict[str, Any]],
+    predictions: dict[str, list[dict[str, Any]]],
     s: dict[str, Any],
     args: argparse.Namespace,
     run: tracking.JobRecord,
 ) -> None:
+    """The job's prediction lines (tagged with their task) and one metrics record per task."""
     from memrl.data.io import write_json_atomic, write_jsonl_atomic
     from memrl.evaluation import summarize
 
-    metrics = summarize(predictions, s["benchmark"], s["task"], s["system"], s["length"])
-    write_jsonl_atomic(args.predictions, predictions)
+    metrics = [
+        summarize(lines, s["benchmark"], task, s["system"], s["length"])
+        for task, lines in predictions.items()
+    ]
+    write_jsonl_atomic(args.predictions, _tagged(predictions))
     write_json_atomic(args.metrics, metrics)
-    run.log_metrics({k: v for k, v in metrics.items() if isinstance(v, int | float)})
-    log.info(
-        "%s on %s/%s @ %d: accuracy %.2f (%d of %d failed)",
-        s["system"],
-        s["benchmark"],
-        s["task"],
-        s["length"],
-        metrics["accuracy"],
-        metrics["n_failed"],
-        metrics["n_items"],
-    )
+    for m in metrics:
+        run.log_metrics({f"{m['task']}.{k}": v for k, v in m.items() if isinstance(v, int | float)})
+        log.info(
+            "%s on %s/%s @ %d: accuracy %.2f (%d of %d failed)",
+            s["system"],
+            s["benchmark"],
+            m["task"],
+            s["length"],
+            m["accuracy"],
+            m["n_failed"],
+            m["n_items"],
+        )
 
 
 def _eval_rows(task: Any, data: Path, tokenizer: Any) -> list[dict[str, Any]]:
@@ -414,10 +454,10 @@ def cmd_training_curve(args: argparse.Namespace, run: tracking.JobRecord) -> Non
     plot_training_curve(files, args.out_prefix, title=s.get("title", "Multi-Conv DAPO training"))
 
 
-def _resume_key(args: argparse.Namespace) -> str:
+def _resume_key(args: argparse.Namespace, data: Path) -> str:
     identity = [
         json.dumps(args.settings, sort_keys=True),
-        *map(tracking.file_digest, (args.data, args.model)),
+        *map(tracking.file_digest, (data, args.model)),
     ]
     return hashlib.sha256("\n".join(identity).encode()).hexdigest()[:12]
 
@@ -539,7 +579,7 @@ COMMANDS: dict[str, Command] = {
     "evaluate": Command(
         cmd_evaluate,
         {
-            "--data": {},
+            "--data": {"nargs": "+"},
             "--pool": {"required": False},
             "--model": {},
             "--predictions": {},

@@ -166,13 +166,18 @@ BENCHMARKS = ("ruler_hqa", "ruler", "longbench")
 SYSTEM_KINDS = ("memagent", "longcontext", "rag")
 RAG_BENCHMARKS = ("ruler_hqa", "longbench")  # Tables 10 and 11 (the paper ran RAG on nothing else)
 LONGBENCH_LENGTH = 0  # LongBench has no length axis: its one "length" wildcard value
+RULER_HQA_TASK = "hqa"  # RULER-HQA's one task
 
 
 class EvalJob(NamedTuple):
+    """One evaluation job: a system on one benchmark at one length, every task there (one model
+    load; its predictions and metrics hold a record per task)."""
+
     benchmark: str
-    task: str  # "hqa" for RULER-HQA, the RULER task, the LongBench config
     system: str  # a concrete system id (eval_systems)
     length: int  # n_docs (RULER-HQA), target tokens (RULER), 0 (LongBench)
+    tasks: tuple[str, ...]  # ("hqa",) for RULER-HQA, RULER tasks, LongBench configs
+    shards: int  # jobs the samples are split over (`eval_shards`), merged by merge_eval
 
 
 Systems = dict[str, dict[str, Any]]
@@ -227,31 +232,55 @@ def ruler_sets(config: dict[str, Any]) -> list[tuple[str, int]]:
 
 
 def eval_jobs(config: dict[str, Any], systems: Systems | None = None) -> list[EvalJob]:
-    """Every evaluation: systems (config order) x their benchmarks x tasks x lengths.
-    `systems`: `eval_systems(config)`, when the caller has it already."""
+    """Every evaluation job: systems (config order) x their benchmarks x lengths, each job
+    covering the benchmark's tasks at that length. `systems`: `eval_systems(config)`, when the
+    caller has it already."""
     jobs = []
     for system_id, system in (systems or eval_systems(config)).items():
+        tasks: dict[tuple[str, int], list[str]] = {}
         if _runs_benchmark(system, "ruler_hqa"):
             limit = system.get("max_docs")
-            jobs += [
-                EvalJob("ruler_hqa", "hqa", system_id, n)
-                for n in config["ruler_hqa"]["n_docs"]
-                if limit is None or n <= limit
-            ]
+            for n in config["ruler_hqa"]["n_docs"]:
+                if limit is None or n <= limit:
+                    tasks[("ruler_hqa", n)] = [RULER_HQA_TASK]
         if _runs_benchmark(system, "ruler"):
             limit = system.get("max_length")
-            jobs += [
-                EvalJob("ruler", task, system_id, length)
-                for task, length in ruler_sets(config)
-                if limit is None or length <= limit
-            ]
+            for task, length in ruler_sets(config):
+                if limit is None or length <= limit:
+                    tasks.setdefault(("ruler", length), []).append(task)
         if _runs_benchmark(system, "longbench"):
-            jobs += [
-                EvalJob("longbench", task, system_id, LONGBENCH_LENGTH)
+            tasks[("longbench", LONGBENCH_LENGTH)] = [
+                task
                 for task in config["longbench"]["tasks"]
                 if not (system["kind"] == "rag" and task in LONGBENCH_SUM)  # Table 11: QA
             ]
+        jobs += [
+            EvalJob(
+                benchmark,
+                system_id,
+                length,
+                tuple(names),
+                eval_shards(config, system, benchmark, length),
+            )
+            for (benchmark, length), names in tasks.items()
+            if names
+        ]
     return jobs
+
+
+UNSHARDED_KINDS = ("rag",)  # a RAG sample reads its top-k units: its cost does not grow with N
+
+
+def eval_shards(config: dict[str, Any], system: dict[str, Any], benchmark: str, length: int) -> int:
+    """Jobs one evaluation is split over: `evaluation.shards.<benchmark>` maps a length to the
+    shard count from that length up (the longest such length wins); 1 below them all."""
+    if system["kind"] in UNSHARDED_KINDS:
+        return 1
+    steps = sorted(
+        (int(start), count)
+        for start, count in config["evaluation"]["shards"].get(benchmark, {}).items()
+    )
+    return next((count for start, count in reversed(steps) if length >= start), 1)
 
 
 def model_gpus(config: dict[str, Any], name: str) -> int:
@@ -360,7 +389,7 @@ SYSTEM_KEYS = {  # what each kind reads from its system spec, beyond kind/model
 def eval_settings(
     config: dict[str, Any], job: EvalJob, shard: int, systems: Systems | None = None
 ) -> dict[str, Any]:
-    """Everything one evaluation shard reads: the job, the system and the engine."""
+    """Everything one evaluation (shard) reads: the job, the system and the engine."""
     system = (systems or eval_systems(config))[job.system]
     evaluation = config["evaluation"]
     engine = dict(system.get("engine") or evaluation["engine"])
@@ -372,7 +401,6 @@ def eval_settings(
         **job._asdict(),
         "kind": system["kind"],
         "shard": shard,
-        "shards": evaluation["shards"][job.benchmark],
         "engine": engine,
         "wave_size": evaluation["wave_size"],
         "sampling": evaluation["sampling"],
@@ -386,8 +414,8 @@ def eval_settings(
     return settings
 
 
-def merge_settings(config: dict[str, Any], job: EvalJob) -> dict[str, Any]:
-    return {**job._asdict(), "shards": config["evaluation"]["shards"][job.benchmark]}
+def merge_settings(job: EvalJob) -> dict[str, Any]:
+    return job._asdict()
 
 
 REPORTED_SYSTEM_KEYS = ("kind", "model", "name", "retriever", "top_k", "unit", "unit_tokens")
@@ -427,7 +455,8 @@ NIAH_FIGURE_TASKS = ("niah_single_1", "niah_single_2", "niah_single_3")  # Figur
 
 
 def report_jobs(config: dict[str, Any], name: str) -> list[EvalJob]:
-    """The evaluations a table or figure reads (by benchmark, task and system kind)."""
+    """The evaluation jobs a table or figure reads (by benchmark, task and system kind); their
+    metrics files may hold other tasks too, which the tables ignore."""
     kinds = eval_systems(config)
     jobs = eval_jobs(config, kinds)
 
@@ -436,7 +465,7 @@ def report_jobs(config: dict[str, Any], name: str) -> list[EvalJob]:
             job
             for job in jobs
             if job.benchmark == benchmark
-            and (tasks is None or job.task in tasks)
+            and (tasks is None or not set(tasks).isdisjoint(job.tasks))
             and (rag is None or (kinds[job.system]["kind"] == "rag") == rag)
         ]
 
@@ -452,7 +481,11 @@ def report_jobs(config: dict[str, Any], name: str) -> list[EvalJob]:
         ),
         "table11": lambda: (
             select("longbench", rag=True, tasks=qa)
-            + [j for j in memagent if j.benchmark == "longbench" and j.task in qa]
+            + [
+                j
+                for j in memagent
+                if j.benchmark == "longbench" and not set(qa).isdisjoint(j.tasks)
+            ]
         ),
         "figure5": lambda: select("ruler", rag=None, tasks=NIAH_FIGURE_TASKS),
         "table_niah": lambda: select("ruler", rag=None, tasks=NIAH_FIGURE_TASKS),

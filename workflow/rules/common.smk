@@ -27,10 +27,7 @@ if not WANTS_APPTAINER or HAS_APPTAINER or workflow.remote_exec:
 else:
     CONTAINERS = dict.fromkeys(config["containers"])
 SYSTEMS = cfg.eval_systems(config)
-EVAL_JOBS = {(j.benchmark, j.task, j.system, j.length): j for j in cfg.eval_jobs(config, SYSTEMS)}
-SHARDS = config["evaluation"]["shards"]
-SHARDED_BENCHMARKS = "|".join(b for b in cfg.BENCHMARKS if SHARDS[b] > 1) or "^$"
-UNSHARDED_BENCHMARKS = "|".join(b for b in cfg.BENCHMARKS if SHARDS[b] == 1) or "^$"
+EVAL_JOBS = {(j.benchmark, j.system, j.length): j for j in cfg.eval_jobs(config, SYSTEMS)}
 
 
 wildcard_constraints:
@@ -42,6 +39,7 @@ wildcard_constraints:
     task=r"[a-z0-9_]+",
     length=r"\d+",
     shard=r"\d+",
+    shards=r"\d+",
     table="|".join(cfg.TABLES),
     figure="|".join(cfg.FIGURES),
     split="train|dev",
@@ -100,7 +98,7 @@ def get_manifests():
 
 
 def eval_prefix(job):
-    return f"{R}/eval/{job.benchmark}/{job.task}/{job.system}/{job.length}"
+    return f"{R}/eval/{job.benchmark}/{job.system}/{job.length}"
 
 
 def get_eval_metrics(*benchmarks):
@@ -152,23 +150,31 @@ def get_base_model(wildcards):
 
 
 def eval_job(wildcards):
-    key = (wildcards.benchmark, wildcards.task, wildcards.system, int(wildcards.length))
+    key = (wildcards.benchmark, wildcards.system, int(wildcards.length))
     if key not in EVAL_JOBS:
         raise ValueError(f"not an evaluation of this config: {key}")
     return EVAL_JOBS[key]
 
 
+def eval_data(job):
+    """The job's eval sets, one per task (RULER-HQA and RULER: built here; LongBench: the raw
+    parquet)."""
+    if job.benchmark == "ruler_hqa":
+        return [f"{R}/data/ruler_hqa/eval_{job.length}.jsonl"]
+    if job.benchmark == "ruler":
+        return [f"{R}/data/ruler/{task}/{job.length}.jsonl" for task in job.tasks]
+    return [raw(cfg.longbench_source(task)) for task in job.tasks]
+
+
 def get_eval_inputs(wildcards):
-    """The job's eval set (RULER-HQA and RULER: built here; LongBench: the raw parquet), the
-    model, and for RULER-HQA the document pool that rebuilds doc-id contexts."""
+    """What one evaluation (shard) reads: its eval sets, the model and, for RULER-HQA, the
+    document pool that rebuilds doc-id contexts."""
     job = eval_job(wildcards)
     model = str(cfg.model_dir(config, SYSTEMS[job.system]["model"]))
+    inputs = {"data": eval_data(job), "model": model}
     if job.benchmark == "ruler_hqa":
-        data = f"{R}/data/ruler_hqa/eval_{job.length}.jsonl"
-        return {"data": data, "model": model, "pool": f"{R}/data/ruler_hqa/pool_docs.parquet"}
-    if job.benchmark == "ruler":
-        return {"data": f"{R}/data/ruler/{job.task}/{job.length}.jsonl", "model": model}
-    return {"data": raw(cfg.longbench_source(job.task)), "model": model}
+        inputs["pool"] = f"{R}/data/ruler_hqa/pool_docs.parquet"
+    return inputs
 
 
 def get_eval_pool_arg(wildcards, input):
@@ -176,8 +182,10 @@ def get_eval_pool_arg(wildcards, input):
 
 
 def get_eval_shards(wildcards):
+    """The shard files merge_eval joins (`shard0of1` for an unsharded evaluation: no rule makes
+    it, which leaves that evaluation to the evaluate rule)."""
     job = eval_job(wildcards)
-    return [f"{eval_prefix(job)}.shard{k}.jsonl" for k in range(SHARDS[job.benchmark])]
+    return [f"{eval_prefix(job)}.shard{k}of{job.shards}.jsonl" for k in range(job.shards)]
 
 
 def get_ruler_tokenizer_dir(wildcards):
@@ -248,7 +256,7 @@ def get_eval_metrics_arg(wildcards, output):
 
 
 def get_merge_settings(wildcards):
-    return as_json(cfg.merge_settings(config, eval_job(wildcards)))
+    return as_json(cfg.merge_settings(eval_job(wildcards)))
 
 
 def get_ruler_set_settings(wildcards):
@@ -260,10 +268,8 @@ def report_name(wildcards):
 
 
 def get_report_metrics(wildcards):
-    return [
-        f"{eval_prefix(job)}.metrics.json"
-        for job in cfg.report_jobs(config, report_name(wildcards))
-    ]
+    jobs = cfg.report_jobs(config, report_name(wildcards))
+    return list(dict.fromkeys(f"{eval_prefix(job)}.metrics.json" for job in jobs))
 
 
 def get_report_settings(wildcards):

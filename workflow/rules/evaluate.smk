@@ -1,5 +1,5 @@
 # Every evaluation: systems (memory agent, long-context, RAG) x benchmarks (RULER-HQA, RULER,
-# LongBench) x tasks x lengths, each split into shards (one GPU job each) and merged.
+# LongBench) x lengths, each job covering the tasks at its length; long ones split into shards.
 # reference/memagent_official.md §2, reference/benchmarks.md
 
 
@@ -31,20 +31,24 @@ rule synthesize_ruler:
         " --tokenizer {input.tokenizer:q} --out {output:q} 2> {log:q}"
 
 
-# An unsharded evaluation writes its predictions and metrics itself; a sharded one (benchmarks
-# with `evaluation.shards.<benchmark>` > 1) runs one `evaluate_shard` job per shard and merges them.
+# One evaluation job per (benchmark, system, length), covering every task there (one model load).
+# A short one writes its predictions and metrics itself; a long one (`evaluation.shards`) runs
+# `evaluate_shard` jobs (2 or more, round robin over each task's samples) that `merge_eval` joins.
+# An unsharded evaluation has no shard files to merge (no rule makes `shard0of1`), so Snakemake
+# falls back from merge_eval to evaluate.
+ruleorder: merge_eval > evaluate
+
+
 rule evaluate:
     input:
         unpack(get_eval_inputs),
     output:
-        predictions=f"{R}/eval/{{benchmark}}/{{task}}/{{system}}/{{length}}.predictions.jsonl",
-        metrics=f"{R}/eval/{{benchmark}}/{{task}}/{{system}}/{{length}}.metrics.json",
+        predictions=f"{R}/eval/{{benchmark}}/{{system}}/{{length}}.predictions.jsonl",
+        metrics=f"{R}/eval/{{benchmark}}/{{system}}/{{length}}.metrics.json",
     log:
-        f"{R}/logs/evaluate/{{benchmark}}/{{task}}/{{system}}/{{length}}.log",
+        f"{R}/logs/evaluate/{{benchmark}}/{{system}}/{{length}}.log",
     benchmark:
-        f"{R}/benchmarks/evaluate/{{benchmark}}/{{task}}/{{system}}/{{length}}.tsv"
-    wildcard_constraints:
-        benchmark=UNSHARDED_BENCHMARKS,
+        f"{R}/benchmarks/evaluate/{{benchmark}}/{{system}}/{{length}}.tsv"
     conda:
         "../../envs/infer.yaml"
     container:
@@ -65,13 +69,13 @@ rule evaluate:
 
 use rule evaluate as evaluate_shard with:
     output:
-        predictions=f"{R}/eval/{{benchmark}}/{{task}}/{{system}}/{{length}}.shard{{shard}}.jsonl",
+        predictions=f"{R}/eval/{{benchmark}}/{{system}}/{{length}}.shard{{shard}}of{{shards}}.jsonl",
     log:
-        f"{R}/logs/evaluate/{{benchmark}}/{{task}}/{{system}}/{{length}}.shard{{shard}}.log",
+        f"{R}/logs/evaluate/{{benchmark}}/{{system}}/{{length}}.shard{{shard}}of{{shards}}.log",
     benchmark:
-        f"{R}/benchmarks/evaluate/{{benchmark}}/{{task}}/{{system}}/{{length}}.shard{{shard}}.tsv"
+        f"{R}/benchmarks/evaluate/{{benchmark}}/{{system}}/{{length}}.shard{{shard}}of{{shards}}.tsv"
     wildcard_constraints:
-        benchmark=SHARDED_BENCHMARKS,
+        shards=r"[2-9]|[1-9]\d+",
     params:
         job=job("evaluate_shard"),
         settings=get_eval_settings,
@@ -83,12 +87,10 @@ rule merge_eval:
     input:
         get_eval_shards,
     output:
-        predictions=f"{R}/eval/{{benchmark}}/{{task}}/{{system}}/{{length}}.predictions.jsonl",
-        metrics=f"{R}/eval/{{benchmark}}/{{task}}/{{system}}/{{length}}.metrics.json",
+        predictions=f"{R}/eval/{{benchmark}}/{{system}}/{{length}}.predictions.jsonl",
+        metrics=f"{R}/eval/{{benchmark}}/{{system}}/{{length}}.metrics.json",
     log:
-        f"{R}/logs/merge_eval/{{benchmark}}/{{task}}/{{system}}/{{length}}.log",
-    wildcard_constraints:
-        benchmark=SHARDED_BENCHMARKS,
+        f"{R}/logs/merge_eval/{{benchmark}}/{{system}}/{{length}}.log",
     conda:
         "../../envs/core.yaml"
     container:

@@ -29,12 +29,11 @@ from typing import Any
 
 import pandas as pd
 
-from memrl.config import NIAH_FIGURE_TASKS
+from memrl.config import NIAH_FIGURE_TASKS, RULER_HQA_TASK
 from memrl.data.io import atomic_path, read_json, write_text_atomic
 from memrl.data.longbench import LONGBENCH_QA, LONGBENCH_SUM
 
 BENCHMARK = "ruler_hqa"
-RULER_HQA_TASK = "hqa"
 DASH = "—"
 FAILED_MARK = "†"
 PARTIAL_MARK = "*"
@@ -131,7 +130,9 @@ class Cell:
 
 def _check_metrics(data: Any, path: Path) -> dict[str, Any]:
     if not isinstance(data, dict):
-        raise ValueError(f"{path}: metrics must be a JSON object, got {type(data).__name__}")
+        raise ValueError(
+            f"{path}: a metrics record must be a JSON object, got {type(data).__name__}"
+        )
     for key, types in _METRIC_FIELDS.items():
         if key not in data:
             raise ValueError(f"{path}: missing key {key!r}")
@@ -159,12 +160,15 @@ def _check_type(path: Path, key: str, value: Any, types: tuple[type, ...]) -> No
 
 
 def load_metrics(paths: Iterable[str | Path]) -> list[dict[str, Any]]:
-    """Read metrics JSON files (one per benchmark x task x system x length); each record gains
-    `path`. Raises an error naming the file when it is missing, not JSON, or lacks a field."""
+    """Read metrics JSON files (an evaluation job's: a list of records, one per task; or one
+    record); each record gains `path`. Raises an error naming the file when it is missing, not
+    JSON, or a record lacks a field."""
     records = []
     for raw in paths:
         path = Path(raw)
-        records.append({**_check_metrics(read_json(path), path), "path": str(path)})
+        data = read_json(path)
+        for record in data if isinstance(data, list) else [data]:
+            records.append({**_check_metrics(record, path), "path": str(path)})
     return records
 
 
