@@ -184,9 +184,11 @@ def bench_smoke(work: Path) -> None:
         source = REPO / name
         (shutil.copytree if source.is_dir() else shutil.copy)(source, work / name)
     began = time.perf_counter()
+    path = os.pathsep.join([str(Path(sys.executable).parent), os.environ["PATH"]])  # `memrl`
     done = subprocess.run(
         [sys.executable, "-m", "snakemake", "--profile", "profiles/smoke"],
         cwd=work,
+        env={**os.environ, "PATH": path},
         capture_output=True,
         text=True,
     )

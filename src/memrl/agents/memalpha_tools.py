@@ -1,0 +1,249 @@
+"""Mem-α's memory tools as the model sees and calls them (memalpha_official.md §1.3–1.4).
+
+- `tool_schemas(memory)`: the three memorisation tools (new_memory_insert, memory_update,
+  memory_delete) with the official descriptions, `memory_type` enums filtered to the enabled
+  stores (a tool whose enum empties is dropped), as the official `to_schema` does.
+- `function_call_block(functions)`: the Qwen-Agent (0.0.29) plaintext function-calling section the
+  official code appends to the system message (`✿FUNCTION✿`/`✿ARGS✿` markers, parallel calls);
+  tested against that library's output.
+- `parse_calls(text)`: the calls in a generation. What the official regex captures is parsed as it
+  parses it; a `✿FUNCTION✿` marker it cannot read becomes a call that fails (the official code
+  drops it silently), so every attempted call counts.
+- `execute(memory, call)`: runs one call; every malformed call is a failed result, never an
+  exception. `search_memory` is callable while memorising, as officially (it only reads).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from memrl.agents.structured_memory import (
+    CORE,
+    EPISODIC,
+    SEMANTIC,
+    MemoryOperationError,
+    StructuredMemory,
+)
+
+FUNCTION, ARGS, RESULT, RETURN = "✿FUNCTION✿", "✿ARGS✿", "✿RESULT✿", "✿RETURN✿"
+
+_TYPE = "memory_type"
+_TOOLS: tuple[dict[str, Any], ...] = (
+    {
+        "name": "new_memory_insert",
+        "description": "Infer a new memory and append it to a memory store. Creates a new memory item with a unique ID. Note: Core memory cannot be inserted, only updated.",
+        "parameters": [
+            (
+                _TYPE,
+                "Type of memory to insert: 'semantic' (general knowledge) or 'episodic' (specific experiences). Core memory cannot be inserted.",
+                True,
+                (SEMANTIC, EPISODIC),
+            ),
+            (
+                "content",
+                "Content of the memory to insert. Creates a new memory item with a unique ID.",
+                True,
+                None,
+            ),
+        ],
+    },
+    {
+        "name": "memory_update",
+        "description": "Update an existing memory. For core memory, replaces the entire paragraph content. If core memory is empty, then directly write into the core memory. For semantic/episodic memories, updates the specific memory item by ID.",
+        "parameters": [
+            (
+                _TYPE,
+                "Type of memory to update: 'core' (simple paragraph), 'semantic' (general knowledge), or 'episodic' (specific experiences)",
+                True,
+                (CORE, SEMANTIC, EPISODIC),
+            ),
+            (
+                "new_content",
+                "New **combined** content for the memory. For core memory, this replaces the entire paragraph. For semantic/episodic, this replaces the content of the specified memory ID.",
+                True,
+                None,
+            ),
+            (
+                "memory_id",
+                "ID of the memory to update. Required for semantic/episodic memories, ignored for core memory.",
+                False,
+                None,
+            ),
+        ],
+    },
+    {
+        "name": "memory_delete",
+        "description": "Delete a memory. For core memory, clears the entire paragraph content. For semantic/episodic memories, deletes the specific memory item by ID.",
+        "parameters": [
+            (
+                _TYPE,
+                "Type of memory to delete: 'core' (simple paragraph), 'semantic' (general knowledge), or 'episodic' (specific experiences)",
+                True,
+                (CORE, SEMANTIC, EPISODIC),
+            ),
+            (
+                "memory_id",
+                "ID of the memory to delete. Required for semantic/episodic memories, ignored for core memory.",
+                False,
+                None,
+            ),
+        ],
+    },
+)
+# The stores each tool's `memory_type` must name, with the suffix (insert and update assert it;
+# delete takes bare names too); search_memory is not shown while memorising but still runs.
+_SUFFIXED_TYPES = {
+    "new_memory_insert": {f"{s}_memory" for s in (SEMANTIC, EPISODIC)},
+    "memory_update": {f"{s}_memory" for s in (CORE, SEMANTIC, EPISODIC)},
+}
+
+
+def tool_schemas(memory: StructuredMemory) -> list[dict[str, Any]]:
+    """The memorisation tools ({name, description, parameters}) for this memory's stores."""
+    schemas = []
+    for tool in _TOOLS:
+        properties: dict[str, Any] = {}
+        required = []
+        for name, description, is_required, stores in tool["parameters"]:
+            prop: dict[str, Any] = {"type": "string", "description": description}
+            if stores is not None:
+                prop["enum"] = [f"{s}_memory" for s in stores if s in memory.enabled]
+                if not prop["enum"]:
+                    break
+            properties[name] = prop
+            if is_required:
+                required.append(name)
+        else:
+            parameters = {"type": "object", "properties": properties, "required": required}
+            schemas.append(
+                {**{k: tool[k] for k in ("name", "description")}, "parameters": parameters}
+            )
+    return schemas
+
+
+def function_call_block(functions: Sequence[dict[str, Any]]) -> str:
+    """The tools section appended to the system message (after a blank line), in Qwen-Agent's
+    English parallel-call format."""
+    tools = "\n\n".join(
+        f"### {f['name']}\n\n{f['name']}: {f['description']} Parameters: "
+        f"{json.dumps(f['parameters'], ensure_ascii=False)} Format the arguments as a JSON object."
+        for f in functions
+    )
+    names = ",".join(f["name"] for f in functions)
+    return (
+        f"# Tools\n\n## You have access to the following tools:\n\n{tools}\n\n"
+        "## Insert the following command in your reply when you need to call N tools in parallel:"
+        f"\n\n{FUNCTION}: The name of tool 1, should be one of [{names}]\n"
+        f"{ARGS}: The input of tool 1\n{FUNCTION}: The name of tool 2\n{ARGS}: The input of tool 2\n"
+        f"...\n{FUNCTION}: The name of tool N\n{ARGS}: The input of tool N\n"
+        f"{RESULT}: The result of tool 1\n{RESULT}: The result of tool 2\n...\n"
+        f"{RESULT}: The result of tool N\n"
+        f"{RETURN}: Reply based on tool results. Images need to be rendered as ![](url)"
+    )
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    name: str
+    arguments: str  # the raw argument text, cut after its last "}"
+    malformed: str | None = None  # why the call could not be read, if it could not
+
+
+@dataclass(frozen=True)
+class ToolResult:
+    ok: bool
+    message: str  # "[tool NAME executed successfully] → {...}" or "[tool NAME error] kind: msg"
+
+
+_CALL = re.compile(
+    rf"{FUNCTION}:[ \t]*([^\n]*?)\s*{ARGS}:[ \t]*([^✿]*?)\s*(?={RESULT}|{RETURN}|{FUNCTION}|\Z)",
+    re.DOTALL,
+)
+_THINK = re.compile(r"<think>(.*?)</think>", re.DOTALL)
+
+
+def parse_calls(text: str) -> tuple[str, list[ToolCall]]:
+    """(the text before the first call, the calls in order). Without calls: (the reply with
+    any <think>…</think> removed, [])."""
+    first = text.find(FUNCTION)
+    if first < 0:
+        return _THINK.sub("", text).strip(), []
+    calls = []
+    for start in _marker_positions(text):
+        match = _CALL.match(text, start)
+        if match is None:
+            line = text[start : text.find("\n", start) if "\n" in text[start:] else len(text)]
+            calls.append(ToolCall("", "", f"unreadable call: {line[:200]!r}"))
+            continue
+        name, arguments = match.group(1).strip(), match.group(2)
+        end = arguments.rfind("}")
+        calls.append(ToolCall(name, arguments[: end + 1] if end >= 0 else arguments.strip()))
+    return text[:first].strip(), calls
+
+
+def _marker_positions(text: str) -> list[int]:
+    return [m.start() for m in re.finditer(re.escape(FUNCTION), text)]
+
+
+def execute(memory: StructuredMemory, call: ToolCall) -> ToolResult:
+    """Run one call on `memory` (it changes only on success)."""
+    name = call.name or "?"
+    if call.malformed is not None:
+        return _failed(name, "Invalid tool call", call.malformed)
+    try:
+        arguments = json.loads(_repair(call.arguments))
+    except (json.JSONDecodeError, ValueError) as e:
+        return _failed(name, "Invalid JSON arguments", str(e))
+    if not isinstance(arguments, dict):
+        return _failed(
+            name, "Unexpected error", f"arguments must be a JSON object, got {arguments!r}"
+        )
+    try:
+        result = _run(memory, call.name, arguments)
+    except KeyError as e:
+        return _failed(name, "Missing required argument", str(e))
+    except MemoryOperationError as e:
+        return _failed(name, "Invalid argument value", str(e))
+    except (TypeError, AttributeError, AssertionError) as e:
+        return _failed(name, "Unexpected error", str(e) or type(e).__name__)
+    return ToolResult(True, f"[tool {name} executed successfully] → {result}")
+
+
+def _run(memory: StructuredMemory, name: str, args: dict[str, Any]) -> dict[str, Any]:
+    if name in _SUFFIXED_TYPES and args[_TYPE] not in _SUFFIXED_TYPES[name]:
+        raise AssertionError(f"memory_type must be one of {sorted(_SUFFIXED_TYPES[name])}")
+    if name == "new_memory_insert":
+        return memory.insert(args[_TYPE], _text(args["content"]))
+    if name == "memory_update":
+        return memory.update(args[_TYPE], _text(args["new_content"]), args.get("memory_id"))
+    if name == "memory_delete":
+        return memory.delete(args[_TYPE], args.get("memory_id"))
+    if name == "search_memory":
+        results = memory.search(args[_TYPE], _text(args["query"]))
+        return {
+            "status": "ok",
+            "results": results,
+            "search_method": args.get("search_method", "bm25"),
+        }
+    raise KeyError(f"unknown tool {name!r}")
+
+
+def _text(value: Any) -> str:
+    if not isinstance(value, str):
+        raise TypeError(f"expected a string, got {type(value).__name__}")
+    return value
+
+
+def _repair(arguments: str) -> str:
+    """The arguments as JSON, repaired by `json-repair` as the official executor does."""
+    from json_repair import repair_json
+
+    return repair_json(arguments)
+
+
+def _failed(name: str, kind: str, message: str) -> ToolResult:
+    return ToolResult(False, f"[tool {name} error] {kind}: {message}")
