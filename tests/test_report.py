@@ -89,7 +89,7 @@ def write_metrics(tmp_path: Path, records: list[dict]) -> list[Path]:
         where = tmp_path / "eval" / record["benchmark"] / record["task"] / record["system"]
         path = where / f"{record['length']}.metrics.json"
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(record))
+        path.write_text(json.dumps([record]))
         paths.append(path)
     return paths
 
@@ -148,14 +148,15 @@ def test_load_metrics_keeps_fields_and_path(metrics: list[dict]):
     [
         ("{not json", "invalid JSON"),
         ("[1, 2]", "JSON object"),
+        (json.dumps(metric("x", 50, 1.0)), "expected a list of metrics records"),
         (
-            json.dumps({k: v for k, v in metric("x", 50, 1.0).items() if k != "accuracy"}),
+            json.dumps([{k: v for k, v in metric("x", 50, 1.0).items() if k != "accuracy"}]),
             "accuracy",
         ),
-        (json.dumps(metric("x", 50, "81")), "accuracy"),
-        (json.dumps(metric("x", 50, 1.0, n_failed=200)), "n_failed"),
-        (json.dumps(metric("x", 50, 120.0)), "percentage"),
-        (json.dumps(metric("x", 50, 1.0, mean_tokens=True)), "mean_tokens"),
+        (json.dumps([metric("x", 50, "81")]), "accuracy"),
+        (json.dumps([metric("x", 50, 1.0, n_failed=200)]), "n_failed"),
+        (json.dumps([metric("x", 50, 120.0)]), "percentage"),
+        (json.dumps([metric("x", 50, 1.0, mean_tokens=True)]), "mean_tokens"),
     ],
 )
 def test_load_metrics_rejects_bad_file_naming_it(tmp_path: Path, content: str, message: str):
@@ -824,7 +825,7 @@ def test_system_kind_is_read_from_the_settings_never_guessed_from_the_id():
 )
 def test_load_metrics_new_fields(tmp_path: Path, changes: dict, message: str):
     bad = tmp_path / "bad.metrics.json"
-    bad.write_text(json.dumps(metric("x", 50, 1.0, **changes)))
+    bad.write_text(json.dumps([metric("x", 50, 1.0, **changes)]))
     with pytest.raises(ValueError, match=message):
         load_metrics([bad])
 
@@ -832,14 +833,14 @@ def test_load_metrics_new_fields(tmp_path: Path, changes: dict, message: str):
 def test_load_metrics_old_n_docs_file_names_length(tmp_path: Path):
     old = {k: v for k, v in metric("x", 50, 1.0).items() if k != "length"} | {"n_docs": 50}
     path = tmp_path / "old.metrics.json"
-    path.write_text(json.dumps(old))
+    path.write_text(json.dumps([old]))
     with pytest.raises(ValueError, match="missing key 'length'"):
         load_metrics([path])
 
 
 def test_load_metrics_longbench_length_zero(tmp_path: Path):
     path = tmp_path / "lb.metrics.json"
-    path.write_text(json.dumps(record("longbench", "qasper", "x", mean_tokens=None)))
+    path.write_text(json.dumps([record("longbench", "qasper", "x", mean_tokens=None)]))
     assert load_metrics([path])[0]["length"] == 0
 
 

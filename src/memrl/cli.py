@@ -241,6 +241,7 @@ def cmd_evaluate(args: argparse.Namespace, run: tracking.JobRecord) -> None:
     if len(args.data) != len(s["tasks"]):
         raise SystemExit(f"--data: {len(args.data)} files for the tasks {s['tasks']}")
     engine = build_engine(args.model, _engine_spec(s))
+    job_key = [json.dumps(s, sort_keys=True), tracking.file_digest(args.model)]
     predictions: dict[str, list[dict[str, Any]]] = {}
     partials: dict[str, Path] = {}
     for name, data in zip(s["tasks"], args.data, strict=True):
@@ -250,8 +251,9 @@ def cmd_evaluate(args: argparse.Namespace, run: tracking.JobRecord) -> None:
         # a killed or failed job keeps its finished samples there and the rerun resumes from them.
         # The name carries a digest of the settings and inputs: a rerun after a change starts
         # afresh.
+        key = hashlib.sha256("\n".join([*job_key, tracking.file_digest(data)]).encode())
         partials[name] = partial = args.predictions.with_name(
-            f"{args.predictions.name}.{name}.{_resume_key(args, data)}.partial"
+            f"{args.predictions.name}.{name}.{key.hexdigest()[:12]}.partial"
         )
         log.info("%s: %d samples", name, len(rows))
         predictions[name] = evaluate(
@@ -288,25 +290,20 @@ def cmd_merge_eval(args: argparse.Namespace, run: tracking.JobRecord) -> None:
     s = args.settings
     if len(args.shards) != s["shards"]:
         raise SystemExit(f"expected {s['shards']} shard files, got {len(args.shards)}")
-    shards = [read_jsonl(path) for path in args.shards]
-    for path, lines in zip(args.shards, shards, strict=True):
-        unknown = {line.get("task") for line in lines} - set(s["tasks"])
-        if unknown:
-            raise ValueError(
-                f"{path}: predictions of tasks {sorted(map(str, unknown))} not in {s['tasks']}"
-            )
-    predictions = {
-        task: merge_shards(
-            [
-                {k: v for k, v in line.items() if k != "task"}
-                for line in lines
-                if line["task"] == task
-            ]
-            for lines in shards
-        )
-        for task in s["tasks"]
-    }
+    shards = [_by_task(read_jsonl(path), s["tasks"], path) for path in args.shards]
+    predictions = {task: merge_shards(shard[task] for shard in shards) for task in s["tasks"]}
     _write_predictions_and_metrics(predictions, s, args, run)
+
+
+def _by_task(lines: list[dict[str, Any]], tasks: list[str], path: Path) -> dict[str, list[dict]]:
+    """A shard's prediction lines per task (the `task` tag removed); another task is an error."""
+    grouped: dict[str, list[dict[str, Any]]] = {task: [] for task in tasks}
+    for line in lines:
+        task = line.get("task")
+        if task not in grouped:
+            raise ValueError(f"{path}: a prediction of task {task!r}, not one of {tasks}")
+        grouped[task].append({k: v for k, v in line.items() if k != "task"})
+    return grouped
 
 
 def _write_predictions_and_metrics(
@@ -452,14 +449,6 @@ def cmd_training_curve(args: argparse.Namespace, run: tracking.JobRecord) -> Non
     s = args.settings
     files = training_metrics_files(args.metrics, s.get("labels"))
     plot_training_curve(files, args.out_prefix, title=s.get("title", "Multi-Conv DAPO training"))
-
-
-def _resume_key(args: argparse.Namespace, data: Path) -> str:
-    identity = [
-        json.dumps(args.settings, sort_keys=True),
-        *map(tracking.file_digest, (data, args.model)),
-    ]
-    return hashlib.sha256("\n".join(identity).encode()).hexdigest()[:12]
 
 
 # --- plumbing ------------------------------------------------------------------------------------

@@ -173,20 +173,16 @@ def parse_calls(text: str) -> tuple[str, list[ToolCall]]:
     if first < 0:
         return _THINK.sub("", text).strip(), []
     calls = []
-    for start in _marker_positions(text):
-        match = _CALL.match(text, start)
+    for marker in re.finditer(FUNCTION, text):
+        match = _CALL.match(text, marker.start())
         if match is None:
-            line = text[start : text.find("\n", start) if "\n" in text[start:] else len(text)]
+            line = text[marker.start() :].split("\n", 1)[0]
             calls.append(ToolCall("", "", f"unreadable call: {line[:200]!r}"))
             continue
         name, arguments = match.group(1).strip(), match.group(2)
         end = arguments.rfind("}")
         calls.append(ToolCall(name, arguments[: end + 1] if end >= 0 else arguments.strip()))
     return text[:first].strip(), calls
-
-
-def _marker_positions(text: str) -> list[int]:
-    return [m.start() for m in re.finditer(re.escape(FUNCTION), text)]
 
 
 def execute(memory: StructuredMemory, call: ToolCall) -> ToolResult:

@@ -160,15 +160,18 @@ def _check_type(path: Path, key: str, value: Any, types: tuple[type, ...]) -> No
 
 
 def load_metrics(paths: Iterable[str | Path]) -> list[dict[str, Any]]:
-    """Read metrics JSON files (an evaluation job's: a list of records, one per task; or one
-    record); each record gains `path`. Raises an error naming the file when it is missing, not
-    JSON, or a record lacks a field."""
+    """Read evaluation jobs' metrics files (each a JSON list of records, one per task); each
+    record gains `path`. Raises an error naming the file when it is missing, not JSON, not a
+    list, or a record lacks a field."""
     records = []
     for raw in paths:
         path = Path(raw)
         data = read_json(path)
-        for record in data if isinstance(data, list) else [data]:
-            records.append({**_check_metrics(record, path), "path": str(path)})
+        if not isinstance(data, list):
+            raise ValueError(
+                f"{path}: expected a list of metrics records, got {type(data).__name__}"
+            )
+        records += [{**_check_metrics(record, path), "path": str(path)} for record in data]
     return records
 
 
