@@ -121,8 +121,10 @@ class FakeLLM:
     def get_tokenizer(self) -> str:
         return "fake-tokenizer"
 
-    def chat(self, messages, sampling_params, use_tqdm):
-        self.calls.append({"messages": messages, "params": sampling_params, "tqdm": use_tqdm})
+    def chat(self, messages, sampling_params, use_tqdm, **kwargs):
+        self.calls.append(
+            {"messages": messages, "params": sampling_params, "tqdm": use_tqdm, **kwargs}
+        )
         if any(m[0]["content"] == "too long" for m in messages):
             raise ValueError("prompt longer than max_model_len")
         return [
@@ -182,6 +184,18 @@ def test_vllm_engine_defaults_and_isolated_failures(fake_vllm: types.ModuleType)
     assert [c.text for c in done] == ["OK", "", "FINE"]
     assert engine.llm.calls[0]["params"][0]["seed"] is None
     assert engine.chat([], SamplingParams()) == []
+
+
+def test_vllm_engine_one_call_per_chat_template_setting(fake_vllm: types.ModuleType) -> None:
+    engine = VLLMEngine("/models/qwen")
+    off = ChatRequest(({"role": "user", "content": "b"},), 4, enable_thinking=False)
+    done = engine.chat([ask("a"), off, ask("c")], SamplingParams(seed=0))
+    assert [c.text for c in done] == ["A", "B", "C"]
+    plain, thinking_off = engine.llm.calls
+    assert "chat_template_kwargs" not in plain
+    assert [p["seed"] for p in plain["params"]] == [0, 2]  # seeds follow the request index
+    assert thinking_off["chat_template_kwargs"] == {"enable_thinking": False}
+    assert thinking_off["messages"] == [[{"role": "user", "content": "b"}]]
 
 
 def test_vllm_engine_checks_max_model_len(fake_vllm: types.ModuleType) -> None:
@@ -246,7 +260,7 @@ def test_openai_engine_concurrency_mapping_and_retries(tiny: Path) -> None:
     assert fake.max_in_flight == 2
     assert [c.text for c in done[:6]] == [*(f"echo: q{i}" for i in range(5)), "echo: fail:500,503"]
     assert done[0].response_ids == engine.tokenizer.encode("echo: q0", add_special_tokens=False)
-    assert done[0].prompt_ids == engine._prompt_ids([{"role": "user", "content": "q0"}])
+    assert done[0].prompt_ids == engine._prompt_ids([{"role": "user", "content": "q0"}], {})
     assert done[6].failed and "HTTP 500" in (done[6].error or "")
     assert done[7].failed and "HTTP 400" in (done[7].error or "")
     assert done[7].prompt_ids  # failures still carry their prompt
@@ -263,6 +277,16 @@ def test_openai_engine_concurrency_mapping_and_retries(tiny: Path) -> None:
         "top_p": 0.95,
         "seed": 6,
     }
+
+
+def test_openai_engine_sends_the_chat_template_setting(tiny: Path) -> None:
+    client = fake_client()
+    engine = OpenAIEngine("served-model", tokenizer_path=str(tiny), client=client)
+    off = ChatRequest(({"role": "user", "content": "q"},), 4, enable_thinking=False)
+    engine.chat([off, ask("p")], SamplingParams())
+    first, second = client.chat.completions.calls
+    assert first["extra_body"] == {"chat_template_kwargs": {"enable_thinking": False}}
+    assert "extra_body" not in second
 
 
 def test_openai_engine_settings_from_env(tiny: Path, monkeypatch: pytest.MonkeyPatch) -> None:

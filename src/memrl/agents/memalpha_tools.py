@@ -155,8 +155,13 @@ class ToolCall:
 
 @dataclass(frozen=True)
 class ToolResult:
-    ok: bool
+    ok: bool  # executed (a skipped duplicate insert executed too)
     message: str  # "[tool NAME executed successfully] → {...}" or "[tool NAME error] kind: msg"
+
+    @property
+    def succeeded(self) -> bool:
+        """A success for the tool-call reward r2: executed and not skipped (official)."""
+        return self.ok and "'status': 'skipped'" not in self.message
 
 
 _CALL = re.compile(

@@ -27,6 +27,12 @@ class ChatRequest:
 
     messages: tuple[Message, ...]
     max_tokens: int
+    # Qwen3's chat-template switch (`enable_thinking`); None leaves the template's default.
+    enable_thinking: bool | None = None
+
+    def template_options(self) -> dict[str, Any]:
+        """Keyword options for `apply_chat_template` / vLLM's `chat_template_kwargs`."""
+        return {} if self.enable_thinking is None else {"enable_thinking": self.enable_thinking}
 
 
 @dataclass

@@ -88,7 +88,10 @@ class HFEngine:
 
     def _prompt_ids(self, request: ChatRequest) -> list[int]:
         text = self.tokenizer.apply_chat_template(
-            list(request.messages), tokenize=False, add_generation_prompt=True
+            list(request.messages),
+            tokenize=False,
+            add_generation_prompt=True,
+            **request.template_options(),
         )
         return self.tokenizer.encode(text, add_special_tokens=False)
 

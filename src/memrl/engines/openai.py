@@ -87,12 +87,14 @@ class OpenAIEngine:
         self, client: Any, request: ChatRequest, sampling: SamplingParams, seed: int | None
     ) -> Completion:
         messages = list(request.messages)
-        prompt_ids = self._prompt_ids(messages)
+        prompt_ids = self._prompt_ids(messages, request.template_options())
         options: dict[str, Any] = {
             "max_tokens": request.max_tokens,
             "temperature": sampling.temperature,
             "top_p": sampling.top_p,
         }
+        if request.template_options():  # vLLM's server reads it from the body
+            options["extra_body"] = {"chat_template_kwargs": request.template_options()}
         if seed is not None:
             options["seed"] = seed
         attempt = 0
@@ -120,8 +122,8 @@ class OpenAIEngine:
         # Retries are ours (with backoff and failure accounting), not the client's.
         return AsyncOpenAI(base_url=self.base_url, api_key=self.api_key or "EMPTY", max_retries=0)
 
-    def _prompt_ids(self, messages: list[dict[str, str]]) -> list[int]:
+    def _prompt_ids(self, messages: list[dict[str, str]], options: dict[str, Any]) -> list[int]:
         text = self.tokenizer.apply_chat_template(
-            messages, tokenize=False, add_generation_prompt=True
+            messages, tokenize=False, add_generation_prompt=True, **options
         )
         return self.tokenizer.encode(text, add_special_tokens=False)

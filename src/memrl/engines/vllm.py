@@ -57,19 +57,36 @@ class VLLMEngine:
         self.tokenizer = self.llm.get_tokenizer()
 
     def chat(self, requests: Sequence[ChatRequest], sampling: SamplingParams) -> list[Completion]:
-        if not requests:
-            return []
-        conversations = [list(request.messages) for request in requests]
-        params = [self._params(request, sampling, i) for i, request in enumerate(requests)]
+        """One `LLM.chat` per distinct chat-template setting (`chat_template_kwargs` is per call;
+        an evaluation has one setting, so one call)."""
+        results: dict[int, Completion] = {}
+        groups: dict[tuple[tuple[str, Any], ...], list[int]] = {}
+        for i, request in enumerate(requests):
+            groups.setdefault(tuple(sorted(request.template_options().items())), []).append(i)
+        for options, members in groups.items():
+            conversations = [list(requests[i].messages) for i in members]
+            params = [self._params(requests[i], sampling, i) for i in members]
+            done = self._chat_group(conversations, params, dict(options))
+            results.update(zip(members, done, strict=True))
+        return [results[i] for i in range(len(requests))]
+
+    def _chat_group(
+        self, conversations: list[list[dict[str, str]]], params: list[Any], options: dict[str, Any]
+    ) -> list[Completion]:
+        kwargs = {"chat_template_kwargs": options} if options else {}
         try:
-            outputs = self.llm.chat(conversations, sampling_params=params, use_tqdm=True)
+            outputs = self.llm.chat(conversations, sampling_params=params, use_tqdm=True, **kwargs)
         except Exception as exc:
             log.warning(
                 "batched vLLM chat of %d failed (%r); retrying one by one", len(params), exc
             )
-            return [self._chat_one(c, p) for c, p in zip(conversations, params, strict=True)]
-        if len(outputs) != len(requests):
-            raise RuntimeError(f"vLLM returned {len(outputs)} outputs for {len(requests)} requests")
+            return [
+                self._chat_one(c, p, kwargs) for c, p in zip(conversations, params, strict=True)
+            ]
+        if len(outputs) != len(conversations):
+            raise RuntimeError(
+                f"vLLM returned {len(outputs)} outputs for {len(conversations)} requests"
+            )
         return [_completion(output) for output in outputs]
 
     def _params(self, request: ChatRequest, sampling: SamplingParams, index: int) -> Any:
@@ -80,9 +97,13 @@ class VLLMEngine:
             seed=None if sampling.seed is None else sampling.seed + index,
         )
 
-    def _chat_one(self, conversation: list[dict[str, str]], params: Any) -> Completion:
+    def _chat_one(
+        self, conversation: list[dict[str, str]], params: Any, kwargs: dict[str, Any]
+    ) -> Completion:
         try:
-            (output,) = self.llm.chat([conversation], sampling_params=[params], use_tqdm=False)
+            (output,) = self.llm.chat(
+                [conversation], sampling_params=[params], use_tqdm=False, **kwargs
+            )
         except Exception as exc:
             return Completion(text="", error=repr(exc))
         return _completion(output)

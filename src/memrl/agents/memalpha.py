@@ -1,0 +1,272 @@
+"""Mem-α: memorise a chunk stream into a structured memory through tool calls, then answer each
+question from that memory with a frozen QA model (memalpha_official.md §2).
+
+Two workflows over the engine protocol, driven by `memrl.agents.driver.run_batched`:
+
+- `memorize(chunks, memory, config)`: one conversation per chunk, [system, user] only: the
+  system prompt renders the memory (core in full, the last `visible_items` semantic and episodic
+  items with their ids) and appends the tools; the user turn is the official prompts YAML's
+  `unified_prompt` around the chunk. Every call of the generation is executed in order on
+  `memory`; nothing is fed back. Each step's calls and results go to `trace` (r2/r4 in training).
+- `answer(memory, question, ...)`: the QA step of the official memory server: BM25 top-20 of
+  semantic and of episodic for the question, core always, rendered without ids; top-k shrinks
+  while the system prompt exceeds 30,000 tokens of the QA model's tokenizer.
+
+The memory policy and the QA model are different engines (Memalpha-4B and Qwen3-32B), so an
+evaluation runs every instance's memorisation first, then every question.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+
+from memrl.agents.driver import Workflow
+from memrl.agents.memalpha_tools import (
+    ToolCall,
+    ToolResult,
+    execute,
+    function_call_block,
+    parse_calls,
+    tool_schemas,
+)
+from memrl.agents.structured_memory import (
+    CORE,
+    EPISODIC,
+    SEARCH_TOP_K,
+    SEMANTIC,
+    StructuredMemory,
+)
+from memrl.engines.base import ChatRequest
+
+# config/prompts_wrt_datasource.yaml `unified_prompt`, verbatim (not the paper's Figure 6, which
+# drops the bold headings and the "Important" prefix).
+MEMORIZE_USER_TEMPLATE = (
+    "Remember the following content chunk by completing these steps:\n\n"
+    "1. **Core Memory Update**: Maintain an understanding of the user, or a summary of what the "
+    "user is reading, or a set of classification rules summarized from the classification "
+    "examples (label 1: meaning; label 2: meaning, etc.). Keep updates brief (a few sentences "
+    "maximum).\n\n"
+    "2. **Memory Storage**:\n"
+    "   - **Episodic Memory**: Record user actions, user's friends' actions and assistant actions "
+    'with timestamps (format: "At timestamp t, user did X")\n'
+    "   - **Semantic Memory**: Record key facts and information (format: \"John is User's "
+    '18-year-old friend", "Harry Potter author: J.K. Rowling", "Sample: xxx; Label: xxx")\n\n'
+    "<new_chunk>\n{context}\n</new_chunk>\n\n"
+    "**Important**: Response limit is {max_new_tokens} tokens. Be concise and brief in all "
+    "memory updates."
+)
+RESPONSE_LIMIT_FRACTION = 0.8  # the prompt announces int(0.8 * max_new_tokens) tokens
+
+_STORE_CUES = {
+    CORE: "* core_memory: Information stored so far (stored as a compact paragraph)",
+    SEMANTIC: "* semantic_memory: General knowledge, factual or conceptual information",
+    EPISODIC: "* episodic_memory: Specific personal experiences or events with timestamp "
+    "(mandatory), place, or context",
+}
+NO_STORES = "No memory modules are enabled for this run."
+
+QA_TOP_K = SEARCH_TOP_K  # items per store shown to the QA model
+QA_PROMPT_CAP = 30000  # QA-model tokens the system prompt must stay below
+QA_MAX_TOKENS = 2048
+
+
+@dataclass(frozen=True)
+class MemAlphaConfig:
+    """The memory policy's settings (official eval: greedy, 2048 new tokens, thinking off)."""
+
+    max_new_tokens: int = 2048
+    visible_items: int = 5  # MemoryAgent.MAX_MEMORY_ITEMS
+    prompt_cap: int | None = None  # training: 6144 (visible items halve until the prompt fits)
+    enable_thinking: bool = False
+
+
+@dataclass
+class ChunkStep:
+    """One memorisation conversation: what the model wrote and what its calls did."""
+
+    response: str
+    calls: list[ToolCall] = field(default_factory=list)
+    results: list[ToolResult] = field(default_factory=list)
+    visible_items: int = 0
+
+
+# --- memorising ------------------------------------------------------------------------------
+
+
+def memorize_system_prompt(memory: StructuredMemory, visible_items: int) -> str:
+    """The official "memorie" system prompt for this memory state, tools appended."""
+    sections = []
+    if CORE in memory.enabled:
+        sections.append(f"<core_memory>\n{memory.core}\n</core_memory>")
+    for store in (SEMANTIC, EPISODIC):
+        if store not in memory.enabled:
+            continue
+        items = memory.semantic if store == SEMANTIC else memory.episodic
+        shown = items[-visible_items:] if visible_items > 0 else []
+        body = "\n".join(f"[{i}] {c}" for i, c in shown) or "Empty."
+        sections.append(
+            f"<{store}_memory> (Only show the most recent {len(shown)} out of {len(items)} "
+            f"memories)\n{body}\n</{store}_memory>"
+        )
+    cues = "\n".join(_STORE_CUES[s] for s in memory.enabled) or f"* {NO_STORES}"
+    state = "\n\n".join(sections) or NO_STORES
+    prompt = (
+        "You are a personal assistant with a sophisticated memory system. Your primary task is "
+        "to carefully analyze, understand, and memorize the information provided by the user.\n\n"
+        "MEMORIZING MODE INSTRUCTIONS:\n"
+        "- Read and understand all information shared by the user\n"
+        "- Identify key facts, concepts, and relationships\n"
+        "- Store important information using the appropriate memory type:\n"
+        f"{cues}\n"
+        "- Use these cues to decide memory type based on content\n\n"
+        f"CURRENT MEMORY STATE:\n{state}\n\n"
+        "Focus on understanding and memorizing. Use memory tools actively to store new "
+        "information.\n"
+        "Since this is the memorization process, if you think all the information has been "
+        "memorized, you can respond with 'Done'. This information will not be seen by the user.\n"
+        "Meanwhile, you will be queried only once, so make sure to call all the memory "
+        "insertion functions in one turn."
+    )
+    return f"{prompt}\n\n{function_call_block(tool_schemas(memory))}"
+
+
+def memorize_user_prompt(chunk: str, max_new_tokens: int) -> str:
+    limit = int(max_new_tokens * RESPONSE_LIMIT_FRACTION)
+    return MEMORIZE_USER_TEMPLATE.format(context=chunk, max_new_tokens=limit)
+
+
+def memorize_request(
+    memory: StructuredMemory,
+    chunk: str,
+    config: MemAlphaConfig,
+    prompt_tokens: Callable[[ChatRequest], int] | None = None,
+) -> tuple[ChatRequest, int]:
+    """The chunk's request and how many items per store it shows. With `config.prompt_cap`,
+    the visible items halve (5, 2, 1, 0) until the templated prompt fits, as in training."""
+    user = memorize_user_prompt(chunk, config.max_new_tokens)
+    visible = config.visible_items
+    while True:
+        request = ChatRequest(
+            (
+                {"role": "system", "content": memorize_system_prompt(memory, visible)},
+                {"role": "user", "content": user},
+            ),
+            config.max_new_tokens,
+            enable_thinking=config.enable_thinking,
+        )
+        if config.prompt_cap is None or prompt_tokens is None:
+            return request, visible
+        size = prompt_tokens(request)
+        if size <= config.prompt_cap:
+            return request, visible
+        if visible == 0:
+            raise ValueError(
+                f"memorisation prompt of {size} tokens exceeds the cap of {config.prompt_cap} "
+                "even with no memory items shown (the chunk alone is too long)"
+            )
+        visible //= 2
+
+
+def memorize(
+    chunks: Iterable[str],
+    memory: StructuredMemory,
+    config: MemAlphaConfig,
+    trace: list[ChunkStep] | None = None,
+    prompt_tokens: Callable[[ChatRequest], int] | None = None,
+) -> Workflow:
+    """Memorise `chunks` into `memory` (changed in place); returns the final memory as JSON."""
+    for chunk in chunks:
+        request, visible = memorize_request(memory, chunk, config, prompt_tokens)
+        completion = yield request
+        response = completion.text.strip()
+        _, calls = parse_calls(response)
+        results = [execute(memory, call) for call in calls]
+        if trace is not None:
+            trace.append(ChunkStep(response, calls, results, visible))
+    return json.dumps(memory.snapshot(), ensure_ascii=False)
+
+
+# --- answering from memory ---------------------------------------------------------------------
+
+
+def retrieve(memory: StructuredMemory, query: str, top_k: int) -> dict[str, list[str]]:
+    """The QA step's view: per list store, the top-k contents for `query` by BM25, best first
+    (ties in store order); nothing from a store when the query has no word (official)."""
+    from memrl.baselines.rag import BM25Retriever, words
+
+    view: dict[str, list[str]] = {SEMANTIC: [], EPISODIC: []}
+    if not words(query):
+        return view
+    for store in (SEMANTIC, EPISODIC):
+        contents = [c for _, c in (memory.semantic if store == SEMANTIC else memory.episodic)]
+        if contents:
+            view[store] = [contents[i] for i in BM25Retriever().top_k(query, contents, top_k)]
+    return view
+
+
+def qa_system_prompt(core: str | None, view: dict[str, list[str]]) -> str:
+    """The memory server's system prompt (paper Figure 10; semantic before episodic as in the
+    code): core only when non-empty, items numbered without ids."""
+    blocks, structure = [], []
+    if core and core.strip():
+        blocks.append(f"<core_memory>\n{core}\n</core_memory>")
+        structure.append(
+            "- Core Memory: Fundamental facts about the user (preferences, roles, goals, etc.)"
+        )
+    for store in (SEMANTIC, EPISODIC):
+        items = "\n".join(f"{n}. {c}" for n, c in enumerate(view[store], 1))
+        blocks.append(f"<{store}_memory>\n{items or '(No memories stored)'}\n</{store}_memory>")
+    structure += [
+        "- Semantic Memory: General knowledge, factual or conceptual information",
+        "- Episodic Memory: Specific personal experiences or events with time and context",
+    ]
+    memory_structure = "\n".join(structure)
+    memory_content = "\n\n".join(blocks)
+    return (
+        "You are a reasoning assistant with access to structured memory. Use the memories below "
+        "to provide accurate, relevant, and comprehensive responses to user queries.\n\n"
+        f"MEMORY STRUCTURE:\n{memory_structure}\n\n"
+        f"CURRENT MEMORY STATE:\n\n{memory_content}\n\n"
+        "INSTRUCTIONS:\n"
+        "- Use the memories above to inform your responses\n"
+        "- If information is available in memory, reference it appropriately\n"
+        "- If memory is insufficient to answer a question, acknowledge this clearly\n"
+        "- Provide helpful and contextual responses based on the available memory\n"
+        "- Be concise but comprehensive in your answers"
+    )
+
+
+class QAPromptTooLong(ValueError):
+    """Even one item per store leaves the QA system prompt above its cap."""
+
+
+def qa_request(
+    memory: StructuredMemory,
+    question: str,
+    count_tokens: Callable[[str], int],
+    top_k: int = QA_TOP_K,
+    cap: int = QA_PROMPT_CAP,
+    max_tokens: int = QA_MAX_TOKENS,
+) -> ChatRequest:
+    """[system with the retrieved memory, user = question]; thinking off. `question` is also
+    the BM25 query (with the source's query prompt already prepended, as officially)."""
+    while True:
+        system = qa_system_prompt(memory.core, retrieve(memory, question, top_k))
+        size = count_tokens(system)
+        if size < cap:
+            break
+        if top_k == 1:
+            raise QAPromptTooLong(
+                f"QA system prompt has {size} tokens with one item per store (cap {cap})"
+            )
+        top_k -= 1
+    messages = ({"role": "system", "content": system}, {"role": "user", "content": question})
+    return ChatRequest(messages, max_tokens, enable_thinking=False)
+
+
+def answer(request: ChatRequest) -> Workflow:
+    """One QA conversation; returns the model's answer."""
+    completion = yield request
+    return completion.text

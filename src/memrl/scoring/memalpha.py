@@ -1,0 +1,182 @@
+"""Mem-α's per-source answer metrics, as the official `evaluate_agent_results.py` scores them
+(memalpha_official.md §4.4):
+
+- booksum, infbench_sum*: keyword hit ratio (gold keywords split on ", " when a string);
+- pubmed-rct and every `icl*` source: the label inside <answer>/\\boxed{}/\\box{} must be all
+  digits and equal the gold (EM);
+- squad, hotpotqa: lower-cased containment of the gold;
+- perltqa: the fraction of ";"-separated gold parts found in the prediction (the parts are
+  lower-cased, the prediction is not: the official case bug, kept), else containment;
+- lme_train, longmemeval*: a yes/no verdict of the judge model (`judge_prompt`, `judge_verdict`);
+- anything else (RULER-QA): normalised substring EM, max over golds, of the raw answer and of the
+  answer after "Answer:" (or its first line).
+
+`strip_think` first: the text after the first `</think>`; an unclosed `<think>` scores as "Empty".
+Scores are per question; an instance is the mean of its questions, a source the mean of its
+instances (`memrl.evaluation.summarize`).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Any
+
+from memrl.scoring.metrics import normalize_answer
+
+JUDGED_SOURCES = ("lme_train", "longmemeval")  # prefixes scored by the judge model
+JUDGE_TEMPLATE = (
+    "I will give you a question, a rubric for desired personalized response, and a response "
+    "from a model. Please answer yes if the response satisfies the desired response. Otherwise, "
+    "answer no. The model does not need to reflect all the points in the rubric. The response is "
+    "correct as long as it recalls and utilizes the user's personal information correctly.\n\n"
+    "Question: {}\n\nRubric: {}\n\nModel Response: {}\n\n"
+    "Is the model response correct? Answer yes or no only."
+)
+EMPTY = "Empty"
+Gold = str | Sequence[Any]
+
+
+def strip_think(prediction: str) -> str:
+    if "</think>" in prediction:
+        prediction = prediction.split("</think>")[1].strip()
+    return EMPTY if "<think>" in prediction else prediction
+
+
+def metric_name(source: str) -> str:
+    """The metric a source is scored with (the tables' notes)."""
+    if _is_summary(source):
+        return "kw_hit"
+    if _is_label(source):
+        return "label_em"
+    if source in ("squad", "hotpotqa", "perltqa"):
+        return "sub_em"
+    if is_judged(source):
+        return "llm_judge"
+    return "norm_sub_em"
+
+
+def is_judged(source: str) -> bool:
+    return source.startswith(JUDGED_SOURCES)
+
+
+def score_answer(source: str, prediction: str, gold: Gold) -> float:
+    """The score of one answer (not for judged sources: see `judge_prompt`)."""
+    prediction = strip_think(prediction)
+    if _is_summary(source):
+        return keyword_hit(prediction, gold)
+    if _is_label(source):
+        return label_em(prediction, gold)
+    if source in ("squad", "hotpotqa"):
+        return containment(prediction, gold)
+    if source == "perltqa":
+        return perltqa(prediction, _first(gold))
+    if is_judged(source):
+        raise ValueError(f"{source}: answers are scored by the judge model (judge_prompt)")
+    return normalized_sub_em(prediction, gold)
+
+
+def keyword_hit(prediction: str, gold: Gold) -> float:
+    keywords = gold.split(", ") if isinstance(gold, str) else list(gold)
+    if not keywords:
+        raise ValueError("a keyword gold with no keywords")
+    lowered = prediction.lower()
+    return sum(str(k).lower() in lowered for k in keywords) / len(keywords)
+
+
+def extract_label(text: str) -> str:
+    """<answer>…</answer>, else the first \\boxed{…} (balanced braces), else \\box{…}, else the
+    whole text; stripped."""
+    tagged = re.search(r"<answer>(.*?)</answer>", text, re.DOTALL | re.IGNORECASE)
+    if tagged:
+        return tagged.group(1).strip()
+    for command in ("\\boxed{", "\\box{"):
+        content = _braced(text, command)
+        if content is not None:
+            return content.strip()
+    return text.strip()
+
+
+def label_em(prediction: str, gold: Gold) -> float:
+    label = extract_label(prediction).strip("\"'").strip()
+    if not re.match(r"^\d+$", label):
+        return 0.0
+    return float(label == str(_first(gold)).strip("\"'").strip())
+
+
+def containment(prediction: str, gold: Gold) -> float:
+    if isinstance(gold, dict):
+        gold = gold.get("text", gold)
+    return float(str(_first(gold)).lower() in prediction.lower())
+
+
+def perltqa(prediction: str, gold: str) -> float:
+    if ";" in gold:
+        parts = gold.split(";")
+        return sum(part.lower().strip() in prediction for part in parts) / len(parts)
+    return float(gold.lower() in prediction.lower())
+
+
+def normalized_sub_em(prediction: str, gold: Gold) -> float:
+    golds = _flatten(gold)
+    candidates = [prediction, _after_answer_prefix(prediction)]
+    return float(any(normalize_answer(g) in normalize_answer(c) for g in golds for c in candidates))
+
+
+def judge_prompt(question: str, gold: Gold, prediction: str) -> str:
+    """The LongMemEval rubric prompt (gold is the rubric; a list shows as its Python repr, as
+    the official str.format does)."""
+    return JUDGE_TEMPLATE.format(question, gold, strip_think(prediction))
+
+
+def judge_verdict(reply: str) -> float:
+    """1 iff the reply says "yes" and nowhere contains "no" (so "not" fails too: official)."""
+    reply = reply.strip().lower()
+    return float("yes" in reply and "no" not in reply)
+
+
+def _is_summary(source: str) -> bool:
+    return source == "booksum" or source.startswith("infbench_sum")
+
+
+def _is_label(source: str) -> bool:
+    return source == "pubmed-rct" or "icl" in source
+
+
+def _first(gold: Gold) -> Any:
+    if isinstance(gold, str):
+        return gold
+    return gold[0] if len(gold) else ""
+
+
+def _flatten(gold: Gold) -> list[str]:
+    if isinstance(gold, str):
+        return [gold]
+    if gold and isinstance(gold[0], list | tuple):
+        return [str(g) for sub in gold for g in sub]
+    return [str(g) for g in gold]
+
+
+def _after_answer_prefix(text: str) -> str:
+    """The rest of the line after the first "Answer:", else the first line; stripped."""
+    match = re.search(r"Answer:(.*)(?:\n|$)", text, re.IGNORECASE) or re.search(
+        r"^(.*)(?:\n|$)", text
+    )
+    found = match.group(1).strip() if match else ""
+    return re.sub(r"^Answer:", "", found, flags=re.IGNORECASE).strip()
+
+
+def _braced(text: str, command: str) -> str | None:
+    start = text.find(command)
+    if start < 0:
+        return None
+    depth = 0
+    open_at = start + len(command) - 1
+    for i in range(open_at, len(text)):
+        if text[i] == "{":
+            depth += 1
+        elif text[i] == "}":
+            depth -= 1
+            if depth == 0:
+                return text[open_at + 1 : i]
+    return None

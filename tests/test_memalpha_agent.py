@@ -1,0 +1,206 @@
+"""The Mem-α workflows: memorising through tool calls (official prompts, one generation per
+chunk, the visible-item window and the training prompt cap) and the frozen QA step (BM25 per
+store, the memory server's prompt, the 30K cap)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from memrl.agents.driver import run_batched
+from memrl.agents.memalpha import (
+    MEMORIZE_USER_TEMPLATE,
+    MemAlphaConfig,
+    QAPromptTooLong,
+    answer,
+    memorize,
+    memorize_system_prompt,
+    qa_request,
+    qa_system_prompt,
+    retrieve,
+)
+from memrl.agents.structured_memory import TRUNCATION_SUFFIX, StructuredMemory
+from memrl.engines.base import Completion, SamplingParams
+
+F, A = "✿FUNCTION✿", "✿ARGS✿"
+
+
+def words(text: str) -> int:
+    return len(text.split())
+
+
+def call(name: str, **arguments: str) -> str:
+    return f"{F}: {name}\n{A}: {json.dumps(arguments)}\n"
+
+
+class ScriptedEngine:
+    """Replies from a script, in order; records every request."""
+
+    def __init__(self, replies: list[str]) -> None:
+        self.replies = iter(replies)
+        self.requests = []
+
+    def chat(self, requests, sampling):
+        self.requests += requests
+        return [Completion(next(self.replies)) for _ in requests]
+
+
+def test_memorize_drives_insert_update_delete_over_chunks_to_an_exact_final_memory():
+    memory = StructuredMemory(words, seed=7)
+    ids = StructuredMemory(words, seed=7)  # the same id stream, to name ids before they exist
+    first, second, third = (ids._new_id() for _ in range(3))
+    script = [
+        # chunk 1: two parallel inserts and a core write, then a hallucinated result (ignored)
+        "I will store this.\n"
+        + call("new_memory_insert", memory_type="semantic_memory", content="Paris is in France")
+        + call("new_memory_insert", memory_type="episodic_memory", content="At t1, user ran")
+        + call("memory_update", memory_type="core_memory", new_content="User likes maps")
+        + "✿RESULT✿: ok",
+        # chunk 2: update the semantic item, a duplicate insert (skipped), a bad update
+        call(
+            "memory_update",
+            memory_type="semantic_memory",
+            memory_id=first,
+            new_content="Paris is the capital of France",
+        )
+        + call("new_memory_insert", memory_type="episodic_memory", content="At t1, user ran")
+        + call("memory_update", memory_type="semantic_memory", memory_id="zzzz", new_content="x"),
+        # chunk 3: delete the episodic item, a missing delete (ok), a new insert, then "Done"
+        call("memory_delete", memory_type="episodic_memory", memory_id=second)
+        + call("memory_delete", memory_type="semantic", memory_id="beef")
+        + call("new_memory_insert", memory_type="episodic_memory", content="At t3, user slept"),
+        "Done",
+    ]
+    engine = ScriptedEngine(script)
+    trace = []
+    workflow = memorize(["c1", "c2", "c3", "c4"], memory, MemAlphaConfig(), trace)
+    [rollout] = run_batched([workflow], engine, SamplingParams(0.0, 1.0))
+
+    assert memory.snapshot() == {
+        "core": "User likes maps",
+        "semantic": [{first: "Paris is the capital of France"}],
+        "episodic": [{third: "At t3, user slept"}],
+    }
+    assert json.loads(rollout.answer) == memory.snapshot()
+    assert [[r.succeeded for r in step.results] for step in trace] == [
+        [True, True, True],
+        [True, False, False],  # the duplicate is `skipped` (executed, not a success)
+        [True, True, True],
+        [],
+    ]
+    assert trace[1].results[1].ok and "skipped" in trace[1].results[1].message
+    assert "Invalid argument value" in trace[1].results[2].message
+    assert trace[3].response == "Done" and trace[3].calls == []
+    # one generation per chunk, [system, user] only, greedy budget of the official eval
+    assert len(engine.requests) == 4
+    assert all(len(r.messages) == 2 and r.max_tokens == 2048 for r in engine.requests)
+    assert all(r.enable_thinking is False for r in engine.requests)
+    # the memory each chunk sees is the state after the previous chunk
+    second_system = engine.requests[1].messages[0]["content"]
+    assert f"[{first}] Paris is in France" in second_system
+    assert "<core_memory>\nUser likes maps\n</core_memory>" in second_system
+    assert engine.requests[0].messages[1]["content"] == MEMORIZE_USER_TEMPLATE.format(
+        context="c1", max_new_tokens=1638
+    )
+
+
+def test_memorize_system_prompt_shows_core_in_full_and_the_last_items_with_ids():
+    memory = StructuredMemory(words, seed=0)
+    for n in range(7):
+        memory.insert("semantic_memory", f"fact {n}")
+    prompt = memorize_system_prompt(memory, visible_items=5)
+    assert prompt.startswith("You are a personal assistant with a sophisticated memory system.")
+    assert "<core_memory>\n\n</core_memory>" in prompt
+    assert "<semantic_memory> (Only show the most recent 5 out of 7 memories)" in prompt
+    assert "fact 1" not in prompt and all(f"fact {n}" in prompt for n in range(2, 7))
+    assert "<episodic_memory> (Only show the most recent 0 out of 0 memories)\nEmpty." in prompt
+    assert "make sure to call all the memory insertion functions in one turn.\n\n# Tools" in prompt
+    hidden = memorize_system_prompt(memory, visible_items=0)
+    assert "(Only show the most recent 0 out of 7 memories)\nEmpty." in hidden
+
+
+def test_memorize_prompt_of_a_store_ablation_drops_its_cue_state_and_enum():
+    memory = StructuredMemory(words, disabled=frozenset({"core", "episodic"}))
+    prompt = memorize_system_prompt(memory, 5)
+    assert "core_memory" not in prompt.split("# Tools")[0]
+    assert "* semantic_memory:" in prompt and "* episodic_memory:" not in prompt
+    assert '"enum": ["semantic_memory"]' in prompt
+
+
+def test_training_prompt_cap_halves_the_visible_items_until_the_prompt_fits():
+    memory = StructuredMemory(words, seed=0)
+    for n in range(6):
+        memory.insert("episodic_memory", " ".join(["event"] * 50) + str(n))
+    size = lambda request: words(request.messages[0]["content"])  # noqa: E731
+    full = size(next(memorize(["c"], memory, MemAlphaConfig())))
+    sizes = {}
+    for visible in (5, 2, 1, 0):
+        request = next(memorize(["c"], memory, MemAlphaConfig(visible_items=visible)))
+        sizes[visible] = size(request)
+    config = MemAlphaConfig(prompt_cap=sizes[1])
+    trace = []
+    workflow = memorize(["c"], memory, config, trace, prompt_tokens=size)
+    request = next(workflow)
+    assert size(request) == sizes[1] < full
+    with pytest.raises(StopIteration):
+        workflow.send(Completion("Done"))
+    assert trace[0].visible_items == 1
+    with pytest.raises(ValueError, match="even with no memory items shown"):
+        next(memorize(["c"], memory, MemAlphaConfig(prompt_cap=sizes[0] - 1), None, size))
+
+
+def test_core_updates_beyond_512_tokens_are_cut_with_the_official_suffix():
+    memory = StructuredMemory(words)
+    engine = ScriptedEngine(
+        [call("memory_update", memory_type="core_memory", new_content=" ".join(["w"] * 600))]
+    )
+    run_batched([memorize(["c"], memory, MemAlphaConfig())], engine, SamplingParams())
+    assert memory.core.endswith(TRUNCATION_SUFFIX) and words(memory.core) == 512
+
+
+# --- the QA step ---------------------------------------------------------------------------------
+
+
+def qa_memory() -> StructuredMemory:
+    memory = StructuredMemory(words, seed=1, core="The user is Ann.")
+    for text in ("Ann owns a red bike", "Bob owns a blue car", "Ann likes tea"):
+        memory.insert("semantic_memory", text)
+    memory.insert("episodic_memory", "At 9am Ann rode the bike")
+    return memory
+
+
+def test_retrieve_ranks_each_store_by_bm25_and_an_empty_query_retrieves_nothing():
+    memory = qa_memory()
+    view = retrieve(memory, "Who has the red bike?", top_k=1)  # "red" is in one item only
+    assert view == {"semantic": ["Ann owns a red bike"], "episodic": ["At 9am Ann rode the bike"]}
+    unmatched = retrieve(memory, "zebra", top_k=2)  # all scores 0: store order
+    assert unmatched["semantic"] == ["Ann owns a red bike", "Bob owns a blue car"]
+    assert retrieve(memory, "?!", top_k=2) == {"semantic": [], "episodic": []}
+
+
+def test_qa_system_prompt_renders_core_then_numbered_items_without_ids():
+    prompt = qa_system_prompt("Core text", {"semantic": ["a", "b"], "episodic": []})
+    assert prompt.startswith("You are a reasoning assistant with access to structured memory.")
+    assert "MEMORY STRUCTURE:\n- Core Memory: Fundamental facts about the user" in prompt
+    assert "<core_memory>\nCore text\n</core_memory>\n\n<semantic_memory>\n1. a\n2. b\n" in prompt
+    assert "<episodic_memory>\n(No memories stored)\n</episodic_memory>" in prompt
+    assert prompt.endswith("- Be concise but comprehensive in your answers")
+    without_core = qa_system_prompt("  ", {"semantic": [], "episodic": []})
+    assert "- Core Memory" not in without_core and "<core_memory>" not in without_core
+
+
+def test_qa_request_shrinks_top_k_below_the_cap_then_fails_clearly():
+    memory = qa_memory()
+    request = qa_request(memory, "Ann", words, top_k=3, cap=10**6)
+    system, user = request.messages
+    assert user == {"role": "user", "content": "Ann"} and request.enable_thinking is False
+    assert "3. Bob owns a blue car" in system["content"]
+    full = words(system["content"])
+    smaller = qa_request(memory, "Ann", words, top_k=3, cap=full)  # must be strictly below
+    assert "3. " not in smaller.messages[0]["content"]
+    with pytest.raises(QAPromptTooLong):
+        qa_request(memory, "Ann", words, top_k=3, cap=5)
+    engine = ScriptedEngine(["Ann owns a red bike."])
+    [rollout] = run_batched([answer(request)], engine, SamplingParams(0.7, 1.0))
+    assert rollout.answer == "Ann owns a red bike." and engine.requests == [request]
