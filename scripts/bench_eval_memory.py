@@ -127,7 +127,7 @@ def measure(n_docs: int, work: Path, chunk_tokens: int) -> dict:
 
     from memrl.agents.memagent import MemAgentConfig
     from memrl.data.io import read_jsonl, read_parquet
-    from memrl.evaluation import Task, evaluate, memagent_system
+    from memrl.evaluation import Task, evaluate, memagent_system, workflow_runner
 
     began = time.perf_counter()
     tokenizer = AutoTokenizer.from_pretrained(str(work / "tokenizer"))
@@ -139,10 +139,7 @@ def measure(n_docs: int, work: Path, chunk_tokens: int) -> dict:
     loop_began = time.perf_counter()
     predictions = evaluate(
         rows,
-        task,
-        memagent_system(task, tokenizer, pool, agent),
-        engine,
-        None,
+        workflow_runner(task, memagent_system(task, tokenizer, pool, agent), engine, None),
         work / f"predictions_{n_docs}.jsonl",
         batch_size=len(rows),
     )

@@ -19,6 +19,7 @@ from memrl.evaluation import (
     rag_system,
     shard_rows,
     summarize,
+    workflow_runner,
 )
 
 
@@ -77,7 +78,7 @@ HQA = Task("ruler_hqa", "hqa")
 def run(rows_, engine, path, batch_size, pool=None):
     """MemAgent on RULER-HQA rows."""
     system = memagent_system(HQA, engine.tokenizer, pool, AGENT)
-    return evaluate(rows_, HQA, system, engine, None, path, batch_size=batch_size)
+    return evaluate(rows_, workflow_runner(HQA, system, engine, None), path, batch_size=batch_size)
 
 
 def test_every_engine_call_carries_each_unfinished_sample(tmp_path):
@@ -179,7 +180,9 @@ def test_long_context_baseline_gets_the_official_prompt_middle_truncated(tmp_pat
     row = rows(1, context_chars=400)[0]
     engine = RecordingEngine()
     system = longcontext_system(HQA, engine.tokenizer, None, 300, None)
-    [prediction] = evaluate([row], HQA, system, engine, None, tmp_path / "p.jsonl", batch_size=1)
+    [prediction] = evaluate(
+        [row], workflow_runner(HQA, system, engine, None), tmp_path / "p.jsonl", 1
+    )
     [request] = engine.requests
     full = official_prompt(row["context"], row["input"])
     prompt = request.messages[0]["content"]
@@ -199,7 +202,7 @@ def test_rag_answers_from_the_top_k_documents_in_context_order(tmp_path):
     del row["context"]
     engine = RecordingEngine()
     system = rag_system(HQA, engine.tokenizer, pool, FirstUnits(), 2, None, 10**6, 7)
-    evaluate([row], HQA, system, engine, None, tmp_path / "p.jsonl", batch_size=1)
+    evaluate([row], workflow_runner(HQA, system, engine, None), tmp_path / "p.jsonl", 1)
     [request] = engine.requests
     assert (
         "<text>\nDocument 3:\nalpha\n\nDocument 4:\ngamma\n</text>"
@@ -216,7 +219,9 @@ def test_longbench_prompts_budgets_and_metrics(tmp_path):
     data = load_longbench(fixture_path("longbench/gov_report.parquet"), "gov_report")[:1]
     engine = RecordingEngine()
     direct = longcontext_system(task, engine.tokenizer, None, 10**6, None)
-    [prediction] = evaluate(data, task, direct, engine, None, tmp_path / "d.jsonl", 1)
+    [prediction] = evaluate(
+        data, workflow_runner(task, direct, engine, None), tmp_path / "d.jsonl", 1
+    )
     [request] = engine.requests
     assert request.messages[0]["content"] == prompt("gov_report", data[0]["context"], "")
     assert request.max_tokens == max_new_tokens("gov_report") == 512
@@ -224,5 +229,5 @@ def test_longbench_prompts_budgets_and_metrics(tmp_path):
     agent = MemAgentConfig(chunk_tokens=10**6, memory_tokens=8, final_tokens=8)
     engine = RecordingEngine()
     memory = memagent_system(task, engine.tokenizer, None, agent)
-    evaluate(data, task, memory, engine, None, tmp_path / "m.jsonl", 1)
+    evaluate(data, workflow_runner(task, memory, engine, None), tmp_path / "m.jsonl", 1)
     assert f"<problem> \n{SUMMARY_PROBLEM}\n</problem>" in engine.requests[0].messages[0]["content"]

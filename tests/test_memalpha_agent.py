@@ -204,3 +204,108 @@ def test_qa_request_shrinks_top_k_below_the_cap_then_fails_clearly():
     engine = ScriptedEngine(["Ann owns a red bike."])
     [rollout] = run_batched([answer(request)], engine, SamplingParams(0.7, 1.0))
     assert rollout.answer == "Ann owns a red bike." and engine.requests == [request]
+
+
+# --- evaluation: memorise, then answer, judge and score per source --------------------------------
+
+
+class EchoTokenizer:
+    def encode(self, text, add_special_tokens=False):
+        return text.split()
+
+
+class QAEngine:
+    """Answers QA prompts from a table keyed by the user question's last line; says "yes" to
+    judge prompts; fails the question "boom"."""
+
+    tokenizer = EchoTokenizer()
+
+    def __init__(self, answers):
+        self.answers, self.requests = answers, []
+
+    def chat(self, requests, sampling):
+        self.requests += requests
+        out = []
+        for request in requests:
+            text = request.messages[-1]["content"]
+            if text.startswith("I will give you a question"):
+                out.append(Completion("Yes"))
+            elif text.endswith("boom"):
+                out.append(Completion("", error="HTTP 500"))
+            else:
+                out.append(Completion(self.answers[text.splitlines()[-1]]))
+        return out
+
+
+def test_memorize_then_memory_qa_scores_each_source_and_counts_failures(tmp_path):
+    from memrl.evaluation import MemoryQA, evaluate, memorize_runner, memory_qa_runner, summarize
+
+    rows = [
+        {
+            "index": 0,
+            "task": "squad",
+            "chunks": ["c1", "c2"],
+            "questions": ["Who built it?", "boom"],
+            "answers": ["Ilse Brand", "x"],
+        },
+        {
+            "index": 1,
+            "task": "pubmed-rct",
+            "chunks": ["c1"],
+            "questions": ["Sentence: s\nWhat label?"],
+            "answers": ["2"],
+        },
+        {
+            "index": 2,
+            "task": "longmemeval_s*",
+            "chunks": ["c1"],
+            "questions": ["What did I buy?"],
+            "answers": ["rugs"],
+        },
+    ]
+    policy = ScriptedEngine(  # the first engine call carries every instance's first chunk
+        [
+            call("new_memory_insert", memory_type="semantic_memory", content="Ilse Brand built it"),
+            call("new_memory_insert", memory_type="semantic_memory", content="label two: results"),
+            call("memory_update", memory_type="core_memory", new_content="bought rugs"),
+            "Done",
+        ]
+    )
+    runner = memorize_runner(
+        MemAlphaConfig(max_new_tokens=16),
+        policy,
+        SamplingParams(0.0, 1.0),
+        lambda row: StructuredMemory(words, seed=row["index"]),
+    )
+    memorized = evaluate(rows, runner, tmp_path / "memories.jsonl", batch_size=3)
+    assert [m["tool_calls"] for m in memorized] == [1, 1, 1]
+    assert list(memorized[0]["memory"]["semantic"][0].values()) == ["Ilse Brand built it"]
+    assert memorized[0]["steps"][1]["response"] == "Done" and memorized[0]["n_calls"] == 2
+
+    qa_engine = QAEngine(
+        {
+            "Who built it?": "Ilse Brand did.",
+            "What label?": "\\boxed{2}",
+            "What did I buy?": "Rugs.",
+        }
+    )
+    qa = MemoryQA(SamplingParams(0.7, 1.0), SamplingParams(0.6, 0.95))
+    by_index = {m["index"]: m for m in memorized}
+    answered = evaluate(
+        [{**row, "memorized": by_index[row["index"]]} for row in rows],
+        memory_qa_runner(qa_engine, qa),
+        tmp_path / "qa.jsonl",
+        batch_size=3,
+    )
+    assert [r["scores"] for r in answered] == [[1.0, 0.0], [1.0], [1.0]]
+    assert answered[0]["score"] == 0.5 and answered[0]["failed_questions"] == 1
+    assert answered[0]["question_errors"] == {"1": "HTTP 500"}
+    assert answered[0]["memory_tokens"] == 4  # "Ilse Brand built it", counted by the QA tokenizer
+    # the pubmed question carries the source's query prompt, which is also the BM25 query
+    pubmed = next(r for r in qa_engine.requests if r.messages[-1]["content"].endswith("label?"))
+    assert pubmed.messages[-1]["content"].startswith("Your core memory is used to store")
+    judge = [r for r in qa_engine.requests if r.messages[0]["content"].startswith("I will give")]
+    assert len(judge) == 1 and "Rubric: rugs" in judge[0].messages[0]["content"]
+    summary = summarize(answered, "mab", "all", "memalpha", 0)
+    assert summary["accuracy"] == pytest.approx(100 * (0.5 + 1 + 1) / 3)
+    assert summary["mean_memory_tokens"] == pytest.approx((4 + 3 + 2) / 3)

@@ -233,7 +233,7 @@ def cmd_evaluate(args: argparse.Namespace, run: tracking.JobRecord) -> None:
     or one shard of it. An unsharded one (`--metrics`) scores itself; shards are scored by
     merge-eval. `--data` holds one eval set per task of the settings, in their order."""
     from memrl.engines.base import SamplingParams
-    from memrl.evaluation import Task, evaluate, merge_shards, shard_rows
+    from memrl.evaluation import Task, evaluate, merge_shards, shard_rows, workflow_runner
 
     s = args.settings
     if (args.metrics is None) == (s["shards"] == 1):
@@ -256,12 +256,10 @@ def cmd_evaluate(args: argparse.Namespace, run: tracking.JobRecord) -> None:
             f"{args.predictions.name}.{name}.{key.hexdigest()[:12]}.partial"
         )
         log.info("%s: %d samples", name, len(rows))
+        system = _system(task, s, engine.tokenizer, _pool(rows, args.pool))
         predictions[name] = evaluate(
             rows,
-            task,
-            _system(task, s, engine.tokenizer, _pool(rows, args.pool)),
-            engine,
-            SamplingParams(**s["sampling"]),
+            workflow_runner(task, system, engine, SamplingParams(**s["sampling"])),
             partial,
             s["wave_size"],
             on_wave=run.log_metrics,

@@ -190,6 +190,175 @@ def _deferred(start: Callable[[dict[str, Any]], Workflow], row: dict[str, Any]) 
     return (yield from start(row))
 
 
+# --- Mem-α: memorise with the policy model, then answer from memory with the QA model --------
+
+
+def memorize_runner(
+    agent: Any,
+    engine: ChatEngine,
+    sampling: SamplingParams,
+    new_memory: Callable[[dict[str, Any]], Any],
+) -> WaveRunner:
+    """A wave of Mem-α memorisations (`agent`: MemAlphaConfig; `new_memory(row)`: the row's
+    empty StructuredMemory): one record per instance with the final memory and every step."""
+    from memrl.agents.memalpha import memorize
+
+    def run(wave: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        memories = [new_memory(row) for row in wave]
+        traces: list[list[Any]] = [[] for _ in wave]
+        workflows = [
+            memorize(row["chunks"], memory, agent, trace)
+            for row, memory, trace in zip(wave, memories, traces, strict=True)
+        ]
+        rollouts = drive(workflows, engine, sampling)
+        return [
+            memory_record(row, memory, trace, rollout)
+            for row, memory, trace, rollout in zip(wave, memories, traces, rollouts, strict=True)
+        ]
+
+    return run
+
+
+def memory_record(row: dict[str, Any], memory: Any, trace: list[Any], rollout: Rollout) -> dict:
+    """An instance's memorisation: the final memory (the official agent_state layout), each
+    chunk's response, calls and results, and the tool-call counts."""
+    results = [result for step in trace for result in step.results]
+    return {
+        "index": row["index"],
+        "memory": memory.snapshot(),
+        "steps": [
+            {
+                "response": step.response,
+                "visible_items": step.visible_items,
+                "calls": [[c.name, c.arguments, c.malformed] for c in step.calls],
+                "results": [[r.ok, r.message] for r in step.results],
+            }
+            for step in trace
+        ],
+        "n_calls": len(rollout.conversations),
+        "tool_calls": len(results),
+        "tool_successes": sum(r.succeeded for r in results),
+        "failed": rollout.failed,
+        "error": rollout.final.completion.error if rollout.failed else None,
+    }
+
+
+@dataclass(frozen=True)
+class MemoryQA:
+    """The frozen QA step and the judge of LongMemEval answers (both on the QA model)."""
+
+    sampling: SamplingParams
+    judge_sampling: SamplingParams
+    top_k: int = 20
+    prompt_cap: int = 30000
+    max_tokens: int = 2048
+    judge_max_tokens: int = 256
+
+
+def memory_qa_runner(engine: ChatEngine, qa: MemoryQA) -> WaveRunner:
+    """A wave of instances whose `memorized` record is attached: every question answered from
+    the final memory, judged where the source needs the judge, scored per source. An instance
+    whose memorisation failed is failed (scores 0); a question whose QA or judge request fails,
+    or whose prompt cannot fit, scores 0 and is counted in `failed_questions`."""
+    from memrl.agents.memalpha import QAPromptTooLong, answer, qa_request
+    from memrl.agents.structured_memory import from_snapshot
+    from memrl.data.memalpha import query
+    from memrl.engines.base import ChatRequest
+    from memrl.scoring import memalpha as metrics
+
+    def count(text: str) -> int:
+        return len(engine.tokenizer.encode(text, add_special_tokens=False))
+
+    def run(wave: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        asked: list[tuple[int, int, ChatRequest]] = []
+        errors: dict[tuple[int, int], str] = {}
+        for i, row in enumerate(wave):
+            if row["memorized"]["failed"]:
+                continue
+            memory = from_snapshot(row["memorized"]["memory"], count)
+            for j, question in enumerate(row["questions"]):
+                text = query(row["task"], question)
+                try:
+                    request = qa_request(
+                        memory, text, count, qa.top_k, qa.prompt_cap, qa.max_tokens
+                    )
+                except QAPromptTooLong as exc:
+                    errors[(i, j)] = str(exc)
+                    continue
+                asked.append((i, j, request))
+        replies = drive([answer(r) for _, _, r in asked], engine, qa.sampling)
+        responses: dict[tuple[int, int], str] = {}
+        for (i, j, _), rollout in zip(asked, replies, strict=True):
+            if rollout.failed:
+                errors[(i, j)] = rollout.final.completion.error or "failed"
+            else:
+                responses[(i, j)] = rollout.answer
+        judged = [(i, j) for (i, j) in responses if metrics.is_judged(wave[i]["task"])]
+        judge_requests = [
+            ChatRequest(
+                (
+                    {
+                        "role": "user",
+                        "content": metrics.judge_prompt(
+                            wave[i]["questions"][j], wave[i]["answers"][j], responses[(i, j)]
+                        ),
+                    },
+                ),
+                qa.judge_max_tokens,
+                enable_thinking=False,
+            )
+            for i, j in judged
+        ]
+        verdicts = drive([answer(r) for r in judge_requests], engine, qa.judge_sampling)
+        scores: dict[tuple[int, int], float] = {}
+        for key, rollout in zip(judged, verdicts, strict=True):
+            if rollout.failed:
+                errors[key] = rollout.final.completion.error or "judge failed"
+            else:
+                scores[key] = metrics.judge_verdict(rollout.answer)
+        for (i, j), response in responses.items():
+            if (i, j) not in scores and (i, j) not in errors:
+                row = wave[i]
+                scores[(i, j)] = metrics.score_answer(row["task"], response, row["answers"][j])
+        return [_qa_record(row, i, responses, scores, errors, count) for i, row in enumerate(wave)]
+
+    return run
+
+
+def _qa_record(
+    row: dict[str, Any],
+    i: int,
+    responses: dict[tuple[int, int], str],
+    scores: dict[tuple[int, int], float],
+    errors: dict[tuple[int, int], str],
+    count: Callable[[str], int],
+) -> dict[str, Any]:
+    memorized = row["memorized"]
+    n = len(row["questions"])
+    per_question = [scores.get((i, j), 0.0) for j in range(n)]
+    snapshot = memorized["memory"]
+    contents = [snapshot.get("core") or ""]
+    contents += [
+        next(iter(item.values())) for key in ("semantic", "episodic") for item in snapshot[key]
+    ]
+    return {
+        "index": row["index"],
+        "n_questions": n,
+        "responses": [responses.get((i, j), "") for j in range(n)],
+        "scores": per_question,
+        "score": sum(per_question) / n,
+        "failed": memorized["failed"],
+        "error": memorized["error"],
+        "failed_questions": sum((i, j) in errors for j in range(n)),
+        "question_errors": {str(j): errors[(i, j)] for j in range(n) if (i, j) in errors},
+        "memory_tokens": sum(count(text) for text in contents if text),
+        "num_tokens": sum(count(chunk) for chunk in row["chunks"]),
+        "n_calls": memorized["n_calls"],
+        "tool_calls": memorized["tool_calls"],
+        "tool_successes": memorized["tool_successes"],
+    }
+
+
 # --- running and summarising ---------------------------------------------------------------------
 
 
@@ -224,17 +393,37 @@ def record(task: Task, row: dict[str, Any], rollout: Rollout) -> dict[str, Any]:
     return out
 
 
+WaveRunner = Callable[[list[dict[str, Any]]], list[dict[str, Any]]]
+
+
+def workflow_runner(
+    task: Task, build_workflow: WorkflowFactory, engine: ChatEngine, sampling: SamplingParams
+) -> WaveRunner:
+    """A wave of a one-engine system: every row's workflow driven together, then scored."""
+
+    def run(wave: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        workflows = [build_workflow(row) for row in wave]
+        rollouts = drive(workflows, engine, sampling)
+        return [record(task, row, r) for row, r in zip(wave, rollouts, strict=True)]
+
+    return run
+
+
+def drive(workflows: Sequence[Workflow], engine: ChatEngine, sampling: Any) -> list[Rollout]:
+    """`run_batched` with a progress bar of engine calls."""
+    with tqdm(desc="engine calls", unit="call", leave=False) as calls:
+        return run_batched(workflows, engine, sampling, on_step=_ticker(calls))
+
+
 def evaluate(
     rows: Sequence[dict[str, Any]],
-    task: Task,
-    build_workflow: WorkflowFactory,
-    engine: ChatEngine,
-    sampling: SamplingParams,
+    run_wave: WaveRunner,
     predictions: Path,
     batch_size: int,
     on_wave: Callable[[dict[str, float]], None] | None = None,
 ) -> list[dict[str, Any]]:
-    """Evaluate the rows not yet in `predictions`; return all predictions (old and new)."""
+    """Evaluate the rows not yet in `predictions`, `batch_size` at a time through `run_wave`
+    (one record per row, its `index` kept); return all predictions (old and new)."""
     wanted = {row["index"] for row in rows}
     finished = [r for r in load_finished(predictions) if r["index"] in wanted]
     done = {r["index"] for r in finished}
@@ -245,10 +434,7 @@ def evaluate(
     for start in range(0, len(todo), batch_size):
         wave = todo[start : start + batch_size]
         began = time.perf_counter()
-        workflows = [build_workflow(row) for row in wave]
-        with tqdm(desc="engine calls", unit="call", leave=False) as calls:
-            rollouts = run_batched(workflows, engine, sampling, on_step=_ticker(calls))
-        records = [record(task, row, r) for row, r in zip(wave, rollouts, strict=True)]
+        records = run_wave(wave)
         append_jsonl(predictions, records)
         finished += records
         bar.update(len(wave))
@@ -300,6 +486,7 @@ def summarize(
         return 100.0 * sum(p[key] for p in items) / len(items) if items else 0.0
 
     tokens = [p["num_tokens"] for p in predictions if p.get("num_tokens") is not None]
+    memory = [p["memory_tokens"] for p in predictions if p.get("memory_tokens") is not None]
     return {
         "benchmark": benchmark,
         "task": task,
@@ -311,5 +498,6 @@ def summarize(
         "accuracy_official": pct(answered, "score"),
         **{key: pct(predictions, key) for key in metric_keys},
         "mean_tokens": sum(tokens) / len(tokens) if tokens else None,
+        "mean_memory_tokens": sum(memory) / len(memory) if memory else None,
         "mean_calls": sum(p["n_calls"] for p in predictions) / n if n else 0.0,
     }

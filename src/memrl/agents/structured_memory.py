@@ -180,7 +180,11 @@ def from_snapshot(
     """A memory from `snapshot()`'s layout (an official agent_state.json too)."""
 
     def items(key: str) -> list[tuple[str, str]]:
-        return [next(iter(entry.items())) for entry in snapshot.get(key) or []]
+        entries = snapshot.get(key) or []
+        for entry in entries:
+            if not isinstance(entry, dict) or len(entry) != 1:
+                raise ValueError(f"{key} memory: expected {{id: content}} items, got {entry!r}")
+        return [next(iter(entry.items())) for entry in entries]
 
     return StructuredMemory(
         count_tokens,

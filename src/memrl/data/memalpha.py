@@ -1,0 +1,149 @@
+"""Mem-α's datasets: Memalpha (train/validation) and Memalpha-Memoryagentbench (test), one
+parquet row per instance (memalpha_official.md §4.1):
+
+    instance_id, prompt, chunks (JSON list of str), questions_and_answers (JSON list of
+    {question, answer}), data_source, metadata (JSON), num_chunks, num_questions
+
+`load_instances` reads them into evaluation rows (`index`, `task` = data source, `chunks`,
+`questions`, `answers`), failing with the file, row and field of anything malformed. The query
+prompt of a source (config/prompts_wrt_datasource.yaml, verbatim) is prepended to each question
+with a blank line, in Mem-α's QA step and in the baselines alike.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+_BOOK = (
+    "Your core memory contains a comprehensive book summary. Use this information to fulfill the "
+    "user's request."
+)
+_RULES = (
+    "Your core memory is used to store the classification rules of the articles. Identify the "
+    "meaning of each class and how the article is classified."
+)
+_EXAMPLES = " Your semantic memory likely includes example labels."
+_ANSWER = (
+    " Fulfill the user's request with the core memory.\n\nWhen answering questions, you should "
+    "put the final prediction in the format of \\boxed{label}. Note that the label is a single "
+    "number."
+)
+QUERY_PROMPTS: dict[str, str | None] = {
+    "squad": None,
+    "hotpotqa": None,
+    "perltqa": None,
+    "lme_train": None,
+    "accurate_retrieval": None,
+    "ruler_qa1_197K": None,
+    "ruler_qa2_421K": None,
+    "longmemeval_s*": None,
+    "booksum": _BOOK,
+    "infbench_sum_eng_shots2": _BOOK,
+    "long_range_understanding": _BOOK,
+    "infbench_qa_eng_shots2": (
+        "The book has been memorized in the memory. Answer the question as briefly as possible. "
+        "Only output the answer with no other text."
+    ),
+    "pubmed-rct": _RULES + _ANSWER,
+    "icl_trec_coarse_6600shot_balance": _RULES + _ANSWER,
+    "icl_trec_fine_6400shot_balance": _RULES + _ANSWER,
+    "ttl_train": _RULES + _EXAMPLES + _ANSWER,
+    "test_time_learning": _RULES + _EXAMPLES + _ANSWER,
+    "icl_banking77_5900shot_balance": _RULES + _EXAMPLES + _ANSWER,
+    "icl_clinic150_7050shot_balance": _RULES + _EXAMPLES + _ANSWER,
+    "icl_nlu_8296shot_balance": _RULES + _EXAMPLES + _ANSWER,
+}
+
+
+@dataclass(frozen=True)
+class Source:
+    """How the tables show a data source: its category and column name."""
+
+    category: str  # AR (accurate retrieval), TTL (test-time learning), LRU (long range)
+    column: str
+
+
+SOURCES: dict[str, Source] = {
+    "squad": Source("AR", "SQuAD"),
+    "hotpotqa": Source("AR", "HotpotQA"),
+    "perltqa": Source("AR", "PerLTQA"),
+    "lme_train": Source("AR", "LME-Train"),
+    "ruler_qa1_197K": Source("AR", "Single-Doc"),
+    "ruler_qa2_421K": Source("AR", "Multi-Doc"),
+    "longmemeval_s*": Source("AR", "LME(S)"),
+    "icl_trec_coarse_6600shot_balance": Source("TTL", "TREC-C"),
+    "icl_nlu_8296shot_balance": Source("TTL", "NLU"),
+    "pubmed-rct": Source("TTL", "Pubmed"),
+    "icl_trec_fine_6400shot_balance": Source("TTL", "TREC-F"),
+    "icl_clinic150_7050shot_balance": Source("TTL", "Clinic"),
+    "icl_banking77_5900shot_balance": Source("TTL", "Banking77"),
+    "booksum": Source("LRU", "BookSum"),
+    "infbench_sum_eng_shots2": Source("LRU", "InfBench"),
+}
+# The TTL training rows reuse these MemoryAgentBench test questions (reference §6): contaminated.
+CONTAMINATED_TEST_SOURCES = ("icl_trec_coarse_6600shot_balance", "icl_nlu_8296shot_balance")
+
+
+def query(source: str, question: str) -> str:
+    """The question as the QA model (and the retriever) sees it."""
+    if source not in QUERY_PROMPTS:
+        known = ", ".join(sorted(QUERY_PROMPTS))
+        raise KeyError(f"no query prompt for data source {source!r} (known: {known})")
+    prompt = QUERY_PROMPTS[source]
+    return question if prompt is None else f"{prompt}\n\n{question}"
+
+
+def load_instances(path: str | Path, sources: list[str] | None = None) -> list[dict[str, Any]]:
+    """The parquet's instances (of `sources`, if given) as rows, in file order; `index` is the
+    row number in the file."""
+    from memrl.data.io import read_parquet
+
+    table = read_parquet(path, ("chunks", "questions_and_answers", "data_source"))
+    rows = []
+    for index, raw in enumerate(table.to_pylist()):
+        if sources is not None and raw["data_source"] not in sources:
+            continue
+        rows.append(_instance(raw, index, f"{path}: row {index}"))
+    return rows
+
+
+def _instance(raw: dict[str, Any], index: int, where: str) -> dict[str, Any]:
+    source = raw["data_source"]
+    if not isinstance(source, str) or source not in QUERY_PROMPTS:
+        raise ValueError(f"{where}: data_source {source!r} has no query prompt")
+    chunks = _json_list(raw["chunks"], f"{where}, chunks")
+    if not chunks or not all(isinstance(c, str) for c in chunks):
+        raise ValueError(f"{where}, chunks: expected a non-empty list of strings")
+    pairs = _json_list(raw["questions_and_answers"], f"{where}, questions_and_answers")
+    questions, answers = [], []
+    for n, pair in enumerate(pairs):
+        if not isinstance(pair, dict) or not {"question", "answer"} <= set(pair):
+            raise ValueError(
+                f"{where}, questions_and_answers[{n}]: expected {{question, answer}}, got {pair!r}"
+            )
+        questions.append(str(pair["question"]))
+        answers.append(pair["answer"])
+    if not questions:
+        raise ValueError(f"{where}, questions_and_answers: no questions")
+    return {
+        "index": index,
+        "instance_id": raw.get("instance_id", index),
+        "task": source,
+        "chunks": chunks,
+        "questions": questions,
+        "answers": answers,
+    }
+
+
+def _json_list(value: Any, where: str) -> list[Any]:
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"{where}: not valid JSON ({exc})") from exc
+    if not isinstance(value, list):
+        raise ValueError(f"{where}: expected a JSON list, got {type(value).__name__}")
+    return value
