@@ -100,6 +100,12 @@ def test_record_holds_tags_params_digests_metrics_and_resources(results):
     assert record["status"] == "FINISHED" and record["wall_s"] >= 0 and record["peak_rss_mb"] > 0
 
 
+def test_metric_names_keep_only_what_mlflow_accepts(results):
+    path = run_job(results, "m", metrics=({"longmemeval_s*.accuracy": 1.0, "a b/c:d-e.f": 2},))
+    [metrics] = tracking.read_record(path)["metrics"]
+    assert metrics["values"] == {"longmemeval_s_.accuracy": 1.0, "a b/c:d-e.f": 2.0}
+
+
 def test_failed_and_interrupted_jobs_say_so(results):
     def fail(_):
         raise ValueError("bad row")

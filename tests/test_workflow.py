@@ -51,8 +51,9 @@ def test_slurm_profile_plans_every_paper_job(repo):
     done = snakemake("-n", "-p", "--profile", "profiles/slurm", "all", cwd=repo)
     assert done.returncode == 0, done.stderr
     counts = job_counts(done.stdout)
-    assert counts["download_data"] == 12  # HotpotQA x2, SQuAD, DocQA, essays, 7 LongBench configs
-    assert counts["download_model"] == 13
+    # HotpotQA x2, SQuAD, DocQA, essays, 7 LongBench configs, Memalpha validation and MAB
+    assert counts["download_data"] == 14
+    assert counts["download_model"] == 16
     assert counts["synthesize_eval"] == 10
     assert counts["synthesize_ruler"] == 11 * 7 - 1  # qa_1 stops at 256K
     assert counts["stage2_data"] == 1
@@ -63,7 +64,11 @@ def test_slurm_profile_plans_every_paper_job(repo):
     jobs = cfg.eval_jobs(cfg.load_yaml(repo / "config/config.yaml"))
     sharded = [j for j in jobs if j.shards > 1]
     assert len(sharded) == 30 and {j.shards for j in sharded} == {4}
-    assert counts["evaluate"] == len(jobs) - len(sharded) == 432
+    assert counts["evaluate"] == len(jobs) - len(sharded) == 435
+    # Mem-α: Memalpha-4B on validation and MemoryAgentBench, Qwen3-4B on validation; the QA
+    # model (Qwen3-32B, 2 GPUs) answers in the evaluate job, apart from the 1-GPU policy
+    assert counts["memorize"] == 3
+    assert "eval/mab/memalpha-4b-released/0.memories.jsonl" in done.stdout
     assert counts["merge_eval"] == 30 and counts["evaluate_shard"] == 4 * 30
     assert counts["make_table"] == 6 and counts["plot_figure"] == 3
     # baselines reach vLLM with their context extension; RAG systems expand over their grid
@@ -134,8 +139,14 @@ def test_smoke_evaluates_every_benchmark_system_and_table(smoke):
         assert (results / f"tables/{name}.md").read_text().strip(), name
     files = list((results / "eval").rglob("*.metrics.json"))
     metrics = [record for path in files for record in json.loads(path.read_text())]
-    assert len(files) == 23 and len(metrics) == 61  # one file per job, a record per task
-    assert {m["benchmark"] for m in metrics} == {"ruler_hqa", "ruler", "longbench"}
+    assert len(files) == 25 and len(metrics) == 77  # one file per job, a record per task
+    assert {m["benchmark"] for m in metrics} == {
+        "ruler_hqa",
+        "ruler",
+        "longbench",
+        "memalpha",
+        "mab",
+    }
     assert {m["task"] for m in metrics if m["benchmark"] == "longbench"} == {
         "2wikimqa",
         "hotpotqa",
@@ -151,6 +162,19 @@ def test_smoke_evaluates_every_benchmark_system_and_table(smoke):
         m for m in metrics if m["task"] == "gov_report" and m["system"] == "rl-memagent-tiny"
     )
     assert {"rouge_1_recall", "rouge_l_f"} <= set(summary)
+
+
+def test_smoke_runs_memalpha_memorisation_then_qa_on_every_source(smoke):
+    results = smoke / "results/smoke/eval"
+    for benchmark, n_sources in (("memalpha", 7), ("mab", 9)):
+        lines = (results / f"{benchmark}/memalpha-tiny/0.memories.jsonl").read_text().splitlines()
+        memories = [json.loads(line) for line in lines]
+        assert len(memories) == n_sources  # the fixtures hold one instance per source
+        assert all(len(m["steps"]) == m["n_calls"] >= 1 and not m["failed"] for m in memories)
+        assert all(set(m["memory"]) == {"core", "semantic", "episodic"} for m in memories)
+        metrics = json.loads((results / f"{benchmark}/memalpha-tiny/0.metrics.json").read_text())
+        assert len(metrics) == n_sources and all(m["n_items"] == 1 for m in metrics)
+        assert all(m["mean_memory_tokens"] is not None for m in metrics)
 
 
 def test_smoke_figures_exist_as_png_and_pdf(smoke):
@@ -178,12 +202,13 @@ def test_smoke_records_one_mlflow_child_run_per_job(smoke):
     children = [r for r in runs if tags[r].get("mlflow.parentRunId") == parents[0]]
     assert len(parents) == 1
     rules = sorted(tags[r]["rule"] for r in children)
-    # 23 evaluation jobs: 17 score themselves, 6 (RULER-HQA from 20 docs) run in 2 shards each
-    assert rules.count("evaluate") == 17 and rules.count("evaluate_shard") == 12
-    assert rules.count("merge_eval") == 6
+    # 25 evaluation jobs: 19 score themselves, 6 (RULER-HQA from 20 docs) run in 2 shards each;
+    # the 2 Mem-α ones read the memories of 2 memorize jobs
+    assert rules.count("evaluate") == 19 and rules.count("evaluate_shard") == 12
+    assert rules.count("merge_eval") == 6 and rules.count("memorize") == 2
     assert rules.count("download_model") == 2 and rules.count("synthesize_ruler") == 11
     records = list(results.glob("logs/**/*.provenance.jsonl"))
-    assert len(children) == len(runs) - 1 == len(records) == 79  # every job but `all`
+    assert len(children) == len(runs) - 1 == len(records) == 85  # every job but `all`
     for run in children:
         for key in ("git.commit", "git.dirty", "config.hash", "snakemake.version", "host"):
             assert tags[run][key], key

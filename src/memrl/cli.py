@@ -13,6 +13,7 @@ import hashlib
 import json
 import logging
 import os
+import re
 import signal
 import sys
 from collections.abc import Callable, Sequence
@@ -231,39 +232,54 @@ def _log_summary(run: tracking.JobRecord, summary: dict[str, Any]) -> None:
 def cmd_evaluate(args: argparse.Namespace, run: tracking.JobRecord) -> None:
     """One evaluation job (a system on one benchmark at one length, every task: one model load),
     or one shard of it. An unsharded one (`--metrics`) scores itself; shards are scored by
-    merge-eval. `--data` holds one eval set per task of the settings, in their order."""
+    merge-eval. `--data` holds one eval set per task of the settings, in their order. A Mem-α
+    job (`--memories`) answers from the memories its memorize job wrote, on the QA model."""
     from memrl.engines.base import SamplingParams
-    from memrl.evaluation import Task, evaluate, merge_shards, shard_rows, workflow_runner
+    from memrl.evaluation import MemoryQA, Task, memory_qa_runner, merge_shards, workflow_runner
 
     s = args.settings
     if (args.metrics is None) == (s["shards"] == 1):
         raise SystemExit(f"--metrics goes with an unsharded evaluation (shards={s['shards']})")
-    if len(args.data) != len(s["tasks"]):
-        raise SystemExit(f"--data: {len(args.data)} files for the tasks {s['tasks']}")
+    if (args.memories is not None) != (s["kind"] == "memalpha"):
+        raise SystemExit("--memories goes with (and only with) a memalpha system")
     engine = build_engine(args.model, _engine_spec(s))
-    job_key = [json.dumps(s, sort_keys=True), tracking.file_digest(args.model)]
-    predictions: dict[str, list[dict[str, Any]]] = {}
-    partials: dict[str, Path] = {}
-    for name, data in zip(s["tasks"], args.data, strict=True):
-        task = Task(s["benchmark"], name, s.get("variant", "memagent"))
-        rows = shard_rows(_eval_rows(task, data, engine.tokenizer), s["shard"], s["shards"])
-        # Snakemake deletes the outputs of a failed job, so work in a file it does not know about:
-        # a killed or failed job keeps its finished samples there and the rerun resumes from them.
-        # The name carries a digest of the settings and inputs: a rerun after a change starts
-        # afresh.
-        key = hashlib.sha256("\n".join([*job_key, tracking.file_digest(data)]).encode())
-        partials[name] = partial = args.predictions.with_name(
-            f"{args.predictions.name}.{name}.{key.hexdigest()[:12]}.partial"
+    if s["kind"] == "memalpha":
+        qa = s["qa"]
+        runner = memory_qa_runner(
+            engine,
+            MemoryQA(
+                SamplingParams(**qa["sampling"]),
+                SamplingParams(**qa["judge_sampling"]),
+                qa["top_k"],
+                qa["prompt_cap"],
+                qa["max_tokens"],
+                qa["judge_max_tokens"],
+            ),
         )
-        log.info("%s: %d samples", name, len(rows))
-        system = _system(task, s, engine.tokenizer, _pool(rows, args.pool))
-        predictions[name] = evaluate(
-            rows,
-            workflow_runner(task, system, engine, SamplingParams(**s["sampling"])),
-            partial,
-            s["wave_size"],
-            on_wave=run.log_metrics,
-        )
+        memories = _memories_by_task(args.memories)
+
+        def rows_of(name: str, data: Path) -> list[dict[str, Any]]:
+            return _memorized_rows(name, data, memories, args.memories)
+
+        def runner_of(name: str, rows: list[dict[str, Any]]) -> Any:
+            return runner
+
+        extra_inputs = [args.memories]
+    else:
+        sampling = SamplingParams(**s["sampling"])
+
+        def rows_of(name: str, data: Path) -> list[dict[str, Any]]:
+            return _eval_rows(Task(s["benchmark"], name), data, engine.tokenizer)
+
+        def runner_of(name: str, rows: list[dict[str, Any]]) -> Any:
+            task = Task(s["benchmark"], name, s.get("variant", "memagent"))
+            system = _system(task, s, engine.tokenizer, _pool(rows, args.pool))
+            return workflow_runner(task, system, engine, sampling)
+
+        extra_inputs = []
+    predictions, partials = _run_tasks(
+        s, args.data, args.predictions, [args.model, *extra_inputs], rows_of, runner_of, run
+    )
     if args.metrics is None:  # a shard: merge-eval orders and scores all shards
         from memrl.data.io import write_jsonl_atomic
 
@@ -271,8 +287,99 @@ def cmd_evaluate(args: argparse.Namespace, run: tracking.JobRecord) -> None:
     else:
         ordered = {name: merge_shards([lines]) for name, lines in predictions.items()}
         _write_predictions_and_metrics(ordered, s, args, run)
-    for partial in partials.values():
+    for partial in partials:
         partial.unlink()
+
+
+def cmd_memorize(args: argparse.Namespace, run: tracking.JobRecord) -> None:
+    """Mem-α's memorisation job: the policy reads every instance's chunks and writes its memory
+    through tool calls; one line per instance (tagged with its source) with the final memory and
+    every step. The QA evaluation reads them (`evaluate --memories`)."""
+    from memrl.agents.memalpha import MemAlphaConfig, load_memory_counter
+    from memrl.agents.structured_memory import StructuredMemory
+    from memrl.data.io import write_jsonl_atomic
+    from memrl.data.memalpha import load_instances
+    from memrl.engines.base import SamplingParams
+    from memrl.evaluation import memorize_runner
+
+    s = args.settings
+    engine = build_engine(args.model, _engine_spec(s))
+    counter_path = args.memory_tokenizer
+    count = load_memory_counter(s["memory_tokenizer"], counter_path)
+    agent = MemAlphaConfig(**s["agent"])
+    disabled = frozenset(s["disabled_memory"])
+
+    def new_memory(row: dict[str, Any]) -> StructuredMemory:
+        return StructuredMemory(count, disabled, seed=s["seed"] * 1_000_003 + row["index"])
+
+    runner = memorize_runner(agent, engine, SamplingParams(**s["sampling"]), new_memory)
+    inputs = [args.model, *([counter_path] if counter_path else [])]
+    lines, partials = _run_tasks(
+        {**s, "shard": 0, "shards": 1},
+        args.data,
+        args.memories,
+        inputs,
+        lambda name, data: load_instances(data, [name]),
+        lambda name, rows: runner,
+        run,
+    )
+    write_jsonl_atomic(args.memories, _tagged(lines))
+    for partial in partials:
+        partial.unlink()
+
+
+def _run_tasks(
+    s: dict[str, Any],
+    data_files: list[Path],
+    output: Path,
+    inputs: list[Path],
+    rows_of: Any,
+    runner_of: Any,
+    run: tracking.JobRecord,
+) -> tuple[dict[str, list[dict[str, Any]]], list[Path]]:
+    """Every task's rows (of this shard) through the shared evaluation loop, each task resuming
+    from its own partial file; returns the records per task and the partial files."""
+    from memrl.evaluation import evaluate, shard_rows
+
+    if len(data_files) != len(s["tasks"]):
+        raise SystemExit(f"--data: {len(data_files)} files for the tasks {s['tasks']}")
+    job_key = [json.dumps(s, sort_keys=True), *(tracking.file_digest(p) for p in inputs)]
+    records: dict[str, list[dict[str, Any]]] = {}
+    partials = []
+    for name, data in zip(s["tasks"], data_files, strict=True):
+        rows = shard_rows(rows_of(name, data), s["shard"], s["shards"])
+        # Snakemake deletes the outputs of a failed job, so work in a file it does not know about:
+        # a killed or failed job keeps its finished samples there and the rerun resumes from them.
+        # The name carries a digest of the settings and inputs: a rerun after a change starts
+        # afresh.
+        key = hashlib.sha256("\n".join([*job_key, tracking.file_digest(data)]).encode())
+        safe = re.sub(r"[^A-Za-z0-9._-]", "_", name)
+        partial = output.with_name(f"{output.name}.{safe}.{key.hexdigest()[:12]}.partial")
+        partials.append(partial)
+        log.info("%s: %d samples", name, len(rows))
+        records[name] = evaluate(
+            rows, runner_of(name, rows), partial, s["wave_size"], on_wave=run.log_metrics
+        )
+    return records, partials
+
+
+def _memories_by_task(path: Path) -> dict[tuple[str, int], dict[str, Any]]:
+    """A memorize job's lines by (source, instance index)."""
+    from memrl.data.io import read_jsonl
+
+    return {(line["task"], line["index"]): line for line in read_jsonl(path)}
+
+
+def _memorized_rows(
+    name: str, data: Path, memories: dict[tuple[str, int], dict[str, Any]], path: Path
+) -> list[dict[str, Any]]:
+    from memrl.data.memalpha import load_instances
+
+    rows = load_instances(data, [name])
+    missing = [row["index"] for row in rows if (name, row["index"]) not in memories]
+    if missing:
+        raise SystemExit(f"{path}: no memory for {name} instances {missing}")
+    return [{**row, "memorized": memories[(name, row["index"])]} for row in rows]
 
 
 def _tagged(predictions: dict[str, list[dict[str, Any]]]) -> list[dict[str, Any]]:
@@ -568,12 +675,24 @@ COMMANDS: dict[str, Command] = {
         {
             "--data": {"nargs": "+"},
             "--pool": {"required": False},
+            "--memories": {"required": False},
             "--model": {},
             "--predictions": {},
             "--metrics": {"required": False},
         },
-        ["data", "model"],
+        ["data", "model", "memories"],
         named("predictions", "metrics"),
+    ),
+    "memorize": Command(
+        cmd_memorize,
+        {
+            "--data": {"nargs": "+"},
+            "--model": {},
+            "--memory-tokenizer": {"required": False},
+            "--memories": {},
+        },
+        ["data", "model", "memory_tokenizer"],
+        named("memories"),
     ),
     "merge-eval": Command(
         cmd_merge_eval,

@@ -16,6 +16,9 @@ import jsonschema
 import yaml
 
 from memrl.data.longbench import LONGBENCH_SUM  # Table 2; the other tasks are QA (Table 3)
+from memrl.data.memalpha import QUERY_PROMPTS
+
+O200K = "o200k_base"  # tiktoken's encoding: Mem-α's memory counter (core cap, compression)
 
 STAGES = ("stage1", "stage2")
 
@@ -104,9 +107,46 @@ def _check_references(config: dict[str, Any]) -> None:
             RAG_BENCHMARKS
         ):
             raise ConfigError(f"config key {key}.benchmarks: RAG runs only on {RAG_BENCHMARKS}")
+    _check_memalpha(config, require)
     ruler = config["ruler_hqa"]
     if ruler["eval_questions"] > config["filter"]["keep_dev"]:
         raise ConfigError("config key ruler_hqa.eval_questions: exceeds filter.keep_dev")
+
+
+def _check_memalpha(config: dict[str, Any], require: Any) -> None:
+    """Mem-α's section: needed by a memalpha system or a system on Mem-α's benchmarks."""
+    users = [
+        name
+        for name, spec in config["evaluation"]["systems"].items()
+        if spec["kind"] == "memalpha" or set(spec.get("benchmarks", ())) & set(MEMALPHA_BENCHMARKS)
+    ]
+    for name in users:
+        spec = config["evaluation"]["systems"][name]
+        if not set(spec.get("benchmarks", MEMALPHA_BENCHMARKS)) <= set(MEMALPHA_BENCHMARKS):
+            raise ConfigError(
+                f"config key evaluation.systems.{name}.benchmarks: a memalpha system runs only "
+                f"on {list(MEMALPHA_BENCHMARKS)}"
+            )
+        if spec["kind"] != "memalpha":
+            raise ConfigError(
+                f"config key evaluation.systems.{name}.benchmarks: only memalpha systems run on "
+                f"{list(MEMALPHA_BENCHMARKS)} so far"
+            )
+    if "memalpha" not in config:
+        if users:
+            raise ConfigError(f"config key memalpha: required by the systems {users}")
+        return
+    spec = config["memalpha"]
+    for benchmark in MEMALPHA_BENCHMARKS:
+        _require_source(config, f"memalpha.{benchmark}.source", spec[benchmark]["source"])
+        unknown = sorted(set(spec[benchmark]["sources"]) - set(QUERY_PROMPTS))
+        if unknown:
+            raise ConfigError(
+                f"config key memalpha.{benchmark}.sources: no query prompt for {unknown}"
+            )
+    require("memalpha.qa.model", spec["qa"]["model"], set(config["models"]))
+    if spec["memory_tokenizer"] != O200K:
+        require("memalpha.memory_tokenizer", spec["memory_tokenizer"], set(config["models"]))
 
 
 def _require_source(config: dict[str, Any], key: str, source: str) -> None:
@@ -162,10 +202,12 @@ def model_dir(config: dict[str, Any], name: str) -> Path:
 # --- the experiment matrix --------------------------------------------------------------------
 
 
-BENCHMARKS = ("ruler_hqa", "ruler", "longbench")
-SYSTEM_KINDS = ("memagent", "longcontext", "rag")
+BENCHMARKS = ("ruler_hqa", "ruler", "longbench", "memalpha", "mab")
+MEMAGENT_BENCHMARKS = BENCHMARKS[:3]  # MemAgent's suites (seed 000)
+MEMALPHA_BENCHMARKS = BENCHMARKS[3:]  # Mem-α's: Memalpha validation, MemoryAgentBench (seed 004)
+SYSTEM_KINDS = ("memagent", "longcontext", "rag", "memalpha")
 RAG_BENCHMARKS = ("ruler_hqa", "longbench")  # Tables 10 and 11 (the paper ran RAG on nothing else)
-LONGBENCH_LENGTH = 0  # LongBench has no length axis: its one "length" wildcard value
+NO_LENGTH = 0  # the one "length" of a benchmark without a length axis (LongBench, Mem-α's)
 RULER_HQA_TASK = "hqa"  # RULER-HQA's one task
 
 
@@ -208,7 +250,9 @@ def eval_systems(config: dict[str, Any]) -> Systems:
 
 
 def _default_benchmarks(kind: str) -> tuple[str, ...]:
-    return RAG_BENCHMARKS if kind == "rag" else BENCHMARKS
+    if kind == "memalpha":
+        return MEMALPHA_BENCHMARKS
+    return RAG_BENCHMARKS if kind == "rag" else MEMAGENT_BENCHMARKS
 
 
 def _runs_benchmark(system: dict[str, Any], benchmark: str) -> bool:
@@ -249,11 +293,14 @@ def eval_jobs(config: dict[str, Any], systems: Systems | None = None) -> list[Ev
                 if limit is None or length <= limit:
                     tasks.setdefault(("ruler", length), []).append(task)
         if _runs_benchmark(system, "longbench"):
-            tasks[("longbench", LONGBENCH_LENGTH)] = [
+            tasks[("longbench", NO_LENGTH)] = [
                 task
                 for task in config["longbench"]["tasks"]
                 if not (system["kind"] == "rag" and task in LONGBENCH_SUM)  # Table 11: QA
             ]
+        for benchmark in MEMALPHA_BENCHMARKS:
+            if _runs_benchmark(system, benchmark):
+                tasks[(benchmark, NO_LENGTH)] = list(config["memalpha"][benchmark]["sources"])
         jobs += [
             EvalJob(
                 benchmark,
@@ -381,6 +428,7 @@ def stage2_data_settings(config: dict[str, Any]) -> dict[str, Any]:
 
 SYSTEM_KEYS = {  # what each kind reads from its system spec, beyond kind/model
     "memagent": (),
+    "memalpha": ("disabled_memory",),
     "longcontext": ("max_input_tokens", "max_output_tokens", "context_extension"),
     "rag": ("retriever", "top_k", "unit", "unit_tokens", "max_input_tokens", "max_output_tokens"),
 }
@@ -392,9 +440,18 @@ def eval_settings(
     """Everything one evaluation (shard) reads: the job, the system and the engine."""
     system = (systems or eval_systems(config))[job.system]
     evaluation = config["evaluation"]
-    engine = dict(system.get("engine") or evaluation["engine"])
-    if engine["kind"] == "vllm":
-        engine.setdefault("tensor_parallel_size", max(1, model_gpus(config, system["model"])))
+    if system["kind"] == "memalpha":  # the job answers from memory: it runs the QA model
+        return {
+            **job._asdict(),
+            "kind": "memalpha",
+            "shard": shard,
+            "engine": _engine(config, config["memalpha"]["qa"].get("engine"), qa_model(config)),
+            "wave_size": evaluation["wave_size"],
+            "qa": {
+                k: v for k, v in config["memalpha"]["qa"].items() if k not in ("engine", "model")
+            },
+        }
+    engine = _engine(config, system.get("engine"), system["model"])
     if system.get("max_model_len") is not None:
         engine["max_model_len"] = system["max_model_len"]
     settings = {
@@ -414,11 +471,55 @@ def eval_settings(
     return settings
 
 
+def _engine(config: dict[str, Any], spec: dict[str, Any] | None, model: str) -> dict[str, Any]:
+    """An engine block (`spec`, else evaluation.engine) with the model's tensor-parallel size."""
+    engine = dict(spec or config["evaluation"]["engine"])
+    if engine["kind"] == "vllm":
+        engine.setdefault("tensor_parallel_size", max(1, model_gpus(config, model)))
+    return engine
+
+
+def qa_model(config: dict[str, Any]) -> str:
+    """Mem-α's frozen QA model (and LongMemEval judge): a models key."""
+    return config["memalpha"]["qa"]["model"]
+
+
+def memalpha_data(config: dict[str, Any], benchmark: str) -> Path:
+    return raw_file(config, config["memalpha"][benchmark]["source"])
+
+
+def memorize_settings(
+    config: dict[str, Any], job: EvalJob, systems: Systems | None = None
+) -> dict[str, Any]:
+    """Everything a Mem-α memorisation job reads: the policy's engine and settings."""
+    system = (systems or eval_systems(config))[job.system]
+    spec = config["memalpha"]
+    return {
+        **{key: value for key, value in job._asdict().items() if key != "shards"},
+        "engine": _engine(config, system.get("engine"), system["model"]),
+        "wave_size": config["evaluation"]["wave_size"],
+        "agent": spec["agent"],
+        "sampling": spec["sampling"],
+        "memory_tokenizer": spec["memory_tokenizer"],
+        "disabled_memory": system.get("disabled_memory", []),
+        "seed": config["seed"],
+    }
+
+
 def merge_settings(job: EvalJob) -> dict[str, Any]:
     return job._asdict()
 
 
-REPORTED_SYSTEM_KEYS = ("kind", "model", "name", "retriever", "top_k", "unit", "unit_tokens")
+REPORTED_SYSTEM_KEYS = (
+    "kind",
+    "model",
+    "name",
+    "benchmarks",
+    "retriever",
+    "top_k",
+    "unit",
+    "unit_tokens",
+)
 
 
 def report_settings(config: dict[str, Any]) -> dict[str, Any]:

@@ -29,6 +29,7 @@ import hashlib
 import json
 import logging
 import os
+import re
 import resource
 import socket
 import subprocess
@@ -55,6 +56,7 @@ RECORD_SUFFIX = ".provenance.jsonl"
 FULL_HASH_MAX_BYTES = 256 * 2**20  # larger files (model shards) are identified by size + mtime
 ARTIFACT_MAX_BYTES = 2 * 2**20
 PARAM_MAX_CHARS = 6000  # MLflow's limit on a param value
+_METRIC_NAME_UNSAFE = re.compile(r"[^\w\-. :/]")
 BATCH = {"params": 100, "tags": 100, "metrics": 1000}  # MLflow's limits per log_batch call
 
 
@@ -217,7 +219,13 @@ class JobRecord:
             append_jsonl(self.path, [event])
 
     def log_metrics(self, metrics: Mapping[str, Any], step: int | None = None) -> None:
-        values = {k: float(v) for k, v in metrics.items() if isinstance(v, int | float)}
+        """Numeric values only; names keep the characters MLflow allows (a data source such as
+        `longmemeval_s*` would fail the whole load)."""
+        values = {
+            _METRIC_NAME_UNSAFE.sub("_", k): float(v)
+            for k, v in metrics.items()
+            if isinstance(v, int | float)
+        }
         if values:
             self.write({"event": "metrics", "ts": now_ms(), "step": step or 0, "values": values})
 

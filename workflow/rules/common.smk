@@ -163,6 +163,8 @@ def eval_data(job):
         return [f"{R}/data/ruler_hqa/eval_{job.length}.jsonl"]
     if job.benchmark == "ruler":
         return [f"{R}/data/ruler/{task}/{job.length}.jsonl" for task in job.tasks]
+    if job.benchmark in cfg.MEMALPHA_BENCHMARKS:  # one parquet holds every source
+        return [str(cfg.memalpha_data(config, job.benchmark))] * len(job.tasks)
     return [raw(cfg.longbench_source(task)) for task in job.tasks]
 
 
@@ -170,11 +172,40 @@ def get_eval_inputs(wildcards):
     """What one evaluation (shard) reads: its eval sets, the model and, for RULER-HQA, the
     document pool that rebuilds doc-id contexts."""
     job = eval_job(wildcards)
+    if SYSTEMS[job.system]["kind"] == "memalpha":  # answers from memory, on the QA model
+        return {
+            "data": eval_data(job),
+            "model": str(cfg.model_dir(config, cfg.qa_model(config))),
+            "memories": f"{eval_prefix(job)}.memories.jsonl",
+        }
     model = str(cfg.model_dir(config, SYSTEMS[job.system]["model"]))
     inputs = {"data": eval_data(job), "model": model}
     if job.benchmark == "ruler_hqa":
         inputs["pool"] = f"{R}/data/ruler_hqa/pool_docs.parquet"
     return inputs
+
+
+def get_memorize_inputs(wildcards):
+    """A Mem-α memorisation: the instances, the policy model, the memory's tokenizer."""
+    job = eval_job(wildcards)
+    inputs = {
+        "data": eval_data(job),
+        "model": str(cfg.model_dir(config, SYSTEMS[job.system]["model"])),
+    }
+    counter = config["memalpha"]["memory_tokenizer"]
+    if counter != cfg.O200K:
+        inputs["memory_tokenizer"] = str(cfg.model_dir(config, counter))
+    return inputs
+
+
+def get_memorize_tokenizer_arg(wildcards, input):
+    if "memory_tokenizer" not in input.keys():
+        return ""
+    return f"--memory-tokenizer {shlex.quote(input.memory_tokenizer)}"
+
+
+def get_eval_memories_arg(wildcards, input):
+    return f"--memories {shlex.quote(input.memories)}" if "memories" in input.keys() else ""
 
 
 def get_eval_pool_arg(wildcards, input):
@@ -255,6 +286,10 @@ def get_eval_metrics_arg(wildcards, output):
     return f"--metrics {shlex.quote(output.metrics)}" if "metrics" in output.keys() else ""
 
 
+def get_memorize_settings(wildcards):
+    return as_json(cfg.memorize_settings(config, eval_job(wildcards), SYSTEMS))
+
+
 def get_merge_settings(wildcards):
     return as_json(cfg.merge_settings(eval_job(wildcards)))
 
@@ -289,4 +324,10 @@ def get_train_nodes(wildcards):
 
 
 def get_eval_gpus(wildcards):
+    system = SYSTEMS[wildcards.system]
+    model = cfg.qa_model(config) if system["kind"] == "memalpha" else system["model"]
+    return cfg.model_gpus(config, model)
+
+
+def get_memorize_gpus(wildcards):
     return cfg.model_gpus(config, SYSTEMS[wildcards.system]["model"])

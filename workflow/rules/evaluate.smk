@@ -1,5 +1,6 @@
-# Every evaluation: systems (memory agent, long-context, RAG) x benchmarks (RULER-HQA, RULER,
-# LongBench) x lengths, each job covering the tasks at its length; long ones split into shards.
+# Every evaluation: systems (memory agents, long-context, RAG) x benchmarks (RULER-HQA, RULER,
+# LongBench; Memalpha validation and MemoryAgentBench) x lengths, each job covering the tasks at
+# its length; long ones split into shards.
 # reference/memagent_official.md §2, reference/benchmarks.md
 
 
@@ -60,10 +61,11 @@ rule evaluate:
         job=job("evaluate"),
         settings=get_eval_settings,
         pool=get_eval_pool_arg,
+        memories=get_eval_memories_arg,
         metrics=get_eval_metrics_arg,
     shell:
         "memrl --job {params.job:q} --log {log:q} evaluate --settings {params.settings:q}"
-        " --data {input.data:q} {params.pool} --model {input.model:q}"
+        " --data {input.data:q} {params.pool} {params.memories} --model {input.model:q}"
         " --predictions {output.predictions:q} {params.metrics} 2> {log:q}"
 
 
@@ -80,7 +82,37 @@ use rule evaluate as evaluate_shard with:
         job=job("evaluate_shard"),
         settings=get_eval_settings,
         pool=get_eval_pool_arg,
+        memories=get_eval_memories_arg,
         metrics=get_eval_metrics_arg,
+
+
+# Mem-α: the policy memorises every instance (one job per benchmark and system); the evaluate
+# rule then answers each question from those memories on the frozen QA model (memalpha.qa), so
+# the two models never share a job's GPUs. reference/memalpha_official.md §2
+rule memorize:
+    input:
+        unpack(get_memorize_inputs),
+    output:
+        memories=f"{R}/eval/{{benchmark}}/{{system}}/{{length}}.memories.jsonl",
+    log:
+        f"{R}/logs/memorize/{{benchmark}}/{{system}}/{{length}}.log",
+    benchmark:
+        f"{R}/benchmarks/memorize/{{benchmark}}/{{system}}/{{length}}.tsv"
+    conda:
+        "../../envs/infer.yaml"
+    container:
+        CONTAINERS["infer"]
+    resources:
+        gpu=get_memorize_gpus,
+        runtime=720,
+    params:
+        job=job("memorize"),
+        settings=get_memorize_settings,
+        tokenizer=get_memorize_tokenizer_arg,
+    shell:
+        "memrl --job {params.job:q} --log {log:q} memorize --settings {params.settings:q}"
+        " --data {input.data:q} --model {input.model:q} {params.tokenizer}"
+        " --memories {output.memories:q} 2> {log:q}"
 
 
 rule merge_eval:

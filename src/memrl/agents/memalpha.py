@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from memrl.agents.driver import Workflow
 from memrl.agents.memalpha_tools import (
@@ -90,6 +91,22 @@ class ChunkStep:
     calls: list[ToolCall] = field(default_factory=list)
     results: list[ToolResult] = field(default_factory=list)
     visible_items: int = 0
+
+
+def load_memory_counter(spec: str, tokenizer_dir: str | Path | None) -> Callable[[str], int]:
+    """The memory's token counter: tiktoken's o200k_base (official; tiktoken downloads it once
+    into its cache, TIKTOKEN_CACHE_DIR) or the tokenizer in `tokenizer_dir`."""
+    if spec == "o200k_base":
+        import tiktoken
+
+        encoding = tiktoken.get_encoding(spec)
+        return lambda text: len(encoding.encode(text, disallowed_special=()))
+    if tokenizer_dir is None:
+        raise ValueError(f"memory tokenizer {spec!r} needs its tokenizer directory")
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(str(tokenizer_dir))
+    return lambda text: len(tokenizer.encode(text, add_special_tokens=False))
 
 
 # --- memorising ------------------------------------------------------------------------------

@@ -526,11 +526,17 @@ def _select(
     systems: Systems,
     include: Callable[[str, Mapping[str, Any]], bool],
     in_scope: Callable[[Mapping[str, Any]], bool],
+    benchmark: str,
 ) -> tuple[dict[str, dict[str, Any]], dict[Key, Mapping[str, Any]]]:
-    """The systems this table shows, and their records in scope (other systems' records in
-    scope belong to other tables and are dropped; unconfigured systems are errors)."""
+    """The systems this table shows (those `include`d that run `benchmark`), and their records
+    in scope (other systems' records in scope belong to other tables and are dropped;
+    unconfigured systems are errors)."""
     specs = system_specs(systems)
-    selected = {sid: spec for sid, spec in specs.items() if include(sid, spec)}
+    selected = {
+        sid: spec
+        for sid, spec in specs.items()
+        if include(sid, spec) and benchmark in spec.get("benchmarks", (benchmark,))
+    }
     found = index_metrics(metrics, specs, in_scope)
     return selected, {key: rec for key, rec in found.items() if key[2] in selected}
 
@@ -582,6 +588,7 @@ def _ruler_hqa_length_table(
         systems,
         include,
         lambda r: r["benchmark"] == benchmark and r["task"] == RULER_HQA_TASK,
+        benchmark,
     )
     rows, row_notes = _resolve_paper_rows(selected, paper, table, strict=True)
     columns = _length_columns(found, benchmark, RULER_HQA_TASK, _hqa_label(length_labels))
@@ -691,6 +698,7 @@ def _longbench_table(
         systems,
         include,
         lambda r: r["benchmark"] == "longbench" and r["task"] in tasks,
+        "longbench",
     )
     rows, row_notes = _resolve_paper_rows(selected, paper_rows, table, strict=True)
     return _assemble(
@@ -836,6 +844,7 @@ def build_niah_table(
         systems,
         lambda sid, spec: system_kind(sid, spec) != "rag",
         lambda r: r["benchmark"] == "ruler" and r["task"] in tasks,
+        "ruler",
     )
     rows, row_notes = _resolve_paper_rows(selected, paper_rows, "Table 8", strict=False)
     lengths = sorted({key[3] for key in found})
