@@ -48,6 +48,28 @@ def test_shipped_configs_validate(config):
             lambda c: c["evaluation"].update(shards={"ruler_hqa": {6400: 0}}),
             "config key evaluation.shards.ruler_hqa.6400: 0 is less than the minimum of 1",
         ),
+        (
+            lambda c: c["evaluation"]["systems"]["qwen3-4b-memalpha"].update(benchmarks=["ruler"]),
+            "config key evaluation.systems.qwen3-4b-memalpha.benchmarks: a memalpha system runs "
+            "only on ['memalpha', 'mab']",
+        ),
+        (
+            lambda c: c["evaluation"]["systems"]["rl-memagent-7b"].update(benchmarks=["mab"]),
+            "config key evaluation.systems.rl-memagent-7b.benchmarks: a memagent system runs only",
+        ),
+        (lambda c: c.pop("memalpha"), "config key memalpha: required by the systems"),
+        (
+            lambda c: c["memalpha"]["mab"]["sources"].append("locomo"),
+            "config key memalpha.mab.sources: no query prompt for ['locomo']",
+        ),
+        (
+            lambda c: c["memalpha"]["qa"].update(model="qwen3-72b"),
+            "config key memalpha.qa.model: unknown model 'qwen3-72b'",
+        ),
+        (
+            lambda c: c["memalpha"].update(memory_tokenizer="cl100k"),
+            "config key memalpha.memory_tokenizer: unknown model 'cl100k'",
+        ),
     ],
 )
 def test_bad_config_fails_with_one_line_naming_the_key(paper, mutate, message):
@@ -85,6 +107,19 @@ def test_paper_matrix_covers_every_system_benchmark_and_length(paper):
     assert {j.benchmark for j in by_system["rag-qwen2.5-14b.dense-k4-doc"]} == {"ruler_hqa"}
     assert {j.benchmark for j in by_system["rag-qwen2.5-14b.bm25-k8-c2048"]} == {"longbench"}
     assert len(set(jobs)) == len(jobs)
+
+
+def test_memalpha_jobs_memorize_with_the_policy_and_answer_with_the_qa_model(paper):
+    jobs = {(j.benchmark, j.system): j for j in cfg.eval_jobs(paper)}
+    mab = jobs[("mab", "memalpha-4b-released")]
+    assert mab.length == 0 and mab.shards == 1 and len(mab.tasks) == 9
+    assert ("mab", "qwen3-4b-memalpha") not in jobs  # Table 3 is validation only
+    memorize = cfg.memorize_settings(paper, mab)
+    assert memorize["engine"]["tensor_parallel_size"] == 1  # Memalpha-4B
+    assert memorize["sampling"]["temperature"] == 0.0 and memorize["agent"]["visible_items"] == 5
+    answer = cfg.eval_settings(paper, mab, 0)
+    assert answer["engine"]["tensor_parallel_size"] == 2  # Qwen3-32B
+    assert answer["qa"]["top_k"] == 20 and "model" not in answer["qa"]
 
 
 def test_shards_grow_with_the_length_from_each_configured_step(paper):

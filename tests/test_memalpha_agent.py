@@ -146,6 +146,8 @@ def test_training_prompt_cap_halves_the_visible_items_until_the_prompt_fits():
     with pytest.raises(StopIteration):
         workflow.send(Completion("Done"))
     assert trace[0].visible_items == 1
+    with pytest.raises(ValueError, match="needs `prompt_tokens`"):
+        next(memorize(["c"], memory, config))  # a cap is never silently ignored
     with pytest.raises(ValueError, match="even with no memory items shown"):
         next(memorize(["c"], memory, MemAlphaConfig(prompt_cap=sizes[0] - 1), None, size))
 
@@ -289,10 +291,10 @@ def test_memorize_then_memory_qa_scores_each_source_and_counts_failures(tmp_path
             "What did I buy?": "Rugs.",
         }
     )
-    qa = MemoryQA(SamplingParams(0.7, 1.0), SamplingParams(0.6, 0.95))
+    qa = MemoryQA(SamplingParams(0.7, 1.0), SamplingParams(0.6, 0.95), 20, 30000, 16, 8)
     by_index = {m["index"]: m for m in memorized}
     answered = evaluate(
-        [{**row, "memorized": by_index[row["index"]]} for row in rows],
+        [{**row, "memorized": by_index[row["index"]], "num_tokens": 5} for row in rows],
         memory_qa_runner(qa_engine, qa),
         tmp_path / "qa.jsonl",
         batch_size=3,
@@ -306,6 +308,55 @@ def test_memorize_then_memory_qa_scores_each_source_and_counts_failures(tmp_path
     assert pubmed.messages[-1]["content"].startswith("Your core memory is used to store")
     judge = [r for r in qa_engine.requests if r.messages[0]["content"].startswith("I will give")]
     assert len(judge) == 1 and "Rubric: rugs" in judge[0].messages[0]["content"]
+    assert judge[0].max_tokens == 8 and judge[0].enable_thinking is False
+    assert [r["num_tokens"] for r in answered] == [5, 5, 5]
     summary = summarize(answered, "mab", "all", "memalpha", 0)
     assert summary["accuracy"] == pytest.approx(100 * (0.5 + 1 + 1) / 3)
     assert summary["mean_memory_tokens"] == pytest.approx((4 + 3 + 2) / 3)
+
+
+# --- the datasets -------------------------------------------------------------------------------
+
+
+def test_fixture_instances_group_by_source_with_their_query_prompts():
+    from importlib.resources import files
+
+    from memrl.data.memalpha import instances_by_source, query
+
+    path = files("memrl") / "fixtures/memalpha/mab.parquet"
+    grouped = instances_by_source(path)
+    assert len(grouped) == 9 and sum(len(rows) for rows in grouped.values()) == 9
+    [lme] = grouped["longmemeval_s*"]
+    assert lme["index"] == 2 and lme["answers"] == ["The user bought thick rugs to reduce noise."]
+    assert query("longmemeval_s*", "Q?") == "Q?"
+    assert query("icl_nlu_8296shot_balance", "Q?").endswith("single number.\n\nQ?")
+    with pytest.raises(KeyError, match="no query prompt for data source 'locomo'"):
+        query("locomo", "Q?")
+
+
+@pytest.mark.parametrize(
+    ("column", "value", "message"),
+    [
+        ("chunks", "[not json", "row 0, chunks: not valid JSON"),
+        ("chunks", "[]", "row 0, chunks: expected a non-empty list of strings"),
+        ("questions_and_answers", '[{"question": "q"}]', r"questions_and_answers\[0\]: expected"),
+        ("data_source", "locomo", "row 0: data_source 'locomo' has no query prompt"),
+    ],
+)
+def test_malformed_instances_fail_naming_file_row_and_field(tmp_path, column, value, message):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from memrl.data.memalpha import instances_by_source
+
+    row = {
+        "chunks": '["c"]',
+        "questions_and_answers": '[{"question": "q", "answer": "a"}]',
+        "data_source": "squad",
+        column: value,
+    }
+    path = tmp_path / "bad.parquet"
+    pq.write_table(pa.Table.from_pylist([row]), path)
+    with pytest.raises(ValueError, match=message) as error:
+        instances_by_source(path)
+    assert str(path) in str(error.value)

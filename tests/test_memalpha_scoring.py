@@ -8,7 +8,6 @@ from memrl.scoring.memalpha import (
     extract_label,
     judge_prompt,
     judge_verdict,
-    metric_name,
     score_answer,
     strip_think,
 )
@@ -97,10 +96,3 @@ def test_judged_sources_go_through_the_judge_prompt_and_verdict():
     assert judge_verdict(" Yes ") == 1.0
     assert judge_verdict("yes, it is not wrong") == 0.0  # contains "no" (official)
     assert judge_verdict("No.") == 0.0
-
-
-def test_metric_names_per_source():
-    assert [
-        metric_name(s)
-        for s in ("booksum", "icl_nlu_8296shot_balance", "perltqa", "lme_train", "ruler_qa2_421K")
-    ] == ["kw_hit", "label_em", "sub_em", "llm_judge", "norm_sub_em"]

@@ -257,9 +257,10 @@ def cmd_evaluate(args: argparse.Namespace, run: tracking.JobRecord) -> None:
             ),
         )
         memories = _memories_by_task(args.memories)
+        instances = _memalpha_rows(engine.tokenizer)
 
         def rows_of(name: str, data: Path) -> list[dict[str, Any]]:
-            return _memorized_rows(name, data, memories, args.memories)
+            return _memorized_rows(name, instances(name, data), memories, args.memories)
 
         def runner_of(name: str, rows: list[dict[str, Any]]) -> Any:
             return runner
@@ -298,14 +299,15 @@ def cmd_memorize(args: argparse.Namespace, run: tracking.JobRecord) -> None:
     from memrl.agents.memalpha import MemAlphaConfig, load_memory_counter
     from memrl.agents.structured_memory import StructuredMemory
     from memrl.data.io import write_jsonl_atomic
-    from memrl.data.memalpha import load_instances
     from memrl.engines.base import SamplingParams
     from memrl.evaluation import memorize_runner
 
     s = args.settings
     engine = build_engine(args.model, _engine_spec(s))
     counter_path = args.memory_tokenizer
-    count = load_memory_counter(s["memory_tokenizer"], counter_path)
+    count = load_memory_counter(
+        s["memory_tokenizer"], load_tokenizer(counter_path) if counter_path else None
+    )
     agent = MemAlphaConfig(**s["agent"])
     disabled = frozenset(s["disabled_memory"])
 
@@ -315,11 +317,11 @@ def cmd_memorize(args: argparse.Namespace, run: tracking.JobRecord) -> None:
     runner = memorize_runner(agent, engine, SamplingParams(**s["sampling"]), new_memory)
     inputs = [args.model, *([counter_path] if counter_path else [])]
     lines, partials = _run_tasks(
-        {**s, "shard": 0, "shards": 1},
+        s,
         args.data,
         args.memories,
         inputs,
-        lambda name, data: load_instances(data, [name]),
+        _memalpha_rows(engine.tokenizer),
         lambda name, rows: runner,
         run,
     )
@@ -347,7 +349,7 @@ def _run_tasks(
     records: dict[str, list[dict[str, Any]]] = {}
     partials = []
     for name, data in zip(s["tasks"], data_files, strict=True):
-        rows = shard_rows(rows_of(name, data), s["shard"], s["shards"])
+        rows = shard_rows(rows_of(name, data), s.get("shard", 0), s.get("shards", 1))
         # Snakemake deletes the outputs of a failed job, so work in a file it does not know about:
         # a killed or failed job keeps its finished samples there and the rerun resumes from them.
         # The name carries a digest of the settings and inputs: a rerun after a change starts
@@ -370,12 +372,35 @@ def _memories_by_task(path: Path) -> dict[tuple[str, int], dict[str, Any]]:
     return {(line["task"], line["index"]): line for line in read_jsonl(path)}
 
 
-def _memorized_rows(
-    name: str, data: Path, memories: dict[tuple[str, int], dict[str, Any]], path: Path
-) -> list[dict[str, Any]]:
-    from memrl.data.memalpha import load_instances
+def _memalpha_rows(tokenizer: Any) -> Callable[[str, Path], list[dict[str, Any]]]:
+    """Rows of a Mem-α task (a data source): every task of a job names the same parquet, read
+    once; each instance measured in `tokenizer`'s tokens (its chunks)."""
+    from memrl.agents.chunking import count_tokens
+    from memrl.data.memalpha import instances_by_source
 
-    rows = load_instances(data, [name])
+    files: dict[Path, dict[str, list[dict[str, Any]]]] = {}
+
+    def rows_of(name: str, data: Path) -> list[dict[str, Any]]:
+        if data not in files:
+            files[data] = instances_by_source(data)
+        if name not in files[data]:
+            known = ", ".join(sorted(files[data]))
+            raise SystemExit(f"{data}: no instance of data source {name!r} (it has: {known})")
+        rows = files[data][name]
+        for row in rows:
+            row["num_tokens"] = sum(count_tokens(tokenizer, row["chunks"]))
+        return rows
+
+    return rows_of
+
+
+def _memorized_rows(
+    name: str,
+    rows: list[dict[str, Any]],
+    memories: dict[tuple[str, int], dict[str, Any]],
+    path: Path,
+) -> list[dict[str, Any]]:
+    """`rows` with the memory the memorize job wrote for each (`memorized`)."""
     missing = [row["index"] for row in rows if (name, row["index"]) not in memories]
     if missing:
         raise SystemExit(f"{path}: no memory for {name} instances {missing}")

@@ -114,24 +114,19 @@ def _check_references(config: dict[str, Any]) -> None:
 
 
 def _check_memalpha(config: dict[str, Any], require: Any) -> None:
-    """Mem-α's section: needed by a memalpha system or a system on Mem-α's benchmarks."""
-    users = [
-        name
-        for name, spec in config["evaluation"]["systems"].items()
-        if spec["kind"] == "memalpha" or set(spec.get("benchmarks", ())) & set(MEMALPHA_BENCHMARKS)
-    ]
-    for name in users:
-        spec = config["evaluation"]["systems"][name]
-        if not set(spec.get("benchmarks", MEMALPHA_BENCHMARKS)) <= set(MEMALPHA_BENCHMARKS):
+    """Memalpha systems run only on Mem-α's benchmarks, the others only on MemAgent's (so far);
+    the `memalpha` section, required once a memalpha system exists, must resolve."""
+    users = []
+    for name, spec in config["evaluation"]["systems"].items():
+        is_memalpha = spec["kind"] == "memalpha"
+        allowed = MEMALPHA_BENCHMARKS if is_memalpha else MEMAGENT_BENCHMARKS
+        if not set(spec.get("benchmarks", allowed)) <= set(allowed):
             raise ConfigError(
-                f"config key evaluation.systems.{name}.benchmarks: a memalpha system runs only "
-                f"on {list(MEMALPHA_BENCHMARKS)}"
+                f"config key evaluation.systems.{name}.benchmarks: a {spec['kind']} system runs "
+                f"only on {list(allowed)}"
             )
-        if spec["kind"] != "memalpha":
-            raise ConfigError(
-                f"config key evaluation.systems.{name}.benchmarks: only memalpha systems run on "
-                f"{list(MEMALPHA_BENCHMARKS)} so far"
-            )
+        if is_memalpha:
+            users.append(name)
     if "memalpha" not in config:
         if users:
             raise ConfigError(f"config key memalpha: required by the systems {users}")
@@ -350,12 +345,14 @@ def config_hash(config: dict[str, Any]) -> str:
 # --- per-job settings: exactly what one job may read from the config ----------------------------
 
 
-def engine_settings(config: dict[str, Any], section: str, model: str) -> dict[str, Any]:
-    """The engine block of `section` with the model's tensor-parallel size filled in."""
-    settings = dict(config[section]["engine"])
-    if settings["kind"] == "vllm":
-        settings.setdefault("tensor_parallel_size", max(1, model_gpus(config, model)))
-    return settings
+def engine_settings(
+    config: dict[str, Any], spec: dict[str, Any] | None, model: str
+) -> dict[str, Any]:
+    """An engine block (`spec`, else evaluation.engine) with the model's tensor-parallel size."""
+    engine = dict(spec or config["evaluation"]["engine"])
+    if engine["kind"] == "vllm":
+        engine.setdefault("tensor_parallel_size", max(1, model_gpus(config, model)))
+    return engine
 
 
 def model_fetch_settings(config: dict[str, Any], name: str) -> dict[str, Any]:
@@ -366,7 +363,7 @@ def model_fetch_settings(config: dict[str, Any], name: str) -> dict[str, Any]:
 def filter_settings(config: dict[str, Any]) -> dict[str, Any]:
     spec = config["filter"]
     return {
-        "models": {name: engine_settings(config, "filter", name) for name in spec["models"]},
+        "models": {name: engine_settings(config, spec["engine"], name) for name in spec["models"]},
         **{key: spec[key] for key in ("n_samples", "sampling", "max_tokens")},
         "keep": {"train": spec["keep_train"], "dev": spec["keep_dev"]},
     }
@@ -428,7 +425,6 @@ def stage2_data_settings(config: dict[str, Any]) -> dict[str, Any]:
 
 SYSTEM_KEYS = {  # what each kind reads from its system spec, beyond kind/model
     "memagent": (),
-    "memalpha": ("disabled_memory",),
     "longcontext": ("max_input_tokens", "max_output_tokens", "context_extension"),
     "rag": ("retriever", "top_k", "unit", "unit_tokens", "max_input_tokens", "max_output_tokens"),
 }
@@ -445,13 +441,15 @@ def eval_settings(
             **job._asdict(),
             "kind": "memalpha",
             "shard": shard,
-            "engine": _engine(config, config["memalpha"]["qa"].get("engine"), qa_model(config)),
+            "engine": engine_settings(
+                config, config["memalpha"]["qa"].get("engine"), qa_model(config)
+            ),
             "wave_size": evaluation["wave_size"],
             "qa": {
                 k: v for k, v in config["memalpha"]["qa"].items() if k not in ("engine", "model")
             },
         }
-    engine = _engine(config, system.get("engine"), system["model"])
+    engine = engine_settings(config, system.get("engine"), system["model"])
     if system.get("max_model_len") is not None:
         engine["max_model_len"] = system["max_model_len"]
     settings = {
@@ -471,14 +469,6 @@ def eval_settings(
     return settings
 
 
-def _engine(config: dict[str, Any], spec: dict[str, Any] | None, model: str) -> dict[str, Any]:
-    """An engine block (`spec`, else evaluation.engine) with the model's tensor-parallel size."""
-    engine = dict(spec or config["evaluation"]["engine"])
-    if engine["kind"] == "vllm":
-        engine.setdefault("tensor_parallel_size", max(1, model_gpus(config, model)))
-    return engine
-
-
 def qa_model(config: dict[str, Any]) -> str:
     """Mem-α's frozen QA model (and LongMemEval judge): a models key."""
     return config["memalpha"]["qa"]["model"]
@@ -496,7 +486,7 @@ def memorize_settings(
     spec = config["memalpha"]
     return {
         **{key: value for key, value in job._asdict().items() if key != "shards"},
-        "engine": _engine(config, system.get("engine"), system["model"]),
+        "engine": engine_settings(config, system.get("engine"), system["model"]),
         "wave_size": config["evaluation"]["wave_size"],
         "agent": spec["agent"],
         "sampling": spec["sampling"],

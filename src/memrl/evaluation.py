@@ -249,10 +249,10 @@ class MemoryQA:
 
     sampling: SamplingParams
     judge_sampling: SamplingParams
-    top_k: int = 20
-    prompt_cap: int = 30000
-    max_tokens: int = 2048
-    judge_max_tokens: int = 256
+    top_k: int
+    prompt_cap: int
+    max_tokens: int
+    judge_max_tokens: int
 
 
 def memory_qa_runner(engine: ChatEngine, qa: MemoryQA) -> WaveRunner:
@@ -272,10 +272,10 @@ def memory_qa_runner(engine: ChatEngine, qa: MemoryQA) -> WaveRunner:
     def run(wave: list[dict[str, Any]]) -> list[dict[str, Any]]:
         asked: list[tuple[int, int, ChatRequest]] = []
         errors: dict[tuple[int, int], str] = {}
-        for i, row in enumerate(wave):
+        memories = [from_snapshot(row["memorized"]["memory"], count) for row in wave]
+        for i, (row, memory) in enumerate(zip(wave, memories, strict=True)):
             if row["memorized"]["failed"]:
                 continue
-            memory = from_snapshot(row["memorized"]["memory"], count)
             for j, question in enumerate(row["questions"]):
                 text = query(row["task"], question)
                 try:
@@ -294,22 +294,14 @@ def memory_qa_runner(engine: ChatEngine, qa: MemoryQA) -> WaveRunner:
             else:
                 responses[(i, j)] = rollout.answer
         judged = [(i, j) for (i, j) in responses if metrics.is_judged(wave[i]["task"])]
-        judge_requests = [
-            ChatRequest(
-                (
-                    {
-                        "role": "user",
-                        "content": metrics.judge_prompt(
-                            wave[i]["questions"][j], wave[i]["answers"][j], responses[(i, j)]
-                        ),
-                    },
-                ),
-                qa.judge_max_tokens,
-                enable_thinking=False,
-            )
-            for i, j in judged
-        ]
-        verdicts = drive([answer(r) for r in judge_requests], engine, qa.judge_sampling)
+
+        def judge(i: int, j: int) -> ChatRequest:
+            row = wave[i]
+            prompt = metrics.judge_prompt(row["questions"][j], row["answers"][j], responses[(i, j)])
+            message = {"role": "user", "content": prompt}
+            return ChatRequest((message,), qa.judge_max_tokens, enable_thinking=False)
+
+        verdicts = drive([answer(judge(i, j)) for i, j in judged], engine, qa.judge_sampling)
         scores: dict[tuple[int, int], float] = {}
         for key, rollout in zip(judged, verdicts, strict=True):
             if rollout.failed:
@@ -320,27 +312,30 @@ def memory_qa_runner(engine: ChatEngine, qa: MemoryQA) -> WaveRunner:
             if (i, j) not in scores and (i, j) not in errors:
                 row = wave[i]
                 scores[(i, j)] = metrics.score_answer(row["task"], response, row["answers"][j])
-        return [_qa_record(row, i, responses, scores, errors, count) for i, row in enumerate(wave)]
+        return [
+            _qa_record(row, memory, i, responses, scores, errors, engine.tokenizer)
+            for i, (row, memory) in enumerate(zip(wave, memories, strict=True))
+        ]
 
     return run
 
 
 def _qa_record(
     row: dict[str, Any],
+    memory: Any,
     i: int,
     responses: dict[tuple[int, int], str],
     scores: dict[tuple[int, int], float],
     errors: dict[tuple[int, int], str],
-    count: Callable[[str], int],
+    tokenizer: Any,
 ) -> dict[str, Any]:
+    """Instance `i`'s record: per-question responses and scores, its mean, the failures, and
+    the memory's size in the QA model's tokens (the papers' "Mem.")."""
+    from memrl.agents.chunking import count_tokens
+
     memorized = row["memorized"]
     n = len(row["questions"])
     per_question = [scores.get((i, j), 0.0) for j in range(n)]
-    snapshot = memorized["memory"]
-    contents = [snapshot.get("core") or ""]
-    contents += [
-        next(iter(item.values())) for key in ("semantic", "episodic") for item in snapshot[key]
-    ]
     return {
         "index": row["index"],
         "n_questions": n,
@@ -351,11 +346,9 @@ def _qa_record(
         "error": memorized["error"],
         "failed_questions": sum((i, j) in errors for j in range(n)),
         "question_errors": {str(j): errors[(i, j)] for j in range(n) if (i, j) in errors},
-        "memory_tokens": sum(count(text) for text in contents if text),
-        "num_tokens": sum(count(chunk) for chunk in row["chunks"]),
-        "n_calls": memorized["n_calls"],
-        "tool_calls": memorized["tool_calls"],
-        "tool_successes": memorized["tool_successes"],
+        "memory_tokens": sum(count_tokens(tokenizer, memory.texts())),
+        "num_tokens": row["num_tokens"],
+        **{key: memorized[key] for key in ("n_calls", "tool_calls", "tool_successes")},
     }
 
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from pathlib import Path
+from typing import Any
 
 from memrl.agents.driver import Workflow
 from memrl.agents.memalpha_tools import (
@@ -93,19 +93,16 @@ class ChunkStep:
     visible_items: int = 0
 
 
-def load_memory_counter(spec: str, tokenizer_dir: str | Path | None) -> Callable[[str], int]:
+def load_memory_counter(spec: str, tokenizer: Any = None) -> Callable[[str], int]:
     """The memory's token counter: tiktoken's o200k_base (official; tiktoken downloads it once
-    into its cache, TIKTOKEN_CACHE_DIR) or the tokenizer in `tokenizer_dir`."""
+    into its cache, TIKTOKEN_CACHE_DIR), or a Hugging Face `tokenizer` (spec: its model)."""
     if spec == "o200k_base":
         import tiktoken
 
         encoding = tiktoken.get_encoding(spec)
         return lambda text: len(encoding.encode(text, disallowed_special=()))
-    if tokenizer_dir is None:
-        raise ValueError(f"memory tokenizer {spec!r} needs its tokenizer directory")
-    from transformers import AutoTokenizer
-
-    tokenizer = AutoTokenizer.from_pretrained(str(tokenizer_dir))
+    if tokenizer is None:
+        raise ValueError(f"memory tokenizer {spec!r}: pass its tokenizer")
     return lambda text: len(tokenizer.encode(text, add_special_tokens=False))
 
 
@@ -173,8 +170,10 @@ def memorize_request(
             config.max_new_tokens,
             enable_thinking=config.enable_thinking,
         )
-        if config.prompt_cap is None or prompt_tokens is None:
+        if config.prompt_cap is None:
             return request, visible
+        if prompt_tokens is None:
+            raise ValueError("a prompt cap needs `prompt_tokens` to measure the prompt")
         size = prompt_tokens(request)
         if size <= config.prompt_cap:
             return request, visible
@@ -211,16 +210,14 @@ def memorize(
 def retrieve(memory: StructuredMemory, query: str, top_k: int) -> dict[str, list[str]]:
     """The QA step's view: per list store, the top-k contents for `query` by BM25, best first
     (ties in store order); nothing from a store when the query has no word (official)."""
-    from memrl.baselines.rag import BM25Retriever, words
+    from memrl.baselines.rag import words
 
-    view: dict[str, list[str]] = {SEMANTIC: [], EPISODIC: []}
     if not words(query):
-        return view
-    for store in (SEMANTIC, EPISODIC):
-        contents = [c for _, c in (memory.semantic if store == SEMANTIC else memory.episodic)]
-        if contents:
-            view[store] = [contents[i] for i in BM25Retriever().top_k(query, contents, top_k)]
-    return view
+        return {SEMANTIC: [], EPISODIC: []}
+    return {
+        store: [next(iter(item.values())) for item in memory.search(store, query, top_k)]
+        for store in (SEMANTIC, EPISODIC)
+    }
 
 
 def qa_system_prompt(core: str | None, view: dict[str, list[str]]) -> str:

@@ -157,11 +157,12 @@ class ToolCall:
 class ToolResult:
     ok: bool  # executed (a skipped duplicate insert executed too)
     message: str  # "[tool NAME executed successfully] → {...}" or "[tool NAME error] kind: msg"
+    skipped: bool = False  # a duplicate insert: executed, nothing stored
 
     @property
     def succeeded(self) -> bool:
         """A success for the tool-call reward r2: executed and not skipped (official)."""
-        return self.ok and "'status': 'skipped'" not in self.message
+        return self.ok and not self.skipped
 
 
 _CALL = re.compile(
@@ -211,7 +212,8 @@ def execute(memory: StructuredMemory, call: ToolCall) -> ToolResult:
         return _failed(name, "Invalid argument value", str(e))
     except (TypeError, AttributeError, AssertionError) as e:
         return _failed(name, "Unexpected error", str(e) or type(e).__name__)
-    return ToolResult(True, f"[tool {name} executed successfully] → {result}")
+    skipped = result.get("status") == "skipped"
+    return ToolResult(True, f"[tool {name} executed successfully] → {result}", skipped)
 
 
 def _run(memory: StructuredMemory, name: str, args: dict[str, Any]) -> dict[str, Any]:

@@ -20,7 +20,6 @@ counter: tiktoken's o200k_base in the official code (`memalpha.load_memory_count
 
 from __future__ import annotations
 
-import copy
 import random
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -121,7 +120,7 @@ class StructuredMemory:
         best = BM25Retriever().top_k(query, [c for _, c in items], top_k) if items else []
         return [{items[i][0]: items[i][1]} for i in best]
 
-    # --- measuring and copying -----------------------------------------------------------
+    # --- measuring and snapshots ---------------------------------------------------------
 
     def cap_core(self, text: str) -> str:
         """`text` if it fits in 512 tokens; else its longest word prefix that fits with the
@@ -139,10 +138,14 @@ class StructuredMemory:
                 high = middle - 1
         return " ".join(words[:low]) + TRUNCATION_SUFFIX
 
+    def texts(self) -> list[str]:
+        """Every non-empty stored text: core, then semantic and episodic contents (no ids)."""
+        texts = [self.core or "", *(c for _, c in self.semantic), *(c for _, c in self.episodic)]
+        return [text for text in texts if text]
+
     def total_length(self) -> int:
         """Tokens of core plus every semantic and episodic content (ids excluded)."""
-        texts = [self.core or "", *(c for _, c in self.semantic), *(c for _, c in self.episodic)]
-        return sum(self.count_tokens(text) for text in texts if text)
+        return sum(self.count_tokens(text) for text in self.texts())
 
     def snapshot(self) -> dict[str, Any]:
         """The memory as JSON: {core, semantic: [{id: content}], episodic: [...]}, the
@@ -152,9 +155,6 @@ class StructuredMemory:
             "semantic": [{i: c} for i, c in self.semantic],
             "episodic": [{i: c} for i, c in self.episodic],
         }
-
-    def copy(self) -> StructuredMemory:
-        return copy.deepcopy(self)
 
     # --- internals -----------------------------------------------------------------------
 

@@ -4,7 +4,7 @@ parquet row per instance (memalpha_official.md §4.1):
     instance_id, prompt, chunks (JSON list of str), questions_and_answers (JSON list of
     {question, answer}), data_source, metadata (JSON), num_chunks, num_questions
 
-`load_instances` reads them into evaluation rows (`index`, `task` = data source, `chunks`,
+`instances_by_source` reads them into evaluation rows (`index`, `task` = data source, `chunks`,
 `questions`, `answers`), failing with the file, row and field of anything malformed. The query
 prompt of a source (config/prompts_wrt_datasource.yaml, verbatim) is prepended to each question
 with a blank line, in Mem-α's QA step and in the baselines alike.
@@ -13,7 +13,6 @@ with a blank line, in Mem-α's QA step and in the baselines alike.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -58,35 +57,6 @@ QUERY_PROMPTS: dict[str, str | None] = {
 }
 
 
-@dataclass(frozen=True)
-class Source:
-    """How the tables show a data source: its category and column name."""
-
-    category: str  # AR (accurate retrieval), TTL (test-time learning), LRU (long range)
-    column: str
-
-
-SOURCES: dict[str, Source] = {
-    "squad": Source("AR", "SQuAD"),
-    "hotpotqa": Source("AR", "HotpotQA"),
-    "perltqa": Source("AR", "PerLTQA"),
-    "lme_train": Source("AR", "LME-Train"),
-    "ruler_qa1_197K": Source("AR", "Single-Doc"),
-    "ruler_qa2_421K": Source("AR", "Multi-Doc"),
-    "longmemeval_s*": Source("AR", "LME(S)"),
-    "icl_trec_coarse_6600shot_balance": Source("TTL", "TREC-C"),
-    "icl_nlu_8296shot_balance": Source("TTL", "NLU"),
-    "pubmed-rct": Source("TTL", "Pubmed"),
-    "icl_trec_fine_6400shot_balance": Source("TTL", "TREC-F"),
-    "icl_clinic150_7050shot_balance": Source("TTL", "Clinic"),
-    "icl_banking77_5900shot_balance": Source("TTL", "Banking77"),
-    "booksum": Source("LRU", "BookSum"),
-    "infbench_sum_eng_shots2": Source("LRU", "InfBench"),
-}
-# The TTL training rows reuse these MemoryAgentBench test questions (reference §6): contaminated.
-CONTAMINATED_TEST_SOURCES = ("icl_trec_coarse_6600shot_balance", "icl_nlu_8296shot_balance")
-
-
 def query(source: str, question: str) -> str:
     """The question as the QA model (and the retriever) sees it."""
     if source not in QUERY_PROMPTS:
@@ -96,18 +66,17 @@ def query(source: str, question: str) -> str:
     return question if prompt is None else f"{prompt}\n\n{question}"
 
 
-def load_instances(path: str | Path, sources: list[str] | None = None) -> list[dict[str, Any]]:
-    """The parquet's instances (of `sources`, if given) as rows, in file order; `index` is the
+def instances_by_source(path: str | Path) -> dict[str, list[dict[str, Any]]]:
+    """The parquet's instances as rows, grouped by data source, in file order; `index` is the
     row number in the file."""
     from memrl.data.io import read_parquet
 
     table = read_parquet(path, ("chunks", "questions_and_answers", "data_source"))
-    rows = []
+    grouped: dict[str, list[dict[str, Any]]] = {}
     for index, raw in enumerate(table.to_pylist()):
-        if sources is not None and raw["data_source"] not in sources:
-            continue
-        rows.append(_instance(raw, index, f"{path}: row {index}"))
-    return rows
+        row = _instance(raw, index, f"{path}: row {index}")
+        grouped.setdefault(row["task"], []).append(row)
+    return grouped
 
 
 def _instance(raw: dict[str, Any], index: int, where: str) -> dict[str, Any]:

@@ -43,19 +43,6 @@ def strip_think(prediction: str) -> str:
     return EMPTY if "<think>" in prediction else prediction
 
 
-def metric_name(source: str) -> str:
-    """The metric a source is scored with (the tables' notes)."""
-    if _is_summary(source):
-        return "kw_hit"
-    if _is_label(source):
-        return "label_em"
-    if source in ("squad", "hotpotqa", "perltqa"):
-        return "sub_em"
-    if is_judged(source):
-        return "llm_judge"
-    return "norm_sub_em"
-
-
 def is_judged(source: str) -> bool:
     return source.startswith(JUDGED_SOURCES)
 
@@ -105,8 +92,6 @@ def label_em(prediction: str, gold: Gold) -> float:
 
 
 def containment(prediction: str, gold: Gold) -> float:
-    if isinstance(gold, dict):
-        gold = gold.get("text", gold)
     return float(str(_first(gold)).lower() in prediction.lower())
 
 
