@@ -39,7 +39,6 @@ rule all:
         get_manifests(),
         get_reports(),
         get_training_curves(),
-        get_eval_metrics(*cfg.MEMALPHA_BENCHMARKS),  # until the Mem-α tables read them
 
 
 rule evaluations:

@@ -54,8 +54,11 @@ def test_shipped_configs_validate(config):
             "only on ['memalpha', 'mab']",
         ),
         (
-            lambda c: c["evaluation"]["systems"]["rl-memagent-7b"].update(benchmarks=["mab"]),
-            "config key evaluation.systems.rl-memagent-7b.benchmarks: a memagent system runs only",
+            lambda c: c["evaluation"]["systems"]["memalpha-4b-released"].update(
+                benchmarks=["ruler_hqa"]
+            ),
+            "config key evaluation.systems.memalpha-4b-released.benchmarks: a memalpha system "
+            "runs only",
         ),
         (lambda c: c.pop("memalpha"), "config key memalpha: required by the systems"),
         (
@@ -120,6 +123,30 @@ def test_memalpha_jobs_memorize_with_the_policy_and_answer_with_the_qa_model(pap
     answer = cfg.eval_settings(paper, mab, 0)
     assert answer["engine"]["tensor_parallel_size"] == 2  # Qwen3-32B
     assert answer["qa"]["top_k"] == 20 and "model" not in answer["qa"]
+
+
+def test_memalpha_baselines_jobs_and_settings(paper):
+    jobs = {(j.benchmark, j.system): j for j in cfg.eval_jobs(paper)}
+    systems = cfg.eval_systems(paper)
+    # the released MemAgent memorises and answers with its own model, the QA model judges
+    memagent = jobs[("mab", "rl-memoryagent-14b-released")]
+    assert cfg.memorizes(systems["rl-memoryagent-14b-released"], "mab")
+    assert not cfg.memorizes(systems["rl-memoryagent-14b-released"], "ruler_hqa")
+    settings = cfg.memorize_settings(paper, memagent)
+    assert settings["kind"] == "memagent" and settings["engine"]["tensor_parallel_size"] == 2
+    assert (settings["memory_tokens"], settings["final_tokens"]) == (1024, 1024)
+    assert settings["sampling"] == {"temperature": 0.1, "top_p": 0.95, "seed": None}
+    assert cfg.eval_model(paper, systems["rl-memoryagent-14b-released"], "mab") == "qwen3-32b"
+    # long context and RAG-Top2 answer (and judge) on their own model in one job
+    lc = cfg.eval_settings(paper, jobs[("memalpha", "qwen3-32b-longcontext")], 0)
+    assert lc["kind"] == "longcontext" and lc["max_input_tokens"] == 30000
+    assert lc["baselines"] == {
+        "sampling": {"temperature": 0.1, "top_p": 1.0, "seed": None},
+        "max_tokens": 2048,
+    }
+    rag = cfg.eval_settings(paper, jobs[("mab", "qwen3-32b-rag.bm25-k2-doc")], 0)
+    assert (rag["retriever"], rag["top_k"]) == ("bm25", 2) and len(rag["tasks"]) == 9
+    assert not any(s.startswith("qwen3-32b-rag.") and b == "longbench" for b, s in jobs)
 
 
 def test_shards_grow_with_the_length_from_each_configured_step(paper):

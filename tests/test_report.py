@@ -758,7 +758,22 @@ def test_niah_table_means_three_tasks(paper: dict):
 
 @pytest.mark.parametrize("name", list(PAPER_TABLES))
 def test_build_paper_table_writes_every_table(paper: dict, tmp_path: Path, name: str):
-    records = [
+    if name.startswith("memalpha_"):  # Mem-α's numbers, systems and benchmarks
+        benchmark = "mab" if name == "memalpha_table2" else "memalpha"
+        records = memalpha_records(benchmark, ["ma"])
+        paper, systems = MEMALPHA_PAPER, MEMALPHA_SYSTEMS
+    else:
+        records, systems = memagent_table_records(), REPORT_SYSTEMS
+    table = build_paper_table(name, records, systems, paper)
+    filled = [cell for _, row in table.iterrows() for cell in row if cell.ours is not None]
+    assert filled and all(cell.delta is not None for cell in filled if cell.paper is not None)
+    paths = write_table(table, tmp_path / name, caption=PAPER_TABLES[name].caption)
+    assert [p.stat().st_size > 100 for p in paths] == [True] * 3
+    assert len(pd.read_csv(paths[0])) == table.size
+
+
+def memagent_table_records() -> list[dict]:
+    return [
         metric("rl-14b", 50, 81.25),
         metric("rag14.bm25-k4-doc", 50, 60.0),
         *qa_records("rl-14b", {"hotpotqa": 70.0}),
@@ -766,12 +781,6 @@ def test_build_paper_table_writes_every_table(paper: dict, tmp_path: Path, name:
         record("longbench", "qmsum", "rl-14b", **{f"rouge_{k}_recall": 30.0 for k in "12l"}),
         niah_record("rl-14b", "niah_single_1", 8192, 100.0),
     ]
-    table = build_paper_table(name, records, REPORT_SYSTEMS, paper)
-    filled = [cell for _, row in table.iterrows() for cell in row if cell.ours is not None]
-    assert filled and all(cell.delta is not None for cell in filled if cell.paper is not None)
-    paths = write_table(table, tmp_path / name, caption=PAPER_TABLES[name].caption)
-    assert [p.stat().st_size > 100 for p in paths] == [True] * 3
-    assert len(pd.read_csv(paths[0])) == table.size
 
 
 def test_build_paper_table_unknown_name(paper: dict):
@@ -949,3 +958,138 @@ def test_plot_paper_figure(paper: dict, tmp_path: Path, name: str):
 def test_plot_paper_figure_unknown_name(paper: dict, tmp_path: Path):
     with pytest.raises(ValueError, match="figure9"):
         plot_paper_figure("figure9", [], HEAT_SYSTEMS, paper, tmp_path / "x", "t")
+
+
+# --- Mem-α (seed 004) ---------------------------------------------------------------------------
+
+MEMALPHA_PAPER = yaml.safe_load(
+    (Path(__file__).resolve().parents[1] / "config/paper/memalpha.yaml").read_text()
+)
+MEMALPHA_SYSTEMS = [
+    {"id": "ma", "display": "Mem-α", "paper_row": "Mem-α", "kind": "memalpha"},
+    {
+        "id": "q4",
+        "display": "Qwen3-4B",
+        "paper_row": "Qwen3-4B",
+        "kind": "memalpha",
+        "benchmarks": ["memalpha"],
+    },
+    {"id": "lc", "display": "LC", "paper_row": "Long-Context", "kind": "longcontext"},
+    {
+        "id": "mem14",
+        "display": "RL-MemoryAgent-14B",
+        "paper_row": "RL-MEMAGENT-14B",
+        "kind": "memagent",
+    },
+    {
+        "id": "mem7",
+        "display": "RL-MemoryAgent-7B",
+        "paper_row": "RL-MEMAGENT-7B",
+        "kind": "memagent",
+    },
+]
+
+
+def memalpha_records(benchmark: str, systems: list[str], accuracy: float = 50.0) -> list[dict]:
+    columns = MEMALPHA_PAPER["table1" if benchmark == "memalpha" else "table2"]["columns"]
+    return [
+        record(benchmark, source, system, accuracy=accuracy, mean_memory_tokens=2000.0 + i)
+        for system in systems
+        for i, source in enumerate(columns)
+    ]
+
+
+def test_memalpha_paper_rows_match_their_columns_and_recompute_averages():
+    from memrl.report.tables import memalpha_paper_rows
+
+    off = set()
+    for key in ("table1", "table2", "table3"):
+        rows = memalpha_paper_rows(MEMALPHA_PAPER[key])
+        for name, cells in rows.items():
+            perf = [cells[s]["perf"] for s in MEMALPHA_PAPER[key]["columns"]]
+            if abs(sum(perf) / len(perf) - cells["avg"]["perf"]) > 0.5:
+                off.add((key, name))
+    # the printed averages that are not their columns' mean (checked by hand; footnoted)
+    assert off == {
+        ("table1", "MemAgent"),  # 0.236 printed, 0.226 mean
+        ("table1", "Mem-α"),  # 0.642 printed, 0.619 mean
+        ("table2", "Long-Context"),  # 0.461 printed, 0.480 mean
+        ("table2", "RAG-Top2"),  # 0.502 printed, 0.532 mean
+        ("table3", "Mem-α"),
+    }
+    with pytest.raises(ValueError, match="3 perf values for 7 columns"):
+        memalpha_paper_rows(
+            {
+                "columns": MEMALPHA_PAPER["table1"]["columns"],
+                "rows": {"x": {"perf": [1, 2, 3], "mem": [1] * 7, "avg": {}}},
+            }
+        )
+
+
+def test_memalpha_table1_cells_averages_categories_and_the_printed_average_note():
+    from memrl.report.tables import build_memalpha_table
+
+    records = memalpha_records("memalpha", ["ma", "q4", "lc"], accuracy=60.0)
+    table = build_memalpha_table(records, MEMALPHA_SYSTEMS, MEMALPHA_PAPER, "memalpha_table1")
+    assert list(table.index) == [
+        "Mem-α",
+        "Qwen3-4B",
+        "LC",
+        "RL-MemoryAgent-14B",
+        "RL-MemoryAgent-7B",
+    ]
+    squad = table.loc["Mem-α", "squad.perf"]
+    assert squad.ours == 60.0 and squad.paper == pytest.approx(78.6)
+    assert squad.delta == pytest.approx(-18.6)
+    mem = table.loc["Mem-α", "squad.mem"]
+    assert mem.ours == pytest.approx(2.0) and mem.paper == pytest.approx(10.1)  # K tokens
+    avg = table.loc["Mem-α", "avg"]
+    assert avg.ours == 60.0 and avg.paper == pytest.approx(61.9, abs=0.01)  # recomputed
+    ar = table.loc["LC", "AR"]  # the paper's mean of SQuAD, HotpotQA, PerLTQA
+    assert ar.paper == pytest.approx((74.2 + 85.2 + 60.5) / 3)
+    assert table.loc["Qwen3-4B", "squad.perf"].paper is None  # a Table 3 row only
+    assert table.loc["RL-MemoryAgent-14B", "squad.perf"].ours is None  # not run
+    assert table.loc["RL-MemoryAgent-14B", "squad.perf"].paper == pytest.approx(9.1)
+    assert table.loc["RL-MemoryAgent-7B", "squad.perf"].paper is None
+    notes = " ".join(table.attrs["notes"])
+    assert "printed as 64.20, but the mean of its 7 columns is 61.90" in notes
+    assert "RL-MemoryAgent-14B is the paper's 'MemAgent' row" in notes
+    labels = table.attrs["column_labels"]
+    assert labels["squad.mem"] == "SQuAD Mem." and "‡" not in "".join(labels.values())
+
+
+def test_memalpha_table2_flags_the_contaminated_columns_and_table3_keeps_memalpha_systems():
+    from memrl.report.tables import build_memalpha_table, to_markdown
+
+    records = memalpha_records("mab", ["ma", "lc"])
+    table = build_memalpha_table(records, MEMALPHA_SYSTEMS, MEMALPHA_PAPER, "memalpha_table2")
+    labels = table.attrs["column_labels"]
+    assert labels["icl_trec_coarse_6600shot_balance.perf"] == "TREC-C‡"
+    assert labels["icl_nlu_8296shot_balance.perf"] == "NLU‡"
+    assert "Qwen3-4B" not in table.index  # runs the validation set only
+    assert "reuse these test questions" in to_markdown(table, "T2")
+    three = build_memalpha_table(
+        memalpha_records("memalpha", ["ma", "q4"]),
+        MEMALPHA_SYSTEMS,
+        MEMALPHA_PAPER,
+        "memalpha_table3",
+    )
+    assert list(three.index) == ["Mem-α", "Qwen3-4B"]
+    assert three.loc["Qwen3-4B", "booksum.perf"].paper == pytest.approx(13.0)
+
+
+def test_memalpha_table_rejects_a_memalpha_paper_row_typo():
+    from memrl.report.tables import build_memalpha_table
+
+    systems = [{"id": "ma", "display": "M", "paper_row": "Mem-alpha", "kind": "memalpha"}]
+    with pytest.raises(ValueError, match="paper_row 'Mem-alpha' is in no Mem-α table"):
+        build_memalpha_table([], systems, MEMALPHA_PAPER, "memalpha_table1")
+
+
+def test_memalpha_metrics_records_have_no_length_and_may_lack_a_memory_size(tmp_path):
+    path = tmp_path / "m.json"
+    path.write_text(json.dumps([record("mab", "ruler_qa1_197K", "ma", mean_memory_tokens=None)]))
+    assert load_metrics([path])[0]["length"] == 0
+    path.write_text(json.dumps([record("mab", "ruler_qa1_197K", "ma", mean_memory_tokens=-1)]))
+    with pytest.raises(ValueError, match="mean_memory_tokens must be >= 0"):
+        load_metrics([path])

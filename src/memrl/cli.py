@@ -232,41 +232,27 @@ def _log_summary(run: tracking.JobRecord, summary: dict[str, Any]) -> None:
 def cmd_evaluate(args: argparse.Namespace, run: tracking.JobRecord) -> None:
     """One evaluation job (a system on one benchmark at one length, every task: one model load),
     or one shard of it. An unsharded one (`--metrics`) scores itself; shards are scored by
-    merge-eval. `--data` holds one eval set per task of the settings, in their order. A Mem-α
-    job (`--memories`) answers from the memories its memorize job wrote, on the QA model."""
+    merge-eval. `--data` holds one eval set per task of the settings, in their order. On a
+    Mem-α benchmark, a job after a memorize job (`--memories`) runs the QA model on what that
+    job wrote."""
+    from memrl.config import MEMALPHA_BENCHMARKS
     from memrl.engines.base import SamplingParams
-    from memrl.evaluation import MemoryQA, Task, memory_qa_runner, merge_shards, workflow_runner
+    from memrl.evaluation import Task, merge_shards, workflow_runner
 
     s = args.settings
     if (args.metrics is None) == (s["shards"] == 1):
         raise SystemExit(f"--metrics goes with an unsharded evaluation (shards={s['shards']})")
-    if (args.memories is not None) != (s["kind"] == "memalpha"):
-        raise SystemExit("--memories goes with (and only with) a memalpha system")
     engine = build_engine(args.model, _engine_spec(s))
-    if s["kind"] == "memalpha":
-        qa = s["qa"]
-        runner = memory_qa_runner(
-            engine,
-            MemoryQA(
-                SamplingParams(**qa["sampling"]),
-                SamplingParams(**qa["judge_sampling"]),
-                qa["top_k"],
-                qa["prompt_cap"],
-                qa["max_tokens"],
-                qa["judge_max_tokens"],
-            ),
-        )
-        memories = _memories_by_task(args.memories)
-        instances = _memalpha_rows(engine.tokenizer)
-
-        def rows_of(name: str, data: Path) -> list[dict[str, Any]]:
-            return _memorized_rows(name, instances(name, data), memories, args.memories)
+    if s["benchmark"] in MEMALPHA_BENCHMARKS:
+        rows_of, runner = _memalpha_evaluation(s, engine, args.memories)
 
         def runner_of(name: str, rows: list[dict[str, Any]]) -> Any:
             return runner
 
-        extra_inputs = [args.memories]
+        extra_inputs = [args.memories] if args.memories is not None else []
     else:
+        if args.memories is not None:
+            raise SystemExit("--memories goes with Mem-α's benchmarks")
         sampling = SamplingParams(**s["sampling"])
 
         def rows_of(name: str, data: Path) -> list[dict[str, Any]]:
@@ -293,29 +279,23 @@ def cmd_evaluate(args: argparse.Namespace, run: tracking.JobRecord) -> None:
 
 
 def cmd_memorize(args: argparse.Namespace, run: tracking.JobRecord) -> None:
-    """Mem-α's memorisation job: the policy reads every instance's chunks and writes its memory
-    through tool calls; one line per instance (tagged with its source) with the final memory and
-    every step. The QA evaluation reads them (`evaluate --memories`)."""
-    from memrl.agents.memalpha import MemAlphaConfig, load_memory_counter
-    from memrl.agents.structured_memory import StructuredMemory
+    """The first job of a two-job system on a Mem-α benchmark: its own model reads every
+    instance (Mem-α: the policy writes its memory through tool calls; MemAgent: its memory loop,
+    then its answers); one line per instance, tagged with its source. The evaluate job reads
+    them (`evaluate --memories`)."""
     from memrl.data.io import write_jsonl_atomic
     from memrl.engines.base import SamplingParams
-    from memrl.evaluation import memorize_runner
+    from memrl.evaluation import memagent_memorize_runner
 
     s = args.settings
     engine = build_engine(args.model, _engine_spec(s))
-    counter_path = args.memory_tokenizer
-    count = load_memory_counter(
-        s["memory_tokenizer"], load_tokenizer(counter_path) if counter_path else None
-    )
-    agent = MemAlphaConfig(**s["agent"])
-    disabled = frozenset(s["disabled_memory"])
-
-    def new_memory(row: dict[str, Any]) -> StructuredMemory:
-        return StructuredMemory(count, disabled, seed=s["seed"] * 1_000_003 + row["index"])
-
-    runner = memorize_runner(agent, engine, SamplingParams(**s["sampling"]), new_memory)
-    inputs = [args.model, *([counter_path] if counter_path else [])]
+    sampling = SamplingParams(**s["sampling"])
+    inputs = [args.model]
+    if s["kind"] == "memagent":
+        runner = memagent_memorize_runner(engine, sampling, s["memory_tokens"], s["final_tokens"])
+    else:
+        runner = _memalpha_memorizer(s, engine, sampling, args.memory_tokenizer)
+        inputs += [args.memory_tokenizer] if args.memory_tokenizer else []
     lines, partials = _run_tasks(
         s,
         args.data,
@@ -328,6 +308,75 @@ def cmd_memorize(args: argparse.Namespace, run: tracking.JobRecord) -> None:
     write_jsonl_atomic(args.memories, _tagged(lines))
     for partial in partials:
         partial.unlink()
+
+
+def _memalpha_memorizer(
+    s: dict[str, Any], engine: Any, sampling: Any, counter_path: Path | None
+) -> Any:
+    """The Mem-α policy's wave runner: a fresh StructuredMemory per instance (seeded ids)."""
+    from memrl.agents.memalpha import MemAlphaConfig, load_memory_counter
+    from memrl.agents.structured_memory import StructuredMemory
+    from memrl.evaluation import memorize_runner
+
+    count = load_memory_counter(
+        s["memory_tokenizer"], load_tokenizer(counter_path) if counter_path else None
+    )
+    disabled = frozenset(s["disabled_memory"])
+
+    def new_memory(row: dict[str, Any]) -> StructuredMemory:
+        return StructuredMemory(count, disabled, seed=s["seed"] * 1_000_003 + row["index"])
+
+    return memorize_runner(MemAlphaConfig(**s["agent"]), engine, sampling, new_memory)
+
+
+def _memalpha_evaluation(s: dict[str, Any], engine: Any, memories_path: Path | None) -> Any:
+    """(rows_of, wave runner) of an evaluate job on a Mem-α benchmark, by system kind: the
+    QA step over a memorize job's output (memalpha, memagent) or a context baseline."""
+    from memrl.config import memorizes
+    from memrl.engines.base import SamplingParams
+    from memrl.evaluation import (
+        Judge,
+        MemoryQA,
+        answered_questions,
+        context_questions,
+        instance_qa_runner,
+        memory_qa_runner,
+    )
+
+    qa = s["qa"]
+    judge = Judge(SamplingParams(**qa["judge_sampling"]), qa["judge_max_tokens"])
+    instances = _memalpha_rows(engine.tokenizer)
+    if (memories_path is not None) != memorizes(s, s["benchmark"]):
+        raise SystemExit(
+            f"--memories goes with (and only with) a memorize job's systems ({s['kind']})"
+        )
+    if memories_path is None:
+        baselines = s["baselines"]
+        top_k = s["top_k"] if s["kind"] == "rag" else None
+        if s["kind"] == "rag" and s["retriever"] != "bm25":
+            raise SystemExit(f"RAG on Mem-α's benchmarks retrieves with bm25, not {s['retriever']}")
+        prepare = context_questions(engine, s["max_input_tokens"], baselines["max_tokens"], top_k)
+        runner = instance_qa_runner(
+            engine, SamplingParams(**baselines["sampling"]), judge, prepare, "baseline"
+        )
+        return instances, runner
+    memories = _memories_by_task(memories_path)
+
+    def rows_of(name: str, data: Path) -> list[dict[str, Any]]:
+        return _memorized_rows(name, instances(name, data), memories, memories_path)
+
+    if s["kind"] == "memagent":
+        prepare = answered_questions(engine)
+        return rows_of, instance_qa_runner(engine, judge.sampling, judge, prepare, "baseline")
+    settings = MemoryQA(
+        SamplingParams(**qa["sampling"]),
+        judge.sampling,
+        qa["top_k"],
+        qa["prompt_cap"],
+        qa["max_tokens"],
+        qa["judge_max_tokens"],
+    )
+    return rows_of, memory_qa_runner(engine, settings)
 
 
 def _run_tasks(

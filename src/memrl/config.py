@@ -103,10 +103,11 @@ def _check_references(config: dict[str, Any]) -> None:
                 f"config key {key}.context_extension: {spec['context_extension']} is a vLLM "
                 f"engine setting, but the system's engine is {engine!r}"
             )
+        rag_allowed = (*RAG_BENCHMARKS, *MEMALPHA_BENCHMARKS)
         if spec["kind"] == "rag" and not set(spec.get("benchmarks", RAG_BENCHMARKS)) <= set(
-            RAG_BENCHMARKS
+            rag_allowed
         ):
-            raise ConfigError(f"config key {key}.benchmarks: RAG runs only on {RAG_BENCHMARKS}")
+            raise ConfigError(f"config key {key}.benchmarks: RAG runs only on {rag_allowed}")
     _check_memalpha(config, require)
     ruler = config["ruler_hqa"]
     if ruler["eval_questions"] > config["filter"]["keep_dev"]:
@@ -114,18 +115,17 @@ def _check_references(config: dict[str, Any]) -> None:
 
 
 def _check_memalpha(config: dict[str, Any], require: Any) -> None:
-    """Memalpha systems run only on Mem-α's benchmarks, the others only on MemAgent's (so far);
-    the `memalpha` section, required once a memalpha system exists, must resolve."""
+    """Memalpha systems run only on Mem-α's benchmarks; the `memalpha` section, required once a
+    system runs one of them, must resolve."""
     users = []
     for name, spec in config["evaluation"]["systems"].items():
-        is_memalpha = spec["kind"] == "memalpha"
-        allowed = MEMALPHA_BENCHMARKS if is_memalpha else MEMAGENT_BENCHMARKS
-        if not set(spec.get("benchmarks", allowed)) <= set(allowed):
+        benchmarks = spec.get("benchmarks", _default_benchmarks(spec["kind"]))
+        if spec["kind"] == "memalpha" and not set(benchmarks) <= set(MEMALPHA_BENCHMARKS):
             raise ConfigError(
-                f"config key evaluation.systems.{name}.benchmarks: a {spec['kind']} system runs "
-                f"only on {list(allowed)}"
+                f"config key evaluation.systems.{name}.benchmarks: a memalpha system runs only "
+                f"on {list(MEMALPHA_BENCHMARKS)}"
             )
-        if is_memalpha:
+        if not set(benchmarks).isdisjoint(MEMALPHA_BENCHMARKS):
             users.append(name)
     if "memalpha" not in config:
         if users:
@@ -253,9 +253,21 @@ def _default_benchmarks(kind: str) -> tuple[str, ...]:
 def _runs_benchmark(system: dict[str, Any], benchmark: str) -> bool:
     if benchmark not in system["benchmarks"]:
         return False
-    if system["kind"] == "rag":  # whole documents on RULER-HQA, fixed chunks on LongBench
-        return (system["unit"] == "doc") == (benchmark == "ruler_hqa")
+    if system["kind"] == "rag":  # whole documents (Mem-α's: its chunks), fixed chunks: LongBench
+        return (system["unit"] == "doc") == (benchmark != "longbench")
     return True
+
+
+def memorizes(system: dict[str, Any], benchmark: str) -> bool:
+    """Whether a system's evaluation on `benchmark` takes two jobs: its own model reads every
+    instance first (`memorize`: the Mem-α policy writes its memory, MemAgent its memory and
+    answers), then the evaluate job answers or judges on the QA model."""
+    return benchmark in MEMALPHA_BENCHMARKS and system["kind"] in ("memalpha", "memagent")
+
+
+def eval_model(config: dict[str, Any], system: dict[str, Any], benchmark: str) -> str:
+    """The model an evaluate job loads: the QA model after a memorize job, else the system's."""
+    return qa_model(config) if memorizes(system, benchmark) else system["model"]
 
 
 def ruler_sets(config: dict[str, Any]) -> list[tuple[str, int]]:
@@ -436,19 +448,8 @@ def eval_settings(
     """Everything one evaluation (shard) reads: the job, the system and the engine."""
     system = (systems or eval_systems(config))[job.system]
     evaluation = config["evaluation"]
-    if system["kind"] == "memalpha":  # the job answers from memory: it runs the QA model
-        return {
-            **job._asdict(),
-            "kind": "memalpha",
-            "shard": shard,
-            "engine": engine_settings(
-                config, config["memalpha"]["qa"].get("engine"), qa_model(config)
-            ),
-            "wave_size": evaluation["wave_size"],
-            "qa": {
-                k: v for k, v in config["memalpha"]["qa"].items() if k not in ("engine", "model")
-            },
-        }
+    if job.benchmark in MEMALPHA_BENCHMARKS:
+        return _memalpha_eval_settings(config, job, shard, system)
     engine = engine_settings(config, system.get("engine"), system["model"])
     if system.get("max_model_len") is not None:
         engine["max_model_len"] = system["max_model_len"]
@@ -469,6 +470,26 @@ def eval_settings(
     return settings
 
 
+def _memalpha_eval_settings(
+    config: dict[str, Any], job: EvalJob, shard: int, system: dict[str, Any]
+) -> dict[str, Any]:
+    """An evaluate job on a Mem-α benchmark: after a memorize job it runs the QA model (which
+    answers from memory or judges); a context baseline runs its own model, which also judges."""
+    spec = config["memalpha"]
+    qa = {k: v for k, v in spec["qa"].items() if k not in ("engine", "model")}
+    settings = {**job._asdict(), "kind": system["kind"], "shard": shard, "qa": qa}
+    settings["wave_size"] = config["evaluation"]["wave_size"]
+    if memorizes(system, job.benchmark):
+        settings["engine"] = engine_settings(config, spec["qa"].get("engine"), qa_model(config))
+        return settings
+    settings["engine"] = engine_settings(config, system.get("engine"), system["model"])
+    settings["baselines"] = {k: v for k, v in spec["baselines"].items() if k != "memagent"}
+    settings["max_input_tokens"] = system["max_input_tokens"]
+    if system["kind"] == "rag":
+        settings.update(retriever=system["retriever"], top_k=system["top_k"])
+    return settings
+
+
 def qa_model(config: dict[str, Any]) -> str:
     """Mem-α's frozen QA model (and LongMemEval judge): a models key."""
     return config["memalpha"]["qa"]["model"]
@@ -481,13 +502,19 @@ def memalpha_data(config: dict[str, Any], benchmark: str) -> Path:
 def memorize_settings(
     config: dict[str, Any], job: EvalJob, systems: Systems | None = None
 ) -> dict[str, Any]:
-    """Everything a Mem-α memorisation job reads: the policy's engine and settings."""
+    """Everything a memorize job reads: the system's engine and its agent's settings."""
     system = (systems or eval_systems(config))[job.system]
     spec = config["memalpha"]
-    return {
+    settings = {
         **{key: value for key, value in job._asdict().items() if key != "shards"},
+        "kind": system["kind"],
         "engine": engine_settings(config, system.get("engine"), system["model"]),
         "wave_size": config["evaluation"]["wave_size"],
+    }
+    if system["kind"] == "memagent":
+        return {**settings, **spec["baselines"]["memagent"]}
+    return {
+        **settings,
         "agent": spec["agent"],
         "sampling": spec["sampling"],
         "memory_tokenizer": spec["memory_tokenizer"],
@@ -533,6 +560,12 @@ def report_settings(config: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def paper_file(config: dict[str, Any], name: str) -> str:
+    """The published numbers a table or figure is compared with (config/paper/)."""
+    key = "memalpha_paper" if name in MEMALPHA_TABLES else "paper"
+    return config["report"][key]
+
+
 def _display(system: dict[str, Any]) -> str:
     if system["kind"] != "rag":
         return system["display"]
@@ -540,7 +573,9 @@ def _display(system: dict[str, Any]) -> str:
     return f"{system['display']} ({system['retriever']}){unit} K={system['top_k']}"
 
 
-TABLES = ("table1", "table2", "table3", "table10", "table11", "table_niah")
+MEMAGENT_TABLES = ("table1", "table2", "table3", "table10", "table11", "table_niah")
+MEMALPHA_TABLES = ("memalpha_table1", "memalpha_table2", "memalpha_table3")
+TABLES = MEMAGENT_TABLES + MEMALPHA_TABLES
 FIGURES = ("figure1", "figure5", "figure_ood")
 NIAH_FIGURE_TASKS = ("niah_single_1", "niah_single_2", "niah_single_3")  # Figure 5
 
@@ -581,6 +616,11 @@ def report_jobs(config: dict[str, Any], name: str) -> list[EvalJob]:
         "figure5": lambda: select("ruler", rag=None, tasks=NIAH_FIGURE_TASKS),
         "table_niah": lambda: select("ruler", rag=None, tasks=NIAH_FIGURE_TASKS),
         "figure_ood": lambda: select("ruler", rag=None),
+        "memalpha_table1": lambda: select("memalpha", rag=None),
+        "memalpha_table2": lambda: select("mab", rag=None),
+        "memalpha_table3": lambda: [
+            j for j in select("memalpha", rag=False) if kinds[j.system]["kind"] == "memalpha"
+        ],
     }
     if name not in selections:
         raise ConfigError(f"unknown table or figure {name!r}")

@@ -15,7 +15,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +26,7 @@ from memrl.agents.driver import Rollout, Workflow, run_batched
 from memrl.agents.memagent import MemAgentConfig, memagent
 from memrl.data.io import append_jsonl, read_jsonl
 from memrl.data.ruler_hqa import context_pieces
-from memrl.engines.base import ChatEngine, SamplingParams
+from memrl.engines.base import ChatEngine, ChatRequest, SamplingParams
 
 log = logging.getLogger(__name__)
 
@@ -255,39 +255,68 @@ class MemoryQA:
     judge_max_tokens: int
 
 
-def memory_qa_runner(engine: ChatEngine, qa: MemoryQA) -> WaveRunner:
-    """A wave of instances whose `memorized` record is attached: every question answered from
-    the final memory, judged where the source needs the judge, scored per source. An instance
-    whose memorisation failed is failed (scores 0); a question whose QA or judge request fails,
-    or whose prompt cannot fit, scores 0 and is counted in `failed_questions`."""
-    from memrl.agents.memalpha import QAPromptTooLong, answer, qa_request
-    from memrl.agents.structured_memory import from_snapshot
-    from memrl.data.memalpha import query
-    from memrl.engines.base import ChatRequest
+@dataclass(frozen=True)
+class Question:
+    """One question of an instance, ready for the QA model: a request to answer it, the answer
+    the system already gave (MemAgent answers in its own job), or why it cannot be asked."""
+
+    request: ChatRequest | None = None
+    response: str | None = None
+    error: str | None = None
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """An instance's questions and its memory size (the papers' "Mem.", in QA-model tokens);
+    a failed instance (its memorisation failed) asks nothing and scores 0."""
+
+    questions: tuple[Question, ...]
+    memory_tokens: int | None
+    failed: bool = False
+    error: str | None = None
+    counts: dict[str, int] = field(default_factory=dict)  # n_calls, tool_calls, ...
+
+
+Prepare = Callable[[list[dict[str, Any]]], list[Prepared]]
+
+
+@dataclass(frozen=True)
+class Judge:
+    """How LongMemEval answers are judged: on the job's engine (the QA model)."""
+
+    sampling: SamplingParams
+    max_tokens: int
+
+
+def instance_qa_runner(
+    engine: ChatEngine,
+    sampling: SamplingParams,
+    judge: Judge,
+    prepare: Prepare,
+    protocol: str = "agent",
+) -> WaveRunner:
+    """A wave of Mem-α-style instances (several questions each): `prepare` turns each row into
+    its questions, they are answered together, LongMemEval answers are judged, the rest scored
+    per source (`protocol`: "agent" = evaluate_agent_results.py, "baseline" =
+    long_context_eval.py). A question whose request or judge fails, or that cannot be asked,
+    scores 0 and is counted in `failed_questions`."""
+    from memrl.agents.memalpha import answer
     from memrl.scoring import memalpha as metrics
 
-    def count(text: str) -> int:
-        return len(engine.tokenizer.encode(text, add_special_tokens=False))
-
     def run(wave: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        asked: list[tuple[int, int, ChatRequest]] = []
+        prepared = prepare(wave)
         errors: dict[tuple[int, int], str] = {}
-        memories = [from_snapshot(row["memorized"]["memory"], count) for row in wave]
-        for i, (row, memory) in enumerate(zip(wave, memories, strict=True)):
-            if row["memorized"]["failed"]:
-                continue
-            for j, question in enumerate(row["questions"]):
-                text = query(row["task"], question)
-                try:
-                    request = qa_request(
-                        memory, text, count, qa.top_k, qa.prompt_cap, qa.max_tokens
-                    )
-                except QAPromptTooLong as exc:
-                    errors[(i, j)] = str(exc)
-                    continue
-                asked.append((i, j, request))
-        replies = drive([answer(r) for _, _, r in asked], engine, qa.sampling)
         responses: dict[tuple[int, int], str] = {}
+        asked: list[tuple[int, int, ChatRequest]] = []
+        for i, instance in enumerate(prepared):
+            for j, q in enumerate(instance.questions):
+                if q.error is not None:
+                    errors[(i, j)] = q.error
+                elif q.response is not None:
+                    responses[(i, j)] = q.response
+                elif q.request is not None:
+                    asked.append((i, j, q.request))
+        replies = drive([answer(r) for _, _, r in asked], engine, sampling)
         for (i, j, _), rollout in zip(asked, replies, strict=True):
             if rollout.failed:
                 errors[(i, j)] = rollout.final.completion.error or "failed"
@@ -295,13 +324,14 @@ def memory_qa_runner(engine: ChatEngine, qa: MemoryQA) -> WaveRunner:
                 responses[(i, j)] = rollout.answer
         judged = [(i, j) for (i, j) in responses if metrics.is_judged(wave[i]["task"])]
 
-        def judge(i: int, j: int) -> ChatRequest:
+        def judge_request(i: int, j: int) -> ChatRequest:
             row = wave[i]
             prompt = metrics.judge_prompt(row["questions"][j], row["answers"][j], responses[(i, j)])
             message = {"role": "user", "content": prompt}
-            return ChatRequest((message,), qa.judge_max_tokens, enable_thinking=False)
+            return ChatRequest((message,), judge.max_tokens, enable_thinking=False)
 
-        verdicts = drive([answer(judge(i, j)) for i, j in judged], engine, qa.judge_sampling)
+        requests = [answer(judge_request(i, j)) for i, j in judged]
+        verdicts = drive(requests, engine, judge.sampling)
         scores: dict[tuple[int, int], float] = {}
         for key, rollout in zip(judged, verdicts, strict=True):
             if rollout.failed:
@@ -311,10 +341,17 @@ def memory_qa_runner(engine: ChatEngine, qa: MemoryQA) -> WaveRunner:
         for (i, j), response in responses.items():
             if (i, j) not in scores and (i, j) not in errors:
                 row = wave[i]
-                scores[(i, j)] = metrics.score_answer(row["task"], response, row["answers"][j])
+                scores[(i, j)] = metrics.score_answer(
+                    row["task"], response, row["answers"][j], protocol
+                )
+        calls = [0] * len(wave)
+        for i, _, _ in asked:
+            calls[i] += 1
+        for i, _ in judged:
+            calls[i] += 1
         return [
-            _qa_record(row, memory, i, responses, scores, errors, engine.tokenizer)
-            for i, (row, memory) in enumerate(zip(wave, memories, strict=True))
+            _qa_record(row, instance, i, responses, scores, errors, calls[i])
+            for i, (row, instance) in enumerate(zip(wave, prepared, strict=True))
         ]
 
     return run
@@ -322,18 +359,15 @@ def memory_qa_runner(engine: ChatEngine, qa: MemoryQA) -> WaveRunner:
 
 def _qa_record(
     row: dict[str, Any],
-    memory: Any,
+    instance: Prepared,
     i: int,
     responses: dict[tuple[int, int], str],
     scores: dict[tuple[int, int], float],
     errors: dict[tuple[int, int], str],
-    tokenizer: Any,
+    calls: int,
 ) -> dict[str, Any]:
-    """Instance `i`'s record: per-question responses and scores, its mean, the failures, and
-    the memory's size in the QA model's tokens (the papers' "Mem.")."""
-    from memrl.agents.chunking import count_tokens
-
-    memorized = row["memorized"]
+    """Instance `i`'s record: per-question responses and scores, their mean, the failures;
+    `n_calls` counts this job's requests and the memorize job's."""
     n = len(row["questions"])
     per_question = [scores.get((i, j), 0.0) for j in range(n)]
     return {
@@ -342,14 +376,161 @@ def _qa_record(
         "responses": [responses.get((i, j), "") for j in range(n)],
         "scores": per_question,
         "score": sum(per_question) / n,
-        "failed": memorized["failed"],
-        "error": memorized["error"],
+        "failed": instance.failed,
+        "error": instance.error,
         "failed_questions": sum((i, j) in errors for j in range(n)),
         "question_errors": {str(j): errors[(i, j)] for j in range(n) if (i, j) in errors},
-        "memory_tokens": sum(count_tokens(tokenizer, memory.texts())),
+        "memory_tokens": instance.memory_tokens,
         "num_tokens": row["num_tokens"],
-        **{key: memorized[key] for key in ("n_calls", "tool_calls", "tool_successes")},
+        **instance.counts,
+        "n_calls": instance.counts.get("n_calls", 0) + calls,
     }
+
+
+def failed_instance(memorized: dict[str, Any]) -> Prepared:
+    """An instance whose memorize job failed: nothing asked, scores 0."""
+    return Prepared((), None, failed=True, error=memorized["error"], counts=_counts(memorized))
+
+
+def _counts(memorized: dict[str, Any]) -> dict[str, int]:
+    keys = ("n_calls", "tool_calls", "tool_successes")
+    return {key: memorized[key] for key in keys if key in memorized}
+
+
+def memalpha_questions(engine: ChatEngine, qa: MemoryQA) -> Prepare:
+    """Mem-α's QA step: each question asked over its BM25 top-k per store plus core memory
+    (rows carry their `memorized` record)."""
+    from memrl.agents.chunking import count_tokens
+    from memrl.agents.memalpha import QAPromptTooLong, qa_request
+    from memrl.agents.structured_memory import from_snapshot
+    from memrl.data.memalpha import query
+
+    def count(text: str) -> int:
+        return len(engine.tokenizer.encode(text, add_special_tokens=False))
+
+    def one(row: dict[str, Any]) -> Prepared:
+        memorized = row["memorized"]
+        if memorized["failed"]:
+            return failed_instance(memorized)
+        memory = from_snapshot(memorized["memory"], count)
+        questions = []
+        for question in row["questions"]:
+            text = query(row["task"], question)
+            try:
+                request = qa_request(memory, text, count, qa.top_k, qa.prompt_cap, qa.max_tokens)
+            except QAPromptTooLong as exc:
+                questions.append(Question(error=str(exc)))
+                continue
+            questions.append(Question(request=request))
+        tokens = sum(count_tokens(engine.tokenizer, memory.texts()))
+        return Prepared(tuple(questions), tokens, counts=_counts(memorized))
+
+    return lambda wave: [one(row) for row in wave]
+
+
+def memory_qa_runner(engine: ChatEngine, qa: MemoryQA) -> WaveRunner:
+    """A wave of instances whose `memorized` record is attached, answered from the final memory
+    on the QA model, judged where the source needs the judge, scored per source."""
+    judge = Judge(qa.judge_sampling, qa.judge_max_tokens)
+    return instance_qa_runner(engine, qa.sampling, judge, memalpha_questions(engine, qa))
+
+
+def memagent_memorize_runner(
+    engine: ChatEngine, sampling: SamplingParams, memory_tokens: int, final_tokens: int
+) -> WaveRunner:
+    """MemAgent on a Mem-α benchmark, as long_context_eval.py runs it: the memory loop over the
+    instance's chunks with its task `prompt` as the problem, then every (query-prompted)
+    question answered over the final memory in \\boxed{}. One record per instance; the evaluate
+    job judges and scores the answers."""
+    from memrl.agents.memagent import final_request, read_chunks
+    from memrl.agents.memalpha import answer
+    from memrl.data.memalpha import query
+
+    def run(wave: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        loops = [read_chunks(row["prompt"], row["chunks"], memory_tokens) for row in wave]
+        memories = drive(loops, engine, sampling)
+        asked = [
+            (i, j, final_request(query(row["task"], q), memories[i].answer, "boxed", final_tokens))
+            for i, row in enumerate(wave)
+            if not memories[i].failed
+            for j, q in enumerate(row["questions"])
+        ]
+        replies = drive([answer(r) for _, _, r in asked], engine, sampling)
+        records = []
+        for i, (row, loop) in enumerate(zip(wave, memories, strict=True)):
+            mine = [(j, r) for (k, j, _), r in zip(asked, replies, strict=True) if k == i]
+            records.append(
+                {
+                    "index": row["index"],
+                    "memory": loop.answer,
+                    "responses": {str(j): r.answer for j, r in mine if not r.failed},
+                    "question_errors": {
+                        str(j): r.final.completion.error or "failed" for j, r in mine if r.failed
+                    },
+                    "n_calls": len(loop.conversations) + len(mine),
+                    "failed": loop.failed,
+                    "error": loop.final.completion.error if loop.failed else None,
+                }
+            )
+        return records
+
+    return run
+
+
+def answered_questions(engine: ChatEngine) -> Prepare:
+    """A MemAgent instance after its memorize job: its answers are given (the QA model only
+    judges LongMemEval's), its memory measured in the QA model's tokens."""
+    from memrl.agents.chunking import count_tokens
+
+    def one(row: dict[str, Any]) -> Prepared:
+        memorized = row["memorized"]
+        if memorized["failed"]:
+            return failed_instance(memorized)
+        questions = tuple(
+            Question(error=memorized["question_errors"][str(j)])
+            if str(j) in memorized["question_errors"]
+            else Question(response=memorized["responses"][str(j)])
+            for j in range(len(row["questions"]))
+        )
+        (tokens,) = count_tokens(engine.tokenizer, [memorized["memory"]])
+        return Prepared(questions, tokens, counts=_counts(memorized))
+
+    return lambda wave: [one(row) for row in wave]
+
+
+def context_questions(
+    engine: ChatEngine,
+    cap: int,
+    max_tokens: int,
+    retriever_top_k: int | None = None,
+) -> Prepare:
+    """Long-context (every chunk) or, with `retriever_top_k`, RAG (the BM25 top-k chunks per
+    raw question) on a Mem-α benchmark: each question in one prompt of at most `cap` tokens.
+    "Mem." is the context the model could read, as the paper reports it: the instance's whole
+    context for RAG, at most the cap for long context."""
+    from memrl.baselines.context_qa import context_request, context_tokens, tail, top_chunks
+
+    tokenizer = engine.tokenizer
+
+    def ask(row: dict[str, Any], context: str | list[str], question: str) -> Question:
+        if retriever_top_k is not None:
+            context = top_chunks(row["chunks"], question, retriever_top_k)
+        try:
+            request = context_request(
+                tokenizer, row["task"], row["prompt"], context, question, cap, max_tokens
+            )
+        except ValueError as exc:
+            return Question(error=str(exc))
+        return Question(request=request)
+
+    def one(row: dict[str, Any]) -> Prepared:
+        size = context_tokens(tokenizer, row["chunks"])
+        if retriever_top_k is not None:
+            return Prepared(tuple(ask(row, [], q) for q in row["questions"]), size)
+        context = tail(tokenizer, row["chunks"], cap)
+        return Prepared(tuple(ask(row, context, q) for q in row["questions"]), min(size, cap))
+
+    return lambda wave: [one(row) for row in wave]
 
 
 # --- running and summarising ---------------------------------------------------------------------

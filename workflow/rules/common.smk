@@ -101,6 +101,10 @@ def eval_prefix(job):
     return f"{R}/eval/{job.benchmark}/{job.system}/{job.length}"
 
 
+def get_paper(wildcards):
+    return cfg.paper_file(config, report_name(wildcards))
+
+
 def get_eval_metrics(*benchmarks):
     """Metrics files of every evaluation (of the given benchmarks only, if any)."""
     return [
@@ -172,7 +176,7 @@ def get_eval_inputs(wildcards):
     """What one evaluation (shard) reads: its eval sets, the model and, for RULER-HQA, the
     document pool that rebuilds doc-id contexts."""
     job = eval_job(wildcards)
-    if SYSTEMS[job.system]["kind"] == "memalpha":  # answers from memory, on the QA model
+    if cfg.memorizes(SYSTEMS[job.system], job.benchmark):  # after memorize: the QA model
         return {
             "data": eval_data(job),
             "model": str(cfg.model_dir(config, cfg.qa_model(config))),
@@ -186,14 +190,12 @@ def get_eval_inputs(wildcards):
 
 
 def get_memorize_inputs(wildcards):
-    """A Mem-α memorisation: the instances, the policy model, the memory's tokenizer."""
+    """A memorisation: the instances, the system's model and (Mem-α) the memory's tokenizer."""
     job = eval_job(wildcards)
-    inputs = {
-        "data": eval_data(job),
-        "model": str(cfg.model_dir(config, SYSTEMS[job.system]["model"])),
-    }
+    system = SYSTEMS[job.system]
+    inputs = {"data": eval_data(job), "model": str(cfg.model_dir(config, system["model"]))}
     counter = config["memalpha"]["memory_tokenizer"]
-    if counter != cfg.O200K:
+    if system["kind"] == "memalpha" and counter != cfg.O200K:
         inputs["memory_tokenizer"] = str(cfg.model_dir(config, counter))
     return inputs
 
@@ -324,8 +326,7 @@ def get_train_nodes(wildcards):
 
 
 def get_eval_gpus(wildcards):
-    system = SYSTEMS[wildcards.system]
-    model = cfg.qa_model(config) if system["kind"] == "memalpha" else system["model"]
+    model = cfg.eval_model(config, SYSTEMS[wildcards.system], wildcards.benchmark)
     return cfg.model_gpus(config, model)
 
 

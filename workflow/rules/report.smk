@@ -1,10 +1,10 @@
-# Every table and figure of the MemAgent paper with the paper's numbers beside ours (config/paper/)
+# Every table and figure of both papers with the paper's numbers beside ours (config/paper/)
 
 
 rule make_table:
     input:
         metrics=get_report_metrics,
-        paper=config["report"]["paper"],
+        paper=get_paper,
     output:
         csv=report(
             f"{R}/tables/{{table}}.csv",
@@ -33,7 +33,7 @@ rule make_table:
 rule plot_figure:
     input:
         metrics=get_report_metrics,
-        paper=config["report"]["paper"],
+        paper=get_paper,
     output:
         png=report(
             f"{R}/figures/{{figure}}.png",

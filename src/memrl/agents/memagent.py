@@ -81,11 +81,23 @@ def user(content: str) -> tuple[dict[str, str], ...]:
 def memagent(question: str, chunks: Iterable[str], config: MemAgentConfig) -> Workflow:
     """One MemAgent run: a memory-update conversation per chunk, then the final answer."""
     problem = question.strip()
+    memory = yield from read_chunks(problem, chunks, config.memory_tokens)
+    completion = yield final_request(problem, memory, config.final_prompt, config.final_tokens)
+    return completion.text
+
+
+def read_chunks(problem: str, chunks: Iterable[str], memory_tokens: int) -> Workflow:
+    """The memory loop alone: one overwrite per chunk from "No previous memory"; returns the
+    final memory."""
     memory = NO_MEMORY
     for chunk in chunks:
         prompt = MEMORY_TEMPLATE.format(prompt=problem, memory=memory, chunk=chunk)
-        completion = yield ChatRequest(user(prompt), config.memory_tokens)
+        completion = yield ChatRequest(user(prompt), memory_tokens)
         memory = extract_solution(completion.text)
-    prompt = FINAL_TEMPLATES[config.final_prompt].format(prompt=problem, memory=memory)
-    completion = yield ChatRequest(user(prompt), config.final_tokens)
-    return completion.text
+    return memory
+
+
+def final_request(problem: str, memory: str, final_prompt: FinalPrompt, tokens: int) -> ChatRequest:
+    """The question asked over the final memory."""
+    prompt = FINAL_TEMPLATES[final_prompt].format(prompt=problem, memory=memory)
+    return ChatRequest(user(prompt), tokens)

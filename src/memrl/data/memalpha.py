@@ -4,10 +4,10 @@ parquet row per instance (memalpha_official.md §4.1):
     instance_id, prompt, chunks (JSON list of str), questions_and_answers (JSON list of
     {question, answer}), data_source, metadata (JSON), num_chunks, num_questions
 
-`instances_by_source` reads them into evaluation rows (`index`, `task` = data source, `chunks`,
-`questions`, `answers`), failing with the file, row and field of anything malformed. The query
-prompt of a source (config/prompts_wrt_datasource.yaml, verbatim) is prepended to each question
-with a blank line, in Mem-α's QA step and in the baselines alike.
+`instances_by_source` reads them into evaluation rows (`index`, `task` = data source, `prompt`,
+`chunks`, `questions`, `answers`), failing with the file, row and field of anything malformed.
+The query prompt of a source (config/prompts_wrt_datasource.yaml, verbatim) is prepended to each
+question with a blank line, in Mem-α's QA step and in the baselines alike.
 """
 
 from __future__ import annotations
@@ -100,11 +100,24 @@ def _instance(raw: dict[str, Any], index: int, where: str) -> dict[str, Any]:
     return {
         "index": index,
         "instance_id": raw.get("instance_id", index),
+        "prompt": _task_prompt(raw.get("prompt"), where),
         "task": source,
         "chunks": chunks,
         "questions": questions,
         "answers": answers,
     }
+
+
+def _task_prompt(value: Any, where: str) -> str:
+    """The instance's task description (the baselines put it before the context): a string, or
+    a chat message list (what verl's dataset expects), whose contents are joined."""
+    if value is None or isinstance(value, str):
+        return value or ""
+    if hasattr(value, "tolist"):
+        value = value.tolist()
+    if isinstance(value, list) and all(isinstance(m, dict) and "content" in m for m in value):
+        return "\n\n".join(str(m["content"]) for m in value)
+    raise ValueError(f"{where}, prompt: expected a string or chat messages, got {value!r:.80}")
 
 
 def _json_list(value: Any, where: str) -> list[Any]:

@@ -29,11 +29,12 @@ from typing import Any
 
 import pandas as pd
 
-from memrl.config import NIAH_FIGURE_TASKS, RULER_HQA_TASK
+from memrl.config import MEMALPHA_BENCHMARKS, NIAH_FIGURE_TASKS, RULER_HQA_TASK
 from memrl.data.io import atomic_path, read_json, write_text_atomic
 from memrl.data.longbench import LONGBENCH_QA, LONGBENCH_SUM
 
 BENCHMARK = "ruler_hqa"
+UNLENGTHED = ("longbench", *MEMALPHA_BENCHMARKS)  # benchmarks whose records have length 0
 DASH = "—"
 FAILED_MARK = "†"
 PARTIAL_MARK = "*"
@@ -140,8 +141,13 @@ def _check_metrics(data: Any, path: Path) -> dict[str, Any]:
     for key in _SCORE_FIELDS:
         if key in data:
             _check_type(path, key, data[key], _NUMBER)
-    if data["length"] < 0 or (data["benchmark"] != "longbench" and data["length"] == 0):
-        raise ValueError(f"{path}: length={data['length']} (0 only for LongBench)")
+    if data["length"] < 0 or (data["benchmark"] not in UNLENGTHED and data["length"] == 0):
+        raise ValueError(f"{path}: length={data['length']} (0 only for {', '.join(UNLENGTHED)})")
+    memory = data.get("mean_memory_tokens")
+    if memory is not None:
+        _check_type(path, "mean_memory_tokens", memory, _NUMBER)
+        if memory < 0:
+            raise ValueError(f"{path}: mean_memory_tokens must be >= 0, got {memory}")
     if data["mean_tokens"] is not None and data["mean_tokens"] <= 0:
         raise ValueError(f"{path}: mean_tokens must be positive, got {data['mean_tokens']}")
     if not 0 <= data["n_failed"] <= data["n_items"]:
@@ -256,6 +262,7 @@ class _Column:
     paper: tuple[Any, ...] | None  # path of the paper's value in a paper row (None: not printed)
     extras: tuple[tuple[str, str], ...] = ()  # (label, metrics field) shown beside ours
     hidden: bool = False  # only feeds an average (the NIAH table's per-task scores)
+    scale: float = 1.0  # ours = the field x scale (Mem-α's memory: tokens -> K tokens)
 
 
 @dataclass(frozen=True)
@@ -358,7 +365,9 @@ def _column_cell(
         return Cell(ours=None, paper=paper, delta=None)
     if column.metric not in record:
         raise ValueError(f"{record.get('path', record['system'])}: no {column.metric!r} ({table})")
-    ours = float(record[column.metric])
+    if record[column.metric] is None:  # e.g. no memory size for this system
+        return Cell(ours=None, paper=paper, delta=None)
+    ours = float(record[column.metric]) * column.scale
     extras = {label: record.get(key) for label, key in column.extras}
     return Cell(
         ours=ours,
@@ -884,6 +893,150 @@ def build_niah_table(
     )
 
 
+# --- Mem-α (seed 004): Tables 1-3 -----------------------------------------------------------
+
+CONTAMINATED_MARK = "‡"
+MEM_LABEL = "Mem."
+MEMALPHA_NOTES = (
+    "Perf. = the source's metric x 100 (per question, mean per instance, then per source); "
+    "Mem. = memory in thousands of the QA model's tokens. For Long-Context and RAG, Mem. is the "
+    "context the model could read (the paper's convention), not what was retrieved.",
+)
+
+
+def memalpha_paper_rows(spec: Mapping[str, Any]) -> dict[str, dict[str, dict[str, float]]]:
+    """{row: {source: {"perf": %, "mem": K tokens}, "avg": {...}}} from a table of
+    config/paper/memalpha.yaml (scores printed 0-1, shown x100)."""
+    columns = list(spec["columns"])
+    rows: dict[str, dict[str, dict[str, float]]] = {}
+    for name, row in spec["rows"].items():
+        for key in ("perf", "mem"):
+            if len(row[key]) != len(columns):
+                raise ValueError(
+                    f"paper row {name!r}: {len(row[key])} {key} values for {len(columns)} columns"
+                )
+        cells = {
+            source: {"perf": 100 * float(perf), "mem": float(mem)}
+            for source, perf, mem in zip(columns, row["perf"], row["mem"], strict=True)
+        }
+        cells[AVG] = {"perf": 100 * float(row["avg"]["perf"]), "mem": float(row["avg"]["mem"])}
+        rows[str(name)] = cells
+    return rows
+
+
+def _memalpha_rows(
+    selected: Mapping[str, Mapping[str, Any]],
+    paper: Mapping[str, Any],
+    table_rows: Mapping[str, Any],
+) -> tuple[dict[str, str | None], list[str]]:
+    """Each system's row of this table: its paper_row, through the aliases that name
+    MemAgent-paper rows here. A memalpha system's row must be a row of some Mem-α table (a
+    typo otherwise); others (MemAgent-paper rows) may have none here."""
+    aliases = paper.get("aliases", {})
+    known = {
+        str(row)
+        for key in PAPER_TABLES
+        if key.startswith("memalpha_")
+        for row in paper[PAPER_TABLES[key].paper_key]["rows"]
+    }
+    rows: dict[str, str | None] = {}
+    notes = []
+    for sid, spec in selected.items():
+        row = spec.get("paper_row")
+        row = aliases.get(row, row)
+        if row is not None and row not in known and system_kind(sid, spec) == "memalpha":
+            raise ValueError(
+                f"system {sid!r}: paper_row {row!r} is in no Mem-α table "
+                f"(rows: {', '.join(sorted(known))})"
+            )
+        rows[sid] = row if row in table_rows else None
+        if spec.get("paper_row") in aliases:
+            notes.append(f"{spec['display']} is the paper's {row!r} row.")
+    return rows, notes
+
+
+def build_memalpha_table(
+    records: Iterable[Mapping[str, Any]],
+    systems: Systems,
+    paper: Mapping[str, Any],
+    name: str,
+) -> pd.DataFrame:
+    """Mem-α's Table 1 (validation), 2 (MemoryAgentBench) or 3 (memalpha systems only):
+    Perf. and Mem. per data source, per-category (AR/TTL/LRU) and overall averages. Columns of
+    sources whose test questions leaked into training are marked (‡)."""
+    spec = paper[PAPER_TABLES[name].paper_key]
+    benchmark, columns = spec["benchmark"], list(spec["columns"])
+    info = paper["sources"]
+    memalpha_only = name == "memalpha_table3"
+    selected, found = _select(
+        records,
+        systems,
+        lambda sid, sys: not memalpha_only or system_kind(sid, sys) == "memalpha",
+        lambda r: r["benchmark"] == benchmark and r["task"] in columns,
+        benchmark,
+    )
+    paper_rows = memalpha_paper_rows(spec)
+    rows, row_notes = _memalpha_rows(selected, paper, paper_rows)
+    contaminated = set(paper.get("contaminated", {}).get(benchmark, ()))
+    labels = {
+        s: info[s]["label"] + (CONTAMINATED_MARK if s in contaminated else "") for s in columns
+    }
+    table_columns = [
+        _Column(f"{s}.perf", labels[s], benchmark, s, 0, "accuracy", (s, "perf")) for s in columns
+    ] + [
+        _Column(
+            f"{s}.mem",
+            f"{labels[s]} {MEM_LABEL}",
+            benchmark,
+            s,
+            0,
+            "mean_memory_tokens",
+            (s, "mem"),
+            scale=1e-3,
+        )
+        for s in columns
+    ]
+    categories = list(dict.fromkeys(info[source]["category"] for source in columns))
+    averages = [
+        _Average(
+            category,
+            f"{category} avg.",
+            tuple(f"{s}.perf" for s in columns if info[s]["category"] == category),
+            None,
+        )
+        for category in categories
+    ]
+    averages += [
+        _Average(AVG, "Avg.", tuple(f"{s}.perf" for s in columns), (AVG, "perf")),
+        _Average(
+            f"{AVG}.mem",
+            f"Avg. {MEM_LABEL}",
+            tuple(f"{s}.mem" for s in columns),
+            (AVG, "mem"),
+        ),
+    ]
+    notes = list(MEMALPHA_NOTES)
+    if contaminated:
+        names = ", ".join(info[s]["label"] for s in columns if s in contaminated)
+        notes.append(
+            f"{CONTAMINATED_MARK} {names}: Mem-α's TTL training rows reuse these test questions "
+            "(memalpha_official.md §6), so trained systems' scores there are inflated."
+        )
+    for row, printed in spec.get("printed_names", {}).items():
+        notes.append(f"The paper prints the row {row!r} as {printed!r} in this table.")
+    return _assemble(
+        found,
+        selected,
+        rows,
+        paper_rows,
+        table_columns,
+        averages,
+        column_name="column",
+        table=spec["caption"].split(":")[0],
+        notes=[*notes, *row_notes],
+    )
+
+
 # --- one entry point for the CLI -----------------------------------------------------------------
 
 
@@ -902,6 +1055,9 @@ PAPER_TABLES = {
     "table10": PaperTable("rag_ruler_hqa", "RULER-HQA: MemAgent vs RAG over whole documents (%)"),
     "table11": PaperTable("rag_longbench_qa", "LongBench-QA: MemAgent vs RAG over chunks (%)"),
     "table_niah": PaperTable("memory_ablation", "NIAH: mean of niah_single_1/2/3 (%)"),
+    "memalpha_table1": PaperTable("table1", "Mem-α Table 1: validation, Perf. (%) and Mem. (K)"),
+    "memalpha_table2": PaperTable("table2", "Mem-α Table 2: MemoryAgentBench, Perf. and Mem."),
+    "memalpha_table3": PaperTable("table3", "Mem-α Table 3: the framework with three policies"),
 }
 
 
@@ -919,6 +1075,8 @@ def build_paper_table(
     """
     if name not in PAPER_TABLES:
         raise ValueError(f"unknown table {name!r}; expected one of {', '.join(PAPER_TABLES)}")
+    if name.startswith("memalpha_"):
+        return build_memalpha_table(records, systems, paper, name)
     if name in ("table1", "table10"):
         labels = {int(k): v for k, v in paper.get("length_labels", {}).items()}
         labels.update({int(k): v for k, v in (length_labels or {}).items()})

@@ -9,7 +9,8 @@
   lower-cased, the prediction is not: the official case bug, kept), else containment;
 - lme_train, longmemeval*: a yes/no verdict of the judge model (`judge_prompt`, `judge_verdict`);
 - anything else (RULER-QA): normalised substring EM, max over golds, of the raw answer and of the
-  answer after "Answer:" (or its first line).
+  answer after "Answer:" (or its first line) — except under the baselines' protocol
+  (`long_context_eval.py`), which scores RULER by lower-cased containment of the first gold.
 
 `strip_think` first: the text after the first `</think>`; an unclosed `<think>` scores as "Empty".
 Scores are per question; an instance is the mean of its questions, a source the mean of its
@@ -35,6 +36,7 @@ JUDGE_TEMPLATE = (
 )
 EMPTY = "Empty"
 Gold = str | Sequence[Any]
+PROTOCOLS = ("agent", "baseline")  # evaluate_agent_results.py, long_context_eval.py
 
 
 def strip_think(prediction: str) -> str:
@@ -47,8 +49,11 @@ def is_judged(source: str) -> bool:
     return source.startswith(JUDGED_SOURCES)
 
 
-def score_answer(source: str, prediction: str, gold: Gold) -> float:
-    """The score of one answer (not for judged sources: see `judge_prompt`)."""
+def score_answer(source: str, prediction: str, gold: Gold, protocol: str = "agent") -> float:
+    """The score of one answer (not for judged sources: see `judge_prompt`) under `protocol`:
+    "agent" (Mem-α's evaluate_agent_results.py) or "baseline" (long_context_eval.py)."""
+    if protocol not in PROTOCOLS:
+        raise ValueError(f"unknown scoring protocol {protocol!r} (known: {PROTOCOLS})")
     prediction = strip_think(prediction)
     if _is_summary(source):
         return keyword_hit(prediction, gold)
@@ -60,6 +65,8 @@ def score_answer(source: str, prediction: str, gold: Gold) -> float:
         return perltqa(prediction, _first(gold))
     if is_judged(source):
         raise ValueError(f"{source}: answers are scored by the judge model (judge_prompt)")
+    if protocol == "baseline" and source.startswith("ruler_"):
+        return containment(prediction, gold)
     return normalized_sub_em(prediction, gold)
 
 

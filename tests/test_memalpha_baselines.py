@@ -1,0 +1,253 @@
+"""Mem-α's baselines on its benchmarks: the context prompts, RAG-Top2's retrieval, MemAgent's
+memory loop and answers, and their records through the shared QA runner."""
+
+from __future__ import annotations
+
+import pytest
+
+from memrl.baselines.context_qa import (
+    context_request,
+    system_prompt,
+    tail,
+    top_chunks,
+    user_message,
+)
+from memrl.engines.base import Completion, SamplingParams
+from memrl.evaluation import (
+    Judge,
+    answered_questions,
+    context_questions,
+    evaluate,
+    instance_qa_runner,
+    memagent_memorize_runner,
+    summarize,
+)
+
+
+class WordTokenizer:
+    """One token per whitespace-separated word; a chat template of "<role> content" lines plus
+    an assistant header (1 token per role marker)."""
+
+    def encode(self, text, add_special_tokens=False):
+        return text.split()
+
+    def decode(self, ids, skip_special_tokens=False):
+        return " ".join(ids)
+
+    def apply_chat_template(self, messages, tokenize=True, add_generation_prompt=True):
+        ids = [t for m in messages for t in [f"<{m['role']}>", *m["content"].split()]]
+        return ids + (["<assistant>"] if add_generation_prompt else [])
+
+
+class ScriptedQA:
+    """Answers by a rule on the request's text; records requests; "yes" to the judge."""
+
+    tokenizer = WordTokenizer()
+
+    def __init__(self, reply):
+        self.reply, self.requests = reply, []
+
+    def chat(self, requests, sampling):
+        self.requests += requests
+        out = []
+        for request in requests:
+            text = request.messages[-1]["content"]
+            out.append(Completion("yes" if text.startswith("I will give") else self.reply(text)))
+        return out
+
+
+# --- prompts ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("source", "start"),
+    [
+        ("booksum", "You are a helpful assistant with access to comprehensive book"),
+        ("infbench_sum_eng_shots2", "You are a helpful assistant with access to comprehensive"),
+        ("icl_nlu_8296shot_balance", "You are a helpful assistant specialized in test-time"),
+        ("pubmed-rct", "You are a helpful assistant specialized in test-time"),
+        ("longmemeval_s*", "You are a helpful assistant with access to personalized"),
+        ("lme_train", "You are a helpful assistant with access to personalized"),
+        ("squad", "You are a helpful assistant. Answer the question as accurately"),
+        ("ruler_qa1_197K", "You are a helpful assistant. Answer the question as accurately"),
+    ],
+)
+def test_system_prompt_per_source_follows_the_official_rules(source, start):
+    assert system_prompt(source).startswith(start)
+
+
+def test_user_message_joins_prompt_context_and_question_with_blank_lines():
+    assert user_message("Task.", ["c1", "c2"], "Q?") == "Task.\n\nc1\n\nc2\n\nQ?"
+    assert user_message("Task.", "memory text", "Q?") == "Task.\n\nmemory text\n\nQ?"
+
+
+def test_top_chunks_ranks_by_bm25_on_the_raw_question_best_first():
+    chunks = ["the cat sat", "dogs bark loudly", "a dog and a cat", "nothing here"]
+    assert top_chunks(chunks, "Which dogs bark?", 2)[0] == "dogs bark loudly"
+    assert top_chunks(chunks, "   ", 2) == chunks[:2]  # no query: the first k, as officially
+    assert top_chunks(chunks, "zebra", 2) == chunks[:2]  # all scores tie: chunk order
+
+
+def test_context_request_left_truncates_the_user_message_to_fit_the_cap():
+    tokenizer = WordTokenizer()
+    chunks = [f"w{i}" for i in range(50)]
+    request = context_request(tokenizer, "squad", "Task here.", chunks, "Who?", 40, 7)
+    system, user = request.messages
+    assert system == {"role": "system", "content": system_prompt("squad")}
+    length = len(tokenizer.apply_chat_template(request.messages))
+    assert length == 40  # fits exactly: the oldest words went first
+    assert user["content"].endswith("w48 w49 Who?") and "Task" not in user["content"]
+    assert request.max_tokens == 7 and request.enable_thinking is None  # Qwen3's default
+    short = context_request(tokenizer, "pubmed-rct", "T.", ["x"], "Sentence: s", 1000, 7)
+    # the query prompt of the source is prepended to the question
+    assert short.messages[1]["content"].startswith("T.\n\nx\n\nYour core memory is used")
+    with pytest.raises(ValueError, match="system prompt alone"):
+        context_request(tokenizer, "squad", "T.", ["x"], "Q?", 5, 7)
+
+
+def test_tail_keeps_the_last_tokens_of_the_joined_context():
+    assert tail(WordTokenizer(), ["a b", "c d e"], 3) == "c d e"
+    assert tail(WordTokenizer(), ["a b"], 3) == "a b"
+
+
+# --- runners -----------------------------------------------------------------------------------
+
+
+ROWS = [
+    {
+        "index": 0,
+        "task": "ruler_qa1_197K",
+        "prompt": "Read.",
+        "chunks": ["Paris is in France", "Berlin is in Germany", "Rome is in Italy"],
+        "questions": ["Where is Berlin?", "Where is Rome?"],
+        "answers": [["Germany"], ["Italy"]],
+        "num_tokens": 12,
+    },
+    {
+        "index": 1,
+        "task": "longmemeval_s*",
+        "prompt": "Chat.",
+        "chunks": ["I bought rugs"],
+        "questions": ["What did I buy?"],
+        "answers": ["rugs"],
+        "num_tokens": 3,
+    },
+]
+
+
+def judge() -> Judge:
+    return Judge(SamplingParams(0.6, 0.95), 8)
+
+
+def test_rag_top2_asks_each_question_over_its_own_chunks_and_reports_the_context_size(tmp_path):
+    def reply(text):  # answers with the first country in the prompt: right iff retrieved first
+        for country in ("Germany", "Italy", "France"):
+            if country in text:
+                return f"It is in {country.lower()}."
+        return "rugs"
+
+    engine = ScriptedQA(reply)
+    runner = instance_qa_runner(
+        engine,
+        SamplingParams(0.1, 1.0),
+        judge(),
+        context_questions(engine, cap=100, max_tokens=9, retriever_top_k=1),
+        "baseline",
+    )
+    records = evaluate(ROWS, runner, tmp_path / "p.jsonl", batch_size=2)
+    # RULER under the baselines' protocol: lower-cased containment of the first gold
+    assert [r["scores"] for r in records] == [[1.0, 1.0], [1.0]]
+    assert records[0]["memory_tokens"] == 12  # the whole context, not the retrieved chunk
+    berlin = engine.requests[0].messages[1]["content"]
+    assert berlin == "Read.\n\nBerlin is in Germany\n\nWhere is Berlin?"
+    assert records[0]["n_calls"] == 2 and records[1]["n_calls"] == 2  # answer + judge
+    assert summarize(records, "mab", "x", "rag", 0)["mean_memory_tokens"] == pytest.approx(7.5)
+
+
+def test_baseline_protocol_scores_ruler_by_containment_of_the_first_gold():
+    from memrl.scoring.memalpha import score_answer
+
+    # normalised substring EM (agent protocol) drops punctuation; plain containment does not
+    assert score_answer("ruler_qa1_197K", "U.S.A", ["USA"], "agent") == 1.0
+    assert score_answer("ruler_qa1_197K", "U.S.A", ["USA"], "baseline") == 0.0
+    assert score_answer("ruler_qa2_421K", "in the usa", ["USA", "x"], "baseline") == 1.0
+    assert score_answer("ruler_qa2_421K", "x", ["USA", "x"], "baseline") == 0.0  # gold[0] only
+    assert score_answer("squad", "Paris!", ["paris"], "baseline") == 1.0
+    with pytest.raises(ValueError, match="protocol"):
+        score_answer("squad", "a", ["a"], "other")
+
+
+def test_long_context_reads_the_tail_of_every_chunk_under_its_cap(tmp_path):
+    engine = ScriptedQA(lambda text: "Germany")
+    runner = instance_qa_runner(
+        engine,
+        SamplingParams(0.1, 1.0),
+        judge(),
+        context_questions(engine, cap=40, max_tokens=9),
+        "baseline",
+    )
+    records = evaluate(ROWS[:1], runner, tmp_path / "p.jsonl", batch_size=1)
+    assert records[0]["scores"] == [1.0, 0.0]
+    assert records[0]["memory_tokens"] == 12  # min(context, cap)
+    for request in engine.requests:
+        assert len(WordTokenizer().apply_chat_template(request.messages)) <= 40
+        assert "Rome is in Italy" in request.messages[1]["content"]
+        assert not request.messages[1]["content"].startswith("Read.")  # cut from the left
+
+
+def test_memagent_memorises_with_the_task_prompt_then_answers_in_boxed(tmp_path):
+    replies = iter(["memory after chunk 1", "final memory", "\\boxed{rugs}"])
+
+    class Engine:
+        tokenizer = WordTokenizer()
+
+        def __init__(self):
+            self.requests = []
+
+        def chat(self, requests, sampling):
+            self.requests += requests
+            return [Completion(next(replies)) for _ in requests]
+
+    engine = Engine()
+    row = {**ROWS[1], "chunks": ["I bought rugs", "and a lamp"]}
+    runner = memagent_memorize_runner(engine, SamplingParams(0.1, 0.95), 16, 8)
+    [memorized] = evaluate([row], runner, tmp_path / "m.jsonl", batch_size=1)
+    assert memorized["memory"] == "final memory" and memorized["n_calls"] == 3
+    assert memorized["responses"] == {"0": "\\boxed{rugs}"} and not memorized["failed"]
+    first, second, final = (r.messages[0]["content"] for r in engine.requests)
+    assert "<problem> \nChat.\n</problem>" in first and "I bought rugs" in first
+    assert "memory after chunk 1" in second
+    assert "\\boxed{}" in final and "What did I buy?" in final and "final memory" in final
+    assert [r.max_tokens for r in engine.requests] == [16, 16, 8]
+
+    qa = ScriptedQA(lambda text: "unused")
+    scorer = instance_qa_runner(
+        qa, SamplingParams(0.6, 0.95), judge(), answered_questions(qa), "baseline"
+    )
+    [record] = evaluate(
+        [{**row, "memorized": memorized}], scorer, tmp_path / "q.jsonl", batch_size=1
+    )
+    assert record["scores"] == [1.0] and record["memory_tokens"] == 2
+    assert len(qa.requests) == 1 and qa.requests[0].messages[0]["content"].startswith("I will")
+    assert record["n_calls"] == 4  # three MemAgent calls and the judge
+
+
+def test_a_failed_memagent_memory_fails_the_instance(tmp_path):
+    class Broken:
+        tokenizer = WordTokenizer()
+
+        def chat(self, requests, sampling):
+            return [Completion("", error="HTTP 500") for _ in requests]
+
+    runner = memagent_memorize_runner(Broken(), SamplingParams(0.1, 0.95), 16, 8)
+    [memorized] = evaluate(ROWS[1:], runner, tmp_path / "m.jsonl", batch_size=1)
+    assert memorized["failed"] and memorized["error"] == "HTTP 500"
+    assert memorized["responses"] == {}
+    qa = ScriptedQA(lambda text: "x")
+    scorer = instance_qa_runner(
+        qa, SamplingParams(0.6, 0.95), judge(), answered_questions(qa), "baseline"
+    )
+    [record] = evaluate(
+        [{**ROWS[1], "memorized": memorized}], scorer, tmp_path / "q.jsonl", batch_size=1
+    )
+    assert record["failed"] and record["score"] == 0.0 and qa.requests == []
