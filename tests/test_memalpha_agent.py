@@ -240,7 +240,14 @@ class QAEngine:
 
 
 def test_memorize_then_memory_qa_scores_each_source_and_counts_failures(tmp_path):
-    from memrl.evaluation import MemoryQA, evaluate, memorize_runner, memory_qa_runner, summarize
+    from memrl.evaluation import (
+        Judge,
+        MemoryQA,
+        evaluate,
+        memorize_runner,
+        memory_qa_runner,
+        summarize,
+    )
 
     rows = [
         {
@@ -291,11 +298,12 @@ def test_memorize_then_memory_qa_scores_each_source_and_counts_failures(tmp_path
             "What did I buy?": "Rugs.",
         }
     )
-    qa = MemoryQA(SamplingParams(0.7, 1.0), SamplingParams(0.6, 0.95), 20, 30000, 16, 8)
+    qa = MemoryQA(SamplingParams(0.7, 1.0), 20, 30000, 16)
+    judge = Judge(SamplingParams(0.6, 0.95), 8)
     by_index = {m["index"]: m for m in memorized}
     answered = evaluate(
         [{**row, "memorized": by_index[row["index"]], "num_tokens": 5} for row in rows],
-        memory_qa_runner(qa_engine, qa),
+        memory_qa_runner(qa_engine, qa, judge),
         tmp_path / "qa.jsonl",
         batch_size=3,
     )

@@ -5,16 +5,12 @@ from __future__ import annotations
 
 import pytest
 
-from memrl.baselines.context_qa import (
-    context_request,
-    system_prompt,
-    tail,
-    top_chunks,
-    user_message,
-)
+from memrl.baselines.context_qa import context_request, system_prompt, tail, user_message
+from memrl.baselines.rag import BM25Retriever
 from memrl.engines.base import Completion, SamplingParams
 from memrl.evaluation import (
     Judge,
+    Question,
     answered_questions,
     context_questions,
     evaluate,
@@ -81,11 +77,19 @@ def test_user_message_joins_prompt_context_and_question_with_blank_lines():
     assert user_message("Task.", "memory text", "Q?") == "Task.\n\nmemory text\n\nQ?"
 
 
-def test_top_chunks_ranks_by_bm25_on_the_raw_question_best_first():
+def test_bm25_over_chunks_ranks_the_raw_question_best_first_as_rag_top2_does():
     chunks = ["the cat sat", "dogs bark loudly", "a dog and a cat", "nothing here"]
-    assert top_chunks(chunks, "Which dogs bark?", 2)[0] == "dogs bark loudly"
-    assert top_chunks(chunks, "   ", 2) == chunks[:2]  # no query: the first k, as officially
-    assert top_chunks(chunks, "zebra", 2) == chunks[:2]  # all scores tie: chunk order
+    bm25 = BM25Retriever()
+    assert bm25.top_k("Which dogs bark?", chunks, 2)[0] == 1
+    assert bm25.top_k("   ", chunks, 2) == [0, 1]  # no query: the first k, as officially
+    assert bm25.top_k("zebra", chunks, 2) == [0, 1]  # all scores tie: chunk order
+
+
+def test_a_question_is_exactly_one_of_request_response_error():
+    with pytest.raises(ValueError, match="exactly one"):
+        Question()
+    with pytest.raises(ValueError, match="exactly one"):
+        Question(response="a", error="b")
 
 
 def test_context_request_left_truncates_the_user_message_to_fit_the_cap():
@@ -151,7 +155,7 @@ def test_rag_top2_asks_each_question_over_its_own_chunks_and_reports_the_context
         engine,
         SamplingParams(0.1, 1.0),
         judge(),
-        context_questions(engine, cap=100, max_tokens=9, retriever_top_k=1),
+        context_questions(engine, cap=100, max_tokens=9, retriever=BM25Retriever(), top_k=1),
         "baseline",
     )
     records = evaluate(ROWS, runner, tmp_path / "p.jsonl", batch_size=2)

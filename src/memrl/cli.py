@@ -337,10 +337,12 @@ def _memalpha_evaluation(s: dict[str, Any], engine: Any, memories_path: Path | N
     from memrl.evaluation import (
         Judge,
         MemoryQA,
+        Task,
         answered_questions,
         context_questions,
         instance_qa_runner,
         memory_qa_runner,
+        output_tokens,
     )
 
     qa = s["qa"]
@@ -351,32 +353,27 @@ def _memalpha_evaluation(s: dict[str, Any], engine: Any, memories_path: Path | N
             f"--memories goes with (and only with) a memorize job's systems ({s['kind']})"
         )
     if memories_path is None:
-        baselines = s["baselines"]
-        top_k = s["top_k"] if s["kind"] == "rag" else None
-        if s["kind"] == "rag" and s["retriever"] != "bm25":
-            raise SystemExit(f"RAG on Mem-α's benchmarks retrieves with bm25, not {s['retriever']}")
-        prepare = context_questions(engine, s["max_input_tokens"], baselines["max_tokens"], top_k)
-        runner = instance_qa_runner(
-            engine, SamplingParams(**baselines["sampling"]), judge, prepare, "baseline"
+        from memrl.baselines.rag import make_retriever
+
+        retriever = make_retriever(s["retriever"]) if s["kind"] == "rag" else None
+        budget = output_tokens(Task(s["benchmark"], ""), s["max_output_tokens"])
+        prepare = context_questions(
+            engine, s["max_input_tokens"], budget, retriever, s.get("top_k", 0)
         )
-        return instances, runner
+        sampling = SamplingParams(**s["sampling"])
+        return instances, instance_qa_runner(engine, sampling, judge, prepare, "baseline")
     memories = _memories_by_task(memories_path)
 
     def rows_of(name: str, data: Path) -> list[dict[str, Any]]:
         return _memorized_rows(name, instances(name, data), memories, memories_path)
 
-    if s["kind"] == "memagent":
+    if s["kind"] == "memagent":  # answers given: the QA model only judges (nothing is asked)
         prepare = answered_questions(engine)
         return rows_of, instance_qa_runner(engine, judge.sampling, judge, prepare, "baseline")
     settings = MemoryQA(
-        SamplingParams(**qa["sampling"]),
-        judge.sampling,
-        qa["top_k"],
-        qa["prompt_cap"],
-        qa["max_tokens"],
-        qa["judge_max_tokens"],
+        SamplingParams(**qa["sampling"]), qa["top_k"], qa["prompt_cap"], qa["max_tokens"]
     )
-    return rows_of, memory_qa_runner(engine, settings)
+    return rows_of, memory_qa_runner(engine, settings, judge)
 
 
 def _run_tasks(

@@ -483,8 +483,8 @@ def _memalpha_eval_settings(
         settings["engine"] = engine_settings(config, spec["qa"].get("engine"), qa_model(config))
         return settings
     settings["engine"] = engine_settings(config, system.get("engine"), system["model"])
-    settings["baselines"] = {k: v for k, v in spec["baselines"].items() if k != "memagent"}
-    settings["max_input_tokens"] = system["max_input_tokens"]
+    settings["sampling"] = spec["baselines"]["sampling"]
+    settings.update({key: system[key] for key in ("max_input_tokens", "max_output_tokens")})
     if system["kind"] == "rag":
         settings.update(retriever=system["retriever"], top_k=system["top_k"])
     return settings

@@ -31,6 +31,7 @@ from memrl.engines.base import ChatEngine, ChatRequest, SamplingParams
 log = logging.getLogger(__name__)
 
 RULER_HQA_OUTPUT_TOKENS = 10000  # the official direct-generation MAX_OUTPUT_LEN
+MEMALPHA_OUTPUT_TOKENS = 2048  # long_context_eval.py's answers on Mem-α's benchmarks
 
 
 @dataclass(frozen=True)
@@ -85,6 +86,8 @@ def output_tokens(task: Task, configured: int | None) -> int:
         from memrl.data.ruler import tokens_to_generate
 
         return tokens_to_generate(task.task)
+    if task.benchmark in ("memalpha", "mab"):
+        return MEMALPHA_OUTPUT_TOKENS
     return RULER_HQA_OUTPUT_TOKENS
 
 
@@ -245,24 +248,27 @@ def memory_record(row: dict[str, Any], memory: Any, trace: list[Any], rollout: R
 
 @dataclass(frozen=True)
 class MemoryQA:
-    """The frozen QA step and the judge of LongMemEval answers (both on the QA model)."""
+    """Mem-α's frozen QA step (on the QA model)."""
 
     sampling: SamplingParams
-    judge_sampling: SamplingParams
     top_k: int
     prompt_cap: int
     max_tokens: int
-    judge_max_tokens: int
 
 
 @dataclass(frozen=True)
 class Question:
-    """One question of an instance, ready for the QA model: a request to answer it, the answer
-    the system already gave (MemAgent answers in its own job), or why it cannot be asked."""
+    """One question of an instance, ready for the QA model: exactly one of a request to answer
+    it, the answer the system already gave (MemAgent answers in its own job), or why it cannot
+    be asked."""
 
     request: ChatRequest | None = None
     response: str | None = None
     error: str | None = None
+
+    def __post_init__(self) -> None:
+        if sum(v is not None for v in (self.request, self.response, self.error)) != 1:
+            raise ValueError(f"a Question needs exactly one of request/response/error: {self}")
 
 
 @dataclass(frozen=True)
@@ -314,7 +320,7 @@ def instance_qa_runner(
                     errors[(i, j)] = q.error
                 elif q.response is not None:
                     responses[(i, j)] = q.response
-                elif q.request is not None:
+                else:
                     asked.append((i, j, q.request))
         replies = drive([answer(r) for _, _, r in asked], engine, sampling)
         for (i, j, _), rollout in zip(asked, replies, strict=True):
@@ -387,7 +393,7 @@ def _qa_record(
     }
 
 
-def failed_instance(memorized: dict[str, Any]) -> Prepared:
+def _failed_instance(memorized: dict[str, Any]) -> Prepared:
     """An instance whose memorize job failed: nothing asked, scores 0."""
     return Prepared((), None, failed=True, error=memorized["error"], counts=_counts(memorized))
 
@@ -411,7 +417,7 @@ def memalpha_questions(engine: ChatEngine, qa: MemoryQA) -> Prepare:
     def one(row: dict[str, Any]) -> Prepared:
         memorized = row["memorized"]
         if memorized["failed"]:
-            return failed_instance(memorized)
+            return _failed_instance(memorized)
         memory = from_snapshot(memorized["memory"], count)
         questions = []
         for question in row["questions"]:
@@ -428,10 +434,9 @@ def memalpha_questions(engine: ChatEngine, qa: MemoryQA) -> Prepare:
     return lambda wave: [one(row) for row in wave]
 
 
-def memory_qa_runner(engine: ChatEngine, qa: MemoryQA) -> WaveRunner:
+def memory_qa_runner(engine: ChatEngine, qa: MemoryQA, judge: Judge) -> WaveRunner:
     """A wave of instances whose `memorized` record is attached, answered from the final memory
     on the QA model, judged where the source needs the judge, scored per source."""
-    judge = Judge(qa.judge_sampling, qa.judge_max_tokens)
     return instance_qa_runner(engine, qa.sampling, judge, memalpha_questions(engine, qa))
 
 
@@ -456,9 +461,12 @@ def memagent_memorize_runner(
             for j, q in enumerate(row["questions"])
         ]
         replies = drive([answer(r) for _, _, r in asked], engine, sampling)
+        by_instance: dict[int, list[tuple[int, Rollout]]] = {}
+        for (i, j, _), reply in zip(asked, replies, strict=True):
+            by_instance.setdefault(i, []).append((j, reply))
         records = []
         for i, (row, loop) in enumerate(zip(wave, memories, strict=True)):
-            mine = [(j, r) for (k, j, _), r in zip(asked, replies, strict=True) if k == i]
+            mine = by_instance.get(i, [])
             records.append(
                 {
                     "index": row["index"],
@@ -485,7 +493,7 @@ def answered_questions(engine: ChatEngine) -> Prepare:
     def one(row: dict[str, Any]) -> Prepared:
         memorized = row["memorized"]
         if memorized["failed"]:
-            return failed_instance(memorized)
+            return _failed_instance(memorized)
         questions = tuple(
             Question(error=memorized["question_errors"][str(j)])
             if str(j) in memorized["question_errors"]
@@ -502,19 +510,21 @@ def context_questions(
     engine: ChatEngine,
     cap: int,
     max_tokens: int,
-    retriever_top_k: int | None = None,
+    retriever: Any = None,
+    top_k: int = 0,
 ) -> Prepare:
-    """Long-context (every chunk) or, with `retriever_top_k`, RAG (the BM25 top-k chunks per
-    raw question) on a Mem-α benchmark: each question in one prompt of at most `cap` tokens.
-    "Mem." is the context the model could read, as the paper reports it: the instance's whole
-    context for RAG, at most the cap for long context."""
-    from memrl.baselines.context_qa import context_request, context_tokens, tail, top_chunks
+    """Long-context (every chunk) or, with a `retriever` (memrl.baselines.rag), RAG (the top-k
+    chunks for the raw question, best first) on a Mem-α benchmark: each question in one prompt
+    of at most `cap` tokens. "Mem." is the context the model could read, as the paper reports
+    it: the instance's whole context for RAG, at most the cap for long context."""
+    from memrl.baselines.context_qa import context_request, tail
 
     tokenizer = engine.tokenizer
 
     def ask(row: dict[str, Any], context: str | list[str], question: str) -> Question:
-        if retriever_top_k is not None:
-            context = top_chunks(row["chunks"], question, retriever_top_k)
+        if retriever is not None:
+            chunks = row["chunks"]
+            context = [chunks[i] for i in retriever.top_k(question, chunks, top_k)]
         try:
             request = context_request(
                 tokenizer, row["task"], row["prompt"], context, question, cap, max_tokens
@@ -524,8 +534,8 @@ def context_questions(
         return Question(request=request)
 
     def one(row: dict[str, Any]) -> Prepared:
-        size = context_tokens(tokenizer, row["chunks"])
-        if retriever_top_k is not None:
+        size = row["num_tokens"]  # the chunks in this tokenizer, measured when loaded
+        if retriever is not None:
             return Prepared(tuple(ask(row, [], q) for q in row["questions"]), size)
         context = tail(tokenizer, row["chunks"], cap)
         return Prepared(tuple(ask(row, context, q) for q in row["questions"]), min(size, cap))

@@ -173,17 +173,15 @@ def eval_data(job):
 
 
 def get_eval_inputs(wildcards):
-    """What one evaluation (shard) reads: its eval sets, the model and, for RULER-HQA, the
-    document pool that rebuilds doc-id contexts."""
+    """What one evaluation (shard) reads: its eval sets, the model (the QA model after a
+    memorize job, whose output it reads) and, for RULER-HQA, the document pool that rebuilds
+    doc-id contexts."""
     job = eval_job(wildcards)
-    if cfg.memorizes(SYSTEMS[job.system], job.benchmark):  # after memorize: the QA model
-        return {
-            "data": eval_data(job),
-            "model": str(cfg.model_dir(config, cfg.qa_model(config))),
-            "memories": f"{eval_prefix(job)}.memories.jsonl",
-        }
-    model = str(cfg.model_dir(config, SYSTEMS[job.system]["model"]))
+    system = SYSTEMS[job.system]
+    model = str(cfg.model_dir(config, cfg.eval_model(config, system, job.benchmark)))
     inputs = {"data": eval_data(job), "model": model}
+    if cfg.memorizes(system, job.benchmark):
+        inputs["memories"] = f"{eval_prefix(job)}.memories.jsonl"
     if job.benchmark == "ruler_hqa":
         inputs["pool"] = f"{R}/data/ruler_hqa/pool_docs.parquet"
     return inputs

@@ -2,7 +2,8 @@
 answers each question of an instance from a context in one prompt.
 
 - Long-Context: the context is every chunk of the instance;
-- RAG-Top2: the BM25 top-k chunks for the *raw* question (no query prompt), best first;
+- RAG-Top2: the BM25 top-k chunks for the *raw* question (no query prompt), best first
+  (`memrl.baselines.rag.BM25Retriever`: the official tokenisation; no query -> the first k);
 - MEM1: the memory text the MEM1 agent wrote (`memrl.agents.mem1`).
 
 The user message is the instance's task `prompt`, the context parts and the query-prompted
@@ -18,8 +19,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from memrl.agents.chunking import count_tokens
-from memrl.baselines.rag import BM25Retriever
 from memrl.data.memalpha import query
 from memrl.engines.base import ChatRequest
 
@@ -64,14 +63,6 @@ def user_message(task_prompt: str, context: str | Sequence[str], question: str) 
     return f"{task_prompt}\n\n{text}\n\n{question}"
 
 
-def top_chunks(chunks: Sequence[str], question: str, top_k: int) -> list[str]:
-    """The BM25 top-k chunks for the raw question, best first (ties in chunk order); an empty
-    question retrieves the first k."""
-    if not question.strip():
-        return list(chunks[:top_k])
-    return [chunks[i] for i in BM25Retriever().top_k(question, chunks, top_k)]
-
-
 def templated_length(tokenizer: Any, messages: Sequence[dict[str, str]]) -> int:
     ids = tokenizer.apply_chat_template(list(messages), tokenize=True, add_generation_prompt=True)
     return len(ids["input_ids"] if isinstance(ids, dict) else ids)
@@ -109,10 +100,3 @@ def tail(tokenizer: Any, parts: Sequence[str], max_tokens: int) -> str:
     text = "\n\n".join(parts)
     ids = tokenizer.encode(text, add_special_tokens=False)
     return text if len(ids) <= max_tokens else tokenizer.decode(ids[-max_tokens:])
-
-
-def context_tokens(tokenizer: Any, context: str | Sequence[str]) -> int:
-    """Tokens of a context (the "Mem." of the context baselines: the paper reports the context
-    size, not what was retrieved)."""
-    parts = [context] if isinstance(context, str) else list(context)
-    return sum(count_tokens(tokenizer, parts))
