@@ -145,6 +145,22 @@ def test_memalpha_baselines_jobs_and_settings(paper):
     rag = cfg.eval_settings(paper, jobs[("mab", "qwen3-32b-rag.bm25-k2-doc")], 0)
     assert (rag["retriever"], rag["top_k"]) == ("bm25", 2) and len(rag["tasks"]) == 9
     assert not any(s.startswith("qwen3-32b-rag.") and b == "longbench" for b, s in jobs)
+    # MEM1 writes its summary with its own model; the QA model answers over it as context
+    mem1 = jobs[("memalpha", "mem1-7b")]
+    assert cfg.memorizes(systems["mem1-7b"], "memalpha") and ("ruler_hqa", "mem1-7b") not in jobs
+    settings = cfg.memorize_settings(paper, mem1)
+    assert settings["kind"] == "mem1" and settings["memory_tokens"] == 1024
+    assert settings["sampling"] == {"temperature": 0.01, "top_p": 0.95, "seed": None}
+    answer = cfg.eval_settings(paper, mem1, 0)
+    assert answer["engine"]["tensor_parallel_size"] == 2  # Qwen3-32B's
+    assert (answer["max_input_tokens"], answer["max_output_tokens"]) == (30000, 2048)
+    assert answer["sampling"] == {"temperature": 0.1, "top_p": 1.0, "seed": None}
+
+
+def test_mem1_runs_only_on_memalphas_benchmarks(paper):
+    paper["evaluation"]["systems"]["mem1-7b"]["benchmarks"] = ["mab", "ruler_hqa"]
+    with pytest.raises(cfg.ConfigError, match=r"mem1-7b.benchmarks: a mem1 system runs only"):
+        cfg.validate_config(paper, SCHEMA)
 
 
 def test_shards_grow_with_the_length_from_each_configured_step(paper):

@@ -81,6 +81,18 @@ def test_hf_preserves_order_and_training_mode(tiny: Path) -> None:
     assert not engine.model.training
 
 
+def test_hf_continues_a_prefilled_assistant_turn(tiny: Path) -> None:
+    engine = HFEngine.load(str(tiny), device="cpu")
+    fresh = ask("q", 2)
+    prefill = {"role": "assistant", "content": "<think>m</think>"}
+    continued = ChatRequest((*fresh.messages, prefill), 2, continue_final=True)
+    opened = engine.tokenizer.decode(engine._prompt_ids(fresh))
+    prompt = engine.tokenizer.decode(engine._prompt_ids(continued))
+    assert prompt == opened + "<think>m</think>"  # the same turn, open, prefilled
+    (done,) = engine.chat([continued], SamplingParams(temperature=0.0))
+    assert done.prompt_ids == engine._prompt_ids(continued) and 1 <= len(done.response_ids) <= 2
+
+
 def test_hf_rejects_bad_arguments(tiny: Path) -> None:
     with pytest.raises(ValueError, match="device"):
         HFEngine.load(str(tiny), device="tpu")  # type: ignore[arg-type]
@@ -196,6 +208,24 @@ def test_vllm_engine_one_call_per_chat_template_setting(fake_vllm: types.ModuleT
     assert [p["seed"] for p in plain["params"]] == [0, 2]  # seeds follow the request index
     assert thinking_off["chat_template_kwargs"] == {"enable_thinking": False}
     assert thinking_off["messages"] == [[{"role": "user", "content": "b"}]]
+    assert plain["add_generation_prompt"] and not plain["continue_final_message"]
+
+
+def test_vllm_engine_continues_a_prefilled_assistant_turn(fake_vllm: types.ModuleType) -> None:
+    engine = VLLMEngine("/models/qwen")
+    prefilled = ChatRequest(
+        ({"role": "user", "content": "x"}, {"role": "assistant", "content": "<think>m"}),
+        4,
+        continue_final=True,
+    )
+    engine.chat([ask("a"), prefilled], SamplingParams())
+    plain, continued = engine.llm.calls
+    assert (plain["add_generation_prompt"], plain["continue_final_message"]) == (True, False)
+    assert (continued["add_generation_prompt"], continued["continue_final_message"]) == (
+        False,
+        True,
+    )
+    assert continued["messages"] == [list(prefilled.messages)]
 
 
 def test_vllm_engine_checks_max_model_len(fake_vllm: types.ModuleType) -> None:
@@ -260,7 +290,7 @@ def test_openai_engine_concurrency_mapping_and_retries(tiny: Path) -> None:
     assert fake.max_in_flight == 2
     assert [c.text for c in done[:6]] == [*(f"echo: q{i}" for i in range(5)), "echo: fail:500,503"]
     assert done[0].response_ids == engine.tokenizer.encode("echo: q0", add_special_tokens=False)
-    assert done[0].prompt_ids == engine._prompt_ids([{"role": "user", "content": "q0"}], {})
+    assert done[0].prompt_ids == engine._prompt_ids(requests[0])
     assert done[6].failed and "HTTP 500" in (done[6].error or "")
     assert done[7].failed and "HTTP 400" in (done[7].error or "")
     assert done[7].prompt_ids  # failures still carry their prompt
@@ -287,6 +317,22 @@ def test_openai_engine_sends_the_chat_template_setting(tiny: Path) -> None:
     first, second = client.chat.completions.calls
     assert first["extra_body"] == {"chat_template_kwargs": {"enable_thinking": False}}
     assert "extra_body" not in second
+
+
+def test_openai_engine_continues_a_prefilled_assistant_turn(tiny: Path) -> None:
+    client = fake_client()
+    engine = OpenAIEngine("served-model", tokenizer_path=str(tiny), client=client)
+    messages = ({"role": "user", "content": "q"}, {"role": "assistant", "content": "<think>m"})
+    (done,) = engine.chat([ChatRequest(messages, 4, continue_final=True)], SamplingParams())
+    (call,) = client.chat.completions.calls
+    assert call["extra_body"] == {"add_generation_prompt": False, "continue_final_message": True}
+    prompt = engine.tokenizer.decode(done.prompt_ids)
+    assert prompt.endswith("<|im_start|>assistant\n<think>m")  # no end-of-turn after it
+
+
+def test_a_continued_request_must_end_with_an_assistant_turn() -> None:
+    with pytest.raises(ValueError, match="assistant message last"):
+        ChatRequest(({"role": "user", "content": "q"},), 4, continue_final=True)
 
 
 def test_openai_engine_settings_from_env(tiny: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -317,3 +363,40 @@ def test_make_engine(tiny: Path, fake_vllm: types.ModuleType) -> None:
         make_engine("llamacpp", str(tiny), {})
     with pytest.raises(ValueError, match=r"unknown settings for engine 'hf': temperature"):
         make_engine("hf", str(tiny), {"temperature": 0.5})
+
+
+def test_a_hosted_model_is_a_tokenizer_directory_naming_the_served_model(
+    tiny, tmp_path, monkeypatch
+):
+    import fnmatch
+    import shutil
+
+    import huggingface_hub
+
+    from memrl.data.sources import fetch_model
+    from memrl.engines import make_engine
+
+    def snapshot_download(repo_id, revision, local_dir, allow_patterns):
+        for path in tiny.iterdir():  # the tokenizer files of the named repository, no weights
+            if any(fnmatch.fnmatch(path.name, pattern) for pattern in allow_patterns):
+                shutil.copy(path, local_dir / path.name)
+
+    monkeypatch.setattr(huggingface_hub, "snapshot_download", snapshot_download)
+    spec = {"source": "api", "served_name": "gpt-4.1-mini", "tokenizer": "org/tok", "gpus": 0}
+    entry = fetch_model(spec, tmp_path / "gpt")
+    assert "api_model.json" in entry["files"] and "tokenizer_config.json" in entry["files"]
+    assert not any(name.endswith(".safetensors") for name in entry["files"])
+    client = fake_client()
+    engine = make_engine("openai", str(tmp_path / "gpt"), {"client": client, "vllm_server": False})
+    off = ChatRequest(({"role": "user", "content": "q"},), 4, enable_thinking=False)
+    (done,) = engine.chat([off], SamplingParams())
+    (call,) = client.chat.completions.calls
+    assert call["model"] == "gpt-4.1-mini" and "extra_body" not in call  # no chat template there
+    assert done.text == "echo: q" and done.prompt_ids  # counted with the local tokenizer
+    prefill = {"role": "assistant", "content": "<think>m"}
+    with pytest.raises(ValueError, match="cannot continue a prefilled"):
+        engine.chat(
+            [ChatRequest((*off.messages, prefill), 4, continue_final=True)], SamplingParams()
+        )
+    with pytest.raises(ValueError, match="needs served_name, tokenizer"):
+        fetch_model({"source": "api"}, tmp_path / "bad")

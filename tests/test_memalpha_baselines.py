@@ -1,5 +1,5 @@
 """Mem-α's baselines on its benchmarks: the context prompts, RAG-Top2's retrieval, MemAgent's
-memory loop and answers, and their records through the shared QA runner."""
+memory loop and answers, MEM1's summary loop, and their records through the shared QA runner."""
 
 from __future__ import annotations
 
@@ -15,7 +15,9 @@ from memrl.evaluation import (
     context_questions,
     evaluate,
     instance_qa_runner,
+    mem1_memorize_runner,
     memagent_memorize_runner,
+    memory_context_questions,
     summarize,
 )
 
@@ -255,3 +257,78 @@ def test_a_failed_memagent_memory_fails_the_instance(tmp_path):
         [{**ROWS[1], "memorized": memorized}], scorer, tmp_path / "q.jsonl", batch_size=1
     )
     assert record["failed"] and record["score"] == 0.0 and qa.requests == []
+
+
+# --- MEM1 --------------------------------------------------------------------------------------
+
+
+def test_think_state_is_the_first_think_block_stripped_inside():
+    from memrl.agents.mem1 import think_state
+
+    assert think_state("x <think>\n a \n</think> <think>b</think>") == "<think>a</think>"
+    assert think_state("no block") is None
+    assert think_state("</think> then <think>open") is None  # no complete block
+
+
+def test_mem1_continues_its_memory_per_chunk_and_keeps_it_without_a_new_one(tmp_path):
+    from memrl.agents.mem1 import MEM1_INSTRUCTION, NEW_CONTEXT
+
+    replies = iter(
+        [
+            "reasoning <think> Paris: France </think><search>q</search>",
+            "nothing to add",  # no think block: the memory stays
+            "<think>Paris: France; Rome: Italy</think><answer>x</answer>",
+        ]
+    )
+
+    class Engine:
+        tokenizer = WordTokenizer()
+
+        def __init__(self):
+            self.requests = []
+
+        def chat(self, requests, sampling):
+            self.requests += requests
+            return [Completion(next(replies)) for _ in requests]
+
+    engine = Engine()
+    runner = mem1_memorize_runner(engine, SamplingParams(0.01, 0.95), 32)
+    [memorized] = evaluate(ROWS[:1], runner, tmp_path / "m.jsonl", batch_size=1)
+    assert memorized["memory"] == "<think>Paris: France; Rome: Italy</think>"
+    assert memorized["n_calls"] == 3 and not memorized["failed"]
+    first, second, third = engine.requests
+    instruction = MEM1_INSTRUCTION.format(task="Read.") + NEW_CONTEXT
+    assert first.messages == ({"role": "user", "content": instruction + "Paris is in France"},)
+    assert not first.continue_final  # no memory yet: a plain new assistant turn
+    for request in (second, third):  # the memory so far, prefilled and continued
+        assert request.continue_final and request.max_tokens == 32
+        assert request.messages[1] == {
+            "role": "assistant",
+            "content": "<think>Paris: France</think>",
+        }
+    assert third.messages[0]["content"] == instruction + "Rome is in Italy"
+
+
+def test_mem1_memory_is_the_context_of_the_long_context_prompt(tmp_path):
+    qa = ScriptedQA(lambda text: "germany" if "Germany" in text else "unknown")
+    memorized = {"memory": "<think>Berlin: Germany</think>", "n_calls": 3, "failed": False}
+    runner = instance_qa_runner(
+        qa, SamplingParams(0.1, 1.0), judge(), memory_context_questions(qa, 100, 9), "baseline"
+    )
+    [record] = evaluate(
+        [{**ROWS[0], "memorized": memorized}], runner, tmp_path / "q.jsonl", batch_size=1
+    )
+    assert record["scores"] == [1.0, 0.0]
+    assert record["memory_tokens"] == 2  # the memory, tags and all, in the QA model's tokens
+    assert record["n_calls"] == 5  # three MEM1 steps, two answers
+    ask = qa.requests[0]
+    assert (
+        ask.messages[1]["content"] == "Read.\n\n<think>Berlin: Germany</think>\n\nWhere is Berlin?"
+    )
+    assert ask.max_tokens == 9 and ask.messages[0]["role"] == "system"
+
+    failed = {"memory": "", "n_calls": 1, "failed": True, "error": "HTTP 500"}
+    [record] = evaluate(
+        [{**ROWS[0], "memorized": failed}], runner, tmp_path / "r.jsonl", batch_size=1
+    )
+    assert record["failed"] and record["score"] == 0.0 and record["error"] == "HTTP 500"

@@ -53,7 +53,7 @@ def test_slurm_profile_plans_every_paper_job(repo):
     counts = job_counts(done.stdout)
     # HotpotQA x2, SQuAD, DocQA, essays, 7 LongBench configs, Memalpha validation and MAB
     assert counts["download_data"] == 14
-    assert counts["download_model"] == 16
+    assert counts["download_model"] == 18  # gpt-4.1-mini: its tokenizer
     assert counts["synthesize_eval"] == 10
     assert counts["synthesize_ruler"] == 11 * 7 - 1  # qa_1 stops at 256K
     assert counts["stage2_data"] == 1
@@ -64,11 +64,11 @@ def test_slurm_profile_plans_every_paper_job(repo):
     jobs = cfg.eval_jobs(cfg.load_yaml(repo / "config/config.yaml"))
     sharded = [j for j in jobs if j.shards > 1]
     assert len(sharded) == 30 and {j.shards for j in sharded} == {4}
-    assert counts["evaluate"] == len(jobs) - len(sharded) == 443
-    # Mem-α: Memalpha-4B on validation and MemoryAgentBench, Qwen3-4B on validation, the
-    # released MemAgents (its baseline) on both; the QA model (Qwen3-32B, 2 GPUs) answers or
-    # judges in the evaluate job, apart from the policy
-    assert counts["memorize"] == 3 + 4
+    assert counts["evaluate"] == len(jobs) - len(sharded) == 446
+    # Mem-α: Memalpha-4B on validation and MemoryAgentBench, Qwen3-4B and gpt-4.1-mini on
+    # validation, the released MemAgents and MEM1 (its baselines) on both; the QA model
+    # (Qwen3-32B, 2 GPUs) answers or judges in the evaluate job, apart from the policy
+    assert counts["memorize"] == 4 + 4 + 2
     assert "eval/mab/memalpha-4b-released/0.memories.jsonl" in done.stdout
     assert counts["merge_eval"] == 30 and counts["evaluate_shard"] == 4 * 30
     assert counts["make_table"] == 6 + 3 and counts["plot_figure"] == 3
@@ -143,7 +143,7 @@ def test_smoke_evaluates_every_benchmark_system_and_table(smoke):
     assert "TREC-C‡" in (results / "tables/memalpha_table2.md").read_text()
     files = list((results / "eval").rglob("*.metrics.json"))
     metrics = [record for path in files for record in json.loads(path.read_text())]
-    assert len(files) == 30 and len(metrics) == 118  # one file per job, a record per task
+    assert len(files) == 31 and len(metrics) == 127  # one file per job, a record per task
     assert {m["benchmark"] for m in metrics} == {
         "ruler_hqa",
         "ruler",
@@ -179,6 +179,9 @@ def test_smoke_runs_memalpha_memorisation_then_qa_on_every_source(smoke):
         metrics = json.loads((results / f"{benchmark}/memalpha-tiny/0.metrics.json").read_text())
         assert len(metrics) == n_sources and all(m["n_items"] == 1 for m in metrics)
         assert all(m["mean_memory_tokens"] is not None for m in metrics)
+    lines = (results / "mab/mem1-tiny/0.memories.jsonl").read_text().splitlines()
+    mem1 = [json.loads(line) for line in lines]  # MEM1: its summary, one per instance
+    assert len(mem1) == 9 and all(m["n_calls"] >= 1 and not m["failed"] for m in mem1)
 
 
 def test_smoke_figures_exist_as_png_and_pdf(smoke):
@@ -206,13 +209,14 @@ def test_smoke_records_one_mlflow_child_run_per_job(smoke):
     children = [r for r in runs if tags[r].get("mlflow.parentRunId") == parents[0]]
     assert len(parents) == 1
     rules = sorted(tags[r]["rule"] for r in children)
-    # 30 evaluation jobs: 24 score themselves, 6 (RULER-HQA from 20 docs) run in 2 shards each;
-    # 3 on Mem-α's benchmarks (Mem-α x 2, MemAgent on MAB) read what 3 memorize jobs wrote
-    assert rules.count("evaluate") == 24 and rules.count("evaluate_shard") == 12
-    assert rules.count("merge_eval") == 6 and rules.count("memorize") == 3
+    # 31 evaluation jobs: 25 score themselves, 6 (RULER-HQA from 20 docs) run in 2 shards each;
+    # 4 on Mem-α's benchmarks (Mem-α x 2, MemAgent and MEM1 on MAB) read what 4 memorize jobs
+    # wrote
+    assert rules.count("evaluate") == 25 and rules.count("evaluate_shard") == 12
+    assert rules.count("merge_eval") == 6 and rules.count("memorize") == 4
     assert rules.count("download_model") == 2 and rules.count("synthesize_ruler") == 11
     records = list(results.glob("logs/**/*.provenance.jsonl"))
-    assert len(children) == len(runs) - 1 == len(records) == 94  # every job but `all`
+    assert len(children) == len(runs) - 1 == len(records) == 96  # every job but `all`
     for run in children:
         for key in ("git.commit", "git.dirty", "config.hash", "snakemake.version", "host"):
             assert tags[run][key], key

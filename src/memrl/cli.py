@@ -281,11 +281,11 @@ def cmd_evaluate(args: argparse.Namespace, run: tracking.JobRecord) -> None:
 def cmd_memorize(args: argparse.Namespace, run: tracking.JobRecord) -> None:
     """The first job of a two-job system on a Mem-α benchmark: its own model reads every
     instance (Mem-α: the policy writes its memory through tool calls; MemAgent: its memory loop,
-    then its answers); one line per instance, tagged with its source. The evaluate job reads
-    them (`evaluate --memories`)."""
+    then its answers; MEM1: its summary loop); one line per instance, tagged with its source.
+    The evaluate job reads them (`evaluate --memories`)."""
     from memrl.data.io import write_jsonl_atomic
     from memrl.engines.base import SamplingParams
-    from memrl.evaluation import memagent_memorize_runner
+    from memrl.evaluation import mem1_memorize_runner, memagent_memorize_runner
 
     s = args.settings
     engine = build_engine(args.model, _engine_spec(s))
@@ -293,6 +293,8 @@ def cmd_memorize(args: argparse.Namespace, run: tracking.JobRecord) -> None:
     inputs = [args.model]
     if s["kind"] == "memagent":
         runner = memagent_memorize_runner(engine, sampling, s["memory_tokens"], s["final_tokens"])
+    elif s["kind"] == "mem1":
+        runner = mem1_memorize_runner(engine, sampling, s["memory_tokens"])
     else:
         runner = _memalpha_memorizer(s, engine, sampling, args.memory_tokenizer)
         inputs += [args.memory_tokenizer] if args.memory_tokenizer else []
@@ -331,7 +333,7 @@ def _memalpha_memorizer(
 
 def _memalpha_evaluation(s: dict[str, Any], engine: Any, memories_path: Path | None) -> Any:
     """(rows_of, wave runner) of an evaluate job on a Mem-α benchmark, by system kind: the
-    QA step over a memorize job's output (memalpha, memagent) or a context baseline."""
+    QA step over a memorize job's output (memalpha, memagent, mem1) or a context baseline."""
     from memrl.config import memorizes
     from memrl.engines.base import SamplingParams
     from memrl.evaluation import (
@@ -341,6 +343,7 @@ def _memalpha_evaluation(s: dict[str, Any], engine: Any, memories_path: Path | N
         answered_questions,
         context_questions,
         instance_qa_runner,
+        memory_context_questions,
         memory_qa_runner,
         output_tokens,
     )
@@ -370,6 +373,10 @@ def _memalpha_evaluation(s: dict[str, Any], engine: Any, memories_path: Path | N
     if s["kind"] == "memagent":  # answers given: the QA model only judges (nothing is asked)
         prepare = answered_questions(engine)
         return rows_of, instance_qa_runner(engine, judge.sampling, judge, prepare, "baseline")
+    if s["kind"] == "mem1":  # its memory is the context of the long-context prompt
+        prepare = memory_context_questions(engine, s["max_input_tokens"], s["max_output_tokens"])
+        sampling = SamplingParams(**s["sampling"])
+        return rows_of, instance_qa_runner(engine, sampling, judge, prepare, "baseline")
     settings = MemoryQA(
         SamplingParams(**qa["sampling"]), qa["top_k"], qa["prompt_cap"], qa["max_tokens"]
     )

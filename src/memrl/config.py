@@ -115,14 +115,15 @@ def _check_references(config: dict[str, Any]) -> None:
 
 
 def _check_memalpha(config: dict[str, Any], require: Any) -> None:
-    """Memalpha systems run only on Mem-α's benchmarks; the `memalpha` section, required once a
-    system runs one of them, must resolve."""
+    """Memalpha and MEM1 systems run only on Mem-α's benchmarks; the `memalpha` section,
+    required once a system runs one of them, must resolve."""
     users = []
     for name, spec in config["evaluation"]["systems"].items():
         benchmarks = spec.get("benchmarks", _default_benchmarks(spec["kind"]))
-        if spec["kind"] == "memalpha" and not set(benchmarks) <= set(MEMALPHA_BENCHMARKS):
+        kind = spec["kind"]
+        if kind in MEMALPHA_ONLY_KINDS and not set(benchmarks) <= set(MEMALPHA_BENCHMARKS):
             raise ConfigError(
-                f"config key evaluation.systems.{name}.benchmarks: a memalpha system runs only "
+                f"config key evaluation.systems.{name}.benchmarks: a {kind} system runs only "
                 f"on {list(MEMALPHA_BENCHMARKS)}"
             )
         if not set(benchmarks).isdisjoint(MEMALPHA_BENCHMARKS):
@@ -200,7 +201,9 @@ def model_dir(config: dict[str, Any], name: str) -> Path:
 BENCHMARKS = ("ruler_hqa", "ruler", "longbench", "memalpha", "mab")
 MEMAGENT_BENCHMARKS = BENCHMARKS[:3]  # MemAgent's suites (seed 000)
 MEMALPHA_BENCHMARKS = BENCHMARKS[3:]  # Mem-α's: Memalpha validation, MemoryAgentBench (seed 004)
-SYSTEM_KINDS = ("memagent", "longcontext", "rag", "memalpha")
+SYSTEM_KINDS = ("memagent", "longcontext", "rag", "memalpha", "mem1")
+MEMALPHA_ONLY_KINDS = ("memalpha", "mem1")  # agents that exist only on Mem-α's benchmarks
+MEMORIZING_KINDS = ("memalpha", "memagent", "mem1")  # a memorize job first on Mem-α's
 RAG_BENCHMARKS = ("ruler_hqa", "longbench")  # Tables 10 and 11 (the paper ran RAG on nothing else)
 NO_LENGTH = 0  # the one "length" of a benchmark without a length axis (LongBench, Mem-α's)
 RULER_HQA_TASK = "hqa"  # RULER-HQA's one task
@@ -245,7 +248,7 @@ def eval_systems(config: dict[str, Any]) -> Systems:
 
 
 def _default_benchmarks(kind: str) -> tuple[str, ...]:
-    if kind == "memalpha":
+    if kind in MEMALPHA_ONLY_KINDS:
         return MEMALPHA_BENCHMARKS
     return RAG_BENCHMARKS if kind == "rag" else MEMAGENT_BENCHMARKS
 
@@ -261,8 +264,8 @@ def _runs_benchmark(system: dict[str, Any], benchmark: str) -> bool:
 def memorizes(system: dict[str, Any], benchmark: str) -> bool:
     """Whether a system's evaluation on `benchmark` takes two jobs: its own model reads every
     instance first (`memorize`: the Mem-α policy writes its memory, MemAgent its memory and
-    answers), then the evaluate job answers or judges on the QA model."""
-    return benchmark in MEMALPHA_BENCHMARKS and system["kind"] in ("memalpha", "memagent")
+    answers, MEM1 its summary), then the evaluate job answers or judges on the QA model."""
+    return benchmark in MEMALPHA_BENCHMARKS and system["kind"] in MEMORIZING_KINDS
 
 
 def eval_model(config: dict[str, Any], system: dict[str, Any], benchmark: str) -> str:
@@ -481,6 +484,10 @@ def _memalpha_eval_settings(
     settings["wave_size"] = config["evaluation"]["wave_size"]
     if memorizes(system, job.benchmark):
         settings["engine"] = engine_settings(config, spec["qa"].get("engine"), qa_model(config))
+        if system["kind"] == "mem1":  # the QA model answers with the memory as its context
+            mem1 = spec["baselines"]["mem1"]
+            settings["sampling"] = spec["baselines"]["sampling"]
+            settings.update({key: mem1[key] for key in ("max_input_tokens", "max_output_tokens")})
         return settings
     settings["engine"] = engine_settings(config, system.get("engine"), system["model"])
     settings["sampling"] = spec["baselines"]["sampling"]
@@ -513,6 +520,9 @@ def memorize_settings(
     }
     if system["kind"] == "memagent":
         return {**settings, **spec["baselines"]["memagent"]}
+    if system["kind"] == "mem1":
+        mem1 = spec["baselines"]["mem1"]
+        return {**settings, "sampling": mem1["sampling"], "memory_tokens": mem1["memory_tokens"]}
     return {
         **settings,
         "agent": spec["agent"],

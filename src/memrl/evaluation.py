@@ -485,6 +485,31 @@ def memagent_memorize_runner(
     return run
 
 
+def mem1_memorize_runner(
+    engine: ChatEngine, sampling: SamplingParams, max_tokens: int
+) -> WaveRunner:
+    """MEM1 on a Mem-α benchmark (memalpha_official.md §4.5): its summary loop over each
+    instance's chunks with the task prompt as its task; one record per instance with the final
+    memory (`<think>…</think>`, "" if no step wrote one)."""
+    from memrl.agents.mem1 import mem1
+
+    def run(wave: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        loops = [mem1(row["prompt"], row["chunks"], max_tokens) for row in wave]
+        rollouts = drive(loops, engine, sampling)
+        return [
+            {
+                "index": row["index"],
+                "memory": rollout.answer,
+                "n_calls": len(rollout.conversations),
+                "failed": rollout.failed,
+                "error": rollout.final.completion.error if rollout.failed else None,
+            }
+            for row, rollout in zip(wave, rollouts, strict=True)
+        ]
+
+    return run
+
+
 def answered_questions(engine: ChatEngine) -> Prepare:
     """A MemAgent instance after its memorize job: its answers are given (the QA model only
     judges LongMemEval's), its memory measured in the QA model's tokens."""
@@ -517,7 +542,7 @@ def context_questions(
     chunks for the raw question, best first) on a Mem-α benchmark: each question in one prompt
     of at most `cap` tokens. "Mem." is the context the model could read, as the paper reports
     it: the instance's whole context for RAG, at most the cap for long context."""
-    from memrl.baselines.context_qa import context_request, tail
+    from memrl.baselines.context_qa import tail
 
     tokenizer = engine.tokenizer
 
@@ -525,13 +550,7 @@ def context_questions(
         if retriever is not None:
             chunks = row["chunks"]
             context = [chunks[i] for i in retriever.top_k(question, chunks, top_k)]
-        try:
-            request = context_request(
-                tokenizer, row["task"], row["prompt"], context, question, cap, max_tokens
-            )
-        except ValueError as exc:
-            return Question(error=str(exc))
-        return Question(request=request)
+        return _context_question(tokenizer, row, context, question, cap, max_tokens)
 
     def one(row: dict[str, Any]) -> Prepared:
         size = row["num_tokens"]  # the chunks in this tokenizer, measured when loaded
@@ -541,6 +560,47 @@ def context_questions(
         return Prepared(tuple(ask(row, context, q) for q in row["questions"]), min(size, cap))
 
     return lambda wave: [one(row) for row in wave]
+
+
+def memory_context_questions(engine: ChatEngine, cap: int, max_tokens: int) -> Prepare:
+    """MEM1 after its memorize job (long_context_eval.py --model mem1): each question asked
+    with the final memory, tags and all, as the whole context of the long-context prompt;
+    "Mem." is that memory in the QA model's tokens."""
+    from memrl.agents.chunking import count_tokens
+
+    def one(row: dict[str, Any]) -> Prepared:
+        memorized = row["memorized"]
+        if memorized["failed"]:
+            return _failed_instance(memorized)
+        memory = memorized["memory"]
+        questions = tuple(
+            _context_question(engine.tokenizer, row, memory, q, cap, max_tokens)
+            for q in row["questions"]
+        )
+        (tokens,) = count_tokens(engine.tokenizer, [memory])
+        return Prepared(questions, tokens, counts=_counts(memorized))
+
+    return lambda wave: [one(row) for row in wave]
+
+
+def _context_question(
+    tokenizer: Any,
+    row: dict[str, Any],
+    context: str | list[str],
+    question: str,
+    cap: int,
+    max_tokens: int,
+) -> Question:
+    """A question in the official long-context prompt, or why it cannot be asked."""
+    from memrl.baselines.context_qa import context_request
+
+    try:
+        request = context_request(
+            tokenizer, row["task"], row["prompt"], context, question, cap, max_tokens
+        )
+    except ValueError as exc:
+        return Question(error=str(exc))
+    return Question(request=request)
 
 
 # --- running and summarising ---------------------------------------------------------------------

@@ -170,6 +170,9 @@ def fetch_model(spec: dict, out_dir: str | os.PathLike[str]) -> dict:
     - {"source": "hf", "id": ..., "revision": ...}: Hugging Face snapshot (pin the revision).
     - {"source": "local", "path": ...}: copy of a local checkpoint directory.
     - {"source": "tiny", **kwargs}: `memrl.models.tiny.build_tiny_model` on the fixture corpus.
+    - {"source": "api", "served_name": ..., "tokenizer": ..., "revision": ...}: a hosted model
+      (gpt-4.1-mini): no weights, only the named Hugging Face repository's tokenizer (local token
+      accounting for the openai engine) and API_MODEL_FILE naming the model the API serves.
     """
     out = Path(out_dir)
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -183,8 +186,10 @@ def fetch_model(spec: dict, out_dir: str | os.PathLike[str]) -> dict:
 
         kwargs = {k: v for k, v in spec.items() if k != "source"}
         build_tiny_model(out, corpus=fixture_corpus(), **kwargs)
+    elif source == "api":
+        _fetch_api(spec, out)
     else:
-        raise ValueError(f"model spec {spec}: 'source' must be one of hf, local, tiny")
+        raise ValueError(f"model spec {spec}: 'source' must be one of hf, local, tiny, api")
     files = {str(p.relative_to(out)): sha256_file(p) for p in sorted(out.rglob("*")) if p.is_file()}
     return {"source": source, "spec": spec, "path": str(out), "files": files}
 
@@ -202,6 +207,39 @@ def _fetch_hf(spec: dict, out: Path) -> None:
         _replace_dir(tmp, out)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+API_MODEL_FILE = "api_model.json"  # {"served_name": ...}: the directory stands for a hosted model
+_TOKENIZER_FILES = ["tokenizer*", "vocab*", "merges.txt", "special_tokens_map.json", "*.jinja"]
+
+
+def _fetch_api(spec: dict, out: Path) -> None:
+    from huggingface_hub import snapshot_download
+
+    missing = [key for key in ("served_name", "tokenizer") if key not in spec]
+    if missing:
+        raise ValueError(f"model spec {spec}: source 'api' needs {', '.join(missing)}")
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+    try:
+        snapshot_download(
+            repo_id=spec["tokenizer"],
+            revision=spec.get("revision"),
+            local_dir=tmp,
+            allow_patterns=_TOKENIZER_FILES,
+        )
+        shutil.rmtree(tmp / ".cache", ignore_errors=True)
+        if not (tmp / "tokenizer_config.json").is_file():
+            raise FileNotFoundError(f"{spec['tokenizer']} has no tokenizer_config.json")
+        (tmp / API_MODEL_FILE).write_text(json.dumps({"served_name": spec["served_name"]}))
+        _replace_dir(tmp, out)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def api_served_name(model_dir: str | os.PathLike[str]) -> str | None:
+    """The hosted model a directory stands for (source `api`), None for a real model."""
+    path = Path(model_dir) / API_MODEL_FILE
+    return json.loads(path.read_text())["served_name"] if path.is_file() else None
 
 
 def _copy_local(spec: dict, out: Path) -> None:

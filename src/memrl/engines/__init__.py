@@ -23,7 +23,8 @@ __all__ = [
 def make_engine(kind: str, model_path: str, settings: dict[str, Any]) -> ChatEngine:
     """Build the engine `kind` for `model_path`; `settings` are its constructor's keyword options.
 
-    For "openai", `model_path` is the served model name and also the default `tokenizer_path`.
+    For "openai", `model_path` is the served model name and also the default `tokenizer_path`;
+    a hosted model's directory (model source `api`) names the model it stands for.
     Engines are imported here, lazily, so that using one never requires another's dependencies.
     """
     if kind == "hf":
@@ -36,9 +37,11 @@ def make_engine(kind: str, model_path: str, settings: dict[str, Any]) -> ChatEng
 
         factory, args = VLLMEngine, {"model_path": model_path}
     elif kind == "openai":
+        from memrl.data.sources import api_served_name
         from memrl.engines.openai import OpenAIEngine
 
-        factory, args = OpenAIEngine, {"model": model_path, "tokenizer_path": model_path}
+        served = api_served_name(model_path) or model_path
+        factory, args = OpenAIEngine, {"model": served, "tokenizer_path": model_path}
     else:
         raise ValueError(f"unknown engine kind {kind!r}; allowed: {', '.join(ENGINE_KINDS)}")
     allowed = set(inspect.signature(factory).parameters) - {"path", "model_path", "model"}

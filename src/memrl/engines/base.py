@@ -29,10 +29,25 @@ class ChatRequest:
     max_tokens: int
     # Qwen3's chat-template switch (`enable_thinking`); None leaves the template's default.
     enable_thinking: bool | None = None
+    # The last message is an assistant turn the completion continues (a prefill, as MEM1
+    # feeds back its memory); the completion's text is the continuation alone.
+    continue_final: bool = False
+
+    def __post_init__(self) -> None:
+        if self.continue_final and (not self.messages or self.messages[-1]["role"] != "assistant"):
+            raise ValueError("continue_final needs an assistant message last")
 
     def template_options(self) -> dict[str, Any]:
         """Keyword options for `apply_chat_template` / vLLM's `chat_template_kwargs`."""
         return {} if self.enable_thinking is None else {"enable_thinking": self.enable_thinking}
+
+    def prompt_end(self) -> dict[str, bool]:
+        """How the templated prompt ends: a new assistant turn, or the open final message
+        (`apply_chat_template`'s, vLLM's and vLLM's server's keywords alike)."""
+        return {
+            "add_generation_prompt": not self.continue_final,
+            "continue_final_message": self.continue_final,
+        }
 
 
 @dataclass

@@ -90,7 +90,7 @@ class HFEngine:
         text = self.tokenizer.apply_chat_template(
             list(request.messages),
             tokenize=False,
-            add_generation_prompt=True,
+            **request.prompt_end(),
             **request.template_options(),
         )
         return self.tokenizer.encode(text, add_special_tokens=False)

@@ -31,6 +31,11 @@ class OpenAIEngine:
     Token ids are not returned by the chat API: `prompt_ids` is the local chat-templated prompt
     and `response_ids` the local re-tokenisation of the text, both with the tokenizer loaded from
     `tokenizer_path` (which must match the served model).
+
+    `vllm_server` (default) means the endpoint is vLLM's: chat-template switches and prefill
+    continuation travel in the body as vLLM reads them. A hosted API (gpt-4.1-mini) has neither:
+    the switches are dropped (they configure a chat template it does not have) and a request to
+    continue a prefilled turn is refused.
     """
 
     def __init__(
@@ -43,12 +48,14 @@ class OpenAIEngine:
         tokenizer_path: str | None = None,
         retry_delay: float = 1.0,
         client: Any | None = None,
+        vllm_server: bool = True,
     ) -> None:
         if concurrency < 1:
             raise ValueError(f"concurrency must be >= 1, got {concurrency}")
         if max_retries < 0:
             raise ValueError(f"max_retries must be >= 0, got {max_retries}")
         self.model = model
+        self.vllm_server = vllm_server
         self.concurrency = concurrency
         self.max_retries = max_retries
         self.retry_delay = retry_delay
@@ -63,6 +70,11 @@ class OpenAIEngine:
         self.tokenizer = AutoTokenizer.from_pretrained(tokenizer_path or model)
 
     def chat(self, requests: Sequence[ChatRequest], sampling: SamplingParams) -> list[Completion]:
+        if not self.vllm_server and any(r.continue_final for r in requests):
+            raise ValueError(
+                f"{self.model}: a hosted API cannot continue a prefilled assistant turn "
+                "(continue_final needs a vLLM server: engine vllm_server true)"
+            )
         return asyncio.run(self._chat_all(requests, sampling))
 
     async def _chat_all(
@@ -87,14 +99,19 @@ class OpenAIEngine:
         self, client: Any, request: ChatRequest, sampling: SamplingParams, seed: int | None
     ) -> Completion:
         messages = list(request.messages)
-        prompt_ids = self._prompt_ids(messages, request.template_options())
+        prompt_ids = self._prompt_ids(request)
         options: dict[str, Any] = {
             "max_tokens": request.max_tokens,
             "temperature": sampling.temperature,
             "top_p": sampling.top_p,
         }
-        if request.template_options():  # vLLM's server reads it from the body
-            options["extra_body"] = {"chat_template_kwargs": request.template_options()}
+        extra: dict[str, Any] = {}  # vLLM's server reads these from the body
+        if self.vllm_server and request.template_options():
+            extra["chat_template_kwargs"] = request.template_options()
+        if request.continue_final:
+            extra.update(request.prompt_end())
+        if extra:
+            options["extra_body"] = extra
         if seed is not None:
             options["seed"] = seed
         attempt = 0
@@ -122,8 +139,11 @@ class OpenAIEngine:
         # Retries are ours (with backoff and failure accounting), not the client's.
         return AsyncOpenAI(base_url=self.base_url, api_key=self.api_key or "EMPTY", max_retries=0)
 
-    def _prompt_ids(self, messages: list[dict[str, str]], options: dict[str, Any]) -> list[int]:
+    def _prompt_ids(self, request: ChatRequest) -> list[int]:
         text = self.tokenizer.apply_chat_template(
-            messages, tokenize=False, add_generation_prompt=True, **options
+            list(request.messages),
+            tokenize=False,
+            **request.prompt_end(),
+            **request.template_options(),
         )
         return self.tokenizer.encode(text, add_special_tokens=False)

@@ -57,23 +57,27 @@ class VLLMEngine:
         self.tokenizer = self.llm.get_tokenizer()
 
     def chat(self, requests: Sequence[ChatRequest], sampling: SamplingParams) -> list[Completion]:
-        """One `LLM.chat` per distinct chat-template setting (`chat_template_kwargs` is per call;
-        an evaluation has one setting, so one call)."""
+        """One `LLM.chat` per distinct chat-template setting (`chat_template_kwargs` and how the
+        prompt ends are per call; an evaluation has one setting, so one call)."""
         results: dict[int, Completion] = {}
-        groups: dict[tuple[tuple[str, Any], ...], list[int]] = {}
+        groups: dict[tuple[Any, ...], list[int]] = {}
         for i, request in enumerate(requests):
-            groups.setdefault(tuple(sorted(request.template_options().items())), []).append(i)
-        for options, members in groups.items():
+            key = (tuple(sorted(request.template_options().items())), request.continue_final)
+            groups.setdefault(key, []).append(i)
+        for members in groups.values():
+            first = requests[members[0]]
+            kwargs: dict[str, Any] = dict(first.prompt_end())
+            if first.template_options():
+                kwargs["chat_template_kwargs"] = first.template_options()
             conversations = [list(requests[i].messages) for i in members]
             params = [self._params(requests[i], sampling, i) for i in members]
-            done = self._chat_group(conversations, params, dict(options))
+            done = self._chat_group(conversations, params, kwargs)
             results.update(zip(members, done, strict=True))
         return [results[i] for i in range(len(requests))]
 
     def _chat_group(
-        self, conversations: list[list[dict[str, str]]], params: list[Any], options: dict[str, Any]
+        self, conversations: list[list[dict[str, str]]], params: list[Any], kwargs: dict[str, Any]
     ) -> list[Completion]:
-        kwargs = {"chat_template_kwargs": options} if options else {}
         try:
             outputs = self.llm.chat(conversations, sampling_params=params, use_tqdm=True, **kwargs)
         except Exception as exc:

@@ -29,7 +29,12 @@ from typing import Any
 
 import pandas as pd
 
-from memrl.config import MEMALPHA_BENCHMARKS, NIAH_FIGURE_TASKS, RULER_HQA_TASK
+from memrl.config import (
+    MEMALPHA_BENCHMARKS,
+    MEMALPHA_ONLY_KINDS,
+    NIAH_FIGURE_TASKS,
+    RULER_HQA_TASK,
+)
 from memrl.data.io import atomic_path, read_json, write_text_atomic
 from memrl.data.longbench import LONGBENCH_QA, LONGBENCH_SUM
 
@@ -930,8 +935,8 @@ def _memalpha_rows(
     table_rows: Mapping[str, Any],
 ) -> tuple[dict[str, str | None], list[str]]:
     """Each system's row of this table: its paper_row, through the aliases that name
-    MemAgent-paper rows here. A memalpha system's row must be a row of some Mem-α table (a
-    typo otherwise); others (MemAgent-paper rows) may have none here."""
+    MemAgent-paper rows here. A memalpha or MEM1 system's row must be a row of some Mem-α table
+    (a typo otherwise); others (MemAgent-paper rows) may have none here."""
     aliases = paper.get("aliases", {})
     known = {
         str(row)
@@ -944,7 +949,7 @@ def _memalpha_rows(
     for sid, spec in selected.items():
         row = spec.get("paper_row")
         row = aliases.get(row, row)
-        if row is not None and row not in known and system_kind(sid, spec) == "memalpha":
+        if row is not None and row not in known and system_kind(sid, spec) in MEMALPHA_ONLY_KINDS:
             raise ValueError(
                 f"system {sid!r}: paper_row {row!r} is in no Mem-α table "
                 f"(rows: {', '.join(sorted(known))})"
