@@ -332,3 +332,35 @@ def test_mem1_memory_is_the_context_of_the_long_context_prompt(tmp_path):
         [{**ROWS[0], "memorized": failed}], runner, tmp_path / "r.jsonl", batch_size=1
     )
     assert record["failed"] and record["score"] == 0.0 and record["error"] == "HTTP 500"
+
+
+def test_source_statistics_counts_instances_chunks_tokens_and_questions():
+    from memrl.data.memalpha import source_statistics
+
+    grouped = {
+        "squad": [
+            {"chunks": ["a b", "c d e f"], "questions": ["q1", "q2", "q3"]},
+            {"chunks": ["g h i"], "questions": ["q4"]},
+        ],
+        "booksum": [{"chunks": ["x"], "questions": ["summarise"]}],
+    }
+
+    def count(texts):
+        return [len(t.split()) for t in texts]
+
+    assert source_statistics(grouped, count) == [
+        {
+            "task": "squad",
+            "instances": 2,
+            "chunks_per_instance": 1.5,
+            "tokens_per_chunk": 3.0,  # (2 + 4 + 3) / 3 chunks
+            "questions_per_instance": 2.0,
+        },
+        {
+            "task": "booksum",
+            "instances": 1,
+            "chunks_per_instance": 1.0,
+            "tokens_per_chunk": 1.0,
+            "questions_per_instance": 1.0,
+        },
+    ]

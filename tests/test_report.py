@@ -11,6 +11,7 @@ import pandas as pd
 import pytest
 import yaml
 
+from memrl.config import STATS_TABLES, TRACE_TABLE
 from memrl.report.figures import (
     TRAIN_METRICS_FILE,
     check_claims,
@@ -756,9 +757,15 @@ def test_niah_table_means_three_tasks(paper: dict):
     assert "niah_single_3 @ 16K" in table.attrs["partial_notes"][0]
 
 
-@pytest.mark.parametrize("name", list(PAPER_TABLES))
+@pytest.mark.parametrize("name", [n for n in PAPER_TABLES if n != TRACE_TABLE])  # text: below
 def test_build_paper_table_writes_every_table(paper: dict, tmp_path: Path, name: str):
-    if name.startswith("memalpha_"):  # Mem-α's numbers, systems and benchmarks
+    if name in STATS_TABLES:  # Mem-α's dataset statistics
+        records = [stats(split, "squad", 3, 2.0, 900.0, 5.0) for split in STATS_TABLES[name]]
+        paper, systems = MEMALPHA_PAPER, []
+    elif name == "suites":  # both papers' systems on both suites
+        records = memagent_table_records() + memalpha_records("mab", ["rl-14b"])
+        paper, systems = MEMALPHA_PAPER, REPORT_SYSTEMS
+    elif name.startswith("memalpha_"):  # Mem-α's numbers, systems and benchmarks
         benchmark = "mab" if name == "memalpha_table2" else "memalpha"
         records = memalpha_records(benchmark, ["ma"])
         paper, systems = MEMALPHA_PAPER, MEMALPHA_SYSTEMS
@@ -1093,3 +1100,162 @@ def test_memalpha_metrics_records_have_no_length_and_may_lack_a_memory_size(tmp_
     path.write_text(json.dumps([record("mab", "ruler_qa1_197K", "ma", mean_memory_tokens=-1)]))
     with pytest.raises(ValueError, match="mean_memory_tokens must be >= 0"):
         load_metrics([path])
+
+
+# --- Mem-α dataset statistics (Tables 6-8) ---------------------------------------------------
+
+
+def stats(split, task, instances, chunks, tokens, questions):
+    return {
+        "split": split,
+        "task": task,
+        "instances": instances,
+        "chunks_per_instance": chunks,
+        "tokens_per_chunk": tokens,
+        "questions_per_instance": questions,
+    }
+
+
+def test_memalpha_table7_puts_each_split_beside_the_paper_with_printed_totals():
+    from memrl.report.tables import build_paper_table, to_markdown
+
+    records = [
+        stats("train", "squad", 100, 9.9, 1090.1, 94.8),
+        stats("memalpha", "squad", 30, 10.0, 1057.0, 96.8),
+        stats("memalpha", "lme_train", 5, 13.4, 1576.0, 4.0),  # printed '-' in Table 7
+        stats("mab", "squad", 1, 1.0, 1.0, 1.0),  # another split: ignored
+    ]
+    table = build_paper_table("memalpha_table7", records, [], MEMALPHA_PAPER)
+    squad = table.loc["SQuAD"]
+    assert squad["train.tokens_per_chunk"].ours == pytest.approx(1090.1)
+    assert squad["train.tokens_per_chunk"].delta == pytest.approx(6.0)
+    assert squad["memalpha.questions_per_instance"].delta == pytest.approx(0.0)
+    lme = table.loc["LME-Train"]
+    assert lme["memalpha.instances"].ours == 5.0 and lme["memalpha.instances"].paper is None
+    assert table.loc["HotpotQA"]["train.instances"].ours is None  # not measured here
+    total = table.loc["Total"]
+    assert (total["train.instances"].ours, total["train.instances"].paper) == (100.0, 562.0)
+    assert (total["memalpha.instances"].ours, total["memalpha.instances"].paper) == (35.0, 463.0)
+    assert total["train.tokens_per_chunk"].ours is None
+    text = to_markdown(table, "t7")
+    assert "| Source | Training Ins. |" in text and "sum to 567" in text
+    assert "QA model's tokenizer" in text and "scores in %" not in text
+
+
+def test_memalpha_table8_reports_a_measured_source_the_paper_lacks():
+    from memrl.report.tables import build_paper_table, tidy
+
+    records = [
+        stats("mab", "ruler_qa1_197K", 1, 103.0, 2100.0, 100.0),
+        stats("mab", "new", 2, 1, 1, 1),
+    ]
+    table = build_paper_table("memalpha_table8", records, [], MEMALPHA_PAPER)
+    assert list(table.index)[-2:] == ["new", "Total"]
+    assert table.loc["new"]["mab.instances"].paper is None
+    assert table.loc["Total"]["mab.instances"].ours == 3.0
+    assert table.loc["Total"]["mab.instances"].paper == 112.0
+    rows = tidy(table)
+    assert set(rows["label"]) == {"Ins.", "Ch/Ins", "Tok/Ch", "Q/Ins"}
+
+
+def test_load_stats_names_the_file_and_the_missing_field(tmp_path):
+    from memrl.report.tables import load_stats
+
+    path = tmp_path / "s.json"
+    path.write_text('[{"split": "mab", "task": "x", "instances": 1}]')
+    with pytest.raises(ValueError, match=r"s\.json: record 0 lacks chunks_per_instance"):
+        load_stats([path])
+    path.write_text("{}")
+    with pytest.raises(ValueError, match="list of dataset-stats records"):
+        load_stats([path])
+
+
+# --- Mem-α Table 5: final memories side by side ----------------------------------------------
+
+
+def memories(system, source, memory, index=0, failed=False):
+    path = f"results/x/eval/memalpha/{system}/0.memories.jsonl"
+    return {"task": source, "index": index, "memory": memory, "failed": failed, "path": path}
+
+
+def test_memalpha_table5_shows_each_policys_memory_in_the_papers_order(tmp_path):
+    from memrl.report.tables import TRACE_CHARS, build_paper_table, write_paper_table
+
+    systems = [
+        {"id": "ma", "display": "Mem-α (ours)", "paper_row": "Mem-α"},
+        {"id": "q4", "display": "Qwen3-4B (ours)", "paper_row": "Qwen3-4B"},
+        {"id": "lc", "display": "LC", "paper_row": "Long-Context"},  # not a column
+    ]
+    long_item = "x" * (TRACE_CHARS + 50)
+    full = {
+        "core": "User plans a condo move.",
+        "semantic": [{"a1b2": "Thick rugs cut noise."}, {"c3d4": long_item}],
+        "episodic": [{"e5f6": f"event {n}"} for n in range(10)],
+    }
+    records = [
+        memories("ma", "perltqa", {"core": "", "semantic": [], "episodic": []}, index=3),
+        memories("ma", "perltqa", full, index=9),
+        memories("ma", "squad", full, index=0),
+        memories("q4", "perltqa", full, index=5),
+        memories("q4", "perltqa", {}, index=6, failed=True),
+        memories("lc", "perltqa", full, index=3),
+    ]
+    paper = {**MEMALPHA_PAPER, "table5": {**MEMALPHA_PAPER["table5"], "instance": 1}}
+    table = build_paper_table(TRACE_TABLE, records, systems, paper)
+    assert list(table.columns) == ["Qwen3-4B (ours)", "Mem-α (ours)"]  # the paper's order
+    ours = table["Mem-α (ours)"]  # perltqa's second instance by index
+    assert ours["Core"] == "User plans a condo move."
+    assert ours["Semantic"] == f"- Thick rugs cut noise.\n- {long_item}"
+    assert table["Qwen3-4B (ours)"]["Core"] == "(memorisation failed)"
+    paths = write_paper_table(TRACE_TABLE, table, tmp_path / "t5", "Table 5")
+    rows = pd.read_csv(paths[0])
+    assert len(rows) == 6 and long_item in rows["content"].iloc[3]  # the CSV keeps all
+    md = paths[1].read_text()
+    assert "event 7" in md and "event 8" not in md and "(+2 more)" in md
+    assert long_item not in md and "- " + "x" * (TRACE_CHARS - 2) + "…" in md  # cut per line
+    assert "The paper on Mem-α" in md and "perltqa #1" in md
+    assert r"\newline" in paths[2].read_text()
+    paper["table5"]["instance"] = 5
+    with pytest.raises(ValueError, match="no instance 5 of perltqa"):
+        build_paper_table(TRACE_TABLE, records, systems, paper)
+
+
+# --- beyond the papers: both suites, the memory frontier -------------------------------------
+
+
+def test_suites_table_puts_every_system_on_ruler_hqa_and_memoryagentbench():
+    from memrl.report.tables import build_paper_table
+
+    systems = [
+        {"id": "mem14", "display": "MemAgent-14B", "kind": "memagent"},
+        {"id": "ma", "display": "Mem-α", "kind": "memalpha", "benchmarks": ["memalpha", "mab"]},
+        {"id": "q4", "display": "Qwen3-4B", "kind": "memalpha", "benchmarks": ["memalpha"]},
+    ]
+    records = [
+        metric("mem14", 50, 80.0),
+        metric("mem14", 800, 70.0),
+        *memalpha_records("mab", ["mem14"], accuracy=40.0),
+        *memalpha_records("mab", ["ma"], accuracy=60.0)[:-1],  # one source missing
+        *memalpha_records("memalpha", ["ma", "q4"]),  # validation: not in this table
+    ]
+    table = build_paper_table("suites", records, systems, MEMALPHA_PAPER, {50: "7K"})
+    assert list(table.index) == ["MemAgent-14B", "Mem-α"]  # Qwen3-4B ran neither suite
+    labels = [table.attrs["column_labels"][c] for c in table.columns]
+    assert labels[0] == "RULER-HQA 7K" and labels[1].startswith("RULER-HQA ")  # measured length
+    assert labels[2:] == ["MemoryAgentBench Avg.", "MAB Mem. (K)"]
+    memagent, memalpha = table.loc["MemAgent-14B"], table.loc["Mem-α"]
+    assert (memagent[50].ours, memagent[800].ours, memagent["mab.perf"].ours) == (80.0, 70.0, 40.0)
+    assert memagent["mab.mem"].ours == pytest.approx(2.004)  # mean of 2000..2008 tokens, in K
+    assert memalpha[50].ours is None and memalpha["mab.perf"].ours == 60.0
+    assert memalpha["mab.perf"].mark  # a partial average: 8 of 9 sources
+    assert all(cell.paper is None for _, row in table.iterrows() for cell in row)
+
+
+def test_memory_frontier_plots_both_suites(tmp_path):
+    from memrl.report.figures import plot_paper_figure
+
+    records = memalpha_records("memalpha", ["ma", "q4", "lc"]) + memalpha_records("mab", ["ma"])
+    png, pdf = plot_paper_figure(
+        "memalpha_frontier", records, MEMALPHA_SYSTEMS, MEMALPHA_PAPER, tmp_path / "f", "t"
+    )
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and pdf.read_bytes()[:5] == b"%PDF-"

@@ -196,3 +196,38 @@ def test_fetch_model_tiny(tmp_path, monkeypatch):
 def test_fetch_model_bad_source(tmp_path):
     with pytest.raises(ValueError, match="'source' must be one of"):
         fetch_model({"source": "s3"}, tmp_path / "m")
+
+
+def test_a_hub_download_records_the_commit_it_resolved_to(tmp_path):
+    """A real HTTP server on 127.0.0.1 answering as the Hub does (`x-repo-commit`)."""
+    import http.server
+    import threading
+
+    commit = "0123456789abcdef0123456789abcdef01234567"
+
+    class Hub(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            body = b"PAR1 parquet bytes"
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            if self.path.startswith("/resolve/main/"):
+                self.send_header("x-repo-commit", commit)  # lower case, as the Hub sends it
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Hub)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        base = f"http://127.0.0.1:{server.server_address[1]}"
+        entry = fetch_file(f"{base}/resolve/main/test.parquet", tmp_path / "a.parquet")
+        assert entry["revision"] == commit and entry["bytes"] == 18
+        plain = fetch_file(f"{base}/files/test.parquet", tmp_path / "b.parquet")
+        assert "revision" not in plain
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=5)

@@ -51,8 +51,8 @@ def test_slurm_profile_plans_every_paper_job(repo):
     done = snakemake("-n", "-p", "--profile", "profiles/slurm", "all", cwd=repo)
     assert done.returncode == 0, done.stderr
     counts = job_counts(done.stdout)
-    # HotpotQA x2, SQuAD, DocQA, essays, 7 LongBench configs, Memalpha validation and MAB
-    assert counts["download_data"] == 14
+    # HotpotQA x2, SQuAD, DocQA, essays, 7 LongBench configs, Memalpha train and validation, MAB
+    assert counts["download_data"] == 15
     assert counts["download_model"] == 18  # gpt-4.1-mini: its tokenizer
     assert counts["synthesize_eval"] == 10
     assert counts["synthesize_ruler"] == 11 * 7 - 1  # qa_1 stops at 256K
@@ -71,7 +71,8 @@ def test_slurm_profile_plans_every_paper_job(repo):
     assert counts["memorize"] == 4 + 4 + 2
     assert "eval/mab/memalpha-4b-released/0.memories.jsonl" in done.stdout
     assert counts["merge_eval"] == 30 and counts["evaluate_shard"] == 4 * 30
-    assert counts["make_table"] == 6 + 3 and counts["plot_figure"] == 3
+    assert counts["make_table"] == 6 + 7 + 1 and counts["plot_figure"] == 3 + 1  # + both suites
+    assert counts["dataset_stats"] == 3  # Mem-α's train, validation and MemoryAgentBench
     # baselines reach vLLM with their context extension; RAG systems expand over their grid
     assert '"context_extension": "yarn"' in done.stdout
     assert '"context_extension": "no_dca"' in done.stdout
@@ -141,6 +142,8 @@ def test_smoke_evaluates_every_benchmark_system_and_table(smoke):
     for name in TABLES:
         assert (results / f"tables/{name}.md").read_text().strip(), name
     assert "TREC-C‡" in (results / "tables/memalpha_table2.md").read_text()
+    stats = (results / "tables/memalpha_table7.md").read_text()  # measured on the fixtures
+    assert "| LME-Train | 1.0 (paper 50.0, -49.0) |" in stats
     files = list((results / "eval").rglob("*.metrics.json"))
     metrics = [record for path in files for record in json.loads(path.read_text())]
     assert len(files) == 31 and len(metrics) == 127  # one file per job, a record per task
@@ -186,7 +189,13 @@ def test_smoke_runs_memalpha_memorisation_then_qa_on_every_source(smoke):
 
 def test_smoke_figures_exist_as_png_and_pdf(smoke):
     figures = smoke / "results/smoke/figures"
-    for name in ("figure1", "figure5", "figure_ood", "training_rl-memagent-tiny"):
+    for name in (
+        "figure1",
+        "figure5",
+        "figure_ood",
+        "memalpha_frontier",
+        "training_rl-memagent-tiny",
+    ):
         assert (figures / f"{name}.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
         assert (figures / f"{name}.pdf").read_bytes()[:5] == b"%PDF-"
 
@@ -216,7 +225,7 @@ def test_smoke_records_one_mlflow_child_run_per_job(smoke):
     assert rules.count("merge_eval") == 6 and rules.count("memorize") == 4
     assert rules.count("download_model") == 2 and rules.count("synthesize_ruler") == 11
     records = list(results.glob("logs/**/*.provenance.jsonl"))
-    assert len(children) == len(runs) - 1 == len(records) == 96  # every job but `all`
+    assert len(children) == len(runs) - 1 == len(records) == 106  # every job but `all`
     for run in children:
         for key in ("git.commit", "git.dirty", "config.hash", "snakemake.version", "host"):
             assert tags[run][key], key

@@ -278,6 +278,27 @@ def cmd_evaluate(args: argparse.Namespace, run: tracking.JobRecord) -> None:
         partial.unlink()
 
 
+def cmd_dataset_stats(args: argparse.Namespace, run: tracking.JobRecord) -> None:
+    """Mem-α's dataset statistics (paper Tables 6-8) of one downloaded split, per data source,
+    in the QA model's tokens; one record per source, tagged with the split."""
+    from memrl.agents.chunking import count_tokens
+    from memrl.data.io import write_json_atomic
+    from memrl.data.memalpha import instances_by_source, source_statistics
+
+    tokenizer = load_counting_tokenizer(args.tokenizer)
+    records = source_statistics(
+        instances_by_source(args.data), lambda texts: count_tokens(tokenizer, texts)
+    )
+    write_json_atomic(args.out, [{"split": args.settings["split"], **r} for r in records])
+    for r in records:
+        log.info(
+            "%s: %d instances, %.1f tokens per chunk",
+            r["task"],
+            r["instances"],
+            r["tokens_per_chunk"],
+        )
+
+
 def cmd_memorize(args: argparse.Namespace, run: tracking.JobRecord) -> None:
     """The first job of a two-job system on a Mem-α benchmark: its own model reads every
     instance (Mem-α: the policy writes its memory through tool calls; MemAgent: its memory loop,
@@ -594,14 +615,20 @@ def _system(task: Any, s: dict[str, Any], tokenizer: Any, pool: list[str] | None
 def cmd_table(args: argparse.Namespace, run: tracking.JobRecord) -> None:
     """A paper table (settings `name`): ours beside the paper's numbers, as CSV, Markdown, LaTeX."""
     from memrl.config import load_yaml
-    from memrl.report.tables import PAPER_TABLES, build_paper_table, load_metrics, write_table
+    from memrl.report.tables import (
+        PAPER_TABLES,
+        build_paper_table,
+        load_table_records,
+        write_paper_table,
+    )
 
     s = args.settings
     name = s["name"]
     labels = s["ruler_length_labels"] if name == "table_niah" else s["length_labels"]
-    records = load_metrics(args.metrics)
+    records = load_table_records(name, args.metrics)
     table = build_paper_table(name, records, s["systems"], load_yaml(args.paper), labels)
-    write_table(table, args.out_prefix, caption=f"{PAPER_TABLES[name].caption}, run {s['run']}")
+    caption = f"{PAPER_TABLES[name].caption}, run {s['run']}"
+    write_paper_table(name, table, args.out_prefix, caption)
 
 
 def cmd_figure(args: argparse.Namespace, run: tracking.JobRecord) -> None:
@@ -760,6 +787,12 @@ COMMANDS: dict[str, Command] = {
         },
         ["data", "model", "memories"],
         named("predictions", "metrics"),
+    ),
+    "dataset-stats": Command(
+        cmd_dataset_stats,
+        {"--data": {}, "--tokenizer": {}, "--out": {}},
+        ["data", "tokenizer"],
+        named("out"),
     ),
     "memorize": Command(
         cmd_memorize,

@@ -133,7 +133,7 @@ def _check_memalpha(config: dict[str, Any], require: Any) -> None:
             raise ConfigError(f"config key memalpha: required by the systems {users}")
         return
     spec = config["memalpha"]
-    for benchmark in MEMALPHA_BENCHMARKS:
+    for benchmark in MEMALPHA_SPLITS:
         _require_source(config, f"memalpha.{benchmark}.source", spec[benchmark]["source"])
         unknown = sorted(set(spec[benchmark]["sources"]) - set(QUERY_PROMPTS))
         if unknown:
@@ -502,8 +502,13 @@ def qa_model(config: dict[str, Any]) -> str:
     return config["memalpha"]["qa"]["model"]
 
 
-def memalpha_data(config: dict[str, Any], benchmark: str) -> Path:
-    return raw_file(config, config["memalpha"][benchmark]["source"])
+def memalpha_data(config: dict[str, Any], split: str) -> Path:
+    """The downloaded parquet of a `memalpha` split (train, memalpha = validation, mab)."""
+    return raw_file(config, config["memalpha"][split]["source"])
+
+
+def stats_file(config: dict[str, Any], split: str) -> Path:
+    return results_dir(config) / "stats" / f"{split}.json"
 
 
 def memorize_settings(
@@ -572,7 +577,8 @@ def report_settings(config: dict[str, Any]) -> dict[str, Any]:
 
 def paper_file(config: dict[str, Any], name: str) -> str:
     """The published numbers a table or figure is compared with (config/paper/)."""
-    key = "memalpha_paper" if name in MEMALPHA_TABLES else "paper"
+    memalpha = (*MEMALPHA_TABLES, SUITES_TABLE, *MEMALPHA_FIGURES)
+    key = "memalpha_paper" if name in memalpha else "paper"
     return config["report"][key]
 
 
@@ -584,9 +590,20 @@ def _display(system: dict[str, Any]) -> str:
 
 
 MEMAGENT_TABLES = ("table1", "table2", "table3", "table10", "table11", "table_niah")
-MEMALPHA_TABLES = ("memalpha_table1", "memalpha_table2", "memalpha_table3")
-TABLES = MEMAGENT_TABLES + MEMALPHA_TABLES
-FIGURES = ("figure1", "figure5", "figure_ood")
+# Mem-α's dataset statistics: the `memalpha` splits each table describes (a stats job per split)
+STATS_TABLES = {
+    "memalpha_table6": ("memalpha",),
+    "memalpha_table7": ("train", "memalpha"),
+    "memalpha_table8": ("mab",),
+}
+MEMALPHA_SPLITS = ("train", *MEMALPHA_BENCHMARKS)
+TRACE_TABLE = "memalpha_table5"  # final memories side by side: reads memorize records
+MEMALPHA_TABLES = ("memalpha_table1", "memalpha_table2", "memalpha_table3", TRACE_TABLE)
+MEMALPHA_TABLES += tuple(STATS_TABLES)
+SUITES_TABLE = "suites"  # beyond the papers: every system on RULER-HQA and MemoryAgentBench
+TABLES = (*MEMAGENT_TABLES, *MEMALPHA_TABLES, SUITES_TABLE)
+MEMALPHA_FIGURES = ("memalpha_frontier",)  # beyond the paper: score against memory size
+FIGURES = ("figure1", "figure5", "figure_ood", *MEMALPHA_FIGURES)
 NIAH_FIGURE_TASKS = ("niah_single_1", "niah_single_2", "niah_single_3")  # Figure 5
 
 
@@ -604,6 +621,9 @@ def report_jobs(config: dict[str, Any], name: str) -> list[EvalJob]:
             and (tasks is None or not set(tasks).isdisjoint(job.tasks))
             and (rag is None or (kinds[job.system]["kind"] == "rag") == rag)
         ]
+
+    def policies() -> list[EvalJob]:  # Mem-α's framework with each policy, on validation
+        return [j for j in select("memalpha", rag=False) if kinds[j.system]["kind"] == "memalpha"]
 
     qa = [t for t in config["longbench"]["tasks"] if t not in LONGBENCH_SUM]
     memagent = [j for j in jobs if kinds[j.system]["kind"] == "memagent"]
@@ -628,9 +648,14 @@ def report_jobs(config: dict[str, Any], name: str) -> list[EvalJob]:
         "figure_ood": lambda: select("ruler", rag=None),
         "memalpha_table1": lambda: select("memalpha", rag=None),
         "memalpha_table2": lambda: select("mab", rag=None),
-        "memalpha_table3": lambda: [
-            j for j in select("memalpha", rag=False) if kinds[j.system]["kind"] == "memalpha"
+        "memalpha_table3": policies,
+        "memalpha_frontier": lambda: select("memalpha", rag=None) + select("mab", rag=None),
+        SUITES_TABLE: lambda: [
+            j
+            for j in select("ruler_hqa", rag=None) + select("mab", rag=None)
+            if kinds[j.system]["kind"] != "rag" or kinds[j.system]["unit"] == "doc"
         ],
+        TRACE_TABLE: policies,
     }
     if name not in selections:
         raise ConfigError(f"unknown table or figure {name!r}")

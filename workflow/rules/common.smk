@@ -43,6 +43,7 @@ wildcard_constraints:
     table="|".join(cfg.TABLES),
     figure="|".join(cfg.FIGURES),
     split="train|dev",
+    memalpha_split="|".join(cfg.MEMALPHA_SPLITS),
     n_docs=r"\d+",
     ext="|".join(ext.lstrip(".") for ext in cfg.RAW_FORMATS),
 
@@ -230,6 +231,14 @@ def get_source_settings(wildcards):
     return as_json(config["sources"][wildcards.source])
 
 
+def get_memalpha_split(wildcards):
+    return str(cfg.memalpha_data(config, wildcards.memalpha_split))
+
+
+def get_qa_tokenizer_dir(wildcards):
+    return str(cfg.model_dir(config, cfg.qa_model(config)))
+
+
 def get_model_settings(wildcards):
     return as_json(cfg.model_fetch_settings(config, wildcards.model))
 
@@ -303,7 +312,14 @@ def report_name(wildcards):
 
 
 def get_report_metrics(wildcards):
-    jobs = cfg.report_jobs(config, report_name(wildcards))
+    """The records a table or figure reads: metrics of its evaluation jobs, the memories of its
+    memorize jobs (Table 5), or the dataset statistics of its Mem-α splits."""
+    name = report_name(wildcards)
+    if name in cfg.STATS_TABLES:
+        return [str(cfg.stats_file(config, split)) for split in cfg.STATS_TABLES[name]]
+    jobs = cfg.report_jobs(config, name)
+    if name == cfg.TRACE_TABLE:  # the memories themselves
+        return [f"{eval_prefix(job)}.memories.jsonl" for job in jobs]
     return list(dict.fromkeys(f"{eval_prefix(job)}.metrics.json" for job in jobs))
 
 

@@ -39,6 +39,29 @@ rule download_model:
         " --out {output.model:q} --manifest {output.manifest:q} 2> {log:q}"
 
 
+rule dataset_stats:  # Mem-α Tables 6-8 in the QA model's (Qwen3-32B's) tokens
+    input:
+        data=get_memalpha_split,
+        tokenizer=get_qa_tokenizer_dir,
+    output:
+        f"{R}/stats/{{memalpha_split}}.json",
+    log:
+        f"{R}/logs/dataset_stats/{{memalpha_split}}.log",
+    conda:
+        "../../envs/core.yaml"
+    container:
+        CONTAINERS["core"]
+    resources:
+        mem_mb=16000,
+        runtime=60,
+    params:
+        job=job("dataset_stats"),
+        settings=lambda wildcards: as_json({"split": wildcards.memalpha_split}),
+    shell:
+        "memrl --job {params.job:q} --log {log:q} dataset-stats --settings {params.settings:q}"
+        " --data {input.data:q} --tokenizer {input.tokenizer:q} --out {output:q} 2> {log:q}"
+
+
 rule synthesize_ruler_hqa:
     input:
         train=raw("hotpotqa_train"),

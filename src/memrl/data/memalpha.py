@@ -13,6 +13,7 @@ question with a blank line, in Mem-α's QA step and in the baselines alike.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -129,3 +130,23 @@ def _json_list(value: Any, where: str) -> list[Any]:
     if not isinstance(value, list):
         raise ValueError(f"{where}: expected a JSON list, got {type(value).__name__}")
     return value
+
+
+def source_statistics(
+    grouped: dict[str, list[dict[str, Any]]], count: Callable[[list[str]], list[int]]
+) -> list[dict[str, Any]]:
+    """Paper Tables 6-8 per data source: instances, chunks and questions per instance, tokens
+    per chunk (every chunk of the source counted with `count`, a batched token counter)."""
+    records = []
+    for source, rows in grouped.items():
+        chunks = [chunk for row in rows for chunk in row["chunks"]]
+        records.append(
+            {
+                "task": source,
+                "instances": len(rows),
+                "chunks_per_instance": len(chunks) / len(rows),
+                "tokens_per_chunk": sum(count(chunks)) / len(chunks),
+                "questions_per_instance": sum(len(row["questions"]) for row in rows) / len(rows),
+            }
+        )
+    return records

@@ -1,8 +1,9 @@
 """Get raw inputs into the run directory: downloads with checksums, local copies, packaged fixtures.
 
-Every fetch returns a manifest entry (what came from where, its sha256 and size), so a run records
-exactly which bytes it used. Files appear atomically: they are written to a temporary sibling and
-renamed into place only after the checksum matched.
+Every fetch returns a manifest entry (what came from where, its sha256 and size, and for a
+Hugging Face download the commit `main` resolved to), so a run records exactly which bytes it
+used. Files appear atomically: they are written to a temporary sibling and renamed into place only
+after the checksum matched.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from tqdm import tqdm
 from memrl.data.io import sha256_file
 
 FIXTURE_PREFIX = "fixture:"
+HUB_COMMIT_HEADER = "X-Repo-Commit"  # the commit a Hugging Face `resolve/<revision>` URL served
 ESSAYS_PREFIX = "pg-essays:"  # RULER's Paul Graham essays, assembled from their URL list
 _CHUNK = 1 << 20
 _SKIPPED_KEYS = {"_id", "id"}  # identifiers are not text worth training a tokenizer on
@@ -45,9 +47,10 @@ def fetch_file(source: str, dest: str | os.PathLike[str], sha256: str | None = N
         return _fetch_essays(dest, sha256)
     fd, tmp_name = tempfile.mkstemp(dir=dest.parent, prefix=f".{dest.name}.", suffix=".part")
     tmp = Path(tmp_name)
+    headers: dict[str, str] = {}
     try:
         with os.fdopen(fd, "wb") as out:
-            _open_source(source)(out)
+            _open_source(source, headers)(out)
             out.flush()
             os.fsync(out.fileno())
         actual = sha256_file(tmp)
@@ -58,7 +61,10 @@ def fetch_file(source: str, dest: str | os.PathLike[str], sha256: str | None = N
         os.replace(tmp, dest)
     finally:
         tmp.unlink(missing_ok=True)
-    return {"source": source, "path": str(dest), "sha256": actual, "bytes": dest.stat().st_size}
+    entry = {"source": source, "path": str(dest), "sha256": actual, "bytes": dest.stat().st_size}
+    if HUB_COMMIT_HEADER in headers:  # pin it: replace `main` in the url by this commit
+        entry["revision"] = headers[HUB_COMMIT_HEADER]
+    return entry
 
 
 def _fetch_essays(dest: Path, sha256: str | None) -> dict:
@@ -74,10 +80,11 @@ def _fetch_essays(dest: Path, sha256: str | None) -> dict:
     return entry
 
 
-def _open_source(source: str) -> Callable[[BinaryIO], None]:
-    """A function that writes the bytes of `source` to a binary file object."""
+def _open_source(source: str, headers: dict[str, str]) -> Callable[[BinaryIO], None]:
+    """A function that writes the bytes of `source` to a binary file object (and, for a
+    Hugging Face download, the commit it served into `headers`)."""
     if source.startswith(("http://", "https://")):
-        return lambda out: _download(source, out)
+        return lambda out: _download(source, out, headers)
     path = fixture_path(source) if source.startswith(FIXTURE_PREFIX) else Path(source)
     if not path.is_file():
         raise FileNotFoundError(f"source {source}: no such file ({path})")
@@ -89,10 +96,12 @@ def _open_source(source: str) -> Callable[[BinaryIO], None]:
     return copy
 
 
-def _download(url: str, out: BinaryIO) -> None:
+def _download(url: str, out: BinaryIO, headers: dict[str, str]) -> None:
     request = urllib.request.Request(url, headers={"User-Agent": "memrl"})
     try:
         with urllib.request.urlopen(request, timeout=60) as response:
+            if (commit := response.headers.get(HUB_COMMIT_HEADER)) is not None:
+                headers[HUB_COMMIT_HEADER] = commit  # header names are case-insensitive
             total = int(response.headers.get("Content-Length") or 0) or None
             name = url.rsplit("/", 1)[-1]
             with tqdm(total=total, unit="B", unit_scale=True, desc=name, mininterval=1.0) as bar:

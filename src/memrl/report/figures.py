@@ -553,12 +553,64 @@ def _save(fig: Figure, out_prefix: str | Path) -> list[Path]:
     return written
 
 
+# --- Mem-α: score against memory size (the frontier) -------------------------------------------
+
+FRONTIER_PANELS = (
+    ("memalpha_table1", "Memalpha validation"),
+    ("memalpha_table2", "MemoryAgentBench"),
+)
+
+
+def plot_memory_frontier(
+    records: Sequence[Mapping[str, Any]],
+    systems: Systems,
+    paper: Mapping[str, Any],
+    out_prefix: str | Path,
+    title: str,
+) -> list[Path]:
+    """Each system's average score against its average memory (thousand QA-model tokens) on
+    both Mem-α suites, from Tables 1 and 2's Avg. columns: ours filled, the paper's hollow, a
+    line from one to the other."""
+    fig = Figure(figsize=(11.0, 4.8), layout="constrained")
+    FigureCanvasAgg(fig)
+    colours: dict[str, str] = {}
+    for n, (table_name, panel_title) in enumerate(FRONTIER_PANELS):
+        ax = fig.add_subplot(1, len(FRONTIER_PANELS), n + 1)
+        table = build_paper_table(table_name, records, systems, paper)
+        for display, row in table.iterrows():
+            perf, mem = row["avg"], row["avg.mem"]
+            colour = colours.setdefault(str(display), f"C{len(colours) % 10}")
+            ours = (mem.ours, perf.ours) if None not in (mem.ours, perf.ours) else None
+            theirs = (mem.paper, perf.paper) if None not in (mem.paper, perf.paper) else None
+            if ours:
+                ax.plot(*ours, "o", color=colour, markersize=7)
+            if theirs:
+                ax.plot(*theirs, "o", color=colour, markersize=7, fillstyle="none")
+            if ours and theirs:
+                ax.plot(*zip(ours, theirs, strict=True), ":", color=colour, linewidth=0.8)
+        ax.set_xlabel("Memory (thousand QA-model tokens)")
+        ax.set_ylabel("Average score (%)")
+        ax.set_title(panel_title)
+        ax.grid(True, alpha=0.3)
+    handles = [
+        Line2D([], [], color=c, marker="o", linestyle="", label=d) for d, c in colours.items()
+    ]
+    handles += [
+        Line2D([], [], color="black", marker="o", linestyle="", label="ours"),
+        Line2D([], [], color="black", marker="o", fillstyle="none", linestyle="", label="paper"),
+    ]
+    fig.legend(handles=handles, fontsize="small", loc="outside lower center", ncols=4)
+    fig.suptitle(title)
+    return _save(fig, out_prefix)
+
+
 # --- one entry point for the CLI -----------------------------------------------------------------
 
 PAPER_FIGURES = {
     "figure1": "RULER-HQA accuracy against context length",
     "figure5": "NIAH (niah_single_1/2/3) accuracy",
     "figure_ood": "RULER out-of-distribution tasks",
+    "memalpha_frontier": "Mem-α suites: average score against memory size",
 }
 
 
@@ -605,4 +657,6 @@ def plot_paper_figure(
             length_labels=ruler_length_labels,
             claims=ood["claims"],
         )
+    if name == "memalpha_frontier":
+        return plot_memory_frontier(records, systems, paper, out_prefix, title)
     raise ValueError(f"unknown figure {name!r}; expected one of {', '.join(PAPER_FIGURES)}")

@@ -23,7 +23,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +34,9 @@ from memrl.config import (
     MEMALPHA_ONLY_KINDS,
     NIAH_FIGURE_TASKS,
     RULER_HQA_TASK,
+    STATS_TABLES,
+    SUITES_TABLE,
+    TRACE_TABLE,
 )
 from memrl.data.io import atomic_path, read_json, write_text_atomic
 from memrl.data.longbench import LONGBENCH_QA, LONGBENCH_SUM
@@ -941,7 +944,7 @@ def _memalpha_rows(
     known = {
         str(row)
         for key in PAPER_TABLES
-        if key.startswith("memalpha_")
+        if key.startswith("memalpha_") and key not in (*STATS_TABLES, TRACE_TABLE)
         for row in paper[PAPER_TABLES[key].paper_key]["rows"]
     }
     rows: dict[str, str | None] = {}
@@ -1042,6 +1045,271 @@ def build_memalpha_table(
     )
 
 
+# --- beyond the papers: every system on both suites ------------------------------------------
+
+MAB = "mab"
+
+
+def build_suites_table(
+    records: Iterable[Mapping[str, Any]],
+    systems: Systems,
+    paper: Mapping[str, Any],
+    length_labels: Mapping[int, str],
+) -> pd.DataFrame:
+    """Every system of both papers that ran either suite: RULER-HQA accuracy at each length
+    (MemAgent's suite) and the MemoryAgentBench average score and memory over Mem-α Table 2's
+    sources (`paper`: Mem-α's numbers). Ours only: each paper's own tables hold its numbers."""
+    mab_sources = tuple(paper["table2"]["columns"])
+    specs = system_specs(systems)
+    selected = {
+        sid: spec
+        for sid, spec in specs.items()
+        if {BENCHMARK, MAB} & set(spec.get("benchmarks", (BENCHMARK, MAB)))
+        and (system_kind(sid, spec) != "rag" or _is_rag_unit(sid, spec, doc=True))
+    }
+    found = index_metrics(
+        records,
+        specs,
+        lambda r: (
+            (r["benchmark"] == BENCHMARK and r["task"] == RULER_HQA_TASK)
+            or (r["benchmark"] == MAB and r["task"] in mab_sources)
+        ),
+    )
+    found = {key: record for key, record in found.items() if key[2] in selected}
+    columns = _length_columns(found, BENCHMARK, RULER_HQA_TASK, _hqa_label(length_labels))
+    columns = [replace(c, label=f"RULER-HQA {c.label}", paper=None) for c in columns]
+    for metric, suffix, scale in (("accuracy", "perf", 1.0), ("mean_memory_tokens", "mem", 1e-3)):
+        columns += [
+            _Column(f"{MAB}.{s}.{suffix}", s, MAB, s, 0, metric, None, hidden=True, scale=scale)
+            for s in mab_sources
+        ]
+    averages = [
+        _Average(f"{MAB}.{suffix}", label, tuple(f"{MAB}.{s}.{suffix}" for s in mab_sources), None)
+        for suffix, label in (("perf", "MemoryAgentBench Avg."), ("mem", f"MAB {MEM_LABEL} (K)"))
+    ]
+    frame = _assemble(
+        found,
+        selected,
+        dict.fromkeys(selected),
+        {},  # ours only
+        columns,
+        averages,
+        column_name="column",
+        table="Both suites",
+        notes=[
+            "RULER-HQA: accuracy (%) at each length. MemoryAgentBench: the mean score (%) over "
+            "its nine sources and the mean memory (thousand QA-model tokens; for long context "
+            "and RAG, the context read).",
+        ],
+    )
+    frame.attrs["legend"] = (
+        f"Cells: ours; each paper's numbers are in its own tables. {DASH} = not run here."
+    )
+    return frame
+
+
+# --- Mem-α's dataset statistics (Tables 6-8) -----------------------------------------------------
+
+STAT_FIELDS = {  # record key -> the paper's header
+    "instances": "Ins.",
+    "chunks_per_instance": "Ch/Ins",
+    "tokens_per_chunk": "Tok/Ch",
+    "questions_per_instance": "Q/Ins",
+}
+STATS_LEGEND = (
+    "Cells: ours (paper value, ours − paper), measured on the downloaded split with the QA "
+    f"model's tokenizer (Qwen3-32B at paper scale). {DASH} = not in the data / not in the paper."
+)
+TOTAL = "Total"
+
+
+def load_stats(paths: Iterable[str | Path]) -> list[dict[str, Any]]:
+    """The dataset-stats records of several files (lists of {split, task, <STAT_FIELDS>})."""
+    records = []
+    for path in paths:
+        data = read_json(Path(path))
+        if not isinstance(data, list):
+            raise ValueError(f"{path}: expected a list of dataset-stats records")
+        for n, record in enumerate(data):
+            missing = {"split", "task", *STAT_FIELDS} - set(record)
+            if missing:
+                raise ValueError(f"{path}: record {n} lacks {', '.join(sorted(missing))}")
+            records.append(record)
+    return records
+
+
+def build_memalpha_stats_table(
+    records: Iterable[Mapping[str, Any]], paper: Mapping[str, Any], name: str
+) -> pd.DataFrame:
+    """Mem-α's Table 6, 7 or 8: per data source, the statistics of each split the table shows
+    (its paper spec's `splits`), ours beside the printed ones, and the instances in total (the
+    paper's printed total where it gives one)."""
+    spec = paper[PAPER_TABLES[name].paper_key]
+    splits = spec["splits"]
+    found = {(r["split"], r["task"]): r for r in records if r["split"] in splits}
+    printed_sources = [source for part in splits.values() for source in part["stats"]]
+    sources = list(dict.fromkeys(printed_sources + [task for _, task in found]))
+    keys = [(split, stat) for split in splits for stat in STAT_FIELDS]
+    data: dict[str, list[Cell]] = {f"{split}.{stat}": [] for split, stat in keys}
+    for source in sources:
+        for split, stat in keys:
+            record = found.get((split, source))
+            printed = splits[split]["stats"].get(source)
+            ours = None if record is None else float(record[stat])
+            theirs = None if printed is None else float(printed[list(STAT_FIELDS).index(stat)])
+            n = 0 if record is None else record["instances"]
+            data[f"{split}.{stat}"].append(_stat_cell(ours, theirs, n))
+    for split, stat in keys:  # the total row: instances only
+        ours = theirs = None
+        if stat == "instances":
+            counts = [r["instances"] for (s, _), r in found.items() if s == split]
+            printed = splits[split]["stats"].values()
+            ours = float(sum(counts)) if counts else None
+            theirs = float(splits[split].get("total", sum(v[0] for v in printed)))
+        data[f"{split}.{stat}"].append(_stat_cell(ours, theirs, int(ours or 0)))
+    labels = [paper["sources"].get(s, {}).get("label", s) for s in sources] + [TOTAL]
+    frame = pd.DataFrame(data, index=pd.Index(labels, name="source"), dtype=object)
+    frame.columns.name = "column"
+    ids = dict(zip(labels, [*sources, TOTAL], strict=True))
+    frame.attrs = {
+        "column_labels": {
+            f"{split}.{stat}": f"{splits[split]['label']} {STAT_FIELDS[stat]}".strip()
+            for split, stat in keys
+        },
+        "system_ids": ids,
+        "paper_rows": ids,
+        "notes": list(spec.get("notes", [])),
+        "legend": STATS_LEGEND,
+    }
+    return frame
+
+
+def _stat_cell(ours: float | None, paper: float | None, n_items: int) -> Cell:
+    delta = None if ours is None or paper is None else ours - paper
+    return Cell(ours, paper, delta, n_items=n_items)
+
+
+# --- Mem-α's case study (Table 5): final memories side by side -------------------------------
+
+MEMORY_STORES = ("core", "semantic", "episodic")
+TRACE_ITEMS = 8  # items per store shown in Markdown/LaTeX (the CSV keeps every item)
+TRACE_CHARS = 300  # characters per item shown there
+EMPTY = "∅"
+
+
+def load_memories(paths: Iterable[str | Path]) -> list[dict[str, Any]]:
+    """Memorize jobs' records (JSONL, one per instance) with the file each came from."""
+    from memrl.data.io import read_jsonl
+
+    records = []
+    for path in paths:
+        for n, record in enumerate(read_jsonl(Path(path))):
+            missing = {"task", "index", "memory", "failed"} - set(record)
+            if missing:
+                raise ValueError(f"{path}: line {n + 1} lacks {', '.join(sorted(missing))}")
+            records.append({**record, "path": str(path)})
+    return records
+
+
+def build_memory_traces(
+    records: Iterable[Mapping[str, Any]], systems: Systems, paper: Mapping[str, Any]
+) -> pd.DataFrame:
+    """Mem-α's Table 5: for the configured instance, each system's final core, semantic and
+    episodic memory (a column per system whose paper_row is one of the table's columns, in the
+    paper's order; every item, one per line). The paper's verdicts become notes."""
+    spec = paper["table5"]
+    by_path: dict[str, list[Mapping[str, Any]]] = {}
+    for record in records:
+        if record["task"] == spec["source"]:
+            by_path.setdefault(record["path"], []).append(record)
+    wanted = {row: n for n, row in enumerate(spec["columns"])}
+    chosen = []
+    for system in systems:
+        row = system.get("paper_row")
+        path = next((p for p in by_path if f"/{system['id']}/" in p), None)
+        if row in wanted and path is not None:
+            chosen.append((wanted[row], system, path))
+    data: dict[str, list[str]] = {}
+    for _, system, path in sorted(chosen, key=lambda c: c[0]):
+        instances = sorted(by_path[path], key=lambda r: r["index"])
+        if spec["instance"] >= len(instances):
+            raise ValueError(
+                f"{path}: no instance {spec['instance']} of {spec['source']} "
+                f"({len(instances)} there)"
+            )
+        record = instances[spec["instance"]]
+        data[system["display"]] = (
+            ["(memorisation failed)"] * 3
+            if record["failed"]
+            else [_store_text(record["memory"], store) for store in MEMORY_STORES]
+        )
+    frame = pd.DataFrame(data, index=pd.Index([s.capitalize() for s in MEMORY_STORES]))
+    frame.index.name = "memory"
+    frame.attrs = {
+        "notes": [f"The paper on {row}: {verdict}" for row, verdict in spec["paper"].items()],
+        "instance": f"{spec['benchmark']} / {spec['source']} #{spec['instance']}",
+    }
+    return frame
+
+
+def _store_text(memory: Mapping[str, Any], store: str) -> str:
+    if store == "core":
+        return memory.get("core") or EMPTY
+    items = [content for item in memory.get(store, []) for content in item.values()]
+    return "\n".join(f"- {content}" for content in items) or EMPTY
+
+
+def write_trace_table(table: pd.DataFrame, out_prefix: str | Path, caption: str) -> list[Path]:
+    """Table 5 as `<prefix>.csv` (memory, system, every line of content), `.md` and `.tex` (at
+    most TRACE_ITEMS items of TRACE_CHARS characters per cell)."""
+    prefix = Path(out_prefix)
+    csv_path, md_path, tex_path = (
+        prefix.with_name(prefix.name + ext) for ext in (".csv", ".md", ".tex")
+    )
+    caption = f"{caption} ({table.attrs['instance']})"
+    rows = [
+        {"memory": memory, "system": system, "content": table.loc[memory, system]}
+        for memory in table.index
+        for system in table.columns
+    ]
+    with atomic_path(csv_path) as tmp:
+        pd.DataFrame(rows, columns=["memory", "system", "content"]).to_csv(tmp, index=False)
+    shown = table.map(_shorten)
+    header = ["Memory", *table.columns]
+    md = [f"**{caption}**", "", "| " + " | ".join(header) + " |", "|---" * len(header) + "|"]
+    for memory, row in shown.iterrows():
+        cells = [str(memory), *(c.replace("|", "\\|").replace("\n", "<br>") for c in row)]
+        md.append("| " + " | ".join(cells) + " |")
+    write_text_atomic(md_path, "\n".join([*md, "", *table.attrs["notes"]]) + "\n")
+    width = f"p{{{0.8 / max(1, len(table.columns)):.2f}\\linewidth}}"
+    tex = [
+        r"% Generated by memrl.report.tables.",
+        r"\begin{table}[t]",
+        r"\centering",
+        rf"\caption{{{latex_escape(caption)}}}",
+        rf"\label{{tab:{prefix.name}}}",
+        r"\scriptsize",
+        r"\begin{tabular}{l" + width * len(table.columns) + "}",
+        r"\toprule",
+        " & ".join(latex_escape(h) for h in header) + r" \\",
+        r"\midrule",
+    ]
+    for memory, row in shown.iterrows():
+        cells = [latex_escape(str(c)).replace("\n", r"\newline ") for c in row]
+        tex.append(" & ".join([latex_escape(str(memory)), *cells]) + r" \\")
+    tex += [r"\bottomrule", r"\end{tabular}", r"\par\smallskip\footnotesize"]
+    tex += [r" \\ ".join(latex_escape(note) for note in table.attrs["notes"]), r"\end{table}"]
+    write_text_atomic(tex_path, "\n".join(tex) + "\n")
+    return [csv_path, md_path, tex_path]
+
+
+def _shorten(text: str) -> str:
+    lines = text.split("\n")
+    kept = [line if len(line) <= TRACE_CHARS else line[:TRACE_CHARS] + "…" for line in lines]
+    more = len(lines) - TRACE_ITEMS
+    return "\n".join(kept[:TRACE_ITEMS] + ([f"(+{more} more)"] if more > 0 else []))
+
+
 # --- one entry point for the CLI -----------------------------------------------------------------
 
 
@@ -1063,6 +1331,11 @@ PAPER_TABLES = {
     "memalpha_table1": PaperTable("table1", "Mem-α Table 1: validation, Perf. (%) and Mem. (K)"),
     "memalpha_table2": PaperTable("table2", "Mem-α Table 2: MemoryAgentBench, Perf. and Mem."),
     "memalpha_table3": PaperTable("table3", "Mem-α Table 3: the framework with three policies"),
+    TRACE_TABLE: PaperTable("table5", "Mem-α Table 5: final memories side by side"),
+    SUITES_TABLE: PaperTable("", "Every system on RULER-HQA and MemoryAgentBench"),
+    "memalpha_table6": PaperTable("table6", "Mem-α Table 6: dataset statistics (validation)"),
+    "memalpha_table7": PaperTable("table7", "Mem-α Table 7: dataset statistics (train, valid.)"),
+    "memalpha_table8": PaperTable("table8", "Mem-α Table 8: MemoryAgentBench statistics"),
 }
 
 
@@ -1080,6 +1353,12 @@ def build_paper_table(
     """
     if name not in PAPER_TABLES:
         raise ValueError(f"unknown table {name!r}; expected one of {', '.join(PAPER_TABLES)}")
+    if name == SUITES_TABLE:
+        return build_suites_table(records, systems, paper, length_labels or {})
+    if name in STATS_TABLES:
+        return build_memalpha_stats_table(records, paper, name)
+    if name == TRACE_TABLE:
+        return build_memory_traces(records, systems, paper)
     if name.startswith("memalpha_"):
         return build_memalpha_table(records, systems, paper, name)
     if name in ("table1", "table10"):
@@ -1196,8 +1475,12 @@ _LEGEND = (
 )
 
 
+def _row_header(table: pd.DataFrame) -> str:
+    return str(table.index.name or "system").capitalize()
+
+
 def to_markdown(table: pd.DataFrame, caption: str) -> str:
-    headers = ["System", *(length_label(table, n) for n in table.columns)]
+    headers = [_row_header(table), *(length_label(table, n) for n in table.columns)]
     lines = [
         f"**{caption}**",
         "",
@@ -1207,7 +1490,7 @@ def to_markdown(table: pd.DataFrame, caption: str) -> str:
     for display, row in table.iterrows():
         cells = [str(display).replace("|", "\\|"), *(format_cell(c) for c in row)]
         lines.append("| " + " | ".join(cells) + " |")
-    lines += ["", _LEGEND, *_notes(table)]
+    lines += ["", table.attrs.get("legend", _LEGEND), *_notes(table)]
     return "\n".join(lines) + "\n"
 
 
@@ -1242,7 +1525,7 @@ def _latex_cell(cell: Cell) -> str:
 
 
 def to_latex(table: pd.DataFrame, caption: str, label: str) -> str:
-    headers = ["System", *(length_label(table, n) for n in table.columns)]
+    headers = [_row_header(table), *(length_label(table, n) for n in table.columns)]
     lines = [
         r"% Generated by memrl.report.tables; needs \usepackage{booktabs}.",
         r"\begin{table}[t]",
@@ -1259,9 +1542,25 @@ def to_latex(table: pd.DataFrame, caption: str, label: str) -> str:
         cells = [latex_escape(str(display)), *(_latex_cell(c) for c in row)]
         lines.append(" & ".join(cells) + r" \\")
     lines += [r"\bottomrule", r"\end{tabular}", r"\par\smallskip\footnotesize"]
-    lines.append(r" \\ ".join(latex_escape(note) for note in [_LEGEND, *_notes(table)]))
+    legend = table.attrs.get("legend", _LEGEND)
+    lines.append(r" \\ ".join(latex_escape(note) for note in [legend, *_notes(table)]))
     lines.append(r"\end{table}")
     return "\n".join(lines) + "\n"
+
+
+def load_table_records(name: str, paths: Iterable[str | Path]) -> list[dict[str, Any]]:
+    """What a table reads: dataset statistics, memorize records (Table 5) or metrics."""
+    if name in STATS_TABLES:
+        return load_stats(paths)
+    return load_memories(paths) if name == TRACE_TABLE else load_metrics(paths)
+
+
+def write_paper_table(
+    name: str, table: pd.DataFrame, out_prefix: str | Path, caption: str
+) -> list[Path]:
+    """CSV, Markdown and LaTeX of a built table (Table 5's cells are text, the others scores)."""
+    writer = write_trace_table if name == TRACE_TABLE else write_table
+    return writer(table, out_prefix, caption)
 
 
 def write_table(table: pd.DataFrame, out_prefix: str | Path, caption: str) -> list[Path]:
