@@ -51,14 +51,18 @@ def test_shipped_configs_validate(config):
         (
             lambda c: c["evaluation"]["systems"]["qwen3-4b-memalpha"].update(benchmarks=["ruler"]),
             "config key evaluation.systems.qwen3-4b-memalpha.benchmarks: a memalpha system runs "
-            "only on ['memalpha', 'mab']",
+            "only on ['memalpha', 'mab', 'ruler_hqa']",
         ),
         (
             lambda c: c["evaluation"]["systems"]["memalpha-4b-released"].update(
-                benchmarks=["ruler_hqa"]
+                benchmarks=["longbench"]
             ),
             "config key evaluation.systems.memalpha-4b-released.benchmarks: a memalpha system "
             "runs only",
+        ),
+        (
+            lambda c: c["memalpha"]["ruler_hqa"].update(source="hqa"),
+            "config key memalpha.ruler_hqa.source: no query prompt for 'hqa'",
         ),
         (lambda c: c.pop("memalpha"), "config key memalpha: required by the systems"),
         (
@@ -147,7 +151,9 @@ def test_memalpha_baselines_jobs_and_settings(paper):
     assert not any(s.startswith("qwen3-32b-rag.") and b == "longbench" for b, s in jobs)
     # MEM1 writes its summary with its own model; the QA model answers over it as context
     mem1 = jobs[("memalpha", "mem1-7b")]
-    assert cfg.memorizes(systems["mem1-7b"], "memalpha") and ("ruler_hqa", "mem1-7b") not in jobs
+    assert cfg.memorizes(systems["mem1-7b"], "memalpha") and cfg.memorizes(
+        systems["mem1-7b"], "ruler_hqa"
+    )
     settings = cfg.memorize_settings(paper, mem1)
     assert settings["kind"] == "mem1" and settings["memory_tokens"] == 1024
     assert settings["sampling"] == {"temperature": 0.01, "top_p": 0.95, "seed": None}
@@ -157,8 +163,8 @@ def test_memalpha_baselines_jobs_and_settings(paper):
     assert answer["sampling"] == {"temperature": 0.1, "top_p": 1.0, "seed": None}
 
 
-def test_mem1_runs_only_on_memalphas_benchmarks(paper):
-    paper["evaluation"]["systems"]["mem1-7b"]["benchmarks"] = ["mab", "ruler_hqa"]
+def test_mem1_runs_only_on_memalphas_benchmarks_and_ruler_hqa(paper):
+    paper["evaluation"]["systems"]["mem1-7b"]["benchmarks"] = ["mab", "ruler"]
     with pytest.raises(cfg.ConfigError, match=r"mem1-7b.benchmarks: a mem1 system runs only"):
         cfg.validate_config(paper, SCHEMA)
 
@@ -242,3 +248,22 @@ def test_unknown_sources_of_a_benchmark_fail_naming_the_key(paper):
     paper["ruler"]["essays"] = "nope"
     with pytest.raises(cfg.ConfigError, match=r"config key ruler\.essays: unknown source 'nope'"):
         cfg.validate_config(paper, SCHEMA)
+
+
+def test_memalpha_and_mem1_read_ruler_hqa_as_instances_in_one_job_per_length(paper):
+    jobs = [j for j in cfg.eval_jobs(paper) if j.benchmark == "ruler_hqa"]
+    memalpha = [j for j in jobs if j.system == "memalpha-4b-released"]
+    assert [j.length for j in memalpha] == paper["ruler_hqa"]["n_docs"]
+    assert {j.shards for j in memalpha} == {1}  # one memorize job, read whole
+    job = memalpha[-1]
+    memorize = cfg.memorize_settings(paper, job)
+    assert memorize["ruler_hqa"] == {**paper["memalpha"]["ruler_hqa"]}
+    assert memorize["ruler_hqa"]["source"] == "ruler_qa2_421K"
+    answer = cfg.eval_settings(paper, job, 0)
+    assert answer["kind"] == "memalpha" and answer["ruler_hqa"]["chunk_tokens"] == 2048
+    assert cfg.eval_model(paper, cfg.eval_systems(paper)["memalpha-4b-released"], "ruler_hqa") == (
+        "qwen3-32b"
+    )
+    # MemAgent's Table 1 keeps to its own systems; the suites table has them all
+    assert not any(j.system == "memalpha-4b-released" for j in cfg.report_jobs(paper, "table1"))
+    assert job in cfg.report_jobs(paper, "suites")

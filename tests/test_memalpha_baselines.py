@@ -364,3 +364,56 @@ def test_source_statistics_counts_instances_chunks_tokens_and_questions():
             "questions_per_instance": 1.0,
         },
     ]
+
+
+class CharTokenizer:
+    """One token per character (decode joins them back): chunk boundaries are easy to count."""
+
+    def encode(self, text, add_special_tokens=False):
+        return list(text)
+
+    def decode(self, ids, skip_special_tokens=False):
+        return "".join(ids)
+
+
+def test_ruler_hqa_samples_become_instances_chunked_in_the_policys_tokens(tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from memrl.cli import _instance_rows
+    from memrl.data.io import write_jsonl_atomic
+
+    pool = tmp_path / "pool_docs.parquet"
+    pq.write_table(pa.table({"doc": ["Ada was born in Caldre.", "Varn has a port."]}), pool)
+    data = tmp_path / "eval_2.jsonl"
+    rows = [
+        {
+            "index": 0,
+            "input": "Where was Ada born?",
+            "answers": ["Caldre"],
+            "num_tokens": 9,
+            "doc_ids": [1, 0],
+        },
+        {
+            "index": 1,
+            "input": "What has Varn?",
+            "answers": ["a port"],
+            "num_tokens": 4,
+            "context": "Varn has a port.",
+        },
+    ]
+    write_jsonl_atomic(data, rows)
+    spec = {"source": "ruler_qa2_421K", "chunk_tokens": 16, "prompt": "Remember."}
+    settings = {"benchmark": "ruler_hqa", "ruler_hqa": spec}
+    first, second = _instance_rows(settings, CharTokenizer(), pool)("hqa", data)
+    context = "Document 1:\nVarn has a port.\n\nDocument 2:\nAda was born in Caldre."
+    assert "".join(first["chunks"]) == context and {len(c) for c in first["chunks"][:-1]} == {16}
+    assert first["questions"] == ["Where was Ada born?"] and first["answers"] == [["Caldre"]]
+    assert (first["task"], first["prompt"], first["num_tokens"]) == (
+        "ruler_qa2_421K",
+        "Remember.",
+        9,
+    )
+    assert second["chunks"] == ["Varn has a port."]
+    with pytest.raises(SystemExit, match="pass --pool"):
+        _instance_rows(settings, CharTokenizer(), None)("hqa", data)

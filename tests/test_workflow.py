@@ -64,11 +64,12 @@ def test_slurm_profile_plans_every_paper_job(repo):
     jobs = cfg.eval_jobs(cfg.load_yaml(repo / "config/config.yaml"))
     sharded = [j for j in jobs if j.shards > 1]
     assert len(sharded) == 30 and {j.shards for j in sharded} == {4}
-    assert counts["evaluate"] == len(jobs) - len(sharded) == 446
+    assert counts["evaluate"] == len(jobs) - len(sharded) == 446 + 2 * 10
     # Mem-α: Memalpha-4B on validation and MemoryAgentBench, Qwen3-4B and gpt-4.1-mini on
-    # validation, the released MemAgents and MEM1 (its baselines) on both; the QA model
-    # (Qwen3-32B, 2 GPUs) answers or judges in the evaluate job, apart from the policy
-    assert counts["memorize"] == 4 + 4 + 2
+    # validation, the released MemAgents and MEM1 (its baselines) on both, Memalpha-4B and
+    # MEM1 on RULER-HQA's 10 lengths too (the suites table); the QA model (Qwen3-32B, 2 GPUs)
+    # answers or judges in the evaluate job, apart from the policy
+    assert counts["memorize"] == 4 + 4 + 2 + 2 * 10
     assert "eval/mab/memalpha-4b-released/0.memories.jsonl" in done.stdout
     assert counts["merge_eval"] == 30 and counts["evaluate_shard"] == 4 * 30
     assert counts["make_table"] == 6 + 7 + 1 and counts["plot_figure"] == 3 + 1  # + both suites
@@ -146,7 +147,7 @@ def test_smoke_evaluates_every_benchmark_system_and_table(smoke):
     assert "| LME-Train | 1.0 (paper 50.0, -49.0) |" in stats
     files = list((results / "eval").rglob("*.metrics.json"))
     metrics = [record for path in files for record in json.loads(path.read_text())]
-    assert len(files) == 31 and len(metrics) == 127  # one file per job, a record per task
+    assert len(files) == 35 and len(metrics) == 131  # one file per job, a record per task
     assert {m["benchmark"] for m in metrics} == {
         "ruler_hqa",
         "ruler",
@@ -218,14 +219,14 @@ def test_smoke_records_one_mlflow_child_run_per_job(smoke):
     children = [r for r in runs if tags[r].get("mlflow.parentRunId") == parents[0]]
     assert len(parents) == 1
     rules = sorted(tags[r]["rule"] for r in children)
-    # 31 evaluation jobs: 25 score themselves, 6 (RULER-HQA from 20 docs) run in 2 shards each;
-    # 4 on Mem-α's benchmarks (Mem-α x 2, MemAgent and MEM1 on MAB) read what 4 memorize jobs
-    # wrote
-    assert rules.count("evaluate") == 25 and rules.count("evaluate_shard") == 12
-    assert rules.count("merge_eval") == 6 and rules.count("memorize") == 4
+    # 35 evaluation jobs: 29 score themselves, 6 (RULER-HQA from 20 docs) run in 2 shards each;
+    # 8 (Mem-α on its two sets and RULER-HQA's three lengths, MemAgent on MAB, MEM1 on MAB and
+    # 10 docs) read what 8 memorize jobs wrote
+    assert rules.count("evaluate") == 29 and rules.count("evaluate_shard") == 12
+    assert rules.count("merge_eval") == 6 and rules.count("memorize") == 8
     assert rules.count("download_model") == 2 and rules.count("synthesize_ruler") == 11
     records = list(results.glob("logs/**/*.provenance.jsonl"))
-    assert len(children) == len(runs) - 1 == len(records) == 106  # every job but `all`
+    assert len(children) == len(runs) - 1 == len(records) == 114  # every job but `all`
     for run in children:
         for key in ("git.commit", "git.dirty", "config.hash", "snakemake.version", "host"):
             assert tags[run][key], key

@@ -235,7 +235,7 @@ def cmd_evaluate(args: argparse.Namespace, run: tracking.JobRecord) -> None:
     merge-eval. `--data` holds one eval set per task of the settings, in their order. On a
     Mem-α benchmark, a job after a memorize job (`--memories`) runs the QA model on what that
     job wrote."""
-    from memrl.config import MEMALPHA_BENCHMARKS
+    from memrl.config import MEMALPHA_BENCHMARKS, memorizes
     from memrl.engines.base import SamplingParams
     from memrl.evaluation import Task, merge_shards, workflow_runner
 
@@ -243,8 +243,8 @@ def cmd_evaluate(args: argparse.Namespace, run: tracking.JobRecord) -> None:
     if (args.metrics is None) == (s["shards"] == 1):
         raise SystemExit(f"--metrics goes with an unsharded evaluation (shards={s['shards']})")
     engine = build_engine(args.model, _engine_spec(s))
-    if s["benchmark"] in MEMALPHA_BENCHMARKS:
-        rows_of, runner = _memalpha_evaluation(s, engine, args.memories)
+    if s["benchmark"] in MEMALPHA_BENCHMARKS or memorizes(s, s["benchmark"]):
+        rows_of, runner = _memalpha_evaluation(s, engine, args.memories, args.pool)
 
         def runner_of(name: str, rows: list[dict[str, Any]]) -> Any:
             return runner
@@ -324,7 +324,7 @@ def cmd_memorize(args: argparse.Namespace, run: tracking.JobRecord) -> None:
         args.data,
         args.memories,
         inputs,
-        _memalpha_rows(engine.tokenizer),
+        _instance_rows(s, engine.tokenizer, args.pool),
         lambda name, rows: runner,
         run,
     )
@@ -352,8 +352,10 @@ def _memalpha_memorizer(
     return memorize_runner(MemAlphaConfig(**s["agent"]), engine, sampling, new_memory)
 
 
-def _memalpha_evaluation(s: dict[str, Any], engine: Any, memories_path: Path | None) -> Any:
-    """(rows_of, wave runner) of an evaluate job on a Mem-α benchmark, by system kind: the
+def _memalpha_evaluation(
+    s: dict[str, Any], engine: Any, memories_path: Path | None, pool: Path | None
+) -> Any:
+    """(rows_of, wave runner) of an evaluate job on Mem-α-style instances, by system kind: the
     QA step over a memorize job's output (memalpha, memagent, mem1) or a context baseline."""
     from memrl.config import memorizes
     from memrl.engines.base import SamplingParams
@@ -371,7 +373,7 @@ def _memalpha_evaluation(s: dict[str, Any], engine: Any, memories_path: Path | N
 
     qa = s["qa"]
     judge = Judge(SamplingParams(**qa["judge_sampling"]), qa["judge_max_tokens"])
-    instances = _memalpha_rows(engine.tokenizer)
+    instances = _instance_rows(s, engine.tokenizer, pool)
     if (memories_path is not None) != memorizes(s, s["benchmark"]):
         raise SystemExit(
             f"--memories goes with (and only with) a memorize job's systems ({s['kind']})"
@@ -444,6 +446,36 @@ def _memories_by_task(path: Path) -> dict[tuple[str, int], dict[str, Any]]:
     from memrl.data.io import read_jsonl
 
     return {(line["task"], line["index"]): line for line in read_jsonl(path)}
+
+
+def _instance_rows(
+    s: dict[str, Any], tokenizer: Any, pool: Path | None
+) -> Callable[[str, Path], list[dict[str, Any]]]:
+    """Mem-α instances of a job's task: the Memalpha parquet's, or RULER-HQA's samples with
+    their contexts chunked in `tokenizer`'s tokens (settings `ruler_hqa`)."""
+    if s["benchmark"] != "ruler_hqa":
+        return _memalpha_rows(tokenizer)
+    from memrl.agents.chunking import token_chunks
+    from memrl.data.io import read_jsonl
+    from memrl.data.memalpha import ruler_hqa_instance
+    from memrl.data.ruler_hqa import context_pieces
+
+    spec = s["ruler_hqa"]
+
+    def rows_of(name: str, data: Path) -> list[dict[str, Any]]:
+        rows = read_jsonl(data)
+        docs = _pool(rows, pool)
+        return [
+            ruler_hqa_instance(
+                row,
+                list(token_chunks(tokenizer, context_pieces(row, docs), spec["chunk_tokens"])),
+                spec["source"],
+                spec["prompt"],
+            )
+            for row in rows
+        ]
+
+    return rows_of
 
 
 def _memalpha_rows(tokenizer: Any) -> Callable[[str, Path], list[dict[str, Any]]]:
@@ -800,9 +832,10 @@ COMMANDS: dict[str, Command] = {
             "--data": {"nargs": "+"},
             "--model": {},
             "--memory-tokenizer": {"required": False},
+            "--pool": {"required": False},
             "--memories": {},
         },
-        ["data", "model", "memory_tokenizer"],
+        ["data", "model", "memory_tokenizer", "pool"],
         named("memories"),
     ),
     "merge-eval": Command(

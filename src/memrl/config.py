@@ -121,12 +121,12 @@ def _check_memalpha(config: dict[str, Any], require: Any) -> None:
     for name, spec in config["evaluation"]["systems"].items():
         benchmarks = spec.get("benchmarks", _default_benchmarks(spec["kind"]))
         kind = spec["kind"]
-        if kind in MEMALPHA_ONLY_KINDS and not set(benchmarks) <= set(MEMALPHA_BENCHMARKS):
+        if kind in MEMALPHA_ONLY_KINDS and not set(benchmarks) <= set(MEMALPHA_KIND_BENCHMARKS):
             raise ConfigError(
                 f"config key evaluation.systems.{name}.benchmarks: a {kind} system runs only "
-                f"on {list(MEMALPHA_BENCHMARKS)}"
+                f"on {list(MEMALPHA_KIND_BENCHMARKS)}"
             )
-        if not set(benchmarks).isdisjoint(MEMALPHA_BENCHMARKS):
+        if not set(benchmarks).isdisjoint(MEMALPHA_BENCHMARKS) or kind in MEMALPHA_ONLY_KINDS:
             users.append(name)
     if "memalpha" not in config:
         if users:
@@ -141,6 +141,11 @@ def _check_memalpha(config: dict[str, Any], require: Any) -> None:
                 f"config key memalpha.{benchmark}.sources: no query prompt for {unknown}"
             )
     require("memalpha.qa.model", spec["qa"]["model"], set(config["models"]))
+    if spec["ruler_hqa"]["source"] not in QUERY_PROMPTS:
+        raise ConfigError(
+            f"config key memalpha.ruler_hqa.source: no query prompt for "
+            f"{spec['ruler_hqa']['source']!r}"
+        )
     if spec["memory_tokenizer"] != O200K:
         require("memalpha.memory_tokenizer", spec["memory_tokenizer"], set(config["models"]))
 
@@ -202,7 +207,9 @@ BENCHMARKS = ("ruler_hqa", "ruler", "longbench", "memalpha", "mab")
 MEMAGENT_BENCHMARKS = BENCHMARKS[:3]  # MemAgent's suites (seed 000)
 MEMALPHA_BENCHMARKS = BENCHMARKS[3:]  # Mem-α's: Memalpha validation, MemoryAgentBench (seed 004)
 SYSTEM_KINDS = ("memagent", "longcontext", "rag", "memalpha", "mem1")
-MEMALPHA_ONLY_KINDS = ("memalpha", "mem1")  # agents that exist only on Mem-α's benchmarks
+MEMALPHA_ONLY_KINDS = ("memalpha", "mem1")  # agents of Mem-α's framework and its baselines
+# what they read: Mem-α's instances, and RULER-HQA's samples made instances (memalpha.ruler_hqa)
+MEMALPHA_KIND_BENCHMARKS = (*MEMALPHA_BENCHMARKS, "ruler_hqa")
 MEMORIZING_KINDS = ("memalpha", "memagent", "mem1")  # a memorize job first on Mem-α's
 RAG_BENCHMARKS = ("ruler_hqa", "longbench")  # Tables 10 and 11 (the paper ran RAG on nothing else)
 NO_LENGTH = 0  # the one "length" of a benchmark without a length axis (LongBench, Mem-α's)
@@ -264,7 +271,10 @@ def _runs_benchmark(system: dict[str, Any], benchmark: str) -> bool:
 def memorizes(system: dict[str, Any], benchmark: str) -> bool:
     """Whether a system's evaluation on `benchmark` takes two jobs: its own model reads every
     instance first (`memorize`: the Mem-α policy writes its memory, MemAgent its memory and
-    answers, MEM1 its summary), then the evaluate job answers or judges on the QA model."""
+    answers, MEM1 its summary), then the evaluate job answers or judges on the QA model. Mem-α
+    and MEM1 do so on every benchmark they read (RULER-HQA too); MemAgent on Mem-α's only."""
+    if system["kind"] in MEMALPHA_ONLY_KINDS:
+        return True
     return benchmark in MEMALPHA_BENCHMARKS and system["kind"] in MEMORIZING_KINDS
 
 
@@ -325,7 +335,9 @@ def eval_jobs(config: dict[str, Any], systems: Systems | None = None) -> list[Ev
     return jobs
 
 
-UNSHARDED_KINDS = ("rag",)  # a RAG sample reads its top-k units: its cost does not grow with N
+# A RAG sample reads its top-k units: its cost does not grow with N. A memorising system's
+# evaluate job reads its one memorize job's output whole.
+UNSHARDED_KINDS = ("rag", *MEMALPHA_ONLY_KINDS)
 
 
 def eval_shards(config: dict[str, Any], system: dict[str, Any], benchmark: str, length: int) -> int:
@@ -451,7 +463,7 @@ def eval_settings(
     """Everything one evaluation (shard) reads: the job, the system and the engine."""
     system = (systems or eval_systems(config))[job.system]
     evaluation = config["evaluation"]
-    if job.benchmark in MEMALPHA_BENCHMARKS:
+    if job.benchmark in MEMALPHA_BENCHMARKS or memorizes(system, job.benchmark):
         return _memalpha_eval_settings(config, job, shard, system)
     engine = engine_settings(config, system.get("engine"), system["model"])
     if system.get("max_model_len") is not None:
@@ -482,6 +494,8 @@ def _memalpha_eval_settings(
     qa = {k: v for k, v in spec["qa"].items() if k not in ("engine", "model")}
     settings = {**job._asdict(), "kind": system["kind"], "shard": shard, "qa": qa}
     settings["wave_size"] = config["evaluation"]["wave_size"]
+    if job.benchmark == "ruler_hqa":
+        settings["ruler_hqa"] = spec["ruler_hqa"]
     if memorizes(system, job.benchmark):
         settings["engine"] = engine_settings(config, spec["qa"].get("engine"), qa_model(config))
         if system["kind"] == "mem1":  # the QA model answers with the memory as its context
@@ -523,6 +537,8 @@ def memorize_settings(
         "engine": engine_settings(config, system.get("engine"), system["model"]),
         "wave_size": config["evaluation"]["wave_size"],
     }
+    if job.benchmark == "ruler_hqa":
+        settings["ruler_hqa"] = spec["ruler_hqa"]
     if system["kind"] == "memagent":
         return {**settings, **spec["baselines"]["memagent"]}
     if system["kind"] == "mem1":
@@ -622,14 +638,21 @@ def report_jobs(config: dict[str, Any], name: str) -> list[EvalJob]:
             and (rag is None or (kinds[job.system]["kind"] == "rag") == rag)
         ]
 
+    def memagent_suite() -> list[EvalJob]:  # RULER-HQA without RAG and Mem-α's agents
+        return [
+            j
+            for j in select("ruler_hqa", rag=False)
+            if kinds[j.system]["kind"] not in MEMALPHA_ONLY_KINDS
+        ]
+
     def policies() -> list[EvalJob]:  # Mem-α's framework with each policy, on validation
         return [j for j in select("memalpha", rag=False) if kinds[j.system]["kind"] == "memalpha"]
 
     qa = [t for t in config["longbench"]["tasks"] if t not in LONGBENCH_SUM]
     memagent = [j for j in jobs if kinds[j.system]["kind"] == "memagent"]
     selections = {
-        "table1": lambda: select("ruler_hqa", rag=False),
-        "figure1": lambda: select("ruler_hqa", rag=False),
+        "table1": memagent_suite,
+        "figure1": memagent_suite,
         "table2": lambda: select("longbench", rag=False, tasks=LONGBENCH_SUM),
         "table3": lambda: select("longbench", rag=False, tasks=qa),
         "table10": lambda: (

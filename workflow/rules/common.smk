@@ -189,10 +189,13 @@ def get_eval_inputs(wildcards):
 
 
 def get_memorize_inputs(wildcards):
-    """A memorisation: the instances, the system's model and (Mem-α) the memory's tokenizer."""
+    """A memorisation: the instances (RULER-HQA's: with the document pool), the system's model
+    and (Mem-α) the memory's tokenizer."""
     job = eval_job(wildcards)
     system = SYSTEMS[job.system]
     inputs = {"data": eval_data(job), "model": str(cfg.model_dir(config, system["model"]))}
+    if job.benchmark == "ruler_hqa":
+        inputs["pool"] = f"{R}/data/ruler_hqa/pool_docs.parquet"
     counter = config["memalpha"]["memory_tokenizer"]
     if system["kind"] == "memalpha" and counter != cfg.O200K:
         inputs["memory_tokenizer"] = str(cfg.model_dir(config, counter))

@@ -109,9 +109,10 @@ rule memorize:
         job=job("memorize"),
         settings=get_memorize_settings,
         tokenizer=get_memorize_tokenizer_arg,
+        pool=get_eval_pool_arg,
     shell:
         "memrl --job {params.job:q} --log {log:q} memorize --settings {params.settings:q}"
-        " --data {input.data:q} --model {input.model:q} {params.tokenizer}"
+        " --data {input.data:q} --model {input.model:q} {params.tokenizer} {params.pool}"
         " --memories {output.memories:q} 2> {log:q}"
 
 

@@ -150,3 +150,22 @@ def source_statistics(
             }
         )
     return records
+
+
+def ruler_hqa_instance(
+    row: dict[str, Any], chunks: list[str], source: str, prompt: str
+) -> dict[str, Any]:
+    """A RULER-HQA sample as a Mem-α instance: its context cut into `chunks`, its one question
+    asked and scored as the MemoryAgentBench source `source` (memalpha.ruler_hqa)."""
+    if source not in QUERY_PROMPTS:
+        raise KeyError(f"no query prompt for data source {source!r}")
+    return {
+        "index": row["index"],
+        "instance_id": row["index"],
+        "prompt": prompt,
+        "task": source,
+        "chunks": chunks,
+        "questions": [row["input"]],
+        "answers": [list(row["answers"])],
+        "num_tokens": row["num_tokens"],
+    }

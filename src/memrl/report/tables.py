@@ -643,7 +643,7 @@ def build_table1(
         systems,
         paper,
         length_labels,
-        include=lambda sid, spec: system_kind(sid, spec) != "rag",
+        include=lambda sid, spec: system_kind(sid, spec) not in ("rag", *MEMALPHA_ONLY_KINDS),
         table="Table 1",
         benchmark=benchmark,
     )
