@@ -126,3 +126,11 @@ def test_warmup_is_linear_from_zero_then_constant():
     assert warmup_constant_lr(0, 0) == 1.0
     with pytest.raises(ValueError):
         warmup_constant_lr(-1, 20)
+
+
+def test_group_advantage_divided_by_the_unbiased_group_std():
+    rewards = torch.tensor([1.0, 0.0, 2.0, 3.0, 3.0, 5.0])
+    adv = group_advantages(rewards, ["a", "a", "a", "b", "b", "c"], norm_by_std=True)
+    # a: mean 1, unbiased std 1; b: all equal -> 0; singleton c: mean 0, std 1
+    expected = [0.0, -1.0 / (1 + 1e-6), 1.0 / (1 + 1e-6), 0.0, 0.0, 5.0 / (1 + 1e-6)]
+    torch.testing.assert_close(adv, torch.tensor(expected))

@@ -59,6 +59,25 @@ def test_group_advantage_matches_grpo_without_std(seed):
     torch.testing.assert_close(ours, expected)
 
 
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_memalpha_chunk_rows_advantage_matches_grpo_with_std(seed):
+    """Mem-α: every chunk row carries its own reward; the group is the instance (all chunk rows
+    of all its rollouts); verl normalises by the group's std (norm_adv_by_std_in_grpo=True)."""
+    generator = torch.Generator().manual_seed(seed)
+    n, width = 30, 5
+    uids = np.array([f"i{i}" for i in torch.randint(0, 4, (n,), generator=generator).tolist()])
+    uids[-1] = "alone"  # a group of one row
+    scores = torch.rand(n, generator=generator) * 2.5 - 0.5  # r1 + βr3 + r2 + γr4 spans ~[-0.5, 2]
+    mask = _mask(generator, n, width)
+    expected, _ = core_algos.compute_grpo_outcome_advantage(
+        _outcome_rewards(scores, mask), mask, uids, norm_adv_by_std_in_grpo=True
+    )
+    ours = broadcast_to_conversations(
+        group_advantages(scores, uids.tolist(), norm_by_std=True), torch.arange(n), mask
+    )
+    torch.testing.assert_close(ours, expected)
+
+
 @pytest.mark.parametrize("seed", [0, 1])
 def test_multi_conversation_advantage_matches_verl_v1(seed):
     v1_utils = pytest.importorskip("verl.trainer.ppo.v1.utils")

@@ -197,7 +197,7 @@ def execute(memory: StructuredMemory, call: ToolCall) -> ToolResult:
     if call.malformed is not None:
         return _failed(name, "Invalid tool call", call.malformed)
     try:
-        arguments = json.loads(_repair(call.arguments))
+        arguments = parse_arguments(call)
     except (json.JSONDecodeError, ValueError) as e:
         return _failed(name, "Invalid JSON arguments", str(e))
     if not isinstance(arguments, dict):
@@ -214,6 +214,12 @@ def execute(memory: StructuredMemory, call: ToolCall) -> ToolResult:
         return _failed(name, "Unexpected error", str(e) or type(e).__name__)
     skipped = result.get("status") == "skipped"
     return ToolResult(True, f"[tool {name} executed successfully] → {result}", skipped)
+
+
+def parse_arguments(call: ToolCall) -> Any:
+    """A call's arguments, repaired by `json-repair` as the official executor does, then parsed
+    (ValueError when even the repaired text is not JSON)."""
+    return json.loads(_repair(call.arguments))
 
 
 def _run(memory: StructuredMemory, name: str, args: dict[str, Any]) -> dict[str, Any]:

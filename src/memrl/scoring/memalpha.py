@@ -12,6 +12,10 @@
   answer after "Answer:" (or its first line) — except under the baselines' protocol
   (`long_context_eval.py`), which scores RULER by lower-cased containment of the first gold.
 
+GRPO's r1 (`naive.py`, protocol "train", §3.2) differs in two places: keyword golds are split on
+"," (then stripped), and a label is the `\boxed{}` content or else the whole answer (no
+<answer>/\box{}); `ttl_train*` sources are labels too.
+
 `strip_think` first: the text after the first `</think>`; an unclosed `<think>` scores as "Empty".
 Scores are per question; an instance is the mean of its questions, a source the mean of its
 instances (`memrl.evaluation.summarize`).
@@ -36,7 +40,11 @@ JUDGE_TEMPLATE = (
 )
 EMPTY = "Empty"
 Gold = str | Sequence[Any]
-PROTOCOLS = ("agent", "baseline")  # evaluate_agent_results.py, long_context_eval.py
+PROTOCOLS = (
+    "agent",
+    "baseline",
+    "train",
+)  # evaluate_agent_results.py, long_context_eval.py, naive.py
 
 
 def strip_think(prediction: str) -> str:
@@ -51,14 +59,18 @@ def is_judged(source: str) -> bool:
 
 def score_answer(source: str, prediction: str, gold: Gold, protocol: str = "agent") -> float:
     """The score of one answer (not for judged sources: see `judge_prompt`) under `protocol`:
-    "agent" (Mem-α's evaluate_agent_results.py) or "baseline" (long_context_eval.py)."""
+    "agent" (Mem-α's evaluate_agent_results.py), "baseline" (long_context_eval.py) or "train"
+    (GRPO's r1, naive.py)."""
     if protocol not in PROTOCOLS:
         raise ValueError(f"unknown scoring protocol {protocol!r} (known: {PROTOCOLS})")
     prediction = strip_think(prediction)
+    training = protocol == "train"
     if _is_summary(source):
+        if training and isinstance(gold, str):
+            gold = [keyword.strip() for keyword in gold.split(",")]
         return keyword_hit(prediction, gold)
-    if _is_label(source):
-        return label_em(prediction, gold)
+    if _is_label(source) or (training and source.startswith("ttl_train")):
+        return label_em(prediction, gold, boxed_only=training)
     if source in ("squad", "hotpotqa"):
         return containment(prediction, gold)
     if source == "perltqa":
@@ -91,8 +103,14 @@ def extract_label(text: str) -> str:
     return text.strip()
 
 
-def label_em(prediction: str, gold: Gold) -> float:
-    label = extract_label(prediction).strip("\"'").strip()
+def label_em(prediction: str, gold: Gold, boxed_only: bool = False) -> float:
+    """All-digit label equal to the gold; `boxed_only` (training): the \\boxed{} content, else
+    the whole answer."""
+    if boxed_only:
+        boxed = _braced(prediction, "\\boxed{")
+        label = (prediction if boxed is None else boxed).strip().strip("\"'").strip()
+    else:
+        label = extract_label(prediction).strip("\"'").strip()
     if not re.match(r"^\d+$", label):
         return 0.0
     return float(label == str(_first(gold)).strip("\"'").strip())

@@ -14,15 +14,20 @@ from collections.abc import Hashable, Sequence
 import torch
 from torch import Tensor
 
+STD_EPSILON = 1e-6  # verl's epsilon under the group std
 LOG_RATIO_CLAMP = 20.0  # |log r| bound before exp, for stability (verl's value)
 KL_CLAMP = 10.0  # low_var_kl is clamped to [-10, 10] (verl's value)
 
 
-def group_advantages(rewards: Tensor, group_ids: Sequence[Hashable]) -> Tensor:
-    """Eq. 1: A_i = R_i − mean of R over i's group (Dr. GRPO: no division by the std).
+def group_advantages(
+    rewards: Tensor, group_ids: Sequence[Hashable], norm_by_std: bool = False
+) -> Tensor:
+    """Eq. 1: A_i = R_i − mean of R over i's group (Dr. GRPO: no division by the std); with
+    `norm_by_std` (Mem-α's GRPO: a group is every chunk row of an instance's rollouts) divided
+    by the group's unbiased std + 1e-6.
 
-    A group with a single rollout uses mean 0, so its advantage is its raw reward (as verl and
-    the official code do).
+    A group with a single rollout uses mean 0 and std 1, so its advantage is its raw reward
+    (over 1 + 1e-6 with `norm_by_std`), as verl and the official code do.
     """
     if rewards.dim() != 1 or rewards.numel() != len(group_ids):
         raise ValueError(
@@ -35,7 +40,14 @@ def group_advantages(rewards: Tensor, group_ids: Sequence[Hashable]) -> Tensor:
     sums = torch.zeros(len(slots)).index_add_(0, index, rewards)
     counts = torch.zeros(len(slots)).index_add_(0, index, torch.ones_like(rewards))
     means = torch.where(counts > 1, sums / counts, torch.zeros_like(sums))
-    return rewards - means[index]
+    centred = rewards - means[index]
+    if not norm_by_std:
+        return centred
+    squares = torch.zeros(len(slots)).index_add_(0, index, centred**2)
+    std = torch.where(
+        counts > 1, (squares / (counts - 1).clamp(min=1)).sqrt(), torch.ones_like(sums)
+    )
+    return centred / (std[index] + STD_EPSILON)
 
 
 def broadcast_to_conversations(

@@ -1,0 +1,162 @@
+"""Mem-α rollouts made GRPO training rows (memalpha_official.md §3.3–3.4).
+
+For each instance, `group_size` memorisation rollouts of the workflow the evaluation runs
+(`agents.memalpha.memorize`, each into a fresh memory). Every chunk's generation is one training
+row, scored r1 + β·r3 + r2_t + γ·r4_t (`train.memalpha_rewards`): r1 answers the instance's
+questions from that rollout's final memory through the frozen QA step (training metric), r4 asks
+the judge about every insert and update. The GRPO group of a row is its instance: all chunk rows
+of all its rollouts, normalised by the group's std (`group_advantages(..., norm_by_std=True)`).
+
+In the returned `RolloutBatch` every row is its own scored unit (`traj_index[i] == i`), so the
+trainer's per-unit advantage is per row; `group_ids` name the instance.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from memrl.agents.driver import run_batched
+from memrl.agents.memalpha import ChunkStep, MemAlphaConfig, memorize
+from memrl.agents.structured_memory import StructuredMemory
+from memrl.engines.base import ChatEngine, SamplingParams
+from memrl.evaluation import Judge, MemoryQA, instance_qa_runner, memalpha_questions
+from memrl.train.memalpha_rewards import (
+    compression_reward,
+    content_judge_request,
+    content_reward,
+    content_verdict,
+    judged_content,
+    step_rewards,
+    tool_call_reward,
+)
+from memrl.train.rollout import RolloutBatch
+
+
+@dataclass(frozen=True)
+class MemAlphaReward:
+    """The reward's weights and its judge (r4: the QA model at T=0.1, 512 tokens, officially)."""
+
+    beta: float  # compression (r3)
+    gamma: float  # content (r4)
+    judge_sampling: SamplingParams
+    judge_max_tokens: int = 512
+
+
+@dataclass
+class RowTerms:
+    """Each row's reward terms, kept for the training curves (per row of the batch)."""
+
+    r1: list[float] = field(default_factory=list)
+    r2: list[float] = field(default_factory=list)
+    r3: list[float] = field(default_factory=list)
+    r4: list[float] = field(default_factory=list)
+    memory_tokens: list[int] = field(default_factory=list)
+
+
+def collect_memalpha_rollouts(
+    policy: ChatEngine,
+    qa_engine: ChatEngine,
+    rows: Sequence[dict[str, Any]],
+    group_size: int,
+    agent: MemAlphaConfig,
+    sampling: SamplingParams,
+    new_memory: Callable[[int, int], StructuredMemory],
+    qa: MemoryQA,
+    qa_judge: Judge,
+    reward: MemAlphaReward,
+) -> tuple[RolloutBatch, RowTerms]:
+    """`group_size` rollouts per instance (rows: Mem-α instances; `new_memory(instance,
+    rollout)` a fresh memory each), scored into one training row per chunk step. A failed
+    rollout has r1 = 0 and keeps its answered steps; a step with an empty response is left out."""
+    if group_size < 1:
+        raise ValueError(f"group_size must be >= 1, got {group_size}")
+    memories = [new_memory(q, g) for q in range(len(rows)) for g in range(group_size)]
+    traces: list[list[ChunkStep]] = [[] for _ in memories]
+    workflows = [
+        memorize(rows[t // group_size]["chunks"], memory, agent, trace)
+        for t, (memory, trace) in enumerate(zip(memories, traces, strict=True))
+    ]
+    rollouts = run_batched(workflows, policy, sampling)
+    r1 = _correctness(qa_engine, rows, group_size, memories, rollouts, qa, qa_judge)
+    r4 = _content(qa_engine, traces, reward)
+    batch, terms = RolloutBatch(), RowTerms()
+    for t, (memory, trace, rollout) in enumerate(zip(memories, traces, rollouts, strict=True)):
+        chunks = rows[t // group_size]["chunks"]
+        chunk_tokens = sum(memory.count_tokens(chunk) for chunk in chunks)
+        r3 = compression_reward(memory.total_length(), chunk_tokens)
+        r2 = [tool_call_reward(step.results) for step in trace]
+        scalars = step_rewards(r1[t], r3, r2, r4[t], reward.beta, reward.gamma)
+        for step, conversation in enumerate(rollout.conversations[: len(trace)]):
+            completion = conversation.completion
+            if not completion.response_ids:
+                batch.n_empty += 1
+                continue
+            batch.prompt_ids.append(list(completion.prompt_ids))
+            batch.response_ids.append(list(completion.response_ids))
+            batch.traj_index.append(len(batch.rewards))
+            batch.is_final.append(step == len(chunks) - 1)
+            batch.rewards.append(scalars[step])
+            batch.group_ids.append(t // group_size)
+            batch.failed.append(rollout.failed)
+            terms.r1.append(r1[t])
+            terms.r2.append(r2[step])
+            terms.r3.append(r3)
+            terms.r4.append(r4[t][step])
+            terms.memory_tokens.append(memory.total_length())
+    return batch, terms
+
+
+def _correctness(
+    qa_engine: ChatEngine,
+    rows: Sequence[dict[str, Any]],
+    group_size: int,
+    memories: Sequence[StructuredMemory],
+    rollouts: Sequence[Any],
+    qa: MemoryQA,
+    qa_judge: Judge,
+) -> list[float]:
+    """r1 per rollout: its questions answered from its final memory by the QA step, scored by
+    the training metric (LongMemEval's by the judge); 0 for a failed rollout."""
+    instances = [
+        {
+            **rows[t // group_size],
+            "num_tokens": rows[t // group_size].get("num_tokens", 0),
+            "memorized": {
+                "memory": memory.snapshot(),
+                "failed": rollout.failed,
+                "error": rollout.final.completion.error if rollout.failed else None,
+            },
+        }
+        for t, (memory, rollout) in enumerate(zip(memories, rollouts, strict=True))
+    ]
+    prepare = memalpha_questions(qa_engine, qa)
+    run = instance_qa_runner(qa_engine, qa.sampling, qa_judge, prepare, protocol="train")
+    return [record["score"] for record in run(instances)]
+
+
+def _content(
+    judge_engine: ChatEngine, traces: Sequence[Sequence[ChunkStep]], reward: MemAlphaReward
+) -> list[list[float]]:
+    """r4 per rollout and step: every insert/update judged in one batch, other calls 0."""
+    keys, requests = [], []
+    for t, trace in enumerate(traces):
+        for step, chunk in enumerate(trace):
+            for c, call in enumerate(chunk.calls):
+                judged = judged_content(call)
+                if judged is not None:
+                    keys.append((t, step, c))
+                    requests.append(content_judge_request(*judged, reward.judge_max_tokens))
+    replies = judge_engine.chat(requests, reward.judge_sampling) if requests else []
+    verdicts = {
+        key: 0.0 if reply.failed else content_verdict(reply.text)
+        for key, reply in zip(keys, replies, strict=True)
+    }
+    return [
+        [
+            content_reward([verdicts.get((t, step, c)) for c in range(len(chunk.calls))])
+            for step, chunk in enumerate(trace)
+        ]
+        for t, trace in enumerate(traces)
+    ]

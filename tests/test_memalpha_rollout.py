@@ -1,0 +1,120 @@
+"""Mem-α rollouts scored into GRPO rows: every reward term of every chunk row, by hand."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from memrl.agents.memalpha import MemAlphaConfig
+from memrl.agents.structured_memory import StructuredMemory
+from memrl.engines.base import Completion, SamplingParams
+from memrl.evaluation import Judge, MemoryQA
+from memrl.train.memalpha_rollout import MemAlphaReward, collect_memalpha_rollouts
+
+F, A = "✿FUNCTION✿", "✿ARGS✿"
+VALID = '```json\n{"VALID": true, "ISSUES": [], "EXPLANATION": "fine"}\n```'
+
+
+def words(text: str) -> int:
+    return len(text.split())
+
+
+def call(name: str, **arguments: str) -> str:
+    return f"{F}: {name}\n{A}: {json.dumps(arguments)}\n"
+
+
+class Policy:
+    """Replies in order (rollouts are batched by trajectory), with token ids to train on."""
+
+    def __init__(self, replies):
+        self.replies, self.tokenizer = iter(replies), None
+
+    def chat(self, requests, sampling):
+        return [Completion(next(self.replies), [1, 2], [3, 4, 5]) for _ in requests]
+
+
+class QAAndJudge:
+    """Answers "Caldre" when the memory shows it; judges every content valid."""
+
+    class Tokenizer:
+        def encode(self, text, add_special_tokens=False):
+            return text.split()
+
+    tokenizer = Tokenizer()
+
+    def __init__(self):
+        self.requests = []
+
+    def chat(self, requests, sampling):
+        self.requests += requests
+        replies = []
+        for request in requests:
+            system = request.messages[0]["content"]
+            if system.startswith("You are an expert memory analyst"):
+                replies.append(Completion(VALID))
+            else:
+                replies.append(Completion("Caldre" if "Caldre" in system else "unknown"))
+        return replies
+
+
+def test_each_chunk_row_carries_its_rollouts_r1_r3_and_its_own_r2_r4():
+    row = {
+        "index": 0,
+        "task": "squad",
+        "prompt": "",
+        "chunks": [
+            "Ada was born in Caldre and moved to Varn.",
+            "Varn has a large port and a market.",
+        ],
+        "questions": ["Where was Ada born?"],
+        "answers": [["Caldre"]],
+    }
+    policy = Policy(
+        [
+            # rollout 0, chunk 1: an insert and a delete of a missing id (ok, never judged)
+            call(
+                "new_memory_insert", memory_type="semantic_memory", content="Ada was born in Caldre"
+            )
+            + call("memory_delete", memory_type="semantic_memory", memory_id="beef"),
+            # rollout 1, chunk 1: no call
+            "Nothing worth keeping.",
+            # rollout 0, chunk 2: a core update
+            call("memory_update", memory_type="core_memory", new_content="User asks about Ada"),
+            # rollout 1, chunk 2: an insert and its duplicate (skipped: a failure for r2)
+            call("new_memory_insert", memory_type="semantic_memory", content="Varn has a port")
+            + call("new_memory_insert", memory_type="semantic_memory", content="Varn has a port"),
+        ]
+    )
+    judge = QAAndJudge()
+    batch, terms = collect_memalpha_rollouts(
+        policy,
+        judge,
+        [row],
+        group_size=2,
+        agent=MemAlphaConfig(max_new_tokens=64),
+        sampling=SamplingParams(1.0, 1.0, seed=0),
+        new_memory=lambda q, g: StructuredMemory(words, seed=g),
+        qa=MemoryQA(SamplingParams(0.7, 1.0), top_k=20, prompt_cap=30000, max_tokens=16),
+        qa_judge=Judge(SamplingParams(0.6, 0.95), 8),
+        reward=MemAlphaReward(beta=0.05, gamma=0.1, judge_sampling=SamplingParams(0.1, 1.0)),
+    )
+    # rollout order: (r0 c1, r0 c2, r1 c1, r1 c2); one group: the instance
+    assert terms.r1 == [1.0, 1.0, 0.0, 0.0]  # "Caldre" only in rollout 0's memory
+    assert terms.r3 == pytest.approx([1 - 9 / 17] * 2 + [1 - 4 / 17] * 2)  # 17 chunk words
+    assert terms.r2 == [1.0, 1.0, 0.0, 0.5]
+    assert terms.r4 == [0.5, 1.0, 0.0, 1.0]  # the delete counts 0; no call, 0
+    beta_r3 = [0.05 * r for r in terms.r3]
+    expected = [
+        1.0 + beta_r3[0] + 1.0 + 0.05,
+        1.0 + beta_r3[1] + 1.0 + 0.1,
+        0.0 + beta_r3[2] + 0.0 + 0.0,
+        0.0 + beta_r3[3] + 0.5 + 0.1,
+    ]
+    assert batch.rewards == pytest.approx(expected)
+    assert batch.group_ids == [0, 0, 0, 0] and batch.traj_index == [0, 1, 2, 3]
+    assert batch.is_final == [False, True, False, True]
+    assert batch.response_ids == [[3, 4, 5]] * 4 and terms.memory_tokens == [9, 9, 4, 4]
+    judged = [r for r in judge.requests if r.messages[0]["content"].startswith("You are an")]
+    assert len(judged) == 4  # insert, core update, two inserts: never the delete
+    assert judged[0].messages[1]["content"].startswith("Analyze this semantic memory content:")
