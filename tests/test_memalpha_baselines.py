@@ -54,6 +54,19 @@ class ScriptedQA:
         return out
 
 
+class Replying:
+    """Replies from a script, in order; records requests."""
+
+    tokenizer = WordTokenizer()
+
+    def __init__(self, replies):
+        self.replies, self.requests = iter(replies), []
+
+    def chat(self, requests, sampling):
+        self.requests += requests
+        return [Completion(next(self.replies)) for _ in requests]
+
+
 # --- prompts ---------------------------------------------------------------------------------
 
 
@@ -202,19 +215,7 @@ def test_long_context_reads_the_tail_of_every_chunk_under_its_cap(tmp_path):
 
 
 def test_memagent_memorises_with_the_task_prompt_then_answers_in_boxed(tmp_path):
-    replies = iter(["memory after chunk 1", "final memory", "\\boxed{rugs}"])
-
-    class Engine:
-        tokenizer = WordTokenizer()
-
-        def __init__(self):
-            self.requests = []
-
-        def chat(self, requests, sampling):
-            self.requests += requests
-            return [Completion(next(replies)) for _ in requests]
-
-    engine = Engine()
+    engine = Replying(["memory after chunk 1", "final memory", "\\boxed{rugs}"])
     row = {**ROWS[1], "chunks": ["I bought rugs", "and a lamp"]}
     runner = memagent_memorize_runner(engine, SamplingParams(0.1, 0.95), 16, 8)
     [memorized] = evaluate([row], runner, tmp_path / "m.jsonl", batch_size=1)
@@ -273,25 +274,13 @@ def test_think_state_is_the_first_think_block_stripped_inside():
 def test_mem1_continues_its_memory_per_chunk_and_keeps_it_without_a_new_one(tmp_path):
     from memrl.agents.mem1 import MEM1_INSTRUCTION, NEW_CONTEXT
 
-    replies = iter(
+    engine = Replying(
         [
             "reasoning <think> Paris: France </think><search>q</search>",
             "nothing to add",  # no think block: the memory stays
             "<think>Paris: France; Rome: Italy</think><answer>x</answer>",
         ]
     )
-
-    class Engine:
-        tokenizer = WordTokenizer()
-
-        def __init__(self):
-            self.requests = []
-
-        def chat(self, requests, sampling):
-            self.requests += requests
-            return [Completion(next(replies)) for _ in requests]
-
-    engine = Engine()
     runner = mem1_memorize_runner(engine, SamplingParams(0.01, 0.95), 32)
     [memorized] = evaluate(ROWS[:1], runner, tmp_path / "m.jsonl", batch_size=1)
     assert memorized["memory"] == "<think>Paris: France; Rome: Italy</think>"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 
 import pytest
 
@@ -118,3 +119,52 @@ def test_each_chunk_row_carries_its_rollouts_r1_r3_and_its_own_r2_r4():
     judged = [r for r in judge.requests if r.messages[0]["content"].startswith("You are an")]
     assert len(judged) == 4  # insert, core update, two inserts: never the delete
     assert judged[0].messages[1]["content"].startswith("Analyze this semantic memory content:")
+
+
+def test_the_cpu_reference_trainer_runs_memalphas_grpo_on_the_tiny_model(tmp_path):
+    """The same trainer as MemAgent's, with Mem-α's rollouts, reward and std-normalised groups:
+    the QA step and the judge run on the frozen reference (the initial policy)."""
+    from memrl.data.memalpha import instances_by_source
+    from memrl.data.sources import fixture_path
+    from memrl.models.tiny import build_tiny_model
+    from memrl.train.cpu_trainer import TrainSettings, train
+    from memrl.train.memalpha_rollout import check_instance, memalpha_rollouts
+
+    grouped = instances_by_source(fixture_path("memalpha/train.parquet"))
+    rows = [grouped["squad"][0], grouped["pubmed-rct"][0]]
+    corpus = [chunk for row in rows for chunk in row["chunks"]]
+    model = build_tiny_model(tmp_path / "tiny", corpus)
+    settings = TrainSettings(
+        steps=1,
+        rollout_batch=2,
+        group_size=2,
+        mini_batches_per_step=2,
+        lr=1e-3,
+        warmup_steps=0,
+        seed=0,
+        generation_batch=4,
+        micro_batch_rows=4,
+        norm_adv_by_std=True,
+    )
+    rollouts = memalpha_rollouts(
+        settings,
+        MemAlphaConfig(max_new_tokens=12),
+        words,
+        MemoryQA(SamplingParams(0.7, 1.0, seed=0), top_k=20, prompt_cap=30000, max_tokens=6),
+        Judge(SamplingParams(0.6, 0.95, seed=0), 4),
+        MemAlphaReward(beta=0.05, gamma=0.1, judge_sampling=SamplingParams(0.1, 1.0, seed=0)),
+    )
+    summary = train(
+        model, tmp_path / "out", rows, settings, rollouts=rollouts, check_row=check_instance
+    )
+    lines = (tmp_path / "out" / "train_metrics.jsonl").read_text().splitlines()
+    metrics = [json.loads(line) for line in lines]
+    assert summary["steps"] == 1 and len(metrics) == 1
+    n_chunks = sum(len(row["chunks"]) for row in rows)
+    for step in metrics:
+        assert step["n_conversations"] + step["n_empty"] == n_chunks * settings.group_size
+        assert {"r1_mean", "r2_mean", "r3_mean", "r4_mean", "memory_tokens_mean"} <= set(step)
+        assert all(math.isfinite(step[key]) for key in ("pg_loss", "kl", "reward_mean"))
+    assert (tmp_path / "out" / "config.json").is_file()
+    with pytest.raises(ValueError, match="training row 0: missing chunks"):
+        train(model, tmp_path / "bad", [{"task": "squad"}], settings, check_row=check_instance)

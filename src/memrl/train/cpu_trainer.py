@@ -84,6 +84,7 @@ class TrainSettings:
     seed: int = 0
     generation_batch: int = 8  # HFEngine micro-batch size for rollouts
     micro_batch_rows: int = 8  # conversations per forward/backward pass (memory only)
+    norm_adv_by_std: bool = False  # Mem-α's GRPO divides by the group std; MemAgent's does not
 
     def __post_init__(self) -> None:
         positive = (
@@ -205,7 +206,8 @@ def build_experience(
 ) -> tuple[Experience, Tensor]:
     """Advantages and old/reference log-probs of a step's conversations; also the
     per-trajectory advantages (for logging)."""
-    traj_adv = group_advantages(torch.tensor(batch.rewards, dtype=torch.float32), batch.group_ids)
+    rewards = torch.tensor(batch.rewards, dtype=torch.float32)
+    traj_adv = group_advantages(rewards, batch.group_ids, norm_by_std=settings.norm_adv_by_std)
     longest = max((len(r) for r in batch.response_ids), default=0)
     old_parts, ref_parts, mask_parts = [], [], []
     with torch.no_grad():
@@ -304,6 +306,33 @@ def question_batches(n_rows: int, per_step: int, steps: int, seed: int) -> list[
     return [stream[k * per_step : (k + 1) * per_step] for k in range(steps)]
 
 
+# A step's rollouts: (step, its rows, the policy's engine, the frozen reference's engine) ->
+# the training rows and any metrics of their own (Mem-α's reward terms).
+Rollouts = Callable[
+    [int, Sequence[dict[str, Any]], HFEngine, HFEngine], tuple[RolloutBatch, dict[str, float]]
+]
+
+
+def step_sampling(step: int, settings: TrainSettings) -> SamplingParams:
+    """Rollout sampling of step `step` (its own seed)."""
+    return SamplingParams(
+        temperature=settings.temperature,
+        top_p=settings.top_p,
+        seed=settings.seed + STEP_SEED_STRIDE * step,
+    )
+
+
+def memagent_rollouts(settings: TrainSettings) -> Rollouts:
+    """MemAgent's: `step_rollouts`, no extra metrics."""
+
+    def collect(
+        step: int, rows: Sequence[dict[str, Any]], engine: HFEngine, reference_engine: HFEngine
+    ) -> tuple[RolloutBatch, dict[str, float]]:
+        return step_rollouts(step, rows, engine, settings), {}
+
+    return collect
+
+
 def step_rollouts(
     step: int, rows: Sequence[dict[str, Any]], engine: HFEngine, settings: TrainSettings
 ) -> RolloutBatch:
@@ -314,11 +343,7 @@ def step_rollouts(
         final_tokens=settings.final_tokens,
         final_prompt="boxed",
     )
-    sampling = SamplingParams(
-        temperature=settings.temperature,
-        top_p=settings.top_p,
-        seed=settings.seed + STEP_SEED_STRIDE * step,
-    )
+    sampling = step_sampling(step, settings)
     return collect_rollouts(engine, rows, settings.group_size, agent, settings.max_chunks, sampling)
 
 
@@ -330,10 +355,14 @@ def train_step(
     engine: HFEngine,
     optimizer: torch.optim.Optimizer,
     settings: TrainSettings,
+    rollouts: Rollouts | None = None,
 ) -> dict[str, float]:
-    """Rollouts, advantages, log-probs and the step's mini-batch updates; returns its metrics."""
+    """Rollouts (`rollouts`, MemAgent's by default), advantages, log-probs and the step's
+    mini-batch updates; returns its metrics."""
     began = time.perf_counter()
-    batch = step_rollouts(step, rows, engine, settings)
+    collect = rollouts or memagent_rollouts(settings)
+    reference_engine = HFEngine(reference, engine.tokenizer, batch_size=settings.generation_batch)
+    batch, extra = collect(step, rows, engine, reference_engine)
     experience, traj_adv = build_experience(batch, policy, reference, engine.pad_id, settings)
     lr = optimizer.param_groups[0]["lr"]
     weighted = dict.fromkeys(UPDATE_METRICS, 0.0)
@@ -360,6 +389,7 @@ def train_step(
         "n_empty": batch.n_empty,
         "response_tokens": sum(len(r) for r in batch.response_ids),
         "prompt_tokens": sum(len(p) for p in batch.prompt_ids),
+        **extra,
         "seconds": time.perf_counter() - began,
     }
 
@@ -370,15 +400,18 @@ def train(
     rows: list[dict],
     settings: TrainSettings,
     log_metrics: Callable[[dict, int], None] | None = None,
+    rollouts: Rollouts | None = None,
+    check_row: Callable[[dict, int], Any] = parse_row,
 ) -> dict:
-    """Train the policy in `policy_dir` on `rows` ({input, answers, context}); save it to out_dir.
+    """Train the policy in `policy_dir` on `rows` (MemAgent's {input, answers, context} by
+    default; with `rollouts` and its `check_row`, e.g. Mem-α's instances); save it to out_dir.
 
     out_dir (an ordinary HF model directory with the tokenizer and `train_metrics.jsonl`, one
     line per step) appears atomically at the end; while training, the metrics file grows in a
     hidden sibling `.<name>.partial/`. `log_metrics(metrics, step)` is called after every step.
     """
     for position, row in enumerate(rows):
-        parse_row(row, position)  # fail before any work on a bad row
+        check_row(row, position)  # fail before any work on a bad row
     batches = question_batches(len(rows), settings.rollout_batch, settings.steps, settings.seed)
     out = Path(out_dir)
     staging = out.parent / f".{out.name}.partial"
@@ -405,7 +438,14 @@ def train(
         progress = tqdm(enumerate(batches), total=settings.steps, desc="train", unit="step")
         for step, positions in progress:
             metrics = train_step(
-                step, [rows[i] for i in positions], policy, reference, engine, optimizer, settings
+                step,
+                [rows[i] for i in positions],
+                policy,
+                reference,
+                engine,
+                optimizer,
+                settings,
+                rollouts,
             )
             scheduler.step()
             history.append(metrics)

@@ -160,3 +160,59 @@ def _content(
         ]
         for t, trace in enumerate(traces)
     ]
+
+
+def memalpha_rollouts(
+    settings: Any,
+    agent: MemAlphaConfig,
+    memory_counter: Callable[[str], int],
+    qa: MemoryQA,
+    qa_judge: Judge,
+    reward: MemAlphaReward,
+    disabled_memory: frozenset[str] = frozenset(),
+) -> Any:
+    """The CPU reference trainer's Mem-α step (`cpu_trainer.Rollouts`; `settings`: its
+    TrainSettings, with `norm_adv_by_std`): rollouts on the current policy, the QA step and the
+    judge on the frozen reference model (standing in for Qwen3-32B), one fresh seeded memory
+    per rollout; the step's mean reward terms as extra metrics."""
+    from memrl.train.cpu_trainer import step_sampling
+
+    def collect(step: int, rows: Sequence[dict[str, Any]], engine: Any, reference: Any) -> Any:
+        def new_memory(instance: int, rollout: int) -> StructuredMemory:
+            seed = ((settings.seed * 1_000_003 + step) * 10_007 + instance) * 101 + rollout
+            return StructuredMemory(memory_counter, disabled_memory, seed=seed)
+
+        batch, terms = collect_memalpha_rollouts(
+            engine,
+            reference,
+            rows,
+            settings.group_size,
+            agent,
+            step_sampling(step, settings),
+            new_memory,
+            qa,
+            qa_judge,
+            reward,
+        )
+        return batch, term_means(terms)
+
+    return collect
+
+
+def term_means(terms: RowTerms) -> dict[str, float]:
+    """Each reward term's mean over a step's rows (the training curves), and the memory size."""
+    means = {
+        f"{name}_mean": sum(values) / len(values) if values else 0.0
+        for name, values in (("r1", terms.r1), ("r2", terms.r2), ("r3", terms.r3), ("r4", terms.r4))
+    }
+    sizes = terms.memory_tokens
+    return {**means, "memory_tokens_mean": sum(sizes) / len(sizes) if sizes else 0.0}
+
+
+def check_instance(row: dict[str, Any], position: int) -> None:
+    """A Mem-α training row: chunks and questions with their answers (the loader's rows)."""
+    missing = [key for key in ("task", "chunks", "questions", "answers") if key not in row]
+    if missing:
+        raise ValueError(f"training row {position}: missing {', '.join(missing)}")
+    if len(row["questions"]) != len(row["answers"]) or not row["chunks"]:
+        raise ValueError(f"training row {position}: no chunks, or questions without answers")
