@@ -267,3 +267,20 @@ def test_memalpha_and_mem1_read_ruler_hqa_as_instances_in_one_job_per_length(pap
     # MemAgent's Table 1 keeps to its own systems; the suites table has them all
     assert not any(j.system == "memalpha-4b-released" for j in cfg.report_jobs(paper, "table1"))
     assert job in cfg.report_jobs(paper, "suites")
+
+
+def test_memalpha_training_runs_feed_evaluation_and_carry_their_reward_weights(repo):
+    smoke = cfg.load_yaml(repo / "config/smoke.yaml")
+    runs = cfg.memalpha_runs(smoke)
+    assert runs == {"memalpha-tiny-grpo": {"base": "tiny-instruct", "beta": 0.05, "gamma": 0.1}}
+    settings = cfg.memalpha_train_settings(smoke, "memalpha-tiny-grpo")
+    assert (settings["beta"], settings["gamma"], settings["backend"]) == (0.05, 0.1, "cpu")
+    assert settings["agent"]["prompt_cap"] == 6144  # the training cap (evaluation: none)
+    assert settings["sources"] == smoke["memalpha"]["train"]["sources"]
+    assert "runs" not in settings and settings["judge"]["max_tokens"] == 8
+    trained = cfg.model_dir(smoke, "memalpha-tiny-grpo")
+    assert trained.parts[-3:] == ("checkpoints", "memalpha-tiny-grpo", "grpo")
+    assert cfg.model_gpus(smoke, "memalpha-tiny-grpo") == 0  # its base's
+    smoke["memalpha"]["training"]["runs"]["rl-memagent-tiny"] = {"base": "x", "beta": 0, "gamma": 0}
+    with pytest.raises(cfg.ConfigError, match=r"also used in training\.runs"):
+        cfg.validate_config(smoke, SCHEMA)

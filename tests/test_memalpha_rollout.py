@@ -148,7 +148,7 @@ def test_the_cpu_reference_trainer_runs_memalphas_grpo_on_the_tiny_model(tmp_pat
     )
     rollouts = memalpha_rollouts(
         settings,
-        MemAlphaConfig(max_new_tokens=12),
+        MemAlphaConfig(max_new_tokens=12, prompt_cap=6144),  # the training cap, measured
         words,
         MemoryQA(SamplingParams(0.7, 1.0, seed=0), top_k=20, prompt_cap=30000, max_tokens=6),
         Judge(SamplingParams(0.6, 0.95, seed=0), 4),

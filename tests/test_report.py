@@ -1259,3 +1259,22 @@ def test_memory_frontier_plots_both_suites(tmp_path):
         "memalpha_frontier", records, MEMALPHA_SYSTEMS, MEMALPHA_PAPER, tmp_path / "f", "t"
     )
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and pdf.read_bytes()[:5] == b"%PDF-"
+
+
+def test_memalpha_training_curve_has_a_panel_per_reward_term(tmp_path):
+    from memrl.report.figures import MEMALPHA_CURVE_PANELS, plot_training_curve, read_training_curve
+
+    path = tmp_path / "train_metrics.jsonl"
+    terms = {"r1_mean": 0.2, "r2_mean": 0.5, "r3_mean": 0.9, "r4_mean": 0.1}
+    lines = [
+        {"step": k, **terms, "kl": 0.01 * k, "memory_tokens_mean": 100.0 + k, "reward_mean": 1.0}
+        for k in range(3)
+    ]
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    curve = read_training_curve(path, MEMALPHA_CURVE_PANELS)
+    assert curve["memory_tokens_mean"] == [100.0, 101.0, 102.0] and curve["step"] == [0, 1, 2]
+    png, _ = plot_training_curve({"GRPO": path}, tmp_path / "c", "t", MEMALPHA_CURVE_PANELS)
+    assert png.stat().st_size > 1000
+    path.write_text(json.dumps({"step": 0, "reward_mean": 1.0, "kl": 0.0}) + "\n")  # MemAgent's
+    with pytest.raises(ValueError, match=r"missing training metric.*r1_mean"):
+        read_training_curve(path, MEMALPHA_CURVE_PANELS)

@@ -147,7 +147,7 @@ def test_smoke_evaluates_every_benchmark_system_and_table(smoke):
     assert "| LME-Train | 1.0 (paper 50.0, -49.0) |" in stats
     files = list((results / "eval").rglob("*.metrics.json"))
     metrics = [record for path in files for record in json.loads(path.read_text())]
-    assert len(files) == 35 and len(metrics) == 131  # one file per job, a record per task
+    assert len(files) == 36 and len(metrics) == 138  # one file per job, a record per task
     assert {m["benchmark"] for m in metrics} == {
         "ruler_hqa",
         "ruler",
@@ -196,6 +196,7 @@ def test_smoke_figures_exist_as_png_and_pdf(smoke):
         "figure_ood",
         "memalpha_frontier",
         "training_rl-memagent-tiny",
+        "training_memalpha-tiny-grpo",
     ):
         assert (figures / f"{name}.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
         assert (figures / f"{name}.pdf").read_bytes()[:5] == b"%PDF-"
@@ -219,14 +220,15 @@ def test_smoke_records_one_mlflow_child_run_per_job(smoke):
     children = [r for r in runs if tags[r].get("mlflow.parentRunId") == parents[0]]
     assert len(parents) == 1
     rules = sorted(tags[r]["rule"] for r in children)
-    # 35 evaluation jobs: 29 score themselves, 6 (RULER-HQA from 20 docs) run in 2 shards each;
-    # 8 (Mem-α on its two sets and RULER-HQA's three lengths, MemAgent on MAB, MEM1 on MAB and
-    # 10 docs) read what 8 memorize jobs wrote
-    assert rules.count("evaluate") == 29 and rules.count("evaluate_shard") == 12
-    assert rules.count("merge_eval") == 6 and rules.count("memorize") == 8
+    # 36 evaluation jobs: 30 score themselves, 6 (RULER-HQA from 20 docs) run in 2 shards each;
+    # 9 (Mem-α on its two sets and RULER-HQA's three lengths, after GRPO on validation, MemAgent
+    # on MAB, MEM1 on MAB and 10 docs) read what 9 memorize jobs wrote
+    assert rules.count("evaluate") == 30 and rules.count("evaluate_shard") == 12
+    assert rules.count("merge_eval") == 6 and rules.count("memorize") == 9
+    assert rules.count("train_memalpha") == 1
     assert rules.count("download_model") == 2 and rules.count("synthesize_ruler") == 11
     records = list(results.glob("logs/**/*.provenance.jsonl"))
-    assert len(children) == len(runs) - 1 == len(records) == 114  # every job but `all`
+    assert len(children) == len(runs) - 1 == len(records) == 118  # every job but `all`
     for run in children:
         for key in ("git.commit", "git.dirty", "config.hash", "snakemake.version", "host"):
             assert tags[run][key], key

@@ -224,6 +224,73 @@ def cmd_train(args: argparse.Namespace, run: tracking.JobRecord) -> None:
     _log_summary(run, summary)
 
 
+def cmd_train_memalpha(args: argparse.Namespace, run: tracking.JobRecord) -> None:
+    """Mem-α GRPO (one run: base, β, γ) on the train split's configured sources. The CPU
+    reference trainer answers and judges with the frozen initial policy."""
+    from memrl.agents.memalpha import MemAlphaConfig, load_memory_counter
+    from memrl.data.memalpha import instances_by_source
+    from memrl.engines.base import SamplingParams
+    from memrl.evaluation import Judge, MemoryQA
+    from memrl.train.cpu_trainer import TrainSettings, train
+    from memrl.train.memalpha_rollout import MemAlphaReward, check_instance, memalpha_rollouts
+
+    s = args.settings
+    if s["backend"] != "cpu":
+        raise SystemExit(
+            "Mem-α GRPO runs on the CPU reference trainer only so far (training.backend: cpu); "
+            "its verl agent loop is issue 12's next part"
+        )
+    grouped = instances_by_source(args.data)
+    missing = [source for source in s["sources"] if source not in grouped]
+    if missing:
+        raise SystemExit(f"{args.data}: no training instance of {missing} (memalpha.train.sources)")
+    rows = [row for source in s["sources"] for row in grouped[source]]
+    sampling = s["sampling"]
+    settings = TrainSettings(
+        steps=s["steps"],
+        rollout_batch=s["rollout_batch"],
+        group_size=s["group_size"],
+        mini_batches_per_step=s["mini_batches_per_step"],
+        lr=s["lr"],
+        warmup_steps=s["warmup_steps"],
+        weight_decay=s.get("weight_decay", 0.0),
+        grad_clip=s.get("grad_clip", 1.0),
+        clip_low=s["clip_low"],
+        clip_high=s["clip_high"],
+        clip_c=s["clip_c"],
+        kl_coef=s["kl_coef"],
+        temperature=sampling["temperature"],
+        top_p=sampling["top_p"],
+        seed=s["seed"] if sampling.get("seed") is None else sampling["seed"],
+        norm_adv_by_std=True,
+    )
+    counter_tokenizer = load_tokenizer(args.memory_tokenizer) if args.memory_tokenizer else None
+    qa = s["qa"]
+    rollouts = memalpha_rollouts(
+        settings,
+        MemAlphaConfig(**s["agent"]),
+        load_memory_counter(s["memory_tokenizer"], counter_tokenizer),
+        MemoryQA(SamplingParams(**qa["sampling"]), qa["top_k"], qa["prompt_cap"], qa["max_tokens"]),
+        Judge(SamplingParams(**qa["judge_sampling"]), qa["judge_max_tokens"]),
+        MemAlphaReward(
+            s["beta"],
+            s["gamma"],
+            SamplingParams(**s["judge"]["sampling"]),
+            s["judge"]["max_tokens"],
+        ),
+    )
+    summary = train(
+        args.model,
+        args.out,
+        rows,
+        settings,
+        run.log_metrics,
+        rollouts=rollouts,
+        check_row=check_instance,
+    )
+    _log_summary(run, summary)
+
+
 def _log_summary(run: tracking.JobRecord, summary: dict[str, Any]) -> None:
     """A run's totals, under `final.` so they do not land on the per-step curves' step 0."""
     run.log_metrics({f"final.{k}": v for k, v in summary.items() if isinstance(v, int | float)})
@@ -686,11 +753,12 @@ def cmd_figure(args: argparse.Namespace, run: tracking.JobRecord) -> None:
 def cmd_training_curve(args: argparse.Namespace, run: tracking.JobRecord) -> None:
     """Settings: `title`, optional `labels` (one per --metrics path: a train_metrics.jsonl or a
     training output directory; default: the paths' distinguishing directory names)."""
-    from memrl.report.figures import plot_training_curve, training_metrics_files
+    from memrl.report.figures import CURVES, plot_training_curve, training_metrics_files
 
     s = args.settings
     files = training_metrics_files(args.metrics, s.get("labels"))
-    plot_training_curve(files, args.out_prefix, title=s.get("title", "Multi-Conv DAPO training"))
+    title = s.get("title", "Multi-Conv DAPO training")
+    plot_training_curve(files, args.out_prefix, title, CURVES[s.get("curve", "memagent")])
 
 
 # --- plumbing ------------------------------------------------------------------------------------
@@ -805,6 +873,12 @@ COMMANDS: dict[str, Command] = {
         cmd_train,
         {"--data": {}, "--dev": {}, "--model": {}, "--out": {}, "launch": {"nargs": "*"}},
         ["data", "dev", "model"],
+        named("out"),
+    ),
+    "train-memalpha": Command(
+        cmd_train_memalpha,
+        {"--data": {}, "--model": {}, "--memory-tokenizer": {"required": False}, "--out": {}},
+        ["data", "model", "memory_tokenizer"],
         named("out"),
     ),
     "evaluate": Command(

@@ -21,6 +21,7 @@ from memrl.data.memalpha import QUERY_PROMPTS
 O200K = "o200k_base"  # tiktoken's encoding: Mem-α's memory counter (core cap, compression)
 
 STAGES = ("stage1", "stage2")
+MEMALPHA_STAGE = "grpo"  # a Mem-α run's one training stage
 
 
 class ConfigError(ValueError):
@@ -59,9 +60,15 @@ def _describe(error: jsonschema.ValidationError) -> str:
 
 def _check_references(config: dict[str, Any]) -> None:
     models = set(config["models"])
-    runs = set(config["training"]["runs"])
+    memalpha = set(memalpha_runs(config))
+    runs = set(config["training"]["runs"]) | memalpha
     if models & runs:
         raise ConfigError(f"training.runs: names also used in models: {sorted(models & runs)}")
+    if memalpha & set(config["training"]["runs"]):
+        raise ConfigError(
+            "memalpha.training.runs: names also used in training.runs: "
+            f"{sorted(memalpha & set(config['training']['runs']))}"
+        )
 
     def require(key: str, name: str, allowed: set[str]) -> None:
         if name not in allowed:
@@ -89,6 +96,8 @@ def _check_references(config: dict[str, Any]) -> None:
         require(f"filter.models.{i}", name, models)
     for run, spec in config["training"]["runs"].items():
         require(f"training.runs.{run}.base", spec["base"], models)
+    for run, spec in memalpha_runs(config).items():
+        require(f"memalpha.training.runs.{run}.base", spec["base"], models)
     require("ruler.tokenizer", config["ruler"]["tokenizer"], models)
     for key in ("essays", "squad", "hotpotqa"):
         _require_source(config, f"ruler.{key}", config["ruler"][key])
@@ -191,10 +200,18 @@ def checkpoint_dir(config: dict[str, Any], run: str, stage: str) -> Path:
     return results_dir(config) / "checkpoints" / run / stage
 
 
+def memalpha_runs(config: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """Mem-α training runs by name (none without a `memalpha.training` section)."""
+    return config.get("memalpha", {}).get("training", {}).get("runs", {})
+
+
 def model_dir(config: dict[str, Any], name: str) -> Path:
-    """A model's directory: a trained run's final (stage II) checkpoint, or a fetched model."""
+    """A model's directory: a trained run's final checkpoint (MemAgent: stage II; Mem-α: its
+    GRPO stage), or a fetched model."""
     if name in config["training"]["runs"]:
         return checkpoint_dir(config, name, STAGES[-1])
+    if name in memalpha_runs(config):
+        return checkpoint_dir(config, name, MEMALPHA_STAGE)
     if name in config["models"]:
         return results_dir(config) / "models" / name
     raise ConfigError(f"unknown model {name!r}")
@@ -354,7 +371,7 @@ def eval_shards(config: dict[str, Any], system: dict[str, Any], benchmark: str, 
 
 def model_gpus(config: dict[str, Any], name: str) -> int:
     """GPUs an inference job on this model needs (a trained run inherits its base model's)."""
-    runs = config["training"]["runs"]
+    runs = {**config["training"]["runs"], **memalpha_runs(config)}
     base = runs[name]["base"] if name in runs else name
     return int(config["models"][base].get("gpus", 0))
 
@@ -443,6 +460,26 @@ def train_settings(config: dict[str, Any], run: str, stage: str) -> dict[str, An
         "gpus_per_node": spec.get("gpus_per_node", 0),
         "nodes": spec.get("nodes", 1),
         **stage_spec,
+    }
+
+
+def memalpha_train_settings(config: dict[str, Any], run: str) -> dict[str, Any]:
+    """Everything a Mem-α GRPO job reads: its run (base, β, γ), the shared hyperparameters, the
+    policy's memorisation settings with the training prompt cap, the QA step, the judge."""
+    spec = config["memalpha"]
+    training = {key: value for key, value in spec["training"].items() if key != "runs"}
+    prompt_cap = training.pop("prompt_cap")
+    qa = {k: v for k, v in spec["qa"].items() if k not in ("engine", "model")}
+    return {
+        "backend": config["training"]["backend"],
+        "run": run,
+        "seed": config["seed"],
+        **memalpha_runs(config)[run],
+        **training,
+        "agent": {**spec["agent"], "prompt_cap": prompt_cap},
+        "memory_tokenizer": spec["memory_tokenizer"],
+        "sources": spec["train"]["sources"],
+        "qa": qa,
     }
 
 

@@ -34,6 +34,7 @@ wildcard_constraints:
     source="|".join(config["sources"]),
     model="|".join(config["models"]),
     train_run="|".join(config["training"]["runs"]) or "^$",
+    memalpha_run="|".join(cfg.memalpha_runs(config)) or "^$",
     system="|".join(re.escape(system) for system in SYSTEMS),
     benchmark="|".join(cfg.BENCHMARKS),
     task=r"[a-z0-9_]+",
@@ -116,11 +117,8 @@ def get_eval_metrics(*benchmarks):
 
 
 def get_training_curves():
-    return expand(
-        f"{R}/figures/training_{{train_run}}.{{ext}}",
-        train_run=config["training"]["runs"],
-        ext=["png", "pdf"],
-    )
+    runs = [*config["training"]["runs"], *cfg.memalpha_runs(config)]
+    return expand(f"{R}/figures/training_{{run}}.{{ext}}", run=runs, ext=["png", "pdf"])
 
 
 def report_outputs(name):
@@ -200,6 +198,29 @@ def get_memorize_inputs(wildcards):
     if system["kind"] == "memalpha" and counter != cfg.O200K:
         inputs["memory_tokenizer"] = str(cfg.model_dir(config, counter))
     return inputs
+
+
+def get_train_memalpha_inputs(wildcards):
+    """A Mem-α GRPO run: the train split, the base model and (a models key) the memory's
+    tokenizer."""
+    spec = cfg.memalpha_runs(config)[wildcards.memalpha_run]
+    inputs = {
+        "data": str(cfg.memalpha_data(config, "train")),
+        "model": str(cfg.model_dir(config, spec["base"])),
+    }
+    counter = config["memalpha"]["memory_tokenizer"]
+    if counter != cfg.O200K:
+        inputs["memory_tokenizer"] = str(cfg.model_dir(config, counter))
+    return inputs
+
+
+def get_train_memalpha_settings(wildcards):
+    return as_json(cfg.memalpha_train_settings(config, wildcards.memalpha_run))
+
+
+def get_memalpha_train_gpus(wildcards):
+    spec = cfg.memalpha_runs(config)[wildcards.memalpha_run]
+    return spec.get("gpus_per_node", 0) * spec.get("nodes", 1)
 
 
 def get_memorize_tokenizer_arg(wildcards, input):

@@ -105,3 +105,62 @@ rule plot_training_curve:
     shell:
         "memrl --job {params.job:q} --log {log:q} training-curve --settings {params.settings:q}"
         " --metrics {input.stage1:q} {input.stage2:q} --out-prefix {params.prefix:q} 2> {log:q}"
+
+
+# Mem-α GRPO (issue 12): one stage on the Memalpha train split, r1 + β·r3 + r2 + γ·r4 per chunk
+# row. reference/memalpha_official.md §3
+rule train_memalpha:
+    input:
+        unpack(get_train_memalpha_inputs),
+    output:
+        directory(f"{R}/checkpoints/{{memalpha_run}}/grpo"),
+    log:
+        f"{R}/logs/train_memalpha/{{memalpha_run}}.log",
+    benchmark:
+        f"{R}/benchmarks/train_memalpha/{{memalpha_run}}.tsv"
+    conda:
+        "../../envs/train.yaml"
+    container:
+        CONTAINERS["train"]
+    resources:
+        gpu=get_memalpha_train_gpus,
+        runtime=5760,
+    params:
+        job=job("train_memalpha"),
+        settings=get_train_memalpha_settings,
+        tokenizer=get_memorize_tokenizer_arg,
+    shell:
+        "memrl --job {params.job:q} --log {log:q} train-memalpha --settings {params.settings:q}"
+        " --data {input.data:q} --model {input.model:q} {params.tokenizer} --out {output:q}"
+        " 2> {log:q}"
+
+
+rule plot_memalpha_training_curve:
+    input:
+        f"{R}/checkpoints/{{memalpha_run}}/grpo",
+    output:
+        png=report(
+            f"{R}/figures/training_{{memalpha_run}}.png",
+            caption="../report/training_curve.rst",
+            category="Figures",
+        ),
+        pdf=f"{R}/figures/training_{{memalpha_run}}.pdf",
+    log:
+        f"{R}/logs/plot_memalpha_training_curve/{{memalpha_run}}.log",
+    conda:
+        "../../envs/core.yaml"
+    container:
+        CONTAINERS["core"]
+    params:
+        job=job("plot_memalpha_training_curve"),
+        settings=lambda wildcards: as_json(
+            {
+                "title": f"Mem-α GRPO, {wildcards.memalpha_run} (run {config['run']})",
+                "labels": ["GRPO"],
+                "curve": "memalpha",
+            }
+        ),
+        prefix=get_output_prefix,
+    shell:
+        "memrl --job {params.job:q} --log {log:q} training-curve --settings {params.settings:q}"
+        " --metrics {input:q} --out-prefix {params.prefix:q} 2> {log:q}"

@@ -50,6 +50,17 @@ class ChatRequest:
         }
 
 
+def prompt_ids(tokenizer: Any, request: ChatRequest) -> list[int]:
+    """The request's chat-templated prompt in `tokenizer`'s ids, as the engines render it."""
+    text = tokenizer.apply_chat_template(
+        list(request.messages),
+        tokenize=False,
+        **request.prompt_end(),
+        **request.template_options(),
+    )
+    return tokenizer.encode(text, add_special_tokens=False)
+
+
 @dataclass
 class Completion:
     """What came back for one request. A failed request has `error` set and empty text."""

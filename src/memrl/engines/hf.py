@@ -10,7 +10,7 @@ from typing import Any, Literal
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer, GenerationConfig
 
-from memrl.engines.base import ChatRequest, Completion, SamplingParams
+from memrl.engines.base import ChatRequest, Completion, SamplingParams, prompt_ids
 
 log = logging.getLogger(__name__)
 
@@ -87,13 +87,7 @@ class HFEngine:
         return batches
 
     def _prompt_ids(self, request: ChatRequest) -> list[int]:
-        text = self.tokenizer.apply_chat_template(
-            list(request.messages),
-            tokenize=False,
-            **request.prompt_end(),
-            **request.template_options(),
-        )
-        return self.tokenizer.encode(text, add_special_tokens=False)
+        return prompt_ids(self.tokenizer, request)
 
     def _run_batch(
         self,

@@ -15,7 +15,7 @@ from typing import Any
 
 from transformers import AutoTokenizer
 
-from memrl.engines.base import ChatRequest, Completion, SamplingParams
+from memrl.engines.base import ChatRequest, Completion, SamplingParams, prompt_ids
 
 log = logging.getLogger(__name__)
 
@@ -140,10 +140,4 @@ class OpenAIEngine:
         return AsyncOpenAI(base_url=self.base_url, api_key=self.api_key or "EMPTY", max_retries=0)
 
     def _prompt_ids(self, request: ChatRequest) -> list[int]:
-        text = self.tokenizer.apply_chat_template(
-            list(request.messages),
-            tokenize=False,
-            **request.prompt_end(),
-            **request.template_options(),
-        )
-        return self.tokenizer.encode(text, add_special_tokens=False)
+        return prompt_ids(self.tokenizer, request)

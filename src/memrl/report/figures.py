@@ -434,17 +434,28 @@ CURVE_PANELS = (
     ("pg_clipfrac", "Clip fraction"),
 )
 CLIPFRAC_LOWER = "pg_clipfrac_lower"  # drawn dotted in the clip-fraction panel when present
+MEMALPHA_CURVE_PANELS = (  # Mem-α's GRPO: each reward term, KL, the memory's size
+    ("r1_mean", "r1: QA correctness"),
+    ("r2_mean", "r2: tool-call success"),
+    ("r3_mean", "r3: compression"),
+    ("r4_mean", "r4: content validity"),
+    ("kl", "KL to reference"),
+    ("memory_tokens_mean", "Memory (tokens)"),
+)
+CURVES = {"memagent": CURVE_PANELS, "memalpha": MEMALPHA_CURVE_PANELS}
 
 
-def read_training_curve(path: str | Path) -> dict[str, list[float]]:
+def read_training_curve(
+    path: str | Path, panels: Sequence[tuple[str, str]] = CURVE_PANELS
+) -> dict[str, list[float]]:
     """Per-step columns of a `train_metrics.jsonl` (one JSON object per training step).
 
-    Returns "step" (the record's `step`, else its 0-based position), the CURVE_PANELS keys and
+    Returns "step" (the record's `step`, else its 0-based position), the `panels`' keys and
     CLIPFRAC_LOWER when every record has it. Steps must increase. Errors name the file and the
     line (counted over non-blank lines, as iter_jsonl reads them).
     """
     path = Path(path)
-    keys = [key for key, _ in CURVE_PANELS]
+    keys = [key for key, _ in panels]
     columns: dict[str, list[float]] = {"step": [], **{key: [] for key in keys}}
     lower: list[float] = []
     for line, record in enumerate(iter_jsonl(path), start=1):
@@ -493,20 +504,26 @@ def training_metrics_files(
 
 
 def plot_training_curve(
-    metrics_files: Mapping[str, str | Path], out_prefix: str | Path, title: str
+    metrics_files: Mapping[str, str | Path],
+    out_prefix: str | Path,
+    title: str,
+    panels: Sequence[tuple[str, str]] = CURVE_PANELS,
 ) -> list[Path]:
-    """Reward, KL and clip fraction per training step, one line per label ({label: metrics file}),
-    in three panels sharing the step axis; written to `<prefix>.png` and `<prefix>.pdf`."""
+    """One panel per (metric, label) of `panels` (MemAgent's: reward, KL, clip fraction) per
+    training step, one line per label ({label: metrics file}), sharing the step axis; written
+    to `<prefix>.png` and `<prefix>.pdf`."""
     if not metrics_files:
         raise ValueError("plot_training_curve: no metrics file given")
-    curves = {label: read_training_curve(path) for label, path in metrics_files.items()}
-    fig = Figure(figsize=(7.0, 7.5), layout="constrained")
+    curves = {label: read_training_curve(path, panels) for label, path in metrics_files.items()}
+    fig = Figure(figsize=(7.0, 2.5 * len(panels)), layout="constrained")
     FigureCanvasAgg(fig)
-    axes = fig.subplots(len(CURVE_PANELS), 1, sharex=True)
+    axes = fig.subplots(len(panels), 1, sharex=True)
+    keys = [key for key, _ in panels]
+    clip_panel = axes[keys.index("pg_clipfrac")] if "pg_clipfrac" in keys else None
     for i, (label, curve) in enumerate(curves.items()):
         colour = f"C{i % 10}"
         marker = "o" if len(curve["step"]) <= 50 else None
-        for ax, (key, _) in zip(axes, CURVE_PANELS, strict=True):
+        for ax, (key, _) in zip(axes, panels, strict=True):
             ax.plot(
                 curve["step"],
                 curve[key],
@@ -516,15 +533,15 @@ def plot_training_curve(
                 color=colour,
                 label=label,
             )
-        if CLIPFRAC_LOWER in curve:
-            axes[-1].plot(curve["step"], curve[CLIPFRAC_LOWER], ":", color=colour)
-    for ax, (_, ylabel) in zip(axes, CURVE_PANELS, strict=True):
+        if CLIPFRAC_LOWER in curve and clip_panel is not None:
+            clip_panel.plot(curve["step"], curve[CLIPFRAC_LOWER], ":", color=colour)
+    for ax, (_, ylabel) in zip(axes, panels, strict=True):
         ax.set_ylabel(ylabel)
         ax.grid(True, alpha=0.3)
     axes[0].set_title(title)
     axes[-1].set_xlabel("Training step")
     handles, labels = axes[0].get_legend_handles_labels()
-    if any(CLIPFRAC_LOWER in curve for curve in curves.values()):
+    if clip_panel is not None and any(CLIPFRAC_LOWER in curve for curve in curves.values()):
         handles += [
             Line2D([], [], color="black", linestyle="-", label="clip fraction"),
             Line2D([], [], color="black", linestyle=":", label="dual-clip (lower) fraction"),

@@ -20,7 +20,7 @@ from typing import Any
 from memrl.agents.driver import run_batched
 from memrl.agents.memalpha import ChunkStep, MemAlphaConfig, memorize
 from memrl.agents.structured_memory import StructuredMemory
-from memrl.engines.base import ChatEngine, SamplingParams
+from memrl.engines.base import ChatEngine, SamplingParams, prompt_ids
 from memrl.evaluation import Judge, MemoryQA, instance_qa_runner, memalpha_questions
 from memrl.train.memalpha_rewards import (
     compression_reward,
@@ -74,8 +74,12 @@ def collect_memalpha_rollouts(
         raise ValueError(f"group_size must be >= 1, got {group_size}")
     memories = [new_memory(q, g) for q in range(len(rows)) for g in range(group_size)]
     traces: list[list[ChunkStep]] = [[] for _ in memories]
+
+    def prompt_tokens(request: Any) -> int:  # the training prompt cap's measure
+        return len(prompt_ids(policy.tokenizer, request))
+
     workflows = [
-        memorize(rows[t // group_size]["chunks"], memory, agent, trace)
+        memorize(rows[t // group_size]["chunks"], memory, agent, trace, prompt_tokens)
         for t, (memory, trace) in enumerate(zip(memories, traces, strict=True))
     ]
     rollouts = run_batched(workflows, policy, sampling)
