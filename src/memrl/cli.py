@@ -231,7 +231,7 @@ def cmd_train_memalpha(args: argparse.Namespace, run: tracking.JobRecord) -> Non
     from memrl.data.memalpha import instances_by_source
     from memrl.engines.base import SamplingParams
     from memrl.evaluation import Judge, MemoryQA
-    from memrl.train.cpu_trainer import TrainSettings, train
+    from memrl.train.cpu_trainer import TrainSettings, algorithm_settings, train
     from memrl.train.memalpha_rollout import MemAlphaReward, check_instance, memalpha_rollouts
 
     s = args.settings
@@ -245,25 +245,7 @@ def cmd_train_memalpha(args: argparse.Namespace, run: tracking.JobRecord) -> Non
     if missing:
         raise SystemExit(f"{args.data}: no training instance of {missing} (memalpha.train.sources)")
     rows = [row for source in s["sources"] for row in grouped[source]]
-    sampling = s["sampling"]
-    settings = TrainSettings(
-        steps=s["steps"],
-        rollout_batch=s["rollout_batch"],
-        group_size=s["group_size"],
-        mini_batches_per_step=s["mini_batches_per_step"],
-        lr=s["lr"],
-        warmup_steps=s["warmup_steps"],
-        weight_decay=s.get("weight_decay", 0.0),
-        grad_clip=s.get("grad_clip", 1.0),
-        clip_low=s["clip_low"],
-        clip_high=s["clip_high"],
-        clip_c=s["clip_c"],
-        kl_coef=s["kl_coef"],
-        temperature=sampling["temperature"],
-        top_p=sampling["top_p"],
-        seed=s["seed"] if sampling.get("seed") is None else sampling["seed"],
-        norm_adv_by_std=True,
-    )
+    settings = TrainSettings(**algorithm_settings(s), norm_adv_by_std=True)
     counter_tokenizer = load_tokenizer(args.memory_tokenizer) if args.memory_tokenizer else None
     qa = s["qa"]
     rollouts = memalpha_rollouts(

@@ -117,29 +117,43 @@ class TrainSettings:
 
 
 def settings_from_job(job: dict[str, Any]) -> TrainSettings:
-    """TrainSettings from a train job's settings (memrl.config.train_settings)."""
-    agent, sampling = job["agent"], job["sampling"]
+    """TrainSettings from a MemAgent train job's settings (memrl.config.train_settings)."""
+    agent = job["agent"]
     return TrainSettings(
-        steps=job["steps"],
-        rollout_batch=job["rollout_batch"],
-        group_size=job["group_size"],
-        mini_batches_per_step=job["mini_batches_per_step"],
-        lr=job["lr"],
-        warmup_steps=job["warmup_steps"],
-        weight_decay=job.get("weight_decay", 0.0),
-        grad_clip=job.get("grad_clip", 1.0),
-        clip_low=job["clip_low"],
-        clip_high=job["clip_high"],
-        clip_c=job["clip_c"],
-        kl_coef=job["kl_coef"],
+        **algorithm_settings(job),
         chunk_tokens=agent["chunk_tokens"],
         memory_tokens=agent["memory_tokens"],
         final_tokens=agent["final_tokens"],
         max_chunks=job["max_chunks"],
-        temperature=sampling["temperature"],
-        top_p=sampling["top_p"],
-        seed=job["seed"] if sampling.get("seed") is None else sampling["seed"],
     )
+
+
+def algorithm_settings(job: dict[str, Any]) -> dict[str, Any]:
+    """The TrainSettings every agent's train job carries (schedule, optimiser, clip, KL,
+    rollout sampling); the seed is the sampling's, else the run's."""
+    sampling = job["sampling"]
+    return {
+        **{key: job[key] for key in ALGORITHM_KEYS},
+        "weight_decay": job.get("weight_decay", 0.0),
+        "grad_clip": job.get("grad_clip", 1.0),
+        "temperature": sampling["temperature"],
+        "top_p": sampling["top_p"],
+        "seed": job["seed"] if sampling.get("seed") is None else sampling["seed"],
+    }
+
+
+ALGORITHM_KEYS = (
+    "steps",
+    "rollout_batch",
+    "group_size",
+    "mini_batches_per_step",
+    "lr",
+    "warmup_steps",
+    "clip_low",
+    "clip_high",
+    "clip_c",
+    "kl_coef",
+)
 
 
 @dataclass
