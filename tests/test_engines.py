@@ -13,7 +13,7 @@ import pytest
 import torch
 
 from memrl.engines import make_engine
-from memrl.engines.base import ChatRequest, SamplingParams
+from memrl.engines.base import ChatRequest, SamplingParams, prompt_ids
 from memrl.engines.hf import HFEngine
 from memrl.engines.openai import OpenAIEngine
 from memrl.engines.vllm import VLLMEngine
@@ -74,7 +74,7 @@ def test_hf_preserves_order_and_training_mode(tiny: Path) -> None:
     assert engine.model.training  # restored after generation
     assert all(p.grad is None for p in engine.model.parameters())
     for request, completion in zip(requests, batched, strict=True):  # request order kept
-        assert completion.prompt_ids == engine._prompt_ids(request)
+        assert completion.prompt_ids == prompt_ids(engine.tokenizer, request)
         assert 1 <= len(completion.response_ids) <= request.max_tokens
     engine.model.eval()
     engine.chat(requests[:1], greedy)
@@ -86,11 +86,12 @@ def test_hf_continues_a_prefilled_assistant_turn(tiny: Path) -> None:
     fresh = ask("q", 2)
     prefill = {"role": "assistant", "content": "<think>m</think>"}
     continued = ChatRequest((*fresh.messages, prefill), 2, continue_final=True)
-    opened = engine.tokenizer.decode(engine._prompt_ids(fresh))
-    prompt = engine.tokenizer.decode(engine._prompt_ids(continued))
+    opened = engine.tokenizer.decode(prompt_ids(engine.tokenizer, fresh))
+    prompt = engine.tokenizer.decode(prompt_ids(engine.tokenizer, continued))
     assert prompt == opened + "<think>m</think>"  # the same turn, open, prefilled
     (done,) = engine.chat([continued], SamplingParams(temperature=0.0))
-    assert done.prompt_ids == engine._prompt_ids(continued) and 1 <= len(done.response_ids) <= 2
+    assert done.prompt_ids == prompt_ids(engine.tokenizer, continued)
+    assert 1 <= len(done.response_ids) <= 2
 
 
 def test_hf_rejects_bad_arguments(tiny: Path) -> None:
@@ -290,7 +291,7 @@ def test_openai_engine_concurrency_mapping_and_retries(tiny: Path) -> None:
     assert fake.max_in_flight == 2
     assert [c.text for c in done[:6]] == [*(f"echo: q{i}" for i in range(5)), "echo: fail:500,503"]
     assert done[0].response_ids == engine.tokenizer.encode("echo: q0", add_special_tokens=False)
-    assert done[0].prompt_ids == engine._prompt_ids(requests[0])
+    assert done[0].prompt_ids == prompt_ids(engine.tokenizer, requests[0])
     assert done[6].failed and "HTTP 500" in (done[6].error or "")
     assert done[7].failed and "HTTP 400" in (done[7].error or "")
     assert done[7].prompt_ids  # failures still carry their prompt

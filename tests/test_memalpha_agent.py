@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from memalpha_fakes import Replying, RuleQA, call, words
 
 from memrl.agents.driver import run_batched
 from memrl.agents.memalpha import (
@@ -22,28 +23,6 @@ from memrl.agents.memalpha import (
 )
 from memrl.agents.structured_memory import TRUNCATION_SUFFIX, StructuredMemory
 from memrl.engines.base import Completion, SamplingParams
-
-F, A = "✿FUNCTION✿", "✿ARGS✿"
-
-
-def words(text: str) -> int:
-    return len(text.split())
-
-
-def call(name: str, **arguments: str) -> str:
-    return f"{F}: {name}\n{A}: {json.dumps(arguments)}\n"
-
-
-class ScriptedEngine:
-    """Replies from a script, in order; records every request."""
-
-    def __init__(self, replies: list[str]) -> None:
-        self.replies = iter(replies)
-        self.requests = []
-
-    def chat(self, requests, sampling):
-        self.requests += requests
-        return [Completion(next(self.replies)) for _ in requests]
 
 
 def test_memorize_drives_insert_update_delete_over_chunks_to_an_exact_final_memory():
@@ -72,7 +51,7 @@ def test_memorize_drives_insert_update_delete_over_chunks_to_an_exact_final_memo
         + call("new_memory_insert", memory_type="episodic_memory", content="At t3, user slept"),
         "Done",
     ]
-    engine = ScriptedEngine(script)
+    engine = Replying(script)
     trace = []
     workflow = memorize(["c1", "c2", "c3", "c4"], memory, MemAlphaConfig(), trace)
     [rollout] = run_batched([workflow], engine, SamplingParams(0.0, 1.0))
@@ -154,7 +133,7 @@ def test_training_prompt_cap_halves_the_visible_items_until_the_prompt_fits():
 
 def test_core_updates_beyond_512_tokens_are_cut_with_the_official_suffix():
     memory = StructuredMemory(words)
-    engine = ScriptedEngine(
+    engine = Replying(
         [call("memory_update", memory_type="core_memory", new_content=" ".join(["w"] * 600))]
     )
     run_batched([memorize(["c"], memory, MemAlphaConfig())], engine, SamplingParams())
@@ -203,40 +182,12 @@ def test_qa_request_shrinks_top_k_below_the_cap_then_fails_clearly():
     assert "3. " not in smaller.messages[0]["content"]
     with pytest.raises(QAPromptTooLong):
         qa_request(memory, "Ann", words, top_k=3, cap=5)
-    engine = ScriptedEngine(["Ann owns a red bike."])
+    engine = Replying(["Ann owns a red bike."])
     [rollout] = run_batched([answer(request)], engine, SamplingParams(0.7, 1.0))
     assert rollout.answer == "Ann owns a red bike." and engine.requests == [request]
 
 
 # --- evaluation: memorise, then answer, judge and score per source --------------------------------
-
-
-class EchoTokenizer:
-    def encode(self, text, add_special_tokens=False):
-        return text.split()
-
-
-class QAEngine:
-    """Answers QA prompts from a table keyed by the user question's last line; says "yes" to
-    judge prompts; fails the question "boom"."""
-
-    tokenizer = EchoTokenizer()
-
-    def __init__(self, answers):
-        self.answers, self.requests = answers, []
-
-    def chat(self, requests, sampling):
-        self.requests += requests
-        out = []
-        for request in requests:
-            text = request.messages[-1]["content"]
-            if text.startswith("I will give you a question"):
-                out.append(Completion("Yes"))
-            elif text.endswith("boom"):
-                out.append(Completion("", error="HTTP 500"))
-            else:
-                out.append(Completion(self.answers[text.splitlines()[-1]]))
-        return out
 
 
 def test_memorize_then_memory_qa_scores_each_source_and_counts_failures(tmp_path):
@@ -272,7 +223,7 @@ def test_memorize_then_memory_qa_scores_each_source_and_counts_failures(tmp_path
             "answers": ["rugs"],
         },
     ]
-    policy = ScriptedEngine(  # the first engine call carries every instance's first chunk
+    policy = Replying(  # the first engine call carries every instance's first chunk
         [
             call("new_memory_insert", memory_type="semantic_memory", content="Ilse Brand built it"),
             call("new_memory_insert", memory_type="semantic_memory", content="label two: results"),
@@ -291,13 +242,18 @@ def test_memorize_then_memory_qa_scores_each_source_and_counts_failures(tmp_path
     assert list(memorized[0]["memory"]["semantic"][0].values()) == ["Ilse Brand built it"]
     assert memorized[0]["steps"][1]["response"] == "Done" and memorized[0]["n_calls"] == 2
 
-    qa_engine = QAEngine(
-        {
-            "Who built it?": "Ilse Brand did.",
-            "What label?": "\\boxed{2}",
-            "What did I buy?": "Rugs.",
-        }
-    )
+    answers = {
+        "Who built it?": "Ilse Brand did.",
+        "What label?": "\\boxed{2}",
+        "What did I buy?": "Rugs.",
+    }
+
+    def reply(text):  # by the question (the message's last line); "boom" fails
+        if text.endswith("boom"):
+            return Completion("", error="HTTP 500")
+        return answers[text.splitlines()[-1]]
+
+    qa_engine = RuleQA(reply)
     qa = MemoryQA(SamplingParams(0.7, 1.0), 20, 30000, 16)
     judge = Judge(SamplingParams(0.6, 0.95), 8)
     by_index = {m["index"]: m for m in memorized}

@@ -4,10 +4,11 @@ memory loop and answers, MEM1's summary loop, and their records through the shar
 from __future__ import annotations
 
 import pytest
+from memalpha_fakes import Replying, RuleQA, WordTokenizer
 
 from memrl.baselines.context_qa import context_request, system_prompt, tail, user_message
 from memrl.baselines.rag import BM25Retriever
-from memrl.engines.base import Completion, SamplingParams
+from memrl.engines.base import Completion, SamplingParams, prompt_ids
 from memrl.evaluation import (
     Judge,
     Question,
@@ -20,52 +21,6 @@ from memrl.evaluation import (
     memory_context_questions,
     summarize,
 )
-
-
-class WordTokenizer:
-    """One token per whitespace-separated word; a chat template of "<role> content" lines plus
-    an assistant header (1 token per role marker)."""
-
-    def encode(self, text, add_special_tokens=False):
-        return text.split()
-
-    def decode(self, ids, skip_special_tokens=False):
-        return " ".join(ids)
-
-    def apply_chat_template(self, messages, tokenize=True, add_generation_prompt=True):
-        ids = [t for m in messages for t in [f"<{m['role']}>", *m["content"].split()]]
-        return ids + (["<assistant>"] if add_generation_prompt else [])
-
-
-class ScriptedQA:
-    """Answers by a rule on the request's text; records requests; "yes" to the judge."""
-
-    tokenizer = WordTokenizer()
-
-    def __init__(self, reply):
-        self.reply, self.requests = reply, []
-
-    def chat(self, requests, sampling):
-        self.requests += requests
-        out = []
-        for request in requests:
-            text = request.messages[-1]["content"]
-            out.append(Completion("yes" if text.startswith("I will give") else self.reply(text)))
-        return out
-
-
-class Replying:
-    """Replies from a script, in order; records requests."""
-
-    tokenizer = WordTokenizer()
-
-    def __init__(self, replies):
-        self.replies, self.requests = iter(replies), []
-
-    def chat(self, requests, sampling):
-        self.requests += requests
-        return [Completion(next(self.replies)) for _ in requests]
-
 
 # --- prompts ---------------------------------------------------------------------------------
 
@@ -113,8 +68,7 @@ def test_context_request_left_truncates_the_user_message_to_fit_the_cap():
     request = context_request(tokenizer, "squad", "Task here.", chunks, "Who?", 40, 7)
     system, user = request.messages
     assert system == {"role": "system", "content": system_prompt("squad")}
-    length = len(tokenizer.apply_chat_template(request.messages))
-    assert length == 40  # fits exactly: the oldest words went first
+    assert len(prompt_ids(tokenizer, request)) == 40  # fits exactly: the oldest words went first
     assert user["content"].endswith("w48 w49 Who?") and "Task" not in user["content"]
     assert request.max_tokens == 7 and request.enable_thinking is None  # Qwen3's default
     short = context_request(tokenizer, "pubmed-rct", "T.", ["x"], "Sentence: s", 1000, 7)
@@ -165,7 +119,7 @@ def test_rag_top2_asks_each_question_over_its_own_chunks_and_reports_the_context
                 return f"It is in {country.lower()}."
         return "rugs"
 
-    engine = ScriptedQA(reply)
+    engine = RuleQA(reply)
     runner = instance_qa_runner(
         engine,
         SamplingParams(0.1, 1.0),
@@ -197,7 +151,7 @@ def test_baseline_protocol_scores_ruler_by_containment_of_the_first_gold():
 
 
 def test_long_context_reads_the_tail_of_every_chunk_under_its_cap(tmp_path):
-    engine = ScriptedQA(lambda text: "Germany")
+    engine = RuleQA(lambda text: "Germany")
     runner = instance_qa_runner(
         engine,
         SamplingParams(0.1, 1.0),
@@ -209,7 +163,7 @@ def test_long_context_reads_the_tail_of_every_chunk_under_its_cap(tmp_path):
     assert records[0]["scores"] == [1.0, 0.0]
     assert records[0]["memory_tokens"] == 12  # min(context, cap)
     for request in engine.requests:
-        assert len(WordTokenizer().apply_chat_template(request.messages)) <= 40
+        assert len(prompt_ids(WordTokenizer(), request)) <= 40
         assert "Rome is in Italy" in request.messages[1]["content"]
         assert not request.messages[1]["content"].startswith("Read.")  # cut from the left
 
@@ -227,7 +181,7 @@ def test_memagent_memorises_with_the_task_prompt_then_answers_in_boxed(tmp_path)
     assert "\\boxed{}" in final and "What did I buy?" in final and "final memory" in final
     assert [r.max_tokens for r in engine.requests] == [16, 16, 8]
 
-    qa = ScriptedQA(lambda text: "unused")
+    qa = RuleQA(lambda text: "unused")
     scorer = instance_qa_runner(
         qa, SamplingParams(0.6, 0.95), judge(), answered_questions(qa), "baseline"
     )
@@ -240,17 +194,12 @@ def test_memagent_memorises_with_the_task_prompt_then_answers_in_boxed(tmp_path)
 
 
 def test_a_failed_memagent_memory_fails_the_instance(tmp_path):
-    class Broken:
-        tokenizer = WordTokenizer()
-
-        def chat(self, requests, sampling):
-            return [Completion("", error="HTTP 500") for _ in requests]
-
-    runner = memagent_memorize_runner(Broken(), SamplingParams(0.1, 0.95), 16, 8)
+    broken = RuleQA(lambda text: Completion("", error="HTTP 500"))
+    runner = memagent_memorize_runner(broken, SamplingParams(0.1, 0.95), 16, 8)
     [memorized] = evaluate(ROWS[1:], runner, tmp_path / "m.jsonl", batch_size=1)
     assert memorized["failed"] and memorized["error"] == "HTTP 500"
     assert memorized["responses"] == {}
-    qa = ScriptedQA(lambda text: "x")
+    qa = RuleQA(lambda text: "x")
     scorer = instance_qa_runner(
         qa, SamplingParams(0.6, 0.95), judge(), answered_questions(qa), "baseline"
     )
@@ -299,7 +248,7 @@ def test_mem1_continues_its_memory_per_chunk_and_keeps_it_without_a_new_one(tmp_
 
 
 def test_mem1_memory_is_the_context_of_the_long_context_prompt(tmp_path):
-    qa = ScriptedQA(lambda text: "germany" if "Germany" in text else "unknown")
+    qa = RuleQA(lambda text: "germany" if "Germany" in text else "unknown")
     memorized = {"memory": "<think>Berlin: Germany</think>", "n_calls": 3, "failed": False}
     runner = instance_qa_runner(
         qa, SamplingParams(0.1, 1.0), judge(), memory_context_questions(qa, 100, 9), "baseline"

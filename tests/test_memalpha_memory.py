@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from memalpha_fakes import words
 
 from memrl.agents.memalpha_tools import (
     ToolCall,
@@ -23,10 +24,6 @@ from memrl.agents.structured_memory import (
 )
 
 GOLDEN = Path(__file__).parent / "golden"
-
-
-def words(text: str) -> int:
-    return len(text.split())
 
 
 def memory(**kwargs) -> StructuredMemory:

@@ -6,6 +6,7 @@ import json
 import math
 
 import pytest
+from memalpha_fakes import call, words
 
 from memrl.agents.memalpha import MemAlphaConfig
 from memrl.agents.structured_memory import StructuredMemory
@@ -13,16 +14,7 @@ from memrl.engines.base import Completion, SamplingParams
 from memrl.evaluation import Judge, MemoryQA
 from memrl.train.memalpha_rollout import MemAlphaReward, collect_memalpha_rollouts
 
-F, A = "✿FUNCTION✿", "✿ARGS✿"
 VALID = '```json\n{"VALID": true, "ISSUES": [], "EXPLANATION": "fine"}\n```'
-
-
-def words(text: str) -> int:
-    return len(text.split())
-
-
-def call(name: str, **arguments: str) -> str:
-    return f"{F}: {name}\n{A}: {json.dumps(arguments)}\n"
 
 
 class Policy:

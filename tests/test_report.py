@@ -1174,8 +1174,7 @@ def test_load_stats_names_the_file_and_the_missing_field(tmp_path):
 
 
 def memories(system, source, memory, index=0, failed=False):
-    path = f"results/x/eval/memalpha/{system}/0.memories.jsonl"
-    return {"task": source, "index": index, "memory": memory, "failed": failed, "path": path}
+    return {"system": system, "task": source, "index": index, "memory": memory, "failed": failed}
 
 
 def test_memalpha_table5_shows_each_policys_memory_in_the_papers_order(tmp_path):
@@ -1216,7 +1215,7 @@ def test_memalpha_table5_shows_each_policys_memory_in_the_papers_order(tmp_path)
     assert "The paper on Mem-α" in md and "perltqa #1" in md
     assert r"\newline" in paths[2].read_text()
     paper["table5"]["instance"] = 5
-    with pytest.raises(ValueError, match="no instance 5 of perltqa"):
+    with pytest.raises(ValueError, match="q4: no instance 5 of perltqa"):
         build_paper_table(TRACE_TABLE, records, systems, paper)
 
 
@@ -1278,3 +1277,16 @@ def test_memalpha_training_curve_has_a_panel_per_reward_term(tmp_path):
     path.write_text(json.dumps({"step": 0, "reward_mean": 1.0, "kl": 0.0}) + "\n")  # MemAgent's
     with pytest.raises(ValueError, match=r"missing training metric.*r1_mean"):
         read_training_curve(path, MEMALPHA_CURVE_PANELS)
+
+
+def test_load_memories_needs_each_line_to_name_its_system(tmp_path):
+    from memrl.report.tables import load_memories
+
+    path = tmp_path / "0.memories.jsonl"
+    line = {"system": "ma", "task": "squad", "index": 0, "memory": {}, "failed": False}
+    path.write_text(json.dumps(line) + "\n")
+    assert [r["system"] for r in load_memories([path])] == ["ma"]
+    del line["system"]
+    path.write_text(json.dumps(line) + "\n")
+    with pytest.raises(ValueError, match=r"0\.memories\.jsonl: line 1 lacks system"):
+        load_memories([path])

@@ -247,13 +247,12 @@ def cmd_train_memalpha(args: argparse.Namespace, run: tracking.JobRecord) -> Non
     rows = [row for source in s["sources"] for row in grouped[source]]
     settings = TrainSettings(**algorithm_settings(s), norm_adv_by_std=True)
     counter_tokenizer = load_tokenizer(args.memory_tokenizer) if args.memory_tokenizer else None
-    qa = s["qa"]
     rollouts = memalpha_rollouts(
         settings,
         MemAlphaConfig(**s["agent"]),
         load_memory_counter(s["memory_tokenizer"], counter_tokenizer),
-        MemoryQA(SamplingParams(**qa["sampling"]), qa["top_k"], qa["prompt_cap"], qa["max_tokens"]),
-        Judge(SamplingParams(**qa["judge_sampling"]), qa["judge_max_tokens"]),
+        MemoryQA.from_settings(s["qa"]),
+        Judge.from_settings(s["qa"]),
         MemAlphaReward(
             s["beta"],
             s["gamma"],
@@ -351,7 +350,8 @@ def cmd_dataset_stats(args: argparse.Namespace, run: tracking.JobRecord) -> None
 def cmd_memorize(args: argparse.Namespace, run: tracking.JobRecord) -> None:
     """The first job of a two-job system on a Mem-α benchmark: its own model reads every
     instance (Mem-α: the policy writes its memory through tool calls; MemAgent: its memory loop,
-    then its answers; MEM1: its summary loop); one line per instance, tagged with its source.
+    then its answers; MEM1: its summary loop); one line per instance, tagged with its source and
+    the system.
     The evaluate job reads them (`evaluate --memories`)."""
     from memrl.data.io import write_jsonl_atomic
     from memrl.engines.base import SamplingParams
@@ -377,7 +377,7 @@ def cmd_memorize(args: argparse.Namespace, run: tracking.JobRecord) -> None:
         lambda name, rows: runner,
         run,
     )
-    write_jsonl_atomic(args.memories, _tagged(lines))
+    write_jsonl_atomic(args.memories, [{"system": s["system"], **line} for line in _tagged(lines)])
     for partial in partials:
         partial.unlink()
 
@@ -420,8 +420,7 @@ def _memalpha_evaluation(
         output_tokens,
     )
 
-    qa = s["qa"]
-    judge = Judge(SamplingParams(**qa["judge_sampling"]), qa["judge_max_tokens"])
+    judge = Judge.from_settings(s["qa"])
     instances = _instance_rows(s, engine.tokenizer, pool)
     if (memories_path is not None) != memorizes(s, s["benchmark"]):
         raise SystemExit(
@@ -449,10 +448,7 @@ def _memalpha_evaluation(
         prepare = memory_context_questions(engine, s["max_input_tokens"], s["max_output_tokens"])
         sampling = SamplingParams(**s["sampling"])
         return rows_of, instance_qa_runner(engine, sampling, judge, prepare, "baseline")
-    settings = MemoryQA(
-        SamplingParams(**qa["sampling"]), qa["top_k"], qa["prompt_cap"], qa["max_tokens"]
-    )
-    return rows_of, memory_qa_runner(engine, settings, judge)
+    return rows_of, memory_qa_runner(engine, MemoryQA.from_settings(s["qa"]), judge)
 
 
 def _run_tasks(

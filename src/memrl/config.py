@@ -60,15 +60,12 @@ def _describe(error: jsonschema.ValidationError) -> str:
 
 def _check_references(config: dict[str, Any]) -> None:
     models = set(config["models"])
-    memalpha = set(memalpha_runs(config))
-    runs = set(config["training"]["runs"]) | memalpha
+    memagent_runs, memalpha = set(config["training"]["runs"]), set(memalpha_runs(config))
+    runs = set(trained_runs(config))
     if models & runs:
         raise ConfigError(f"training.runs: names also used in models: {sorted(models & runs)}")
-    if memalpha & set(config["training"]["runs"]):
-        raise ConfigError(
-            "memalpha.training.runs: names also used in training.runs: "
-            f"{sorted(memalpha & set(config['training']['runs']))}"
-        )
+    if both := sorted(memalpha & memagent_runs):
+        raise ConfigError(f"memalpha.training.runs: names also used in training.runs: {both}")
 
     def require(key: str, name: str, allowed: set[str]) -> None:
         if name not in allowed:
@@ -205,6 +202,11 @@ def memalpha_runs(config: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return config.get("memalpha", {}).get("training", {}).get("runs", {})
 
 
+def trained_runs(config: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """Every training run by name: MemAgent's and Mem-α's (their names never collide)."""
+    return {**config["training"]["runs"], **memalpha_runs(config)}
+
+
 def model_dir(config: dict[str, Any], name: str) -> Path:
     """A model's directory: a trained run's final checkpoint (MemAgent: stage II; Mem-α: its
     GRPO stage), or a fetched model."""
@@ -227,7 +229,6 @@ SYSTEM_KINDS = ("memagent", "longcontext", "rag", "memalpha", "mem1")
 MEMALPHA_ONLY_KINDS = ("memalpha", "mem1")  # agents of Mem-α's framework and its baselines
 # what they read: Mem-α's instances, and RULER-HQA's samples made instances (memalpha.ruler_hqa)
 MEMALPHA_KIND_BENCHMARKS = (*MEMALPHA_BENCHMARKS, "ruler_hqa")
-MEMORIZING_KINDS = ("memalpha", "memagent", "mem1")  # a memorize job first on Mem-α's
 RAG_BENCHMARKS = ("ruler_hqa", "longbench")  # Tables 10 and 11 (the paper ran RAG on nothing else)
 NO_LENGTH = 0  # the one "length" of a benchmark without a length axis (LongBench, Mem-α's)
 RULER_HQA_TASK = "hqa"  # RULER-HQA's one task
@@ -292,7 +293,7 @@ def memorizes(system: dict[str, Any], benchmark: str) -> bool:
     and MEM1 do so on every benchmark they read (RULER-HQA too); MemAgent on Mem-α's only."""
     if system["kind"] in MEMALPHA_ONLY_KINDS:
         return True
-    return benchmark in MEMALPHA_BENCHMARKS and system["kind"] in MEMORIZING_KINDS
+    return system["kind"] == "memagent" and benchmark in MEMALPHA_BENCHMARKS
 
 
 def eval_model(config: dict[str, Any], system: dict[str, Any], benchmark: str) -> str:
@@ -371,14 +372,14 @@ def eval_shards(config: dict[str, Any], system: dict[str, Any], benchmark: str, 
 
 def model_gpus(config: dict[str, Any], name: str) -> int:
     """GPUs an inference job on this model needs (a trained run inherits its base model's)."""
-    runs = {**config["training"]["runs"], **memalpha_runs(config)}
+    runs = trained_runs(config)
     base = runs[name]["base"] if name in runs else name
     return int(config["models"][base].get("gpus", 0))
 
 
 def train_gpus(config: dict[str, Any], run: str) -> int:
     """GPUs of a training job in all (SLURM's --gpus counts the job's total, not per node)."""
-    spec = config["training"]["runs"][run]
+    spec = trained_runs(config)[run]
     return spec.get("gpus_per_node", 0) * spec.get("nodes", 1)
 
 
@@ -651,8 +652,8 @@ STATS_TABLES = {
 }
 MEMALPHA_SPLITS = ("train", *MEMALPHA_BENCHMARKS)
 TRACE_TABLE = "memalpha_table5"  # final memories side by side: reads memorize records
-MEMALPHA_TABLES = ("memalpha_table1", "memalpha_table2", "memalpha_table3", TRACE_TABLE)
-MEMALPHA_TABLES += tuple(STATS_TABLES)
+MEMALPHA_SCORE_TABLES = ("memalpha_table1", "memalpha_table2", "memalpha_table3")
+MEMALPHA_TABLES = (*MEMALPHA_SCORE_TABLES, TRACE_TABLE, *STATS_TABLES)
 SUITES_TABLE = "suites"  # beyond the papers: every system on RULER-HQA and MemoryAgentBench
 TABLES = (*MEMAGENT_TABLES, *MEMALPHA_TABLES, SUITES_TABLE)
 MEMALPHA_FIGURES = ("memalpha_frontier",)  # beyond the paper: score against memory size
@@ -710,11 +711,7 @@ def report_jobs(config: dict[str, Any], name: str) -> list[EvalJob]:
         "memalpha_table2": lambda: select("mab", rag=None),
         "memalpha_table3": policies,
         "memalpha_frontier": lambda: select("memalpha", rag=None) + select("mab", rag=None),
-        SUITES_TABLE: lambda: [
-            j
-            for j in select("ruler_hqa", rag=None) + select("mab", rag=None)
-            if kinds[j.system]["kind"] != "rag" or kinds[j.system]["unit"] == "doc"
-        ],
+        SUITES_TABLE: lambda: select("ruler_hqa", rag=None) + select("mab", rag=None),
         TRACE_TABLE: policies,
     }
     if name not in selections:

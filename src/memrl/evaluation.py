@@ -255,6 +255,12 @@ class MemoryQA:
     prompt_cap: int
     max_tokens: int
 
+    @classmethod
+    def from_settings(cls, qa: dict[str, Any]) -> MemoryQA:
+        """From a job's `qa` settings (memalpha.qa)."""
+        sampling = SamplingParams(**qa["sampling"])
+        return cls(sampling, qa["top_k"], qa["prompt_cap"], qa["max_tokens"])
+
 
 @dataclass(frozen=True)
 class Question:
@@ -283,7 +289,9 @@ class Prepared:
     counts: dict[str, int] = field(default_factory=dict)  # n_calls, tool_calls, ...
 
 
-Prepare = Callable[[list[dict[str, Any]]], list[Prepared]]
+# A row's questions ready for the QA model (a row after a memorize job carries its `memorized`
+# record; one whose memorisation failed never reaches `prepare`).
+Prepare = Callable[[dict[str, Any]], Prepared]
 
 
 @dataclass(frozen=True)
@@ -292,6 +300,11 @@ class Judge:
 
     sampling: SamplingParams
     max_tokens: int
+
+    @classmethod
+    def from_settings(cls, qa: dict[str, Any]) -> Judge:
+        """From a job's `qa` settings (memalpha.qa: judge_sampling, judge_max_tokens)."""
+        return cls(SamplingParams(**qa["judge_sampling"]), qa["judge_max_tokens"])
 
 
 def instance_qa_runner(
@@ -304,13 +317,20 @@ def instance_qa_runner(
     """A wave of Mem-α-style instances (several questions each): `prepare` turns each row into
     its questions, they are answered together, LongMemEval answers are judged, the rest scored
     per source (`protocol`: "agent" = evaluate_agent_results.py, "baseline" =
-    long_context_eval.py). A question whose request or judge fails, or that cannot be asked,
-    scores 0 and is counted in `failed_questions`."""
+    long_context_eval.py, "train" = GRPO's r1). A question whose request or judge fails, or that
+    cannot be asked, scores 0 and is counted in `failed_questions`; an instance whose memorize
+    job failed asks nothing and scores 0."""
     from memrl.agents.memalpha import answer
     from memrl.scoring import memalpha as metrics
 
+    def one(row: dict[str, Any]) -> Prepared:
+        memorized = row.get("memorized")
+        if memorized is not None and memorized["failed"]:
+            return Prepared((), None, failed=True, error=memorized["error"], counts=_counts(row))
+        return prepare(row)
+
     def run(wave: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        prepared = prepare(wave)
+        prepared = [one(row) for row in wave]
         errors: dict[tuple[int, int], str] = {}
         responses: dict[tuple[int, int], str] = {}
         asked: list[tuple[int, int, ChatRequest]] = []
@@ -393,12 +413,9 @@ def _qa_record(
     }
 
 
-def _failed_instance(memorized: dict[str, Any]) -> Prepared:
-    """An instance whose memorize job failed: nothing asked, scores 0."""
-    return Prepared((), None, failed=True, error=memorized["error"], counts=_counts(memorized))
-
-
-def _counts(memorized: dict[str, Any]) -> dict[str, int]:
+def _counts(row: dict[str, Any]) -> dict[str, int]:
+    """The memorize job's call counts of a row (none for a one-job system)."""
+    memorized = row.get("memorized", {})
     keys = ("n_calls", "tool_calls", "tool_successes")
     return {key: memorized[key] for key in keys if key in memorized}
 
@@ -415,10 +432,7 @@ def memalpha_questions(engine: ChatEngine, qa: MemoryQA) -> Prepare:
         return len(engine.tokenizer.encode(text, add_special_tokens=False))
 
     def one(row: dict[str, Any]) -> Prepared:
-        memorized = row["memorized"]
-        if memorized["failed"]:
-            return _failed_instance(memorized)
-        memory = from_snapshot(memorized["memory"], count)
+        memory = from_snapshot(row["memorized"]["memory"], count)
         questions = []
         for question in row["questions"]:
             text = query(row["task"], question)
@@ -429,15 +443,19 @@ def memalpha_questions(engine: ChatEngine, qa: MemoryQA) -> Prepare:
                 continue
             questions.append(Question(request=request))
         tokens = sum(count_tokens(engine.tokenizer, memory.texts()))
-        return Prepared(tuple(questions), tokens, counts=_counts(memorized))
+        return Prepared(tuple(questions), tokens, counts=_counts(row))
 
-    return lambda wave: [one(row) for row in wave]
+    return one
 
 
-def memory_qa_runner(engine: ChatEngine, qa: MemoryQA, judge: Judge) -> WaveRunner:
+def memory_qa_runner(
+    engine: ChatEngine, qa: MemoryQA, judge: Judge, protocol: str = "agent"
+) -> WaveRunner:
     """A wave of instances whose `memorized` record is attached, answered from the final memory
-    on the QA model, judged where the source needs the judge, scored per source."""
-    return instance_qa_runner(engine, qa.sampling, judge, memalpha_questions(engine, qa))
+    on the QA model, judged where the source needs the judge, scored per source (`protocol`:
+    the evaluation's, or "train" for GRPO's r1)."""
+    prepare = memalpha_questions(engine, qa)
+    return instance_qa_runner(engine, qa.sampling, judge, prepare, protocol)
 
 
 def memagent_memorize_runner(
@@ -517,8 +535,6 @@ def answered_questions(engine: ChatEngine) -> Prepare:
 
     def one(row: dict[str, Any]) -> Prepared:
         memorized = row["memorized"]
-        if memorized["failed"]:
-            return _failed_instance(memorized)
         questions = tuple(
             Question(error=memorized["question_errors"][str(j)])
             if str(j) in memorized["question_errors"]
@@ -526,9 +542,9 @@ def answered_questions(engine: ChatEngine) -> Prepare:
             for j in range(len(row["questions"]))
         )
         (tokens,) = count_tokens(engine.tokenizer, [memorized["memory"]])
-        return Prepared(questions, tokens, counts=_counts(memorized))
+        return Prepared(questions, tokens, counts=_counts(row))
 
-    return lambda wave: [one(row) for row in wave]
+    return one
 
 
 def context_questions(
@@ -559,7 +575,7 @@ def context_questions(
         context = tail(tokenizer, row["chunks"], cap)
         return Prepared(tuple(ask(row, context, q) for q in row["questions"]), min(size, cap))
 
-    return lambda wave: [one(row) for row in wave]
+    return one
 
 
 def memory_context_questions(engine: ChatEngine, cap: int, max_tokens: int) -> Prepare:
@@ -569,18 +585,15 @@ def memory_context_questions(engine: ChatEngine, cap: int, max_tokens: int) -> P
     from memrl.agents.chunking import count_tokens
 
     def one(row: dict[str, Any]) -> Prepared:
-        memorized = row["memorized"]
-        if memorized["failed"]:
-            return _failed_instance(memorized)
-        memory = memorized["memory"]
+        memory = row["memorized"]["memory"]
         questions = tuple(
             _context_question(engine.tokenizer, row, memory, q, cap, max_tokens)
             for q in row["questions"]
         )
         (tokens,) = count_tokens(engine.tokenizer, [memory])
-        return Prepared(questions, tokens, counts=_counts(memorized))
+        return Prepared(questions, tokens, counts=_counts(row))
 
-    return lambda wave: [one(row) for row in wave]
+    return one
 
 
 def _context_question(

@@ -194,33 +194,30 @@ def get_memorize_inputs(wildcards):
     inputs = {"data": eval_data(job), "model": str(cfg.model_dir(config, system["model"]))}
     if job.benchmark == "ruler_hqa":
         inputs["pool"] = f"{R}/data/ruler_hqa/pool_docs.parquet"
-    counter = config["memalpha"]["memory_tokenizer"]
-    if system["kind"] == "memalpha" and counter != cfg.O200K:
-        inputs["memory_tokenizer"] = str(cfg.model_dir(config, counter))
+    if system["kind"] == "memalpha":
+        inputs.update(memory_tokenizer_input())
     return inputs
+
+
+def memory_tokenizer_input():
+    """The memory's token counter when it is a model's tokenizer (o200k_base needs no input)."""
+    counter = config["memalpha"]["memory_tokenizer"]
+    return {} if counter == cfg.O200K else {"memory_tokenizer": str(cfg.model_dir(config, counter))}
 
 
 def get_train_memalpha_inputs(wildcards):
     """A Mem-α GRPO run: the train split, the base model and (a models key) the memory's
     tokenizer."""
     spec = cfg.memalpha_runs(config)[wildcards.memalpha_run]
-    inputs = {
+    return {
         "data": str(cfg.memalpha_data(config, "train")),
         "model": str(cfg.model_dir(config, spec["base"])),
+        **memory_tokenizer_input(),
     }
-    counter = config["memalpha"]["memory_tokenizer"]
-    if counter != cfg.O200K:
-        inputs["memory_tokenizer"] = str(cfg.model_dir(config, counter))
-    return inputs
 
 
 def get_train_memalpha_settings(wildcards):
     return as_json(cfg.memalpha_train_settings(config, wildcards.memalpha_run))
-
-
-def get_memalpha_train_gpus(wildcards):
-    spec = cfg.memalpha_runs(config)[wildcards.memalpha_run]
-    return spec.get("gpus_per_node", 0) * spec.get("nodes", 1)
 
 
 def get_memorize_tokenizer_arg(wildcards, input):

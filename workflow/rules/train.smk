@@ -123,7 +123,7 @@ rule train_memalpha:
     container:
         CONTAINERS["train"]
     resources:
-        gpu=get_memalpha_train_gpus,
+        gpu=lambda wildcards: cfg.train_gpus(config, wildcards.memalpha_run),
         runtime=5760,
     params:
         job=job("train_memalpha"),

@@ -8,9 +8,10 @@ Two workflows over the engine protocol, driven by `memrl.agents.driver.run_batch
   items with their ids) and appends the tools; the user turn is the official prompts YAML's
   `unified_prompt` around the chunk. Every call of the generation is executed in order on
   `memory`; nothing is fed back. Each step's calls and results go to `trace` (r2/r4 in training).
-- `answer(memory, question, ...)`: the QA step of the official memory server: BM25 top-20 of
-  semantic and of episodic for the question, core always, rendered without ids; top-k shrinks
-  while the system prompt exceeds 30,000 tokens of the QA model's tokenizer.
+- `qa_request(memory, question, ...)`, answered by `answer(request)`: the QA step of the
+  official memory server: BM25 top-20 of semantic and of episodic for the question, core
+  always, rendered without ids; top-k shrinks while the system prompt exceeds 30,000 tokens of
+  the QA model's tokenizer.
 
 The memory policy and the QA model are different engines (Memalpha-4B and Qwen3-32B), so an
 evaluation runs every instance's memorisation first, then every question.

@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from memrl.data.memalpha import query
-from memrl.engines.base import ChatRequest
+from memrl.engines.base import ChatRequest, prompt_ids
 
 _SUMMARY = (
     "You are a helpful assistant with access to comprehensive book summaries stored in your "
@@ -63,11 +63,6 @@ def user_message(task_prompt: str, context: str | Sequence[str], question: str) 
     return f"{task_prompt}\n\n{text}\n\n{question}"
 
 
-def templated_length(tokenizer: Any, messages: Sequence[dict[str, str]]) -> int:
-    ids = tokenizer.apply_chat_template(list(messages), tokenize=True, add_generation_prompt=True)
-    return len(ids["input_ids"] if isinstance(ids, dict) else ids)
-
-
 def context_request(
     tokenizer: Any,
     source: str,
@@ -83,10 +78,10 @@ def context_request(
     system = {"role": "system", "content": system_prompt(source)}
     content = user_message(task_prompt, context, query(source, question))
     while True:
-        messages = (system, {"role": "user", "content": content})
-        excess = templated_length(tokenizer, messages) - cap
+        request = ChatRequest((system, {"role": "user", "content": content}), max_tokens)
+        excess = len(prompt_ids(tokenizer, request)) - cap
         if excess <= 0:
-            return ChatRequest(messages, max_tokens)
+            return request
         ids = tokenizer.encode(content, add_special_tokens=False)
         if excess >= len(ids):
             raise ValueError(f"{source}: the system prompt alone exceeds the {cap}-token cap")

@@ -60,7 +60,7 @@ class HFEngine:
         return cls(model, tokenizer, batch_size=batch_size)
 
     def chat(self, requests: Sequence[ChatRequest], sampling: SamplingParams) -> list[Completion]:
-        prompts = [self._prompt_ids(request) for request in requests]
+        prompts = [prompt_ids(self.tokenizer, request) for request in requests]
         results: dict[int, Completion] = {}
         was_training = self.model.training
         self.model.eval()
@@ -85,9 +85,6 @@ class HFEngine:
                 for start in range(0, len(members), self.batch_size)
             ]
         return batches
-
-    def _prompt_ids(self, request: ChatRequest) -> list[int]:
-        return prompt_ids(self.tokenizer, request)
 
     def _run_batch(
         self,

@@ -99,7 +99,7 @@ class OpenAIEngine:
         self, client: Any, request: ChatRequest, sampling: SamplingParams, seed: int | None
     ) -> Completion:
         messages = list(request.messages)
-        prompt_ids = self._prompt_ids(request)
+        prompt = prompt_ids(self.tokenizer, request)
         options: dict[str, Any] = {
             "max_tokens": request.max_tokens,
             "temperature": sampling.temperature,
@@ -124,13 +124,13 @@ class OpenAIEngine:
                 retryable = getattr(exc, "status_code", None) not in NON_RETRYABLE_STATUS
                 if not retryable or attempt == self.max_retries:
                     log.warning("request failed after %d attempt(s): %r", attempt + 1, exc)
-                    return Completion(text="", prompt_ids=prompt_ids, error=repr(exc))
+                    return Completion(text="", prompt_ids=prompt, error=repr(exc))
                 await asyncio.sleep(self.retry_delay * 2**attempt)
                 attempt += 1
                 continue
             text = response.choices[0].message.content or ""
             response_ids = self.tokenizer.encode(text, add_special_tokens=False)
-            return Completion(text=text, prompt_ids=prompt_ids, response_ids=response_ids)
+            return Completion(text=text, prompt_ids=prompt, response_ids=response_ids)
 
     def _new_client(self) -> Any:
         from openai import AsyncOpenAI  # lazy: an optional dependency
@@ -138,6 +138,3 @@ class OpenAIEngine:
         # Local servers (vllm serve) accept any key; the client insists on a non-empty one.
         # Retries are ours (with backoff and failure accounting), not the client's.
         return AsyncOpenAI(base_url=self.base_url, api_key=self.api_key or "EMPTY", max_retries=0)
-
-    def _prompt_ids(self, request: ChatRequest) -> list[int]:
-        return prompt_ids(self.tokenizer, request)

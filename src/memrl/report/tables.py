@@ -32,6 +32,7 @@ import pandas as pd
 from memrl.config import (
     MEMALPHA_BENCHMARKS,
     MEMALPHA_ONLY_KINDS,
+    MEMALPHA_SCORE_TABLES,
     NIAH_FIGURE_TASKS,
     RULER_HQA_TASK,
     STATS_TABLES,
@@ -943,8 +944,7 @@ def _memalpha_rows(
     aliases = paper.get("aliases", {})
     known = {
         str(row)
-        for key in PAPER_TABLES
-        if key.startswith("memalpha_") and key not in (*STATS_TABLES, TRACE_TABLE)
+        for key in MEMALPHA_SCORE_TABLES
         for row in paper[PAPER_TABLES[key].paper_key]["rows"]
     }
     rows: dict[str, str | None] = {}
@@ -1198,16 +1198,16 @@ EMPTY = "∅"
 
 
 def load_memories(paths: Iterable[str | Path]) -> list[dict[str, Any]]:
-    """Memorize jobs' records (JSONL, one per instance) with the file each came from."""
+    """Memorize jobs' records (JSONL, one per instance, each naming its system and source)."""
     from memrl.data.io import read_jsonl
 
     records = []
     for path in paths:
         for n, record in enumerate(read_jsonl(Path(path))):
-            missing = {"task", "index", "memory", "failed"} - set(record)
+            missing = {"system", "task", "index", "memory", "failed"} - set(record)
             if missing:
                 raise ValueError(f"{path}: line {n + 1} lacks {', '.join(sorted(missing))}")
-            records.append({**record, "path": str(path)})
+            records.append(record)
     return records
 
 
@@ -1218,24 +1218,23 @@ def build_memory_traces(
     episodic memory (a column per system whose paper_row is one of the table's columns, in the
     paper's order; every item, one per line). The paper's verdicts become notes."""
     spec = paper["table5"]
-    by_path: dict[str, list[Mapping[str, Any]]] = {}
+    by_system: dict[str, list[Mapping[str, Any]]] = {}
     for record in records:
         if record["task"] == spec["source"]:
-            by_path.setdefault(record["path"], []).append(record)
+            by_system.setdefault(record["system"], []).append(record)
     wanted = {row: n for n, row in enumerate(spec["columns"])}
-    chosen = []
-    for system in systems:
-        row = system.get("paper_row")
-        path = next((p for p in by_path if f"/{system['id']}/" in p), None)
-        if row in wanted and path is not None:
-            chosen.append((wanted[row], system, path))
+    chosen = [
+        (wanted[system.get("paper_row")], sid, system)
+        for sid, system in system_specs(systems).items()
+        if system.get("paper_row") in wanted and sid in by_system
+    ]
     data: dict[str, list[str]] = {}
-    for _, system, path in sorted(chosen, key=lambda c: c[0]):
-        instances = sorted(by_path[path], key=lambda r: r["index"])
+    for _, sid, system in sorted(chosen, key=lambda c: c[0]):
+        instances = sorted(by_system[sid], key=lambda r: r["index"])
         if spec["instance"] >= len(instances):
             raise ValueError(
-                f"{path}: no instance {spec['instance']} of {spec['source']} "
-                f"({len(instances)} there)"
+                f"{sid}: no instance {spec['instance']} of {spec['source']} "
+                f"({len(instances)} memorised)"
             )
         record = instances[spec["instance"]]
         data[system["display"]] = (
@@ -1359,7 +1358,7 @@ def build_paper_table(
         return build_memalpha_stats_table(records, paper, name)
     if name == TRACE_TABLE:
         return build_memory_traces(records, systems, paper)
-    if name.startswith("memalpha_"):
+    if name in MEMALPHA_SCORE_TABLES:
         return build_memalpha_table(records, systems, paper, name)
     if name in ("table1", "table10"):
         labels = {int(k): v for k, v in paper.get("length_labels", {}).items()}

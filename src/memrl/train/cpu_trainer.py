@@ -364,20 +364,18 @@ def step_rollouts(
 def train_step(
     step: int,
     rows: Sequence[dict[str, Any]],
-    policy: Any,
-    reference: Any,
     engine: HFEngine,
+    reference: HFEngine,
     optimizer: torch.optim.Optimizer,
     settings: TrainSettings,
-    rollouts: Rollouts | None = None,
+    rollouts: Rollouts,
 ) -> dict[str, float]:
-    """Rollouts (`rollouts`, MemAgent's by default), advantages, log-probs and the step's
-    mini-batch updates; returns its metrics."""
+    """Rollouts on the policy (`engine`; the frozen `reference` answers and judges where the
+    agent needs it), advantages, log-probs and the step's mini-batch updates; its metrics."""
     began = time.perf_counter()
-    collect = rollouts or memagent_rollouts(settings)
-    reference_engine = HFEngine(reference, engine.tokenizer, batch_size=settings.generation_batch)
-    batch, extra = collect(step, rows, engine, reference_engine)
-    experience, traj_adv = build_experience(batch, policy, reference, engine.pad_id, settings)
+    batch, extra = rollouts(step, rows, engine, reference)
+    policy = engine.model
+    experience, traj_adv = build_experience(batch, policy, reference.model, engine.pad_id, settings)
     lr = optimizer.param_groups[0]["lr"]
     weighted = dict.fromkeys(UPDATE_METRICS, 0.0)
     tokens = 0.0
@@ -435,8 +433,11 @@ def train(
     tokenizer = AutoTokenizer.from_pretrained(str(policy_dir))
     policy = AutoModelForCausalLM.from_pretrained(str(policy_dir), dtype=torch.float32)
     policy.eval()  # dropout off for generation, old log-probs and the update alike
-    reference = copy.deepcopy(policy).requires_grad_(False)
     engine = HFEngine(policy, tokenizer, batch_size=settings.generation_batch)
+    reference = HFEngine(
+        copy.deepcopy(policy).requires_grad_(False), tokenizer, settings.generation_batch
+    )
+    collect = rollouts or memagent_rollouts(settings)
     optimizer = torch.optim.AdamW(
         policy.parameters(),
         lr=settings.lr,
@@ -452,14 +453,7 @@ def train(
         progress = tqdm(enumerate(batches), total=settings.steps, desc="train", unit="step")
         for step, positions in progress:
             metrics = train_step(
-                step,
-                [rows[i] for i in positions],
-                policy,
-                reference,
-                engine,
-                optimizer,
-                settings,
-                rollouts,
+                step, [rows[i] for i in positions], engine, reference, optimizer, settings, collect
             )
             scheduler.step()
             history.append(metrics)

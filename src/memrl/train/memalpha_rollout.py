@@ -18,10 +18,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from memrl.agents.driver import run_batched
-from memrl.agents.memalpha import ChunkStep, MemAlphaConfig, memorize
+from memrl.agents.memalpha import ChunkStep, MemAlphaConfig, answer, memorize
 from memrl.agents.structured_memory import StructuredMemory
 from memrl.engines.base import ChatEngine, SamplingParams, prompt_ids
-from memrl.evaluation import Judge, MemoryQA, instance_qa_runner, memalpha_questions
+from memrl.evaluation import Judge, MemoryQA, memory_qa_runner
+from memrl.train.cpu_trainer import Rollouts, TrainSettings, step_sampling
 from memrl.train.memalpha_rewards import (
     compression_reward,
     content_judge_request,
@@ -85,11 +86,15 @@ def collect_memalpha_rollouts(
     rollouts = run_batched(workflows, policy, sampling)
     r1 = _correctness(qa_engine, rows, group_size, memories, rollouts, qa, qa_judge)
     r4 = _content(qa_engine, traces, reward)
+    input_tokens = [  # l_c: once per instance, in the memory's counter (o200k officially)
+        sum(memories[q * group_size].count_tokens(chunk) for chunk in row["chunks"])
+        for q, row in enumerate(rows)
+    ]
     batch, terms = RolloutBatch(), RowTerms()
     for t, (memory, trace, rollout) in enumerate(zip(memories, traces, rollouts, strict=True)):
-        chunks = rows[t // group_size]["chunks"]
-        chunk_tokens = sum(memory.count_tokens(chunk) for chunk in chunks)
-        r3 = compression_reward(memory.total_length(), chunk_tokens)
+        q = t // group_size
+        memory_tokens = memory.total_length()
+        r3 = compression_reward(memory_tokens, input_tokens[q])
         r2 = [tool_call_reward(step.results) for step in trace]
         scalars = step_rewards(r1[t], r3, r2, r4[t], reward.beta, reward.gamma)
         for step, conversation in enumerate(rollout.conversations[: len(trace)]):
@@ -100,15 +105,15 @@ def collect_memalpha_rollouts(
             batch.prompt_ids.append(list(completion.prompt_ids))
             batch.response_ids.append(list(completion.response_ids))
             batch.traj_index.append(len(batch.rewards))
-            batch.is_final.append(step == len(chunks) - 1)
+            batch.is_final.append(step == len(rows[q]["chunks"]) - 1)
             batch.rewards.append(scalars[step])
-            batch.group_ids.append(t // group_size)
+            batch.group_ids.append(q)
             batch.failed.append(rollout.failed)
             terms.r1.append(r1[t])
             terms.r2.append(r2[step])
             terms.r3.append(r3)
             terms.r4.append(r4[t][step])
-            terms.memory_tokens.append(memory.total_length())
+            terms.memory_tokens.append(memory_tokens)
     return batch, terms
 
 
@@ -135,8 +140,7 @@ def _correctness(
         }
         for t, (memory, rollout) in enumerate(zip(memories, rollouts, strict=True))
     ]
-    prepare = memalpha_questions(qa_engine, qa)
-    run = instance_qa_runner(qa_engine, qa.sampling, qa_judge, prepare, protocol="train")
+    run = memory_qa_runner(qa_engine, qa, qa_judge, protocol="train")
     return [record["score"] for record in run(instances)]
 
 
@@ -152,9 +156,9 @@ def _content(
                 if judged is not None:
                     keys.append((t, step, c))
                     requests.append(content_judge_request(*judged, reward.judge_max_tokens))
-    replies = judge_engine.chat(requests, reward.judge_sampling) if requests else []
-    verdicts = {
-        key: 0.0 if reply.failed else content_verdict(reply.text)
+    replies = run_batched([answer(r) for r in requests], judge_engine, reward.judge_sampling)
+    verdicts = {  # a failed judge request scores 0, as the official batch endpoint's "Error:"
+        key: 0.0 if reply.failed else content_verdict(reply.answer)
         for key, reply in zip(keys, replies, strict=True)
     }
     return [
@@ -167,21 +171,22 @@ def _content(
 
 
 def memalpha_rollouts(
-    settings: Any,
+    settings: TrainSettings,
     agent: MemAlphaConfig,
     memory_counter: Callable[[str], int],
     qa: MemoryQA,
     qa_judge: Judge,
     reward: MemAlphaReward,
     disabled_memory: frozenset[str] = frozenset(),
-) -> Any:
-    """The CPU reference trainer's Mem-α step (`cpu_trainer.Rollouts`; `settings`: its
-    TrainSettings, with `norm_adv_by_std`): rollouts on the current policy, the QA step and the
-    judge on the frozen reference model (standing in for Qwen3-32B), one fresh seeded memory
-    per rollout; the step's mean reward terms as extra metrics."""
-    from memrl.train.cpu_trainer import step_sampling
+) -> Rollouts:
+    """The CPU reference trainer's Mem-α step (`settings` with `norm_adv_by_std`): rollouts on
+    the current policy, the QA step and the judge on the frozen reference model (standing in
+    for Qwen3-32B), one fresh seeded memory per rollout; the step's mean reward terms as extra
+    metrics."""
 
-    def collect(step: int, rows: Sequence[dict[str, Any]], engine: Any, reference: Any) -> Any:
+    def collect(
+        step: int, rows: Sequence[dict[str, Any]], engine: Any, reference: Any
+    ) -> tuple[RolloutBatch, dict[str, float]]:
         def new_memory(instance: int, rollout: int) -> StructuredMemory:
             seed = ((settings.seed * 1_000_003 + step) * 10_007 + instance) * 101 + rollout
             return StructuredMemory(memory_counter, disabled_memory, seed=seed)
