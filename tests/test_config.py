@@ -66,6 +66,10 @@ def test_shipped_configs_validate(config):
         ),
         (lambda c: c.pop("memalpha"), "config key memalpha: required by the systems"),
         (
+            lambda c: c["memalpha"]["training"].pop("qa_server"),
+            "config key memalpha.training: training.backend verl needs qa_server",
+        ),
+        (
             lambda c: c["memalpha"]["mab"]["sources"].append("locomo"),
             "config key memalpha.mab.sources: no query prompt for ['locomo']",
         ),

@@ -22,6 +22,7 @@ from memrl.train.cpu_trainer import (
     response_log_probs,
     train,
     update_policy,
+    updates_per_step,
 )
 
 CORPUS = [
@@ -191,3 +192,21 @@ def test_a_bad_row_fails_before_any_work(tmp_path):
     with pytest.raises(ValueError, match=r"training row 3 \(index 7\)"):
         train(tmp_path / "no-model", tmp_path / "out", bad, settings())
     assert list(tmp_path.iterdir()) == []
+
+
+def test_memalpha_updates_on_a_fixed_number_of_rows_memagent_a_fixed_number_of_times():
+    memagent = TrainSettings(steps=1, rollout_batch=2, group_size=2, mini_batches_per_step=3, lr=0)
+    assert [updates_per_step(n, memagent) for n in (1, 30, 300)] == [3, 3, 3]
+    memalpha = TrainSettings(
+        steps=1, rollout_batch=2, group_size=2, mini_batches_per_step=None, mini_batch_rows=32, lr=0
+    )
+    assert [updates_per_step(n, memalpha) for n in (0, 1, 32, 33, 2560)] == [1, 1, 1, 2, 80]
+    with pytest.raises(ValueError, match="exactly one of mini_batches_per_step, mini_batch_rows"):
+        TrainSettings(
+            steps=1,
+            rollout_batch=2,
+            group_size=2,
+            mini_batches_per_step=2,
+            mini_batch_rows=32,
+            lr=0,
+        )

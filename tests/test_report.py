@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from memrl.config import STATS_TABLES, TRACE_TABLE
+from memrl.config import ABLATION_TABLES, STATS_TABLES, TRACE_TABLE
 from memrl.report.figures import (
     TRAIN_METRICS_FILE,
     check_claims,
@@ -765,6 +765,9 @@ def test_build_paper_table_writes_every_table(paper: dict, tmp_path: Path, name:
     elif name == "suites":  # both papers' systems on both suites
         records = memagent_table_records() + memalpha_records("mab", ["rl-14b"])
         paper, systems = MEMALPHA_PAPER, REPORT_SYSTEMS
+    elif name in ABLATION_TABLES:  # systems of our own Mem-α runs, rows by (β, γ)
+        records = memalpha_records(ABLATION_TABLES[name], ["b05g0", "b0g01"])
+        paper, systems = MEMALPHA_PAPER, ABLATION_SYSTEMS
     elif name.startswith("memalpha_"):  # Mem-α's numbers, systems and benchmarks
         benchmark = "mab" if name == "memalpha_table2" else "memalpha"
         records = memalpha_records(benchmark, ["ma"])
@@ -997,6 +1000,32 @@ MEMALPHA_SYSTEMS = [
 ]
 
 
+ABLATION_SYSTEMS = [
+    *MEMALPHA_SYSTEMS,
+    {  # the main run: Mem-α in Tables 1-3, its (β, γ) row in Tables 4 and 9
+        "id": "ours",
+        "display": "Mem-α (trained here)",
+        "paper_row": "Mem-α",
+        "kind": "memalpha",
+        "reward_weights": [0.05, 0.1],
+    },
+    {
+        "id": "b05g0",
+        "display": "β=0.05 γ=0",
+        "paper_row": None,
+        "kind": "memalpha",
+        "reward_weights": [0.05, 0.0],
+    },
+    {
+        "id": "b0g01",
+        "display": "β=0 γ=0.1",
+        "paper_row": None,
+        "kind": "memalpha",
+        "reward_weights": [0, 0.1],
+    },
+]
+
+
 def memalpha_records(benchmark: str, systems: list[str], accuracy: float = 50.0) -> list[dict]:
     columns = MEMALPHA_PAPER["table1" if benchmark == "memalpha" else "table2"]["columns"]
     return [
@@ -1010,7 +1039,7 @@ def test_memalpha_paper_rows_match_their_columns_and_recompute_averages():
     from memrl.report.tables import memalpha_paper_rows
 
     off = set()
-    for key in ("table1", "table2", "table3"):
+    for key in ("table1", "table2", "table3", "table4", "table9"):
         rows = memalpha_paper_rows(MEMALPHA_PAPER[key])
         for name, cells in rows.items():
             perf = [cells[s]["perf"] for s in MEMALPHA_PAPER[key]["columns"]]
@@ -1023,6 +1052,10 @@ def test_memalpha_paper_rows_match_their_columns_and_recompute_averages():
         ("table2", "Long-Context"),  # 0.461 printed, 0.480 mean
         ("table2", "RAG-Top2"),  # 0.502 printed, 0.532 mean
         ("table3", "Mem-α"),
+        ("table4", "β=0, γ=0.1"),  # 0.630 printed, 0.620 mean
+        ("table4", "β=0.05, γ=0.1"),  # Table 1's Mem-α row
+        ("table4", "β=0.2, γ=0.1"),  # 0.525 printed, 0.515 mean
+        ("table9", "β=0.2, γ=0.1"),  # 0.351 printed, 0.382 mean
     }
     with pytest.raises(ValueError, match="3 perf values for 7 columns"):
         memalpha_paper_rows(
@@ -1083,6 +1116,24 @@ def test_memalpha_table2_flags_the_contaminated_columns_and_table3_keeps_memalph
     )
     assert list(three.index) == ["Mem-α", "Qwen3-4B"]
     assert three.loc["Qwen3-4B", "booksum.perf"].paper == pytest.approx(13.0)
+
+
+def test_ablation_tables_pick_rows_by_reward_weights_and_tables_1_to_3_leave_them_out():
+    from memrl.report.tables import build_memalpha_table
+
+    records = memalpha_records("memalpha", ["ma", "ours", "b05g0", "b0g01"], accuracy=55.0)
+    four = build_memalpha_table(records, ABLATION_SYSTEMS, MEMALPHA_PAPER, "memalpha_table4")
+    assert list(four.index) == ["Mem-α (trained here)", "β=0.05 γ=0", "β=0 γ=0.1"]
+    cell = four.loc["β=0.05 γ=0", "squad.perf"]
+    assert cell.ours == 55.0 and cell.paper == pytest.approx(70.1)
+    assert four.loc["β=0 γ=0.1", "booksum.mem"].paper == pytest.approx(4.5)
+    assert four.loc["Mem-α (trained here)", "squad.perf"].paper == pytest.approx(78.6)
+    one = build_memalpha_table(records, ABLATION_SYSTEMS, MEMALPHA_PAPER, "memalpha_table1")
+    assert "Mem-α (trained here)" in one.index and "β=0.05 γ=0" not in one.index
+    nine = build_memalpha_table(
+        memalpha_records("mab", ["b0g01"]), ABLATION_SYSTEMS, MEMALPHA_PAPER, "memalpha_table9"
+    )
+    assert nine.loc["β=0 γ=0.1", "ruler_qa1_197K.perf"].paper == pytest.approx(77.0)
 
 
 def test_memalpha_table_rejects_a_memalpha_paper_row_typo():

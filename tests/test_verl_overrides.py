@@ -14,10 +14,11 @@ from typing import Any
 
 import pytest
 
-from memrl.config import load_yaml, train_settings
-from memrl.verl import AGENT_NAME, PACKAGE_DIR, REWARD_NAME
+from memrl.config import load_yaml, memalpha_train_settings, train_settings
+from memrl.verl import AGENT_NAME, MEMALPHA_AGENT_NAME, PACKAGE_DIR, REWARD_NAME
 from memrl.verl.checkpoints import latest_step, merge_command
 from memrl.verl.overrides import (
+    MEMALPHA,
     SettingsError,
     VerlPaths,
     hydra_value,
@@ -39,6 +40,56 @@ PATHS = VerlPaths(
 
 def paper_settings(run: str = "rl-memagent-7b", stage: str = "stage1") -> dict[str, Any]:
     return train_settings(load_yaml(REPO / "config" / "config.yaml"), run, stage)
+
+
+def memalpha_paper_settings(run: str = "memalpha-4b-b0.05-g0.1") -> dict[str, Any]:
+    return memalpha_train_settings(load_yaml(REPO / "config" / "config.yaml"), run)
+
+
+def test_memalpha_paper_settings_give_the_official_grpo_run() -> None:
+    """train_memory_grpo_qwen3-4b-4node-compression0.05-content0.1.sh (memalpha_official §3.4):
+    GRPO with std, 32 instances x 8 rollouts, 32 rows per update, 6144 + 2048 tokens, the
+    Mem-α loop, shuffled instances, thinking off, no validation."""
+    o = as_dict(verl_overrides(memalpha_paper_settings(), PATHS, MEMALPHA))
+    actor, rollout = "actor_rollout_ref.actor", "actor_rollout_ref.rollout"
+    expected = {
+        "algorithm.adv_estimator": "grpo",
+        "algorithm.norm_adv_by_std_in_grpo": "true",
+        "data.train_batch_size": "32",
+        "data.shuffle": "true",
+        f"{rollout}.n": "8",
+        f"{actor}.ppo_mini_batch_size": "4",  # x n = 32 rows per update
+        f"{actor}.optim.lr": "1e-06",
+        f"{actor}.kl_loss_coef": "0.001",
+        f"{actor}.kl_loss_type": "low_var_kl",
+        f"{rollout}.prompt_length": "6144",
+        f"{rollout}.response_length": "2048",
+        f"{rollout}.gpu_memory_utilization": "0.8",
+        f"{rollout}.agent.default_agent_loop": MEMALPHA_AGENT_NAME,
+        "+data.apply_chat_template_kwargs.enable_thinking": "false",
+        "trainer.nnodes": "4",
+        "trainer.n_gpus_per_node": "8",
+        "trainer.total_training_steps": "85",
+        "trainer.test_freq": "-1",
+        "trainer.val_before_train": "false",
+        "trainer.save_freq": "5",
+        "trainer.experiment_name": "memalpha-4b-b0.05-g0.1-grpo",
+    }
+    assert {key: o[key] for key in expected} == expected
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "message"),
+    [
+        ("mini_batch_rows", 12, "mini_batch_rows=12 must be a multiple of group_size=8"),
+        ("agent", {"max_new_tokens": 2048, "prompt_cap": None}, "agent.prompt_cap must be set"),
+    ],
+)
+def test_memalpha_settings_verl_cannot_run_name_their_key(key, value, message) -> None:
+    settings = memalpha_paper_settings()
+    settings[key] = value
+    with pytest.raises(SettingsError, match=message):
+        verl_overrides(settings, PATHS, MEMALPHA)
 
 
 def as_dict(overrides: list[str]) -> dict[str, str]:
@@ -325,3 +376,58 @@ def test_multi_node_needs_enough_nodes(tmp_path: Path) -> None:
     done = _ray_job(["--nodes", "4", "--gpus-per-node", "8", "--", "true"], env)
     assert done.returncode == 2
     assert "has 3 node(s)" in done.stderr
+
+
+# --- Mem-α: the QA server inside the training job's allocation ---------------------------------
+
+
+def test_the_qa_server_shares_one_node_by_splitting_its_gpus() -> None:
+    from memrl.verl.job import qa_server_plan
+
+    settings = {**memalpha_paper_settings(), "nodes": 1, "gpus_per_node": 4}
+    plan = qa_server_plan(
+        settings, "models/qwen3-32b", {"CUDA_VISIBLE_DEVICES": "3,4,5,6,7,8,9,10"}, 8001, []
+    )
+    assert plan.trainer_env == {"CUDA_VISIBLE_DEVICES": "3,4,5,6"}
+    assert plan.server_env == {"CUDA_VISIBLE_DEVICES": "7,8,9,10"}  # qa_server.gpus = 4
+    assert plan.host == "127.0.0.1" and plan.command[:3] == ["vllm", "serve", "models/qwen3-32b"]
+    command = " ".join(plan.command)
+    assert "--served-model-name qwen3-32b" in command and "--tensor-parallel-size 4" in command
+    assert "--port 8001" in command and "--max-model-len 40960" in command
+    with pytest.raises(SettingsError, match="need 8"):
+        qa_server_plan(settings, "m", {"CUDA_VISIBLE_DEVICES": "0,1,2,3"}, 8001, [])
+
+
+def test_a_multi_node_runs_qa_server_takes_the_node_after_rays() -> None:
+    from memrl.verl.job import qa_server_plan
+
+    settings = memalpha_paper_settings()  # 4 nodes for Ray
+    nodes = ["gpu01", "gpu02", "gpu03", "gpu04", "gpu05"]
+    plan = qa_server_plan(settings, "m", {}, 8001, nodes)
+    assert plan.host == "gpu05" and plan.trainer_env == {} and plan.server_env == {}
+    assert plan.command[:7] == [
+        "srun",
+        "--overlap",
+        "--nodes=1",
+        "--ntasks=1",
+        "-w",
+        "gpu05",
+        "--gpus-per-node=4",
+    ]
+    assert plan.command[plan.command.index("--host") + 1] == "0.0.0.0"
+    with pytest.raises(SettingsError, match="need 5 nodes"):
+        qa_server_plan(settings, "m", {}, 8001, nodes[:4])
+
+
+def test_a_memalpha_verl_run_requests_its_qa_servers_gpus_and_node() -> None:
+    from memrl.config import train_gpus, train_nodes
+
+    config = load_yaml(REPO / "config" / "config.yaml")
+    run = "memalpha-4b-b0.05-g0.1"
+    assert (train_gpus(config, run), train_nodes(config, run)) == (40, 5)  # 4 x 8 + a node
+    one = copy.deepcopy(config)
+    one["memalpha"]["training"]["runs"][run].update(nodes=1, gpus_per_node=4)
+    assert (train_gpus(one, run), train_nodes(one, run)) == (8, 1)  # 4 + qa_server.gpus 4
+    one["training"]["backend"] = "cpu"
+    assert (train_gpus(one, run), train_nodes(one, run)) == (4, 1)  # no server on the CPU
+    assert (train_gpus(config, "rl-memagent-7b"), train_nodes(config, "rl-memagent-7b")) == (32, 4)

@@ -64,15 +64,17 @@ def test_slurm_profile_plans_every_paper_job(repo):
     jobs = cfg.eval_jobs(cfg.load_yaml(repo / "config/config.yaml"))
     sharded = [j for j in jobs if j.shards > 1]
     assert len(sharded) == 30 and {j.shards for j in sharded} == {4}
-    assert counts["evaluate"] == len(jobs) - len(sharded) == 446 + 2 * 10
+    assert counts["evaluate"] == len(jobs) - len(sharded) == 446 + 2 * 10 + 5 * 2
     # Mem-α: Memalpha-4B on validation and MemoryAgentBench, Qwen3-4B and gpt-4.1-mini on
     # validation, the released MemAgents and MEM1 (its baselines) on both, Memalpha-4B and
     # MEM1 on RULER-HQA's 10 lengths too (the suites table); the QA model (Qwen3-32B, 2 GPUs)
     # answers or judges in the evaluate job, apart from the policy
-    assert counts["memorize"] == 4 + 4 + 2 + 2 * 10
+    assert counts["memorize"] == 4 + 4 + 2 + 2 * 10 + 5 * 2
+    # the (β, γ) ablation: five GRPO runs on verl, each evaluated on both Mem-α benchmarks
+    assert counts["train_memalpha"] == counts["plot_memalpha_training_curve"] == 5
     assert "eval/mab/memalpha-4b-released/0.memories.jsonl" in done.stdout
     assert counts["merge_eval"] == 30 and counts["evaluate_shard"] == 4 * 30
-    assert counts["make_table"] == 6 + 7 + 1 and counts["plot_figure"] == 3 + 1  # + both suites
+    assert counts["make_table"] == 6 + 9 + 1 and counts["plot_figure"] == 3 + 1  # + both suites
     assert counts["dataset_stats"] == 3  # Mem-α's train, validation and MemoryAgentBench
     # baselines reach vLLM with their context extension; RAG systems expand over their grid
     assert '"context_extension": "yarn"' in done.stdout
@@ -83,7 +85,20 @@ def test_slurm_profile_plans_every_paper_job(repo):
     assert "gpu=128, nodes=16" in done.stdout
     # the plan shows the real verl command: Ray across the job's nodes, then verl's overrides
     launches = re.findall(r"-- bash workflow/scripts/ray_job\.sh (.*)", done.stdout)
-    assert len(launches) == 4
+    assert len(launches) == 4 + 5  # MemAgent's 2 runs x 2 stages, Mem-α's 5 runs
+    # Mem-α: Ray on 4 nodes, the QA server on a fifth (40 GPUs), the Mem-α loop and trainer
+    assert "gpu=40, nodes=5" in done.stdout
+    memalpha = next(line for line in launches if "memalpha-4b-b0.2-g0.1" in line)
+    for override in (
+        "actor_rollout_ref.rollout.agent.default_agent_loop=memalpha",
+        "algorithm.norm_adv_by_std_in_grpo=true",
+        "+data.apply_chat_template_kwargs.enable_thinking=false",
+    ):
+        assert override in memalpha, override
+    assert (
+        "train-memalpha" in done.stdout
+        and "--qa-model results/paper/models/qwen3-32b" in done.stdout
+    )
     stage1_14b = next(line for line in launches if "--nodes 16" in line and ".stage1.verl" in line)
     for override in (
         "-- python -u -m memrl.verl.main",
@@ -147,7 +162,7 @@ def test_smoke_evaluates_every_benchmark_system_and_table(smoke):
     assert "| LME-Train | 1.0 (paper 50.0, -49.0) |" in stats
     files = list((results / "eval").rglob("*.metrics.json"))
     metrics = [record for path in files for record in json.loads(path.read_text())]
-    assert len(files) == 36 and len(metrics) == 138  # one file per job, a record per task
+    assert len(files) == 37 and len(metrics) == 147  # one file per job, a record per task
     assert {m["benchmark"] for m in metrics} == {
         "ruler_hqa",
         "ruler",
@@ -220,15 +235,15 @@ def test_smoke_records_one_mlflow_child_run_per_job(smoke):
     children = [r for r in runs if tags[r].get("mlflow.parentRunId") == parents[0]]
     assert len(parents) == 1
     rules = sorted(tags[r]["rule"] for r in children)
-    # 36 evaluation jobs: 30 score themselves, 6 (RULER-HQA from 20 docs) run in 2 shards each;
-    # 9 (Mem-α on its two sets and RULER-HQA's three lengths, after GRPO on validation, MemAgent
-    # on MAB, MEM1 on MAB and 10 docs) read what 9 memorize jobs wrote
-    assert rules.count("evaluate") == 30 and rules.count("evaluate_shard") == 12
-    assert rules.count("merge_eval") == 6 and rules.count("memorize") == 9
+    # 37 evaluation jobs: 31 score themselves, 6 (RULER-HQA from 20 docs) run in 2 shards each;
+    # 10 (Mem-α on its two sets and RULER-HQA's three lengths, after GRPO on both sets, MemAgent
+    # on MAB, MEM1 on MAB and 10 docs) read what 10 memorize jobs wrote
+    assert rules.count("evaluate") == 31 and rules.count("evaluate_shard") == 12
+    assert rules.count("merge_eval") == 6 and rules.count("memorize") == 10
     assert rules.count("train_memalpha") == 1
     assert rules.count("download_model") == 2 and rules.count("synthesize_ruler") == 11
     records = list(results.glob("logs/**/*.provenance.jsonl"))
-    assert len(children) == len(runs) - 1 == len(records) == 118  # every job but `all`
+    assert len(children) == len(runs) - 1 == len(records) == 122  # every job but `all`
     for run in children:
         for key in ("git.commit", "git.dirty", "config.hash", "snakemake.version", "host"):
             assert tags[run][key], key

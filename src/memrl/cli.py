@@ -225,8 +225,9 @@ def cmd_train(args: argparse.Namespace, run: tracking.JobRecord) -> None:
 
 
 def cmd_train_memalpha(args: argparse.Namespace, run: tracking.JobRecord) -> None:
-    """Mem-α GRPO (one run: base, β, γ) on the train split's configured sources. The CPU
-    reference trainer answers and judges with the frozen initial policy."""
+    """Mem-α GRPO (one run: base, β, γ) on the train split's configured sources: on verl with
+    the QA model served next to it (`--qa-model`, memrl.verl.job.run_memalpha), or on the CPU
+    reference trainer, which answers and judges with the frozen initial policy."""
     from memrl.agents.memalpha import MemAlphaConfig, load_memory_counter
     from memrl.data.memalpha import instances_by_source
     from memrl.engines.base import SamplingParams
@@ -235,16 +236,24 @@ def cmd_train_memalpha(args: argparse.Namespace, run: tracking.JobRecord) -> Non
     from memrl.train.memalpha_rollout import MemAlphaReward, check_instance, memalpha_rollouts
 
     s = args.settings
-    if s["backend"] != "cpu":
-        raise SystemExit(
-            "Mem-α GRPO runs on the CPU reference trainer only so far (training.backend: cpu); "
-            "its verl agent loop is issue 12's next part"
-        )
     grouped = instances_by_source(args.data)
     missing = [source for source in s["sources"] if source not in grouped]
     if missing:
         raise SystemExit(f"{args.data}: no training instance of {missing} (memalpha.train.sources)")
     rows = [row for source in s["sources"] for row in grouped[source]]
+    if s["backend"] == "verl":
+        if not args.launch or args.qa_model is None:
+            raise SystemExit("training.backend=verl: pass --qa-model and the verl command after --")
+        from memrl.verl.job import run_memalpha
+
+        env = {**os.environ, **run.child_env()}
+        summary = run_memalpha(
+            s, rows, args.model, args.qa_model, args.memory_tokenizer, args.out, args.launch, env
+        )
+        _log_summary(run, summary)
+        return
+    if args.launch or args.qa_model is not None:
+        raise SystemExit("training.backend=cpu serves no QA model and runs no launch command")
     settings = TrainSettings(**algorithm_settings(s), norm_adv_by_std=True)
     counter_tokenizer = load_tokenizer(args.memory_tokenizer) if args.memory_tokenizer else None
     rollouts = memalpha_rollouts(
@@ -855,8 +864,15 @@ COMMANDS: dict[str, Command] = {
     ),
     "train-memalpha": Command(
         cmd_train_memalpha,
-        {"--data": {}, "--model": {}, "--memory-tokenizer": {"required": False}, "--out": {}},
-        ["data", "model", "memory_tokenizer"],
+        {
+            "--data": {},
+            "--model": {},
+            "--memory-tokenizer": {"required": False},
+            "--qa-model": {"required": False},
+            "--out": {},
+            "launch": {"nargs": "*"},
+        },
+        ["data", "model", "memory_tokenizer", "qa_model"],
         named("out"),
     ),
     "evaluate": Command(

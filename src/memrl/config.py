@@ -6,6 +6,7 @@ from here, so the workflow rules stay thin and the logic stays testable.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 from collections.abc import Sequence
@@ -100,6 +101,7 @@ def _check_references(config: dict[str, Any]) -> None:
         _require_source(config, f"ruler.{key}", config["ruler"][key])
     for task in config["longbench"]["tasks"]:
         _require_source(config, f"longbench.tasks ({task})", longbench_source(task))
+    _check_memalpha(config, require)  # first: a missing section also leaves its runs unknown
     for system, spec in config["evaluation"]["systems"].items():
         key = f"evaluation.systems.{system}"
         require(f"{key}.model", spec["model"], models | runs)
@@ -114,7 +116,6 @@ def _check_references(config: dict[str, Any]) -> None:
             rag_allowed
         ):
             raise ConfigError(f"config key {key}.benchmarks: RAG runs only on {rag_allowed}")
-    _check_memalpha(config, require)
     ruler = config["ruler_hqa"]
     if ruler["eval_questions"] > config["filter"]["keep_dev"]:
         raise ConfigError("config key ruler_hqa.eval_questions: exceeds filter.keep_dev")
@@ -154,6 +155,12 @@ def _check_memalpha(config: dict[str, Any], require: Any) -> None:
         )
     if spec["memory_tokenizer"] != O200K:
         require("memalpha.memory_tokenizer", spec["memory_tokenizer"], set(config["models"]))
+    if memalpha_runs(config) and uses_qa_server(config):
+        missing = [k for k in ("save_every", "verl", "qa_server") if k not in spec["training"]]
+        if missing:
+            raise ConfigError(
+                f"config key memalpha.training: training.backend verl needs {', '.join(missing)}"
+            )
 
 
 def _require_source(config: dict[str, Any], key: str, source: str) -> None:
@@ -378,9 +385,28 @@ def model_gpus(config: dict[str, Any], name: str) -> int:
 
 
 def train_gpus(config: dict[str, Any], run: str) -> int:
-    """GPUs of a training job in all (SLURM's --gpus counts the job's total, not per node)."""
+    """GPUs of a training job in all (SLURM's --gpus counts the job's total, not per node); a
+    Mem-α run on verl adds its QA server's (memrl.verl.job.qa_server_plan): on one node its
+    GPUs, else a whole node of its own."""
     spec = trained_runs(config)[run]
-    return spec.get("gpus_per_node", 0) * spec.get("nodes", 1)
+    gpus = spec.get("gpus_per_node", 0) * spec.get("nodes", 1)
+    if run in memalpha_runs(config) and uses_qa_server(config):
+        server = config["memalpha"]["training"]["qa_server"]["gpus"]
+        gpus += server if spec.get("nodes", 1) == 1 else spec["gpus_per_node"]
+    return gpus
+
+
+def train_nodes(config: dict[str, Any], run: str) -> int:
+    """Nodes of a training job: a multi-node Mem-α run on verl adds its QA server's node."""
+    nodes = trained_runs(config)[run].get("nodes", 1)
+    if run in memalpha_runs(config) and uses_qa_server(config) and nodes > 1:
+        return nodes + 1
+    return nodes
+
+
+def uses_qa_server(config: dict[str, Any]) -> bool:
+    """Mem-α GRPO on verl serves the frozen QA model / judge next to the trainer."""
+    return config["training"]["backend"] == "verl"
 
 
 def config_hash(config: dict[str, Any]) -> str:
@@ -471,11 +497,13 @@ def memalpha_train_settings(config: dict[str, Any], run: str) -> dict[str, Any]:
     training = {key: value for key, value in spec["training"].items() if key != "runs"}
     prompt_cap = training.pop("prompt_cap")
     qa = {k: v for k, v in spec["qa"].items() if k not in ("engine", "model")}
+    run_spec = {"nodes": 1, "gpus_per_node": 0, **memalpha_runs(config)[run]}
     return {
         "backend": config["training"]["backend"],
         "run": run,
+        "stage": MEMALPHA_STAGE,
         "seed": config["seed"],
-        **memalpha_runs(config)[run],
+        **run_spec,
         **training,
         "agent": {**spec["agent"], "prompt_cap": prompt_cap},
         "memory_tokenizer": spec["memory_tokenizer"],
@@ -620,6 +648,7 @@ def report_settings(config: dict[str, Any]) -> dict[str, Any]:
                 "display": _display(spec),
                 "paper_row": spec.get("paper_row"),
                 **{key: spec[key] for key in REPORTED_SYSTEM_KEYS if key in spec},
+                **_reward_weights(config, spec),
             }
             for system_id, spec in eval_systems(config).items()
         ],
@@ -627,6 +656,15 @@ def report_settings(config: dict[str, Any]) -> dict[str, Any]:
         "ruler_length_labels": labels("ruler"),
         "run": config["run"],
     }
+
+
+def _reward_weights(config: dict[str, Any], system: dict[str, Any]) -> dict[str, Any]:
+    """A Mem-α system whose policy is a Mem-α run of ours: its (β, γ), which pick its row of the
+    ablation tables (memalpha_table4/9)."""
+    run = memalpha_runs(config).get(system.get("model", ""))
+    if system["kind"] != "memalpha" or run is None:
+        return {}
+    return {"reward_weights": [run["beta"], run["gamma"]]}
 
 
 def paper_file(config: dict[str, Any], name: str) -> str:
@@ -653,7 +691,9 @@ STATS_TABLES = {
 MEMALPHA_SPLITS = ("train", *MEMALPHA_BENCHMARKS)
 TRACE_TABLE = "memalpha_table5"  # final memories side by side: reads memorize records
 MEMALPHA_SCORE_TABLES = ("memalpha_table1", "memalpha_table2", "memalpha_table3")
-MEMALPHA_TABLES = (*MEMALPHA_SCORE_TABLES, TRACE_TABLE, *STATS_TABLES)
+# the (β, γ) ablation of our Mem-α runs: validation (Table 4), MemoryAgentBench (Table 9)
+ABLATION_TABLES = {"memalpha_table4": "memalpha", "memalpha_table9": "mab"}
+MEMALPHA_TABLES = (*MEMALPHA_SCORE_TABLES, *ABLATION_TABLES, TRACE_TABLE, *STATS_TABLES)
 SUITES_TABLE = "suites"  # beyond the papers: every system on RULER-HQA and MemoryAgentBench
 TABLES = (*MEMAGENT_TABLES, *MEMALPHA_TABLES, SUITES_TABLE)
 MEMALPHA_FIGURES = ("memalpha_frontier",)  # beyond the paper: score against memory size
@@ -683,6 +723,14 @@ def report_jobs(config: dict[str, Any], name: str) -> list[EvalJob]:
             if kinds[j.system]["kind"] not in MEMALPHA_ONLY_KINDS
         ]
 
+    def ablation(benchmark: str) -> list[EvalJob]:  # Mem-α systems of our own Mem-α runs
+        runs = memalpha_runs(config)
+        return [
+            j
+            for j in select(benchmark, rag=False)
+            if kinds[j.system]["kind"] == "memalpha" and kinds[j.system]["model"] in runs
+        ]
+
     def policies() -> list[EvalJob]:  # Mem-α's framework with each policy, on validation
         return [j for j in select("memalpha", rag=False) if kinds[j.system]["kind"] == "memalpha"]
 
@@ -710,6 +758,7 @@ def report_jobs(config: dict[str, Any], name: str) -> list[EvalJob]:
         "memalpha_table1": lambda: select("memalpha", rag=None),
         "memalpha_table2": lambda: select("mab", rag=None),
         "memalpha_table3": policies,
+        **{name: functools.partial(ablation, bench) for name, bench in ABLATION_TABLES.items()},
         "memalpha_frontier": lambda: select("memalpha", rag=None) + select("mab", rag=None),
         SUITES_TABLE: lambda: select("ruler_hqa", rag=None) + select("mab", rag=None),
         TRACE_TABLE: policies,

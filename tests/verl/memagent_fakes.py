@@ -149,25 +149,32 @@ class ScriptedHFEngine(HFEngine):
         return [row + [self.pad_id] * (width - len(row)) for row in rows]
 
 
-def trainer_config(prompt_length: int = 4096, response_length: int = 64, use_v1: bool = True):
+def trainer_config(
+    prompt_length: int = 4096,
+    response_length: int = 64,
+    use_v1: bool = True,
+    chat_template_kwargs: dict | None = None,
+):
     return OmegaConf.create(
         {
             "trainer": {"use_v1": use_v1},
             "actor_rollout_ref": {
                 "rollout": {"prompt_length": prompt_length, "response_length": response_length}
             },
-            "data": {"apply_chat_template_kwargs": {}},
+            "data": {"apply_chat_template_kwargs": chat_template_kwargs or {}},
         }
     )
 
 
-def make_loop(tokenizer: Any, server: FakeServerManager, **config: Any) -> Any:
+def make_loop(
+    tokenizer: Any, server: FakeServerManager, name: str = AGENT_NAME, **config: Any
+) -> Any:
     """The loop as verl's AgentLoopWorker builds it: the YAML entry, instantiated by hydra."""
     for entry in OmegaConf.load(AGENT_LOOP_CONFIG):
         _agent_loop_registry[entry.name] = entry
     cfg = trainer_config(**config)
     return hydra.utils.instantiate(
-        config=_agent_loop_registry[AGENT_NAME],
+        config=_agent_loop_registry[name],
         trainer_config=DictConfigWrap(config=cfg),
         server_manager=server,
         tokenizer=tokenizer,
@@ -201,7 +208,6 @@ def dataset_rows(
 def loop_kwargs(row: dict, uid: str, session_id: int) -> dict:
     """What verl's v1 worker passes to `run` (and to its postprocess): the row's fields minus
     `agent_name`, plus uid, session_id and global_steps."""
-    assert row["agent_name"] == AGENT_NAME
     kwargs = {key: value for key, value in row.items() if key != "agent_name"}
     return {**kwargs, "uid": uid, "session_id": session_id, "global_steps": 3}
 
@@ -283,10 +289,11 @@ def run_session(
     session_id: int = 0,
     **config: Any,
 ) -> list:
-    """One MemAgentLoop.run, the loop built inside the event loop as verl's worker does."""
+    """One agent-loop run (the row's `agent_name`), the loop built inside the event loop as
+    verl's worker does."""
 
     async def main() -> list:
-        loop = make_loop(tokenizer, server, **config)
+        loop = make_loop(tokenizer, server, row["agent_name"], **config)
         return await loop.run(dict(sampling), **loop_kwargs(row, uid, session_id))
 
     return asyncio.run(main())

@@ -23,7 +23,10 @@ pytest.importorskip("transfer_queue")
 import torch  # noqa: E402
 from omegaconf import OmegaConf  # noqa: E402
 from tensordict import TensorDict  # noqa: E402
-from test_verl_overrides import paper_settings  # noqa: E402 (tests/ is on sys.path)
+from test_verl_overrides import (  # noqa: E402 (tests/ is on sys.path)
+    memalpha_paper_settings,
+    paper_settings,
+)
 from transfer_queue import KVBatchMeta  # noqa: E402
 from verl.trainer.ppo.reward import get_custom_reward_fn  # noqa: E402
 from verl.trainer.ppo.v1.trainer_base import PPOTrainer  # noqa: E402
@@ -36,9 +39,10 @@ from verl.workers.engine_workers import TrainingWorker  # noqa: E402
 from memrl.verl import AGENT_LOOP_CONFIG, AGENT_NAME, REWARD_FILE  # noqa: E402
 from memrl.verl import trainer as trainer_module  # noqa: E402
 from memrl.verl.main import compose, prepare  # noqa: E402
-from memrl.verl.overrides import VerlPaths, hydra_value, verl_overrides  # noqa: E402
+from memrl.verl.overrides import MEMALPHA, VerlPaths, hydra_value, verl_overrides  # noqa: E402
 from memrl.verl.trainer import (  # noqa: E402
     MemAgentTrainer,
+    MemAlphaTrainer,
     TaskRunner,
     actor_update_info,
     num_mini_batches,
@@ -81,6 +85,22 @@ def config(cwd: Path):
 def test_paper_scale_overrides_pass_verls_validation(cwd: Path) -> None:
     config = prepare(compose(verl_overrides(paper_settings(), PATHS)), ENV, cwd)
     assert (config.trainer.nnodes, config.trainer.n_gpus_per_node) == (4, 8)
+
+
+def test_memalpha_overrides_pass_verls_validation_and_pick_its_trainer(cwd: Path) -> None:
+    """Mem-α's GRPO run: verl's own checks and config dataclasses accept it (4 x 8 GPUs,
+    32 instances x n 8, 4 instances = 32 rows per update), and the task runner trains it with
+    MemAlphaTrainer; MemAgent's stays on MemAgentTrainer."""
+    config = prepare(compose(verl_overrides(memalpha_paper_settings(), PATHS, MEMALPHA)), ENV, cwd)
+    verl_validate_config(config, use_reference_policy=True, use_critic=False)
+    actor = omega_conf_to_dataclass(config.actor_rollout_ref.actor)
+    actor.validate(32, config.data.train_batch_size, config.actor_rollout_ref.model)
+    assert (actor.ppo_mini_batch_size, config.actor_rollout_ref.rollout.n) == (4, 8)
+    assert config.algorithm.norm_adv_by_std_in_grpo is True
+    assert config.data.apply_chat_template_kwargs.enable_thinking is False
+    assert trainer_module.trainer_class(config) is MemAlphaTrainer
+    memagent = prepare(compose(verl_overrides(paper_settings(), PATHS)), ENV, cwd)
+    assert trainer_module.trainer_class(memagent) is MemAgentTrainer
 
 
 def test_verls_config_dataclasses_hold_the_paper_run(config) -> None:

@@ -206,14 +206,17 @@ def memory_tokenizer_input():
 
 
 def get_train_memalpha_inputs(wildcards):
-    """A Mem-α GRPO run: the train split, the base model and (a models key) the memory's
-    tokenizer."""
+    """A Mem-α GRPO run: the train split, the base model, (a models key) the memory's tokenizer
+    and, on verl, the QA model its job serves."""
     spec = cfg.memalpha_runs(config)[wildcards.memalpha_run]
-    return {
+    inputs = {
         "data": str(cfg.memalpha_data(config, "train")),
         "model": str(cfg.model_dir(config, spec["base"])),
         **memory_tokenizer_input(),
     }
+    if cfg.uses_qa_server(config):
+        inputs["qa_model"] = str(cfg.model_dir(config, config["memalpha"]["qa"]["model"]))
+    return inputs
 
 
 def get_train_memalpha_settings(wildcards):
@@ -357,7 +360,19 @@ def get_train_gpus(wildcards):
 
 
 def get_train_nodes(wildcards):
-    return config["training"]["runs"][wildcards.train_run].get("nodes", 1)
+    return cfg.train_nodes(config, wildcards.train_run)
+
+
+def get_memalpha_launch(wildcards, input, output):
+    """`--qa-model <dir> -- <verl command>` of a Mem-α run on verl; cpu: nothing."""
+    if not cfg.uses_qa_server(config):
+        return ""
+    from memrl.verl.job import launch_command
+    from memrl.verl.overrides import MEMALPHA
+
+    settings = cfg.memalpha_train_settings(config, wildcards.memalpha_run)
+    command = launch_command(settings, output[0], input.model, MEMALPHA)
+    return f"--qa-model {shlex.quote(input.qa_model)} -- {shlex.join(command)}"
 
 
 def get_eval_gpus(wildcards):

@@ -124,15 +124,17 @@ rule train_memalpha:
         CONTAINERS["train"]
     resources:
         gpu=lambda wildcards: cfg.train_gpus(config, wildcards.memalpha_run),
+        nodes=lambda wildcards: cfg.train_nodes(config, wildcards.memalpha_run),
         runtime=5760,
     params:
         job=job("train_memalpha"),
         settings=get_train_memalpha_settings,
         tokenizer=get_memorize_tokenizer_arg,
+        launch=get_memalpha_launch,
     shell:
         "memrl --job {params.job:q} --log {log:q} train-memalpha --settings {params.settings:q}"
         " --data {input.data:q} --model {input.model:q} {params.tokenizer} --out {output:q}"
-        " 2> {log:q}"
+        " {params.launch} 2> {log:q}"
 
 
 rule plot_memalpha_training_curve:

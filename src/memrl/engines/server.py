@@ -18,7 +18,7 @@ import subprocess
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
 HEALTH_PATH = "/health"
@@ -75,14 +75,20 @@ def served(
     log_path: str | os.PathLike[str],
     host: str = "127.0.0.1",
     timeout: float = 1800.0,
+    env: Mapping[str, str] | None = None,
 ) -> Iterator[str]:
-    """Run `command` (a server listening on host:port) while the block runs; yield its `/v1`
-    URL once `/health` answers 200. Its output goes to `log_path`."""
+    """Run `command` (a server listening on host:port; `env` its environment, else ours) while
+    the block runs; yield its `/v1` URL once `/health` answers 200. Its output goes to
+    `log_path`."""
     log_file = Path(log_path)
     log_file.parent.mkdir(parents=True, exist_ok=True)
     with log_file.open("ab") as sink:
         process = subprocess.Popen(
-            list(command), stdout=sink, stderr=subprocess.STDOUT, start_new_session=True
+            list(command),
+            stdout=sink,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            env=None if env is None else dict(env),
         )
     try:
         _wait_healthy(process, f"http://{host}:{port}{HEALTH_PATH}", log_file, timeout)

@@ -30,6 +30,7 @@ from typing import Any
 import pandas as pd
 
 from memrl.config import (
+    ABLATION_TABLES,
     MEMALPHA_BENCHMARKS,
     MEMALPHA_ONLY_KINDS,
     MEMALPHA_SCORE_TABLES,
@@ -933,6 +934,19 @@ def memalpha_paper_rows(spec: Mapping[str, Any]) -> dict[str, dict[str, dict[str
     return rows
 
 
+def ablation_rows(
+    selected: Mapping[str, Mapping[str, Any]], spec: Mapping[str, Any]
+) -> dict[str, str | None]:
+    """Each ablation system's row: the paper row printed for its run's (β, γ)."""
+    by_weights = {
+        (float(row["beta"]), float(row["gamma"])): str(name) for name, row in spec["rows"].items()
+    }
+    return {
+        sid: by_weights.get(tuple(float(w) for w in sys["reward_weights"]))
+        for sid, sys in selected.items()
+    }
+
+
 def _memalpha_rows(
     selected: Mapping[str, Mapping[str, Any]],
     paper: Mapping[str, Any],
@@ -969,22 +983,35 @@ def build_memalpha_table(
     paper: Mapping[str, Any],
     name: str,
 ) -> pd.DataFrame:
-    """Mem-α's Table 1 (validation), 2 (MemoryAgentBench) or 3 (memalpha systems only):
-    Perf. and Mem. per data source, per-category (AR/TTL/LRU) and overall averages. Columns of
-    sources whose test questions leaked into training are marked (‡)."""
+    """Mem-α's Table 1 (validation), 2 (MemoryAgentBench), 3 (memalpha systems only) or the
+    (β, γ) ablation 4 / 9 (systems of our Mem-α runs, a row per reward weights): Perf. and Mem.
+    per data source, per-category (AR/TTL/LRU) and overall averages. Columns of sources whose
+    test questions leaked into training are marked (‡). An ablation system without a paper row
+    of its own is left out of Tables 1-3."""
     spec = paper[PAPER_TABLES[name].paper_key]
     benchmark, columns = spec["benchmark"], list(spec["columns"])
     info = paper["sources"]
-    memalpha_only = name == "memalpha_table3"
+    ablation = name in ABLATION_TABLES
+
+    def wanted(sid: str, sys: Mapping[str, Any]) -> bool:
+        if ablation:
+            return "reward_weights" in sys
+        if name == "memalpha_table3" and system_kind(sid, sys) != "memalpha":
+            return False
+        return "reward_weights" not in sys or sys.get("paper_row") is not None
+
     selected, found = _select(
         records,
         systems,
-        lambda sid, sys: not memalpha_only or system_kind(sid, sys) == "memalpha",
+        wanted,
         lambda r: r["benchmark"] == benchmark and r["task"] in columns,
         benchmark,
     )
     paper_rows = memalpha_paper_rows(spec)
-    rows, row_notes = _memalpha_rows(selected, paper, paper_rows)
+    if ablation:
+        rows, row_notes = ablation_rows(selected, spec), []
+    else:
+        rows, row_notes = _memalpha_rows(selected, paper, paper_rows)
     contaminated = set(paper.get("contaminated", {}).get(benchmark, ()))
     labels = {
         s: info[s]["label"] + (CONTAMINATED_MARK if s in contaminated else "") for s in columns
@@ -1330,6 +1357,8 @@ PAPER_TABLES = {
     "memalpha_table1": PaperTable("table1", "Mem-α Table 1: validation, Perf. (%) and Mem. (K)"),
     "memalpha_table2": PaperTable("table2", "Mem-α Table 2: MemoryAgentBench, Perf. and Mem."),
     "memalpha_table3": PaperTable("table3", "Mem-α Table 3: the framework with three policies"),
+    "memalpha_table4": PaperTable("table4", "Mem-α Table 4: the (β, γ) ablation, validation"),
+    "memalpha_table9": PaperTable("table9", "Mem-α Table 9: the (β, γ) ablation, MemoryAgentBench"),
     TRACE_TABLE: PaperTable("table5", "Mem-α Table 5: final memories side by side"),
     SUITES_TABLE: PaperTable("", "Every system on RULER-HQA and MemoryAgentBench"),
     "memalpha_table6": PaperTable("table6", "Mem-α Table 6: dataset statistics (validation)"),
@@ -1358,7 +1387,7 @@ def build_paper_table(
         return build_memalpha_stats_table(records, paper, name)
     if name == TRACE_TABLE:
         return build_memory_traces(records, systems, paper)
-    if name in MEMALPHA_SCORE_TABLES:
+    if name in MEMALPHA_SCORE_TABLES or name in ABLATION_TABLES:
         return build_memalpha_table(records, systems, paper, name)
     if name in ("table1", "table10"):
         labels = {int(k): v for k, v in paper.get("length_labels", {}).items()}

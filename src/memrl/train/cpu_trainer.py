@@ -65,7 +65,7 @@ class TrainSettings:
     steps: int
     rollout_batch: int  # questions per step
     group_size: int  # rollouts per question (G)
-    mini_batches_per_step: int  # optimizer updates per step (official: 128 / 8 = 16)
+    mini_batches_per_step: int | None  # optimizer updates per step (official: 128 / 8 = 16)
     lr: float
     warmup_steps: int = 20  # in training steps; step 0 runs at lr 0 (official)
     weight_decay: float = 0.01
@@ -85,13 +85,19 @@ class TrainSettings:
     generation_batch: int = 8  # HFEngine micro-batch size for rollouts
     micro_batch_rows: int = 8  # conversations per forward/backward pass (memory only)
     norm_adv_by_std: bool = False  # Mem-α's GRPO divides by the group std; MemAgent's does not
+    # Mem-α instead updates on a fixed number of rows (official 32): ceil(rows / it) updates
+    mini_batch_rows: int | None = None
 
     def __post_init__(self) -> None:
+        if (self.mini_batches_per_step is None) == (self.mini_batch_rows is None):
+            raise ValueError(
+                "TrainSettings: set exactly one of mini_batches_per_step, mini_batch_rows"
+            )
         positive = (
             "steps",
             "rollout_batch",
             "group_size",
-            "mini_batches_per_step",
+            *(("mini_batches_per_step",) if self.mini_batch_rows is None else ("mini_batch_rows",)),
             "chunk_tokens",
             "memory_tokens",
             "final_tokens",
@@ -134,6 +140,9 @@ def algorithm_settings(job: dict[str, Any]) -> dict[str, Any]:
     sampling = job["sampling"]
     return {
         **{key: job[key] for key in ALGORITHM_KEYS},
+        # MemAgent: updates per step; Mem-α: rows per update
+        "mini_batches_per_step": job.get("mini_batches_per_step"),
+        "mini_batch_rows": job.get("mini_batch_rows"),
         "weight_decay": job.get("weight_decay", 0.0),
         "grad_clip": job.get("grad_clip", 1.0),
         "temperature": sampling["temperature"],
@@ -146,7 +155,6 @@ ALGORITHM_KEYS = (
     "steps",
     "rollout_batch",
     "group_size",
-    "mini_batches_per_step",
     "lr",
     "warmup_steps",
     "clip_low",
@@ -307,6 +315,13 @@ def mini_batches(n_rows: int, n_batches: int) -> list[list[int]]:
     return [list(range(bounds[i], bounds[i + 1])) for i in range(n_batches)]
 
 
+def updates_per_step(n_rows: int, settings: TrainSettings) -> int:
+    """MemAgent's fixed updates per step, or Mem-α's ceil(rows / mini_batch_rows) (>= 1)."""
+    if settings.mini_batch_rows is None:
+        return settings.mini_batches_per_step
+    return max(1, -(-n_rows // settings.mini_batch_rows))
+
+
 def question_batches(n_rows: int, per_step: int, steps: int, seed: int) -> list[list[int]]:
     """Row positions for each step: consecutive slices of a seeded reshuffle of every epoch."""
     if n_rows < 1:
@@ -380,7 +395,9 @@ def train_step(
     weighted = dict.fromkeys(UPDATE_METRICS, 0.0)
     tokens = 0.0
     updates = 0
-    for part in mini_batches(batch.n_conversations, settings.mini_batches_per_step):
+    for part in mini_batches(
+        batch.n_conversations, updates_per_step(batch.n_conversations, settings)
+    ):
         result = update_policy(policy, optimizer, experience, part, engine.pad_id, settings)
         if result is None:
             continue

@@ -56,6 +56,62 @@ class RowTerms:
     memory_tokens: list[int] = field(default_factory=list)
 
 
+@dataclass
+class Memorized:
+    """One memorisation rollout as scored: its instance, final memory and per-chunk trace."""
+
+    instance: dict[str, Any]  # questions, answers, chunks, task
+    memory: StructuredMemory
+    trace: list[ChunkStep]
+    failed: bool = False
+    error: str | None = None
+
+
+@dataclass(frozen=True)
+class RolloutScore:
+    """A rollout's reward: one scalar per traced chunk step, and the terms behind it."""
+
+    rewards: list[float]  # r1 + β·r3 + r2_t + γ·r4_t per chunk step
+    r1: float
+    r2: list[float]
+    r3: float
+    r4: list[float]
+    memory_tokens: int
+
+
+def score_rollouts(
+    qa_engine: ChatEngine,
+    rollouts: Sequence[Memorized],
+    qa: MemoryQA,
+    qa_judge: Judge,
+    reward: MemAlphaReward,
+) -> list[RolloutScore]:
+    """Mem-α's reward of finished rollouts (both trainers): r1 by the frozen QA step on each
+    final memory, r4 by the judge on every insert/update, all requests of all rollouts batched
+    on `qa_engine`; r2, r3 from the trace and the memory (l_c in the memory's counter, o200k
+    officially)."""
+    r1 = _correctness(qa_engine, rollouts, qa, qa_judge)
+    r4 = _content(qa_engine, [rollout.trace for rollout in rollouts], reward)
+    scores = []
+    for rollout, correctness, content in zip(rollouts, r1, r4, strict=True):
+        memory = rollout.memory
+        input_tokens = sum(memory.count_tokens(chunk) for chunk in rollout.instance["chunks"])
+        memory_tokens = memory.total_length()
+        r3 = compression_reward(memory_tokens, input_tokens)
+        r2 = [tool_call_reward(step.results) for step in rollout.trace]
+        scores.append(
+            RolloutScore(
+                rewards=step_rewards(correctness, r3, r2, content, reward.beta, reward.gamma),
+                r1=correctness,
+                r2=r2,
+                r3=r3,
+                r4=content,
+                memory_tokens=memory_tokens,
+            )
+        )
+    return scores
+
+
 def collect_memalpha_rollouts(
     policy: ChatEngine,
     qa_engine: ChatEngine,
@@ -73,31 +129,27 @@ def collect_memalpha_rollouts(
     rollout has r1 = 0 and keeps its answered steps; a step with an empty response is left out."""
     if group_size < 1:
         raise ValueError(f"group_size must be >= 1, got {group_size}")
-    memories = [new_memory(q, g) for q in range(len(rows)) for g in range(group_size)]
-    traces: list[list[ChunkStep]] = [[] for _ in memories]
+    memorized = [
+        Memorized(row, new_memory(q, g), [])
+        for q, row in enumerate(rows)
+        for g in range(group_size)
+    ]
 
     def prompt_tokens(request: Any) -> int:  # the training prompt cap's measure
         return len(prompt_ids(policy.tokenizer, request))
 
     workflows = [
-        memorize(rows[t // group_size]["chunks"], memory, agent, trace, prompt_tokens)
-        for t, (memory, trace) in enumerate(zip(memories, traces, strict=True))
+        memorize(m.instance["chunks"], m.memory, agent, m.trace, prompt_tokens) for m in memorized
     ]
-    rollouts = run_batched(workflows, policy, sampling)
-    r1 = _correctness(qa_engine, rows, group_size, memories, rollouts, qa, qa_judge)
-    r4 = _content(qa_engine, traces, reward)
-    input_tokens = [  # l_c: once per instance, in the memory's counter (o200k officially)
-        sum(memories[q * group_size].count_tokens(chunk) for chunk in row["chunks"])
-        for q, row in enumerate(rows)
-    ]
+    conversations = run_batched(workflows, policy, sampling)
+    for m, rollout in zip(memorized, conversations, strict=True):
+        m.failed = rollout.failed
+        m.error = rollout.final.completion.error if rollout.failed else None
+    scores = score_rollouts(qa_engine, memorized, qa, qa_judge, reward)
     batch, terms = RolloutBatch(), RowTerms()
-    for t, (memory, trace, rollout) in enumerate(zip(memories, traces, rollouts, strict=True)):
+    for t, (m, rollout, score) in enumerate(zip(memorized, conversations, scores, strict=True)):
         q = t // group_size
-        memory_tokens = memory.total_length()
-        r3 = compression_reward(memory_tokens, input_tokens[q])
-        r2 = [tool_call_reward(step.results) for step in trace]
-        scalars = step_rewards(r1[t], r3, r2, r4[t], reward.beta, reward.gamma)
-        for step, conversation in enumerate(rollout.conversations[: len(trace)]):
+        for step, conversation in enumerate(rollout.conversations[: len(m.trace)]):
             completion = conversation.completion
             if not completion.response_ids:
                 batch.n_empty += 1
@@ -105,40 +157,30 @@ def collect_memalpha_rollouts(
             batch.prompt_ids.append(list(completion.prompt_ids))
             batch.response_ids.append(list(completion.response_ids))
             batch.traj_index.append(len(batch.rewards))
-            batch.is_final.append(step == len(rows[q]["chunks"]) - 1)
-            batch.rewards.append(scalars[step])
+            batch.is_final.append(step == len(m.instance["chunks"]) - 1)
+            batch.rewards.append(score.rewards[step])
             batch.group_ids.append(q)
             batch.failed.append(rollout.failed)
-            terms.r1.append(r1[t])
-            terms.r2.append(r2[step])
-            terms.r3.append(r3)
-            terms.r4.append(r4[t][step])
-            terms.memory_tokens.append(memory_tokens)
+            terms.r1.append(score.r1)
+            terms.r2.append(score.r2[step])
+            terms.r3.append(score.r3)
+            terms.r4.append(score.r4[step])
+            terms.memory_tokens.append(score.memory_tokens)
     return batch, terms
 
 
 def _correctness(
-    qa_engine: ChatEngine,
-    rows: Sequence[dict[str, Any]],
-    group_size: int,
-    memories: Sequence[StructuredMemory],
-    rollouts: Sequence[Any],
-    qa: MemoryQA,
-    qa_judge: Judge,
+    qa_engine: ChatEngine, rollouts: Sequence[Memorized], qa: MemoryQA, qa_judge: Judge
 ) -> list[float]:
     """r1 per rollout: its questions answered from its final memory by the QA step, scored by
     the training metric (LongMemEval's by the judge); 0 for a failed rollout."""
     instances = [
         {
-            **rows[t // group_size],
-            "num_tokens": rows[t // group_size].get("num_tokens", 0),
-            "memorized": {
-                "memory": memory.snapshot(),
-                "failed": rollout.failed,
-                "error": rollout.final.completion.error if rollout.failed else None,
-            },
+            **m.instance,
+            "num_tokens": m.instance.get("num_tokens", 0),
+            "memorized": {"memory": m.memory.snapshot(), "failed": m.failed, "error": m.error},
         }
-        for t, (memory, rollout) in enumerate(zip(memories, rollouts, strict=True))
+        for m in rollouts
     ]
     run = memory_qa_runner(qa_engine, qa, qa_judge, protocol="train")
     return [record["score"] for record in run(instances)]

@@ -1,4 +1,4 @@
-"""MemAgent training on verl 0.9.1 (the `train` env): agent loop, reward, config, launcher.
+"""MemAgent and Mem-α training on verl 0.9.1 (the `train` env): agent loops, reward, launcher.
 
 Modules here import verl lazily or only inside the train env; the names below are the contract
 between them and need no verl.
@@ -8,6 +8,7 @@ from pathlib import Path
 
 PACKAGE_DIR = Path(__file__).resolve().parent
 AGENT_NAME = "memagent"  # the verl agent loop name, and every training row's `agent_name`
+MEMALPHA_AGENT_NAME = "memalpha"  # the Mem-α agent loop (memrl.verl.agent_loop.MemAlphaLoop)
 AGENT_LOOP_CONFIG = PACKAGE_DIR / "agent_loops.yaml"  # rollout.agent.agent_loop_config_path
 REWARD_FILE = PACKAGE_DIR / "reward.py"  # reward.custom_reward_function.path
 REWARD_NAME = "compute_score"  # reward.custom_reward_function.name

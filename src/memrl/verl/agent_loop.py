@@ -28,8 +28,12 @@ Decisions (verl would otherwise fail silently):
 
 from __future__ import annotations
 
+import functools
+import hashlib
+import json
+import os
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 from uuid import uuid4
@@ -43,8 +47,12 @@ from verl.experimental.agent_loop.agent_loop import (
 from memrl.agents.chunking import truncated_chunks
 from memrl.agents.driver import Workflow
 from memrl.agents.memagent import MemAgentConfig, memagent
-from memrl.engines.base import ChatRequest, Completion
-from memrl.verl.dataset import load_context
+from memrl.agents.memalpha import ChunkStep, MemAlphaConfig, load_memory_counter, memorize
+from memrl.agents.structured_memory import StructuredMemory
+from memrl.engines.base import ChatEngine, ChatRequest, Completion, SamplingParams
+from memrl.evaluation import Judge, MemoryQA
+from memrl.train.memalpha_rollout import MemAlphaReward, Memorized, RolloutScore, score_rollouts
+from memrl.verl.dataset import load_context, load_instance
 from memrl.verl.reward import compute_score
 
 TASK_KEYS = (
@@ -107,39 +115,19 @@ class Turn:
     extra_fields: dict[str, Any] = field(default_factory=dict)
 
 
-class MemAgentLoop(AgentLoopBase):
-    """`run` returns one AgentLoopOutput per conversation: memory updates, then the answer."""
+class WorkflowLoop(AgentLoopBase):
+    """An agent workflow (memrl.agents) on verl's rollout servers: each request it yields is one
+    fresh-context generate call; the workflow itself is stepped in an executor (it tokenizes)."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         if not self.config.trainer.get("use_v1", True):
             raise ValueError(
-                "MemAgentLoop returns one output per conversation, which only verl's v1 trainer "
-                "accepts: set trainer.use_v1=True"
+                f"{type(self).__name__} returns one output per conversation, which only verl's "
+                "v1 trainer accepts: set trainer.use_v1=True"
             )
         self.prompt_length = int(self.rollout_config.prompt_length)
         self.response_length = int(self.rollout_config.response_length)
-
-    async def run(self, sampling_params: dict[str, Any], **kwargs: Any) -> list[AgentLoopOutput]:
-        task = parse_task(kwargs.get("extra_info"))
-        session = f"uid {kwargs.get('uid')}, session {kwargs.get('session_id')}"
-        where = f"memagent row {task.index} ({session})"
-        for name in ("memory_tokens", "final_tokens"):
-            budget = getattr(task.agent, name)
-            if budget > self.response_length:
-                raise ValueError(
-                    f"{where}: {name}={budget} exceeds actor_rollout_ref.rollout.response_length="
-                    f"{self.response_length}"
-                )
-        chunks = await self.loop.run_in_executor(None, self._chunks, task)
-        workflow = memagent(task.question, chunks, task.agent)
-        turns, answer = await self._converse(workflow, sampling_params, where)
-        outputs = self._outputs(turns, len(chunks))
-        ground_truth = kwargs["reward_model"]["ground_truth"]
-        score = compute_score(kwargs["data_source"], answer, ground_truth, kwargs["extra_info"])
-        outputs[-1].reward_score = score
-        outputs[-1].extra_fields["reward_extra_info"] = {"acc": score}  # as verl logs a float
-        return outputs
 
     async def _converse(
         self, workflow: Workflow, sampling_params: dict[str, Any], where: str
@@ -147,21 +135,20 @@ class MemAgentLoop(AgentLoopBase):
         """Answer each request of the workflow with one generate call; its turns and answer."""
         request_id = uuid4().hex  # one per session: its calls stick to one server (prefix cache)
         turns: list[Turn] = []
-        request = next(workflow)
-        while True:
+        request, answer = await self.loop.run_in_executor(None, _advance, workflow, None)
+        while request is not None:
             turn = await self._generate(
                 request, sampling_params, request_id, f"{where} turn {len(turns)}"
             )
             turns.append(turn)
             text = self.tokenizer.decode(turn.response_ids, skip_special_tokens=True)
-            try:
-                request = workflow.send(Completion(text, turn.prompt_ids, turn.response_ids))
-            except StopIteration as stop:
-                return turns, stop.value or ""
+            completion = Completion(text, turn.prompt_ids, turn.response_ids)
+            request, answer = await self.loop.run_in_executor(None, _advance, workflow, completion)
+        return turns, answer
 
-    def _chunks(self, task: Task) -> list[str]:
-        context = load_context(task.context_store, task.context_id)
-        return truncated_chunks(self.tokenizer, context, task.agent.chunk_tokens, task.max_chunks)
+    def prompt_tokens(self, request: ChatRequest) -> int:
+        """The request's prompt length as `_generate` tokenizes it (the Mem-α prompt cap)."""
+        return len(self.continuous_token_builder.build_initial_tokens(list(request.messages)))
 
     async def _generate(
         self, request: ChatRequest, sampling_params: dict[str, Any], request_id: str, where: str
@@ -206,6 +193,41 @@ class MemAgentLoop(AgentLoopBase):
             extra_fields=dict(output.extra_fields),
         )
 
+    def _eos_id(self) -> int:
+        eos = self.tokenizer.eos_token_id
+        if eos is None:
+            raise ValueError("the tokenizer has no eos token to stand for an empty final answer")
+        return int(eos)
+
+
+class MemAgentLoop(WorkflowLoop):
+    """`run` returns one AgentLoopOutput per conversation: memory updates, then the answer."""
+
+    async def run(self, sampling_params: dict[str, Any], **kwargs: Any) -> list[AgentLoopOutput]:
+        task = parse_task(kwargs.get("extra_info"))
+        session = f"uid {kwargs.get('uid')}, session {kwargs.get('session_id')}"
+        where = f"memagent row {task.index} ({session})"
+        for name in ("memory_tokens", "final_tokens"):
+            budget = getattr(task.agent, name)
+            if budget > self.response_length:
+                raise ValueError(
+                    f"{where}: {name}={budget} exceeds actor_rollout_ref.rollout.response_length="
+                    f"{self.response_length}"
+                )
+        chunks = await self.loop.run_in_executor(None, self._chunks, task)
+        workflow = memagent(task.question, chunks, task.agent)
+        turns, answer = await self._converse(workflow, sampling_params, where)
+        outputs = self._outputs(turns, len(chunks))
+        ground_truth = kwargs["reward_model"]["ground_truth"]
+        score = compute_score(kwargs["data_source"], answer, ground_truth, kwargs["extra_info"])
+        outputs[-1].reward_score = score
+        outputs[-1].extra_fields["reward_extra_info"] = {"acc": score}  # as verl logs a float
+        return outputs
+
+    def _chunks(self, task: Task) -> list[str]:
+        context = load_context(task.context_store, task.context_id)
+        return truncated_chunks(self.tokenizer, context, task.agent.chunk_tokens, task.max_chunks)
+
     def _outputs(self, turns: list[Turn], n_chunks: int) -> list[AgentLoopOutput]:
         final = turns[-1]
         empty_final = not final.response_ids
@@ -242,11 +264,197 @@ class MemAgentLoop(AgentLoopBase):
             for position, turn in kept
         ]
 
-    def _eos_id(self) -> int:
-        eos = self.tokenizer.eos_token_id
-        if eos is None:
-            raise ValueError("the tokenizer has no eos token to stand for an empty final answer")
-        return int(eos)
+
+MEMALPHA_TASK_KEYS = ("index", "instance_id", "context_store", "settings")
+QA_URL_ENV = "MEMRL_QA_BASE_URL"  # the frozen QA model / judge server, set by memrl.verl.job
+
+
+@dataclass(frozen=True)
+class MemAlphaTask:
+    """One Mem-α training row: the instance's id in the store and the run's loop settings."""
+
+    index: int
+    instance_id: str
+    context_store: str
+    settings: str  # JSON of memrl.verl.dataset.memalpha_loop_settings
+
+
+def parse_memalpha_task(extra_info: Mapping[str, Any] | None) -> MemAlphaTask:
+    """The MemAlphaTask of a row written by `memrl.verl.dataset.write_memalpha_verl_dataset`."""
+    info = dict(extra_info or {})
+    missing = [key for key in MEMALPHA_TASK_KEYS if key not in info]
+    if missing:
+        raise KeyError(
+            f"row extra_info lacks {missing} (index {info.get('index')!r}): write the rows with "
+            "memrl.verl.dataset.write_memalpha_verl_dataset"
+        )
+    return MemAlphaTask(
+        int(info["index"]), str(info["instance_id"]), str(info["context_store"]), info["settings"]
+    )
+
+
+@dataclass(frozen=True)
+class MemAlphaLoopSettings:
+    """What a Mem-α rollout reads besides its instance (one JSON per run, on every row)."""
+
+    agent: MemAlphaConfig
+    reward: MemAlphaReward
+    qa: MemoryQA
+    qa_judge: Judge
+    memory_tokenizer: str  # "o200k_base" or a tokenizer directory
+    qa_model: str  # the served model name
+    qa_tokenizer: str  # the QA model's directory (the openai engine re-tokenizes with it)
+    qa_concurrency: int
+
+
+@functools.lru_cache(maxsize=8)
+def loop_settings(text: str) -> MemAlphaLoopSettings:
+    """The settings JSON of a row (parsed once per process)."""
+    data = json.loads(text)
+    qa = data["qa"]
+    judge = data["judge"]
+    return MemAlphaLoopSettings(
+        agent=MemAlphaConfig(**data["agent"]),
+        reward=MemAlphaReward(
+            data["beta"], data["gamma"], SamplingParams(**judge["sampling"]), judge["max_tokens"]
+        ),
+        qa=MemoryQA.from_settings(qa),
+        qa_judge=Judge.from_settings(qa),
+        memory_tokenizer=data["memory_tokenizer"],
+        qa_model=data["qa_model"],
+        qa_tokenizer=data["qa_tokenizer"],
+        qa_concurrency=int(data["qa_concurrency"]),
+    )
+
+
+@functools.lru_cache(maxsize=4)
+def memory_counter(spec: str) -> Callable[[str], int]:
+    """The memory's token counter: o200k_base, or the tokenizer in directory `spec`."""
+    if spec == "o200k_base":
+        return load_memory_counter(spec)
+    from transformers import AutoTokenizer
+
+    return load_memory_counter(spec, AutoTokenizer.from_pretrained(spec))
+
+
+@functools.lru_cache(maxsize=4)
+def qa_engine(model: str, tokenizer: str, concurrency: int) -> ChatEngine:
+    """The frozen QA model and judge: the OpenAI-compatible server at $MEMRL_QA_BASE_URL."""
+    from memrl.engines.openai import OpenAIEngine
+
+    url = os.environ.get(QA_URL_ENV)
+    if not url:
+        raise RuntimeError(
+            f"{QA_URL_ENV} is not set: the Mem-α training job starts the QA server and sets it "
+            "(memrl.verl.job); memrl.verl.main forwards it to the Ray actors"
+        )
+    return OpenAIEngine(model, base_url=url, concurrency=concurrency, tokenizer_path=tokenizer)
+
+
+class MemAlphaLoop(WorkflowLoop):
+    """Mem-α: one AgentLoopOutput per chunk step, each with its own reward (r1 + β·r3 + r2_t +
+    γ·r4_t, `train.memalpha_rewards`) in `extra_fields["memalpha_reward"]`.
+
+    verl's v1 postprocess copies the final output's `reward_score` onto the session's other
+    outputs and its advantage function broadcasts the final row's advantage; Mem-α needs a
+    reward per row and GRPO over all chunk rows of an instance, so `MemAlphaTrainer` rebuilds
+    the rewards from `memalpha_reward` and computes the advantage itself. The final output's
+    `reward_score` is still set (to its own reward): verl then calls no reward manager.
+    The QA step and the judge run on the QA server (`qa_engine`), in an executor thread.
+    """
+
+    async def run(self, sampling_params: dict[str, Any], **kwargs: Any) -> list[AgentLoopOutput]:
+        task = parse_memalpha_task(kwargs.get("extra_info"))
+        session = f"uid {kwargs.get('uid')}, session {kwargs.get('session_id')}"
+        where = f"memalpha row {task.index} ({session})"
+        settings = loop_settings(task.settings)
+        self._check(settings.agent, where)
+        instance = await self.loop.run_in_executor(
+            None, load_instance, task.context_store, task.instance_id
+        )
+        seed = int.from_bytes(hashlib.sha256(session.encode()).digest()[:8], "big")
+        memory = StructuredMemory(memory_counter(settings.memory_tokenizer), seed=seed)
+        trace: list[ChunkStep] = []
+        workflow = memorize(instance["chunks"], memory, settings.agent, trace, self.prompt_tokens)
+        turns, _ = await self._converse(workflow, sampling_params, where)
+        engine = qa_engine(settings.qa_model, settings.qa_tokenizer, settings.qa_concurrency)
+        rollout = Memorized(instance, memory, trace)
+        (score,) = await self.loop.run_in_executor(
+            None, score_rollouts, engine, [rollout], settings.qa, settings.qa_judge, settings.reward
+        )
+        return self._outputs(turns, score, trace, where)
+
+    def _check(self, agent: MemAlphaConfig, where: str) -> None:
+        if agent.max_new_tokens > self.response_length:
+            raise ValueError(
+                f"{where}: agent.max_new_tokens={agent.max_new_tokens} exceeds "
+                f"actor_rollout_ref.rollout.response_length={self.response_length}"
+            )
+        if agent.prompt_cap is None or agent.prompt_cap > self.prompt_length:
+            raise ValueError(
+                f"{where}: agent.prompt_cap={agent.prompt_cap} must be set and at most "
+                f"actor_rollout_ref.rollout.prompt_length={self.prompt_length}"
+            )
+        thinking = self.apply_chat_template_kwargs.get("enable_thinking", True)
+        if bool(thinking) != agent.enable_thinking:
+            raise ValueError(
+                f"{where}: agent.enable_thinking={agent.enable_thinking} but verl templates with "
+                f"data.apply_chat_template_kwargs.enable_thinking={thinking}"
+            )
+
+    def _outputs(
+        self, turns: list[Turn], score: RolloutScore, trace: list[ChunkStep], where: str
+    ) -> list[AgentLoopOutput]:
+        kept = [step for step, turn in enumerate(turns) if turn.response_ids]
+        if not kept:
+            raise RuntimeError(f"{where}: every chunk step returned an empty response")
+        session = {
+            "memalpha_chunks": len(turns),
+            "memalpha_dropped_empty": len(turns) - len(kept),
+            "memalpha_r1": score.r1,
+            "memalpha_r3": score.r3,
+            "memalpha_memory_tokens": score.memory_tokens,
+            **_step_span(turns),
+        }
+        outputs = []
+        for step in kept:
+            turn = turns[step]
+            calls = trace[step].results
+            terms = {"r2": score.r2[step], "r4": score.r4[step]}
+            outputs.append(
+                AgentLoopOutput(
+                    prompt_ids=turn.prompt_ids,
+                    response_ids=turn.response_ids,
+                    response_mask=[1] * len(turn.response_ids),
+                    response_logprobs=turn.log_probs,
+                    num_turns=2,  # each chunk step is a fresh system + user -> assistant chat
+                    metrics=AgentLoopMetrics(
+                        generate_sequences=turn.seconds, num_preempted=turn.num_preempted
+                    ),
+                    extra_fields={
+                        **turn.extra_fields,
+                        **session,
+                        "memalpha_step": step,
+                        "memalpha_reward": score.rewards[step],
+                        "memalpha_r2": terms["r2"],
+                        "memalpha_r4": terms["r4"],
+                        "memalpha_tool_calls": len(calls),
+                        "reward_extra_info": {"r1": score.r1, "r3": score.r3, **terms},
+                    },
+                )
+            )
+        outputs[-1].reward_score = outputs[-1].extra_fields["memalpha_reward"]
+        return outputs
+
+
+def _advance(workflow: Workflow, completion: Completion | None) -> tuple[ChatRequest | None, str]:
+    """The workflow's next request, or (None, its answer) when it has finished. (StopIteration
+    cannot cross an executor future, hence the pair.)"""
+    try:
+        request = next(workflow) if completion is None else workflow.send(completion)
+    except StopIteration as stop:
+        return None, stop.value or ""
+    return request, ""
 
 
 def _step_span(turns: list[Turn]) -> dict[str, int]:

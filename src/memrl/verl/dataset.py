@@ -21,6 +21,7 @@ reads (the shared disk of a cluster): the rows name it by absolute path.
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import sqlite3
 import threading
@@ -34,7 +35,7 @@ import pyarrow.parquet as pq
 from memrl.data.io import atomic_path
 from memrl.data.ruler_hqa import DATA_SOURCE
 from memrl.train.rollout import parse_row
-from memrl.verl import AGENT_NAME
+from memrl.verl import AGENT_NAME, MEMALPHA_AGENT_NAME
 
 AGENT_KEYS = ("chunk_tokens", "memory_tokens", "final_tokens")
 
@@ -133,6 +134,101 @@ def _write_store(path: Path, contexts: Mapping[str, str]) -> None:
             connection.commit()
         finally:
             connection.close()
+
+
+MEMALPHA_SCHEMA = pa.schema(
+    [
+        ("prompt", pa.list_(pa.struct([("role", pa.string()), ("content", pa.string())]))),
+        ("data_source", pa.string()),
+        ("agent_name", pa.string()),
+        ("reward_model", pa.struct([("style", pa.string()), ("ground_truth", _STRINGS)])),
+        (
+            "extra_info",
+            pa.struct(
+                [
+                    ("index", pa.int64()),
+                    ("instance_id", pa.string()),
+                    ("context_store", pa.string()),
+                    ("settings", pa.string()),
+                ]
+            ),
+        ),
+    ]
+)
+
+
+def memalpha_loop_settings(
+    job: Mapping[str, Any], memory_tokenizer: str, qa_model: str, qa_tokenizer: str
+) -> str:
+    """The JSON every Mem-α row carries for `memrl.verl.agent_loop.loop_settings`: the policy's
+    memorisation settings, the reward's weights and judge, the QA step, the QA server's model
+    (`memory_tokenizer`: o200k_base or a tokenizer directory every node reads)."""
+    return json.dumps(
+        {
+            "agent": dict(job["agent"]),
+            "beta": job["beta"],
+            "gamma": job["gamma"],
+            "judge": dict(job["judge"]),
+            "qa": dict(job["qa"]),
+            "memory_tokenizer": memory_tokenizer,
+            "qa_model": qa_model,
+            "qa_tokenizer": qa_tokenizer,
+            "qa_concurrency": job["qa_server"]["concurrency"],
+        },
+        sort_keys=True,
+    )
+
+
+def write_memalpha_verl_dataset(
+    instances: Sequence[Mapping[str, Any]],
+    parquet_path: str | os.PathLike[str],
+    store_path: str | os.PathLike[str],
+    settings: str,
+) -> dict[str, Any]:
+    """Mem-α instances (`data.memalpha` rows: index, task, prompt, chunks, questions, answers)
+    as verl rows naming their instance in the store (JSON, by sha256), `settings` on each. The
+    prompt is the instance's task description (verl's length filter and logs only: the loop
+    builds every chunk's prompt itself)."""
+    if not instances:
+        raise ValueError(f"{parquet_path}: no training instances to write")
+    store = Path(store_path).resolve()
+    contents: dict[str, str] = {}
+    records = []
+    for position, row in enumerate(instances):
+        missing = [k for k in ("index", "task", "chunks", "questions", "answers") if k not in row]
+        if missing:
+            raise ValueError(f"training instance {position}: missing {', '.join(missing)}")
+        keep = ("index", "task", "prompt", "chunks", "questions", "answers")
+        text = json.dumps({key: row.get(key) for key in keep}, ensure_ascii=False, sort_keys=True)
+        instance_id = hashlib.sha256(text.encode("utf-8")).hexdigest()
+        contents[instance_id] = text
+        description = row.get("prompt") or f"Memorize {len(row['chunks'])} chunks."
+        records.append(
+            {
+                "prompt": [{"role": "user", "content": description}],
+                "data_source": row["task"],
+                "agent_name": MEMALPHA_AGENT_NAME,
+                "reward_model": {
+                    "style": "rule",
+                    "ground_truth": [json.dumps(answer) for answer in row["answers"]],
+                },
+                "extra_info": {
+                    "index": int(row["index"]),
+                    "instance_id": instance_id,
+                    "context_store": str(store),
+                    "settings": settings,
+                },
+            }
+        )
+    _write_store(store, contents)
+    with atomic_path(parquet_path) as tmp:
+        pq.write_table(pa.Table.from_pylist(records, schema=MEMALPHA_SCHEMA), tmp)
+    return {"rows": len(records), "parquet": str(Path(parquet_path).resolve()), "store": str(store)}
+
+
+def load_instance(store_path: str | os.PathLike[str], instance_id: str) -> dict[str, Any]:
+    """A Mem-α instance written by `write_memalpha_verl_dataset`."""
+    return json.loads(load_context(store_path, instance_id))
 
 
 _connections: dict[tuple[int, str, int, int], sqlite3.Connection] = {}

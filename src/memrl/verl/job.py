@@ -12,13 +12,15 @@ from __future__ import annotations
 import json
 import logging
 import os
+import shutil
 import subprocess
 import time
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from memrl.verl.overrides import VerlPaths, verl_command
+from memrl.verl.overrides import MEMAGENT, MEMALPHA, Recipe, SettingsError, VerlPaths, verl_command
 
 log = logging.getLogger(__name__)
 
@@ -26,7 +28,15 @@ METRICS_FILE = "train_metrics.jsonl"
 VAL_PREFIX = "val-core/ruler_hqa/reward/mean@"  # + validation.n: per-trajectory dev accuracy
 # our per-step curve keys <- verl's logged metric names (the first one present wins)
 CURVE_KEYS: dict[str, tuple[str, ...]] = {
-    "reward_mean": ("memagent/trajectory_reward/mean", "critic/score/mean"),
+    "reward_mean": (
+        "memagent/trajectory_reward/mean",
+        "memalpha/reward/mean",
+        "critic/score/mean",
+    ),
+    # Mem-α's reward terms per chunk row (memrl.verl.trainer.memalpha_metrics), the CPU
+    # trainer's names (train.memalpha_rollout.term_means)
+    **{f"{term}_mean": (f"memalpha/{term}/mean",) for term in ("r1", "r2", "r3", "r4")},
+    "memory_tokens_mean": ("memalpha/memory_tokens/mean",),
     "kl": ("actor/kl_loss",),
     "pg_clipfrac": ("actor/pg_clipfrac",),
     "pg_clipfrac_lower": ("actor/pg_clipfrac_lower",),
@@ -52,8 +62,10 @@ def job_paths(out: str | os.PathLike[str], model: str | os.PathLike[str]) -> Ver
     )
 
 
-def launch_command(settings: Mapping[str, Any], out: str, model: str) -> list[str]:
-    return verl_command(dict(settings), job_paths(out, model))
+def launch_command(
+    settings: Mapping[str, Any], out: str, model: str, recipe: Recipe = MEMAGENT
+) -> list[str]:
+    return verl_command(dict(settings), job_paths(out, model), recipe)
 
 
 def stores(paths: VerlPaths) -> tuple[Path, Path]:
@@ -80,6 +92,14 @@ def prepare_data(
         log.info("%s: %s", parquet, summary)
 
 
+def _check_launch(launch: Sequence[str], expected: Sequence[str]) -> None:
+    if list(launch) != list(expected):
+        raise SystemExit(
+            "the launch command differs from the one the config generates (memrl.verl.overrides):"
+            f"\n  given:     {' '.join(launch)}\n  generated: {' '.join(expected)}"
+        )
+
+
 def run(
     settings: Mapping[str, Any],
     rows: list[dict],
@@ -89,18 +109,67 @@ def run(
     launch: Sequence[str],
     env: Mapping[str, str],
 ) -> dict[str, Any]:
-    """Prepare data, run the launch command until it exits, merge its last checkpoint into out."""
+    """MemAgent: prepare data, run the launch command until it exits, merge its last
+    checkpoint into out."""
+    paths = job_paths(out, model)
+    _check_launch(launch, launch_command(settings, str(out), str(model)))
+    prepare_data(settings, rows, dev_rows, paths)
+    return _train_and_merge(settings, paths, out, launch, env)
+
+
+def run_memalpha(
+    settings: Mapping[str, Any],
+    instances: list[dict],
+    model: Path,
+    qa_model: Path,
+    memory_tokenizer: Path | None,
+    out: Path,
+    launch: Sequence[str],
+    env: Mapping[str, str],
+) -> dict[str, Any]:
+    """Mem-α: the instances as verl rows, the frozen QA model / judge served for the life of
+    the run (its URL reaches the agent loops as $MEMRL_QA_BASE_URL), verl, the merge."""
+    from memrl.engines.server import free_port, served
+    from memrl.verl.agent_loop import QA_URL_ENV
+    from memrl.verl.dataset import memalpha_loop_settings, write_memalpha_verl_dataset
+
+    paths = job_paths(out, model)
+    _check_launch(launch, launch_command(settings, str(out), str(model), MEMALPHA))
+    counter = "o200k_base" if memory_tokenizer is None else str(Path(memory_tokenizer).resolve())
+    loop_settings = memalpha_loop_settings(
+        settings, counter, settings["qa_server"]["served_name"], str(Path(qa_model).resolve())
+    )
+    store, _ = stores(paths)
+    summary = write_memalpha_verl_dataset(instances, paths.train_files, store, loop_settings)
+    log.info("%s: %s", paths.train_files, summary)
+    # verl builds a validation dataset even when it never validates (test_freq -1)
+    shutil.copyfile(paths.train_files, paths.val_files)
+    plan = qa_server_plan(settings, qa_model, env, free_port(), allocation_nodes(env))
+    log.info("starting the QA server on %s:%d: %s", plan.host, plan.port, " ".join(plan.command))
+    server_log = work_dir(out) / "qa_server.log"
+    with served(
+        plan.command,
+        plan.port,
+        server_log,
+        host=plan.host,
+        timeout=settings["qa_server"]["startup_seconds"],
+        env={**env, **plan.server_env},
+    ) as url:
+        log.info("QA server healthy at %s (log: %s)", url, server_log)
+        trainer_env = {**env, **plan.trainer_env, QA_URL_ENV: url}
+        return _train_and_merge(settings, paths, out, launch, trainer_env)
+
+
+def _train_and_merge(
+    settings: Mapping[str, Any],
+    paths: VerlPaths,
+    out: Path,
+    launch: Sequence[str],
+    env: Mapping[str, str],
+) -> dict[str, Any]:
     from memrl.data.io import publish_directory
     from memrl.verl.checkpoints import latest_step, merge_command
 
-    paths = job_paths(out, model)
-    expected = launch_command(settings, str(out), str(model))
-    if list(launch) != expected:
-        raise SystemExit(
-            "the launch command differs from the one the config generates (memrl.verl.overrides):"
-            f"\n  given:     {' '.join(launch)}\n  generated: {' '.join(expected)}"
-        )
-    prepare_data(settings, rows, dev_rows, paths)
     logs = work_dir(out) / "metrics"
     logs.mkdir(parents=True, exist_ok=True)
     attempt_log = logs / f"attempt-{time.strftime('%Y%m%d-%H%M%S')}.jsonl"
@@ -126,6 +195,87 @@ def run(
         "seconds": time.perf_counter() - began,
         "final_reward_mean": curve[-1]["reward_mean"] if curve else float("nan"),
     }
+
+
+@dataclass(frozen=True)
+class ServerPlan:
+    """Where and how the QA server runs inside the training job's allocation."""
+
+    command: list[str]
+    host: str  # where it answers (and binds, on one node)
+    port: int
+    server_env: dict[str, str]  # its GPUs, on the training node
+    trainer_env: dict[str, str]  # verl's GPUs, on the training node
+
+
+def allocation_nodes(environ: Mapping[str, str]) -> list[str]:
+    """The SLURM allocation's host names, in order (empty outside SLURM)."""
+    nodelist = environ.get("SLURM_JOB_NODELIST")
+    if not nodelist:
+        return []
+    shown = subprocess.run(
+        ["scontrol", "show", "hostnames", nodelist], capture_output=True, text=True, check=True
+    )
+    return shown.stdout.split()
+
+
+def qa_server_plan(
+    settings: Mapping[str, Any],
+    qa_model: str | os.PathLike[str],
+    environ: Mapping[str, str],
+    port: int,
+    nodes: Sequence[str],
+) -> ServerPlan:
+    """The QA server's placement (`qa_server` settings):
+    - one training node: on that node, the last `qa_server.gpus` of the job's GPUs
+      (CUDA_VISIBLE_DEVICES, else 0..n-1), verl the first `gpus_per_node`;
+    - N > 1 training nodes: alone on node N + 1 of the allocation (Ray takes the first N,
+      workflow/scripts/ray_job.sh), started there with `srun --overlap`, bound to all
+      interfaces and reached by host name."""
+    from memrl.engines.server import vllm_serve_command
+
+    server = settings["qa_server"]
+    gpus, train_nodes, per_node = server["gpus"], settings["nodes"], settings["gpus_per_node"]
+    if server["tensor_parallel_size"] > gpus:
+        raise SettingsError(
+            f"qa_server.tensor_parallel_size={server['tensor_parallel_size']} exceeds its "
+            f"gpus={gpus}"
+        )
+
+    def serve(host: str) -> list[str]:
+        return vllm_serve_command(
+            qa_model,
+            server["served_name"],
+            port,
+            host=host,
+            tensor_parallel_size=server["tensor_parallel_size"],
+            gpu_memory_utilization=server["gpu_memory_utilization"],
+            max_model_len=server["max_model_len"],
+        )
+
+    if train_nodes == 1:
+        visible = environ.get("CUDA_VISIBLE_DEVICES")
+        devices = visible.split(",") if visible else [str(i) for i in range(per_node + gpus)]
+        if len(devices) < per_node + gpus:
+            raise SettingsError(
+                f"the job sees GPUs {devices}: gpus_per_node={per_node} for verl and "
+                f"qa_server.gpus={gpus} for the QA server need {per_node + gpus}"
+            )
+        return ServerPlan(
+            serve("127.0.0.1"),
+            "127.0.0.1",
+            port,
+            {"CUDA_VISIBLE_DEVICES": ",".join(devices[-gpus:])},
+            {"CUDA_VISIBLE_DEVICES": ",".join(devices[:per_node])},
+        )
+    if len(nodes) <= train_nodes:
+        raise SettingsError(
+            f"{train_nodes} training nodes and the QA server need {train_nodes + 1} nodes; the "
+            f"allocation has {list(nodes)} (SLURM_JOB_NODELIST)"
+        )
+    host = nodes[train_nodes]
+    srun = ["srun", "--overlap", "--nodes=1", "--ntasks=1", "-w", host, f"--gpus-per-node={gpus}"]
+    return ServerPlan([*srun, *serve("0.0.0.0")], host, port, {}, {})
 
 
 def read_verl_logs(files: Iterable[Path]) -> dict[int, dict[str, float]]:

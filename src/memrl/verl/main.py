@@ -1,12 +1,15 @@
-"""`python -m memrl.verl.main <hydra overrides>`: verl 0.9.1's PPO entry point, MemAgent's trainer.
+"""`python -m memrl.verl.main <hydra overrides>`: verl 0.9.1's PPO entry point, our trainers.
 
 The same steps as `verl.trainer.main_ppo.main` (verl's own `ppo_trainer` config from the installed
-package, `auto_set_device`, `validate_config`, `run_ppo`), with three additions:
+package, `auto_set_device`, `validate_config`, `run_ppo`), with four additions:
 - the `memrl_verl` resolver of memrl.verl.overrides is registered and the config resolved here,
   so package paths are those of the environment verl runs in;
 - relative paths (data, model, checkpoints) become absolute against this process's working
   directory: Ray workers, on other nodes too, do not share it;
-- the job's MLflow run and file log reach the Ray actors: MLFLOW_* (MLFLOW_TRACKING_URI,
+- the task runner trains with MemAlphaTrainer when the agent loop is Mem-α's, else with
+  MemAgentTrainer (memrl.verl.trainer.trainer_class);
+- the job's MLflow run, file log and QA server address ($MEMRL_QA_BASE_URL) reach the Ray
+  actors: MLFLOW_* (MLFLOW_TRACKING_URI,
   MLFLOW_RUN_ID: verl's Tracking, in the task-runner actor, resumes that run instead of creating
   one), HF_*, MEMRL_* and VERL_FILE_LOGGER_* (credentials excepted) go into
   `ray_kwargs.ray_init.runtime_env.env_vars`, which run_ppo merges into every actor's runtime env.

@@ -19,6 +19,12 @@ Multi-Conv DAPO as the official run did it (memagent_official.md §3, verl_vllm_
   steps the scheduler once per `train_mini_batch` call (after the last mini-batch), i.e. once per
   training step however many updates the step makes, so lr_warmup_steps = warmup_steps with no
   conversion; the first step runs at lr 0, as in the official run.
+Mem-α's GRPO (recipe MEMALPHA; memalpha_official.md §3.4) differs where its official run does:
+`norm_adv_by_std_in_grpo=true` (MemAlphaTrainer computes the advantage over each instance's
+chunk rows), verl's own row mini-batches of `mini_batch_rows` = ppo_mini_batch_size x n rows,
+shuffled instances, the capped memorisation prompt (6144) + 2048-token response, Qwen3's
+thinking switched off in verl's chat template, and no validation during training (the DAG
+evaluates the merged checkpoint on Memalpha validation and MemoryAgentBench).
 Known differences from the official fork: verl orders a step's rows by sequence-length balance
 across DP ranks (the fork: turn-major), so a mini-batch mixes turns; vLLM takes one engine seed
 (rollout.seed = sampling.seed, else the run seed), so validation.sampling.seed must be null.
@@ -33,7 +39,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from memrl.tracking import EXPERIMENT
-from memrl.verl import AGENT_LOOP_CONFIG, AGENT_NAME, REWARD_FILE, REWARD_NAME
+from memrl.verl import (
+    AGENT_LOOP_CONFIG,
+    AGENT_NAME,
+    MEMALPHA_AGENT_NAME,
+    REWARD_FILE,
+    REWARD_NAME,
+)
 
 RAY_JOB_SCRIPT = "workflow/scripts/ray_job.sh"
 MAIN_MODULE = "memrl.verl.main"
@@ -61,6 +73,10 @@ VERL_KEYS: dict[str, tuple[type, ...]] = {
     "agent_workers": (int,),  # verl agent-loop worker actors (8)
     "max_checkpoints": (int, type(None)),  # checkpoints kept, null = all (official: all)
 }
+
+
+# Mem-α's memorisation prompt is capped by agent.prompt_cap, so no template allowance
+MEMALPHA_VERL_KEYS = {key: kinds for key, kinds in VERL_KEYS.items() if key != "template_tokens"}
 
 
 class SettingsError(ValueError):
@@ -128,14 +144,14 @@ def _float(settings: Mapping[str, Any], key: str, low: float, high: float | None
     return value
 
 
-def _verl(settings: Mapping[str, Any]) -> dict[str, Any]:
+def _verl(settings: Mapping[str, Any], keys: Mapping[str, tuple[type, ...]]) -> dict[str, Any]:
     block = _get(settings, "verl")
     if not isinstance(block, Mapping):
         raise SettingsError(f"training settings: verl must be a mapping, got {block!r}")
-    unknown = sorted(set(block) - set(VERL_KEYS))
+    unknown = sorted(set(block) - set(keys))
     if unknown:
         raise SettingsError(f"training settings: verl: unknown key(s) {', '.join(unknown)}")
-    return {key: _typed(settings, f"verl.{key}", kinds) for key, kinds in VERL_KEYS.items()}
+    return {key: _typed(settings, f"verl.{key}", kinds) for key, kinds in keys.items()}
 
 
 def _sampling(settings: Mapping[str, Any], key: str) -> tuple[float, float]:
@@ -179,6 +195,46 @@ def token_limits(settings: Mapping[str, Any]) -> Limits:
     prompt = agent["query"] + agent["memory"] + agent["chunk"] + template
     response = max(agent["memory"], agent["final"])
     return Limits(prompt, response, prompt + response)
+
+
+def memalpha_token_limits(settings: Mapping[str, Any]) -> Limits:
+    """A Mem-α chunk step: the capped memorisation prompt (official 6144) and its response."""
+    prompt_cap = _get(settings, "agent.prompt_cap")
+    if prompt_cap is None:
+        raise SettingsError(
+            "training settings: agent.prompt_cap must be set for verl (memalpha.training."
+            "prompt_cap; official 6144): it is the rollout's prompt length"
+        )
+    prompt = _int(settings, "agent.prompt_cap", 1)
+    response = _int(settings, "agent.max_new_tokens", 1)
+    return Limits(prompt, response, prompt + response)
+
+
+def memalpha_mini_batch_size(settings: Mapping[str, Any]) -> int:
+    """Prompts per mini-batch such that verl updates on mini_batch_rows chunk rows at a time
+    (ppo_mini_batch_size x rollout.n rows; official: 32 rows per update)."""
+    rows = _int(settings, "mini_batch_rows", 1)
+    group = _int(settings, "group_size", 1)
+    batch = _int(settings, "rollout_batch", 1)
+    if rows % group or batch % (rows // group):
+        raise SettingsError(
+            f"training settings: mini_batch_rows={rows} must be a multiple of group_size={group}"
+            f" whose quotient divides rollout_batch={batch}"
+        )
+    return rows // group
+
+
+@dataclass(frozen=True)
+class Recipe:
+    """What differs between the two agents' verl runs."""
+
+    agent_loop: str
+    verl_keys: Mapping[str, tuple[type, ...]]
+    limits: Any  # settings -> Limits
+    mini_batch: Any  # settings -> ppo_mini_batch_size
+    norm_adv_by_std: bool  # Mem-α's GRPO divides by the group std, MemAgent's does not
+    shuffle: bool  # the official Mem-α run shuffles its instances, MemAgent's does not
+    validates: bool  # MemAgent validates on RULER-HQA dev during training; Mem-α does not
 
 
 def _check_hardware(settings: Mapping[str, Any], verl: Mapping[str, Any]) -> tuple[int, int]:
@@ -238,6 +294,18 @@ def ppo_mini_batch_size(settings: Mapping[str, Any]) -> int:
     return batch // updates
 
 
+MEMAGENT = Recipe(AGENT_NAME, VERL_KEYS, token_limits, ppo_mini_batch_size, False, False, True)
+MEMALPHA = Recipe(
+    MEMALPHA_AGENT_NAME,
+    MEMALPHA_VERL_KEYS,
+    memalpha_token_limits,
+    memalpha_mini_batch_size,
+    True,
+    True,
+    False,
+)
+
+
 # --- the overrides ------------------------------------------------------------------------------
 
 _PLAIN = re.compile(r"[A-Za-z0-9_./:+@-]+")  # what Hydra's grammar reads as a plain string
@@ -272,19 +340,22 @@ def hydra_value(value: Any) -> str:
     return f"'{escaped}'"
 
 
-def _pairs(settings: Mapping[str, Any], paths: VerlPaths) -> list[tuple[str, Any]]:
-    verl = _verl(settings)
-    limits = token_limits(settings)
+def _pairs(settings: Mapping[str, Any], paths: VerlPaths, recipe: Recipe) -> list[tuple[str, Any]]:
+    verl = _verl(settings, recipe.verl_keys)
+    limits = recipe.limits(settings)
     nodes, gpus = _check_hardware(settings, verl)
     _check_verl(verl, limits)
-    mini_batch = ppo_mini_batch_size(settings)
+    mini_batch = recipe.mini_batch(settings)
     steps = _int(settings, "steps", 1)
     seed = _typed(settings, "seed", (int,))
     sampling_seed = _seed(settings, "sampling")
     temperature, top_p = _sampling(settings, "sampling")
-    every = _int(settings, "validation.every", 0)
-    val_n = _int(settings, "validation.n", 1)
-    val_temperature, val_top_p = _validation_sampling(settings, every)
+    if recipe.validates:
+        every = _int(settings, "validation.every", 0)
+        val_n = _int(settings, "validation.n", 1)
+        val_temperature, val_top_p = _validation_sampling(settings, every)
+    else:
+        every, val_n, (val_temperature, val_top_p) = 0, 1, (temperature, top_p)
     save_every = _int(settings, "save_every", 0)
     run, stage = _typed(settings, "run", (str,)), _typed(settings, "stage", (str,))
     backend = _get(settings, "backend")
@@ -297,7 +368,7 @@ def _pairs(settings: Mapping[str, Any], paths: VerlPaths) -> list[tuple[str, Any
         ("trainer.v1.trainer_mode", "sync"),
         # Multi-Conv advantage: exactly `grpo`, no std (memagent §3.7, verl gotcha 1)
         ("algorithm.adv_estimator", "grpo"),
-        ("algorithm.norm_adv_by_std_in_grpo", False),
+        ("algorithm.norm_adv_by_std_in_grpo", recipe.norm_adv_by_std),
         ("algorithm.use_kl_in_reward", False),
         ("critic.enable", False),
         ("algorithm.filter_groups.enable", verl["filter_groups"]),
@@ -308,7 +379,7 @@ def _pairs(settings: Mapping[str, Any], paths: VerlPaths) -> list[tuple[str, Any
         ("data.train_batch_size", _int(settings, "rollout_batch", 1)),
         ("data.max_prompt_length", limits.prompt),
         ("data.max_response_length", limits.response),
-        ("data.shuffle", False),
+        ("data.shuffle", recipe.shuffle),
         ("data.seed", seed),
         ("data.filter_overlong_prompts", False),
         ("data.truncation", "error"),
@@ -372,7 +443,7 @@ def _pairs(settings: Mapping[str, Any], paths: VerlPaths) -> list[tuple[str, Any
         (f"{rollout}.val_kwargs.top_p", val_top_p),
         (f"{rollout}.val_kwargs.top_k", -1),
         (f"{rollout}.val_kwargs.do_sample", val_temperature > 0),
-        (f"{rollout}.agent.default_agent_loop", AGENT_NAME),
+        (f"{rollout}.agent.default_agent_loop", recipe.agent_loop),
         (f"{rollout}.agent.agent_loop_config_path", _package_ref("agent_loop_config")),
         (f"{rollout}.agent.num_workers", verl["agent_workers"]),
         # reward: the strict boxed verifier on the final conversation
@@ -399,17 +470,25 @@ def _pairs(settings: Mapping[str, Any], paths: VerlPaths) -> list[tuple[str, Any
     ]
 
 
-def verl_overrides(settings: Mapping[str, Any], paths: VerlPaths) -> list[str]:
+def verl_overrides(
+    settings: Mapping[str, Any], paths: VerlPaths, recipe: Recipe = MEMAGENT
+) -> list[str]:
     """Every Hydra override of verl's ppo_trainer config for one training job, in a fixed order.
 
     Raises SettingsError (naming the key) on settings verl cannot run.
     """
-    return [f"{key}={hydra_value(value)}" for key, value in _pairs(settings, paths)]
+    pairs = _pairs(settings, paths, recipe)
+    if recipe is MEMALPHA:  # verl templates every prompt with these (the loop checks they agree)
+        thinking = _typed(settings, "agent.enable_thinking", (bool,))
+        pairs.append(("+data.apply_chat_template_kwargs.enable_thinking", thinking))
+    return [f"{key}={hydra_value(value)}" for key, value in pairs]
 
 
-def verl_command(settings: Mapping[str, Any], paths: VerlPaths) -> list[str]:
+def verl_command(
+    settings: Mapping[str, Any], paths: VerlPaths, recipe: Recipe = MEMAGENT
+) -> list[str]:
     """The job's full argv: Ray across the job's nodes, `python -m memrl.verl.main` on the head."""
-    overrides = verl_overrides(settings, paths)
+    overrides = verl_overrides(settings, paths, recipe)
     return [
         "bash",
         RAY_JOB_SCRIPT,

@@ -1,4 +1,4 @@
-"""MemAgent's Multi-Conv DAPO step on verl 0.9.1's v1 sync trainer (train env only).
+"""MemAgent's Multi-Conv DAPO and Mem-α's GRPO on verl 0.9.1's v1 sync trainer (train env only).
 
 verl's v1 trainer already does the Multi-Conv parts: the agent loop's list of outputs becomes one
 TransferQueue row per conversation (key `{uid}_{session}_{index}`, final answer last) and
@@ -36,14 +36,22 @@ from typing import Any
 
 import numpy as np
 import ray
+import torch
 import transfer_queue as tq
 from omegaconf import DictConfig, OmegaConf
+from tensordict import TensorDict
+from verl import DataProto
 from verl.trainer.distillation import is_distillation_enabled
+from verl.trainer.ppo.core_algos import AdvantageEstimator
+from verl.trainer.ppo.ray_trainer import compute_advantage
 from verl.trainer.ppo.v1 import AgentLoopManagerTQ
 from verl.trainer.ppo.v1.trainer_sync import PPOTrainerSync
 from verl.utils.logging_utils import configure_verl_logging
 from verl.utils.metric import reduce_metrics
 from verl.utils.py_functional import rename_dict
+from verl.workers.utils.padding import response_to_nested
+
+from memrl.verl import MEMALPHA_AGENT_NAME
 
 Trajectory = tuple[str, str]  # (uid = prompt, session = rollout)
 
@@ -137,7 +145,81 @@ def trajectory_metrics(
     return metrics
 
 
-# --- the trainer --------------------------------------------------------------------------------
+MEMALPHA_TERMS = ("reward", "r1", "r2", "r3", "r4", "memory_tokens", "tool_calls")
+
+
+def memalpha_row_rewards(
+    keys: Sequence[str], tags: Sequence[Mapping[str, Any]], extra_fields: Sequence[Mapping]
+) -> tuple[list[float], list[str]]:
+    """Each row's own Mem-α reward (`MemAlphaLoop`'s `memalpha_reward`) and GRPO group: the
+    instance (uid), so a group is every chunk row of its n rollouts. Padding rows score 0 in a
+    group of their own (their key's uid is verl's `pad...`)."""
+    rewards, groups = [], []
+    for key, tag, extra in zip(keys, tags, extra_fields, strict=True):
+        uid, _, _ = split_key(key)
+        if tag.get("is_padding", False):
+            rewards.append(0.0)
+        elif "memalpha_reward" not in extra:
+            raise ValueError(f"row {key}: no memalpha_reward (not a MemAlphaLoop row)")
+        else:
+            rewards.append(float(extra["memalpha_reward"]))
+        groups.append(uid)
+    return rewards, groups
+
+
+def outcome_rewards(rewards: Sequence[float], response_mask: torch.Tensor) -> torch.Tensor:
+    """verl's token-level rewards: each row's reward on its last response token (naive.py)."""
+    token_level = torch.zeros_like(response_mask, dtype=torch.float32)
+    lengths = response_mask.sum(-1).long()
+    rows = torch.nonzero(lengths > 0).squeeze(-1)
+    token_level[rows, lengths[rows] - 1] = torch.tensor(rewards, dtype=torch.float32)[rows]
+    return token_level
+
+
+def memalpha_advantages(
+    rewards: Sequence[float],
+    groups: Sequence[str],
+    response_mask: torch.Tensor,
+    algorithm: Any,
+    n: int,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """(token-level rewards, advantages) of a step's rows by verl's own GRPO
+    (`compute_advantage`, norm_adv_by_std_in_grpo=True) over the instance groups."""
+    token_level = outcome_rewards(rewards, response_mask)
+    data = DataProto.from_dict(
+        tensors={"token_level_rewards": token_level, "response_mask": response_mask},
+        non_tensors={"uid": np.array(list(groups), dtype=object)},
+    )
+    data = compute_advantage(
+        data,
+        adv_estimator=AdvantageEstimator.GRPO,
+        num_repeat=n,
+        norm_adv_by_std_in_grpo=True,
+        config=algorithm,
+    )
+    return token_level, data.batch["advantages"]
+
+
+def memalpha_metrics(
+    tags: Sequence[Mapping[str, Any]], extra_fields: Sequence[Mapping]
+) -> dict[str, float]:
+    """Per-row means of the reward and its terms (the training curves), padding left out."""
+    rows = [
+        extra
+        for tag, extra in zip(tags, extra_fields, strict=True)
+        if not tag.get("is_padding", False)
+    ]
+    if not rows:
+        return {}
+    metrics = {
+        f"memalpha/{term}/mean": float(np.mean([row[f"memalpha_{term}"] for row in rows]))
+        for term in MEMALPHA_TERMS
+    }
+    metrics["memalpha/rows"] = float(len(rows))
+    return metrics
+
+
+# --- the trainers -------------------------------------------------------------------------------
 
 
 class MemAgentTrainer(PPOTrainerSync):
@@ -189,9 +271,54 @@ class MemAgentTrainer(PPOTrainerSync):
         return dict(zip(rows, scores, strict=True))
 
 
+class MemAlphaTrainer(PPOTrainerSync):
+    """verl's sync v1 trainer with Mem-α's advantage: every chunk row its own reward, GRPO
+    normalised by the std of the instance's group (all chunk rows of its n rollouts), as the
+    official `naive.py` + verl 0.4 did. verl's own v1 advantage would instead copy each
+    session's final reward to all its rows. Mini-batches are verl's: ppo_mini_batch_size x n
+    rows each (the official run: 32 rows per update)."""
+
+    def __init__(self, config: DictConfig):
+        super().__init__(config)
+        if self.trainer_mode != "sync" or self.use_critic:
+            raise ValueError("MemAlphaTrainer runs verl's sync trainer without a critic")
+        if config.algorithm.adv_estimator != "grpo" or config.algorithm.use_kl_in_reward:
+            raise ValueError("MemAlphaTrainer: algorithm.adv_estimator=grpo, no KL in reward")
+        if is_distillation_enabled(config.get("distillation")):
+            raise ValueError("MemAlphaTrainer does not support distillation (distillation.enabled)")
+
+    def _compute_advantage(self, batch, metrics: dict) -> Any:
+        data = tq.kv_batch_get(
+            keys=batch.keys,
+            partition_id=batch.partition_id,
+            select_fields=["response_mask", "extra_fields"],
+        )
+        extra = list(data["extra_fields"])
+        nested_mask = data["response_mask"]
+        mask = torch.nested.to_padded_tensor(nested_mask, 0)
+        rewards, groups = memalpha_row_rewards(batch.keys, batch.tags, extra)
+        token_level, advantages = memalpha_advantages(
+            rewards, groups, mask, self.config.algorithm, self.config.actor_rollout_ref.rollout.n
+        )
+        fields = {
+            "rm_scores": token_level,  # the per-row rewards verl's score metrics read
+            "token_level_rewards": token_level,
+            "advantages": advantages,
+            "returns": advantages,
+        }
+        output = TensorDict(
+            {key: response_to_nested(value, nested_mask) for key, value in fields.items()},
+            batch_size=len(batch),
+        )
+        tq.kv_batch_put(keys=batch.keys, partition_id=batch.partition_id, fields=output)
+        metrics.update(memalpha_metrics(batch.tags, extra))
+        return batch
+
+
 class TaskRunner:
     """verl's TaskRunnerV1 start-up (TransferQueue, trainer, agent-loop manager, fit, tracker
-    shutdown), running MemAgentTrainer instead of the registry's `sync` trainer."""
+    shutdown), running our trainer instead of the registry's `sync` trainer: MemAlphaTrainer
+    for the Mem-α agent loop, else MemAgentTrainer."""
 
     def run(self, config: DictConfig) -> None:
         configure_verl_logging()
@@ -201,7 +328,7 @@ class TaskRunner:
         trainer = None
         succeeded = False
         try:
-            trainer = MemAgentTrainer(config=config)
+            trainer = trainer_class(config)(config=config)
             trainer.init()
             manager = AgentLoopManagerTQ.create(
                 config=config,
@@ -218,6 +345,12 @@ class TaskRunner:
                     tracking.finish(exit_code=0 if succeeded else 1)
             finally:
                 tq.close()
+
+
+def trainer_class(config: DictConfig) -> type[PPOTrainerSync]:
+    """The trainer of the run's agent loop (rollout.agent.default_agent_loop)."""
+    loop = config.actor_rollout_ref.rollout.agent.default_agent_loop
+    return MemAlphaTrainer if loop == MEMALPHA_AGENT_NAME else MemAgentTrainer
 
 
 MemAgentTaskRunner = ray.remote(TaskRunner)  # what memrl.verl.main hands to verl's run_ppo
