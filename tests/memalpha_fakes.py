@@ -9,6 +9,7 @@ from memrl.agents.memalpha_tools import ARGS, FUNCTION
 from memrl.engines.base import Completion
 
 JUDGE_PREFIX = "I will give you a question"  # the LongMemEval judge prompt's first words
+VALID = '```json\n{"VALID": true, "ISSUES": [], "EXPLANATION": "fine"}\n```'  # an r4 verdict
 
 
 def words(text: str) -> int:
@@ -66,3 +67,22 @@ class RuleQA:
             answer = "yes" if text.startswith(JUDGE_PREFIX) else self.reply(text)
             out.append(answer if isinstance(answer, Completion) else Completion(answer))
         return out
+
+
+class QAAndJudge:
+    """The frozen QA model and r4's judge: answers "Caldre" when the memory shows it, judges
+    every content valid; records every request."""
+
+    def __init__(self, tokenizer=None):
+        self.tokenizer, self.requests = tokenizer or WordTokenizer(), []
+
+    def chat(self, requests, sampling):
+        self.requests += requests
+        replies = []
+        for request in requests:
+            system = request.messages[0]["content"]
+            if system.startswith("You are an expert memory analyst"):
+                replies.append(Completion(VALID))
+            else:
+                replies.append(Completion("Caldre" if "Caldre" in system else "unknown"))
+        return replies

@@ -6,15 +6,13 @@ import json
 import math
 
 import pytest
-from memalpha_fakes import call, words
+from memalpha_fakes import QAAndJudge, call, words
 
 from memrl.agents.memalpha import MemAlphaConfig
 from memrl.agents.structured_memory import StructuredMemory
 from memrl.engines.base import Completion, SamplingParams
 from memrl.evaluation import Judge, MemoryQA
 from memrl.train.memalpha_rollout import MemAlphaReward, collect_memalpha_rollouts
-
-VALID = '```json\n{"VALID": true, "ISSUES": [], "EXPLANATION": "fine"}\n```'
 
 
 class Policy:
@@ -25,30 +23,6 @@ class Policy:
 
     def chat(self, requests, sampling):
         return [Completion(next(self.replies), [1, 2], [3, 4, 5]) for _ in requests]
-
-
-class QAAndJudge:
-    """Answers "Caldre" when the memory shows it; judges every content valid."""
-
-    class Tokenizer:
-        def encode(self, text, add_special_tokens=False):
-            return text.split()
-
-    tokenizer = Tokenizer()
-
-    def __init__(self):
-        self.requests = []
-
-    def chat(self, requests, sampling):
-        self.requests += requests
-        replies = []
-        for request in requests:
-            system = request.messages[0]["content"]
-            if system.startswith("You are an expert memory analyst"):
-                replies.append(Completion(VALID))
-            else:
-                replies.append(Completion("Caldre" if "Caldre" in system else "unknown"))
-        return replies
 
 
 def test_each_chunk_row_carries_its_rollouts_r1_r3_and_its_own_r2_r4():

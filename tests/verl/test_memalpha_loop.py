@@ -21,11 +21,10 @@ from memagent_fakes import (
     run_session,
     tiny_tokenizer,
 )
-from memalpha_fakes import call
+from memalpha_fakes import QAAndJudge, call
 from omegaconf import OmegaConf
 from verl.utils.dataset.rl_dataset import RLHFDataset
 
-from memrl.engines.base import Completion
 from memrl.train.algorithms import broadcast_to_conversations, group_advantages
 from memrl.verl import agent_loop
 from memrl.verl.dataset import memalpha_loop_settings, write_memalpha_verl_dataset
@@ -38,7 +37,6 @@ from memrl.verl.trainer import (
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning", "ignore::DeprecationWarning")
 
 SAMPLING = {"temperature": 1.0, "top_p": 1.0, "top_k": -1, "repetition_penalty": 1.0}
-VALID = '```json\n{"VALID": true, "ISSUES": [], "EXPLANATION": "fine"}\n```'
 INSTANCE = {
     "index": 3,
     "task": "squad",
@@ -74,24 +72,6 @@ LOOP_CONFIG = {
 }
 
 
-class QAServer:
-    """The QA model and judge: "Caldre" when the memory shows it, every content valid."""
-
-    def __init__(self, tokenizer):
-        self.tokenizer, self.requests = tokenizer, []
-
-    def chat(self, requests, sampling):
-        self.requests += requests
-        replies = []
-        for request in requests:
-            system = request.messages[0]["content"]
-            if system.startswith("You are an expert memory analyst"):
-                replies.append(Completion(VALID))
-            else:
-                replies.append(Completion("Caldre" if "Caldre" in system else "unknown"))
-        return replies
-
-
 @pytest.fixture(scope="module")
 def tokenizer():
     return tiny_tokenizer()
@@ -113,7 +93,7 @@ def row(tmp_path, tokenizer):
 
 @pytest.fixture
 def qa(tokenizer, monkeypatch):
-    server = QAServer(tokenizer)
+    server = QAAndJudge(tokenizer)
     monkeypatch.setattr(agent_loop, "qa_engine", lambda *args: server)
     return server
 

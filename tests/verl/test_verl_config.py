@@ -99,6 +99,11 @@ def test_memalpha_overrides_pass_verls_validation_and_pick_its_trainer(cwd: Path
     assert config.algorithm.norm_adv_by_std_in_grpo is True
     assert config.data.apply_chat_template_kwargs.enable_thinking is False
     assert trainer_module.trainer_class(config) is MemAlphaTrainer
+    MemAlphaTrainer(config)  # builds on the paper run
+    corrected = copy.deepcopy(config)
+    corrected.algorithm.rollout_correction.rollout_is = "token"  # verl's, which ours would skip
+    with pytest.raises(ValueError, match="does not apply algorithm\\.rollout_correction"):
+        MemAlphaTrainer(corrected)
     memagent = prepare(compose(verl_overrides(paper_settings(), PATHS)), ENV, cwd)
     assert trainer_module.trainer_class(memagent) is MemAgentTrainer
 

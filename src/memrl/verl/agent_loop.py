@@ -1,11 +1,11 @@
-"""MemAgent as a verl 0.9.1 agent loop: one training row per conversation, final answer last.
+"""MemAgent and Mem-α as verl 0.9.1 agent loops: one training row per conversation.
 
-The loop drives the same `memagent()` workflow as evaluation and the CPU trainer (final prompt
-"boxed"): every request the workflow yields becomes one fresh-context generate call on verl's
-rollout servers and one `AgentLoopOutput`. verl's v1 trainer (`trainer.use_v1=True`, the 0.9.1
-default) stores each output as its own row `{uid}_{session_id}_{i}`, copies the final row's
-reward onto the others, and broadcasts the GRPO advantage of the final row to every row of the
-session (`compute_advantage_for_multi_trajectories`).
+MemAgent's loop (Mem-α's: see `MemAlphaLoop`) drives the same `memagent()` workflow as
+evaluation and the CPU trainer (final prompt "boxed"): every request the workflow yields becomes
+one fresh-context generate call on verl's rollout servers and one `AgentLoopOutput`. verl's v1
+trainer (`trainer.use_v1=True`, the 0.9.1 default) stores each output as its own row
+`{uid}_{session_id}_{i}`, copies the final row's reward onto the others, and broadcasts the GRPO
+advantage of the final row to every row of the session (`compute_advantage_for_multi_trajectories`).
 
 Decisions (verl would otherwise fail silently):
 - The loop scores the final answer itself, with the reward file's `compute_score`, and sets the
@@ -79,15 +79,23 @@ class Task:
     agent: MemAgentConfig
 
 
-def parse_task(extra_info: Mapping[str, Any] | None) -> Task:
-    """The Task of a row written by `memrl.verl.dataset.write_verl_dataset`."""
+def row_info(
+    extra_info: Mapping[str, Any] | None, keys: tuple[str, ...], writer: str
+) -> dict[str, Any]:
+    """A row's `extra_info`, every one of `keys` present (else the error names the writer)."""
     info = dict(extra_info or {})
-    missing = [key for key in TASK_KEYS if key not in info]
+    missing = [key for key in keys if key not in info]
     if missing:
         raise KeyError(
             f"row extra_info lacks {missing} (index {info.get('index')!r}): write the rows with "
-            "memrl.verl.dataset.write_verl_dataset"
+            f"memrl.verl.dataset.{writer}"
         )
+    return info
+
+
+def parse_task(extra_info: Mapping[str, Any] | None) -> Task:
+    """The Task of a row written by `memrl.verl.dataset.write_verl_dataset`."""
+    info = row_info(extra_info, TASK_KEYS, "write_verl_dataset")
     return Task(
         index=int(info["index"]),
         question=str(info["question"]),
@@ -193,12 +201,6 @@ class WorkflowLoop(AgentLoopBase):
             extra_fields=dict(output.extra_fields),
         )
 
-    def _eos_id(self) -> int:
-        eos = self.tokenizer.eos_token_id
-        if eos is None:
-            raise ValueError("the tokenizer has no eos token to stand for an empty final answer")
-        return int(eos)
-
 
 class MemAgentLoop(WorkflowLoop):
     """`run` returns one AgentLoopOutput per conversation: memory updates, then the answer."""
@@ -245,17 +247,10 @@ class MemAgentLoop(WorkflowLoop):
             **_step_span(turns),
         }
         return [
-            AgentLoopOutput(
-                prompt_ids=turn.prompt_ids,
-                response_ids=turn.response_ids,
-                response_mask=[1] * len(turn.response_ids),
-                response_logprobs=turn.log_probs,
-                num_turns=2 * len(turns),  # the session's user + assistant messages
-                metrics=AgentLoopMetrics(
-                    generate_sequences=turn.seconds, num_preempted=turn.num_preempted
-                ),
-                extra_fields={
-                    **turn.extra_fields,
+            _output(
+                turn,
+                2 * len(turns),  # the session's user + assistant messages
+                {
                     **session,
                     "memagent_turn": position,
                     "memagent_final": position == len(turns) - 1,
@@ -263,6 +258,12 @@ class MemAgentLoop(WorkflowLoop):
             )
             for position, turn in kept
         ]
+
+    def _eos_id(self) -> int:
+        eos = self.tokenizer.eos_token_id
+        if eos is None:
+            raise ValueError("the tokenizer has no eos token to stand for an empty final answer")
+        return int(eos)
 
 
 MEMALPHA_TASK_KEYS = ("index", "instance_id", "context_store", "settings")
@@ -281,13 +282,7 @@ class MemAlphaTask:
 
 def parse_memalpha_task(extra_info: Mapping[str, Any] | None) -> MemAlphaTask:
     """The MemAlphaTask of a row written by `memrl.verl.dataset.write_memalpha_verl_dataset`."""
-    info = dict(extra_info or {})
-    missing = [key for key in MEMALPHA_TASK_KEYS if key not in info]
-    if missing:
-        raise KeyError(
-            f"row extra_info lacks {missing} (index {info.get('index')!r}): write the rows with "
-            "memrl.verl.dataset.write_memalpha_verl_dataset"
-        )
+    info = row_info(extra_info, MEMALPHA_TASK_KEYS, "write_memalpha_verl_dataset")
     return MemAlphaTask(
         int(info["index"]), str(info["instance_id"]), str(info["context_store"]), info["settings"]
     )
@@ -416,35 +411,42 @@ class MemAlphaLoop(WorkflowLoop):
             "memalpha_memory_tokens": score.memory_tokens,
             **_step_span(turns),
         }
-        outputs = []
-        for step in kept:
-            turn = turns[step]
-            calls = trace[step].results
-            terms = {"r2": score.r2[step], "r4": score.r4[step]}
-            outputs.append(
-                AgentLoopOutput(
-                    prompt_ids=turn.prompt_ids,
-                    response_ids=turn.response_ids,
-                    response_mask=[1] * len(turn.response_ids),
-                    response_logprobs=turn.log_probs,
-                    num_turns=2,  # each chunk step is a fresh system + user -> assistant chat
-                    metrics=AgentLoopMetrics(
-                        generate_sequences=turn.seconds, num_preempted=turn.num_preempted
-                    ),
-                    extra_fields={
-                        **turn.extra_fields,
-                        **session,
-                        "memalpha_step": step,
-                        "memalpha_reward": score.rewards[step],
-                        "memalpha_r2": terms["r2"],
-                        "memalpha_r4": terms["r4"],
-                        "memalpha_tool_calls": len(calls),
-                        "reward_extra_info": {"r1": score.r1, "r3": score.r3, **terms},
+        outputs = [
+            _output(
+                turns[step],
+                2,  # each chunk step is a fresh system + user -> assistant chat
+                {
+                    **session,
+                    "memalpha_step": step,
+                    "memalpha_reward": score.rewards[step],
+                    "memalpha_r2": score.r2[step],
+                    "memalpha_r4": score.r4[step],
+                    "memalpha_tool_calls": len(trace[step].results),
+                    "reward_extra_info": {
+                        "r1": score.r1,
+                        "r2": score.r2[step],
+                        "r3": score.r3,
+                        "r4": score.r4[step],
                     },
-                )
+                },
             )
+            for step in kept
+        ]
         outputs[-1].reward_score = outputs[-1].extra_fields["memalpha_reward"]
         return outputs
+
+
+def _output(turn: Turn, num_turns: int, extra_fields: dict[str, Any]) -> AgentLoopOutput:
+    """One generated conversation as verl's output row, every response token trained."""
+    return AgentLoopOutput(
+        prompt_ids=turn.prompt_ids,
+        response_ids=turn.response_ids,
+        response_mask=[1] * len(turn.response_ids),
+        response_logprobs=turn.log_probs,
+        num_turns=num_turns,
+        metrics=AgentLoopMetrics(generate_sequences=turn.seconds, num_preempted=turn.num_preempted),
+        extra_fields={**turn.extra_fields, **extra_fields},
+    )
 
 
 def _advance(workflow: Workflow, completion: Completion | None) -> tuple[ChatRequest | None, str]:

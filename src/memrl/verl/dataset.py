@@ -34,32 +34,45 @@ import pyarrow.parquet as pq
 
 from memrl.data.io import atomic_path
 from memrl.data.ruler_hqa import DATA_SOURCE
+from memrl.train.memalpha_rollout import check_instance
 from memrl.train.rollout import parse_row
 from memrl.verl import AGENT_NAME, MEMALPHA_AGENT_NAME
 
 AGENT_KEYS = ("chunk_tokens", "memory_tokens", "final_tokens")
 
 _STRINGS = pa.list_(pa.string())
-SCHEMA = pa.schema(
+
+
+def _row_schema(extra_info: list[tuple[str, pa.DataType]]) -> pa.Schema:
+    """verl's row columns (RLHFDataset), with an agent's own `extra_info` fields."""
+    return pa.schema(
+        [
+            ("prompt", pa.list_(pa.struct([("role", pa.string()), ("content", pa.string())]))),
+            ("data_source", pa.string()),
+            ("agent_name", pa.string()),
+            ("reward_model", pa.struct([("style", pa.string()), ("ground_truth", _STRINGS)])),
+            ("extra_info", pa.struct(extra_info)),
+        ]
+    )
+
+
+SCHEMA = _row_schema(
     [
-        ("prompt", pa.list_(pa.struct([("role", pa.string()), ("content", pa.string())]))),
-        ("data_source", pa.string()),
-        ("agent_name", pa.string()),
-        ("reward_model", pa.struct([("style", pa.string()), ("ground_truth", _STRINGS)])),
-        (
-            "extra_info",
-            pa.struct(
-                [
-                    ("index", pa.int64()),
-                    ("question", pa.string()),
-                    ("answers", _STRINGS),
-                    ("context_id", pa.string()),
-                    ("context_store", pa.string()),
-                    *[(key, pa.int64()) for key in AGENT_KEYS],
-                    ("max_chunks", pa.int64()),
-                ]
-            ),
-        ),
+        ("index", pa.int64()),
+        ("question", pa.string()),
+        ("answers", _STRINGS),
+        ("context_id", pa.string()),
+        ("context_store", pa.string()),
+        *[(key, pa.int64()) for key in AGENT_KEYS],
+        ("max_chunks", pa.int64()),
+    ]
+)
+MEMALPHA_SCHEMA = _row_schema(
+    [
+        ("index", pa.int64()),
+        ("instance_id", pa.string()),
+        ("context_store", pa.string()),
+        ("settings", pa.string()),
     ]
 )
 
@@ -105,12 +118,23 @@ def write_verl_dataset(
                 },
             }
         )
-    _write_store(store, contexts)
+    return _publish(records, SCHEMA, parquet_path, store, contexts)
+
+
+def _publish(
+    records: list[dict[str, Any]],
+    schema: pa.Schema,
+    parquet_path: str | os.PathLike[str],
+    store: Path,
+    contents: Mapping[str, str],
+) -> dict[str, Any]:
+    """The store, then the parquet rows naming its entries, each appearing atomically."""
+    _write_store(store, contents)
     with atomic_path(parquet_path) as tmp:
-        pq.write_table(pa.Table.from_pylist(records, schema=SCHEMA), tmp)
+        pq.write_table(pa.Table.from_pylist(records, schema=schema), tmp)
     return {
         "rows": len(records),
-        "contexts": len(contexts),
+        "contexts": len(contents),
         "parquet": str(Path(parquet_path).resolve()),
         "store": str(store),
     }
@@ -134,27 +158,6 @@ def _write_store(path: Path, contexts: Mapping[str, str]) -> None:
             connection.commit()
         finally:
             connection.close()
-
-
-MEMALPHA_SCHEMA = pa.schema(
-    [
-        ("prompt", pa.list_(pa.struct([("role", pa.string()), ("content", pa.string())]))),
-        ("data_source", pa.string()),
-        ("agent_name", pa.string()),
-        ("reward_model", pa.struct([("style", pa.string()), ("ground_truth", _STRINGS)])),
-        (
-            "extra_info",
-            pa.struct(
-                [
-                    ("index", pa.int64()),
-                    ("instance_id", pa.string()),
-                    ("context_store", pa.string()),
-                    ("settings", pa.string()),
-                ]
-            ),
-        ),
-    ]
-)
 
 
 def memalpha_loop_settings(
@@ -195,9 +198,9 @@ def write_memalpha_verl_dataset(
     contents: dict[str, str] = {}
     records = []
     for position, row in enumerate(instances):
-        missing = [k for k in ("index", "task", "chunks", "questions", "answers") if k not in row]
-        if missing:
-            raise ValueError(f"training instance {position}: missing {', '.join(missing)}")
+        check_instance(dict(row), position)
+        if not isinstance(row.get("index"), int):
+            raise ValueError(f"training row {position}: 'index' must be an integer")
         keep = ("index", "task", "prompt", "chunks", "questions", "answers")
         text = json.dumps({key: row.get(key) for key in keep}, ensure_ascii=False, sort_keys=True)
         instance_id = hashlib.sha256(text.encode("utf-8")).hexdigest()
@@ -220,10 +223,7 @@ def write_memalpha_verl_dataset(
                 },
             }
         )
-    _write_store(store, contents)
-    with atomic_path(parquet_path) as tmp:
-        pq.write_table(pa.Table.from_pylist(records, schema=MEMALPHA_SCHEMA), tmp)
-    return {"rows": len(records), "parquet": str(Path(parquet_path).resolve()), "store": str(store)}
+    return _publish(records, MEMALPHA_SCHEMA, parquet_path, store, contents)
 
 
 def load_instance(store_path: str | os.PathLike[str], instance_id: str) -> dict[str, Any]:

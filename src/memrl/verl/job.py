@@ -144,12 +144,14 @@ def run_memalpha(
     log.info("%s: %s", paths.train_files, summary)
     # verl builds a validation dataset even when it never validates (test_freq -1)
     shutil.copyfile(paths.train_files, paths.val_files)
-    plan = qa_server_plan(settings, qa_model, env, free_port(), allocation_nodes(env))
-    log.info("starting the QA server on %s:%d: %s", plan.host, plan.port, " ".join(plan.command))
+    # free here; on another node it is only likely free (the server fails fast, with its log)
+    port = free_port()
+    plan = qa_server_plan(settings, qa_model, env, port, allocation_nodes(env))
+    log.info("starting the QA server on %s:%d: %s", plan.host, port, " ".join(plan.command))
     server_log = work_dir(out) / "qa_server.log"
     with served(
         plan.command,
-        plan.port,
+        port,
         server_log,
         host=plan.host,
         timeout=settings["qa_server"]["startup_seconds"],
@@ -203,7 +205,6 @@ class ServerPlan:
 
     command: list[str]
     host: str  # where it answers (and binds, on one node)
-    port: int
     server_env: dict[str, str]  # its GPUs, on the training node
     trainer_env: dict[str, str]  # verl's GPUs, on the training node
 
@@ -264,7 +265,6 @@ def qa_server_plan(
         return ServerPlan(
             serve("127.0.0.1"),
             "127.0.0.1",
-            port,
             {"CUDA_VISIBLE_DEVICES": ",".join(devices[-gpus:])},
             {"CUDA_VISIBLE_DEVICES": ",".join(devices[:per_node])},
         )
@@ -275,7 +275,7 @@ def qa_server_plan(
         )
     host = nodes[train_nodes]
     srun = ["srun", "--overlap", "--nodes=1", "--ntasks=1", "-w", host, f"--gpus-per-node={gpus}"]
-    return ServerPlan([*srun, *serve("0.0.0.0")], host, port, {}, {})
+    return ServerPlan([*srun, *serve("0.0.0.0")], host, {}, {})
 
 
 def read_verl_logs(files: Iterable[Path]) -> dict[int, dict[str, float]]:

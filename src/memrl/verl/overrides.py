@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -230,11 +230,13 @@ class Recipe:
 
     agent_loop: str
     verl_keys: Mapping[str, tuple[type, ...]]
-    limits: Any  # settings -> Limits
-    mini_batch: Any  # settings -> ppo_mini_batch_size
+    limits: Callable[[Mapping[str, Any]], Limits]
+    mini_batch: Callable[[Mapping[str, Any]], int]  # ppo_mini_batch_size
     norm_adv_by_std: bool  # Mem-α's GRPO divides by the group std, MemAgent's does not
     shuffle: bool  # the official Mem-α run shuffles its instances, MemAgent's does not
     validates: bool  # MemAgent validates on RULER-HQA dev during training; Mem-α does not
+    # Mem-α's agent.enable_thinking goes into verl's chat template (MemAgent: Qwen2.5, none)
+    thinking_switch: bool
 
 
 def _check_hardware(settings: Mapping[str, Any], verl: Mapping[str, Any]) -> tuple[int, int]:
@@ -294,15 +296,25 @@ def ppo_mini_batch_size(settings: Mapping[str, Any]) -> int:
     return batch // updates
 
 
-MEMAGENT = Recipe(AGENT_NAME, VERL_KEYS, token_limits, ppo_mini_batch_size, False, False, True)
+MEMAGENT = Recipe(
+    agent_loop=AGENT_NAME,
+    verl_keys=VERL_KEYS,
+    limits=token_limits,
+    mini_batch=ppo_mini_batch_size,
+    norm_adv_by_std=False,
+    shuffle=False,
+    validates=True,
+    thinking_switch=False,
+)
 MEMALPHA = Recipe(
-    MEMALPHA_AGENT_NAME,
-    MEMALPHA_VERL_KEYS,
-    memalpha_token_limits,
-    memalpha_mini_batch_size,
-    True,
-    True,
-    False,
+    agent_loop=MEMALPHA_AGENT_NAME,
+    verl_keys=MEMALPHA_VERL_KEYS,
+    limits=memalpha_token_limits,
+    mini_batch=memalpha_mini_batch_size,
+    norm_adv_by_std=True,
+    shuffle=True,
+    validates=False,
+    thinking_switch=True,
 )
 
 
@@ -363,7 +375,7 @@ def _pairs(settings: Mapping[str, Any], paths: VerlPaths, recipe: Recipe) -> lis
         raise SettingsError(f"training settings: backend must be 'verl', got {backend!r}")
 
     actor, rollout = "actor_rollout_ref.actor", "actor_rollout_ref.rollout"
-    return [
+    pairs = [
         ("trainer.use_v1", True),
         ("trainer.v1.trainer_mode", "sync"),
         # Multi-Conv advantage: exactly `grpo`, no std (memagent §3.7, verl gotcha 1)
@@ -468,6 +480,10 @@ def _pairs(settings: Mapping[str, Any], paths: VerlPaths, recipe: Recipe) -> lis
         ("trainer.val_before_train", every > 0),
         ("trainer.log_val_generations", 0),
     ]
+    if recipe.thinking_switch:  # verl templates every prompt with it (the loop checks it agrees)
+        thinking = _typed(settings, "agent.enable_thinking", (bool,))
+        pairs.append(("+data.apply_chat_template_kwargs.enable_thinking", thinking))
+    return pairs
 
 
 def verl_overrides(
@@ -477,11 +493,7 @@ def verl_overrides(
 
     Raises SettingsError (naming the key) on settings verl cannot run.
     """
-    pairs = _pairs(settings, paths, recipe)
-    if recipe is MEMALPHA:  # verl templates every prompt with these (the loop checks they agree)
-        thinking = _typed(settings, "agent.enable_thinking", (bool,))
-        pairs.append(("+data.apply_chat_template_kwargs.enable_thinking", thinking))
-    return [f"{key}={hydra_value(value)}" for key, value in pairs]
+    return [f"{key}={hydra_value(value)}" for key, value in _pairs(settings, paths, recipe)]
 
 
 def verl_command(

@@ -286,6 +286,10 @@ class MemAlphaTrainer(PPOTrainerSync):
             raise ValueError("MemAlphaTrainer: algorithm.adv_estimator=grpo, no KL in reward")
         if is_distillation_enabled(config.get("distillation")):
             raise ValueError("MemAlphaTrainer does not support distillation (distillation.enabled)")
+        correction = config.algorithm.get("rollout_correction") or {}
+        if any(correction.get(key) for key in ("rollout_is", "rollout_rs", "bypass_mode")):
+            # verl's own _compute_advantage applies it; ours replaces that method
+            raise ValueError("MemAlphaTrainer does not apply algorithm.rollout_correction")
 
     def _compute_advantage(self, batch, metrics: dict) -> Any:
         data = tq.kv_batch_get(
