@@ -8,7 +8,7 @@ export PATH := $(abspath $(BIN)):$(PATH)
 VERL_VENV ?= .venv-verl
 VERL_STAMP := $(VERL_VENV)/.installed-stamp
 
-.PHONY: smoke toy test lint unit verl-tests report bench clean
+.PHONY: smoke toy toy-memalpha test lint unit verl-tests report bench clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -23,6 +23,9 @@ smoke: $(STAMP)  ## the whole DAG on config/smoke.yaml: CPU, offline, minutes
 
 toy: $(STAMP)  ## proof that the CPU trainer learns: SFT warm start vs Multi-Conv DAPO, 4 seeds, ~15 min
 	python -m memrl.toy --config config/toy.yaml --out results/toy
+
+toy-memalpha: $(STAMP)  ## proof that Mem-α's GRPO learns: warm start vs 3 (β, γ) runs, 3 seeds, ~25 min
+	python -m memrl.toy --config config/toy_memalpha.yaml --out results/toy_memalpha
 
 bench: $(STAMP)  ## speed figures measured in one run (provenance, planning, synthesis, smoke): ~10 min
 	python scripts/bench.py

@@ -12,7 +12,7 @@ from memrl.agents.memalpha import MemAlphaConfig
 from memrl.agents.structured_memory import StructuredMemory
 from memrl.engines.base import Completion, SamplingParams
 from memrl.evaluation import Judge, MemoryQA
-from memrl.train.memalpha_rollout import MemAlphaReward, collect_memalpha_rollouts
+from memrl.train.memalpha_rollout import MemAlphaReward, memorize_and_score, training_rows
 
 
 class Policy:
@@ -54,7 +54,7 @@ def test_each_chunk_row_carries_its_rollouts_r1_r3_and_its_own_r2_r4():
         ]
     )
     judge = QAAndJudge()
-    batch, terms = collect_memalpha_rollouts(
+    scored = memorize_and_score(
         policy,
         judge,
         [row],
@@ -66,6 +66,7 @@ def test_each_chunk_row_carries_its_rollouts_r1_r3_and_its_own_r2_r4():
         qa_judge=Judge(SamplingParams(0.6, 0.95), 8),
         reward=MemAlphaReward(beta=0.05, gamma=0.1, judge_sampling=SamplingParams(0.1, 1.0)),
     )
+    batch, terms = training_rows(*scored, group_size=2)
     # rollout order: (r0 c1, r0 c2, r1 c1, r1 c2); one group: the instance
     assert terms.r1 == [1.0, 1.0, 0.0, 0.0]  # "Caldre" only in rollout 0's memory
     assert terms.r3 == pytest.approx([1 - 9 / 17] * 2 + [1 - 4 / 17] * 2)  # 17 chunk words

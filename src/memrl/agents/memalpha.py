@@ -74,16 +74,6 @@ QA_PROMPT_CAP = 30000  # QA-model tokens the system prompt must stay below
 QA_MAX_TOKENS = 2048
 
 
-@dataclass(frozen=True)
-class MemAlphaConfig:
-    """The memory policy's settings (official eval: greedy, 2048 new tokens, thinking off)."""
-
-    max_new_tokens: int = 2048
-    visible_items: int = 5  # MemoryAgent.MAX_MEMORY_ITEMS
-    prompt_cap: int | None = None  # training: 6144 (visible items halve until the prompt fits)
-    enable_thinking: bool = False
-
-
 @dataclass
 class ChunkStep:
     """One memorisation conversation: what the model wrote and what its calls did."""
@@ -152,6 +142,29 @@ def memorize_user_prompt(chunk: str, max_new_tokens: int) -> str:
     return MEMORIZE_USER_TEMPLATE.format(context=chunk, max_new_tokens=limit)
 
 
+@dataclass(frozen=True)
+class MemorizePrompts:
+    """How a memorisation step is worded: `system(memory, visible_items)`, the system prompt for
+    a memory state, and `user(chunk, max_new_tokens)`, the user turn around a chunk."""
+
+    system: Callable[[StructuredMemory, int], str]
+    user: Callable[[str, int], str]
+
+
+OFFICIAL_PROMPTS = MemorizePrompts(memorize_system_prompt, memorize_user_prompt)
+
+
+@dataclass(frozen=True)
+class MemAlphaConfig:
+    """The memory policy's settings (official eval: greedy, 2048 new tokens, thinking off)."""
+
+    max_new_tokens: int = 2048
+    visible_items: int = 5  # MemoryAgent.MAX_MEMORY_ITEMS
+    prompt_cap: int | None = None  # training: 6144 (visible items halve until the prompt fits)
+    enable_thinking: bool = False
+    prompts: MemorizePrompts = OFFICIAL_PROMPTS  # the CPU toy task words them compactly
+
+
 def memorize_request(
     memory: StructuredMemory,
     chunk: str,
@@ -160,12 +173,12 @@ def memorize_request(
 ) -> tuple[ChatRequest, int]:
     """The chunk's request and how many items per store it shows. With `config.prompt_cap`,
     the visible items halve (5, 2, 1, 0) until the templated prompt fits, as in training."""
-    user = memorize_user_prompt(chunk, config.max_new_tokens)
+    user = config.prompts.user(chunk, config.max_new_tokens)
     visible = config.visible_items
     while True:
         request = ChatRequest(
             (
-                {"role": "system", "content": memorize_system_prompt(memory, visible)},
+                {"role": "system", "content": config.prompts.system(memory, visible)},
                 {"role": "user", "content": user},
             ),
             config.max_new_tokens,

@@ -1,4 +1,6 @@
-"""`python -m memrl.toy --config config/toy.yaml --out results/toy`: the toy experiment."""
+"""`python -m memrl.toy --config config/toy.yaml --out results/toy`: a toy experiment, the
+MemAgent one (config/toy.yaml) or, for a config with `kind: memalpha`, the Mem-α one
+(config/toy_memalpha.yaml)."""
 
 from __future__ import annotations
 
@@ -6,16 +8,30 @@ import argparse
 import logging
 import sys
 from collections.abc import Sequence
+from dataclasses import replace
+from types import ModuleType
 
-from memrl.config import ConfigError
-from memrl.toy.config import load_config
-from memrl.toy.runner import run, summary_markdown
+from memrl.config import ConfigError, load_yaml
+
+
+def experiment(kind: str) -> tuple[ModuleType, ModuleType]:
+    """(config module, runner module) of a toy experiment kind."""
+    if kind == "memagent":
+        from memrl.toy import config, runner
+
+        return config, runner
+    if kind == "memalpha":
+        from memrl.toy import memalpha_config, memalpha_runner
+
+        return memalpha_config, memalpha_runner
+    raise ConfigError(f"kind must be memagent or memalpha, got {kind!r}")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m memrl.toy",
-        description="Toy memory task: SFT warm start, then Multi-Conv DAPO, on CPU.",
+        description="Toy memory tasks on CPU: SFT warm start, then RL (MemAgent's Multi-Conv "
+        "DAPO, or Mem-α's GRPO for a config with kind: memalpha).",
     )
     parser.add_argument("--config", default="config/toy.yaml", help="the toy config (YAML)")
     parser.add_argument("--out", default="results/toy", help="output directory")
@@ -28,16 +44,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     logging.getLogger("memrl.train.cpu_trainer").setLevel(logging.WARNING)
     try:
-        config = load_config(args.config)
+        config_module, runner = experiment(load_yaml(args.config).get("kind", "memagent"))
+        config = config_module.load_config(args.config)
     except ConfigError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     if args.seeds:
-        from dataclasses import replace
-
         config = replace(config, seeds=tuple(args.seeds))
-    summary = run(config, args.out)
-    print(summary_markdown(summary))
+    summary = runner.run(config, args.out)
+    print(runner.summary_markdown(summary))
     return 0
 
 

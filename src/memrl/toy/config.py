@@ -1,18 +1,21 @@
 """config/toy.yaml: the toy experiment's settings, loaded into typed sections with clear errors.
 
-Sections: `seeds`, `workers`, `threads_per_worker`, `task`, `agent`, `model`, `sft`, `rl`,
-`eval`. Every key is optional except `seeds`; unknown keys and bad values are errors that name
-the file and the key (`rl.lr`, ...).
+Sections: `seeds`, `workers`, `threads_per_worker`, `task`, `agent`, `model`, `expert`, `sft`,
+`rl`, `eval` (and `kind: memagent`, the default). Every key is optional except `seeds`; unknown keys
+and bad values are errors that name the file and the key (`rl.lr`, ...). The section parsers
+serve the Mem-α toy's config too (`memrl.toy.memalpha_config`).
 """
 
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from memrl.config import ConfigError, load_yaml
+from memrl.toy.policy import ExpertSettings
 from memrl.toy.sft import SFTSettings
 from memrl.toy.task import TaskSettings
 from memrl.train.cpu_trainer import TrainSettings
@@ -97,6 +100,7 @@ class ToyConfig:
     task: TaskSettings = field(default_factory=TaskSettings)
     agent: AgentSettings = field(default_factory=AgentSettings)
     model: ModelSettings = field(default_factory=ModelSettings)
+    expert: ExpertSettings = field(default_factory=ExpertSettings)
     sft: SFTSettings = field(default_factory=SFTSettings)
     rl: RLSettings = field(default_factory=RLSettings)
     eval: EvalSettings = field(default_factory=EvalSettings)
@@ -106,6 +110,7 @@ SECTIONS = {
     "task": TaskSettings,
     "agent": AgentSettings,
     "model": ModelSettings,
+    "expert": ExpertSettings,
     "sft": SFTSettings,
     "eval": EvalSettings,
 }
@@ -113,33 +118,51 @@ SECTIONS = {
 
 def load_config(path: str | Path) -> ToyConfig:
     """Read and check a toy config; a ConfigError names the file and the offending key."""
+    return load_with(path, parse_config)
+
+
+def load_with(path: str | Path, parse: Callable[[dict[str, Any]], Any]) -> Any:
+    """`parse` of the YAML file at `path`; its ConfigError is prefixed with the file."""
     raw = load_yaml(path)
     try:
-        return parse_config(raw)
+        return parse(raw)
     except ConfigError as exc:
         raise ConfigError(f"{path}: {exc}") from None
 
 
 def parse_config(raw: dict[str, Any]) -> ToyConfig:
-    unknown = sorted(set(raw) - {"seeds", "workers", "threads_per_worker", "rl", *SECTIONS})
+    if raw.get("kind", "memagent") != "memagent":
+        raise ConfigError(f"kind must be memagent here, got {raw['kind']!r}")
+    unknown = sorted(set(raw) - {*RUN_KEYS, "rl", *SECTIONS})
     if unknown:
         raise ConfigError(f"unknown key(s) {', '.join(unknown)}")
+    sections = {name: parse_section(raw, name, cls) for name, cls in SECTIONS.items()}
+    return ToyConfig(**run_keys(raw), **sections, rl=_rl_section(raw))
+
+
+RUN_KEYS = ("kind", "seeds", "workers", "threads_per_worker")
+
+
+def run_keys(raw: dict[str, Any]) -> dict[str, Any]:
+    """`seeds` (required, distinct integers), `workers` and `threads_per_worker` (default 1);
+    `kind` only names the experiment (`memrl.toy.__main__`)."""
     seeds = raw.get("seeds")
-    if not isinstance(seeds, list) or not seeds or not all(_is_int(s) for s in seeds):
+    if not isinstance(seeds, list) or not seeds or not all(is_int(s) for s in seeds):
         raise ConfigError(f"seeds must be a non-empty list of integers, got {seeds!r}")
     if len(set(seeds)) != len(seeds):
         raise ConfigError(f"seeds must be distinct, got {seeds}")
-    sections = {name: _section(raw, name, cls) for name, cls in SECTIONS.items()}
-    top = {}
+    top: dict[str, Any] = {"seeds": tuple(seeds)}
     for name in ("workers", "threads_per_worker"):
         value = raw.get(name, 1)
-        if not _is_int(value) or value < 1:
+        if not is_int(value) or value < 1:
             raise ConfigError(f"{name} must be an integer >= 1, got {value!r}")
         top[name] = value
-    return ToyConfig(seeds=tuple(seeds), **top, **sections, rl=_rl_section(raw))
+    return top
 
 
-def _section(raw: dict[str, Any], name: str, cls: type) -> Any:
+def parse_section(raw: dict[str, Any], name: str, cls: type) -> Any:
+    """`raw[name]` (a mapping, default {}) as the dataclass `cls`: unknown keys, wrong types and
+    the class's own checks are ConfigErrors naming `name.key`."""
     values = raw.get(name) or {}
     if not isinstance(values, dict):
         raise ConfigError(f"{name} must be a mapping, got {type(values).__name__}")
@@ -148,7 +171,7 @@ def _section(raw: dict[str, Any], name: str, cls: type) -> Any:
     if unknown:
         raise ConfigError(f"{name}: unknown key(s) {', '.join(unknown)}")
     for key, value in values.items():
-        _check_type(f"{name}.{key}", value, allowed[key].default)
+        check_type(f"{name}.{key}", value, allowed[key].default)
     try:
         return cls(**values)
     except ValueError as exc:
@@ -160,19 +183,29 @@ def _rl_section(raw: dict[str, Any]) -> RLSettings:
     if not isinstance(raw.get("rl") or {}, dict):
         raise ConfigError(f"rl must be a mapping, got {type(raw['rl']).__name__}")
     rows = values.pop("rows", RLSettings.rows)
-    if not _is_int(rows) or rows < 1:
+    if not is_int(rows) or rows < 1:
         raise ConfigError(f"rl.rows must be an integer >= 1, got {rows!r}")
+    settings = RLSettings(rows=rows, train=train_keywords(values, DERIVED_TRAIN_KEYS))
+    try:
+        settings.train_settings(TaskSettings(), AgentSettings(), seed=0)
+    except ValueError as exc:
+        raise ConfigError(f"rl: {exc}") from None
+    return settings
+
+
+def train_keywords(values: dict[str, Any], derived: Sequence[str]) -> dict[str, Any]:
+    """`rl`'s TrainSettings keyword arguments, checked: none of `derived` (set by the toy
+    itself), no unknown key, every required one, each of its default's type."""
+    values = dict(values)
     fields = {f.name: f for f in dataclasses.fields(TrainSettings)}
-    derived = sorted(set(values) & set(DERIVED_TRAIN_KEYS))
-    if derived:
-        raise ConfigError(
-            f"rl: {', '.join(derived)} come from task/agent/seeds and may not be set here"
-        )
+    taken = sorted(set(values) & set(derived))
+    if taken:
+        raise ConfigError(f"rl: {', '.join(taken)} are set by the toy itself, not here")
     unknown = sorted(set(values) - set(fields))
     if unknown:
         raise ConfigError(f"rl: unknown key(s) {', '.join(unknown)}")
     required = [name for name, f in fields.items() if f.default is dataclasses.MISSING]
-    missing = sorted(set(required) - set(values))
+    missing = sorted(set(required) - set(values) - set(derived))
     if missing:
         raise ConfigError(f"rl: missing key(s) {', '.join(missing)}")
     for key, value in values.items():
@@ -184,21 +217,18 @@ def _rl_section(raw: dict[str, Any]) -> RLSettings:
         default = fields[key].default
         if default is dataclasses.MISSING:  # the required fields: lr is a float, the rest ints
             default = 1.0 if key == "lr" else 1
-        _check_type(f"rl.{key}", value, default)
-    settings = RLSettings(rows=rows, train=values)
-    try:
-        settings.train_settings(TaskSettings(), AgentSettings(), seed=0)
-    except ValueError as exc:
-        raise ConfigError(f"rl: {exc}") from None
-    return settings
+        if key in ("mini_batches_per_step", "mini_batch_rows"):  # int or None by default
+            default = 1
+        check_type(f"rl.{key}", value, default)
+    return values
 
 
-def _check_type(key: str, value: Any, default: Any) -> None:
+def check_type(key: str, value: Any, default: Any) -> None:
     """Values take the type of their default (an int is accepted where a float is)."""
     if isinstance(default, bool):
         ok = isinstance(value, bool)
     elif isinstance(default, int):
-        ok = _is_int(value)
+        ok = is_int(value)
     elif isinstance(default, float):
         ok = isinstance(value, int | float) and not isinstance(value, bool)
     else:
@@ -207,5 +237,5 @@ def _check_type(key: str, value: Any, default: Any) -> None:
         raise ConfigError(f"{key} must be a {type(default).__name__}, got {value!r}")
 
 
-def _is_int(value: Any) -> bool:
+def is_int(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)

@@ -13,12 +13,31 @@ from __future__ import annotations
 import random
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from memrl.engines.base import ChatRequest, Completion, SamplingParams
 from memrl.toy.task import VALUES, asked_key, fact, parse_facts
 
 NOISE_KINDS = ("forget", "distract")
+
+
+@dataclass(frozen=True)
+class ExpertSettings:
+    """The SFT teacher's noise: its error rate and kind (`memory_update`)."""
+
+    eps: float = 0.3
+    noise: str = "forget"  # "forget": overlooks the needle; "distract": records another fact
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.eps <= 1:
+            raise ValueError(f"expert.eps must be in [0, 1], got {self.eps}")
+        if self.noise not in NOISE_KINDS:
+            raise ValueError(
+                f"expert.noise must be one of {', '.join(NOISE_KINDS)}, got {self.noise!r}"
+            )
+
+
 _FIELD = {
     name: re.compile(rf"<{name}>\s?\n(.*?)\n</{name}>", re.DOTALL)
     for name in ("problem", "memory", "section")

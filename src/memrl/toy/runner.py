@@ -21,7 +21,7 @@ import os
 import shutil
 import statistics
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import asdict
 from multiprocessing import get_context
@@ -52,19 +52,30 @@ LOG_EVERY = 100  # SFT steps between log lines
 
 
 def row_sets(config: ToyConfig, seed: int) -> dict[str, list[dict[str, Any]]]:
-    """{"sft", "rl", "eval"} rows of a seed; eval rows whose context a training row has are
-    replaced by further fresh rows, so the held-out set never repeats a training context."""
+    """{"sft", "rl", "eval"} rows of a seed (`seed_sets` of the needle task)."""
+    return seed_sets(config, seed, make_rows, lambda row: row["context"])
+
+
+def seed_sets(
+    config: Any,
+    seed: int,
+    make: Callable[[int, int, Any], list[dict[str, Any]]],
+    context: Callable[[dict[str, Any]], str],
+) -> dict[str, list[dict[str, Any]]]:
+    """{"sft", "rl", "eval"} rows of a seed, each set from its own generator stream
+    (`make(n, stream_seed, config.task)`); an evaluation row whose `context` a training row has
+    is replaced by a further fresh one, and the held-out rows are re-indexed from 0."""
     stream = {name: seed * ROW_SEED_STRIDE + offset for name, offset in ROW_STREAMS.items()}
     sets = {
-        "sft": make_rows(config.sft.rows, stream["sft"], config.task),
-        "rl": make_rows(config.rl.rows, stream["rl"], config.task),
+        "sft": make(config.sft.rows, stream["sft"], config.task),
+        "rl": make(config.rl.rows, stream["rl"], config.task),
     }
-    seen = {row["context"] for rows in sets.values() for row in rows}
-    extra = config.eval.rows
+    seen = {context(row) for rows in sets.values() for row in rows}
+    n, extra = config.eval.rows, config.eval.rows
     while True:  # draw a few more than needed; the overlap is (almost always) empty
-        candidates = make_rows(config.eval.rows + extra, stream["eval"], config.task)
-        fresh = [row for row in candidates if row["context"] not in seen][: config.eval.rows]
-        if len(fresh) == config.eval.rows:
+        candidates = make(n + extra, stream["eval"], config.task)
+        fresh = [row for row in candidates if context(row) not in seen][:n]
+        if len(fresh) == n:
             sets["eval"] = [{**row, "index": i} for i, row in enumerate(fresh)]
             return sets
         extra *= 2
@@ -80,12 +91,10 @@ def agent_config(config: ToyConfig) -> MemAgentConfig:
 
 
 def run_seed(config: ToyConfig, seed: int, out: str | os.PathLike[str]) -> dict[str, Any]:
-    """The whole pipeline for one seed; returns (and writes) its result."""
+    """The whole pipeline for one seed; returns (and writes) its result (`run_seeds` reads a
+    finished seed's back instead of calling this)."""
     seed_dir = Path(out) / f"seed{seed}"
     result_path = seed_dir / RESULT_FILE
-    if result_path.exists():
-        log.info("seed %d: already done (%s)", seed, result_path)
-        return read_json(result_path)
     torch.set_num_threads(config.threads_per_worker)
     began = time.perf_counter()
     timings: dict[str, float] = {}
@@ -97,25 +106,19 @@ def run_seed(config: ToyConfig, seed: int, out: str | os.PathLike[str]) -> dict[
         return time.perf_counter()
 
     t = time.perf_counter()
-    init_dir = build_tiny_model(
-        seed_dir / "init", tokenizer_corpus(config.task), **asdict(config.model), seed=seed
-    )
-    tokenizer = AutoTokenizer.from_pretrained(str(init_dir))
     rows = row_sets(config, seed)
-    for name, subset in rows.items():
-        try:
-            check_rows(tokenizer, subset, config.task)
-        except ValueError as exc:
-            raise ValueError(f"seed {seed}, {name} rows: {exc}") from exc
+    init_dir, tokenizer = build_and_check(
+        config, seed, seed_dir, tokenizer_corpus(config.task), rows, check_rows
+    )
     t = lap("build", t)
 
     log.info("seed %d: scripted traces on %d SFT rows", seed, len(rows["sft"]))
-    expert = {"eps": config.sft.expert_eps, "noise": config.sft.expert_noise}
+    expert = {"eps": config.expert.eps, "noise": config.expert.noise}
     traces = scripted_traces(tokenizer, rows["sft"], agent, n_chunks, **expert, seed=seed)
     model = AutoModelForCausalLM.from_pretrained(str(init_dir), dtype=torch.float32).eval()
-    losses = sft(model, traces, tokenizer.pad_token_id, config.sft, seed, _sft_logger(seed))
+    losses = sft(model, traces, tokenizer.pad_token_id, config.sft, seed, sft_logger(seed))
     sft_dir = seed_dir / "sft"
-    _save(model, tokenizer, sft_dir, losses)
+    save_warm_start(model, tokenizer, sft_dir, losses)
     t = lap("sft", t)
 
     sampling = {
@@ -130,7 +133,7 @@ def run_seed(config: ToyConfig, seed: int, out: str | os.PathLike[str]) -> dict[
 
     settings = config.rl.train_settings(config.task, config.agent, seed)
     rl_dir = seed_dir / "rl"
-    summary = train(sft_dir, rl_dir, rows["rl"], settings, _rl_logger(seed, settings.steps))
+    summary = train(sft_dir, rl_dir, rows["rl"], settings, rl_logger(seed, settings.steps))
     t = lap("rl", t)
 
     policy = AutoModelForCausalLM.from_pretrained(str(rl_dir), dtype=torch.float32).eval()
@@ -151,7 +154,7 @@ def run_seed(config: ToyConfig, seed: int, out: str | os.PathLike[str]) -> dict[
             "sft_traces_accuracy": traces.expert_accuracy,
         },
         "evaluation": {"rows": len(rows["eval"]), **sampling},
-        "sft": {"steps": len(losses), "first_loss": losses[0], "final_loss": _tail(losses)},
+        "sft": {"steps": len(losses), "first_loss": losses[0], "final_loss": tail_mean(losses)},
         "rl": {k: v for k, v in summary.items() if k not in ("settings", "out_dir")},
         "rl_settings": summary["settings"],
         "threads": config.threads_per_worker,
@@ -161,16 +164,55 @@ def run_seed(config: ToyConfig, seed: int, out: str | os.PathLike[str]) -> dict[
     return result
 
 
+def build_and_check(
+    config: Any,
+    seed: int,
+    seed_dir: Path,
+    corpus: Sequence[str],
+    sets: dict[str, list[dict[str, Any]]],
+    check: Callable[[Any, Sequence[dict[str, Any]], Any], None],
+) -> tuple[Path, Any]:
+    """The seed's initial tiny model in `seed_dir/init` (its tokenizer trained on `corpus`) and
+    that tokenizer, after `check(tokenizer, rows, config.task)` passed for every set of rows."""
+    init_dir = build_tiny_model(seed_dir / "init", corpus, **asdict(config.model), seed=seed)
+    tokenizer = AutoTokenizer.from_pretrained(str(init_dir))
+    for name, subset in sets.items():
+        try:
+            check(tokenizer, subset, config.task)
+        except ValueError as exc:
+            raise ValueError(f"seed {seed}, {name} rows: {exc}") from exc
+    return init_dir, tokenizer
+
+
 def run(config: ToyConfig, out: str | os.PathLike[str]) -> dict[str, Any]:
     """Run every seed (in `workers` processes), then write the summary; returns it."""
+    began = time.perf_counter()
+    results = run_seeds(config, out, run_seed)
+    summary = summarize(results, config, time.perf_counter() - began)
+    write_summary(out, summary, summary_markdown(summary))
+    plot_curves(out, config.seeds, "Toy memory task: Multi-Conv DAPO")
+    return summary
+
+
+def run_seeds(
+    config: Any, out: str | os.PathLike[str], run_one: Callable[[Any, int, Path], dict]
+) -> list[dict[str, Any]]:
+    """`run_one(config, seed, out)` for every seed of `config` (`workers` processes of
+    `threads_per_worker` threads each), with a progress bar; results in seed order. A seed whose
+    `seed<N>/result.json` exists is read back, not rerun."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    began = time.perf_counter()
     results: dict[int, dict[str, Any]] = {}
-    progress = tqdm(total=len(config.seeds), desc="toy seeds", unit="seed")
-    if config.workers == 1:
-        for seed in config.seeds:
-            results[seed] = run_seed(config, seed, out)
+    for seed in config.seeds:
+        done = out / f"seed{seed}" / RESULT_FILE
+        if done.exists():
+            log.info("seed %d: already done (%s)", seed, done)
+            results[seed] = read_json(done)
+    todo = [seed for seed in config.seeds if seed not in results]
+    progress = tqdm(total=len(todo), desc="toy seeds", unit="seed")
+    if config.workers == 1 or len(todo) <= 1:
+        for seed in todo:
+            results[seed] = run_one(config, seed, out)
             progress.update()
     else:
         previous = os.environ.get("TQDM_DISABLE")
@@ -181,7 +223,7 @@ def run(config: ToyConfig, out: str | os.PathLike[str]) -> dict[str, Any]:
                 mp_context=get_context("spawn"),
                 initializer=_init_worker,
             ) as pool:
-                futures = {pool.submit(run_seed, config, s, out): s for s in config.seeds}
+                futures = {pool.submit(run_one, config, s, out): s for s in todo}
                 for future in as_completed(futures):
                     results[futures[future]] = future.result()
                     progress.update()
@@ -191,12 +233,12 @@ def run(config: ToyConfig, out: str | os.PathLike[str]) -> dict[str, Any]:
             else:
                 os.environ["TQDM_DISABLE"] = previous
     progress.close()
-    ordered = [results[seed] for seed in config.seeds]
-    summary = summarize(ordered, config, time.perf_counter() - began)
-    write_json_atomic(out / "summary.json", summary)
-    write_text_atomic(out / "summary.md", summary_markdown(summary))
-    _plot(out, config.seeds)
-    return summary
+    return [results[seed] for seed in config.seeds]
+
+
+def write_summary(out: str | os.PathLike[str], summary: dict[str, Any], markdown: str) -> None:
+    write_json_atomic(Path(out) / "summary.json", summary)
+    write_text_atomic(Path(out) / "summary.md", markdown)
 
 
 def summarize(
@@ -223,10 +265,10 @@ def summarize(
         "seeds": [r["seed"] for r in results],
         "per_seed": per_seed,
         "mean": {key: statistics.fmean(row[key] for row in per_seed) for key in columns},
-        "std": {key: _std([row[key] for row in per_seed]) for key in columns},
+        "std": {key: sample_std([row[key] for row in per_seed]) for key in columns},
         "improved_seeds": sum(row["sampled_delta"] > 0 for row in per_seed),
         "evaluation": results[0]["evaluation"],
-        "config": _config_dict(config),
+        "config": config_dict(config),
         "wall_seconds": round(seconds, 1),
     }
 
@@ -255,10 +297,10 @@ def summary_markdown(summary: dict[str, Any]) -> str:
         "expert_accuracy",
     )
     for row in summary["per_seed"]:
-        cells = [_pct(row[key], signed=key.endswith("delta")) for key in keys]
+        cells = [pct(row[key], signed=key.endswith("delta")) for key in keys]
         lines.append(f"| {row['seed']} | " + " | ".join(cells) + " |")
     mean, std = summary["mean"], summary["std"]
-    cells = [f"{_pct(mean[key], signed=key.endswith('delta'))} ± {_pct(std[key])}" for key in keys]
+    cells = [f"{pct(mean[key], signed=key.endswith('delta'))} ± {pct(std[key])}" for key in keys]
     lines.append("| **mean ± std** | " + " | ".join(cells) + " |")
     lines += [
         "",
@@ -269,15 +311,15 @@ def summary_markdown(summary: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def _std(values: Sequence[float]) -> float:
+def sample_std(values: Sequence[float]) -> float:
     return statistics.stdev(values) if len(values) > 1 else 0.0
 
 
-def _pct(value: float, signed: bool = False) -> str:
+def pct(value: float, signed: bool = False) -> str:
     return f"{100 * value:+.1f}" if signed else f"{100 * value:.1f}"
 
 
-def _tail(losses: Sequence[float], n: int = 50) -> float:
+def tail_mean(losses: Sequence[float], n: int = 50) -> float:
     tail = losses[-n:]
     return sum(tail) / len(tail)
 
@@ -286,7 +328,7 @@ def _brief(metrics: dict[str, dict[str, Any]]) -> str:
     return ", ".join(f"{mode} {m['accuracy']:.3f}" for mode, m in metrics.items())
 
 
-def _save(model: Any, tokenizer: Any, out: Path, losses: Sequence[float]) -> None:
+def save_warm_start(model: Any, tokenizer: Any, out: Path, losses: Sequence[float]) -> None:
     """The warm start and its loss curve, written into a fresh directory renamed into place."""
     staging = out.parent / f".{out.name}.partial"
     shutil.rmtree(staging, ignore_errors=True)
@@ -299,7 +341,7 @@ def _save(model: Any, tokenizer: Any, out: Path, losses: Sequence[float]) -> Non
     staging.rename(out)
 
 
-def _sft_logger(seed: int):
+def sft_logger(seed: int):
     def on_step(step: int, loss: float) -> None:
         if step % LOG_EVERY == 0:
             log.info("seed %d: SFT step %d, loss %.3f", seed, step, loss)
@@ -307,7 +349,7 @@ def _sft_logger(seed: int):
     return on_step
 
 
-def _rl_logger(seed: int, steps: int):
+def rl_logger(seed: int, steps: int):
     def on_step(metrics: dict, step: int) -> None:
         log.info(
             "seed %d: RL step %d/%d, reward %.3f, kl %.4f, clipfrac %.3f, %.1f s",
@@ -330,12 +372,21 @@ def _init_worker() -> None:
     logging.getLogger("memrl.train.cpu_trainer").setLevel(logging.WARNING)
 
 
-def _plot(out: Path, seeds: Sequence[int]) -> None:
-    files = {f"seed {seed}": out / f"seed{seed}" / "rl" / METRICS_FILE for seed in seeds}
-    from memrl.report.figures import plot_training_curve
+def plot_curves(
+    out: str | os.PathLike[str],
+    seeds: Sequence[int],
+    title: str,
+    run: str = "rl",
+    panels: Sequence[tuple[str, str]] | None = None,
+) -> None:
+    """`training_curve[_<run>].png/pdf`: the per-step metrics of every seed's `run` directory
+    (`panels`, default MemAgent's), one line per seed."""
+    from memrl.report.figures import CURVE_PANELS, plot_training_curve
 
-    plot_training_curve(files, out / "training_curve", "Toy memory task: Multi-Conv DAPO")
+    files = {f"seed {s}": Path(out) / f"seed{s}" / run / METRICS_FILE for s in seeds}
+    name = "training_curve" if run == "rl" else f"training_curve_{run}"
+    plot_training_curve(files, Path(out) / name, title, panels or CURVE_PANELS)
 
 
-def _config_dict(config: ToyConfig) -> dict[str, Any]:
+def config_dict(config: Any) -> dict[str, Any]:
     return json.loads(json.dumps(asdict(config), default=list))

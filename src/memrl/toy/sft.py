@@ -19,7 +19,7 @@ from tqdm import tqdm
 
 from memrl.agents.memagent import MemAgentConfig
 from memrl.engines.base import SamplingParams
-from memrl.toy.policy import NOISE_KINDS, ScriptedEngine
+from memrl.toy.policy import ScriptedEngine
 from memrl.train.cpu_trainer import response_log_probs
 from memrl.train.rollout import collect_rollouts
 
@@ -33,8 +33,6 @@ class SFTSettings:
     warmup_frac: float = 0.05
     weight_decay: float = 0.0
     grad_clip: float = 1.0
-    expert_eps: float = 0.3  # the noisy expert's error rate (see memrl.toy.policy)
-    expert_noise: str = "forget"  # "forget": overlooks the needle; "distract": records another fact
 
     def __post_init__(self) -> None:
         for name in ("rows", "epochs", "batch_size"):
@@ -44,13 +42,6 @@ class SFTSettings:
             raise ValueError("sft: need lr > 0, weight_decay >= 0 and grad_clip > 0")
         if not 0 <= self.warmup_frac < 1:
             raise ValueError(f"sft.warmup_frac must be in [0, 1), got {self.warmup_frac}")
-        if not 0 <= self.expert_eps <= 1:
-            raise ValueError(f"sft.expert_eps must be in [0, 1], got {self.expert_eps}")
-        if self.expert_noise not in NOISE_KINDS:
-            raise ValueError(
-                f"sft.expert_noise must be one of {', '.join(NOISE_KINDS)}, "
-                f"got {self.expert_noise!r}"
-            )
 
 
 @dataclass

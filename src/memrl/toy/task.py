@@ -72,12 +72,12 @@ def make_row(index: int, rng: random.Random, task: TaskSettings) -> dict[str, An
     chunks = []
     for position in range(task.n_chunks):
         if position == needle:
-            chunks.append(_chunk(fact(asked, value), rng, task.chunk_tokens))
+            chunks.append(chunk_text(fact(asked, value), rng, task.chunk_tokens))
             continue
         other = others.pop()
         holds_fact = rng.random() < task.distractor_prob
         text = fact(other, rng.choice(VALUES)) if holds_fact else ""
-        chunks.append(_chunk(text, rng, task.chunk_tokens))
+        chunks.append(chunk_text(text, rng, task.chunk_tokens))
     return {
         "index": index,
         "input": QUESTION.format(key=asked),
@@ -94,7 +94,7 @@ def make_rows(n: int, seed: int, task: TaskSettings) -> list[dict[str, Any]]:
     return [make_row(i, rng, task) for i in range(n)]
 
 
-def _chunk(text: str, rng: random.Random, chunk_tokens: int) -> str:
+def chunk_text(text: str, rng: random.Random, chunk_tokens: int) -> str:
     """`text` (a fact, or nothing) at a random place among filler words, chunk_tokens in all."""
     n_filler = chunk_tokens - (FACT_TOKENS if text else 0)
     words = [f" {rng.choice(FILLER)}" for _ in range(n_filler)]

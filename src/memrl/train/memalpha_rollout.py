@@ -17,7 +17,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from memrl.agents.driver import run_batched
+from memrl.agents.driver import Rollout, run_batched
 from memrl.agents.memalpha import ChunkStep, MemAlphaConfig, answer, memorize
 from memrl.agents.structured_memory import StructuredMemory
 from memrl.engines.base import ChatEngine, SamplingParams, prompt_ids
@@ -112,40 +112,15 @@ def score_rollouts(
     return scores
 
 
-def collect_memalpha_rollouts(
-    policy: ChatEngine,
-    qa_engine: ChatEngine,
-    rows: Sequence[dict[str, Any]],
+def training_rows(
+    memorized: Sequence[Memorized],
+    conversations: Sequence[Rollout],
+    scores: Sequence[RolloutScore],
     group_size: int,
-    agent: MemAlphaConfig,
-    sampling: SamplingParams,
-    new_memory: Callable[[int, int], StructuredMemory],
-    qa: MemoryQA,
-    qa_judge: Judge,
-    reward: MemAlphaReward,
 ) -> tuple[RolloutBatch, RowTerms]:
-    """`group_size` rollouts per instance (rows: Mem-α instances; `new_memory(instance,
-    rollout)` a fresh memory each), scored into one training row per chunk step. A failed
-    rollout has r1 = 0 and keeps its answered steps; a step with an empty response is left out."""
-    if group_size < 1:
-        raise ValueError(f"group_size must be >= 1, got {group_size}")
-    memorized = [
-        Memorized(row, new_memory(q, g), [])
-        for q, row in enumerate(rows)
-        for g in range(group_size)
-    ]
-
-    def prompt_tokens(request: Any) -> int:  # the training prompt cap's measure
-        return len(prompt_ids(policy.tokenizer, request))
-
-    workflows = [
-        memorize(m.instance["chunks"], m.memory, agent, m.trace, prompt_tokens) for m in memorized
-    ]
-    conversations = run_batched(workflows, policy, sampling)
-    for m, rollout in zip(memorized, conversations, strict=True):
-        m.failed = rollout.failed
-        m.error = rollout.final.completion.error if rollout.failed else None
-    scores = score_rollouts(qa_engine, memorized, qa, qa_judge, reward)
+    """Scored rollouts (`memorize_and_score`'s, `group_size` per instance) as one training row
+    per chunk step, grouped by instance. A failed rollout has r1 = 0 and keeps its answered
+    steps; a step with an empty response is left out."""
     batch, terms = RolloutBatch(), RowTerms()
     for t, (m, rollout, score) in enumerate(zip(memorized, conversations, scores, strict=True)):
         q = t // group_size
@@ -167,6 +142,42 @@ def collect_memalpha_rollouts(
             terms.r4.append(score.r4[step])
             terms.memory_tokens.append(score.memory_tokens)
     return batch, terms
+
+
+def memorize_and_score(
+    policy: ChatEngine,
+    qa_engine: ChatEngine,
+    rows: Sequence[dict[str, Any]],
+    group_size: int,
+    agent: MemAlphaConfig,
+    sampling: SamplingParams,
+    new_memory: Callable[[int, int], StructuredMemory],
+    qa: MemoryQA,
+    qa_judge: Judge,
+    reward: MemAlphaReward,
+) -> tuple[list[Memorized], list[Rollout], list[RolloutScore]]:
+    """`group_size` memorisation rollouts of each instance on `policy` (rollout g of instance
+    q into `new_memory(q, g)`, prompts capped as in training), their conversations, and their
+    rewards (`score_rollouts`), rollouts of an instance adjacent."""
+    if group_size < 1:
+        raise ValueError(f"group_size must be >= 1, got {group_size}")
+    memorized = [
+        Memorized(row, new_memory(q, g), [])
+        for q, row in enumerate(rows)
+        for g in range(group_size)
+    ]
+
+    def prompt_tokens(request: Any) -> int:  # the training prompt cap's measure
+        return len(prompt_ids(policy.tokenizer, request))
+
+    workflows = [
+        memorize(m.instance["chunks"], m.memory, agent, m.trace, prompt_tokens) for m in memorized
+    ]
+    conversations = run_batched(workflows, policy, sampling)
+    for m, rollout in zip(memorized, conversations, strict=True):
+        m.failed = rollout.failed
+        m.error = rollout.final.completion.error if rollout.failed else None
+    return memorized, conversations, score_rollouts(qa_engine, memorized, qa, qa_judge, reward)
 
 
 def _correctness(
@@ -220,11 +231,12 @@ def memalpha_rollouts(
     qa_judge: Judge,
     reward: MemAlphaReward,
     disabled_memory: frozenset[str] = frozenset(),
+    qa_engine: ChatEngine | None = None,
 ) -> Rollouts:
     """The CPU reference trainer's Mem-α step (`settings` with `norm_adv_by_std`): rollouts on
-    the current policy, the QA step and the judge on the frozen reference model (standing in
-    for Qwen3-32B), one fresh seeded memory per rollout; the step's mean reward terms as extra
-    metrics."""
+    the current policy, the QA step and the judge on `qa_engine` (default: the frozen reference
+    model, standing in for Qwen3-32B), one fresh seeded memory per rollout; the step's mean
+    reward terms as extra metrics."""
 
     def collect(
         step: int, rows: Sequence[dict[str, Any]], engine: Any, reference: Any
@@ -233,9 +245,9 @@ def memalpha_rollouts(
             seed = ((settings.seed * 1_000_003 + step) * 10_007 + instance) * 101 + rollout
             return StructuredMemory(memory_counter, disabled_memory, seed=seed)
 
-        batch, terms = collect_memalpha_rollouts(
+        scored = memorize_and_score(
             engine,
-            reference,
+            qa_engine or reference,
             rows,
             settings.group_size,
             agent,
@@ -245,6 +257,7 @@ def memalpha_rollouts(
             qa_judge,
             reward,
         )
+        batch, terms = training_rows(*scored, settings.group_size)
         return batch, term_means(terms)
 
     return collect
