@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from memrl.agents.memalpha import OFFICIAL_PROMPTS, MemAlphaConfig, memorize
-from memrl.agents.memalpha_tools import ToolCall
+from memrl.agents.memalpha_tools import ToolCall, parse_calls
 from memrl.agents.structured_memory import StructuredMemory
 from memrl.config import ConfigError
 from memrl.engines.base import ChatRequest, SamplingParams, prompt_ids
@@ -21,6 +21,7 @@ from memrl.toy import runner as toy_runner
 from memrl.toy.__main__ import main
 from memrl.toy.memalpha_config import load_config, parse_config
 from memrl.toy.memalpha_policy import (
+    MemAlphaExpertSettings,
     ScriptedMemorizer,
     ScriptedReader,
     judge_reply,
@@ -89,9 +90,8 @@ def test_the_toy_prompts_show_the_memory_compactly_and_the_official_ones_stay_de
     ],
 )
 def test_each_step_is_classified_by_what_it_did_with_the_fact(content, store, action):
-    text = insert_call(store, content)
-    name, arguments = text.split("\n")[0].split(": ")[1], text.split("✿ARGS✿: ")[1]
-    assert classify_step(" so fox is 7. and", [ToolCall(name, arguments)]) == action
+    _, calls = parse_calls(insert_call(store, content))
+    assert classify_step(" so fox is 7. and", calls) == action
 
 
 def test_steps_without_one_readable_insert():
@@ -112,13 +112,6 @@ def test_the_reader_answers_from_memory_and_judges_by_memory_type():
     assert content_verdict(judge_reply("semantic", "fox is 7.")) == 1.0
     assert content_verdict(judge_reply("semantic", "so and then")) == 0.0
     assert content_verdict(judge_reply("episodic", "fox is 7.")) == 0.0
-
-
-def test_the_expert_checks_its_noise(tokenizer):
-    with pytest.raises(ValueError, match="summing to at most 1"):
-        ScriptedMemorizer(tokenizer, {"skip": 0.6, "episodic": 0.6})
-    with pytest.raises(ValueError, match="expert noise must map"):
-        ScriptedMemorizer(tokenizer, {"forget": 0.1})
 
 
 CONCISE_R3 = 1 - 15 / 24  # 3 chunks of 8 tokens; "fox is 7." is 5 tokens
@@ -142,7 +135,7 @@ def test_each_expert_action_costs_its_own_reward_term(tokenizer, noise, action, 
         assert expected["r3"] < 0.1
     reward = runner.mem_alpha_reward(runner.RewardWeights(beta=0.05, gamma=0.1))
     result = runner.outcomes(
-        ScriptedMemorizer(tokenizer, noise),
+        ScriptedMemorizer(tokenizer, MemAlphaExpertSettings(**noise)),
         ScriptedReader(tokenizer),
         instances,
         AGENT,

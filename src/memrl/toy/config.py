@@ -215,10 +215,8 @@ def train_keywords(values: dict[str, Any], derived: Sequence[str]) -> dict[str, 
             values[key] = tuple(float(b) for b in value)
             continue
         default = fields[key].default
-        if default is dataclasses.MISSING:  # the required fields: lr is a float, the rest ints
+        if default is dataclasses.MISSING or default is None:  # lr is a float, the rest ints
             default = 1.0 if key == "lr" else 1
-        if key in ("mini_batches_per_step", "mini_batch_rows"):  # int or None by default
-            default = 1
         check_type(f"rl.{key}", value, default)
     return values
 

@@ -25,7 +25,7 @@ from memrl.toy.config import (
     run_keys,
     train_keywords,
 )
-from memrl.toy.memalpha_policy import NOISE_ACTIONS
+from memrl.toy.memalpha_policy import MemAlphaExpertSettings
 from memrl.toy.memalpha_task import MemAlphaTaskSettings
 from memrl.toy.sft import SFTSettings
 from memrl.train.cpu_trainer import TrainSettings
@@ -51,23 +51,6 @@ class MemAlphaAgentSettings:
     def __post_init__(self) -> None:
         if self.max_new_tokens < 1 or self.visible_items < 0:
             raise ValueError("agent: need max_new_tokens >= 1 and visible_items >= 0")
-
-
-@dataclass(frozen=True)
-class MemAlphaExpertSettings:
-    """Per chunk, the SFT teacher's chance of each noisy action instead of the concise write."""
-
-    skip: float = 0.2
-    verbatim: float = 0.2
-    episodic: float = 0.2
-
-    def __post_init__(self) -> None:
-        noise = self.noise()
-        if any(p < 0 for p in noise.values()) or sum(noise.values()) > 1:
-            raise ValueError(f"expert: probabilities must be >= 0 and sum to <= 1, got {noise}")
-
-    def noise(self) -> dict[str, float]:
-        return {action: getattr(self, action) for action in NOISE_ACTIONS}
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,8 @@ from __future__ import annotations
 import json
 import random
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from memrl.agents.structured_memory import EPISODIC, SEMANTIC
@@ -27,21 +28,30 @@ _JUDGED = re.compile(r"^Analyze this (\w+) memory content:\n\n(.*)$", re.DOTALL)
 UNKNOWN = "unknown"
 
 
+@dataclass(frozen=True)
+class MemAlphaExpertSettings:
+    """Per chunk, the expert's chance of each noisy action (NOISE_ACTIONS) instead of the
+    concise write; all 0: a clean expert."""
+
+    skip: float = 0.0
+    verbatim: float = 0.0
+    episodic: float = 0.0
+
+    def __post_init__(self) -> None:
+        noise = {action: getattr(self, action) for action in NOISE_ACTIONS}
+        if any(p < 0 for p in noise.values()) or sum(noise.values()) > 1:
+            raise ValueError(f"expert: probabilities must be >= 0 and sum to <= 1, got {noise}")
+
+
 class ScriptedMemorizer:
     """Writes each chunk's fact concisely into semantic memory, except that with the
-    probabilities in `noise` ({action: p}, actions of NOISE_ACTIONS) it skips the chunk, stores
-    it verbatim or files the fact as episodic. Completions carry the prompt ids HFEngine would
-    build and response ids = the encoded text + eos (what SFT teaches)."""
+    probabilities of `noise` it skips the chunk, stores it verbatim or files the fact as
+    episodic. Completions carry the prompt ids HFEngine would build and response ids = the
+    encoded text + eos (what SFT teaches)."""
 
-    def __init__(self, tokenizer: Any, noise: Mapping[str, float], seed: int = 0) -> None:
-        unknown = sorted(set(noise) - set(NOISE_ACTIONS))
-        if unknown or any(p < 0 for p in noise.values()) or sum(noise.values()) > 1:
-            raise ValueError(
-                f"expert noise must map {', '.join(NOISE_ACTIONS)} to probabilities summing "
-                f"to at most 1, got {dict(noise)}"
-            )
+    def __init__(self, tokenizer: Any, noise: MemAlphaExpertSettings, seed: int = 0) -> None:
         self.tokenizer = tokenizer
-        self.noise = dict(noise)
+        self.noise = noise
         self.rng = random.Random(seed)
 
     def chat(self, requests: Sequence[ChatRequest], sampling: SamplingParams) -> list[Completion]:
@@ -51,7 +61,7 @@ class ScriptedMemorizer:
         (key, value), *_ = parse_facts(chunk)
         draw, action = self.rng.random(), "concise"
         for name in NOISE_ACTIONS:
-            draw -= self.noise.get(name, 0.0)
+            draw -= getattr(self.noise, name)
             if draw < 0:
                 action = name
                 break

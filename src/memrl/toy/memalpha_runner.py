@@ -35,7 +35,7 @@ from typing import Any
 import torch
 from transformers import AutoModelForCausalLM
 
-from memrl.agents.memalpha import MemAlphaConfig, load_memory_counter
+from memrl.agents.memalpha import QA_PROMPT_CAP, QA_TOP_K, MemAlphaConfig, load_memory_counter
 from memrl.agents.structured_memory import CORE, StructuredMemory
 from memrl.data.io import read_json, write_json_atomic
 from memrl.engines.base import ChatEngine, SamplingParams
@@ -76,6 +76,7 @@ from memrl.train.memalpha_rollout import (
     check_instance,
     memalpha_rollouts,
     memorize_and_score,
+    memorize_rollouts,
 )
 
 log = logging.getLogger(__name__)
@@ -83,7 +84,7 @@ log = logging.getLogger(__name__)
 DISABLED = frozenset({CORE})  # the toy's facts go to semantic (or episodic) memory only
 # The QA step as the paper runs it (top-20 per store, 30k-token cap); the reader answers in
 # one word, and no toy source is judged (`Judge` is unused). r4's judge: T = 0.1, 512 tokens.
-QA = MemoryQA(SamplingParams(), top_k=20, prompt_cap=30000, max_tokens=16)
+QA = MemoryQA(SamplingParams(), top_k=QA_TOP_K, prompt_cap=QA_PROMPT_CAP, max_tokens=16)
 QA_JUDGE = Judge(SamplingParams(), max_tokens=16)
 CONTENT_JUDGE = SamplingParams(temperature=0.1)
 TERMS = ("reward", "r1", "r2", "r3", "r4", "memory_tokens")
@@ -135,7 +136,7 @@ def outcomes(
     actions = Counter(
         classify_step(chunk, step.calls)
         for m in memorized
-        for chunk, step in zip(m.instance["chunks"], m.trace, strict=False)
+        for chunk, step in zip(m.instance["chunks"], m.trace, strict=False)  # failed: shorter
     )
     rows = [row for score in scores for row in score.rewards]
     steps = sum(actions.values())
@@ -172,33 +173,26 @@ def evaluate(
 
 def expert_traces(
     tokenizer: Any,
-    reader: ScriptedReader,
     instances: Sequence[dict[str, Any]],
     agent: MemAlphaConfig,
     config: MemAlphaToyConfig,
     seed: int,
 ) -> Traces:
-    """The noisy expert's conversations on the SFT instances (one rollout each), through the
-    memorisation workflow; `expert_accuracy` is its mean r1 there."""
-    expert = ScriptedMemorizer(tokenizer, config.expert.noise(), seed)
+    """The noisy expert's conversations on the SFT instances (one rollout each, unscored),
+    through the memorisation workflow."""
+    expert = ScriptedMemorizer(tokenizer, config.expert, seed)
     counter = token_counter(tokenizer)
-    _, rollouts, scores = memorize_and_score(
+    _, rollouts = memorize_rollouts(
         expert,
-        reader,
         instances,
         1,
         agent,
         SamplingParams(),
         lambda i, g: StructuredMemory(counter, DISABLED, seed=i),
-        QA,
-        QA_JUDGE,
-        mem_alpha_reward(config.reward),
     )
     completions = [c.completion for rollout in rollouts for c in rollout.conversations]
     return Traces(
-        [list(c.prompt_ids) for c in completions],
-        [list(c.response_ids) for c in completions],
-        statistics.fmean(score.r1 for score in scores),
+        [list(c.prompt_ids) for c in completions], [list(c.response_ids) for c in completions]
     )
 
 
@@ -218,12 +212,12 @@ def run_seed(config: MemAlphaToyConfig, seed: int, out: str | os.PathLike[str]) 
     sft_dir = seed_dir / "sft"
     if not sft_dir.exists():
         log.info("seed %d: expert traces on %d SFT instances", seed, len(sets["sft"]))
-        traces = expert_traces(tokenizer, reader, sets["sft"], agent, config, seed)
+        traces = expert_traces(tokenizer, sets["sft"], agent, config, seed)
         model = AutoModelForCausalLM.from_pretrained(str(init_dir), dtype=torch.float32).eval()
         losses = sft(model, traces, tokenizer.pad_token_id, config.sft, seed, sft_logger(seed))
         save_warm_start(model, tokenizer, sft_dir, losses)
     warm_start = _evaluated(seed_dir / "sft.json", sft_dir, reader, sets["eval"], config, seed)
-    expert = ScriptedMemorizer(tokenizer, config.expert.noise(), seed)
+    expert = ScriptedMemorizer(tokenizer, config.expert, seed)
     yardstick = mem_alpha_reward(config.reward)
     result = {
         "seed": seed,
@@ -232,9 +226,9 @@ def run_seed(config: MemAlphaToyConfig, seed: int, out: str | os.PathLike[str]) 
         "variants": {},
         "threads": config.threads_per_worker,
     }
+    settings = config.rl.train_settings(seed)
     for name, weights in config.rl.variants.items():
         run_dir = seed_dir / name
-        settings = config.rl.train_settings(seed)
         if not run_dir.exists():
             collect = memalpha_rollouts(
                 settings,

@@ -46,11 +46,12 @@ class SFTSettings:
 
 @dataclass
 class Traces:
-    """The expert's conversations (one SFT example each) and its own accuracy on the rows."""
+    """The expert's conversations (one SFT example each) and, where measured (MemAgent's
+    scripted traces), its own accuracy on the rows."""
 
     prompt_ids: list[list[int]]
     response_ids: list[list[int]]
-    expert_accuracy: float
+    expert_accuracy: float | None = None
 
 
 def scripted_traces(

@@ -156,9 +156,24 @@ def memorize_and_score(
     qa_judge: Judge,
     reward: MemAlphaReward,
 ) -> tuple[list[Memorized], list[Rollout], list[RolloutScore]]:
+    """`memorize_rollouts`, and their rewards (`score_rollouts`)."""
+    memorized, conversations = memorize_rollouts(
+        policy, rows, group_size, agent, sampling, new_memory
+    )
+    return memorized, conversations, score_rollouts(qa_engine, memorized, qa, qa_judge, reward)
+
+
+def memorize_rollouts(
+    policy: ChatEngine,
+    rows: Sequence[dict[str, Any]],
+    group_size: int,
+    agent: MemAlphaConfig,
+    sampling: SamplingParams,
+    new_memory: Callable[[int, int], StructuredMemory],
+) -> tuple[list[Memorized], list[Rollout]]:
     """`group_size` memorisation rollouts of each instance on `policy` (rollout g of instance
-    q into `new_memory(q, g)`, prompts capped as in training), their conversations, and their
-    rewards (`score_rollouts`), rollouts of an instance adjacent."""
+    q into `new_memory(q, g)`, prompts capped as in training) and their conversations,
+    rollouts of an instance adjacent."""
     if group_size < 1:
         raise ValueError(f"group_size must be >= 1, got {group_size}")
     memorized = [
@@ -177,7 +192,7 @@ def memorize_and_score(
     for m, rollout in zip(memorized, conversations, strict=True):
         m.failed = rollout.failed
         m.error = rollout.final.completion.error if rollout.failed else None
-    return memorized, conversations, score_rollouts(qa_engine, memorized, qa, qa_judge, reward)
+    return memorized, conversations
 
 
 def _correctness(
