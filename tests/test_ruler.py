@@ -492,11 +492,25 @@ def test_score_ruler_memagent():
     assert missing == {"pred": None, "score": 0.0, "string_match": 0.0}  # case-sensitive marker
     golds = ["the engineer Hesper Calde", "x"]
     qa = score_ruler("qa_1", "Therefore, the answer is Hesper Calde.", golds, "memagent")
-    assert qa == {"pred": "Hesper Calde", "score": 1.0, "sub_em": 1.0, "em": 0.0, "f1": 0.8}
+    assert qa == {
+        "pred": "Hesper Calde",
+        "score": 1.0,
+        "sub_em": 1.0,
+        "sub_em_strict": 1.0,
+        "em": 0.0,
+        "f1": 0.8,
+    }
     second_gold_only = score_ruler("qa_1", "the answer is Orla", ["Tesk", "Orla"], "memagent")
     assert second_gold_only["score"] == 0.0  # only the first gold counts
     empty = score_ruler("qa_1", "", ["Tesk"], "memagent")
-    assert empty == {"pred": None, "score": 0.0, "sub_em": 0.0, "em": 0.0, "f1": 0.0}
+    assert empty == {
+        "pred": None,
+        "score": 0.0,
+        "sub_em": 0.0,
+        "sub_em_strict": 0.0,
+        "em": 0.0,
+        "f1": 0.0,
+    }
 
 
 def test_score_ruler_upstream():

@@ -166,9 +166,14 @@ def test_whole_pool_when_n_reaches_pool_size():
     random.Random(4).shuffle(expected)
     rng = sample_rng(0, 60, 0)
     state = rng.bit_generator.state
-    for n_docs in (60, 200):
-        assert sample_doc_ids([5, 17, 30], 60, n_docs, rng).tolist() == expected
+    assert sample_doc_ids([5, 17, 30], 60, 60, rng).tolist() == expected
     assert rng.bit_generator.state == state  # no distractor draw consumed
+
+
+def test_more_docs_than_the_pool_is_an_error():
+    # The official code silently keeps the whole pool and still says num_docs = N.
+    with pytest.raises(ValueError, match=r"n_docs=200 exceeds the pool of 60 .*ruler_hqa.n_docs"):
+        sample_doc_ids([5, 17, 30], 60, 200, sample_rng(0, 200, 0))
 
 
 def test_too_few_docs_is_an_error():
@@ -233,13 +238,15 @@ def test_id_rows_rebuild_the_same_text_and_token_count(dev):
         assert id_row["num_tokens"] == text_row["num_tokens"] == len(text_row["context"].split())
 
 
-def test_n_above_pool_takes_the_whole_pool(dev):
+def test_n_at_pool_size_takes_the_whole_pool_and_above_it_fails(dev):
     _, pool, questions = dev
-    rows = build_split(questions, pool, 200, limit=2, seed=42)
+    rows = build_split(questions, pool, len(pool), limit=2, seed=42)
     for row in rows:
-        assert row["num_docs"] == 200
+        assert row["num_docs"] == len(pool)
         assert row["context"].count("Document ") >= len(pool)
         assert row["context"] == rows[0]["context"]  # the same (whole, shuffled) pool
+    with pytest.raises(ValueError, match=r"ruler_hqa\.n_docs"):
+        build_split(questions, pool, len(pool) + 1, limit=2, seed=42)
 
 
 def test_build_eval_sets(dev):

@@ -141,15 +141,22 @@ def test_score_answer_is() -> None:
     assert score_answer_is("Therefore, the answer is The Eiffel Tower.", "Eiffel Tower") == {
         "pred": "The Eiffel Tower",
         "sub_em": 1.0,
+        "sub_em_strict": 1.0,
         "em": 1.0,
         "f1": 1.0,
     }
     scored = score_answer_is("Therefore, the answer is big red dog", "big dog")
     assert (scored["sub_em"], scored["em"], scored["f1"]) == (0.0, 0.0, pytest.approx(0.8))
-    missing = score_answer_is("The answer is Paris", "Paris")
-    assert missing == {"pred": None, "sub_em": 0.0, "em": 0.0, "f1": 0.0}
-    empty = score_answer_is("the answer is .", "Paris")
-    assert empty == {"pred": "", "sub_em": 0.0, "em": 0.0, "f1": 0.0}
+    zeros = {"sub_em": 0.0, "sub_em_strict": 0.0, "em": 0.0, "f1": 0.0}
+    assert score_answer_is("The answer is Paris", "Paris") == {"pred": None, **zeros}
+    assert score_answer_is("the answer is .", "Paris") == {"pred": "", **zeros}
+
+
+@pytest.mark.parametrize("pred", ["???", "a", "the", "-", "An ."])
+def test_an_answer_that_normalises_to_nothing_is_contained_officially_not_strictly(pred) -> None:
+    # The official sub_em is bidirectional containment: "" is a substring of every gold.
+    scored = score_answer_is(f"Therefore, the answer is {pred}", "Paris")
+    assert (scored["sub_em"], scored["sub_em_strict"], scored["em"]) == (1.0, 0.0, 0.0)
 
 
 def test_training_reward_is_strict_except_for_docqa_numbers_and_options() -> None:

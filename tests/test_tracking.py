@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 import sqlite3
 import subprocess
 import sys
@@ -189,3 +190,50 @@ def test_tracking_off_writes_nothing(results, monkeypatch):
     assert tracking.start_invocation(results, "sqlite:///x.db", CONFIG, "9.0") is None
     path = run_job(results, "a")
     assert not path.exists() and not (results / "provenance").exists()
+
+
+def dead_process(invocation_file: Path) -> None:
+    """Make an invocation record's Snakemake process one that has exited."""
+    done = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"],
+        text=True,
+        capture_output=True,
+        check=True,
+    )
+    info = json.loads(invocation_file.read_text())
+    info["process"] = {**info["process"], "pid": int(done.stdout), "started": 1}
+    invocation_file.write_text(json.dumps(info))
+
+
+def test_a_killed_invocation_and_its_live_runs_are_closed_as_killed_by_the_next_load(results):
+    tracking.start_invocation(results, "sqlite:///results/t/mlflow.db", CONFIG, "9.0")
+    seen = {}
+    path = run_job(results, "train", body=lambda record: seen.update(record.child_env()))
+    lines = path.read_text().splitlines()  # the job was killed with its invocation
+    path.write_text("\n".join(line for line in lines if '"end"' not in line) + "\n")
+    assert tracking.load(results)["waiting"] == 1  # its Snakemake process (this one) is alive
+    assert mlflow_runs(results)[seen["MLFLOW_RUN_ID"]]["status"] == "RUNNING"
+    [invocation] = (results / "provenance").glob("*.json")
+    dead_process(invocation)
+    assert tracking.load(results)["jobs"] == 1
+    runs = mlflow_runs(results)
+    assert {r["status"] for r in runs.values()} == {"KILLED"}  # the parent and the live run
+    assert json.loads(invocation.read_text())["status"] == "KILLED"
+
+
+def test_a_copied_results_directory_keeps_its_artifacts_beside_itself(results, tmp_path):
+    tracking.start_invocation(results, "sqlite:///results/t/mlflow.db", CONFIG, "9.0")
+    run_job(results, "a")
+    mark_ended(results)
+    tracking.load(results)
+    copy = tmp_path / "elsewhere/t"
+    shutil.copytree(results, copy)
+    run_job(copy, "b")
+    tracking.load(copy, f"sqlite:///{copy}/mlflow.db")
+    db = sqlite3.connect(copy / "mlflow.db")
+    [(location,)] = db.execute("select artifact_location from experiments where name = 'memrl'")
+    uris = [uri for (uri,) in db.execute("select artifact_uri from runs")]
+    assert location == (copy / "mlartifacts").as_uri()
+    assert len(uris) == 3 and all(uri.startswith(location + "/") for uri in uris)
+    assert not list((results / "mlartifacts").rglob("b.log"))
+    assert list((copy / "mlartifacts").rglob("b.log"))

@@ -332,7 +332,7 @@ def cmd_evaluate(args: argparse.Namespace, run: tracking.JobRecord) -> None:
         ordered = {name: merge_shards([lines]) for name, lines in predictions.items()}
         _write_predictions_and_metrics(ordered, s, args, run)
     for partial in partials:
-        partial.unlink()
+        partial.unlink(missing_ok=True)  # an empty shard wrote none
 
 
 def cmd_dataset_stats(args: argparse.Namespace, run: tracking.JobRecord) -> None:
@@ -388,7 +388,7 @@ def cmd_memorize(args: argparse.Namespace, run: tracking.JobRecord) -> None:
     )
     write_jsonl_atomic(args.memories, [{"system": s["system"], **line} for line in _tagged(lines)])
     for partial in partials:
-        partial.unlink()
+        partial.unlink(missing_ok=True)  # an empty shard wrote none
 
 
 def _memalpha_memorizer(
@@ -471,7 +471,7 @@ def _run_tasks(
 ) -> tuple[dict[str, list[dict[str, Any]]], list[Path]]:
     """Every task's rows (of this shard) through the shared evaluation loop, each task resuming
     from its own partial file; returns the records per task and the partial files."""
-    from memrl.evaluation import evaluate, shard_rows
+    from memrl.evaluation import check_failures, evaluate, shard_rows
 
     if len(data_files) != len(s["tasks"]):
         raise SystemExit(f"--data: {len(data_files)} files for the tasks {s['tasks']}")
@@ -492,6 +492,8 @@ def _run_tasks(
         records[name] = evaluate(
             rows, runner_of(name, rows), partial, s["wave_size"], on_wave=run.log_metrics
         )
+    for name, lines in records.items():
+        check_failures(lines, s["allow_failures"], f"{s['system']} on {s['benchmark']}/{name}")
     return records, partials
 
 
@@ -517,7 +519,7 @@ def _instance_rows(
     spec = s["ruler_hqa"]
 
     def rows_of(name: str, data: Path) -> list[dict[str, Any]]:
-        rows = read_jsonl(data)
+        rows = read_jsonl(data, required=EVAL_ROW_FIELDS)
         docs = _pool(rows, pool)
         return [
             ruler_hqa_instance(
@@ -626,12 +628,15 @@ def _write_predictions_and_metrics(
         )
 
 
+EVAL_ROW_FIELDS = ("index", "input", "answers")  # what scoring reads of a synthesized row
+
+
 def _eval_rows(task: Any, data: Path, tokenizer: Any) -> list[dict[str, Any]]:
     """The benchmark's rows; LongBench's are read from its parquet and measured in tokens."""
     from memrl.data.io import read_jsonl
 
     if task.benchmark != "longbench":
-        return read_jsonl(data)
+        return read_jsonl(data, required=EVAL_ROW_FIELDS)
     from memrl.data.longbench import load_longbench
 
     rows = load_longbench(data, task.task)
@@ -957,6 +962,9 @@ def _paths(args: argparse.Namespace, names: list[str]) -> list[Path]:
 
 
 def main(argv: Sequence[str] | None = None) -> None:
+    from memrl.secrets import RedactingStream
+
+    sys.stderr = RedactingStream(sys.stderr)  # the job's log: an echoed API key never lands there
     logging.basicConfig(
         level=logging.INFO,
         stream=sys.stderr,

@@ -29,15 +29,58 @@ class ConfigError(ValueError):
     """A config that the schema or a cross-reference check rejects; the message names the key."""
 
 
+class _StrictLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]
+    """YAML's safe loader, but a key given twice in one mapping is an error (YAML says so;
+    PyYAML silently keeps the last)."""
+
+    def construct_mapping(self, node: Any, deep: bool = False) -> Any:
+        first_line: dict[Any, int] = {}
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=deep)
+            try:
+                if key in first_line:
+                    raise yaml.constructor.ConstructorError(
+                        None,
+                        None,
+                        f"duplicate key {key!r} (first given at line {first_line[key]})",
+                        key_node.start_mark,
+                    )
+                first_line[key] = key_node.start_mark.line + 1
+            except TypeError:  # an unhashable key: PyYAML's own error follows
+                pass
+        return super().construct_mapping(node, deep)
+
+
 def load_yaml(path: str | Path) -> dict[str, Any]:
+    """A config (or schema) file: syntax errors, tabs and duplicate keys fail naming the file,
+    the line and the column."""
+    from memrl.data.io import read_text
+
     try:
-        with open(path) as handle:
-            data = yaml.safe_load(handle)
-    except (OSError, yaml.YAMLError) as exc:
-        raise ConfigError(f"{path}: cannot read config: {exc}") from exc
+        text = read_text(path)
+        data = yaml.load(text, Loader=_StrictLoader)  # a safe loader, strict on duplicates
+    except (OSError, ValueError) as exc:
+        raise ConfigError(f"cannot read config: {exc}") from exc
+    except yaml.MarkedYAMLError as exc:
+        raise ConfigError(_yaml_error(path, text, exc)) from None
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{path}: not valid YAML: {exc}") from None
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: a config must be a mapping, got {type(data).__name__}")
     return data
+
+
+def _yaml_error(path: str | Path, text: str, exc: yaml.MarkedYAMLError) -> str:
+    mark = exc.problem_mark or exc.context_mark
+    if mark is None:
+        return f"{path}: not valid YAML: {exc}"
+    message = exc.problem or exc.context
+    if exc.context and exc.problem:
+        message += f" ({exc.context})"
+    line = text.splitlines()[mark.line] if mark.line < len(text.splitlines()) else ""
+    if "\t" in line[: mark.column + 1]:
+        message += "; the line holds a tab: YAML indents with spaces only"
+    return f"{path}:{mark.line + 1}:{mark.column + 1}: {message}"
 
 
 def validate_config(config: dict[str, Any], schema_path: str | Path) -> None:
@@ -119,6 +162,75 @@ def _check_references(config: dict[str, Any]) -> None:
     ruler = config["ruler_hqa"]
     if ruler["eval_questions"] > config["filter"]["keep_dev"]:
         raise ConfigError("config key ruler_hqa.eval_questions: exceeds filter.keep_dev")
+    _check_coverage(config)
+    _check_agent_window(config)
+
+
+def _check_agent_window(config: dict[str, Any]) -> None:
+    """MemAgent's largest prompt plus its reply must fit each of its models' declared context
+    (a tiny model's, or `max_position_embeddings`). A Hugging Face model's is unknown while
+    planning; a request beyond it fails, and failed requests fail the job."""
+    agent = config["agent"]
+    window = agent["query_tokens"] + agent["chunk_tokens"] + 2 * agent["memory_tokens"]
+    runs = trained_runs(config)
+    names = list(config["training"]["runs"]) + [
+        spec["model"]
+        for spec in config["evaluation"]["systems"].values()
+        if spec["kind"] == "memagent"
+    ]
+    for name in dict.fromkeys(names):
+        base = runs[name]["base"] if name in runs else name
+        context = declared_context(config["models"][base])
+        if context is not None and window > context:
+            raise ConfigError(
+                "config key agent.memory_tokens: query_tokens + chunk_tokens + 2 x memory_tokens "
+                f"= {window} tokens (the memory prompt and its reply) exceed model {base!r}'s "
+                f"context of {context}"
+            )
+
+
+def declared_context(model: dict[str, Any]) -> int | None:
+    """A model's context length when the config knows it (a tiny model's is built from it)."""
+    if model["source"] == "tiny":
+        from memrl.models.tiny import TINY_CONTEXT
+
+        return int(model.get("max_position_embeddings", TINY_CONTEXT))
+    return model.get("max_position_embeddings")
+
+
+def _check_coverage(config: dict[str, Any]) -> None:
+    """Limits that would silently leave work out: a shard without samples, a system cut from a
+    whole benchmark by its own length limit, a RULER task capped below every length."""
+    samples = {
+        "ruler_hqa": config["ruler_hqa"]["eval_questions"],
+        "ruler": config["ruler"]["samples"],
+    }
+    for benchmark, steps in config["evaluation"]["shards"].items():
+        for start, count in steps.items():
+            if benchmark in samples and count > samples[benchmark]:
+                raise ConfigError(
+                    f"config key evaluation.shards.{benchmark}.{start}: {count} shards for "
+                    f"{samples[benchmark]} samples per task (some shards would be empty)"
+                )
+    shortest = {
+        "max_docs": min(config["ruler_hqa"]["n_docs"]),
+        "max_length": min(config["ruler"]["lengths"]),
+    }
+    benchmark_of = {"max_docs": "ruler_hqa.n_docs", "max_length": "ruler.lengths"}
+    for name, system in config["evaluation"]["systems"].items():
+        for key, least in shortest.items():
+            if system.get(key) is not None and system[key] < least:
+                raise ConfigError(
+                    f"config key evaluation.systems.{name}.{key}: {system[key]} is below every "
+                    f"{benchmark_of[key]} (the shortest is {least}): the system would run none "
+                    "of them; drop the benchmark from its `benchmarks` instead"
+                )
+    for task, cap in config["ruler"].get("max_length", {}).items():
+        if task in config["ruler"]["tasks"] and cap < shortest["max_length"]:
+            raise ConfigError(
+                f"config key ruler.max_length.{task}: {cap} is below every ruler.lengths "
+                f"(the shortest is {shortest['max_length']}): the task would never run"
+            )
 
 
 def _check_memalpha(config: dict[str, Any], require: Any) -> None:
@@ -540,6 +652,7 @@ def eval_settings(
         "shard": shard,
         "engine": engine,
         "wave_size": evaluation["wave_size"],
+        "allow_failures": allowed_failures(config),
         "sampling": evaluation["sampling"],
         "final_prompt": evaluation["final_prompt"],
         **{key: system.get(key) for key in SYSTEM_KEYS[system["kind"]]},
@@ -560,6 +673,7 @@ def _memalpha_eval_settings(
     qa = {k: v for k, v in spec["qa"].items() if k not in ("engine", "model")}
     settings = {**job._asdict(), "kind": system["kind"], "shard": shard, "qa": qa}
     settings["wave_size"] = config["evaluation"]["wave_size"]
+    settings["allow_failures"] = allowed_failures(config)
     if job.benchmark == "ruler_hqa":
         settings["ruler_hqa"] = spec["ruler_hqa"]
     if memorizes(system, job.benchmark):
@@ -575,6 +689,11 @@ def _memalpha_eval_settings(
     if system["kind"] == "rag":
         settings.update(retriever=system["retriever"], top_k=system["top_k"])
     return settings
+
+
+def allowed_failures(config: dict[str, Any]) -> float:
+    """The fraction of an engine job's samples that may fail (`evaluation.allow_failures`)."""
+    return float(config["evaluation"].get("allow_failures", 0))
 
 
 def qa_model(config: dict[str, Any]) -> str:
@@ -602,6 +721,7 @@ def memorize_settings(
         "kind": system["kind"],
         "engine": engine_settings(config, system.get("engine"), system["model"]),
         "wave_size": config["evaluation"]["wave_size"],
+        "allow_failures": allowed_failures(config),
     }
     if job.benchmark == "ruler_hqa":
         settings["ruler_hqa"] = spec["ruler_hqa"]
@@ -766,3 +886,35 @@ def report_jobs(config: dict[str, Any], name: str) -> list[EvalJob]:
     if name not in selections:
         raise ConfigError(f"unknown table or figure {name!r}")
     return selections[name]()
+
+
+def check_config_files(paths: Sequence[str | Path]) -> None:
+    """Read each config file strictly: Snakemake's own reading keeps the last of duplicate keys."""
+    for path in dict.fromkeys(map(str, paths)):
+        load_yaml(path)
+
+
+SCHEMA = Path(__file__).resolve().parents[2] / "workflow" / "schemas" / "config.schema.yaml"
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """`python -m memrl.config FILE`: check a config without Snakemake (which, on a YAML syntax
+    error, names neither the line nor the column)."""
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python -m memrl.config", description=main.__doc__)
+    parser.add_argument("config", type=Path)
+    args = parser.parse_args(argv)
+    try:
+        config = load_yaml(args.config)
+        validate_config(config, SCHEMA)
+    except ConfigError as exc:
+        message = str(exc)
+        raise SystemExit(
+            message if str(args.config) in message else f"{args.config}: {message}"
+        ) from None
+    print(f"{args.config}: valid ({len(eval_jobs(config))} evaluation jobs)")
+
+
+if __name__ == "__main__":
+    main()

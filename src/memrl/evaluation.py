@@ -12,8 +12,10 @@ one uninterrupted job.
 
 from __future__ import annotations
 
+import json
 import logging
 import time
+from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,7 +26,7 @@ from tqdm import tqdm
 from memrl.agents.chunking import token_chunks
 from memrl.agents.driver import Rollout, Workflow, run_batched
 from memrl.agents.memagent import MemAgentConfig, memagent
-from memrl.data.io import append_jsonl, read_jsonl
+from memrl.data.io import append_jsonl
 from memrl.data.ruler_hqa import context_pieces
 from memrl.engines.base import ChatEngine, ChatRequest, SamplingParams
 
@@ -620,14 +622,47 @@ def _context_question(
 
 
 def load_finished(path: Path) -> list[dict[str, Any]]:
-    """Predictions already written; a torn last line (the job was killed mid-write) is cut off."""
+    """Predictions already written, up to the first line that is not one: a torn last line (the
+    job was killed mid-write) or a damaged line is cut off with everything after it, which is then
+    recomputed."""
     if not path.exists():
         return []
     raw = path.read_bytes()
-    if raw and not raw.endswith(b"\n"):
-        log.warning("%s: dropping a partial last line left by an interrupted run", path)
-        path.write_bytes(raw[: raw.rfind(b"\n") + 1])
-    return read_jsonl(path)
+    rows: list[dict[str, Any]] = []
+    kept = 0
+    for line in raw.splitlines(keepends=True):
+        row = _prediction_line(line)
+        if row is None:
+            break
+        if row:
+            rows.append(row)
+        kept += len(line)
+    if kept < len(raw):
+        dropped = len(raw[kept:].splitlines())
+        log.warning(
+            "%s: kept %d predictions; dropped %d damaged or torn line(s) from line %d on "
+            "(their samples are evaluated again)",
+            path,
+            len(rows),
+            dropped,
+            raw[:kept].count(b"\n") + 1,
+        )
+        with path.open("r+b") as f:
+            f.truncate(kept)
+    return rows
+
+
+def _prediction_line(line: bytes) -> dict[str, Any] | None:
+    """A complete line as a prediction ({} for a blank one); None if torn or damaged."""
+    if not line.endswith(b"\n"):
+        return None
+    if not line.strip():
+        return {}
+    try:
+        row = json.loads(line.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        return None
+    return row if isinstance(row, dict) and "index" in row else None
 
 
 def shard_rows(rows: Sequence[dict[str, Any]], shard: int, shards: int) -> list[dict[str, Any]]:
@@ -682,11 +717,17 @@ def evaluate(
     """Evaluate the rows not yet in `predictions`, `batch_size` at a time through `run_wave`
     (one record per row, its `index` kept); return all predictions (old and new)."""
     wanted = {row["index"] for row in rows}
-    finished = [r for r in load_finished(predictions) if r["index"] in wanted]
+    latest = {r["index"]: r for r in load_finished(predictions) if r["index"] in wanted}
+    finished = [r for r in latest.values() if not r.get("failed")]
     done = {r["index"] for r in finished}
     todo = [row for row in rows if row["index"] not in done]
-    if done:
-        log.info("resuming: %d of %d samples already evaluated", len(done), len(rows))
+    if latest:
+        log.info(
+            "resuming: %d of %d samples already evaluated; %d failed ones are tried again",
+            len(done),
+            len(rows),
+            len(latest) - len(done),
+        )
     bar = tqdm(total=len(rows), initial=len(rows) - len(todo), desc="samples", unit="sample")
     for start in range(0, len(todo), batch_size):
         wave = todo[start : start + batch_size]
@@ -717,6 +758,21 @@ def _ticker(bar: tqdm) -> Callable[[int, int], None]:
     return tick
 
 
+def check_failures(records: Sequence[dict[str, Any]], allowed: float, what: str) -> None:
+    """Fail (naming the causes) when more than the fraction `allowed` of `records` failed: a
+    dead or refusing endpoint must not pass for a model that answers wrongly."""
+    failed = [r for r in records if r.get("failed")]
+    if len(failed) <= allowed * len(records):
+        return
+    causes = Counter((r.get("error") or "no error recorded")[:300] for r in failed)
+    lines = "\n".join(f"  {n} x {cause}" for cause, n in causes.most_common(3))
+    raise SystemExit(
+        f"{what}: {len(failed)} of {len(records)} samples failed, more than allow_failures = "
+        f"{allowed} allows; most common causes:\n{lines}\n"
+        "The finished samples are kept: rerunning the same command retries only the failed ones."
+    )
+
+
 def merge_shards(shards: Iterable[Sequence[dict[str, Any]]]) -> list[dict[str, Any]]:
     """All shards' predictions by index; a sample predicted twice is an error, not a vote."""
     merged: dict[Any, dict[str, Any]] = {}
@@ -726,6 +782,18 @@ def merge_shards(shards: Iterable[Sequence[dict[str, Any]]]) -> list[dict[str, A
                 raise ValueError(f"sample {prediction['index']!r} appears in two shards")
             merged[prediction["index"]] = prediction
     return [merged[i] for i in sorted(merged)]
+
+
+def _lenient_counts(predictions: Sequence[dict[str, Any]], keys: Sequence[str]) -> dict[str, int]:
+    """For each strict variant (`sub_em_strict`), how many samples its official metric scores
+    differently: `n_lenient_sub_em`."""
+    return {
+        f"n_lenient_{key.removesuffix('_strict')}": sum(
+            p[key] != p[key.removesuffix("_strict")] for p in predictions
+        )
+        for key in keys
+        if key.endswith("_strict")
+    }
 
 
 def summarize(
@@ -754,6 +822,7 @@ def summarize(
         "accuracy": pct(predictions, "score"),
         "accuracy_official": pct(answered, "score"),
         **{key: pct(predictions, key) for key in metric_keys},
+        **_lenient_counts(predictions, metric_keys),
         "mean_tokens": sum(tokens) / len(tokens) if tokens else None,
         "mean_memory_tokens": sum(memory) / len(memory) if memory else None,
         "mean_calls": sum(p["n_calls"] for p in predictions) / n if n else 0.0,

@@ -43,6 +43,7 @@ from typing import Any
 
 import memrl
 from memrl.data.io import append_jsonl, read_json, sha256_file, write_json_atomic
+from memrl.locks import is_dead, process_identity
 
 log = logging.getLogger(__name__)
 
@@ -154,6 +155,7 @@ def start_invocation(
             "invocation": invocation,
             "uri": uri,
             "start_ms": now_ms(),
+            "process": process_identity(),  # a killed invocation is recognised by it
             "tags": tags,
             "config": config,
         },
@@ -338,15 +340,36 @@ def read_record(path: Path) -> dict[str, Any] | None:
 
 
 def experiment_id(client: Any, uri: str) -> str:
-    """The `memrl` experiment; with a SQLite store its artifacts go beside the database."""
+    """The `memrl` experiment; with a SQLite store its artifacts go beside the database, also
+    after the results directory was copied or moved (`_rebase_artifacts`)."""
     experiment = client.get_experiment_by_name(EXPERIMENT)
-    if experiment is not None:
-        return experiment.experiment_id
     location = None
     if uri.startswith("sqlite:///"):
-        location = Path(uri.removeprefix("sqlite:///")).resolve().parent.joinpath("mlartifacts")
-        location = location.as_uri()
+        database = Path(uri.removeprefix("sqlite:///")).resolve()
+        location = database.parent.joinpath("mlartifacts").as_uri()
+        if experiment is not None and experiment.artifact_location != location:
+            _rebase_artifacts(database, experiment.artifact_location, location)
+    if experiment is not None:
+        return experiment.experiment_id
     return client.create_experiment(EXPERIMENT, artifact_location=location)
+
+
+def _rebase_artifacts(database: Path, old: str, new: str) -> None:
+    """Point the experiment and its runs at the artifact store beside `database`. MLflow records
+    absolute artifact locations: without this, a copied results directory would write (and
+    read) the artifacts of the original. Plain SQL on MLflow's tables: it has no API for it."""
+    import sqlite3
+
+    log.warning("MLflow store moved: artifact location %s -> %s", old, new)
+    with sqlite3.connect(database) as db:
+        db.execute(
+            "UPDATE experiments SET artifact_location = ? WHERE artifact_location = ?", (new, old)
+        )
+        db.execute(
+            "UPDATE runs SET artifact_uri = ? || substr(artifact_uri, ?) "
+            "WHERE substr(artifact_uri, 1, ?) = ?",
+            (new, len(old) + 1, len(old), old),
+        )
 
 
 def _chunks(items: list[Any], size: int) -> Iterator[list[Any]]:
@@ -380,6 +403,9 @@ def load(results: Path, uri: str | None = None) -> dict[str, int]:
     records = [
         r for p in sorted(results.glob(f"logs/**/*{RECORD_SUFFIX}")) if (r := read_record(p))
     ]
+    for invocation, info in invocations.items():
+        if "end_ms" not in info and is_dead(info.get("process", {})):
+            _end_killed(results, info, [r for r in records if r["invocation"] == invocation])
 
     import mlflow
 
@@ -422,6 +448,18 @@ def load(results: Path, uri: str | None = None) -> dict[str, int]:
         counts["jobs"] += 1
     log.info("provenance → %s: %s", uri, counts)
     return counts
+
+
+def _end_killed(results: Path, info: dict[str, Any], records: list[dict[str, Any]]) -> None:
+    """Mark an invocation whose Snakemake process was killed as ended (KILLED, at its last
+    record's time), so that it and its unfinished jobs are closed, not left RUNNING."""
+    last = [m["ts"] for r in records for m in r["metrics"]]
+    last += [r.get("end_ms", r["start_ms"]) for r in records]
+    info.update(end_ms=max([info["start_ms"], *last]), status="KILLED")
+    write_json_atomic(invocations_dir(results) / f"{info['invocation']}.json", info)
+    log.warning(
+        "invocation %s: its Snakemake process is gone; closed as KILLED", info["invocation"]
+    )
 
 
 def _pages(client: Any, experiment: str) -> Iterator[list[Any]]:

@@ -7,11 +7,18 @@ from pathlib import Path
 
 import snakemake as _snakemake
 from snakemake.exceptions import WorkflowError
+from snakemake.logging import logger
 from snakemake.settings.types import DeploymentMethod
 
 from memrl import config as cfg
-from memrl import tracking
+from memrl import locks, tracking
 
+# A run killed by SIGKILL leaves Snakemake's lock; the plain command resumes (memrl.locks).
+if not workflow.remote_exec:
+    for dead in locks.release_stale_lock():
+        logger.warning(f"Released the lock left by a killed run (pid {dead['pid']}): resuming.")
+
+cfg.check_config_files(workflow.configfiles)
 cfg.validate_config(config, Path(workflow.basedir) / "workflow/schemas/config.schema.yaml")
 
 R = str(cfg.results_dir(config))
@@ -55,6 +62,7 @@ onstart:
             "software-deployment-method apptainer: neither apptainer nor singularity is on PATH. "
             "Install apptainer, or run with --sdm conda (envs/README.md)."
         )
+    locks.record_lock_holder()
     tracking.start_invocation(Path(R), cfg.tracking_uri(config), config, _snakemake.__version__)
 
 

@@ -7,10 +7,14 @@ a `Rollout` is the list of a workflow's conversations, final answer last.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Generator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from typing import Any
 
 from memrl.engines.base import ChatEngine, ChatRequest, Completion, SamplingParams
+
+log = logging.getLogger(__name__)
 
 Workflow = Generator[ChatRequest, Completion, str]
 
@@ -41,7 +45,9 @@ def run_batched(
     """Run all workflows to completion; each engine call carries every unfinished workflow's step.
 
     `on_step(n_requests, n_unfinished)` is called after each engine call (progress reporting).
-    A failed request ends its workflow with `failed=True` and an empty answer.
+    A failed request ends its workflow with `failed=True` and an empty answer. A reply longer
+    than its request's `max_tokens` (an OpenAI-compatible server may ignore the limit) is cut to
+    it: a memory never outgrows its budget.
     """
     rollouts = [Rollout() for _ in workflows]
     pending: dict[int, ChatRequest] = {}
@@ -56,6 +62,7 @@ def run_batched(
                 f"engine returned {len(completions)} completions for {len(requests)} requests"
             )
         for i, request, completion in zip(ids, requests, completions, strict=True):
+            completion = within_budget(request, completion, engine.tokenizer)
             rollouts[i].conversations.append(Conversation(request, completion))
             if completion.failed:
                 workflows[i].close()
@@ -65,6 +72,22 @@ def run_batched(
         if on_step is not None:
             on_step(len(requests), len(pending))
     return rollouts
+
+
+def within_budget(request: ChatRequest, completion: Completion, tokenizer: Any) -> Completion:
+    """`completion` cut to the request's `max_tokens` tokens if it is longer."""
+    ids = completion.response_ids
+    if completion.failed or len(ids) <= request.max_tokens:
+        return completion
+    log.warning(
+        "a reply of %d tokens exceeds max_tokens=%d (does the server ignore it?): cut",
+        len(ids),
+        request.max_tokens,
+    )
+    kept = ids[: request.max_tokens]
+    return replace(
+        completion, text=tokenizer.decode(kept, skip_special_tokens=True), response_ids=kept
+    )
 
 
 def _advance(

@@ -1,6 +1,8 @@
 """File I/O conventions: JSONL appended + flushed per sample, atomic whole-file writes.
 
 Every reader names the file (and the line) when the content is bad, so a broken input is found fast.
+Every writer stores any Python text (a lone surrogate from a model becomes U+FFFD) and never
+writes a configured secret (memrl.secrets).
 """
 
 from __future__ import annotations
@@ -8,23 +10,68 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shutil
 import tempfile
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from memrl.secrets import redact
 
-def iter_jsonl(path: str | Path) -> Iterator[dict]:
+# Surrogate code points cannot be encoded as UTF-8; in a Python str they are always unpaired
+# (json.loads joins a valid pair), e.g. from a model's "\\ud800" in a JSON response.
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def storable(text: str) -> str:
+    """`text` with every surrogate code point replaced by U+FFFD, so that it encodes as UTF-8."""
+    return text if text.isascii() else _SURROGATE.sub("\ufffd", text)
+
+
+def _written(text: str) -> str:
+    return redact(storable(text))
+
+
+def _jsonl_line(row: dict) -> str:
+    return _written(json.dumps(row, ensure_ascii=False)) + "\n"
+
+
+def _decoded(path: Path, raw: bytes, lineno: int | None = None) -> str:
+    """`raw` (a whole file, or its line `lineno`) as UTF-8; bad bytes fail naming the file, the
+    line and the column."""
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line_start = 0 if lineno is not None else raw.rfind(b"\n", 0, e.start) + 1
+        lineno = lineno if lineno is not None else raw.count(b"\n", 0, e.start) + 1
+        raise ValueError(
+            f"{path}:{lineno}:{e.start - line_start + 1}: not UTF-8 text "
+            f"(byte {raw[e.start : e.end]!r})"
+        ) from None
+
+
+def read_text(path: str | Path) -> str:
+    """A UTF-8 text file; a missing file or bad bytes fail naming the file (and the line)."""
+    path = Path(path)
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError as e:
+        raise FileNotFoundError(f"{path}: no such file") from e
+    return _decoded(path, raw)
+
+
+def iter_jsonl(path: str | Path, required: Sequence[str] = ()) -> Iterator[dict]:
     """Yield the objects of a JSONL file; blank lines are skipped.
 
-    A line that is not a JSON object (e.g. a truncated last line of a killed job) raises ValueError
-    naming the file and the 1-based line number.
+    A line that is not a JSON object (e.g. a truncated last line of a killed job), not UTF-8, or
+    without one of the `required` fields raises ValueError naming the file and the 1-based line.
     """
     path = Path(path)
-    with path.open(encoding="utf-8") as f:
-        for lineno, line in enumerate(f, start=1):
+    with path.open("rb") as f:
+        for lineno, raw in enumerate(f, start=1):
+            line = _decoded(path, raw, lineno)
             if not line.strip():
                 continue
             try:
@@ -35,11 +82,13 @@ def iter_jsonl(path: str | Path) -> Iterator[dict]:
                 raise ValueError(
                     f"{path}:{lineno}: expected a JSON object, got {type(row).__name__}"
                 )
+            if missing := [key for key in required if key not in row]:
+                raise ValueError(f"{path}:{lineno}: missing field(s) {', '.join(missing)}")
             yield row
 
 
-def read_jsonl(path: str | Path) -> list[dict]:
-    return list(iter_jsonl(path))
+def read_jsonl(path: str | Path, required: Sequence[str] = ()) -> list[dict]:
+    return list(iter_jsonl(path, required))
 
 
 def append_jsonl(path: str | Path, rows: Iterable[dict]) -> None:
@@ -48,7 +97,7 @@ def append_jsonl(path: str | Path, rows: Iterable[dict]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("a", encoding="utf-8") as f:
         for row in rows:
-            f.write(json.dumps(row, ensure_ascii=False) + "\n")
+            f.write(_jsonl_line(row))
         f.flush()
         os.fsync(f.fileno())
 
@@ -94,13 +143,13 @@ def _umask() -> int:
 
 def write_text_atomic(path: str | Path, text: str) -> None:
     with atomic_path(path) as tmp:
-        tmp.write_text(text, encoding="utf-8")
+        tmp.write_text(_written(text), encoding="utf-8")
 
 
 def write_jsonl_atomic(path: str | Path, rows: Iterable[dict]) -> None:
     with atomic_path(path) as tmp, tmp.open("w", encoding="utf-8") as f:
         for row in rows:
-            f.write(json.dumps(row, ensure_ascii=False) + "\n")
+            f.write(_jsonl_line(row))
 
 
 def write_json_atomic(path: str | Path, obj: Any) -> None:
@@ -110,10 +159,7 @@ def write_json_atomic(path: str | Path, obj: Any) -> None:
 def read_json(path: str | Path) -> Any:
     path = Path(path)
     try:
-        with path.open(encoding="utf-8") as f:
-            return json.load(f)
-    except FileNotFoundError as e:
-        raise FileNotFoundError(f"{path}: no such file") from e
+        return json.loads(read_text(path))
     except json.JSONDecodeError as e:
         raise ValueError(f"{path}:{e.lineno}:{e.colno}: invalid JSON ({e.msg})") from e
 

@@ -56,6 +56,11 @@ def sample_doc_ids(
     and N - 10 distinct others drawn uniformly from the rest of the pool, in shuffle order."""
     if n_docs < len(question_doc_ids):
         raise ValueError(f"n_docs={n_docs} is below the question's {len(question_doc_ids)} docs")
+    if n_docs > pool_size:
+        raise ValueError(
+            f"n_docs={n_docs} exceeds the pool of {pool_size} documents (config key "
+            "ruler_hqa.n_docs): a sample cannot hold more documents than there are"
+        )
     if n_docs < pool_size:
         own = np.asarray(question_doc_ids, dtype=np.int64)
         excluded = np.unique(own)

@@ -15,7 +15,9 @@ from typing import Any
 
 from transformers import AutoTokenizer
 
+from memrl.data.io import storable
 from memrl.engines.base import ChatRequest, Completion, SamplingParams, prompt_ids
+from memrl.secrets import redact
 
 log = logging.getLogger(__name__)
 
@@ -23,6 +25,9 @@ BASE_URL_ENV = "MEMRL_OPENAI_BASE_URL"
 API_KEY_ENV = "OPENAI_API_KEY"
 # Client errors that no retry can fix (bad request, auth, not found, unprocessable).
 NON_RETRYABLE_STATUS = frozenset({400, 401, 403, 404, 422})
+# Seconds one request may take (the client's default is 600): a long-context answer from a busy
+# server takes minutes, a dead one must not hold a job for (1 + max_retries) x 10 minutes.
+DEFAULT_TIMEOUT_S = 300.0
 
 
 class OpenAIEngine:
@@ -49,12 +54,16 @@ class OpenAIEngine:
         retry_delay: float = 1.0,
         client: Any | None = None,
         vllm_server: bool = True,
+        timeout_s: float = DEFAULT_TIMEOUT_S,
     ) -> None:
         if concurrency < 1:
             raise ValueError(f"concurrency must be >= 1, got {concurrency}")
         if max_retries < 0:
             raise ValueError(f"max_retries must be >= 0, got {max_retries}")
+        if not timeout_s > 0:
+            raise ValueError(f"timeout_s must be > 0, got {timeout_s}")
         self.model = model
+        self.timeout_s = timeout_s
         self.vllm_server = vllm_server
         self.concurrency = concurrency
         self.max_retries = max_retries
@@ -123,12 +132,17 @@ class OpenAIEngine:
             except Exception as exc:
                 retryable = getattr(exc, "status_code", None) not in NON_RETRYABLE_STATUS
                 if not retryable or attempt == self.max_retries:
-                    log.warning("request failed after %d attempt(s): %r", attempt + 1, exc)
-                    return Completion(text="", prompt_ids=prompt, error=repr(exc))
+                    error = redact(repr(exc), [self.api_key])  # a body may echo the key
+                    log.warning("request failed after %d attempt(s): %s", attempt + 1, error)
+                    return Completion(text="", prompt_ids=prompt, error=error)
                 await asyncio.sleep(self.retry_delay * 2**attempt)
                 attempt += 1
                 continue
-            text = response.choices[0].message.content or ""
+            text = response_text(response)
+            if text is None:
+                error = redact(f"malformed response: {str(response)[:500]}", [self.api_key])
+                log.warning("request failed: %s", error)
+                return Completion(text="", prompt_ids=prompt, error=error)
             response_ids = self.tokenizer.encode(text, add_special_tokens=False)
             return Completion(text=text, prompt_ids=prompt, response_ids=response_ids)
 
@@ -137,4 +151,21 @@ class OpenAIEngine:
 
         # Local servers (vllm serve) accept any key; the client insists on a non-empty one.
         # Retries are ours (with backoff and failure accounting), not the client's.
-        return AsyncOpenAI(base_url=self.base_url, api_key=self.api_key or "EMPTY", max_retries=0)
+        return AsyncOpenAI(
+            base_url=self.base_url,
+            api_key=self.api_key or "EMPTY",
+            max_retries=0,
+            timeout=self.timeout_s,
+        )
+
+
+def response_text(response: Any) -> str | None:
+    """The first choice's text, storable as UTF-8 (a lone surrogate becomes U+FFFD); None for a
+    response without one (no choices, content that is not text)."""
+    try:
+        content = response.choices[0].message.content
+    except (AttributeError, IndexError, TypeError):
+        return None
+    if content is None:
+        return ""
+    return storable(content) if isinstance(content, str) else None

@@ -21,6 +21,7 @@ PAD_TOKEN = "<|endoftext|>"
 IM_START = "<|im_start|>"
 IM_END = "<|im_end|>"
 SPECIAL_TOKENS = [PAD_TOKEN, IM_START, IM_END]
+TINY_CONTEXT = 4096  # max_position_embeddings unless the config sets it
 DEFAULT_SYSTEM_PROMPT = "You are Qwen, created by Alibaba Cloud. You are a helpful assistant."
 # Qwen2's pre-tokenisation split (contractions, letter runs, single digits, punctuation, spaces).
 # transformers' Qwen2Tokenizer rebuilds exactly this pipeline on load, so we train with it too.
@@ -59,7 +60,7 @@ def build_tiny_model(
     num_heads: int = 4,
     num_kv_heads: int = 2,
     intermediate_size: int = 128,
-    max_position_embeddings: int = 4096,
+    max_position_embeddings: int = TINY_CONTEXT,
     initializer_range: float = 0.02,
     seed: int = 0,
 ) -> Path:

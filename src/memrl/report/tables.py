@@ -95,6 +95,7 @@ _METRIC_FIELDS: dict[str, tuple[type, ...]] = {
 # Percentages checked when present (the builders read them).
 _SCORE_FIELDS = (
     "sub_em",
+    "sub_em_strict",
     "em",
     "f1",
     "qa_f1",
@@ -456,6 +457,7 @@ def _assemble(
     data: dict[Any, list[Cell]] = {key: [] for key in order if key in shown}
     partial_notes: list[str] = []
     failure_notes: list[str] = []
+    scoring_notes: list[str] = []
     paper_notes: list[str] = []
     for sid, spec in selected.items():
         row = rows[sid]
@@ -466,9 +468,12 @@ def _assemble(
             record = found.get((column.benchmark, column.task, sid, column.length))
             paper = _lookup(paper_cells, column.paper) if column.paper is not None else None
             cells[column.key] = _column_cell(column, record, paper, table)
-            if record is not None and record["n_failed"] and id(record) not in noted:
+            if record is not None and id(record) not in noted:
                 noted.add(id(record))
-                failure_notes.append(_failure_note(spec["display"], column, record))
+                if record["n_failed"]:
+                    failure_notes.append(_failure_note(spec["display"], column, record))
+                if record.get("n_lenient_sub_em"):
+                    scoring_notes.append(_lenient_note(spec["display"], column, record))
         for average in averages:
             printed = _lookup(paper_cells, average.paper) if average.paper is not None else None
             parts = {key: cells[key] for key in average.of}
@@ -493,6 +498,7 @@ def _assemble(
         "notes": [*notes, *paper_notes],
         "partial_notes": partial_notes,
         "failure_notes": failure_notes,
+        "scoring_notes": scoring_notes,
     }
     return frame
 
@@ -537,6 +543,15 @@ def _failure_note(display: str, column: _Column, record: Mapping[str, Any]) -> s
         f"{display} @ {where or column.task}: {record['n_failed']}/{record['n_items']} "
         f"requests failed; accuracy {record['accuracy']:.2f} (failed = wrong, shown) vs "
         f"{official_text} (failed dropped, as the official eval does)"
+    )
+
+
+def _lenient_note(display: str, column: _Column, record: Mapping[str, Any]) -> str:
+    where = column.label if column.benchmark != "longbench" else TASK_LABELS.get(column.task)
+    return (
+        f"{display} @ {where or column.task}: {record['n_lenient_sub_em']}/{record['n_items']} "
+        "answers normalise to nothing (e.g. '???') and score sub_em 1, as in the official "
+        f"scorer; strict sub_em {record['sub_em_strict']:.2f}"
     )
 
 
@@ -1462,6 +1477,7 @@ def _notes(table: pd.DataFrame) -> list[str]:
         lines.append(f"Lengths: {docs}.")
     lines += [f"{PARTIAL_MARK} {note}" for note in table.attrs.get("partial_notes", [])]
     lines += [f"{FAILED_MARK} {note}" for note in failure_notes(table)]
+    lines += table.attrs.get("scoring_notes", [])
     return lines
 
 

@@ -125,14 +125,18 @@ def contains_any(response: str, ground_truths: Sequence[str]) -> float:
 def score_answer_is(response: str, gold: str) -> dict[str, str | float | None]:
     """Official RULER-HQA per-item scoring: extract after "the answer is", then sub_em/em/f1.
 
-    `gold` is the item's first answer. A missing or empty prediction scores 0 on every metric.
+    `gold` is the item's first answer. A missing or empty prediction scores 0 on every metric;
+    `sub_em_strict` beside it differs only for a prediction that normalises to "" ("???", "the"):
+    the official sub_em counts it as contained in every gold (1), the strict one scores it 0.
     """
     pred = extract_answer(response)
     if not pred:
-        return {"pred": pred, "sub_em": 0.0, "em": 0.0, "f1": 0.0}
+        return {"pred": pred, "sub_em": 0.0, "sub_em_strict": 0.0, "em": 0.0, "f1": 0.0}
+    lenient = sub_em(pred, gold)
     return {
         "pred": pred,
-        "sub_em": sub_em(pred, gold),
+        "sub_em": lenient,
+        "sub_em_strict": lenient if normalize_answer(pred) else 0.0,
         "em": exact_match(pred, gold),
         "f1": f1(pred, gold),
     }

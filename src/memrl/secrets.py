@@ -1,0 +1,56 @@
+"""Secrets never reach anything the pipeline writes.
+
+A secret is the value of one of the environment variables below (plus any named in
+`MEMRL_SECRET_ENV`, comma-separated), the only place this project reads credentials from.
+Endpoints may echo a key in an error body; every file writer (memrl.data.io), the job's stderr
+(its log) and the MLflow loader pass their text through `redact`.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from typing import TextIO
+
+SECRET_ENV_VARS = (
+    "OPENAI_API_KEY",
+    "HF_TOKEN",
+    "HUGGING_FACE_HUB_TOKEN",
+    "MLFLOW_TRACKING_PASSWORD",
+    "MLFLOW_TRACKING_TOKEN",
+    "WANDB_API_KEY",
+)
+EXTRA_ENV = "MEMRL_SECRET_ENV"
+MIN_SECRET_CHARS = 8  # shorter values ("EMPTY", "1") are placeholders, and would mangle text
+REDACTED = "[REDACTED]"
+
+
+def configured_secrets(environ: Mapping[str, str] | None = None) -> list[str]:
+    """The secret values set in `environ` (default: the process environment), longest first."""
+    environ = os.environ if environ is None else environ
+    names = [*SECRET_ENV_VARS, *filter(None, environ.get(EXTRA_ENV, "").split(","))]
+    values = {environ.get(name.strip(), "") for name in names}
+    return sorted((v for v in values if len(v) >= MIN_SECRET_CHARS), key=len, reverse=True)
+
+
+def redact(text: str, also: Sequence[str | None] = ()) -> str:
+    """`text` with every configured secret (and each of `also`, e.g. a key passed as an argument)
+    replaced by [REDACTED]."""
+    extra = [s for s in also if s and len(s) >= MIN_SECRET_CHARS]
+    for secret in sorted({*configured_secrets(), *extra}, key=len, reverse=True):
+        if secret in text:
+            text = text.replace(secret, REDACTED)
+    return text
+
+
+class RedactingStream:
+    """A text stream that redacts what is written to it (a job's stderr is its log file)."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        return self._stream.write(redact(text))
+
+    def __getattr__(self, name: str):  # flush, fileno, isatty, encoding, ...
+        return getattr(self._stream, name)

@@ -1,0 +1,554 @@
+"""Hostile but fair inputs: config mutations, corrupt files, malformed model outputs, dead and
+refusing endpoints. Each must end in a clear error naming the key, file or line, or be handled on
+purpose; a failure is never reported as a result. (Kill-and-resume of the DAG: test_resume.py.)"""
+
+from __future__ import annotations
+
+import copy
+import http.server
+import json
+import logging
+import os
+import socket
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from memrl import config as cfg
+from memrl import locks as locks_module
+from memrl.agents.driver import run_batched
+from memrl.agents.mem1 import mem1
+from memrl.agents.memagent import MemAgentConfig, memagent
+from memrl.agents.memalpha_tools import parse_calls
+from memrl.data import io
+from memrl.data.essays import load_essay_text
+from memrl.data.hotpotqa import load_hotpotqa
+from memrl.data.longbench import load_longbench
+from memrl.data.memalpha import instances_by_source
+from memrl.engines.base import ChatRequest, Completion, SamplingParams
+from memrl.engines.openai import OpenAIEngine
+from memrl.evaluation import Task, check_failures, evaluate, load_finished, record, summarize
+from memrl.models.tiny import build_tiny_model
+from memrl.report.tables import load_metrics
+from memrl.scoring.extract import extract_answer, extract_boxed, extract_solution
+from memrl.scoring.longbench import score_longbench
+from memrl.scoring.memalpha import judge_verdict, score_answer
+from memrl.scoring.metrics import score_answer_is, training_reward
+from memrl.scoring.ruler import score_ruler
+from memrl.secrets import REDACTED
+from memrl.tracking import read_record
+from memrl.train.memalpha_rewards import content_verdict
+
+pytestmark = pytest.mark.reliability
+
+REPO = Path(__file__).resolve().parents[1]
+SCHEMA = REPO / "workflow/schemas/config.schema.yaml"
+KEY = "sk-test-0123456789abcdef"  # an API key an endpoint echoes back
+
+# What a model (or a broken server) may answer.
+MALFORMED = {
+    "empty": "",
+    "whitespace": " \n\t ",
+    "surrogate": "the answer is Par\ud800is",
+    "surrogate pair halves": "\udc00\ud83d",
+    "huge": "the answer is " + "x" * 100_000,
+    "unbalanced braces": "\\boxed{\\frac{1}{2 the answer is {{{",
+    "unbalanced tool call": '✿FUNCTION✿: memory_insert\n✿ARGS✿: {"memory_type": "core", "con',
+    "control characters": "\x00\x1b[31mthe answer is \x07Paris\x00",
+    "only punctuation": "Therefore, the answer is ???",
+    "nested think": "<think><think>the answer is A</think>",
+}
+
+
+# --- config mutations -------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def smoke_config() -> dict[str, Any]:
+    return cfg.load_yaml(REPO / "config/smoke.yaml")
+
+
+DELETE = object()
+# (path, value, what the error must name); None: accepted on purpose (the comment says why).
+MUTATIONS: list[tuple[tuple[Any, ...], Any, str | None]] = [
+    (("run",), 5, "config key run"),
+    (("seed",), "x", "config key seed"),
+    (("colour",), "red", "unknown key(s) colour"),
+    (("sources", "hotpotqa_dev", "url"), 3, "sources.hotpotqa_dev.url"),
+    (("models", "tiny-base", "source"), "bogus", "models.tiny-base.source"),
+    (("models", "tiny-base", "gpus"), -1, "models.tiny-base.gpus"),
+    (("ruler_hqa", "tokenizer"), "ghost", "ruler_hqa.tokenizer"),
+    (("ruler_hqa", "n_docs"), [], "ruler_hqa.n_docs"),
+    (("ruler_hqa", "n_docs"), [10, 10], "ruler_hqa.n_docs"),
+    (("ruler_hqa", "eval_questions"), 100, "ruler_hqa.eval_questions"),
+    (("ruler", "variant"), "latest", "ruler.variant"),
+    (("ruler", "tasks"), ["niah_single_9"], "ruler.tasks"),
+    (("ruler", "max_length", "qa1"), 1024, "ruler.max_length"),  # a typo would drop the cap
+    (("ruler", "max_length", "qa_1"), 512, "ruler.max_length.qa_1"),  # below every length
+    (("ruler", "lengths"), [0], "ruler.lengths"),
+    (("ruler", "squad"), "ghost", "ruler.squad"),
+    (("longbench", "tasks"), ["trec"], "longbench.tasks"),
+    (("filter", "models"), ["ghost"], "filter.models"),
+    (("filter", "sampling", "top_p"), 0, "filter.sampling.top_p"),
+    (("filter", "sampling", "temperature"), -1, "filter.sampling.temperature"),
+    (("agent", "memory_tokens"), 0, "agent.memory_tokens"),
+    (("agent", "memory_tokens"), 5000, "agent.memory_tokens"),  # beyond the model's context
+    (("agent", "chunk_tokens"), "256", "agent.chunk_tokens"),
+    (("agent", "final_tokens"), DELETE, "'final_tokens' is a required property"),
+    (("training", "stage1", "steps"), 10**9, "training.stage1.steps"),
+    (("training", "stage1", "clip_c"), 1, "training.stage1.clip_c"),
+    (("training", "stage1", "lr"), 0, "training.stage1.lr"),
+    (("training", "runs", "rl-memagent-tiny", "base"), "ghost", "rl-memagent-tiny.base"),
+    (("training", "runs", "tiny-base"), {"base": "tiny-base"}, "names also used in models"),
+    (("training", "stage2_data", "source"), "ghost", "training.stage2_data.source"),
+    (("training", "stage2_data", "max_context_tokens"), 10**6, "max_context_tokens"),
+    (("evaluation", "shards", "ruler_hqa", 20), 100_000, "evaluation.shards.ruler_hqa.20"),
+    (("evaluation", "shards", "ruler_hqa", 20), 9, "evaluation.shards.ruler_hqa.20"),
+    (("evaluation", "shards", "ruler_hqa", "twenty"), 2, "evaluation.shards.ruler_hqa"),
+    (("evaluation", "shards", "ruler_qa"), {20: 2}, "evaluation.shards"),
+    (("evaluation", "allow_failures"), 1.5, "evaluation.allow_failures"),
+    (("evaluation", "wave_size"), 0, "evaluation.wave_size"),
+    (("evaluation", "final_prompt"), "json", "evaluation.final_prompt"),
+    (("evaluation", "engine", "kind"), "tgi", "evaluation.engine.kind"),
+    (("evaluation", "engine", "timeout_s"), 0, "evaluation.engine.timeout_s"),
+    (("evaluation", "systems", "mem1-tiny", "max_docs"), 5, "mem1-tiny.max_docs"),
+    (("evaluation", "systems", "rag-tiny", "kind"), "oracle", "rag-tiny.kind"),
+    (("evaluation", "systems", "rag-tiny", "model"), "ghost", "rag-tiny.model"),
+    (("evaluation", "systems", "rag-tiny", "colour"), "red", "rag-tiny: unknown key(s) colour"),
+    (("evaluation", "systems", "longcontext-tiny", "context_extension"), "yarn", "extension"),
+    (("memalpha", "qa", "model"), "ghost", "memalpha.qa.model"),
+    (("memalpha", "mab", "sources"), ["nosuch"], "memalpha.mab.sources"),
+    (("memalpha", "training", "steps"), 0, "memalpha.training.steps"),
+    # Accepted on purpose:
+    (("evaluation", "allow_failures"), 0.05, None),  # tolerate 5% failed samples
+    (("evaluation", "shards", "ruler_hqa", 20), 8, None),  # one sample per shard
+    (("ruler", "max_length", "niah_multikey_1"), 1024, None),  # caps a task that is not run
+    (("ruler_hqa", "n_docs"), [50, 10, 20], None),  # any order
+    (("evaluation", "engine", "batch_size"), 1, None),  # slower, same results
+]
+
+
+def mutated(config: dict[str, Any], path: tuple[Any, ...], value: Any) -> dict[str, Any]:
+    config = copy.deepcopy(config)
+    parent = config
+    for key in path[:-1]:
+        parent = parent[key]
+    if value is DELETE:
+        del parent[path[-1]]
+    else:
+        parent[path[-1]] = value
+    return config
+
+
+def test_the_fuzz_covers_forty_rejections():
+    assert sum(expected is not None for _, _, expected in MUTATIONS) >= 40
+
+
+@pytest.mark.parametrize(("path", "value", "expected"), MUTATIONS, ids=lambda x: str(x)[:40])
+def test_a_config_mutation_is_rejected_naming_the_key_or_accepted_on_purpose(
+    smoke_config, path, value, expected
+):
+    config = mutated(smoke_config, path, value)
+    if expected is None:
+        cfg.validate_config(config, SCHEMA)
+        assert cfg.eval_jobs(config)
+        return
+    with pytest.raises(cfg.ConfigError) as error:
+        cfg.validate_config(config, SCHEMA)
+    assert expected in str(error.value)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (
+            "run: x\nagent:\n  chunk_tokens: 5\n  chunk_tokens: 7\n",
+            ":4:3: duplicate key 'chunk_tokens'",
+        ),
+        ("run: x\nagent:\n\tchunk_tokens: 5\n", ":3:1: found character"),
+        ("run: x\nseed: [1, 2\nagent: {}\n", ":3:6: did not find expected ','"),
+        ("- a\n- b\n", "a config must be a mapping"),
+    ],
+    ids=["duplicate", "tab", "unclosed", "list"],
+)
+def test_a_yaml_error_names_the_line_and_column(tmp_path, text, expected):
+    path = tmp_path / "bad.yaml"
+    path.write_text(text)
+    with pytest.raises(cfg.ConfigError) as error:
+        cfg.load_yaml(path)
+    assert str(path) in str(error.value) and expected in str(error.value)
+    if "\t" in text:
+        assert "YAML indents with spaces only" in str(error.value)
+
+
+def test_the_config_checker_reports_like_snakemake_would_not(tmp_path, capsys):
+    path = tmp_path / "dup.yaml"
+    path.write_text((REPO / "config/smoke.yaml").read_text() + "\nseed: 7\n")
+    with pytest.raises(SystemExit, match=r"dup.yaml:\d+:1: duplicate key 'seed'"):
+        cfg.main([str(path)])
+    cfg.main([str(REPO / "config/smoke.yaml")])
+    assert "valid" in capsys.readouterr().out
+
+
+# --- corrupt inputs: every reader names the file (and the line) --------------------------------
+
+
+def write(path: Path, data: bytes) -> Path:
+    path.write_bytes(data)
+    return path
+
+
+CORRUPT_JSON = {
+    "not utf-8": (b'{"text": "caf\xe9"}', r":1:14: not UTF-8 text"),
+    "truncated": (b'{"text": "ab', r":1:\d+: invalid JSON"),
+    "empty": (b"", r":1:1: invalid JSON"),
+}
+
+
+@pytest.mark.parametrize("case", CORRUPT_JSON)
+@pytest.mark.parametrize("reader", [io.read_json, load_hotpotqa, load_essay_text])
+def test_a_corrupt_json_file_names_the_file_and_position(tmp_path, case, reader):
+    data, message = CORRUPT_JSON[case]
+    path = write(tmp_path / "in.json", data)
+    with pytest.raises(ValueError, match=rf"{path}{message}"):
+        reader(path)
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        (b'{"index": 0}\n{"index": 1, "x": "\xff"}\n', r":2:\d+: not UTF-8 text"),
+        (b'{"index": 0}\n{"index": \n{"index": 2}\n', r":2: invalid JSON line"),
+        (b'{"index": 0}\n[1, 2]\n', r":2: expected a JSON object, got list"),
+        (b'{"index": 0}\n{"input": "q"}\n', r":2: missing field\(s\) index"),
+    ],
+    ids=["not utf-8", "bad line", "not an object", "missing field"],
+)
+def test_a_corrupt_jsonl_file_names_the_file_and_line(tmp_path, data, message):
+    path = write(tmp_path / "rows.jsonl", data)
+    with pytest.raises(ValueError, match=rf"{path}{message}"):
+        io.read_jsonl(path, required=("index",))
+
+
+def test_corrupt_parquet_files_name_the_file(tmp_path):
+    damaged = write(tmp_path / "d.parquet", b"PAR1 not really")
+    with pytest.raises(ValueError, match=rf"{damaged}: not a readable parquet file"):
+        io.read_table_records(damaged, ["context"], "LongBench")
+    narrow = tmp_path / "narrow.parquet"
+    pq.write_table(pa.table({"input": ["q"]}), narrow)
+    with pytest.raises(ValueError, match=rf"{narrow}: missing column"):
+        load_longbench(narrow, "hotpotqa")
+    with pytest.raises(ValueError, match=rf"{narrow}"):
+        instances_by_source(narrow)
+    with pytest.raises(ValueError, match=r"expected a \.parquet or \.jsonl"):
+        io.read_table_records(write(tmp_path / "x.csv", b"a,b"), ["a"], "LongBench")
+
+
+def test_corrupt_metrics_and_provenance_records_name_the_file(tmp_path):
+    metrics = write(tmp_path / "m.json", b'[{"benchmark": "ruler_hqa"}]')
+    with pytest.raises(ValueError, match=rf"{metrics}: missing key"):
+        load_metrics([metrics])
+    record = write(tmp_path / "r.provenance.jsonl", b'{"event": "start"}\ngarbage\n{"event": 1}\n')
+    with pytest.raises(ValueError, match=rf"{record}:2: invalid JSON line"):
+        read_record(record)
+
+
+def test_a_damaged_partial_file_keeps_its_valid_prefix_and_warns(tmp_path, caplog):
+    partial = tmp_path / "p.partial"
+    lines = [json.dumps({"index": i, "failed": False}) for i in range(3)]
+    partial.write_text(lines[0] + "\n" + lines[1] + "\ngar\xffbage\n" + lines[2] + "\n{torn")
+    with caplog.at_level(logging.WARNING):
+        assert [r["index"] for r in load_finished(partial)] == [0, 1]
+    assert "dropped 3 damaged or torn line(s) from line 3 on" in caplog.text
+    assert partial.read_text() == lines[0] + "\n" + lines[1] + "\n"  # the rest is recomputed
+
+
+# --- failures are not results --------------------------------------------------------------
+
+
+def test_failed_samples_fail_the_job_beyond_the_allowed_fraction():
+    rows = [{"failed": i < 2, "error": "APIConnectionError" if i < 2 else None} for i in range(10)]
+    with pytest.raises(SystemExit, match=r"2 of 10 samples failed.*\n  2 x APIConnectionError"):
+        check_failures(rows, 0.0, "sys on ruler_hqa/hqa")
+    check_failures(rows, 0.2, "sys on ruler_hqa/hqa")
+    check_failures([], 0.0, "an empty shard")
+
+
+def test_a_resumed_evaluation_retries_failed_samples_without_duplicates(tmp_path):
+    rows = [{"index": i} for i in range(4)]
+    partial = tmp_path / "p.partial"
+    attempts: list[int] = []
+
+    def flaky(wave):
+        attempts.extend(row["index"] for row in wave)
+        first = len(attempts) <= 4
+        return [{"index": r["index"], "failed": first and r["index"] % 2 == 1} for r in wave]
+
+    first = evaluate(rows, flaky, partial, batch_size=2)
+    assert sum(r["failed"] for r in first) == 2
+    again = evaluate(rows, flaky, partial, batch_size=2)
+    assert attempts == [0, 1, 2, 3, 1, 3]
+    assert sorted(r["index"] for r in again) == [0, 1, 2, 3] and not any(r["failed"] for r in again)
+
+
+def test_an_empty_shard_evaluates_nothing_and_writes_no_partial(tmp_path):
+    assert evaluate([], lambda wave: [], tmp_path / "p.partial", batch_size=4) == []
+    assert not (tmp_path / "p.partial").exists()
+
+
+# --- malformed model outputs: every scorer, writer and agent copes ---------------------------
+
+
+@pytest.mark.parametrize("name", MALFORMED)
+def test_every_scorer_scores_a_malformed_output_within_bounds(name):
+    text = MALFORMED[name]
+    scores = [
+        *score_answer_is(text, "Paris").values(),
+        *score_ruler("niah_single_1", text, ["1234567"], "memagent").values(),
+        *score_ruler("qa_1", text, ["Paris"], "upstream").values(),
+        *score_longbench("hotpotqa", text, ["Paris"]).values(),
+        *score_longbench("gov_report", text, ["A report."]).values(),
+        training_reward(text, ["Paris"], "ruler_hqa"),
+        score_answer("squad", text, ["Paris"]),
+        score_answer("icl_trec_coarse_6600shot_balance", text, ["3"]),
+        score_answer("infbench_sum_eng_shots2", text, ["keyword"]),
+        judge_verdict(text),
+        content_verdict(text),
+    ]
+    assert all(0.0 <= s <= 1.0 for s in scores if isinstance(s, float))
+    for extracted in (extract_answer(text), extract_boxed(text), extract_solution(text)):
+        assert extracted is None or isinstance(extracted, str)
+    parse_calls(text)  # tool calls: a malformed one is a failed call, never an exception
+
+
+@pytest.mark.parametrize("name", MALFORMED)
+def test_every_writer_stores_a_malformed_output(tmp_path, name):
+    row = {"index": 0, "response": MALFORMED[name]}
+    io.append_jsonl(tmp_path / "p.jsonl", [row])
+    io.write_jsonl_atomic(tmp_path / "w.jsonl", [row])
+    io.write_json_atomic(tmp_path / "w.json", row)
+    for back in (*io.read_jsonl(tmp_path / "p.jsonl"), *io.read_jsonl(tmp_path / "w.jsonl")):
+        assert back["response"] == io.storable(MALFORMED[name])
+    assert "\ud800" not in (tmp_path / "w.json").read_text(encoding="utf-8")
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory) -> Path:
+    corpus = ["the answer is Paris. memory of a document about a tower."] * 20
+    return build_tiny_model(tmp_path_factory.mktemp("tiny") / "model", corpus)
+
+
+class ScriptedEngine:
+    """A ChatEngine answering every request with one text (token ids from the real tokenizer),
+    ignoring max_tokens as some OpenAI-compatible servers do."""
+
+    def __init__(self, tokenizer: Any, text: str) -> None:
+        self.tokenizer, self.text = tokenizer, text
+        self.requests: list[ChatRequest] = []
+
+    def chat(self, requests, sampling):
+        self.requests += requests
+        ids = self.tokenizer.encode(self.text, add_special_tokens=False)
+        return [Completion(self.text, [1], list(ids)) for _ in requests]
+
+
+@pytest.mark.parametrize("name", MALFORMED)
+def test_the_agents_run_a_malformed_output_to_a_storable_record(tmp_path, tiny, name):
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(tiny)
+    engine = ScriptedEngine(tokenizer, io.storable(MALFORMED[name]))
+    config = MemAgentConfig(chunk_tokens=8, memory_tokens=6, final_tokens=4)
+    workflows = [memagent("Where?", ["chunk one", "chunk two"], config), mem1("Where?", ["a"], 6)]
+    rollouts = run_batched(workflows, engine, SamplingParams(temperature=0.0, top_p=1.0))
+    row = {"index": 0, "input": "Where?", "answers": ["Paris"], "num_tokens": 4}
+    io.append_jsonl(tmp_path / "p.jsonl", [record(Task("ruler_hqa", "hqa"), row, rollouts[0])])
+    assert io.read_jsonl(tmp_path / "p.jsonl")[0]["index"] == 0
+    for rollout in rollouts:
+        for conversation in rollout.conversations:  # a memory never outgrows its budget
+            assert len(conversation.completion.response_ids) <= conversation.request.max_tokens
+    prompts = [r.messages[-1]["content"] for r in engine.requests]
+    second_prompt = next(p for p in prompts if "chunk two" in p)
+    memory = second_prompt.split("<memory>\n")[1].split("\n</memory>")[0]
+    assert len(tokenizer.encode(memory, add_special_tokens=False)) <= config.memory_tokens + 2
+
+
+def test_summaries_count_lenient_sub_em_beside_the_official_one():
+    task = Task("ruler_hqa", "hqa")
+    lines = [
+        {"index": 0, "n_calls": 1, "failed": False, **score_answer_is("the answer is ???", "Rome")},
+        {
+            "index": 1,
+            "n_calls": 1,
+            "failed": False,
+            **score_answer_is("the answer is Rome", "Rome"),
+        },
+    ]
+    for line in lines:
+        line["score"] = line["sub_em"]
+    summary = summarize(lines, task.benchmark, task.task, "sys", 10)
+    assert (summary["sub_em"], summary["sub_em_strict"], summary["n_lenient_sub_em"]) == (
+        100.0,
+        50.0,
+        1,
+    )
+
+
+# --- endpoints: dead, refusing, echoing, slow, malformed -------------------------------------
+
+
+class OpenAIStub(http.server.BaseHTTPRequestHandler):
+    """An OpenAI-compatible /chat/completions whose behaviour the model name picks."""
+
+    def log_message(self, format, *args):
+        pass
+
+    def do_POST(self):
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        model = body["model"]
+        if model == "refuse":  # 401 echoing the key, as some gateways do
+            key = self.headers["Authorization"].removeprefix("Bearer ")
+            return self.reply(401, {"error": {"message": f"Incorrect API key provided: {key}"}})
+        if model == "slow":
+            time.sleep(2)
+        if model == "garbage":
+            return self.reply(200, b"<html>oops</html>")
+        message: dict[str, Any] = {"role": "assistant", "content": MALFORMED.get(model, "")}
+        if model == "null":
+            message["content"] = None
+        if model == "list":
+            message["content"] = [{"type": "text", "text": "hi"}]
+        choices = [] if model == "no choices" else [{"index": 0, "message": message}]
+        self.reply(200, {"id": "x", "object": "chat.completion", "choices": choices})
+
+    def reply(self, status: int, payload: Any) -> None:
+        data = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+
+@pytest.fixture(scope="module")
+def endpoint():
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), OpenAIStub)
+    thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/v1"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join()
+
+
+def ask(engine: OpenAIEngine, n: int = 1) -> list[Completion]:
+    request = ChatRequest(({"role": "user", "content": "Where?"},), 8)
+    return engine.chat([request] * n, SamplingParams(temperature=0.0, top_p=1.0))
+
+
+def openai_engine(tiny: Path, url: str, model: str, **options: Any) -> OpenAIEngine:
+    options = {"api_key": KEY, "retry_delay": 0.01, "max_retries": 1, **options}
+    return OpenAIEngine(model, base_url=url, tokenizer_path=str(tiny), **options)
+
+
+@pytest.mark.parametrize("name", [*MALFORMED, "null", "list", "no choices", "garbage"])
+def test_a_malformed_reply_is_a_storable_text_or_a_failed_request(tiny, endpoint, name, tmp_path):
+    [completion] = ask(openai_engine(tiny, endpoint, name))
+    if name in MALFORMED or name == "null":
+        assert not completion.failed
+        assert completion.text == io.storable(MALFORMED.get(name, ""))
+    else:
+        assert completion.failed and completion.error
+    io.append_jsonl(tmp_path / "p.jsonl", [{"response": completion.text}])
+
+
+def test_a_refusing_endpoint_that_echoes_the_key_never_gets_it_written(
+    tiny, endpoint, tmp_path, caplog, monkeypatch
+):
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    with caplog.at_level(logging.WARNING):
+        completions = ask(openai_engine(tiny, endpoint, "refuse", api_key=None), n=3)
+    assert all(c.failed for c in completions)
+    assert KEY not in caplog.text and REDACTED in completions[0].error
+    rows = [{"index": i, "failed": True, "error": c.error} for i, c in enumerate(completions)]
+    io.append_jsonl(tmp_path / "p.jsonl", [{**rows[0], "echo": f"key={KEY}"}])
+    assert KEY not in (tmp_path / "p.jsonl").read_text()
+    with pytest.raises(SystemExit, match="3 of 3 samples failed") as error:
+        check_failures(rows, 0.0, "refused")
+    assert KEY not in str(error.value)
+
+
+def test_a_dead_endpoint_fails_every_request_and_so_the_job(tiny):
+    with socket.socket() as s:  # a port nobody listens on
+        s.bind(("127.0.0.1", 0))
+        dead = f"http://127.0.0.1:{s.getsockname()[1]}/v1"
+    completions = ask(openai_engine(tiny, dead, "any"), n=2)
+    assert all(c.failed and "Connection" in c.error for c in completions)
+    with pytest.raises(SystemExit, match="2 of 2 samples failed"):
+        check_failures([{"failed": c.failed, "error": c.error} for c in completions], 0.0, "dead")
+
+
+def test_a_slow_endpoint_times_out_as_configured(tiny, endpoint):
+    # The server answers after 2 s: only the engine's 0.3 s timeout makes this request fail.
+    [completion] = ask(openai_engine(tiny, endpoint, "slow", timeout_s=0.3, max_retries=0))
+    assert completion.failed and "Timeout" in completion.error
+
+
+# --- a killed run's lock --------------------------------------------------------------------
+
+
+def exited_pid() -> int:
+    done = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"],
+        text=True,
+        capture_output=True,
+        check=True,
+    )
+    return int(done.stdout)
+
+
+def lock_dir_with(tmp_path: Path, holders: list[dict[str, Any]], locks=("0.input.lock",)) -> Path:
+    lock_dir = tmp_path / ".snakemake/locks"
+    lock_dir.mkdir(parents=True)
+    for name in locks:
+        (lock_dir / name).write_text("results/x\n")
+    for i, holder in enumerate(holders):
+        io.write_json_atomic(lock_dir / f"{locks_module.HOLDER_PREFIX}{i}.json", holder)
+    return lock_dir
+
+
+def test_a_dead_runs_lock_is_released_and_only_then(tmp_path):
+    me = locks_module.process_identity()
+    dead = {**me, "pid": exited_pid(), "locks": ["0.input.lock", "0.output.lock"]}
+    cases = {
+        "dead, every lock its own": ([dead], True),
+        "alive": ([{**me, "locks": dead["locks"]}], False),
+        "pid reused by another process": ([{**me, "started": -1, "locks": dead["locks"]}], True),
+        "another host": ([{**dead, "host": "node-7"}], False),
+        "a lock taken after it": ([{**dead, "locks": ["0.input.lock"]}], False),
+        "one dead, one alive": ([dead, {**me, "locks": []}], False),
+        "no record": ([], False),
+    }
+    for case, (holders, released) in cases.items():
+        root = tmp_path / case.replace(" ", "_").replace(",", "")
+        lock_dir = lock_dir_with(root, holders, locks=("0.input.lock", "0.output.lock"))
+        assert bool(locks_module.release_stale_lock(lock_dir)) == released, case
+        assert lock_dir.exists() != released, case
+
+
+def test_a_run_records_itself_beside_its_locks(tmp_path):
+    lock_dir = lock_dir_with(tmp_path, [])
+    locks_module.record_lock_holder(lock_dir)
+    [holder] = lock_dir.glob(f"{locks_module.HOLDER_PREFIX}*.json")
+    record = io.read_json(holder)
+    assert record["pid"] == os.getpid() and record["locks"] == ["0.input.lock"]
+    assert not locks_module.is_dead(record)
