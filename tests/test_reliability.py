@@ -28,15 +28,18 @@ from memrl.agents.mem1 import mem1
 from memrl.agents.memagent import MemAgentConfig, memagent
 from memrl.agents.memalpha_tools import parse_calls
 from memrl.data import io
+from memrl.data.docqa import load_docqa
 from memrl.data.essays import load_essay_text
 from memrl.data.hotpotqa import load_hotpotqa
 from memrl.data.longbench import load_longbench
 from memrl.data.memalpha import instances_by_source
+from memrl.data.ruler_hqa import read_pool
 from memrl.engines.base import ChatRequest, Completion, SamplingParams
 from memrl.engines.openai import OpenAIEngine
 from memrl.evaluation import Task, check_failures, evaluate, load_finished, record, summarize
 from memrl.models.tiny import build_tiny_model
-from memrl.report.tables import load_metrics
+from memrl.report.figures import read_training_curve
+from memrl.report.tables import load_memories, load_metrics, load_stats
 from memrl.scoring.extract import extract_answer, extract_boxed, extract_solution
 from memrl.scoring.longbench import score_longbench
 from memrl.scoring.memalpha import judge_verdict, score_answer
@@ -258,6 +261,25 @@ def test_corrupt_metrics_and_provenance_records_name_the_file(tmp_path):
     record = write(tmp_path / "r.provenance.jsonl", b'{"event": "start"}\ngarbage\n{"event": 1}\n')
     with pytest.raises(ValueError, match=rf"{record}:2: invalid JSON line"):
         read_record(record)
+
+
+READERS = {
+    "DocQA-RL rows": lambda path: load_docqa(path.with_suffix(".jsonl")),
+    "dataset stats": lambda path: load_stats([path]),
+    "memories": lambda path: load_memories([path]),
+    "training curve": lambda path: read_training_curve(path),
+    "document pool": lambda path: read_pool(path.with_suffix(".parquet"), path),
+}
+
+
+@pytest.mark.parametrize("reader", READERS)
+@pytest.mark.parametrize("data", [b"[1, 2]\n", b'{"a": "\xff"}\n', b"\x00garbage"])
+def test_every_other_reader_names_the_file_it_cannot_read(tmp_path, reader, data):
+    path = tmp_path / "input.json"
+    for twin in (path, path.with_suffix(".jsonl"), path.with_suffix(".parquet")):
+        twin.write_bytes(data)
+    with pytest.raises(ValueError, match=str(tmp_path / "input")):
+        READERS[reader](path)
 
 
 def test_a_damaged_partial_file_keeps_its_valid_prefix_and_warns(tmp_path, caplog):

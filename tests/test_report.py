@@ -265,6 +265,18 @@ def test_no_failure_footnote_without_failures(tmp_path: Path):
     assert "†" not in md
 
 
+def test_a_note_counts_answers_the_official_sub_em_credits_for_nothing(tmp_path: Path):
+    lenient = metric("rl-14b", 50, 81.25, sub_em_strict=78.125, n_lenient_sub_em=4)
+    table = build_table1(load_metrics(write_metrics(tmp_path, [lenient])), SYSTEMS, PAPER, LABELS)
+    md = write_table(table, tmp_path / "t", caption="c")[1].read_text()
+    assert "RL-MemAgent-14B (ours) @ 7K: 4/128 answers normalise to nothing" in md
+    assert "strict sub_em 78.12" in md
+    plain = build_table1([metric("rl-14b", 50, 81.25)], SYSTEMS, PAPER, LABELS)
+    assert (
+        "normalise to nothing" not in write_table(plain, tmp_path / "p", caption="c")[1].read_text()
+    )
+
+
 def test_tidy_has_one_row_per_cell(table: pd.DataFrame):
     assert len(tidy(table)) == table.size
 

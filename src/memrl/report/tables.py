@@ -1173,6 +1173,8 @@ def load_stats(paths: Iterable[str | Path]) -> list[dict[str, Any]]:
         if not isinstance(data, list):
             raise ValueError(f"{path}: expected a list of dataset-stats records")
         for n, record in enumerate(data):
+            if not isinstance(record, dict):
+                raise ValueError(f"{path}: record {n} is not an object")
             missing = {"split", "task", *STAT_FIELDS} - set(record)
             if missing:
                 raise ValueError(f"{path}: record {n} lacks {', '.join(sorted(missing))}")
