@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import copy
 import http.server
+import inspect
 import json
 import logging
 import os
@@ -35,7 +36,9 @@ from memrl.data.longbench import load_longbench
 from memrl.data.memalpha import instances_by_source
 from memrl.data.ruler_hqa import read_pool
 from memrl.engines.base import ChatRequest, Completion, SamplingParams
+from memrl.engines.hf import HFEngine
 from memrl.engines.openai import OpenAIEngine
+from memrl.engines.vllm import VLLMEngine
 from memrl.evaluation import Task, check_failures, evaluate, load_finished, record, summarize
 from memrl.models.tiny import build_tiny_model
 from memrl.report.figures import read_training_curve
@@ -120,7 +123,8 @@ MUTATIONS: list[tuple[tuple[Any, ...], Any, str | None]] = [
     (("evaluation", "wave_size"), 0, "evaluation.wave_size"),
     (("evaluation", "final_prompt"), "json", "evaluation.final_prompt"),
     (("evaluation", "engine", "kind"), "tgi", "evaluation.engine.kind"),
-    (("evaluation", "engine", "timeout_s"), 0, "evaluation.engine.timeout_s"),
+    (("evaluation", "engine"), {"kind": "openai", "timeout_s": 0}, "evaluation.engine.timeout_s"),
+    (("evaluation", "engine", "timeout_s"), 30, "'timeout_s' is not one of"),  # not an hf option
     (("evaluation", "systems", "mem1-tiny", "max_docs"), 5, "mem1-tiny.max_docs"),
     (("evaluation", "systems", "rag-tiny", "kind"), "oracle", "rag-tiny.kind"),
     (("evaluation", "systems", "rag-tiny", "model"), "ghost", "rag-tiny.model"),
@@ -166,6 +170,25 @@ def test_a_config_mutation_is_rejected_naming_the_key_or_accepted_on_purpose(
     with pytest.raises(cfg.ConfigError) as error:
         cfg.validate_config(config, SCHEMA)
     assert expected in str(error.value)
+
+
+def test_each_engine_kind_takes_exactly_its_constructors_options():
+    rules = cfg.load_yaml(SCHEMA)["$defs"]["engine"]["allOf"]
+    allowed = {
+        rule["if"]["properties"]["kind"]["const"]: set(rule["then"]["propertyNames"]["enum"])
+        for rule in rules
+    }
+
+    def options(factory, set_by_the_pipeline: set[str]) -> set[str]:
+        return {"kind", *inspect.signature(factory).parameters} - set_by_the_pipeline
+
+    assert allowed["hf"] == options(HFEngine.load, {"path"})
+    assert allowed["vllm"] == options(
+        VLLMEngine, {"model_path", "tensor_parallel_size", "hf_overrides", "seed"}
+    )
+    assert allowed["openai"] == options(
+        OpenAIEngine, {"model", "api_key", "tokenizer_path", "retry_delay", "client"}
+    )
 
 
 @pytest.mark.parametrize(
