@@ -597,3 +597,6 @@ def test_a_run_records_itself_beside_its_locks(tmp_path):
     record = io.read_json(holder)
     assert record["pid"] == os.getpid() and record["locks"] == ["0.input.lock"]
     assert not locks_module.is_dead(record)
+    unlocked = tmp_path / "nolock"
+    locks_module.record_lock_holder(unlocked)  # a --nolock run: nothing to record
+    assert not unlocked.exists()

@@ -56,9 +56,12 @@ def is_dead(identity: dict[str, Any]) -> bool:
 
 
 def record_lock_holder(lock_dir: Path = LOCK_DIR) -> None:
-    """Record this (Snakemake main) process and the lock files now present: `onstart`."""
+    """Record this (Snakemake main) process and the lock files now present: `onstart` (a run
+    with --nolock has none, and records nothing)."""
     me = process_identity()
     locks = sorted(p.name for p in lock_dir.glob("*.lock"))
+    if not locks:
+        return
     write_json_atomic(
         lock_dir / f"{HOLDER_PREFIX}{me['host']}-{me['pid']}.json", {**me, "locks": locks}
     )
