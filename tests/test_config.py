@@ -224,6 +224,8 @@ def test_trained_models_resolve_to_their_final_checkpoint(paper):
 def test_paper_hyperparameters_reach_the_training_job(paper):
     settings = cfg.train_settings(paper, "rl-memagent-14b", "stage1")
     assert (settings["group_size"], settings["rollout_batch"]) == (16, 256)
+    for stage in cfg.STAGES:  # the official 7B script's batch (run_memory_7B.sh)
+        assert cfg.train_settings(paper, "rl-memagent-7b", stage)["rollout_batch"] == 128
     assert (settings["lr"], settings["warmup_steps"], settings["kl_coef"]) == (1e-6, 20, 1e-3)
     assert settings["agent"] == {
         "query_tokens": 1024,

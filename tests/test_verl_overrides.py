@@ -124,9 +124,10 @@ def test_paper_settings_give_the_official_run() -> None:
         f"{actor}.optim.lr_scheduler_type": "constant",
         f"{actor}.optim.lr_warmup_steps": "20",  # training steps: verl steps the LR once a step
         f"{actor}.optim.lr_warmup_steps_ratio": "0.0",
-        # 256 questions, 16 updates a step -> 16 questions' groups per mini-batch
-        "data.train_batch_size": "256",
-        f"{actor}.ppo_mini_batch_size": "16",
+        # RL-MemAgent-7B: 128 questions (run_memory_7B.sh), 16 updates a step -> 8 questions'
+        # groups per mini-batch, the script's ppo_mini_batch_size
+        "data.train_batch_size": "128",
+        f"{actor}.ppo_mini_batch_size": "8",
         f"{rollout}.n": "16",
         # the 8K window: 1024 query + 1024 memory + 5000 chunk + 1144 template; 1024 out
         "data.max_prompt_length": "8192",

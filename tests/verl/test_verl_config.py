@@ -119,7 +119,8 @@ def test_verls_config_dataclasses_hold_the_paper_run(config) -> None:
     )
     assert (actor.clip_ratio_c, actor.entropy_coeff, actor.ppo_epochs) == (3.0, 0, 1)
     assert (actor.use_kl_loss, actor.kl_loss_coef, actor.kl_loss_type) == (True, 1e-3, "low_var_kl")
-    assert (actor.ppo_mini_batch_size, actor.use_dynamic_bsz, actor.shuffle) == (16, True, False)
+    # RL-MemAgent-7B: 128 questions a step (run_memory_7B.sh), 16 updates -> 8 per mini-batch
+    assert (actor.ppo_mini_batch_size, actor.use_dynamic_bsz, actor.shuffle) == (8, True, False)
     assert (actor.optim.lr, actor.optim.lr_warmup_steps, actor.optim.clip_grad) == (1e-6, 20, 1.0)
     assert (actor.optim.weight_decay, actor.optim.lr_scheduler_type) == (0.01, "constant")
     assert actor.engine.param_offload and actor.engine.optimizer_offload
@@ -261,7 +262,7 @@ def test_each_step_makes_exactly_mini_batches_per_step_updates(config) -> None:
     assert multiple == DP * 16
     # verl's own rule pads to ppo_mini_batch_size x n rows and updates once per that many rows
     trainer.global_steps = 1
-    assert PPOTrainer._get_required_batch_multiple(trainer, DP) == 16 * 16
+    assert PPOTrainer._get_required_batch_multiple(trainer, DP) == 8 * 16
 
     # 3 questions x 16 rollouts with 1-9 conversations each: uneven rows, as in a real step
     conversations = {(f"q{q}", s): 1 + (q * 16 + s) % 9 for q in range(3) for s in range(16)}
