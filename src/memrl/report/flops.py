@@ -1,0 +1,109 @@
+"""FLOPs of MemAgent's Figure 10 (Appendix B): the long-context model against MemAgent, 8K to 4M.
+
+The paper prices each sequence with verl's FLOP estimator for Qwen2 (forward and backward: 6 FLOPs
+per parameter per token over the dense weights, embedding and LM head included, plus attention's
+6 n² d_head x heads per layer) and sums the sequences each method processes for a context of c
+tokens:
+
+- the long-context model: one sequence of q + c + o tokens;
+- MemAgent: q + 200 + o to start the workflow, k = ceil(c / N) memory updates of q + 200 + N + o,
+  and the final answer of q + 100 + o (200 and 100: the workflow's prompt tokens),
+
+with q = 1024 (problem), o = 1024 (output) and N = 5000 (chunk). The first grows as n², the second
+as n; `fitted_exponent` measures that on the computed points.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+QUERY_TOKENS = 1024  # q
+OUTPUT_TOKENS = 1024  # o
+CHUNK_TOKENS = 5000  # N
+WORKFLOW_PROMPT_TOKENS = 200  # the memory prompt's own tokens
+FINAL_PROMPT_TOKENS = 100  # the final prompt's own tokens
+FIGURE_LENGTHS = tuple(8192 * 2**k for k in range(10))  # 8K … 4M
+
+
+@dataclass(frozen=True)
+class Qwen2Shape:
+    """The sizes of a Qwen2 decoder that its FLOPs depend on."""
+
+    hidden_size: int
+    intermediate_size: int
+    num_layers: int
+    num_heads: int
+    num_kv_heads: int
+    vocab_size: int
+    head_dim: int | None = None  # hidden_size / num_heads unless the config says otherwise
+
+    @classmethod
+    def from_config(cls, config: Any) -> Qwen2Shape:
+        """From a Hugging Face config (object or config.json dict)."""
+        get = config.get if isinstance(config, dict) else lambda key: getattr(config, key, None)
+        return cls(
+            hidden_size=get("hidden_size"),
+            intermediate_size=get("intermediate_size"),
+            num_layers=get("num_hidden_layers"),
+            num_heads=get("num_attention_heads"),
+            num_kv_heads=get("num_key_value_heads"),
+            vocab_size=get("vocab_size"),
+            head_dim=get("head_dim"),
+        )
+
+    @property
+    def attention_dim(self) -> int:
+        return self.head_dim or self.hidden_size // self.num_heads
+
+
+def dense_parameters(shape: Qwen2Shape) -> int:
+    """Weights every token passes through: per layer the SwiGLU MLP (gate, up, down) and the
+    query, key, value and output projections; then the embedding and the LM head."""
+    queries = shape.num_heads * shape.attention_dim
+    keys_values = 2 * shape.num_kv_heads * shape.attention_dim
+    projections = shape.hidden_size * (2 * queries + keys_values)  # q, k, v in; o out
+    mlp = 3 * shape.hidden_size * shape.intermediate_size
+    return shape.num_layers * (projections + mlp) + 2 * shape.vocab_size * shape.hidden_size
+
+
+def sequence_flops(shape: Qwen2Shape, lengths: Iterable[int]) -> float:
+    """verl's estimate for sequences of these lengths (forward and backward)."""
+    lengths = list(lengths)
+    dense = 6 * dense_parameters(shape) * sum(lengths)
+    attention = 6 * sum(n * n for n in lengths) * shape.attention_dim * shape.num_heads
+    return float(dense + attention * shape.num_layers)
+
+
+def long_context_sequences(
+    context: int, query: int = QUERY_TOKENS, output: int = OUTPUT_TOKENS
+) -> list[int]:
+    return [query + context + output]
+
+
+def memagent_sequences(
+    context: int,
+    query: int = QUERY_TOKENS,
+    output: int = OUTPUT_TOKENS,
+    chunk: int = CHUNK_TOKENS,
+) -> list[int]:
+    """Appendix B's stages: start, ceil(c / N) memory updates, final answer."""
+    update = query + WORKFLOW_PROMPT_TOKENS + chunk + output
+    return [
+        query + WORKFLOW_PROMPT_TOKENS + output,
+        *[update] * math.ceil(context / chunk),
+        query + FINAL_PROMPT_TOKENS + output,
+    ]
+
+
+def fitted_exponent(lengths: Sequence[float], costs: Sequence[float]) -> float:
+    """The slope p of the least-squares line through (log n, log cost): cost ~ n^p."""
+    if len(lengths) != len(costs) or len(lengths) < 2:
+        raise ValueError("fitted_exponent needs two or more (length, cost) pairs")
+    xs = [math.log(n) for n in lengths]
+    ys = [math.log(c) for c in costs]
+    mean_x, mean_y = sum(xs) / len(xs), sum(ys) / len(ys)
+    spread = sum((x - mean_x) ** 2 for x in xs)
+    return sum((x - mean_x) * (y - mean_y) for x, y in zip(xs, ys, strict=True)) / spread
