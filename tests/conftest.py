@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import functools
 import http.server
+import subprocess
+import sys
 import threading
 from pathlib import Path
 
@@ -15,6 +17,18 @@ REPO = Path(__file__).resolve().parents[1]
 @pytest.fixture(scope="session")
 def repo() -> Path:
     return REPO
+
+
+@pytest.fixture
+def exited_pid() -> int:
+    """The pid of a process that has run and been reaped (a killed run's, for liveness checks)."""
+    done = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"],
+        text=True,
+        capture_output=True,
+        check=True,
+    )
+    return int(done.stdout)
 
 
 class QuietHandler(http.server.SimpleHTTPRequestHandler):

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import copy
+import subprocess
+import sys
 
 import pytest
 
@@ -23,6 +25,18 @@ def paper(repo):
 
 def test_shipped_configs_validate(config):
     cfg.validate_config(config, SCHEMA)
+
+
+@pytest.mark.parametrize("name", ["config.yaml", "smoke.yaml"])
+def test_validating_a_config_imports_no_ml_framework(repo, name):
+    # Snakemake validates while planning, in every invocation: torch alone takes seconds.
+    code = (
+        "import sys; from memrl import config as cfg; "
+        f"cfg.validate_config(cfg.load_yaml({str(repo / 'config' / name)!r}), cfg.SCHEMA); "
+        "heavy = sorted({'torch', 'transformers', 'vllm'} & set(sys.modules)); "
+        "assert not heavy, heavy"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
 
 
 @pytest.mark.parametrize(

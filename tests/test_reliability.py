@@ -7,12 +7,11 @@ from __future__ import annotations
 import copy
 import http.server
 import inspect
+import io as io_module
 import json
 import logging
 import os
 import socket
-import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
@@ -48,7 +47,7 @@ from memrl.scoring.longbench import score_longbench
 from memrl.scoring.memalpha import judge_verdict, score_answer
 from memrl.scoring.metrics import score_answer_is, training_reward
 from memrl.scoring.ruler import score_ruler
-from memrl.secrets import REDACTED
+from memrl.secrets import REDACTED, RedactingStream, redact
 from memrl.tracking import read_record
 from memrl.train.memalpha_rewards import content_verdict
 
@@ -311,7 +310,7 @@ def test_a_damaged_partial_file_keeps_its_valid_prefix_and_warns(tmp_path, caplo
     partial.write_text(lines[0] + "\n" + lines[1] + "\ngar\xffbage\n" + lines[2] + "\n{torn")
     with caplog.at_level(logging.WARNING):
         assert [r["index"] for r in load_finished(partial)] == [0, 1]
-    assert "dropped 3 damaged or torn line(s) from line 3 on" in caplog.text
+    assert f"{partial}:3: invalid JSON line" in caplog.text
     assert partial.read_text() == lines[0] + "\n" + lines[1] + "\n"  # the rest is recomputed
 
 
@@ -551,16 +550,6 @@ def test_a_slow_endpoint_times_out_as_configured(tiny, endpoint):
 # --- a killed run's lock --------------------------------------------------------------------
 
 
-def exited_pid() -> int:
-    done = subprocess.run(
-        [sys.executable, "-c", "import os; print(os.getpid())"],
-        text=True,
-        capture_output=True,
-        check=True,
-    )
-    return int(done.stdout)
-
-
 def lock_dir_with(tmp_path: Path, holders: list[dict[str, Any]], locks=("0.input.lock",)) -> Path:
     lock_dir = tmp_path / ".snakemake/locks"
     lock_dir.mkdir(parents=True)
@@ -571,9 +560,9 @@ def lock_dir_with(tmp_path: Path, holders: list[dict[str, Any]], locks=("0.input
     return lock_dir
 
 
-def test_a_dead_runs_lock_is_released_and_only_then(tmp_path):
+def test_a_dead_runs_lock_is_released_and_only_then(tmp_path, exited_pid):
     me = locks_module.process_identity()
-    dead = {**me, "pid": exited_pid(), "locks": ["0.input.lock", "0.output.lock"]}
+    dead = {**me, "pid": exited_pid, "locks": ["0.input.lock", "0.output.lock"]}
     cases = {
         "dead, every lock its own": ([dead], True),
         "alive": ([{**me, "locks": dead["locks"]}], False),
@@ -588,6 +577,19 @@ def test_a_dead_runs_lock_is_released_and_only_then(tmp_path):
         lock_dir = lock_dir_with(root, holders, locks=("0.input.lock", "0.output.lock"))
         assert bool(locks_module.release_stale_lock(lock_dir)) == released, case
         assert lock_dir.exists() != released, case
+
+
+def test_redaction_covers_named_variables_longest_first_and_ignores_placeholders(monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-abcdefgh")
+    monkeypatch.setenv("MY_GATEWAY_TOKEN", "sk-abcdefgh-longer")
+    monkeypatch.setenv("MEMRL_SECRET_ENV", "MY_GATEWAY_TOKEN")
+    monkeypatch.setenv("HF_TOKEN", "EMPTY")  # a placeholder, not a secret
+    text = "a sk-abcdefgh-longer b sk-abcdefgh EMPTY"
+    assert redact(text) == "a [REDACTED] b [REDACTED] EMPTY"
+    assert redact("key=passed-as-argument", ["passed-as-argument"]) == "key=[REDACTED]"
+    sink = io_module.StringIO()
+    RedactingStream(sink).write(text)
+    assert sink.getvalue() == "a [REDACTED] b [REDACTED] EMPTY"
 
 
 def test_a_run_records_itself_beside_its_locks(tmp_path):

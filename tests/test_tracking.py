@@ -192,20 +192,16 @@ def test_tracking_off_writes_nothing(results, monkeypatch):
     assert not path.exists() and not (results / "provenance").exists()
 
 
-def dead_process(invocation_file: Path) -> None:
-    """Make an invocation record's Snakemake process one that has exited."""
-    done = subprocess.run(
-        [sys.executable, "-c", "import os; print(os.getpid())"],
-        text=True,
-        capture_output=True,
-        check=True,
-    )
+def dead_process(invocation_file: Path, pid: int) -> None:
+    """Make an invocation record's Snakemake process `pid`, one that has exited."""
     info = json.loads(invocation_file.read_text())
-    info["process"] = {**info["process"], "pid": int(done.stdout), "started": 1}
+    info["process"] = {**info["process"], "pid": pid, "started": 1}
     invocation_file.write_text(json.dumps(info))
 
 
-def test_a_killed_invocation_and_its_live_runs_are_closed_as_killed_by_the_next_load(results):
+def test_a_killed_invocation_and_its_live_runs_are_closed_as_killed_by_the_next_load(
+    results, exited_pid
+):
     tracking.start_invocation(results, "sqlite:///results/t/mlflow.db", CONFIG, "9.0")
     seen = {}
     path = run_job(results, "train", body=lambda record: seen.update(record.child_env()))
@@ -214,7 +210,7 @@ def test_a_killed_invocation_and_its_live_runs_are_closed_as_killed_by_the_next_
     assert tracking.load(results)["waiting"] == 1  # its Snakemake process (this one) is alive
     assert mlflow_runs(results)[seen["MLFLOW_RUN_ID"]]["status"] == "RUNNING"
     [invocation] = (results / "provenance").glob("*.json")
-    dead_process(invocation)
+    dead_process(invocation, exited_pid)
     assert tracking.load(results)["jobs"] == 1
     runs = mlflow_runs(results)
     assert {r["status"] for r in runs.values()} == {"KILLED"}  # the parent and the live run

@@ -192,7 +192,7 @@ def _check_agent_window(config: dict[str, Any]) -> None:
 def declared_context(model: dict[str, Any]) -> int | None:
     """A model's context length when the config knows it (a tiny model's is built from it)."""
     if model["source"] == "tiny":
-        from memrl.models.tiny import TINY_CONTEXT
+        from memrl.models import TINY_CONTEXT  # not memrl.models.tiny: torch takes seconds
 
         return int(model.get("max_position_embeddings", TINY_CONTEXT))
     return model.get("max_position_embeddings")
@@ -212,24 +212,23 @@ def _check_coverage(config: dict[str, Any]) -> None:
                     f"config key evaluation.shards.{benchmark}.{start}: {count} shards for "
                     f"{samples[benchmark]} samples per task (some shards would be empty)"
                 )
-    shortest = {
-        "max_docs": min(config["ruler_hqa"]["n_docs"]),
-        "max_length": min(config["ruler"]["lengths"]),
+    shortest = {  # a system's limit -> the lengths it limits, and the shortest of them
+        "max_docs": ("ruler_hqa.n_docs", min(config["ruler_hqa"]["n_docs"])),
+        "max_length": ("ruler.lengths", min(config["ruler"]["lengths"])),
     }
-    benchmark_of = {"max_docs": "ruler_hqa.n_docs", "max_length": "ruler.lengths"}
     for name, system in config["evaluation"]["systems"].items():
-        for key, least in shortest.items():
+        for key, (lengths, least) in shortest.items():
             if system.get(key) is not None and system[key] < least:
                 raise ConfigError(
                     f"config key evaluation.systems.{name}.{key}: {system[key]} is below every "
-                    f"{benchmark_of[key]} (the shortest is {least}): the system would run none "
-                    "of them; drop the benchmark from its `benchmarks` instead"
+                    f"{lengths} (the shortest is {least}): the system would run none of them; "
+                    "drop the benchmark from its `benchmarks` instead"
                 )
     for task, cap in config["ruler"].get("max_length", {}).items():
-        if task in config["ruler"]["tasks"] and cap < shortest["max_length"]:
+        if task in config["ruler"]["tasks"] and cap < shortest["max_length"][1]:
             raise ConfigError(
                 f"config key ruler.max_length.{task}: {cap} is below every ruler.lengths "
-                f"(the shortest is {shortest['max_length']}): the task would never run"
+                f"(the shortest is {shortest['max_length'][1]}): the task would never run"
             )
 
 

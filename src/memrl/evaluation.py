@@ -12,7 +12,6 @@ one uninterrupted job.
 
 from __future__ import annotations
 
-import json
 import logging
 import time
 from collections import Counter
@@ -26,7 +25,7 @@ from tqdm import tqdm
 from memrl.agents.chunking import token_chunks
 from memrl.agents.driver import Rollout, Workflow, run_batched
 from memrl.agents.memagent import MemAgentConfig, memagent
-from memrl.data.io import append_jsonl
+from memrl.data.io import append_jsonl, jsonl_row
 from memrl.data.ruler_hqa import context_pieces
 from memrl.engines.base import ChatEngine, ChatRequest, SamplingParams
 
@@ -630,39 +629,22 @@ def load_finished(path: Path) -> list[dict[str, Any]]:
     raw = path.read_bytes()
     rows: list[dict[str, Any]] = []
     kept = 0
-    for line in raw.splitlines(keepends=True):
-        row = _prediction_line(line)
-        if row is None:
+    for lineno, line in enumerate(raw.splitlines(keepends=True), start=1):
+        if not line.endswith(b"\n"):
+            log.warning("%s:%d: a torn last line (a killed job): evaluated again", path, lineno)
             break
-        if row:
+        try:
+            row = jsonl_row(path, lineno, line, required=("index",))
+        except ValueError as e:
+            log.warning("%s; its samples and those of every later line are evaluated again", e)
+            break
+        if row is not None:
             rows.append(row)
         kept += len(line)
     if kept < len(raw):
-        dropped = len(raw[kept:].splitlines())
-        log.warning(
-            "%s: kept %d predictions; dropped %d damaged or torn line(s) from line %d on "
-            "(their samples are evaluated again)",
-            path,
-            len(rows),
-            dropped,
-            raw[:kept].count(b"\n") + 1,
-        )
         with path.open("r+b") as f:
             f.truncate(kept)
     return rows
-
-
-def _prediction_line(line: bytes) -> dict[str, Any] | None:
-    """A complete line as a prediction ({} for a blank one); None if torn or damaged."""
-    if not line.endswith(b"\n"):
-        return None
-    if not line.strip():
-        return {}
-    try:
-        row = json.loads(line.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError):
-        return None
-    return row if isinstance(row, dict) and "index" in row else None
 
 
 def shard_rows(rows: Sequence[dict[str, Any]], shard: int, shards: int) -> list[dict[str, Any]]:
@@ -784,18 +766,6 @@ def merge_shards(shards: Iterable[Sequence[dict[str, Any]]]) -> list[dict[str, A
     return [merged[i] for i in sorted(merged)]
 
 
-def _lenient_counts(predictions: Sequence[dict[str, Any]], keys: Sequence[str]) -> dict[str, int]:
-    """For each strict variant (`sub_em_strict`), how many samples its official metric scores
-    differently: `n_lenient_sub_em`."""
-    return {
-        f"n_lenient_{key.removesuffix('_strict')}": sum(
-            p[key] != p[key.removesuffix("_strict")] for p in predictions
-        )
-        for key in keys
-        if key.endswith("_strict")
-    }
-
-
 def summarize(
     predictions: Sequence[dict[str, Any]], benchmark: str, task: str, system: str, length: int
 ) -> dict[str, Any]:
@@ -810,6 +780,9 @@ def summarize(
     def pct(items: Sequence[dict[str, Any]], key: str) -> float:
         return 100.0 * sum(p[key] for p in items) / len(items) if items else 0.0
 
+    lenient = {}  # answers normalising to "" that the official sub_em counts as correct
+    if "sub_em_strict" in metric_keys:
+        lenient["n_lenient_sub_em"] = sum(p["sub_em"] != p["sub_em_strict"] for p in predictions)
     tokens = [p["num_tokens"] for p in predictions if p.get("num_tokens") is not None]
     memory = [p["memory_tokens"] for p in predictions if p.get("memory_tokens") is not None]
     return {
@@ -822,7 +795,7 @@ def summarize(
         "accuracy": pct(predictions, "score"),
         "accuracy_official": pct(answered, "score"),
         **{key: pct(predictions, key) for key in metric_keys},
-        **_lenient_counts(predictions, metric_keys),
+        **lenient,
         "mean_tokens": sum(tokens) / len(tokens) if tokens else None,
         "mean_memory_tokens": sum(memory) / len(memory) if memory else None,
         "mean_calls": sum(p["n_calls"] for p in predictions) / n if n else 0.0,

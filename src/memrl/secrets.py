@@ -25,19 +25,19 @@ MIN_SECRET_CHARS = 8  # shorter values ("EMPTY", "1") are placeholders, and woul
 REDACTED = "[REDACTED]"
 
 
-def configured_secrets(environ: Mapping[str, str] | None = None) -> list[str]:
-    """The secret values set in `environ` (default: the process environment), longest first."""
+def configured_secrets(environ: Mapping[str, str] | None = None) -> set[str]:
+    """The secret values set in `environ` (default: the process environment)."""
     environ = os.environ if environ is None else environ
     names = [*SECRET_ENV_VARS, *filter(None, environ.get(EXTRA_ENV, "").split(","))]
     values = {environ.get(name.strip(), "") for name in names}
-    return sorted((v for v in values if len(v) >= MIN_SECRET_CHARS), key=len, reverse=True)
+    return {v for v in values if len(v) >= MIN_SECRET_CHARS}
 
 
 def redact(text: str, also: Sequence[str | None] = ()) -> str:
     """`text` with every configured secret (and each of `also`, e.g. a key passed as an argument)
-    replaced by [REDACTED]."""
-    extra = [s for s in also if s and len(s) >= MIN_SECRET_CHARS]
-    for secret in sorted({*configured_secrets(), *extra}, key=len, reverse=True):
+    replaced by [REDACTED]; longest first, so a secret containing another goes whole."""
+    secrets = configured_secrets() | {s for s in also if s and len(s) >= MIN_SECRET_CHARS}
+    for secret in sorted(secrets, key=len, reverse=True):
         if secret in text:
             text = text.replace(secret, REDACTED)
     return text

@@ -61,8 +61,13 @@ def run_batched(
             raise RuntimeError(
                 f"engine returned {len(completions)} completions for {len(requests)} requests"
             )
-        for i, request, completion in zip(ids, requests, completions, strict=True):
-            completion = within_budget(request, completion, engine.tokenizer)
+        checked = [
+            within_budget(request, completion, engine.tokenizer)
+            for request, completion in zip(requests, completions, strict=True)
+        ]
+        if cut := sum(a is not b for a, b in zip(checked, completions, strict=True)):
+            log.warning("%d replies exceeded their max_tokens (a server ignoring it?): cut", cut)
+        for i, request, completion in zip(ids, requests, checked, strict=True):
             rollouts[i].conversations.append(Conversation(request, completion))
             if completion.failed:
                 workflows[i].close()
@@ -79,11 +84,6 @@ def within_budget(request: ChatRequest, completion: Completion, tokenizer: Any) 
     ids = completion.response_ids
     if completion.failed or len(ids) <= request.max_tokens:
         return completion
-    log.warning(
-        "a reply of %d tokens exceeds max_tokens=%d (does the server ignore it?): cut",
-        len(ids),
-        request.max_tokens,
-    )
     kept = ids[: request.max_tokens]
     return replace(
         completion, text=tokenizer.decode(kept, skip_special_tokens=True), response_ids=kept

@@ -71,20 +71,25 @@ def iter_jsonl(path: str | Path, required: Sequence[str] = ()) -> Iterator[dict]
     path = Path(path)
     with path.open("rb") as f:
         for lineno, raw in enumerate(f, start=1):
-            line = _decoded(path, raw, lineno)
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as e:
-                raise ValueError(f"{path}:{lineno}: invalid JSON line ({e.msg})") from e
-            if not isinstance(row, dict):
-                raise ValueError(
-                    f"{path}:{lineno}: expected a JSON object, got {type(row).__name__}"
-                )
-            if missing := [key for key in required if key not in row]:
-                raise ValueError(f"{path}:{lineno}: missing field(s) {', '.join(missing)}")
-            yield row
+            if (row := jsonl_row(path, lineno, raw, required)) is not None:
+                yield row
+
+
+def jsonl_row(path: Path, lineno: int, raw: bytes, required: Sequence[str] = ()) -> dict | None:
+    """Line `lineno` of a JSONL file as an object, None if blank; ValueError naming the file and
+    line if it is not UTF-8, not a JSON object, or lacks one of the `required` fields."""
+    line = _decoded(path, raw, lineno)
+    if not line.strip():
+        return None
+    try:
+        row = json.loads(line)
+    except json.JSONDecodeError as e:
+        raise ValueError(f"{path}:{lineno}: invalid JSON line ({e.msg})") from e
+    if not isinstance(row, dict):
+        raise ValueError(f"{path}:{lineno}: expected a JSON object, got {type(row).__name__}")
+    if missing := [key for key in required if key not in row]:
+        raise ValueError(f"{path}:{lineno}: missing field(s) {', '.join(missing)}")
+    return row
 
 
 def read_jsonl(path: str | Path, required: Sequence[str] = ()) -> list[dict]:

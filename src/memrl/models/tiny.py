@@ -17,11 +17,12 @@ import torch
 from tokenizers import Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers, trainers
 from transformers import GenerationConfig, PreTrainedTokenizerFast, Qwen2Config, Qwen2ForCausalLM
 
+from memrl.models import TINY_CONTEXT
+
 PAD_TOKEN = "<|endoftext|>"
 IM_START = "<|im_start|>"
 IM_END = "<|im_end|>"
 SPECIAL_TOKENS = [PAD_TOKEN, IM_START, IM_END]
-TINY_CONTEXT = 4096  # max_position_embeddings unless the config sets it
 DEFAULT_SYSTEM_PROMPT = "You are Qwen, created by Alibaba Cloud. You are a helpful assistant."
 # Qwen2's pre-tokenisation split (contractions, letter runs, single digits, punctuation, spaces).
 # transformers' Qwen2Tokenizer rebuilds exactly this pipeline on load, so we train with it too.

@@ -538,21 +538,25 @@ def _printed_average_note_for(
 def _failure_note(display: str, column: _Column, record: Mapping[str, Any]) -> str:
     official = record["accuracy_official"]
     official_text = DASH if official is None else f"{official:.2f}"
-    where = column.label if column.benchmark != "longbench" else TASK_LABELS.get(column.task)
     return (
-        f"{display} @ {where or column.task}: {record['n_failed']}/{record['n_items']} "
+        f"{_cell_name(display, column)}: {record['n_failed']}/{record['n_items']} "
         f"requests failed; accuracy {record['accuracy']:.2f} (failed = wrong, shown) vs "
         f"{official_text} (failed dropped, as the official eval does)"
     )
 
 
 def _lenient_note(display: str, column: _Column, record: Mapping[str, Any]) -> str:
-    where = column.label if column.benchmark != "longbench" else TASK_LABELS.get(column.task)
     return (
-        f"{display} @ {where or column.task}: {record['n_lenient_sub_em']}/{record['n_items']} "
+        f"{_cell_name(display, column)}: {record['n_lenient_sub_em']}/{record['n_items']} "
         "answers normalise to nothing (e.g. '???') and score sub_em 1, as in the official "
         f"scorer; strict sub_em {record['sub_em_strict']:.2f}"
     )
+
+
+def _cell_name(display: str, column: _Column) -> str:
+    """'<system> @ <column>' in a footnote (a LongBench column by its dataset's label)."""
+    where = column.label if column.benchmark != "longbench" else TASK_LABELS.get(column.task)
+    return f"{display} @ {where or column.task}"
 
 
 def _select(
