@@ -95,6 +95,24 @@ def test_validating_a_config_imports_no_ml_framework(repo, name):
             lambda c: c["memalpha"].update(memory_tokenizer="cl100k"),
             "config key memalpha.memory_tokenizer: unknown model 'cl100k'",
         ),
+        (
+            lambda c: c["report"]["rl_ablation"]["7B"].update(rl="rl-memagent-7"),
+            "config key report.rl_ablation.7B.rl: unknown system 'rl-memagent-7'",
+        ),
+        (
+            lambda c: c["report"]["rl_ablation"]["7B"].update(workflow="qwen2.5-7b-instruct-128k"),
+            "config key report.rl_ablation.7B.workflow: system 'qwen2.5-7b-instruct-128k' is a "
+            "longcontext, not a memagent",
+        ),
+        (
+            lambda c: c["evaluation"]["systems"]["rl-memagent-14b"].update(benchmarks=["ruler"]),
+            "config key report.rl_ablation.14B.rl: system 'rl-memagent-14b' does not run "
+            "ruler_hqa, longbench",
+        ),
+        (
+            lambda c: c["report"]["rl_ablation"]["7B"].pop("backbone"),
+            "config key report.rl_ablation.7B: 'backbone' is a required property",
+        ),
     ],
 )
 def test_bad_config_fails_with_one_line_naming_the_key(paper, mutate, message):

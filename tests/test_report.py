@@ -14,6 +14,8 @@ import yaml
 from memrl.config import ABLATION_TABLES, STATS_TABLES, TRACE_TABLE
 from memrl.report.figures import (
     TRAIN_METRICS_FILE,
+    ablation_rows,
+    check_ablation_claims,
     check_claims,
     claim_lines,
     figure_series,
@@ -980,6 +982,79 @@ def test_plot_paper_figure(paper: dict, tmp_path: Path, name: str):
 def test_plot_paper_figure_unknown_name(paper: dict, tmp_path: Path):
     with pytest.raises(ValueError, match="figure9"):
         plot_paper_figure("figure9", [], HEAT_SYSTEMS, paper, tmp_path / "x", "t")
+
+
+# --- the RL ablation (Figures 6 and 7) ------------------------------------------------------------
+
+GROUPS = {"14B": {"backbone": "q14", "workflow": "norl", "rl": "rl-14b"}}
+
+
+def ablation_records() -> list[dict]:
+    hqa = {"q14": [60.0, 20.0], "norl": [70.0, 30.0], "rl-14b": [82.0, 79.0]}
+    qa = {"q14": [50.0, 40.0], "norl": [45.0, 41.0], "rl-14b": [70.0, 60.0]}
+    return [
+        *(
+            metric(sid, n, v)
+            for sid, values in hqa.items()
+            for n, v in zip((50, 800), values, strict=True)
+        ),
+        *(
+            r
+            for sid, v in qa.items()
+            for r in qa_records(sid, dict(zip(QA_TASKS[:2], v, strict=True)))
+        ),
+    ]
+
+
+def ablation_panels(name: str, paper: dict) -> dict[str, pd.DataFrame]:
+    table = build_paper_table(name, ablation_records(), REPORT_SYSTEMS, paper, {})
+    return ablation_rows(table, GROUPS)
+
+
+def test_ablation_claims_are_checked_per_group(paper: dict):
+    claims = {c["id"]: c for c in paper["rl_ablation"]["claims"]}
+    hqa = check_ablation_claims(ablation_panels("table1", paper), paper["rl_ablation"]["claims"])
+    by_id = {c.claim_id: c for c in hqa}
+    # RULER-HQA: the workflow is 10 points above the backbone, RL 30.5 above the workflow
+    assert by_id["workflow_beats_backbone_hqa"].value == pytest.approx(10.0)
+    assert by_id["workflow_beats_backbone_hqa"].holds is True
+    assert by_id["rl_improves_hqa"].value == pytest.approx(30.5)
+    declines = by_id["workflow_declines_hqa"]  # no number in the paper: reported only
+    assert declines.value == pytest.approx(40.0) and declines.holds is None
+    assert "gives no number" in declines.detail and declines.system == "14B"
+    qa = check_ablation_claims(
+        ablation_panels("table3", paper),
+        [claims["workflow_marginal_longbench"], claims["rl_improves_longbench"]],
+    )
+    assert [c.value for c in qa] == pytest.approx([-2.0, 22.0])  # AVG left out
+    assert [c.holds for c in qa] == [None, True]
+
+
+def test_ablation_claim_fails_when_rl_does_not_help(paper: dict):
+    records = [r for r in ablation_records() if r["system"] != "rl-14b"]
+    records += [metric("rl-14b", n, 10.0) for n in (50, 800)]
+    table = build_paper_table("table1", records, REPORT_SYSTEMS, paper, {})
+    claim = next(c for c in paper["rl_ablation"]["claims"] if c["id"] == "rl_improves_hqa")
+    (check,) = check_ablation_claims(ablation_rows(table, GROUPS), [claim])
+    assert check.holds is False and check.value == pytest.approx(-40.0)
+
+
+def test_ablation_rows_name_a_system_the_table_lacks(paper: dict):
+    table = build_paper_table("table1", ablation_records(), REPORT_SYSTEMS, paper, {})
+    with pytest.raises(ValueError, match=r"system\(s\) rag14\.bm25-k4-doc not in the table"):
+        ablation_rows(table, {"14B": {**GROUPS["14B"], "backbone": "rag14.bm25-k4-doc"}})
+
+
+@pytest.mark.parametrize("name", ["figure6", "figure7"])
+def test_plot_rl_ablation_figures(paper: dict, tmp_path: Path, name: str):
+    png, pdf = plot_paper_figure(
+        name, ablation_records(), REPORT_SYSTEMS, paper, tmp_path / name, "t", rl_ablation=GROUPS
+    )
+    assert png.stat().st_size > 1000 and pdf.stat().st_size > 1000
+    again = plot_paper_figure(
+        name, ablation_records(), REPORT_SYSTEMS, paper, tmp_path / "b", "t", rl_ablation=GROUPS
+    )
+    assert again[0].read_bytes() == png.read_bytes()  # deterministic
 
 
 # --- Mem-α (seed 004) ---------------------------------------------------------------------------

@@ -739,6 +739,7 @@ def cmd_figure(args: argparse.Namespace, run: tracking.JobRecord) -> None:
         f"{PAPER_FIGURES[name]}, run {s['run']}",
         length_labels=s["length_labels"],
         ruler_length_labels=s["ruler_length_labels"],
+        rl_ablation=s["rl_ablation"],
     )
 
 

@@ -164,6 +164,25 @@ def _check_references(config: dict[str, Any]) -> None:
         raise ConfigError("config key ruler_hqa.eval_questions: exceeds filter.keep_dev")
     _check_coverage(config)
     _check_agent_window(config)
+    _check_rl_ablation(config)
+
+
+def _check_rl_ablation(config: dict[str, Any]) -> None:
+    """Each system of a Figure 6/7 group exists, runs both figures' benchmarks, and the memory
+    workflow's roles are MemAgent systems."""
+    systems = config["evaluation"]["systems"]
+    for group, roles in rl_ablation_groups(config).items():
+        for role, sid in roles.items():
+            key = f"config key report.rl_ablation.{group}.{role}"
+            if sid not in systems:
+                raise ConfigError(f"{key}: unknown system {sid!r} (known: {sorted(systems)})")
+            spec = systems[sid]
+            benchmarks = spec.get("benchmarks", _default_benchmarks(spec["kind"]))
+            missing = [b for b in RL_ABLATION_FIGURES.values() if b not in benchmarks]
+            if missing:
+                raise ConfigError(f"{key}: system {sid!r} does not run {', '.join(missing)}")
+            if role != "backbone" and spec["kind"] != "memagent":
+                raise ConfigError(f"{key}: system {sid!r} is a {spec['kind']}, not a memagent")
 
 
 def _check_agent_window(config: dict[str, Any]) -> None:
@@ -773,6 +792,7 @@ def report_settings(config: dict[str, Any]) -> dict[str, Any]:
         ],
         "length_labels": labels("ruler_hqa"),
         "ruler_length_labels": labels("ruler"),
+        "rl_ablation": config["report"].get("rl_ablation", {}),
         "run": config["run"],
     }
 
@@ -816,7 +836,8 @@ MEMALPHA_TABLES = (*MEMALPHA_SCORE_TABLES, *ABLATION_TABLES, TRACE_TABLE, *STATS
 SUITES_TABLE = "suites"  # beyond the papers: every system on RULER-HQA and MemoryAgentBench
 TABLES = (*MEMAGENT_TABLES, *MEMALPHA_TABLES, SUITES_TABLE)
 MEMALPHA_FIGURES = ("memalpha_frontier",)  # beyond the paper: score against memory size
-FIGURES = ("figure1", "figure5", "figure_ood", *MEMALPHA_FIGURES)
+RL_ABLATION_FIGURES = {"figure6": "ruler_hqa", "figure7": "longbench"}  # §3.3.1
+FIGURES = ("figure1", "figure5", "figure_ood", *RL_ABLATION_FIGURES, *MEMALPHA_FIGURES)
 NIAH_FIGURE_TASKS = ("niah_single_1", "niah_single_2", "niah_single_3")  # Figure 5
 
 
@@ -850,6 +871,11 @@ def report_jobs(config: dict[str, Any], name: str) -> list[EvalJob]:
             if kinds[j.system]["kind"] == "memalpha" and kinds[j.system]["model"] in runs
         ]
 
+    def rl_ablation(benchmark: str) -> list[EvalJob]:  # the systems of report.rl_ablation
+        ablated = {sid for group in rl_ablation_groups(config).values() for sid in group.values()}
+        tasks = qa if benchmark == "longbench" else None
+        return [j for j in select(benchmark, rag=False, tasks=tasks) if j.system in ablated]
+
     def policies() -> list[EvalJob]:  # Mem-α's framework with each policy, on validation
         return [j for j in select("memalpha", rag=False) if kinds[j.system]["kind"] == "memalpha"]
 
@@ -878,6 +904,7 @@ def report_jobs(config: dict[str, Any], name: str) -> list[EvalJob]:
         "memalpha_table2": lambda: select("mab", rag=None),
         "memalpha_table3": policies,
         **{name: functools.partial(ablation, bench) for name, bench in ABLATION_TABLES.items()},
+        **{name: functools.partial(rl_ablation, b) for name, b in RL_ABLATION_FIGURES.items()},
         "memalpha_frontier": lambda: select("memalpha", rag=None) + select("mab", rag=None),
         SUITES_TABLE: lambda: select("ruler_hqa", rag=None) + select("mab", rag=None),
         TRACE_TABLE: policies,
@@ -885,6 +912,11 @@ def report_jobs(config: dict[str, Any], name: str) -> list[EvalJob]:
     if name not in selections:
         raise ConfigError(f"unknown table or figure {name!r}")
     return selections[name]()
+
+
+def rl_ablation_groups(config: dict[str, Any]) -> dict[str, dict[str, str]]:
+    """Figures 6 and 7: per group label (a backbone size), the system id of each role."""
+    return config["report"].get("rl_ablation", {})
 
 
 def check_config_files(paths: Sequence[str | Path]) -> None:

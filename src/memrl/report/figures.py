@@ -27,6 +27,7 @@ from matplotlib.ticker import NullLocator
 from memrl.data.io import atomic_path, iter_jsonl
 from memrl.data.ruler import RULER_TASKS
 from memrl.report.tables import (
+    AVG,
     NIAH_TASKS,
     Key,
     Systems,
@@ -81,10 +82,19 @@ def figure_series(table: pd.DataFrame) -> tuple[list[Series], dict[int, float]]:
 
 def plot_accuracy_vs_length(table: pd.DataFrame, out_prefix: str | Path, title: str) -> list[Path]:
     """Plot a Table 1 DataFrame (`build_table1`) to `<prefix>.png` and `<prefix>.pdf`."""
-    series, column_x = figure_series(table)
     fig = Figure(figsize=(7.0, 5.0), layout="constrained")
     FigureCanvasAgg(fig)
     ax = fig.add_subplot()
+    paper_drawn = _draw_accuracy_vs_length(ax, table)
+    ax.set_title(title)
+    _legend_below(fig, ax, paper_drawn)
+    return _save(fig, out_prefix)
+
+
+def _draw_accuracy_vs_length(ax: Any, table: pd.DataFrame) -> bool:
+    """One line per row of a Table 1 DataFrame: ours solid at our measured mean tokens, the
+    paper's dashed at the column's mean; whether any paper line was drawn."""
+    series, column_x = figure_series(table)
     palette = [f"C{i % 10}" for i in range(len(series))]
     for line, colour in zip(series, palette, strict=True):
         if line.xs:
@@ -106,18 +116,25 @@ def plot_accuracy_vs_length(table: pd.DataFrame, out_prefix: str | Path, title: 
     ax.set_ylim(-2, 102)
     ax.set_xlabel("Context length (tokens, log scale)")
     ax.set_ylabel("Accuracy (%)")
-    ax.set_title(title)
     ax.grid(True, alpha=0.3)
+    return any(line.paper_xs for line in series)
+
+
+def _legend_below(
+    fig: Figure, ax: Any, paper_drawn: bool, loc: str = "outside lower center"
+) -> None:
+    """The axes' legend below them (curves that meet at high accuracy stay visible; `loc`
+    elsewhere when claims fill the foot), with the ours/paper line styles when the paper's
+    values are drawn."""
     handles, labels = ax.get_legend_handles_labels()
-    if any(line.paper_xs for line in series):
+    if paper_drawn:
         handles += [
             Line2D([], [], color="black", linestyle="-", label="ours"),
             Line2D([], [], color="black", linestyle="--", label="paper"),
         ]
         labels += ["ours", "paper"]
-    if handles:  # below the axes: curves that meet at high accuracy stay visible
-        fig.legend(handles, labels, fontsize="small", loc="outside lower center", ncols=2)
-    return _save(fig, out_prefix)
+    if handles:
+        fig.legend(handles, labels, fontsize="small", loc=loc, ncols=2 if "lower" in loc else 1)
 
 
 # --- RULER heatmaps (Figure 5 and the OOD figure) ----------------------------------------------
@@ -426,6 +443,151 @@ def claim_lines(checks: Sequence[ClaimCheck]) -> list[str]:
     return lines
 
 
+# --- the RL ablation (Figures 6 and 7) ---------------------------------------------------------
+
+# Each group of `report.rl_ablation` names its three systems by role, drawn in this order.
+ABLATION_ROLES = {
+    "backbone": "Backbone (whole context)",
+    "workflow": "MemAgent w/o RL",
+    "rl": "RL-MemAgent",
+}
+Groups = Mapping[str, Mapping[str, str]]  # group label -> role -> system id
+
+
+def ablation_rows(table: pd.DataFrame, groups: Groups) -> dict[str, pd.DataFrame]:
+    """Per group, the rows of its systems in `table` (a Table 1 or Table 3 DataFrame), indexed
+    by role label. A system the table lacks (it does not run the table's benchmark) is an
+    error naming it."""
+    row_of = {sid: display for display, sid in table.attrs["system_ids"].items()}
+    panels = {}
+    for group, roles in groups.items():
+        missing = [sid for sid in roles.values() if sid not in row_of]
+        if missing:
+            raise ValueError(
+                f"RL ablation group {group!r}: system(s) {', '.join(missing)} not in the table "
+                "(each must run the figure's benchmark)"
+            )
+        panel = table.loc[[row_of[roles[role]] for role in ABLATION_ROLES]].copy()
+        panel.index = pd.Index(list(ABLATION_ROLES.values()), name="role")
+        panel.attrs = dict(table.attrs)
+        panels[group] = panel
+    return panels
+
+
+def plot_rl_ablation_curves(
+    panels: Mapping[str, pd.DataFrame],
+    out_prefix: str | Path,
+    title: str,
+    checks: Sequence[ClaimCheck] = (),
+) -> list[Path]:
+    """Figure 6: one panel per group (backbone size), RULER-HQA accuracy against length for
+    its three systems; the paper's claims and our checks beneath."""
+    fig = Figure(figsize=(5.0 * max(1, len(panels)), 5.5), layout="constrained")
+    FigureCanvasAgg(fig)
+    axes = fig.subplots(1, max(1, len(panels)), squeeze=False)[0]
+    paper_drawn = False
+    for ax, (group, panel) in zip(axes, panels.items(), strict=False):
+        paper_drawn |= _draw_accuracy_vs_length(ax, panel)
+        ax.set_title(group)
+    fig.suptitle(title)
+    _legend_below(fig, axes[0], paper_drawn, loc="outside right upper")
+    _claims_footer(fig, checks)
+    return _save(fig, out_prefix)
+
+
+def plot_rl_ablation_bars(
+    panels: Mapping[str, pd.DataFrame],
+    out_prefix: str | Path,
+    title: str,
+    checks: Sequence[ClaimCheck] = (),
+) -> list[Path]:
+    """Figure 7: one panel per group, bars of our LongBench-QA score per dataset (and AVG) for
+    its three systems; the paper's value, where it prints one, as a black mark on the bar."""
+    fig = Figure(figsize=(6.0 * max(1, len(panels)), 5.5), layout="constrained")
+    FigureCanvasAgg(fig)
+    axes = fig.subplots(1, max(1, len(panels)), squeeze=False)[0]
+    width = 0.8 / len(ABLATION_ROLES)
+    paper_drawn = False
+    for ax, (group, panel) in zip(axes, panels.items(), strict=False):
+        columns = list(panel.columns)
+        for i, (role, row) in enumerate(panel.iterrows()):
+            xs = np.arange(len(columns)) + (i - (len(ABLATION_ROLES) - 1) / 2) * width
+            ours = [np.nan if c.ours is None else c.ours for c in row]
+            ax.bar(xs, ours, width, color=f"C{i}", label=str(role))
+            paper = [(x, c.paper) for x, c in zip(xs, row, strict=True) if c.paper is not None]
+            if paper:
+                paper_drawn = True
+                ax.plot(*zip(*paper, strict=True), "kx", markersize=6)
+        ax.set_xticks(range(len(columns)), [length_label(panel, c) for c in columns])
+        ax.set_ylim(0, 100)
+        ax.set_ylabel("Score (%)")
+        ax.set_title(group)
+        ax.grid(True, axis="y", alpha=0.3)
+    fig.suptitle(title)
+    handles, labels = axes[0].get_legend_handles_labels()
+    if paper_drawn:
+        handles.append(Line2D([], [], color="black", marker="x", linestyle="", label="paper"))
+        labels.append("paper")
+    fig.legend(handles, labels, fontsize="small", loc="outside right upper")
+    _claims_footer(fig, checks)
+    return _save(fig, out_prefix)
+
+
+def _claims_footer(fig: Figure, checks: Sequence[ClaimCheck]) -> None:
+    if checks:
+        lines = [textwrap.fill(line, 150) for line in claim_lines(checks)]
+        fig.supxlabel("\n".join(lines), x=0.0, ha="left", fontsize="x-small")
+
+
+def check_ablation_claims(
+    panels: Mapping[str, pd.DataFrame], claims: Sequence[Mapping[str, Any]]
+) -> list[ClaimCheck]:
+    """Each claim (config/paper/memagent.yaml `rl_ablation.claims`) on every group: `gain` = the
+    mean over the columns both have of `of[0]` minus `of[1]` (roles), `drop` = `of[0]` at its
+    first column minus its last; judged by `op` against `value` when the claim has a number,
+    else only reported. Average columns (AVG) are left out: they are means of the others."""
+    checks = []
+    for claim in claims:
+        claim_id, text = str(claim["id"]), " ".join(str(claim["text"]).split())
+        for group, panel in panels.items():
+            value, detail = _ablation_statistic(claim, panel)
+            holds = None
+            if value is not None and "op" in claim:
+                if claim["op"] not in _OPS:
+                    raise ValueError(f"claim {claim_id!r}: unknown op {claim['op']!r}")
+                holds = _OPS[claim["op"]](value, float(claim["value"]))
+                detail += f" (claim: {claim['op']} {float(claim['value']):g})"
+            elif value is not None:
+                detail += " (the paper gives no number)"
+            checks.append(ClaimCheck(claim_id, text, group, value, holds, detail))
+    return checks
+
+
+def _ablation_statistic(claim: Mapping[str, Any], panel: pd.DataFrame) -> tuple[float | None, str]:
+    roles = [ABLATION_ROLES[role] for role in claim["of"]]
+    columns = [c for c in panel.columns if c != AVG]
+    ours = {
+        role: {c: cell.ours for c, cell in panel.loc[role].items() if c in columns}
+        for role in roles
+    }
+    if claim["statistic"] == "gain":
+        first, second = roles
+        shared = [c for c in columns if None not in (ours[first][c], ours[second][c])]
+        if not shared:
+            return None, f"{first} and {second} share no column"
+        gain = sum(ours[first][c] - ours[second][c] for c in shared) / len(shared)
+        return gain, f"{first} minus {second}, mean over {len(shared)} column(s) = {gain:+.1f}"
+    if claim["statistic"] == "drop":
+        (role,) = roles
+        present = [c for c in columns if ours[role][c] is not None]
+        if len(present) < 2:
+            return None, f"{role}: fewer than two columns"
+        drop = ours[role][present[0]] - ours[role][present[-1]]
+        span = f"{length_label(panel, present[0])} to {length_label(panel, present[-1])}"
+        return drop, f"{role}: {span} drop = {drop:.1f}"
+    raise ValueError(f"claim {claim['id']!r}: unknown statistic {claim['statistic']!r}")
+
+
 TRAIN_METRICS_FILE = "train_metrics.jsonl"  # what a trainer writes into its output directory
 # The training curve's panels: (metrics key, y label); each file must have these keys.
 CURVE_PANELS = (
@@ -628,6 +790,12 @@ PAPER_FIGURES = {
     "figure5": "NIAH (niah_single_1/2/3) accuracy",
     "figure_ood": "RULER out-of-distribution tasks",
     "memalpha_frontier": "Mem-α suites: average score against memory size",
+    "figure6": "RL ablation on RULER-HQA: backbone, MemAgent w/o RL, RL-MemAgent",
+    "figure7": "RL ablation on LongBench-QA: backbone, MemAgent w/o RL, RL-MemAgent",
+}
+ABLATION_FIGURES = {
+    "figure6": ("table1", plot_rl_ablation_curves),
+    "figure7": ("table3", plot_rl_ablation_bars),
 }
 
 
@@ -641,14 +809,22 @@ def plot_paper_figure(
     *,
     length_labels: Mapping[int, str] | None = None,
     ruler_length_labels: Mapping[int, str] | None = None,
+    rl_ablation: Groups | None = None,
 ) -> list[Path]:
     """Plot `name` (a PAPER_FIGURES key) from metrics records and the whole paper file.
 
     figure1: Table 1's cells against length (`length_labels` override the paper's n_docs
     labels); figure5: the NIAH heatmaps; ood: the RULER average over the tasks present but
     qa_1/qa_2, and qa_1. The heatmaps take `ruler_length_labels` and print the paper's claims.
+    figure6/figure7: Table 1/Table 3 rows of each `rl_ablation` group, with the claims checked.
     """
     records = list(records)
+    if name in ABLATION_FIGURES:
+        table_name, plot = ABLATION_FIGURES[name]
+        table = build_paper_table(table_name, records, systems, paper, length_labels)
+        panels = ablation_rows(table, rl_ablation or {})
+        claims = [c for c in paper["rl_ablation"]["claims"] if c["figure"] == name]
+        return plot(panels, out_prefix, title, check_ablation_claims(panels, claims))
     if name == "figure1":
         table = build_paper_table("table1", records, systems, paper, length_labels)
         return plot_accuracy_vs_length(table, out_prefix, title)
