@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from memrl.config import ABLATION_TABLES, STATS_TABLES, TRACE_TABLE
+from memrl.config import ABLATION_TABLES, NIAH_CONFIG_TABLE, STATS_TABLES, TRACE_TABLE
 from memrl.report.figures import (
     TRAIN_METRICS_FILE,
     ablation_rows,
@@ -30,6 +30,7 @@ from memrl.report.figures import (
 )
 from memrl.report.figures import ruler_records as figure_ruler_records
 from memrl.report.tables import (
+    DASH,
     NIAH_TASKS,
     PAPER_TABLES,
     PARTIAL_MARK,
@@ -43,15 +44,18 @@ from memrl.report.tables import (
     format_cell,
     length_label,
     load_metrics,
+    load_table_records,
     niah_paper_rows,
     rag_model,
     rag_paper_row,
     system_kind,
     tidy,
+    write_paper_table,
     write_table,
 )
 
 REPO = Path(__file__).resolve().parents[1]
+TEXT_TABLES = (TRACE_TABLE, NIAH_CONFIG_TABLE)  # text cells: tested on their own
 PAPER_FILE = REPO / "config/paper/memagent.yaml"
 N_DOCS = [50, 100, 200, 400, 800, 1600, 3200, 6400, 12800, 25600]
 
@@ -771,7 +775,7 @@ def test_niah_table_means_three_tasks(paper: dict):
     assert "niah_single_3 @ 16K" in table.attrs["partial_notes"][0]
 
 
-@pytest.mark.parametrize("name", [n for n in PAPER_TABLES if n != TRACE_TABLE])  # text: below
+@pytest.mark.parametrize("name", [n for n in PAPER_TABLES if n not in TEXT_TABLES])  # below
 def test_build_paper_table_writes_every_table(paper: dict, tmp_path: Path, name: str):
     if name in STATS_TABLES:  # Mem-α's dataset statistics
         records = [stats(split, "squad", 3, 2.0, 900.0, 5.0) for split in STATS_TABLES[name]]
@@ -1355,6 +1359,52 @@ def test_memalpha_table5_shows_each_policys_memory_in_the_papers_order(tmp_path)
     paper["table5"]["instance"] = 5
     with pytest.raises(ValueError, match="q4: no instance 5 of perltqa"):
         build_paper_table(TRACE_TABLE, records, systems, paper)
+
+
+def ruler_set(path: Path, task: str, length: int, tokens: list[int]) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    rows = [
+        {"index": i, "task": task, "length": length, "num_tokens": n, "context": "x" * n}
+        for i, n in enumerate(tokens)
+    ]
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    return path
+
+
+def test_table7_describes_the_niah_sets_that_ran(paper: dict, tmp_path: Path):
+    paths = [
+        ruler_set(tmp_path / "s3_8k.jsonl", "niah_single_3", 8192, [8000, 8100]),
+        ruler_set(tmp_path / "s1_8k.jsonl", "niah_single_1", 8192, [7990, 8010, 8000]),
+        ruler_set(tmp_path / "s1_16k.jsonl", "niah_single_1", 16384, [16000]),
+    ]
+    settings = {"variant": "memagent", "tokenizer": "Qwen/Qwen2.5-0.5B-Instruct", "seed": 42}
+    records = load_table_records(NIAH_CONFIG_TABLE, paths)
+    table = build_paper_table(
+        NIAH_CONFIG_TABLE, records, [], paper, {8192: "8K"}, niah_config=settings
+    )
+    assert list(table.index) == ["niah_single_1", "niah_single_3"]  # RULER's order
+    one, three = table.loc["niah_single_1"], table.loc["niah_single_3"]
+    assert (three["Haystack"], three["Key"], three["Value"]) == ("essay", "words", "uuids")
+    assert one["Haystack"] == "repeat"  # the memagent variant's name of the noise haystack
+    assert one["Keys / values / queries"] == "1 / 1 / 1" and one["Answer tokens"] == "128"
+    assert one["8K"] == "3 x 8,000 (max 8,010)" and one["16K"] == "1 x 16,000 (max 16,000)"
+    assert three["16K"] == DASH  # not run at that length
+    assert "tokenizer Qwen/Qwen2.5-0.5B-Instruct, seed 42" in table.attrs["notes"][0]
+    csv, md, _ = write_paper_table(NIAH_CONFIG_TABLE, table, tmp_path / "t7", "Table 7")
+    assert len(pd.read_csv(csv)) == table.size and "| Task | Haystack |" in md.read_text()
+    with pytest.raises(ValueError, match="needs the RULER settings"):
+        build_paper_table(NIAH_CONFIG_TABLE, records, [], paper)
+
+
+def test_table7_names_an_empty_or_bad_set(tmp_path: Path):
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("")
+    with pytest.raises(ValueError, match=r"empty\.jsonl: no samples"):
+        load_table_records(NIAH_CONFIG_TABLE, [empty])
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(json.dumps({"task": "niah_single_1", "length": 8}) + "\n")
+    with pytest.raises(ValueError, match=r"bad\.jsonl.*num_tokens"):
+        load_table_records(NIAH_CONFIG_TABLE, [bad])
 
 
 # --- beyond the papers: both suites, the memory frontier -------------------------------------

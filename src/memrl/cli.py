@@ -715,9 +715,13 @@ def cmd_table(args: argparse.Namespace, run: tracking.JobRecord) -> None:
 
     s = args.settings
     name = s["name"]
-    labels = s["ruler_length_labels"] if name == "table_niah" else s["length_labels"]
+    ruler = name in ("table_niah", "table7")
+    labels = s["ruler_length_labels"] if ruler else s["length_labels"]
     records = load_table_records(name, args.metrics)
-    table = build_paper_table(name, records, s["systems"], load_yaml(args.paper), labels)
+    paper = load_yaml(args.paper)
+    table = build_paper_table(
+        name, records, s["systems"], paper, labels, niah_config=s.get("niah_config")
+    )
     caption = f"{PAPER_TABLES[name].caption}, run {s['run']}"
     write_paper_table(name, table, args.out_prefix, caption)
 

@@ -18,6 +18,7 @@ import yaml
 
 from memrl.data.longbench import LONGBENCH_SUM  # Table 2; the other tasks are QA (Table 3)
 from memrl.data.memalpha import QUERY_PROMPTS
+from memrl.data.ruler import TASKS as RULER_TASK_SPECS
 
 O200K = "o200k_base"  # tiktoken's encoding: Mem-α's memory counter (core cap, compression)
 
@@ -820,7 +821,16 @@ def _display(system: dict[str, Any]) -> str:
     return f"{system['display']} ({system['retriever']}){unit} K={system['top_k']}"
 
 
-MEMAGENT_TABLES = ("table1", "table2", "table3", "table10", "table11", "table_niah")
+NIAH_CONFIG_TABLE = "table7"  # the NIAH synthetic configuration: reads the RULER sets it describes
+MEMAGENT_TABLES = (
+    "table1",
+    "table2",
+    "table3",
+    NIAH_CONFIG_TABLE,
+    "table10",
+    "table11",
+    "table_niah",
+)
 # Mem-α's dataset statistics: the `memalpha` splits each table describes (a stats job per split)
 STATS_TABLES = {
     "memalpha_table6": ("memalpha",),
@@ -908,10 +918,34 @@ def report_jobs(config: dict[str, Any], name: str) -> list[EvalJob]:
         "memalpha_frontier": lambda: select("memalpha", rag=None) + select("mab", rag=None),
         SUITES_TABLE: lambda: select("ruler_hqa", rag=None) + select("mab", rag=None),
         TRACE_TABLE: policies,
+        NIAH_CONFIG_TABLE: list,  # no evaluation: the RULER sets (niah_sets)
     }
     if name not in selections:
         raise ConfigError(f"unknown table or figure {name!r}")
     return selections[name]()
+
+
+def niah_sets(config: dict[str, Any]) -> list[tuple[str, int]]:
+    """The (task, length) of every NIAH set the config synthesizes (Table 7 describes them)."""
+    return [
+        (task, n) for task, n in ruler_sets(config) if RULER_TASK_SPECS[task]["family"] == "niah"
+    ]
+
+
+def table_settings(config: dict[str, Any], name: str) -> dict[str, Any]:
+    """What one table reads beyond `report_settings`: Table 7, the RULER settings it reports."""
+    if name != NIAH_CONFIG_TABLE:
+        return {}
+    ruler = config["ruler"]
+    tokenizer = config["models"][ruler["tokenizer"]]
+    return {
+        "niah_config": {
+            "variant": ruler["variant"],
+            "samples": ruler["samples"],
+            "tokenizer": tokenizer.get("id", ruler["tokenizer"]),
+            "seed": config["seed"],
+        }
+    }
 
 
 def rl_ablation_groups(config: dict[str, Any]) -> dict[str, dict[str, str]]:

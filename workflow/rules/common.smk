@@ -349,6 +349,8 @@ def get_report_metrics(wildcards):
     name = report_name(wildcards)
     if name in cfg.STATS_TABLES:
         return [str(cfg.stats_file(config, split)) for split in cfg.STATS_TABLES[name]]
+    if name == cfg.NIAH_CONFIG_TABLE:  # the NIAH sets themselves
+        return [f"{R}/data/ruler/{task}/{n}.jsonl" for task, n in cfg.niah_sets(config)]
     jobs = cfg.report_jobs(config, name)
     if name == cfg.TRACE_TABLE:  # the memories themselves
         return [f"{eval_prefix(job)}.memories.jsonl" for job in jobs]
@@ -356,7 +358,9 @@ def get_report_metrics(wildcards):
 
 
 def get_report_settings(wildcards):
-    return as_json({"name": report_name(wildcards), **cfg.report_settings(config)})
+    name = report_name(wildcards)
+    settings = {"name": name, **cfg.report_settings(config), **cfg.table_settings(config, name)}
+    return as_json(settings)
 
 
 def get_filter_gpus(wildcards):

@@ -34,6 +34,7 @@ from memrl.config import (
     MEMALPHA_BENCHMARKS,
     MEMALPHA_ONLY_KINDS,
     MEMALPHA_SCORE_TABLES,
+    NIAH_CONFIG_TABLE,
     NIAH_FIGURE_TASKS,
     RULER_HQA_TASK,
     STATS_TABLES,
@@ -1291,7 +1292,7 @@ def build_memory_traces(
             else [_store_text(record["memory"], store) for store in MEMORY_STORES]
         )
     frame = pd.DataFrame(data, index=pd.Index([s.capitalize() for s in MEMORY_STORES]))
-    frame.index.name = "memory"
+    frame.index.name, frame.columns.name = "memory", "system"
     frame.attrs = {
         "notes": [f"The paper on {row}: {verdict}" for row, verdict in spec["paper"].items()],
         "instance": f"{spec['benchmark']} / {spec['source']} #{spec['instance']}",
@@ -1306,26 +1307,29 @@ def _store_text(memory: Mapping[str, Any], store: str) -> str:
     return "\n".join(f"- {content}" for content in items) or EMPTY
 
 
-def write_trace_table(table: pd.DataFrame, out_prefix: str | Path, caption: str) -> list[Path]:
-    """Table 5 as `<prefix>.csv` (memory, system, every line of content), `.md` and `.tex` (at
-    most TRACE_ITEMS items of TRACE_CHARS characters per cell)."""
+def write_text_table(table: pd.DataFrame, out_prefix: str | Path, caption: str) -> list[Path]:
+    """A table of text cells (Table 5's memories, Table 7's settings) as `<prefix>.csv` (row,
+    column, the whole content: named by the index's and the columns' names), `.md` and `.tex`
+    (at most TRACE_ITEMS lines of TRACE_CHARS characters per cell)."""
     prefix = Path(out_prefix)
     csv_path, md_path, tex_path = (
         prefix.with_name(prefix.name + ext) for ext in (".csv", ".md", ".tex")
     )
-    caption = f"{caption} ({table.attrs['instance']})"
+    if "instance" in table.attrs:
+        caption = f"{caption} ({table.attrs['instance']})"
+    row_name, column_name = table.index.name, table.columns.name
     rows = [
-        {"memory": memory, "system": system, "content": table.loc[memory, system]}
-        for memory in table.index
-        for system in table.columns
+        {row_name: row, column_name: column, "content": table.loc[row, column]}
+        for row in table.index
+        for column in table.columns
     ]
     with atomic_path(csv_path) as tmp:
-        pd.DataFrame(rows, columns=["memory", "system", "content"]).to_csv(tmp, index=False)
+        pd.DataFrame(rows, columns=[row_name, column_name, "content"]).to_csv(tmp, index=False)
     shown = table.map(_shorten)
-    header = ["Memory", *table.columns]
+    header = [row_name.capitalize(), *table.columns]
     md = [f"**{caption}**", "", "| " + " | ".join(header) + " |", "|---" * len(header) + "|"]
-    for memory, row in shown.iterrows():
-        cells = [str(memory), *(c.replace("|", "\\|").replace("\n", "<br>") for c in row)]
+    for label, row in shown.iterrows():
+        cells = [str(label), *(c.replace("|", "\\|").replace("\n", "<br>") for c in row)]
         md.append("| " + " | ".join(cells) + " |")
     write_text_atomic(md_path, "\n".join([*md, "", *table.attrs["notes"]]) + "\n")
     width = f"p{{{0.8 / max(1, len(table.columns)):.2f}\\linewidth}}"
@@ -1341,9 +1345,9 @@ def write_trace_table(table: pd.DataFrame, out_prefix: str | Path, caption: str)
         " & ".join(latex_escape(h) for h in header) + r" \\",
         r"\midrule",
     ]
-    for memory, row in shown.iterrows():
+    for label, row in shown.iterrows():
         cells = [latex_escape(str(c)).replace("\n", r"\newline ") for c in row]
-        tex.append(" & ".join([latex_escape(str(memory)), *cells]) + r" \\")
+        tex.append(" & ".join([latex_escape(str(label)), *cells]) + r" \\")
     tex += [r"\bottomrule", r"\end{tabular}", r"\par\smallskip\footnotesize"]
     tex += [r" \\ ".join(latex_escape(note) for note in table.attrs["notes"]), r"\end{table}"]
     write_text_atomic(tex_path, "\n".join(tex) + "\n")
@@ -1355,6 +1359,87 @@ def _shorten(text: str) -> str:
     kept = [line if len(line) <= TRACE_CHARS else line[:TRACE_CHARS] + "…" for line in lines]
     more = len(lines) - TRACE_ITEMS
     return "\n".join(kept[:TRACE_ITEMS] + ([f"(+{more} more)"] if more > 0 else []))
+
+
+# --- Table 7: the NIAH synthetic configuration ---------------------------------------------------
+
+NIAH_CONFIG_COLUMNS = {  # RULER task config key -> Table 7's header
+    "type_haystack": "Haystack",
+    "type_needle_k": "Key",
+    "type_needle_v": "Value",
+}
+
+
+def load_ruler_sets(paths: Iterable[str | Path]) -> list[dict[str, Any]]:
+    """Table 7's records: per RULER set file, its task, target length, sample count and the
+    measured prompt tokens (mean, max)."""
+    from memrl.data.io import iter_jsonl
+
+    records = []
+    for path in paths:
+        first: dict[str, Any] = {}
+        tokens = []  # streamed: a 512K-token set is hundreds of MB of text
+        for row in iter_jsonl(Path(path), required=("task", "length", "num_tokens")):
+            first = first or {"task": row["task"], "length": int(row["length"])}
+            tokens.append(int(row["num_tokens"]))
+        if not tokens:
+            raise ValueError(f"{path}: no samples")
+        records.append(
+            {
+                **first,
+                "n_samples": len(tokens),
+                "mean_tokens": sum(tokens) / len(tokens),
+                "max_tokens": max(tokens),
+                "path": str(path),
+            }
+        )
+    return records
+
+
+def _set_size(found: Mapping[str, Any]) -> str:
+    return f"{found['n_samples']} x {found['mean_tokens']:,.0f} (max {found['max_tokens']:,})"
+
+
+def build_niah_config_table(
+    sets: Iterable[Mapping[str, Any]],
+    niah_config: Mapping[str, Any],
+    length_labels: Mapping[int, str] | None = None,
+) -> pd.DataFrame:
+    """Table 7: per NIAH task that ran, its haystack, key and value types, needle counts and
+    answer budget (RULER's task definition in the variant that ran), then per target length the
+    samples and their measured prompt tokens (`load_ruler_sets`)."""
+    from memrl.data.ruler import RULER_TASKS, task_config
+
+    by_task: dict[str, dict[int, Mapping[str, Any]]] = {}
+    for record in sets:
+        by_task.setdefault(record["task"], {})[int(record["length"])] = record
+    lengths = sorted({n for found in by_task.values() for n in found})
+    labels = {int(n): str(label) for n, label in (length_labels or {}).items()}
+    data: dict[str, list[str]] = {}
+    for task in sorted(by_task, key=RULER_TASKS.index):
+        spec = task_config(task, niah_config["variant"])
+        cells = {header: str(spec[key]) for key, header in NIAH_CONFIG_COLUMNS.items()}
+        counts = (spec["num_needle_k"], spec["num_needle_v"], spec["num_needle_q"])
+        cells["Keys / values / queries"] = " / ".join(map(str, counts))
+        cells["Answer tokens"] = str(spec["tokens_to_generate"])
+        for n in lengths:
+            found = by_task[task].get(n)
+            cells[labels.get(n, token_label(n))] = DASH if found is None else _set_size(found)
+        data[task] = list(cells.values())
+    headers = [*NIAH_CONFIG_COLUMNS.values(), "Keys / values / queries", "Answer tokens"]
+    headers += [labels.get(n, token_label(n)) for n in lengths]
+    frame = pd.DataFrame.from_dict(data, orient="index", columns=headers, dtype=object)
+    frame.index.name, frame.columns.name = "task", "setting"
+    frame.attrs = {
+        "notes": [
+            f"RULER variant {niah_config['variant']}, tokenizer {niah_config['tokenizer']}, "
+            f"seed {niah_config['seed']}; a length column is a target length: samples x the "
+            "measured mean prompt tokens (max) of the set that ran.",
+            "The paper prints its Table 7 as an image (seed 000, not transcribed): nothing to "
+            "compare; Figure 5 reads niah_single_1/2/3.",
+        ]
+    }
+    return frame
 
 
 # --- one entry point for the CLI -----------------------------------------------------------------
@@ -1372,6 +1457,7 @@ PAPER_TABLES = {
     "table1": PaperTable("ruler_hqa", "RULER-HQA accuracy (%)"),
     "table2": PaperTable("longbench_sum", "LongBench-SUM, ROUGE recall (%)"),
     "table3": PaperTable("longbench_qa", "LongBench-QA (%)"),
+    NIAH_CONFIG_TABLE: PaperTable("", "Table 7: the NIAH synthetic configuration that ran"),
     "table10": PaperTable("rag_ruler_hqa", "RULER-HQA: MemAgent vs RAG over whole documents (%)"),
     "table11": PaperTable("rag_longbench_qa", "LongBench-QA: MemAgent vs RAG over chunks (%)"),
     "table_niah": PaperTable("memory_ablation", "NIAH: mean of niah_single_1/2/3 (%)"),
@@ -1394,16 +1480,22 @@ def build_paper_table(
     systems: Systems,
     paper: Mapping[str, Any],
     length_labels: Mapping[int, str] | None = None,
+    niah_config: Mapping[str, Any] | None = None,
 ) -> pd.DataFrame:
     """Build `name` (a PAPER_TABLES key) from metrics records and the whole paper file.
 
     `length_labels` override the paper's (RULER-HQA n_docs labels for table1/table10, RULER
-    token labels for niah).
+    token labels for niah and table7). Table 7 reads RULER set records (`load_ruler_sets`) and
+    the RULER settings that built them (`niah_config`).
     """
     if name not in PAPER_TABLES:
         raise ValueError(f"unknown table {name!r}; expected one of {', '.join(PAPER_TABLES)}")
     if name == SUITES_TABLE:
         return build_suites_table(records, systems, paper, length_labels or {})
+    if name == NIAH_CONFIG_TABLE:
+        if niah_config is None:
+            raise ValueError("table7 needs the RULER settings it describes (niah_config)")
+        return build_niah_config_table(records, niah_config, length_labels)
     if name in STATS_TABLES:
         return build_memalpha_stats_table(records, paper, name)
     if name == TRACE_TABLE:
@@ -1602,6 +1694,8 @@ def load_table_records(name: str, paths: Iterable[str | Path]) -> list[dict[str,
     """What a table reads: dataset statistics, memorize records (Table 5) or metrics."""
     if name in STATS_TABLES:
         return load_stats(paths)
+    if name == NIAH_CONFIG_TABLE:
+        return load_ruler_sets(paths)
     return load_memories(paths) if name == TRACE_TABLE else load_metrics(paths)
 
 
@@ -1609,7 +1703,7 @@ def write_paper_table(
     name: str, table: pd.DataFrame, out_prefix: str | Path, caption: str
 ) -> list[Path]:
     """CSV, Markdown and LaTeX of a built table (Table 5's cells are text, the others scores)."""
-    writer = write_trace_table if name == TRACE_TABLE else write_table
+    writer = write_text_table if name in (TRACE_TABLE, NIAH_CONFIG_TABLE) else write_table
     return writer(table, out_prefix, caption)
 
 
