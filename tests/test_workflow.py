@@ -74,7 +74,7 @@ def test_slurm_profile_plans_every_paper_job(repo):
     assert counts["train_memalpha"] == counts["plot_memalpha_training_curve"] == 5
     assert "eval/mab/memalpha-4b-released/0.memories.jsonl" in done.stdout
     assert counts["merge_eval"] == 30 and counts["evaluate_shard"] == 4 * 30
-    assert counts["make_table"] == 7 + 9 + 1 and counts["plot_figure"] == 5 + 1  # + both suites
+    assert counts["make_table"] == 7 + 9 + 1 and counts["plot_figure"] == 6 + 1  # + both suites
     assert counts["dataset_stats"] == 3  # Mem-α's train, validation and MemoryAgentBench
     # baselines reach vLLM with their context extension; RAG systems expand over their grid
     assert '"context_extension": "yarn"' in done.stdout
@@ -211,6 +211,7 @@ def test_smoke_figures_exist_as_png_and_pdf(smoke):
         "figure_ood",
         "figure6",
         "figure7",
+        "figure10",
         "memalpha_frontier",
         "training_rl-memagent-tiny",
         "training_memalpha-tiny-grpo",

@@ -744,6 +744,7 @@ def cmd_figure(args: argparse.Namespace, run: tracking.JobRecord) -> None:
         length_labels=s["length_labels"],
         ruler_length_labels=s["ruler_length_labels"],
         rl_ablation=s["rl_ablation"],
+        flops=s.get("flops"),
     )
 
 

@@ -847,7 +847,16 @@ SUITES_TABLE = "suites"  # beyond the papers: every system on RULER-HQA and Memo
 TABLES = (*MEMAGENT_TABLES, *MEMALPHA_TABLES, SUITES_TABLE)
 MEMALPHA_FIGURES = ("memalpha_frontier",)  # beyond the paper: score against memory size
 RL_ABLATION_FIGURES = {"figure6": "ruler_hqa", "figure7": "longbench"}  # §3.3.1
-FIGURES = ("figure1", "figure5", "figure_ood", *RL_ABLATION_FIGURES, *MEMALPHA_FIGURES)
+FLOPS_FIGURE = "figure10"  # Appendix B, with the RULER-HQA jobs' measured cost beside it
+FLOPS_ROLES = ("backbone", "rl")  # of each report.rl_ablation group
+FIGURES = (
+    "figure1",
+    "figure5",
+    "figure_ood",
+    *RL_ABLATION_FIGURES,
+    FLOPS_FIGURE,
+    *MEMALPHA_FIGURES,
+)
 NIAH_FIGURE_TASKS = ("niah_single_1", "niah_single_2", "niah_single_3")  # Figure 5
 
 
@@ -880,6 +889,10 @@ def report_jobs(config: dict[str, Any], name: str) -> list[EvalJob]:
             for j in select(benchmark, rag=False)
             if kinds[j.system]["kind"] == "memalpha" and kinds[j.system]["model"] in runs
         ]
+
+    flops_systems = {
+        group[role] for group in flops_settings(config)["groups"].values() for role in FLOPS_ROLES
+    }
 
     def rl_ablation(benchmark: str) -> list[EvalJob]:  # the systems of report.rl_ablation
         ablated = {sid for group in rl_ablation_groups(config).values() for sid in group.values()}
@@ -915,6 +928,7 @@ def report_jobs(config: dict[str, Any], name: str) -> list[EvalJob]:
         "memalpha_table3": policies,
         **{name: functools.partial(ablation, bench) for name, bench in ABLATION_TABLES.items()},
         **{name: functools.partial(rl_ablation, b) for name, b in RL_ABLATION_FIGURES.items()},
+        FLOPS_FIGURE: lambda: [j for j in rl_ablation("ruler_hqa") if j.system in flops_systems],
         "memalpha_frontier": lambda: select("memalpha", rag=None) + select("mab", rag=None),
         SUITES_TABLE: lambda: select("ruler_hqa", rag=None) + select("mab", rag=None),
         TRACE_TABLE: policies,
@@ -946,6 +960,35 @@ def table_settings(config: dict[str, Any], name: str) -> dict[str, Any]:
             "seed": config["seed"],
         }
     }
+
+
+def flops_settings(config: dict[str, Any]) -> dict[str, Any]:
+    """Figure 10: the agent's q, N and o, and per `report.rl_ablation` group the long-context
+    backbone (and the input it truncates to) and RL-MemAgent, whose RULER-HQA jobs give the
+    measured cost."""
+    agent, systems = config["agent"], config["evaluation"]["systems"]
+    return {
+        "agent": {key: agent[key] for key in ("query_tokens", "chunk_tokens", "final_tokens")},
+        "groups": {
+            group: {
+                "backbone": roles["backbone"],
+                "rl": roles["rl"],
+                "backbone_max_input": systems[roles["backbone"]].get("max_input_tokens"),
+            }
+            for group, roles in rl_ablation_groups(config).items()
+        },
+    }
+
+
+def flops_models(config: dict[str, Any]) -> dict[str, str]:
+    """Figure 10: per group, the model whose shape prices the FLOPs (RL-MemAgent's base)."""
+    runs = trained_runs(config)
+    systems = config["evaluation"]["systems"]
+    models = {}
+    for group, roles in rl_ablation_groups(config).items():
+        model = systems[roles["rl"]]["model"]
+        models[group] = runs[model]["base"] if model in runs else model
+    return models
 
 
 def rl_ablation_groups(config: dict[str, Any]) -> dict[str, dict[str, str]]:

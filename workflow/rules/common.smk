@@ -360,7 +360,39 @@ def get_report_metrics(wildcards):
 def get_report_settings(wildcards):
     name = report_name(wildcards)
     settings = {"name": name, **cfg.report_settings(config), **cfg.table_settings(config, name)}
+    if name == cfg.FLOPS_FIGURE:
+        settings["flops"] = {**cfg.flops_settings(config), **flops_inputs()}
     return as_json(settings)
+
+
+def eval_benchmark_files(job):
+    """Snakemake's benchmark files of an evaluation: one per job that ran it (each shard)."""
+    base = f"{R}/benchmarks/evaluate/{job.benchmark}/{job.system}/{job.length}"
+    if job.shards == 1:
+        return [f"{base}.tsv"]
+    return [f"{base}.shard{k}of{job.shards}.tsv" for k in range(job.shards)]
+
+
+def flops_inputs():
+    """Figure 10's files beyond metrics: each model's directory (its config.json gives the
+    shape) and each RULER-HQA job's benchmark files (its wall time), by "system/length"."""
+    jobs = cfg.report_jobs(config, cfg.FLOPS_FIGURE)
+    return {
+        "models": {g: str(cfg.model_dir(config, m)) for g, m in cfg.flops_models(config).items()},
+        "benchmarks": {f"{j.system}/{j.length}": eval_benchmark_files(j) for j in jobs},
+    }
+
+
+def get_report_models(wildcards):
+    if report_name(wildcards) != cfg.FLOPS_FIGURE:
+        return []
+    return list(dict.fromkeys(flops_inputs()["models"].values()))
+
+
+def get_report_benchmarks(wildcards):
+    if report_name(wildcards) != cfg.FLOPS_FIGURE:
+        return []
+    return [path for paths in flops_inputs()["benchmarks"].values() for path in paths]
 
 
 def get_filter_gpus(wildcards):

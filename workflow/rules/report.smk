@@ -34,6 +34,8 @@ rule plot_figure:
     input:
         metrics=get_report_metrics,
         paper=get_paper,
+        models=get_report_models,  # Figure 10 only: model shapes and measured wall time
+        benchmarks=get_report_benchmarks,
     output:
         png=report(
             f"{R}/figures/{{figure}}.png",

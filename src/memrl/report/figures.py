@@ -482,7 +482,7 @@ def plot_rl_ablation_curves(
 ) -> list[Path]:
     """Figure 6: one panel per group (backbone size), RULER-HQA accuracy against length for
     its three systems; the paper's claims and our checks beneath."""
-    fig = Figure(figsize=(5.0 * max(1, len(panels)), 5.5), layout="constrained")
+    fig = Figure(figsize=(5.0 * max(1, len(panels)) + 4.0, 5.5), layout="constrained")
     FigureCanvasAgg(fig)
     axes = fig.subplots(1, max(1, len(panels)), squeeze=False)[0]
     paper_drawn = False
@@ -490,7 +490,7 @@ def plot_rl_ablation_curves(
         paper_drawn |= _draw_accuracy_vs_length(ax, panel)
         ax.set_title(group)
     fig.suptitle(title)
-    _legend_below(fig, axes[0], paper_drawn, loc="outside right upper")
+    _legend_below(fig, axes[0], paper_drawn, loc="outside right center")
     _claims_footer(fig, checks)
     return _save(fig, out_prefix)
 
@@ -503,7 +503,7 @@ def plot_rl_ablation_bars(
 ) -> list[Path]:
     """Figure 7: one panel per group, bars of our LongBench-QA score per dataset (and AVG) for
     its three systems; the paper's value, where it prints one, as a black mark on the bar."""
-    fig = Figure(figsize=(6.0 * max(1, len(panels)), 5.5), layout="constrained")
+    fig = Figure(figsize=(6.0 * max(1, len(panels)) + 4.0, 5.5), layout="constrained")
     FigureCanvasAgg(fig)
     axes = fig.subplots(1, max(1, len(panels)), squeeze=False)[0]
     width = 0.8 / len(ABLATION_ROLES)
@@ -528,7 +528,7 @@ def plot_rl_ablation_bars(
     if paper_drawn:
         handles.append(Line2D([], [], color="black", marker="x", linestyle="", label="paper"))
         labels.append("paper")
-    fig.legend(handles, labels, fontsize="small", loc="outside right upper")
+    fig.legend(handles, labels, fontsize="small", loc="outside right center")
     _claims_footer(fig, checks)
     return _save(fig, out_prefix)
 
@@ -586,6 +586,146 @@ def _ablation_statistic(claim: Mapping[str, Any], panel: pd.DataFrame) -> tuple[
         span = f"{length_label(panel, present[0])} to {length_label(panel, present[-1])}"
         return drop, f"{role}: {span} drop = {drop:.1f}"
     raise ValueError(f"claim {claim['id']!r}: unknown statistic {claim['statistic']!r}")
+
+
+# --- Figure 10: FLOPs, predicted and measured ------------------------------------------------
+
+FLOPS_METHODS = {"backbone": "long_context", "rl": "memagent"}  # role -> flops.predicted_flops
+FLOPS_LABELS = {"backbone": "long-context model", "rl": "MemAgent"}
+
+
+def model_shape(model_dir: str | Path) -> Any:
+    """The Qwen2 shape in a model directory's config.json (the downloaded model's own)."""
+    from memrl.data.io import read_json
+    from memrl.report.flops import Qwen2Shape
+
+    path = Path(model_dir) / "config.json"
+    config = read_json(path)
+    missing = [key for key in SHAPE_KEYS if key not in config]
+    if missing:
+        raise ValueError(f"{path}: no {', '.join(missing)} (not a Qwen2-style config)")
+    return Qwen2Shape.from_config(config)
+
+
+SHAPE_KEYS = (
+    "hidden_size",
+    "intermediate_size",
+    "num_hidden_layers",
+    "num_attention_heads",
+    "num_key_value_heads",
+    "vocab_size",
+)
+
+
+def read_wall_seconds(paths: Sequence[str | Path]) -> float:
+    """The wall time of one evaluation: the `s` column of Snakemake's benchmark file of each job
+    that ran it (each shard), the mean of its repeats, summed over the jobs."""
+    total = 0.0
+    for path in paths:
+        frame = pd.read_csv(path, sep="\t")
+        if "s" not in frame.columns or frame.empty:
+            raise ValueError(f"{path}: not a Snakemake benchmark file (no `s` column or row)")
+        total += float(frame["s"].mean())
+    return total
+
+
+@dataclass(frozen=True)
+class Measured:
+    """One system's RULER-HQA jobs: mean context tokens and wall seconds per sample, by length."""
+
+    tokens: list[float]
+    seconds: list[float]
+
+
+def measured_costs(
+    records: Iterable[Mapping[str, Any]], flops: Mapping[str, Any]
+) -> dict[str, dict[str, Measured]]:
+    """Per group and role (backbone, rl) of `flops` (settings: `groups`, `benchmarks` by
+    "system/length"), the jobs' wall seconds per sample against their mean context tokens."""
+    by_key = {
+        f"{r['system']}/{int(r['length'])}": r
+        for r in records
+        if r["benchmark"] == "ruler_hqa" and r["mean_tokens"] is not None and r["n_items"]
+    }
+    measured: dict[str, dict[str, Measured]] = {}
+    for group, roles in flops["groups"].items():
+        measured[group] = {}
+        for role in FLOPS_METHODS:
+            points = sorted(
+                (float(record["mean_tokens"]), read_wall_seconds(paths) / record["n_items"])
+                for key, paths in flops["benchmarks"].items()
+                if key.split("/")[0] == roles[role] and (record := by_key.get(key)) is not None
+            )
+            measured[group][role] = Measured([t for t, _ in points], [w for _, w in points])
+    return measured
+
+
+def plot_flops(
+    shapes: Mapping[str, Any],
+    measured: Mapping[str, Mapping[str, Measured]],
+    flops: Mapping[str, Any],
+    out_prefix: str | Path,
+    title: str,
+) -> list[Path]:
+    """Figure 10. (a) Appendix B: FLOPs of the long-context model and of MemAgent from 8K to 4M
+    tokens per group's model shape, with the fitted exponent p (cost ~ n^p). (b) Beyond the
+    paper: our RULER-HQA jobs' wall seconds per sample against their mean context tokens
+    (solid), and the FLOPs predicted at those tokens scaled to the first point (dotted)."""
+    from memrl.report.flops import FIGURE_LENGTHS, fitted_exponent, predicted_flops
+
+    fig = Figure(figsize=(12.0, 5.5), layout="constrained")
+    FigureCanvasAgg(fig)
+    predicted_ax, measured_ax = fig.subplots(1, 2)
+    notes = []
+    for g, (group, shape) in enumerate(shapes.items()):
+        spec = flops["groups"][group]
+        for role, method in FLOPS_METHODS.items():
+            colour, style = f"C{2 * g + (role == 'rl')}", "-" if role == "rl" else "--"
+            costs = predicted_flops(shape, FIGURE_LENGTHS, method, flops["agent"])
+            p = fitted_exponent(FIGURE_LENGTHS, costs)
+            label = f"{FLOPS_LABELS[role]}, {group} (p = {p:.2f})"
+            predicted_ax.plot(FIGURE_LENGTHS, costs, style, color=colour, marker="o", label=label)
+            ours = measured.get(group, {}).get(role)
+            if ours is None or not ours.tokens:
+                notes.append(f"{group} {FLOPS_LABELS[role]}: no measured job")
+                continue
+            cap = spec["backbone_max_input"] if role == "backbone" else None
+            at = predicted_flops(shape, ours.tokens, method, flops["agent"], cap)
+            scaled = [c * ours.seconds[0] / at[0] for c in at]
+            fit = (
+                f"p = {fitted_exponent(ours.tokens, ours.seconds):.2f}"
+                if len(ours.tokens) > 1
+                else "one length"
+            )
+            label = f"{FLOPS_LABELS[role]}, {group} ({spec[role]}, {fit})"
+            measured_ax.plot(
+                ours.tokens, ours.seconds, style, color=colour, marker="o", label=label
+            )
+            measured_ax.plot(ours.tokens, scaled, ":", color=colour)
+            if cap is not None:
+                notes.append(f"{group} {FLOPS_LABELS[role]}: input truncated to {cap:,} tokens")
+    agent = flops["agent"]
+    predicted_ax.set_title(
+        f"(a) Predicted, verl's Qwen2 estimate (q = {agent['query_tokens']}, "
+        f"N = {agent['chunk_tokens']}, o = {agent['final_tokens']})",
+        fontsize="medium",
+    )
+    predicted_ax.set_ylabel("FLOPs (forward + backward)")
+    measured_ax.set_title(
+        "(b) Measured: evaluation wall time (dotted: predicted, scaled)", fontsize="medium"
+    )
+    measured_ax.set_ylabel("Wall seconds per sample")
+    for ax in (predicted_ax, measured_ax):
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel("Context length (tokens, log scale)")
+        ax.grid(True, alpha=0.3)
+        if ax.get_legend_handles_labels()[0]:
+            ax.legend(fontsize="x-small", loc="upper left")
+    fig.suptitle(title)
+    if notes:
+        fig.supxlabel("\n".join(notes), x=0.0, ha="left", fontsize="x-small")
+    return _save(fig, out_prefix)
 
 
 TRAIN_METRICS_FILE = "train_metrics.jsonl"  # what a trainer writes into its output directory
@@ -792,6 +932,7 @@ PAPER_FIGURES = {
     "memalpha_frontier": "Mem-α suites: average score against memory size",
     "figure6": "RL ablation on RULER-HQA: backbone, MemAgent w/o RL, RL-MemAgent",
     "figure7": "RL ablation on LongBench-QA: backbone, MemAgent w/o RL, RL-MemAgent",
+    "figure10": "FLOPs from 8K to 4M tokens, and the measured cost of our RULER-HQA jobs",
 }
 ABLATION_FIGURES = {
     "figure6": ("table1", plot_rl_ablation_curves),
@@ -810,6 +951,7 @@ def plot_paper_figure(
     length_labels: Mapping[int, str] | None = None,
     ruler_length_labels: Mapping[int, str] | None = None,
     rl_ablation: Groups | None = None,
+    flops: Mapping[str, Any] | None = None,
 ) -> list[Path]:
     """Plot `name` (a PAPER_FIGURES key) from metrics records and the whole paper file.
 
@@ -817,8 +959,14 @@ def plot_paper_figure(
     labels); figure5: the NIAH heatmaps; ood: the RULER average over the tasks present but
     qa_1/qa_2, and qa_1. The heatmaps take `ruler_length_labels` and print the paper's claims.
     figure6/figure7: Table 1/Table 3 rows of each `rl_ablation` group, with the claims checked.
+    figure10: `flops` (settings: agent, groups, models, benchmarks; see `plot_flops`).
     """
     records = list(records)
+    if name == "figure10":
+        if flops is None:
+            raise ValueError("figure10 needs its settings (flops): agent, groups, models")
+        shapes = {group: model_shape(path) for group, path in flops["models"].items()}
+        return plot_flops(shapes, measured_costs(records, flops), flops, out_prefix, title)
     if name in ABLATION_FIGURES:
         table_name, plot = ABLATION_FIGURES[name]
         table = build_paper_table(table_name, records, systems, paper, length_labels)

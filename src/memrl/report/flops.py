@@ -78,9 +78,15 @@ def sequence_flops(shape: Qwen2Shape, lengths: Iterable[int]) -> float:
 
 
 def long_context_sequences(
-    context: int, query: int = QUERY_TOKENS, output: int = OUTPUT_TOKENS
+    context: int,
+    query: int = QUERY_TOKENS,
+    output: int = OUTPUT_TOKENS,
+    max_input: int | None = None,
 ) -> list[int]:
-    return [query + context + output]
+    """One sequence of q + c + o tokens; a model that truncates its input to `max_input`
+    tokens (the 128K baselines) reads no more than that."""
+    prompt = query + context if max_input is None else min(query + context, max_input)
+    return [prompt + output]
 
 
 def memagent_sequences(
@@ -107,3 +113,32 @@ def fitted_exponent(lengths: Sequence[float], costs: Sequence[float]) -> float:
     mean_x, mean_y = sum(xs) / len(xs), sum(ys) / len(ys)
     spread = sum((x - mean_x) ** 2 for x in xs)
     return sum((x - mean_x) * (y - mean_y) for x, y in zip(xs, ys, strict=True)) / spread
+
+
+def predicted_flops(
+    shape: Qwen2Shape,
+    contexts: Iterable[float],
+    method: str,
+    agent: dict[str, int] | None = None,
+    max_input: int | None = None,
+) -> list[float]:
+    """`sequence_flops` of each context for `method` ("long_context" or "memagent"), with the
+    agent's q, N and o (config `agent`: query_tokens, chunk_tokens, final_tokens; default the
+    paper's 1024, 5000, 1024)."""
+    agent = agent or {
+        "query_tokens": QUERY_TOKENS,
+        "chunk_tokens": CHUNK_TOKENS,
+        "final_tokens": OUTPUT_TOKENS,
+    }
+    query, chunk, output = agent["query_tokens"], agent["chunk_tokens"], agent["final_tokens"]
+    if method == "long_context":
+        return [
+            sequence_flops(shape, long_context_sequences(round(c), query, output, max_input))
+            for c in contexts
+        ]
+    if method == "memagent":
+        return [
+            sequence_flops(shape, memagent_sequences(round(c), query, output, chunk))
+            for c in contexts
+        ]
+    raise ValueError(f"unknown method {method!r} (long_context, memagent)")
