@@ -322,3 +322,112 @@ def test_memalpha_training_runs_feed_evaluation_and_carry_their_reward_weights(r
     smoke["memalpha"]["training"]["runs"]["rl-memagent-tiny"] = {"base": "x", "beta": 0, "gamma": 0}
     with pytest.raises(cfg.ConfigError, match=r"also used in training\.runs"):
         cfg.validate_config(smoke, SCHEMA)
+
+
+# --- the memory ablation (Tables 8, 9; Figures 8, 9) ------------------------------------------
+
+
+def test_memory_ablation_variants_run_the_same_checkpoint_with_other_budgets(paper):
+    systems = cfg.eval_systems(paper)
+    variant = systems["rl-memagent-14b.m4096-c1928"]
+    assert variant["model"] == "rl-memagent-14b"  # retrain: false, inference only
+    assert variant["paper_row"] == "14B-m4096-c1928" and variant["ablation_of"] == "rl-memagent-14b"
+    assert sum("ablation_of" in s for s in systems.values()) == 2 * 7
+    jobs = [j for j in cfg.eval_jobs(paper, systems) if j.system == "rl-memagent-14b.m4096-c1928"]
+    assert {j.benchmark for j in jobs} == {"ruler", "longbench"} and len(jobs) == 7 + 1
+    assert {t for j in jobs if j.benchmark == "ruler" for t in j.tasks} == {
+        "niah_single_1",
+        "niah_single_2",
+        "niah_single_3",
+    }
+    (longbench,) = [j for j in jobs if j.benchmark == "longbench"]
+    assert "gov_report" not in longbench.tasks and len(longbench.tasks) == 5
+    settings = cfg.eval_settings(paper, longbench, 0, systems)
+    assert settings["agent"] == {**paper["agent"], "memory_tokens": 4096, "chunk_tokens": 1928}
+    base = next(j for j in cfg.eval_jobs(paper, systems) if j.system == "rl-memagent-14b")
+    assert cfg.eval_settings(paper, base, 0, systems)["agent"] == paper["agent"]
+
+
+def test_memory_ablation_reports_keep_the_variants_to_themselves(paper):
+    def systems_of(name):
+        return {j.system for j in cfg.report_jobs(paper, name)}
+
+    assert not any("." in s and ".m" in s for s in systems_of("table3") | systems_of("figure5"))
+    assert systems_of("table8") == {
+        "rl-memagent-14b",
+        "rl-memagent-7b",
+        *(
+            f"rl-memagent-{n}.m{m}-c{c}"
+            for n in ("14b", "7b")
+            for m, c in ((4096, 1928), (3072, 2952), (2048, 3976))
+        ),
+    }
+    assert systems_of("figure9") == {
+        "rl-memagent-14b",
+        "rl-memagent-7b",
+        *(f"rl-memagent-{n}.m{m}-c5000" for n in ("14b", "7b") for m in (256, 512, 2048, 4096)),
+    }
+    assert {j.benchmark for j in cfg.report_jobs(paper, "figure8")} == {"ruler"}
+    shown = {s["id"] for s in cfg.report_settings(paper)["systems"]}
+    assert "rl-memagent-14b.m256-c5000" not in shown  # every other report
+    own = cfg.table_settings(paper, "table9")
+    assert {s["id"] for s in own["systems"]} == systems_of("table9")
+    assert own["agent"] == paper["agent"]
+
+
+def test_memory_ablation_retrain_trains_a_run_per_setting(paper):
+    paper["evaluation"]["memory_ablation"]["retrain"] = True
+    cfg.validate_config(paper, SCHEMA)
+    run = "rl-memagent-7b-m256-c5000"
+    assert cfg.memagent_runs(paper)[run]["agent"] == {"memory_tokens": 256, "chunk_tokens": 5000}
+    assert cfg.eval_systems(paper)["rl-memagent-7b.m256-c5000"]["model"] == run
+    settings = cfg.train_settings(paper, run, "stage1")
+    assert settings["agent"]["memory_tokens"] == 256 and settings["rollout_batch"] == 128
+    assert cfg.model_dir(paper, run).parts[-2:] == (run, "stage2")
+
+
+@pytest.mark.parametrize(
+    ("mutate", "message"),
+    [
+        (
+            lambda c: c["evaluation"]["memory_ablation"]["systems"].update(
+                {"qwenlong-l1-32b": "x"}
+            ),
+            "config key evaluation.memory_ablation.systems: 'qwenlong-l1-32b' is not a memagent",
+        ),
+        (
+            lambda c: (
+                c["evaluation"]["memory_ablation"]["systems"].update(
+                    {"rl-memoryagent-14b-released": "14B"}
+                )
+                or c["evaluation"]["memory_ablation"].update(retrain=True)
+            ),
+            "config key evaluation.memory_ablation.retrain: system 'rl-memoryagent-14b-released'",
+        ),
+        (
+            lambda c: c["evaluation"]["memory_ablation"]["tasks"].update(ruler=["niah_single_9"]),
+            "config key evaluation.memory_ablation.tasks.ruler: ['niah_single_9'] not in",
+        ),
+        (
+            lambda c: c["evaluation"]["memory_ablation"].update(settings=[[1024]]),
+            "config key evaluation.memory_ablation.settings.0: [1024] is too short",
+        ),
+        (
+            lambda c: c["evaluation"]["systems"]["rl-memagent-7b"].update(agent={"chunk": 1}),
+            "config key evaluation.systems.rl-memagent-7b.agent: unknown key(s) chunk",
+        ),
+    ],
+)
+def test_bad_memory_ablation_fails_naming_the_key(paper, mutate, message):
+    bad = copy.deepcopy(paper)
+    mutate(bad)
+    with pytest.raises(cfg.ConfigError) as error:
+        cfg.validate_config(bad, SCHEMA)
+    assert str(error.value).startswith(message)
+
+
+def test_a_variant_beyond_the_tiny_models_window_is_named(repo):
+    smoke = cfg.load_yaml(repo / "config/smoke.yaml")
+    smoke["evaluation"]["memory_ablation"]["settings"].append([4096, 256])
+    with pytest.raises(cfg.ConfigError, match=r"evaluation\.systems\.rl-memagent-tiny\.m4096-c256"):
+        cfg.validate_config(smoke, SCHEMA)

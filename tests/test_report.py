@@ -20,6 +20,7 @@ from memrl.report.figures import (
     claim_lines,
     figure_series,
     heatmap,
+    memory_panels,
     plot_accuracy_vs_length,
     plot_niah_heatmaps,
     plot_ood_heatmaps,
@@ -984,8 +985,8 @@ def test_plot_paper_figure(paper: dict, tmp_path: Path, name: str):
 
 
 def test_plot_paper_figure_unknown_name(paper: dict, tmp_path: Path):
-    with pytest.raises(ValueError, match="figure9"):
-        plot_paper_figure("figure9", [], HEAT_SYSTEMS, paper, tmp_path / "x", "t")
+    with pytest.raises(ValueError, match="figure99"):
+        plot_paper_figure("figure99", [], HEAT_SYSTEMS, paper, tmp_path / "x", "t")
 
 
 # --- the RL ablation (Figures 6 and 7) ------------------------------------------------------------
@@ -1059,6 +1060,74 @@ def test_plot_rl_ablation_figures(paper: dict, tmp_path: Path, name: str):
         name, ablation_records(), REPORT_SYSTEMS, paper, tmp_path / "b", "t", rl_ablation=GROUPS
     )
     assert again[0].read_bytes() == png.read_bytes()  # deterministic
+
+
+# --- the memory ablation (Tables 8, 9; Figures 8, 9) -------------------------------------------
+
+AGENT = {"query_tokens": 1024, "chunk_tokens": 5000, "memory_tokens": 1024, "final_tokens": 1024}
+MEMORY_SYSTEMS = [
+    {"id": "rl", "display": "RL-14B", "paper_row": "RL-MEMAGENT-14B", "kind": "memagent"},
+    *(
+        {
+            "id": f"rl.m{m}-c{c}",
+            "display": f"RL-14B m{m}-c{c}",
+            "paper_row": f"14B-m{m}-c{c}",
+            "kind": "memagent",
+            "agent": {"memory_tokens": m, "chunk_tokens": c},
+            "ablation_of": "rl",
+        }
+        for m, c in ((4096, 1928), (256, 5000))
+    ),
+]
+
+
+def memory_records() -> list[dict]:
+    niah = [
+        niah_record(sid, task, n, v)
+        for sid, v in (("rl", 100.0), ("rl.m4096-c1928", 90.0), ("rl.m256-c5000", 60.0))
+        for task in NIAH_TASKS
+        for n in (8192, 524288)
+    ]
+    qa = [
+        r
+        for sid, v in (("rl", 80.0), ("rl.m4096-c1928", 70.0), ("rl.m256-c5000", 50.0))
+        for r in qa_records(sid, dict.fromkeys(QA_TASKS, v))
+    ]
+    return niah + qa
+
+
+def test_table8_puts_each_setting_beside_its_printed_row(paper: dict):
+    table = build_paper_table("table8", memory_records(), MEMORY_SYSTEMS, paper, {8192: "8K"})
+    wide = table.loc["RL-14B m4096-c1928", 8192]
+    assert wide.ours == pytest.approx(90.0) and wide.paper == pytest.approx(100.00)
+    default = table.loc["RL-14B", 524288]  # the system itself: Table 8's 14B-m1024-c5000
+    assert default.paper == pytest.approx(98.18) and default.ours == pytest.approx(100.0)
+    assert table.loc["RL-14B m256-c5000", 8192].paper is None  # Figure 8 only: not printed
+    assert any("no row '14B-m256-c5000' in Table 8" in note for note in table.attrs["notes"])
+
+
+def test_table9_longbench_qa_by_setting(paper: dict):
+    table = build_paper_table("table9", memory_records(), MEMORY_SYSTEMS, paper)
+    cell = table.loc["RL-14B m4096-c1928", "2wikimqa"]
+    assert cell.ours == pytest.approx(70.0) and cell.paper == pytest.approx(74.5)
+    assert table.loc["RL-14B", "avg"].paper == pytest.approx(51.0)  # 14B-m1024-c5000
+
+
+def test_memory_panels_order_each_systems_rows_by_memory(paper: dict):
+    table = build_paper_table("table9", memory_records(), MEMORY_SYSTEMS, paper)
+    (panel,) = memory_panels(table, MEMORY_SYSTEMS, AGENT).values()
+    assert list(panel.index) == ["memory 256", "memory 1024", "memory 4096"]
+    assert panel.loc["memory 256", "qasper"].ours == pytest.approx(50.0)
+
+
+@pytest.mark.parametrize("name", ["figure8", "figure9"])
+def test_plot_memory_figures(paper: dict, tmp_path: Path, name: str):
+    png, pdf = plot_paper_figure(
+        name, memory_records(), MEMORY_SYSTEMS, paper, tmp_path / name, "t", agent=AGENT
+    )
+    assert png.stat().st_size > 1000 and pdf.read_bytes()[:5] == b"%PDF-"
+    with pytest.raises(ValueError, match="need the agent's budgets"):
+        plot_paper_figure(name, memory_records(), MEMORY_SYSTEMS, paper, tmp_path / name, "t")
 
 
 # --- Mem-α (seed 004) ---------------------------------------------------------------------------

@@ -715,7 +715,7 @@ def cmd_table(args: argparse.Namespace, run: tracking.JobRecord) -> None:
 
     s = args.settings
     name = s["name"]
-    ruler = name in ("table_niah", "table7")
+    ruler = name in ("table_niah", "table7", "table8")
     labels = s["ruler_length_labels"] if ruler else s["length_labels"]
     records = load_table_records(name, args.metrics)
     paper = load_yaml(args.paper)
@@ -745,6 +745,7 @@ def cmd_figure(args: argparse.Namespace, run: tracking.JobRecord) -> None:
         ruler_length_labels=s["ruler_length_labels"],
         rl_ablation=s["rl_ablation"],
         flops=s.get("flops"),
+        agent=s.get("agent"),
     )
 
 

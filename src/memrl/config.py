@@ -104,12 +104,13 @@ def _describe(error: jsonschema.ValidationError) -> str:
 
 
 def _check_references(config: dict[str, Any]) -> None:
+    _check_memory_ablation(config)  # first: it may add training runs
     models = set(config["models"])
-    memagent_runs, memalpha = set(config["training"]["runs"]), set(memalpha_runs(config))
+    agent_runs, memalpha = set(memagent_runs(config)), set(memalpha_runs(config))
     runs = set(trained_runs(config))
     if models & runs:
         raise ConfigError(f"training.runs: names also used in models: {sorted(models & runs)}")
-    if both := sorted(memalpha & memagent_runs):
+    if both := sorted(memalpha & agent_runs):
         raise ConfigError(f"memalpha.training.runs: names also used in training.runs: {both}")
 
     def require(key: str, name: str, allowed: set[str]) -> None:
@@ -188,24 +189,53 @@ def _check_rl_ablation(config: dict[str, Any]) -> None:
 
 def _check_agent_window(config: dict[str, Any]) -> None:
     """MemAgent's largest prompt plus its reply must fit each of its models' declared context
-    (a tiny model's, or `max_position_embeddings`). A Hugging Face model's is unknown while
-    planning; a request beyond it fails, and failed requests fail the job."""
-    agent = config["agent"]
-    window = agent["query_tokens"] + agent["chunk_tokens"] + 2 * agent["memory_tokens"]
+    (a tiny model's, or `max_position_embeddings`), with each run's and system's own budgets. A
+    Hugging Face model's is unknown while planning; a request beyond it fails, and failed
+    requests fail the job."""
     runs = trained_runs(config)
-    names = list(config["training"]["runs"]) + [
-        spec["model"]
-        for spec in config["evaluation"]["systems"].values()
+    users = [(f"training.runs.{run}", spec, run) for run, spec in memagent_runs(config).items()]
+    users += [
+        (f"evaluation.systems.{sid}", spec, spec["model"])
+        for sid, spec in eval_systems(config).items()
         if spec["kind"] == "memagent"
     ]
-    for name in dict.fromkeys(names):
+    for key, spec, name in users:
+        agent = agent_settings(config, spec)
+        window = agent["query_tokens"] + agent["chunk_tokens"] + 2 * agent["memory_tokens"]
         base = runs[name]["base"] if name in runs else name
         context = declared_context(config["models"][base])
         if context is not None and window > context:
+            where = "agent" if "agent" not in spec else f"{key}.agent"
             raise ConfigError(
-                "config key agent.memory_tokens: query_tokens + chunk_tokens + 2 x memory_tokens "
-                f"= {window} tokens (the memory prompt and its reply) exceed model {base!r}'s "
-                f"context of {context}"
+                f"config key {where}.memory_tokens: query_tokens + chunk_tokens + 2 x "
+                f"memory_tokens = {window} tokens (the memory prompt and its reply) exceed model "
+                f"{base!r}'s context of {context}"
+            )
+
+
+def _check_memory_ablation(config: dict[str, Any]) -> None:
+    """Its systems are memagent systems, its tasks are the benchmarks' configured tasks, and
+    `retrain` has a training run to retrain."""
+    ablation = config["evaluation"].get("memory_ablation")
+    if not ablation:
+        return
+    key = "config key evaluation.memory_ablation"
+    systems = config["evaluation"]["systems"]
+    for sid in ablation["systems"]:
+        if systems.get(sid, {}).get("kind") != "memagent":
+            raise ConfigError(f"{key}.systems: {sid!r} is not a memagent system")
+        if ablation["retrain"] and systems[sid]["model"] not in config["training"]["runs"]:
+            raise ConfigError(
+                f"{key}.retrain: system {sid!r} runs {systems[sid]['model']!r}, not a training "
+                "run of training.runs: there is nothing to retrain"
+            )
+    configured = {"ruler": config["ruler"]["tasks"], "longbench": config["longbench"]["tasks"]}
+    for benchmark, tasks in ablation["tasks"].items():
+        unknown = [task for task in tasks if task not in configured[benchmark]]
+        if unknown:
+            raise ConfigError(
+                f"{key}.tasks.{benchmark}: {unknown} not in {benchmark}.tasks "
+                f"({configured[benchmark]})"
             )
 
 
@@ -340,15 +370,41 @@ def memalpha_runs(config: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return config.get("memalpha", {}).get("training", {}).get("runs", {})
 
 
+def memagent_runs(config: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """MemAgent's training runs by name: `training.runs`, and with `memory_ablation.retrain`
+    one more per ablated run and setting, `<run>-m<M>-c<C>`, trained with those budgets."""
+    runs = dict(config["training"]["runs"])
+    ablation = config["evaluation"].get("memory_ablation")
+    if ablation and ablation["retrain"]:
+        systems = config["evaluation"]["systems"]
+        for system in ablation["systems"]:
+            run = systems[system]["model"]
+            for memory, chunk in ablation["settings"]:
+                if run in config["training"]["runs"]:
+                    agent = {"memory_tokens": memory, "chunk_tokens": chunk}
+                    runs[ablation_name(run, memory, chunk, "-")] = {**runs[run], "agent": agent}
+    return runs
+
+
+def ablation_name(name: str, memory: int, chunk: int, separator: str = ".") -> str:
+    """A memory-ablation variant of a system (`.`) or training run (`-`): m<M>-c<C>."""
+    return f"{name}{separator}m{memory}-c{chunk}"
+
+
+def agent_settings(config: dict[str, Any], spec: dict[str, Any]) -> dict[str, int]:
+    """The agent's budgets for a system or training run: `agent`, with the spec's override."""
+    return {**config["agent"], **spec.get("agent", {})}
+
+
 def trained_runs(config: dict[str, Any]) -> dict[str, dict[str, Any]]:
     """Every training run by name: MemAgent's and Mem-α's (their names never collide)."""
-    return {**config["training"]["runs"], **memalpha_runs(config)}
+    return {**memagent_runs(config), **memalpha_runs(config)}
 
 
 def model_dir(config: dict[str, Any], name: str) -> Path:
     """A model's directory: a trained run's final checkpoint (MemAgent: stage II; Mem-α: its
     GRPO stage), or a fetched model."""
-    if name in config["training"]["runs"]:
+    if name in memagent_runs(config):
         return checkpoint_dir(config, name, STAGES[-1])
     if name in memalpha_runs(config):
         return checkpoint_dir(config, name, MEMALPHA_STAGE)
@@ -395,6 +451,7 @@ def eval_systems(config: dict[str, Any]) -> Systems:
         base = {"benchmarks": list(_default_benchmarks(spec["kind"])), **spec, "name": name}
         if spec["kind"] != "rag":
             systems[name] = base
+            systems.update(_memory_ablation_systems(config, name, base))
             continue
         units = [("doc", None), *((f"c{c}", c) for c in spec["chunk_tokens"])]
         for retriever in spec["retrievers"]:
@@ -408,6 +465,32 @@ def eval_systems(config: dict[str, Any]) -> Systems:
                         "unit_tokens": chunk_tokens,
                     }
     return systems
+
+
+def _memory_ablation_systems(config: dict[str, Any], name: str, base: dict[str, Any]) -> Systems:
+    """The variants of a system of `evaluation.memory_ablation`: `<name>.m<M>-c<C>` per setting,
+    its agent's budgets overridden (and, with `retrain`, its model the run trained with them),
+    on the ablation's tasks only, its paper row Tables 8/9's `<prefix>-m<M>-c<C>`."""
+    ablation = config["evaluation"].get("memory_ablation")
+    if not ablation or name not in ablation["systems"]:
+        return {}
+    retrained = ablation["retrain"] and base["model"] in config["training"]["runs"]
+    variants = {}
+    for memory, chunk in ablation["settings"]:
+        suffix = f"m{memory}-c{chunk}"
+        variants[ablation_name(name, memory, chunk)] = {
+            **base,
+            "model": ablation_name(base["model"], memory, chunk, "-")
+            if retrained
+            else base["model"],
+            "agent": {"memory_tokens": memory, "chunk_tokens": chunk},
+            "benchmarks": list(ablation["tasks"]),
+            "tasks": ablation["tasks"],
+            "display": f"{base['display']} {suffix}",
+            "paper_row": f"{ablation['systems'][name]}-{suffix}",
+            "ablation_of": name,
+        }
+    return variants
 
 
 def _default_benchmarks(kind: str) -> tuple[str, ...]:
@@ -463,16 +546,18 @@ def eval_jobs(config: dict[str, Any], systems: Systems | None = None) -> list[Ev
             for n in config["ruler_hqa"]["n_docs"]:
                 if limit is None or n <= limit:
                     tasks[("ruler_hqa", n)] = [RULER_HQA_TASK]
+        only = system.get("tasks", {})  # a memory-ablation variant's tasks
         if _runs_benchmark(system, "ruler"):
             limit = system.get("max_length")
             for task, length in ruler_sets(config):
-                if limit is None or length <= limit:
+                if (limit is None or length <= limit) and task in only.get("ruler", (task,)):
                     tasks.setdefault(("ruler", length), []).append(task)
         if _runs_benchmark(system, "longbench"):
             tasks[("longbench", NO_LENGTH)] = [
                 task
                 for task in config["longbench"]["tasks"]
                 if not (system["kind"] == "rag" and task in LONGBENCH_SUM)  # Table 11: QA
+                and task in only.get("longbench", (task,))
             ]
         for benchmark in MEMALPHA_BENCHMARKS:
             if _runs_benchmark(system, benchmark):
@@ -599,7 +684,7 @@ def ruler_set_settings(config: dict[str, Any], task: str, length: int) -> dict[s
 
 
 def train_settings(config: dict[str, Any], run: str, stage: str) -> dict[str, Any]:
-    spec = config["training"]["runs"][run]
+    spec = memagent_runs(config)[run]
     stage_spec = dict(config["training"][stage])
     if "rollout_batch" in spec:
         stage_spec["rollout_batch"] = spec["rollout_batch"]
@@ -613,7 +698,7 @@ def train_settings(config: dict[str, Any], run: str, stage: str) -> dict[str, An
         "backend": backend,
         "run": run,
         "stage": stage,
-        "agent": config["agent"],
+        "agent": agent_settings(config, spec),
         "seed": config["seed"],
         "gpus_per_node": spec.get("gpus_per_node", 0),
         "nodes": spec.get("nodes", 1),
@@ -677,7 +762,7 @@ def eval_settings(
         **{key: system.get(key) for key in SYSTEM_KEYS[system["kind"]]},
     }
     if system["kind"] == "memagent":
-        settings["agent"] = config["agent"]
+        settings["agent"] = agent_settings(config, system)
     if job.benchmark == "ruler":
         settings["variant"] = config["ruler"]["variant"]
     return settings
@@ -772,6 +857,8 @@ REPORTED_SYSTEM_KEYS = (
     "top_k",
     "unit",
     "unit_tokens",
+    "agent",  # a memory-ablation variant's budgets
+    "ablation_of",  # ... and the system it varies
 )
 
 
@@ -780,22 +867,28 @@ def report_settings(config: dict[str, Any]) -> dict[str, Any]:
         return {int(k): v for k, v in config[section]["length_labels"].items()}
 
     return {
-        # a list: settings JSON is key-sorted, and the tables keep the config's system order
-        "systems": [
-            {
-                "id": system_id,
-                "display": _display(spec),
-                "paper_row": spec.get("paper_row"),
-                **{key: spec[key] for key in REPORTED_SYSTEM_KEYS if key in spec},
-                **_reward_weights(config, spec),
-            }
-            for system_id, spec in eval_systems(config).items()
-        ],
+        "systems": _report_systems(config, variants=False),
         "length_labels": labels("ruler_hqa"),
         "ruler_length_labels": labels("ruler"),
         "rl_ablation": config["report"].get("rl_ablation", {}),
         "run": config["run"],
     }
+
+
+def _report_systems(config: dict[str, Any], variants: bool) -> list[dict[str, Any]]:
+    """The systems a report shows, as a list (settings JSON is key-sorted; the tables keep the
+    config's order); memory-ablation variants only when `variants`."""
+    return [
+        {
+            "id": system_id,
+            "display": _display(spec),
+            "paper_row": spec.get("paper_row"),
+            **{key: spec[key] for key in REPORTED_SYSTEM_KEYS if key in spec},
+            **_reward_weights(config, spec),
+        }
+        for system_id, spec in eval_systems(config).items()
+        if variants or "ablation_of" not in spec
+    ]
 
 
 def _reward_weights(config: dict[str, Any], system: dict[str, Any]) -> dict[str, Any]:
@@ -827,6 +920,8 @@ MEMAGENT_TABLES = (
     "table2",
     "table3",
     NIAH_CONFIG_TABLE,
+    "table8",
+    "table9",
     "table10",
     "table11",
     "table_niah",
@@ -847,6 +942,13 @@ SUITES_TABLE = "suites"  # beyond the papers: every system on RULER-HQA and Memo
 TABLES = (*MEMAGENT_TABLES, *MEMALPHA_TABLES, SUITES_TABLE)
 MEMALPHA_FIGURES = ("memalpha_frontier",)  # beyond the paper: score against memory size
 RL_ABLATION_FIGURES = {"figure6": "ruler_hqa", "figure7": "longbench"}  # §3.3.1
+# The memory ablation (evaluation.memory_ablation): name -> (benchmark, what stays fixed)
+MEMORY_ABLATION = {
+    "table8": ("ruler", "total"),  # §D.1: memory + chunk held at the agent's total
+    "table9": ("longbench", "total"),
+    "figure8": ("ruler", "chunk"),  # §3.3.2: memory 256 ... 4096, chunk at the agent's
+    "figure9": ("longbench", "chunk"),
+}
 FLOPS_FIGURE = "figure10"  # Appendix B, with the RULER-HQA jobs' measured cost beside it
 FLOPS_ROLES = ("backbone", "rl")  # of each report.rl_ablation group
 FIGURES = (
@@ -854,6 +956,8 @@ FIGURES = (
     "figure5",
     "figure_ood",
     *RL_ABLATION_FIGURES,
+    "figure8",
+    "figure9",
     FLOPS_FIGURE,
     *MEMALPHA_FIGURES,
 )
@@ -864,7 +968,12 @@ def report_jobs(config: dict[str, Any], name: str) -> list[EvalJob]:
     """The evaluation jobs a table or figure reads (by benchmark, task and system kind); their
     metrics files may hold other tasks too, which the tables ignore."""
     kinds = eval_systems(config)
-    jobs = eval_jobs(config, kinds)
+    every_job = eval_jobs(config, kinds)
+    if name in MEMORY_ABLATION:  # the ablated systems and their variants
+        members = set(memory_ablation_members(config, name))
+        benchmark = MEMORY_ABLATION[name][0]
+        return [j for j in every_job if j.system in members and j.benchmark == benchmark]
+    jobs = [j for j in every_job if "ablation_of" not in kinds[j.system]]  # the rest: not theirs
 
     def select(benchmark: str, rag: bool | None, tasks: Sequence[str] | None = None) -> list:
         return [
@@ -946,8 +1055,33 @@ def niah_sets(config: dict[str, Any]) -> list[tuple[str, int]]:
     ]
 
 
+def memory_ablation_members(config: dict[str, Any], name: str) -> list[str]:
+    """The systems of a memory-ablation table or figure (MEMORY_ABLATION): each ablated system
+    (the agent's own budgets), then its variants that keep the chunk (figures 8, 9) or the memory
+    + chunk total (tables 8, 9) of the agent."""
+    agent = config["agent"]
+    fixed = MEMORY_ABLATION[name][1]
+    members = []
+    for sid, spec in eval_systems(config).items():
+        if sid in config["evaluation"].get("memory_ablation", {}).get("systems", {}):
+            members.append(sid)
+        elif "ablation_of" in spec:
+            memory, chunk = spec["agent"]["memory_tokens"], spec["agent"]["chunk_tokens"]
+            if (fixed == "chunk" and chunk == agent["chunk_tokens"]) or (
+                fixed == "total"
+                and memory + chunk == agent["memory_tokens"] + agent["chunk_tokens"]
+            ):
+                members.append(sid)
+    return members
+
+
 def table_settings(config: dict[str, Any], name: str) -> dict[str, Any]:
-    """What one table reads beyond `report_settings`: Table 7, the RULER settings it reports."""
+    """What one table or figure reads beyond `report_settings`: Table 7, the RULER settings it
+    reports; the memory ablation, its own systems (the only reports that show the variants)."""
+    if name in MEMORY_ABLATION:
+        members = set(memory_ablation_members(config, name))
+        systems = [s for s in _report_systems(config, True) if s["id"] in members]
+        return {"systems": systems, "agent": config["agent"]}
     if name != NIAH_CONFIG_TABLE:
         return {}
     ruler = config["ruler"]

@@ -40,7 +40,7 @@ EVAL_JOBS = {(j.benchmark, j.system, j.length): j for j in cfg.eval_jobs(config,
 wildcard_constraints:
     source="|".join(config["sources"]),
     model="|".join(config["models"]),
-    train_run="|".join(config["training"]["runs"]) or "^$",
+    train_run="|".join(cfg.memagent_runs(config)) or "^$",
     memalpha_run="|".join(cfg.memalpha_runs(config)) or "^$",
     system="|".join(re.escape(system) for system in SYSTEMS),
     benchmark="|".join(cfg.BENCHMARKS),
@@ -125,7 +125,7 @@ def get_eval_metrics(*benchmarks):
 
 
 def get_training_curves():
-    runs = [*config["training"]["runs"], *cfg.memalpha_runs(config)]
+    runs = [*cfg.memagent_runs(config), *cfg.memalpha_runs(config)]
     return expand(f"{R}/figures/training_{{run}}.{{ext}}", run=runs, ext=["png", "pdf"])
 
 
@@ -157,7 +157,7 @@ def get_filter_model_args(wildcards, input):
 
 def get_base_model(wildcards):
     """Stage I starts from the run's base model (stage II from the stage I checkpoint)."""
-    return str(cfg.model_dir(config, config["training"]["runs"][wildcards.train_run]["base"]))
+    return str(cfg.model_dir(config, cfg.memagent_runs(config)[wildcards.train_run]["base"]))
 
 
 def eval_job(wildcards):

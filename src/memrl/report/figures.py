@@ -10,8 +10,9 @@ Drawn on a bare Agg canvas (no pyplot, no global backend switch), saved as PNG a
 
 from __future__ import annotations
 
+import functools
 import textwrap
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -474,20 +475,23 @@ def ablation_rows(table: pd.DataFrame, groups: Groups) -> dict[str, pd.DataFrame
     return panels
 
 
-def plot_rl_ablation_curves(
+def plot_curve_panels(
     panels: Mapping[str, pd.DataFrame],
     out_prefix: str | Path,
     title: str,
     checks: Sequence[ClaimCheck] = (),
+    draw: Callable[[Any, pd.DataFrame], bool] | None = None,
 ) -> list[Path]:
-    """Figure 6: one panel per group (backbone size), RULER-HQA accuracy against length for
-    its three systems; the paper's claims and our checks beneath."""
+    """One panel of curves per group, a curve per row of its table (Figure 6: RULER-HQA
+    accuracy against measured length per backbone size; Figure 8: NIAH per memory size), the
+    paper's claims and our checks beneath. `draw` plots one panel (default: against tokens)."""
+    draw = draw or _draw_accuracy_vs_length
     fig = Figure(figsize=(5.0 * max(1, len(panels)) + 4.0, 5.5), layout="constrained")
     FigureCanvasAgg(fig)
     axes = fig.subplots(1, max(1, len(panels)), squeeze=False)[0]
     paper_drawn = False
     for ax, (group, panel) in zip(axes, panels.items(), strict=False):
-        paper_drawn |= _draw_accuracy_vs_length(ax, panel)
+        paper_drawn |= draw(ax, panel)
         ax.set_title(group)
     fig.suptitle(title)
     _legend_below(fig, axes[0], paper_drawn, loc="outside right center")
@@ -495,23 +499,24 @@ def plot_rl_ablation_curves(
     return _save(fig, out_prefix)
 
 
-def plot_rl_ablation_bars(
+def plot_bar_panels(
     panels: Mapping[str, pd.DataFrame],
     out_prefix: str | Path,
     title: str,
     checks: Sequence[ClaimCheck] = (),
 ) -> list[Path]:
-    """Figure 7: one panel per group, bars of our LongBench-QA score per dataset (and AVG) for
-    its three systems; the paper's value, where it prints one, as a black mark on the bar."""
+    """One panel per group, bars of our score per column (Figures 7 and 9: LongBench-QA per
+    dataset and AVG) for each row of its table; the paper's value, where it prints one, as a
+    black mark on the bar."""
     fig = Figure(figsize=(6.0 * max(1, len(panels)) + 4.0, 5.5), layout="constrained")
     FigureCanvasAgg(fig)
     axes = fig.subplots(1, max(1, len(panels)), squeeze=False)[0]
-    width = 0.8 / len(ABLATION_ROLES)
     paper_drawn = False
     for ax, (group, panel) in zip(axes, panels.items(), strict=False):
         columns = list(panel.columns)
+        width = 0.8 / max(1, len(panel))
         for i, (role, row) in enumerate(panel.iterrows()):
-            xs = np.arange(len(columns)) + (i - (len(ABLATION_ROLES) - 1) / 2) * width
+            xs = np.arange(len(columns)) + (i - (len(panel) - 1) / 2) * width
             ours = [np.nan if c.ours is None else c.ours for c in row]
             ax.bar(xs, ours, width, color=f"C{i}", label=str(role))
             paper = [(x, c.paper) for x, c in zip(xs, row, strict=True) if c.paper is not None]
@@ -586,6 +591,53 @@ def _ablation_statistic(claim: Mapping[str, Any], panel: pd.DataFrame) -> tuple[
         span = f"{length_label(panel, present[0])} to {length_label(panel, present[-1])}"
         return drop, f"{role}: {span} drop = {drop:.1f}"
     raise ValueError(f"claim {claim['id']!r}: unknown statistic {claim['statistic']!r}")
+
+
+# --- Figures 8 and 9: memory size ----------------------------------------------------------------
+
+
+def memory_panels(
+    table: pd.DataFrame, systems: Systems, agent: Mapping[str, int]
+) -> dict[str, pd.DataFrame]:
+    """Per ablated system (titled by its display name), its rows and its variants' in `table`
+    (a Table 8 or 9 DataFrame) by memory size, labelled "memory M" (`agent`: the budgets of the
+    system itself)."""
+    specs = system_specs(systems)
+    row_of = {sid: display for display, sid in table.attrs["system_ids"].items()}
+    groups: dict[str, list[tuple[int, str]]] = {}
+    for sid, spec in specs.items():
+        if sid in row_of:
+            memory = {**agent, **spec.get("agent", {})}["memory_tokens"]
+            groups.setdefault(spec.get("ablation_of", sid), []).append((memory, sid))
+    panels = {}
+    for base, members in groups.items():
+        members.sort()
+        panel = table.loc[[row_of[sid] for _, sid in members]].copy()
+        panel.index = pd.Index([f"memory {memory}" for memory, _ in members], name="setting")
+        panel.attrs = dict(table.attrs)
+        panels[specs[base]["display"]] = panel
+    return panels
+
+
+def _draw_by_column(ax: Any, panel: pd.DataFrame) -> bool:
+    """One line per row over the table's columns in order (ours solid, the paper's dashed);
+    whether any paper line was drawn."""
+    columns = list(panel.columns)
+    paper_drawn = False
+    for i, (label, row) in enumerate(panel.iterrows()):
+        ours = [(x, c.ours) for x, c in enumerate(row) if c.ours is not None]
+        paper = [(x, c.paper) for x, c in enumerate(row) if c.paper is not None]
+        if ours:
+            ax.plot(*zip(*ours, strict=True), "-o", color=f"C{i}", markersize=4, label=str(label))
+        if paper:
+            paper_drawn = True
+            ax.plot(*zip(*paper, strict=True), "--x", color=f"C{i}", markersize=4)
+    ax.set_xticks(range(len(columns)), [length_label(panel, c) for c in columns])
+    ax.set_ylim(-2, 102)
+    ax.set_xlabel("Context length (tokens)")
+    ax.set_ylabel("Accuracy (%)")
+    ax.grid(True, alpha=0.3)
+    return paper_drawn
 
 
 # --- Figure 10: FLOPs, predicted and measured ------------------------------------------------
@@ -932,11 +984,17 @@ PAPER_FIGURES = {
     "memalpha_frontier": "Mem-α suites: average score against memory size",
     "figure6": "RL ablation on RULER-HQA: backbone, MemAgent w/o RL, RL-MemAgent",
     "figure7": "RL ablation on LongBench-QA: backbone, MemAgent w/o RL, RL-MemAgent",
+    "figure8": "Memory size on NIAH (mean of niah_single_1/2/3), chunk size fixed",
+    "figure9": "Memory size on LongBench-QA, chunk size fixed",
     "figure10": "FLOPs from 8K to 4M tokens, and the measured cost of our RULER-HQA jobs",
 }
 ABLATION_FIGURES = {
-    "figure6": ("table1", plot_rl_ablation_curves),
-    "figure7": ("table3", plot_rl_ablation_bars),
+    "figure6": ("table1", plot_curve_panels),
+    "figure7": ("table3", plot_bar_panels),
+}
+MEMORY_FIGURES = {  # figure -> the table it draws, and how
+    "figure8": ("table8", functools.partial(plot_curve_panels, draw=_draw_by_column)),
+    "figure9": ("table9", plot_bar_panels),
 }
 
 
@@ -952,6 +1010,7 @@ def plot_paper_figure(
     ruler_length_labels: Mapping[int, str] | None = None,
     rl_ablation: Groups | None = None,
     flops: Mapping[str, Any] | None = None,
+    agent: Mapping[str, int] | None = None,
 ) -> list[Path]:
     """Plot `name` (a PAPER_FIGURES key) from metrics records and the whole paper file.
 
@@ -959,9 +1018,17 @@ def plot_paper_figure(
     labels); figure5: the NIAH heatmaps; ood: the RULER average over the tasks present but
     qa_1/qa_2, and qa_1. The heatmaps take `ruler_length_labels` and print the paper's claims.
     figure6/figure7: Table 1/Table 3 rows of each `rl_ablation` group, with the claims checked.
-    figure10: `flops` (settings: agent, groups, models, benchmarks; see `plot_flops`).
+    figure8/figure9: Table 8/9 rows of each memory-ablated system by memory size (`agent`: the
+    system's own budgets). figure10: `flops` (settings: agent, groups, models, benchmarks).
     """
     records = list(records)
+    if name in MEMORY_FIGURES:
+        table_name, plot = MEMORY_FIGURES[name]
+        labels = ruler_length_labels if table_name == "table8" else length_labels
+        if agent is None:
+            raise ValueError(f"{name}: the figures need the agent's budgets (agent)")
+        table = build_paper_table(table_name, records, systems, paper, labels)
+        return plot(memory_panels(table, systems, agent), out_prefix, title)
     if name == "figure10":
         if flops is None:
             raise ValueError("figure10 needs its settings (flops): agent, groups, models")
