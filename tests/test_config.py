@@ -105,9 +105,10 @@ def test_validating_a_config_imports_no_ml_framework(repo, name):
             "longcontext, not a memagent",
         ),
         (
-            lambda c: c["evaluation"]["systems"]["rl-memagent-14b"].update(benchmarks=["ruler"]),
-            "config key report.rl_ablation.14B.rl: system 'rl-memagent-14b' does not run "
-            "ruler_hqa, longbench",
+            lambda c: c["evaluation"]["systems"]["rl-memagent-14b"].update(
+                benchmarks=["ruler_hqa", "ruler"]
+            ),
+            "config key report.rl_ablation.14B.rl: system 'rl-memagent-14b' does not run longbench",
         ),
         (
             lambda c: c["report"]["rl_ablation"]["7B"].pop("backbone"),
@@ -431,3 +432,58 @@ def test_a_variant_beyond_the_tiny_models_window_is_named(repo):
     smoke["evaluation"]["memory_ablation"]["settings"].append([4096, 256])
     with pytest.raises(cfg.ConfigError, match=r"evaluation\.systems\.rl-memagent-tiny\.m4096-c256"):
         cfg.validate_config(smoke, SCHEMA)
+
+
+# --- Table 4's probe ------------------------------------------------------------------------------
+
+
+def test_probe_jobs_read_every_placement_at_each_length(paper):
+    jobs = [j for j in cfg.eval_jobs(paper) if j.benchmark == cfg.PROBE_BENCHMARK]
+    assert {(j.system, j.length) for j in jobs} == {
+        (s, n)
+        for s in ("rl-memagent-14b", "rl-memagent-7b")
+        for n in (50, 100, 200, 400, 800, 1600)
+    }
+    assert jobs[0].tasks == ("p0_20", "p0_100", "p20_80", "p40_60", "p80_100")
+    settings = cfg.probe_set_settings(paper, "p20_80", 400)
+    assert settings["placement"] == [0.2, 0.8] and settings["n_docs"] == 400
+    assert {k: v for k, v in settings.items() if k != "placement"} == cfg.eval_set_settings(
+        paper, 400
+    )  # the same samples as the random set, reordered
+    table4 = cfg.report_jobs(paper, "table4")
+    random = {(j.system, j.length) for j in table4 if j.benchmark == "ruler_hqa"}
+    assert random == {(j.system, j.length) for j in jobs}
+    assert not any(j.benchmark == cfg.PROBE_BENCHMARK for j in cfg.report_jobs(paper, "table1"))
+    assert cfg.table_settings(paper, "table4")["probe"]["systems"] == {
+        "rl-memagent-14b": "14B",
+        "rl-memagent-7b": "7B",
+    }
+
+
+@pytest.mark.parametrize(
+    ("mutate", "message"),
+    [
+        (
+            lambda c: c["evaluation"]["probe"].update(n_docs=[75]),
+            "config key evaluation.probe.n_docs: [75] not in ruler_hqa.n_docs",
+        ),
+        (
+            lambda c: c["evaluation"]["probe"]["systems"].update({"qwenlong-l1-32b": "32B"}),
+            "config key evaluation.probe.systems: 'qwenlong-l1-32b' is not a memagent system",
+        ),
+        (
+            lambda c: c["evaluation"]["probe"].update(placements=[[0, 120]]),
+            "config key evaluation.probe.placements.0.1: 120 is greater than the maximum of 100",
+        ),
+        (
+            lambda c: c["evaluation"]["systems"]["rl-memagent-7b"].update(max_docs=800),
+            "config key evaluation.probe.n_docs: above 'rl-memagent-7b'",
+        ),
+    ],
+)
+def test_bad_probe_fails_naming_the_key(paper, mutate, message):
+    bad = copy.deepcopy(paper)
+    mutate(bad)
+    with pytest.raises(cfg.ConfigError) as error:
+        cfg.validate_config(bad, SCHEMA)
+    assert str(error.value).startswith(message)

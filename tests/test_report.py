@@ -51,12 +51,13 @@ from memrl.report.tables import (
     rag_paper_row,
     system_kind,
     tidy,
+    to_markdown,
     write_paper_table,
     write_table,
 )
 
 REPO = Path(__file__).resolve().parents[1]
-TEXT_TABLES = (TRACE_TABLE, NIAH_CONFIG_TABLE)  # text cells: tested on their own
+TESTED_ALONE = (TRACE_TABLE, NIAH_CONFIG_TABLE, "table4")  # their own inputs: below
 PAPER_FILE = REPO / "config/paper/memagent.yaml"
 N_DOCS = [50, 100, 200, 400, 800, 1600, 3200, 6400, 12800, 25600]
 
@@ -776,7 +777,7 @@ def test_niah_table_means_three_tasks(paper: dict):
     assert "niah_single_3 @ 16K" in table.attrs["partial_notes"][0]
 
 
-@pytest.mark.parametrize("name", [n for n in PAPER_TABLES if n not in TEXT_TABLES])  # below
+@pytest.mark.parametrize("name", [n for n in PAPER_TABLES if n not in TESTED_ALONE])  # below
 def test_build_paper_table_writes_every_table(paper: dict, tmp_path: Path, name: str):
     if name in STATS_TABLES:  # Mem-α's dataset statistics
         records = [stats(split, "squad", 3, 2.0, 900.0, 5.0) for split in STATS_TABLES[name]]
@@ -1128,6 +1129,42 @@ def test_plot_memory_figures(paper: dict, tmp_path: Path, name: str):
     assert png.stat().st_size > 1000 and pdf.read_bytes()[:5] == b"%PDF-"
     with pytest.raises(ValueError, match="need the agent's budgets"):
         plot_paper_figure(name, memory_records(), MEMORY_SYSTEMS, paper, tmp_path / name, "t")
+
+
+# --- Table 4: the probe -----------------------------------------------------------------------
+
+PROBE = {"systems": {"rl-14b": "14B"}, "placements": [[0, 20], [40, 60]]}
+
+
+def probe_records() -> list[dict]:
+    return [
+        metric("rl-14b", 50, 80.0),
+        metric("rl-14b", 100, 75.0, n_failed=2),
+        metric("rl-14b", 200, 70.0),  # no probe at 28K: not a column
+        metric("norl", 50, 10.0),  # not a probe system
+        *(
+            record("ruler_hqa_probe", task, "rl-14b", n, accuracy=v)
+            for task, n, v in (("p0_20", 50, 84.0), ("p0_20", 100, 70.0), ("p40_60", 50, 78.0))
+        ),
+    ]
+
+
+def test_table4_prints_differences_from_random_beside_the_papers(paper: dict):
+    table = build_paper_table("table4", probe_records(), REPORT_SYSTEMS, paper, LABELS, probe=PROBE)
+    assert list(table.columns) == [50, 100, "avg"]
+    random, early, middle = (table.loc[f"RL-14B: {k}"] for k in ("random", "0% 20%", "40% 60%"))
+    assert random[50].ours == 80.0 and random[50].paper == 80.47
+    assert random[50].delta == pytest.approx(-0.47)
+    assert early[50].ours == pytest.approx(4.0) and early[50].paper == 3.91  # 84 - 80
+    assert early[100].ours == pytest.approx(-5.0) and early[100].paper == -3.91
+    assert early["avg"].ours == pytest.approx(-0.5) and early["avg"].paper == 3.90
+    assert early["avg"].delta is None  # the printed AVG is not a mean: no difference
+    assert middle[100].ours is None and middle["avg"].mark == PARTIAL_MARK  # 56K not run
+    assert any("2 of 128 requests failed" in note for note in table.attrs["failure_notes"])
+    md = to_markdown(table, "Table 4")
+    assert "| RL-14B: 0% 20% | 4.0 (paper 3.9, +0.1)" in md and "81.12" in md
+    with pytest.raises(ValueError, match="table4 needs the probe"):
+        build_paper_table("table4", probe_records(), REPORT_SYSTEMS, paper, LABELS)
 
 
 # --- Mem-α (seed 004) ---------------------------------------------------------------------------

@@ -130,6 +130,7 @@ def cmd_eval_set(args: argparse.Namespace, run: tracking.JobRecord) -> None:
         tokenizer=load_counting_tokenizer(args.tokenizer),
         store_ids_above=s["store_ids_above"],
         doc_tokens=pool.tokens,
+        placement=s.get("placement"),  # Table 4's probe sets
     ).values()
     write_jsonl_atomic(args.out, rows)
     tokens = [row["num_tokens"] for row in rows]
@@ -720,7 +721,13 @@ def cmd_table(args: argparse.Namespace, run: tracking.JobRecord) -> None:
     records = load_table_records(name, args.metrics)
     paper = load_yaml(args.paper)
     table = build_paper_table(
-        name, records, s["systems"], paper, labels, niah_config=s.get("niah_config")
+        name,
+        records,
+        s["systems"],
+        paper,
+        labels,
+        niah_config=s.get("niah_config"),
+        probe=s.get("probe"),
     )
     caption = f"{PAPER_TABLES[name].caption}, run {s['run']}"
     write_paper_table(name, table, args.out_prefix, caption)

@@ -105,6 +105,7 @@ def _describe(error: jsonschema.ValidationError) -> str:
 
 def _check_references(config: dict[str, Any]) -> None:
     _check_memory_ablation(config)  # first: it may add training runs
+    _check_probe(config)
     models = set(config["models"])
     agent_runs, memalpha = set(memagent_runs(config)), set(memalpha_runs(config))
     runs = set(trained_runs(config))
@@ -211,6 +212,27 @@ def _check_agent_window(config: dict[str, Any]) -> None:
                 f"memory_tokens = {window} tokens (the memory prompt and its reply) exceed model "
                 f"{base!r}'s context of {context}"
             )
+
+
+def _check_probe(config: dict[str, Any]) -> None:
+    """Table 4's systems are memagent systems run on RULER-HQA at every probe length (its
+    random row is their RULER-HQA evaluation)."""
+    probe = config["evaluation"].get("probe")
+    if not probe:
+        return
+    key = "config key evaluation.probe"
+    unknown = sorted(set(probe["n_docs"]) - set(config["ruler_hqa"]["n_docs"]))
+    if unknown:
+        raise ConfigError(f"{key}.n_docs: {unknown} not in ruler_hqa.n_docs (the random row)")
+    for sid in probe["systems"]:
+        spec = config["evaluation"]["systems"].get(sid, {})
+        if spec.get("kind") != "memagent":
+            raise ConfigError(f"{key}.systems: {sid!r} is not a memagent system")
+        if "ruler_hqa" not in spec.get("benchmarks", MEMAGENT_BENCHMARKS):
+            raise ConfigError(f"{key}.systems: {sid!r} does not run ruler_hqa (the random row)")
+        limit = spec.get("max_docs")
+        if limit is not None and max(probe["n_docs"]) > limit:
+            raise ConfigError(f"{key}.n_docs: above {sid!r}'s max_docs {limit}")
 
 
 def _check_memory_ablation(config: dict[str, Any]) -> None:
@@ -426,6 +448,8 @@ MEMALPHA_KIND_BENCHMARKS = (*MEMALPHA_BENCHMARKS, "ruler_hqa")
 RAG_BENCHMARKS = ("ruler_hqa", "longbench")  # Tables 10 and 11 (the paper ran RAG on nothing else)
 NO_LENGTH = 0  # the one "length" of a benchmark without a length axis (LongBench, Mem-α's)
 RULER_HQA_TASK = "hqa"  # RULER-HQA's one task
+PROBE_BENCHMARK = "ruler_hqa_probe"  # Table 4: RULER-HQA, the gold groups at given depths
+EVAL_BENCHMARKS = (*BENCHMARKS, PROBE_BENCHMARK)  # what an evaluation job may read
 
 
 class EvalJob(NamedTuple):
@@ -562,6 +586,10 @@ def eval_jobs(config: dict[str, Any], systems: Systems | None = None) -> list[Ev
         for benchmark in MEMALPHA_BENCHMARKS:
             if _runs_benchmark(system, benchmark):
                 tasks[(benchmark, NO_LENGTH)] = list(config["memalpha"][benchmark]["sources"])
+        probe = config["evaluation"].get("probe")
+        if probe and system_id in probe["systems"]:
+            for n in probe["n_docs"]:
+                tasks[(PROBE_BENCHMARK, n)] = [probe_task(p) for p in probe["placements"]]
         jobs += [
             EvalJob(
                 benchmark,
@@ -581,11 +609,24 @@ def eval_jobs(config: dict[str, Any], systems: Systems | None = None) -> list[Ev
 UNSHARDED_KINDS = ("rag", *MEMALPHA_ONLY_KINDS)
 
 
+def probe_task(placement: Sequence[int]) -> str:
+    """A probe placement's task name: [0, 20] (percent depths of the two groups) -> p0_20."""
+    return f"p{placement[0]}_{placement[1]}"
+
+
+def probe_set_settings(config: dict[str, Any], task: str, n_docs: int) -> dict[str, Any]:
+    """One probe set: the RULER-HQA eval set of n_docs with the groups at the task's depths."""
+    depths = [int(percent) / 100 for percent in task[1:].split("_")]
+    return {**eval_set_settings(config, n_docs), "placement": depths}
+
+
 def eval_shards(config: dict[str, Any], system: dict[str, Any], benchmark: str, length: int) -> int:
     """Jobs one evaluation is split over: `evaluation.shards.<benchmark>` maps a length to the
-    shard count from that length up (the longest such length wins); 1 below them all."""
+    shard count from that length up (the longest such length wins); 1 below them all. A probe
+    set is split as the RULER-HQA set of its length."""
     if system["kind"] in UNSHARDED_KINDS:
         return 1
+    benchmark = "ruler_hqa" if benchmark == PROBE_BENCHMARK else benchmark
     steps = sorted(
         (int(start), count)
         for start, count in config["evaluation"]["shards"].get(benchmark, {}).items()
@@ -915,10 +956,12 @@ def _display(system: dict[str, Any]) -> str:
 
 
 NIAH_CONFIG_TABLE = "table7"  # the NIAH synthetic configuration: reads the RULER sets it describes
+PROBE_TABLE = "table4"  # §3.3.3: the probe, as differences from the random placement
 MEMAGENT_TABLES = (
     "table1",
     "table2",
     "table3",
+    PROBE_TABLE,
     NIAH_CONFIG_TABLE,
     "table8",
     "table9",
@@ -969,6 +1012,17 @@ def report_jobs(config: dict[str, Any], name: str) -> list[EvalJob]:
     metrics files may hold other tasks too, which the tables ignore."""
     kinds = eval_systems(config)
     every_job = eval_jobs(config, kinds)
+    if name == PROBE_TABLE:  # the probe sets, and RULER-HQA at their lengths (random)
+        probe = config["evaluation"].get("probe") or {"systems": {}, "n_docs": []}
+        return [
+            j
+            for j in every_job
+            if j.system in probe["systems"]
+            and (
+                j.benchmark == PROBE_BENCHMARK
+                or (j.benchmark, j.length) in {("ruler_hqa", n) for n in probe["n_docs"]}
+            )
+        ]
     if name in MEMORY_ABLATION:  # the ablated systems and their variants
         members = set(memory_ablation_members(config, name))
         benchmark = MEMORY_ABLATION[name][0]
@@ -1082,6 +1136,9 @@ def table_settings(config: dict[str, Any], name: str) -> dict[str, Any]:
         members = set(memory_ablation_members(config, name))
         systems = [s for s in _report_systems(config, True) if s["id"] in members]
         return {"systems": systems, "agent": config["agent"]}
+    if name == PROBE_TABLE:
+        probe = config["evaluation"].get("probe") or {"systems": {}, "placements": []}
+        return {"probe": {"systems": probe["systems"], "placements": probe["placements"]}}
     if name != NIAH_CONFIG_TABLE:
         return {}
     ruler = config["ruler"]

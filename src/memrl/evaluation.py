@@ -25,6 +25,7 @@ from tqdm import tqdm
 from memrl.agents.chunking import token_chunks
 from memrl.agents.driver import Rollout, Workflow, run_batched
 from memrl.agents.memagent import MemAgentConfig, memagent
+from memrl.config import PROBE_BENCHMARK
 from memrl.data.io import append_jsonl, jsonl_row
 from memrl.data.ruler_hqa import context_pieces
 from memrl.engines.base import ChatEngine, ChatRequest, SamplingParams
@@ -94,7 +95,7 @@ def output_tokens(task: Task, configured: int | None) -> int:
 
 def score(task: Task, row: dict[str, Any], response: str) -> dict[str, Any]:
     """Per-sample scores; `score` in [0, 1] is the paper's metric, the rest are reported beside."""
-    if task.benchmark == "ruler_hqa":
+    if task.benchmark in ("ruler_hqa", PROBE_BENCHMARK):
         from memrl.scoring.metrics import score_answer_is
 
         scores = score_answer_is(response, row["answers"][0])

@@ -43,7 +43,8 @@ wildcard_constraints:
     train_run="|".join(cfg.memagent_runs(config)) or "^$",
     memalpha_run="|".join(cfg.memalpha_runs(config)) or "^$",
     system="|".join(re.escape(system) for system in SYSTEMS),
-    benchmark="|".join(cfg.BENCHMARKS),
+    benchmark="|".join(cfg.EVAL_BENCHMARKS),
+    placement=r"p\d+_\d+",
     task=r"[a-z0-9_]+",
     length=r"\d+",
     shard=r"\d+",
@@ -172,6 +173,8 @@ def eval_data(job):
     parquet)."""
     if job.benchmark == "ruler_hqa":
         return [f"{R}/data/ruler_hqa/eval_{job.length}.jsonl"]
+    if job.benchmark == cfg.PROBE_BENCHMARK:
+        return [f"{R}/data/ruler_hqa/probe/{task}/eval_{job.length}.jsonl" for task in job.tasks]
     if job.benchmark == "ruler":
         return [f"{R}/data/ruler/{task}/{job.length}.jsonl" for task in job.tasks]
     if job.benchmark in cfg.MEMALPHA_BENCHMARKS:  # one parquet holds every source
@@ -189,7 +192,7 @@ def get_eval_inputs(wildcards):
     inputs = {"data": eval_data(job), "model": model}
     if cfg.memorizes(system, job.benchmark):
         inputs["memories"] = f"{eval_prefix(job)}.memories.jsonl"
-    if job.benchmark == "ruler_hqa":
+    if job.benchmark in ("ruler_hqa", cfg.PROBE_BENCHMARK):
         inputs["pool"] = f"{R}/data/ruler_hqa/pool_docs.parquet"
     return inputs
 
@@ -285,6 +288,11 @@ def get_filter_settings(wildcards):
 
 def get_eval_set_settings(wildcards):
     return as_json(cfg.eval_set_settings(config, int(wildcards.n_docs)))
+
+
+def get_probe_set_settings(wildcards):
+    n_docs = int(wildcards.n_docs)
+    return as_json(cfg.probe_set_settings(config, wildcards.placement, n_docs))
 
 
 def get_stage2_data_settings(wildcards):

@@ -174,3 +174,16 @@ rule synthesize_eval:
         "memrl --job {params.job:q} --log {log:q} eval-set --settings {params.settings:q}"
         " --pool-docs {input.pool_docs:q} --pool-questions {input.pool_questions:q}"
         " --dev {input.dev:q} --tokenizer {input.tokenizer:q} --out {output:q} 2> {log:q}"
+
+
+# Table 4's probe: the same samples with the two key-information groups at fixed depths
+use rule synthesize_eval as synthesize_probe with:
+    output:
+        f"{R}/data/ruler_hqa/probe/{{placement}}/eval_{{n_docs}}.jsonl",
+    log:
+        f"{R}/logs/synthesize_probe/{{placement}}/{{n_docs}}.log",
+    benchmark:
+        f"{R}/benchmarks/synthesize_probe/{{placement}}/{{n_docs}}.tsv"
+    params:
+        job=job("synthesize_probe"),
+        settings=get_probe_set_settings,

@@ -75,10 +75,11 @@ def build_pool(records: list[dict]) -> list[str]:
 
 
 def question_records(records: list[dict], pool: list[str]) -> list[dict]:
-    """One record per question, in file order: {index, question, answers, doc_ids}.
+    """One record per question, in file order: {index, question, answers, doc_ids, gold_doc_ids}.
 
     `doc_ids` are the pool ids of the question's own paragraphs (all 10 in the distractor
-    setting: the "golden" documents of RULER-HotpotQA), in the order of its `context`.
+    setting: the "golden" documents of RULER-HotpotQA), in the order of its `context`;
+    `gold_doc_ids` its two key-information groups (`gold_groups`).
     """
     ids = {doc: i for i, doc in enumerate(pool)}
     out = []
@@ -93,6 +94,25 @@ def question_records(records: list[dict], pool: list[str]) -> list[dict]:
                 "question": row["question"],
                 "answers": [row["answer"]],
                 "doc_ids": doc_ids,
+                "gold_doc_ids": gold_groups(row, doc_ids),
             }
         )
     return out
+
+
+def gold_groups(row: dict, doc_ids: list[int]) -> list[list[int]]:
+    """The question's supporting paragraphs as two groups of pool ids (Table 4's probe): those
+    titled by the first title of `supporting_facts`, then those of every later title, in the
+    order the titles first appear there (a title's paragraphs in `context` order, each id once).
+
+    A group is empty when the row names too few titles (or none of a title's paragraphs is in
+    its `context`); `ruler_hqa.place_groups` refuses such a question.
+    """
+    titles = list(dict.fromkeys(title for title, _ in row.get("supporting_facts", ())))
+    return [_titled(row, doc_ids, titles[:1]), _titled(row, doc_ids, titles[1:])]
+
+
+def _titled(row: dict, doc_ids: list[int], titles: list[str]) -> list[int]:
+    context_titles = [title for title, _ in row["context"]]
+    ids = [doc_ids[j] for t in titles for j, title in enumerate(context_titles) if title == t]
+    return list(dict.fromkeys(ids))

@@ -18,6 +18,11 @@ from that state, so which distractors a sample gets depends on worker scheduling
 the official one, reproduces the released files. We give every sample its own generator seeded
 (seed, N, question index) (`sample_rng`): reproducible, independent of which other questions are
 built or in what order, and one vectorised draw per sample instead of N Python-level draws.
+
+The probe of the paper's Table 4 (`placement`) takes the same sample and moves the question's
+two key-information groups (its supporting paragraphs, `hotpotqa.gold_groups`) to given relative
+depths (`place_groups`); every other document keeps its shuffled order, so a probe set holds the
+same documents as the random set of its (seed, N) and differs from it in their order alone.
 """
 
 from __future__ import annotations
@@ -71,6 +76,73 @@ def sample_doc_ids(
     else:
         doc_ids = np.arange(pool_size, dtype=np.int64)
     return doc_ids[shuffle_order(len(doc_ids))]
+
+
+def check_placement(placement: Sequence[float]) -> tuple[float, float]:
+    """The two relative depths of a probe placement, validated: 0 = the first slot, 1 = the last."""
+    depths = tuple(float(d) for d in placement)
+    if len(depths) != 2 or not all(0.0 <= d <= 1.0 for d in depths):
+        raise ValueError(
+            f"placement must be two depths in [0, 1] (0 = the beginning, 1 = the end), "
+            f"got {list(placement)}"
+        )
+    return depths[0], depths[1]
+
+
+def place_groups(
+    doc_ids: Sequence[int], groups: Sequence[Sequence[int]], depths: Sequence[float]
+) -> np.ndarray:
+    """`doc_ids` (a sample, as `sample_doc_ids` returns it) with each of the two key-information
+    `groups` moved to consecutive slots from round(depth * (N - len(group))): depth 0 makes it
+    the first documents, 1 the last. The other documents (the question's other paragraphs and
+    the distractors) fill the remaining slots in their order. A group id is taken at its first
+    occurrence in the sample (a question may hold a paragraph twice); overlaps: `_group_starts`.
+    """
+    ids = np.asarray(doc_ids, dtype=np.int64)
+    depths = check_placement(depths)
+    gold = [np.asarray(g, dtype=np.int64) for g in groups]
+    if len(gold) != 2:
+        raise ValueError(f"expected two key-information groups, got {len(gold)}")
+    for k, group in enumerate(gold, start=1):
+        if not len(group):
+            raise ValueError(f"key-information group {k} is empty")
+    flat = np.concatenate(gold)
+    if len(np.unique(flat)) < len(flat):
+        raise ValueError(f"key-information groups repeat a doc id: {[g.tolist() for g in gold]}")
+    rest = np.delete(ids, _first_positions(ids, flat))
+    starts = _group_starts(len(ids), (len(gold[0]), len(gold[1])), depths)
+    slots = np.concatenate([np.arange(s, s + len(g)) for s, g in zip(starts, gold, strict=True)])
+    placed = np.empty_like(ids)
+    placed[slots] = flat
+    free = np.ones(len(ids), dtype=bool)
+    free[slots] = False
+    placed[free] = rest
+    return placed
+
+
+def _first_positions(ids: np.ndarray, wanted: np.ndarray) -> np.ndarray:
+    matches = ids[None, :] == wanted[:, None]
+    found = matches.any(axis=1)
+    if not found.all():
+        raise ValueError(f"key-information doc ids {wanted[~found].tolist()} are not in the sample")
+    return matches.argmax(axis=1)
+
+
+def _group_starts(n: int, sizes: tuple[int, int], depths: tuple[float, float]) -> list[int]:
+    """Each group's first slot. Groups cannot share slots: when the later-starting group (group
+    2 on a tie) would overlap the other, it starts right after it — the nearest arrangement that
+    keeps the earlier group's depth and the order the depths ask for — and if that runs past the
+    end the pair is moved back to end at the last slot, so a group asked at 100% still ends the
+    context. Only small N or near depths overlap: Table 4's settings with groups of a few
+    paragraphs never do at N >= 50. `round` ties to even; Table 4's depths never tie."""
+    starts = [round(d * (n - size)) for d, size in zip(depths, sizes, strict=True)]
+    first, second = sorted((0, 1), key=lambda k: (starts[k], k))
+    if starts[second] < starts[first] + sizes[first]:
+        starts[second] = starts[first] + sizes[first]
+        overflow = max(0, starts[second] + sizes[second] - n)
+        starts[first] -= overflow
+        starts[second] -= overflow
+    return starts
 
 
 @functools.lru_cache(maxsize=4)
@@ -174,7 +246,8 @@ class ContextTokens:
 class DocPool(NamedTuple):
     """A split's document pool with what every eval set needs, built once (`write_pool`): the
     documents in pool order (doc id = position), their "{doc}\\n\\n" token counts, and the
-    questions with the ids of their own documents (`hotpotqa.question_records`)."""
+    questions with the ids of their own documents and key-information groups
+    (`hotpotqa.question_records`)."""
 
     docs: list[str]
     tokens: np.ndarray
@@ -183,6 +256,7 @@ class DocPool(NamedTuple):
 
 POOL_DOC_COLUMNS = ("doc", "tokens")
 POOL_QUESTION_COLUMNS = ("index", "question", "answers", "doc_ids")
+POOL_OPTIONAL_QUESTION_COLUMNS = ("gold_doc_ids",)  # pools written before the probe lack it
 
 
 def write_pool(docs_path: Path, questions_path: Path, pool: DocPool) -> None:
@@ -203,10 +277,11 @@ def read_pool(docs_path: Path, questions_path: Path) -> DocPool:
 
     docs = read_parquet(docs_path, POOL_DOC_COLUMNS)
     questions = read_parquet(questions_path, POOL_QUESTION_COLUMNS)
+    optional = [c for c in POOL_OPTIONAL_QUESTION_COLUMNS if c in questions.column_names]
     return DocPool(
         docs=docs["doc"].to_pylist(),
         tokens=np.asarray(docs["tokens"].to_pylist(), dtype=np.int64),  # to_numpy imports pandas
-        questions=questions.select(list(POOL_QUESTION_COLUMNS)).to_pylist(),
+        questions=questions.select([*POOL_QUESTION_COLUMNS, *optional]).to_pylist(),
     )
 
 
@@ -229,6 +304,7 @@ def build_split(
     tokenizer: Tokenizer | None = None,
     store_ids_above: int = STORE_IDS_ABOVE,
     doc_tokens: np.ndarray | None = None,
+    placement: tuple[float, float] | None = None,
 ) -> list[dict]:
     """Rows {index, input, answers, num_docs, context | doc_ids, num_tokens} for the first
     `limit` questions (all when None), from `hotpotqa.question_records`; each sample drawn by
@@ -238,12 +314,13 @@ def build_split(
     text, as the official files do above 10,000; rebuild it with `context_pieces`. `num_tokens`
     (None without a tokenizer) is the count of the rendered context, from per-document counts
     (`ContextTokens`); `num_docs` is the requested N, as in the official rows.
+
+    With a `placement` (two depths, Table 4's probe) each sample has its key-information groups
+    moved there (`place_groups`) and its row records `placement`; None is the random placement.
     """
+    depths = None if placement is None else check_placement(placement)
     selected = questions if limit is None else questions[:limit]
-    samples = [
-        sample_doc_ids(q["doc_ids"], len(pool), n_docs, sample_rng(seed, n_docs, q["index"]))
-        for q in selected
-    ]
+    samples = [_sample(q, len(pool), n_docs, seed, depths) for q in selected]
     counter = ContextTokens(tokenizer, pool, doc_tokens) if tokenizer is not None else None
     if counter is not None:
         counter.prepare(samples)
@@ -260,8 +337,27 @@ def build_split(
         else:
             row["context"] = render_context(doc_ids, pool)
         row["num_tokens"] = counter(doc_ids) if counter is not None else None
+        if depths is not None:
+            row["placement"] = list(depths)
         rows.append(row)
     return rows
+
+
+def _sample(
+    q: dict, pool_size: int, n_docs: int, seed: int, depths: tuple[float, float] | None
+) -> np.ndarray:
+    doc_ids = sample_doc_ids(q["doc_ids"], pool_size, n_docs, sample_rng(seed, n_docs, q["index"]))
+    if depths is None:
+        return doc_ids
+    if "gold_doc_ids" not in q:
+        raise ValueError(
+            f"question {q['index']}: no gold_doc_ids for the placement (a document pool written "
+            "before the probe existed: rebuild it)"
+        )
+    try:
+        return place_groups(doc_ids, q["gold_doc_ids"], depths)
+    except ValueError as e:
+        raise ValueError(f"question {q['index']}: {e}") from e
 
 
 def build_eval_sets(
@@ -274,9 +370,11 @@ def build_eval_sets(
     tokenizer: Tokenizer | None = None,
     store_ids_above: int = STORE_IDS_ABOVE,
     doc_tokens: np.ndarray | None = None,
+    placement: tuple[float, float] | None = None,
 ) -> dict[int, list[dict]]:
     """The RULER-HQA evaluation sets: for every N, rows for the same question `indices` (the
-    filtered dev questions of eval_200, as in different_docs_eval.py), in that order."""
+    filtered dev questions of eval_200, as in different_docs_eval.py), in that order; with a
+    `placement`, the probe sets of `build_split`."""
     by_index = {q["index"]: q for q in questions}
     missing = [i for i in indices if i not in by_index]
     if missing:
@@ -292,6 +390,7 @@ def build_eval_sets(
             tokenizer=tokenizer,
             store_ids_above=store_ids_above,
             doc_tokens=doc_tokens,
+            placement=placement,
         )
         for n in n_docs_list
     }

@@ -978,6 +978,101 @@ def build_memory_ablation_qa_table(
     )
 
 
+# --- Table 4: the context-distribution probe -----------------------------------------------------
+
+PROBE_AVG_NOTE = (
+    "AVG: the mean of our columns; the paper's printed AVG is not the mean of its row (14B random: "
+    "81.12 over the six lengths, printed 79.69), so it stands beside ours without a difference."
+)
+
+
+def build_probe_table(
+    records: Iterable[Mapping[str, Any]],
+    systems: Systems,
+    paper: Mapping[str, Any],
+    probe: Mapping[str, Any],
+    length_labels: Mapping[int, str] | None = None,
+) -> pd.DataFrame:
+    """Table 4: per probe system (`probe.systems`: id -> the paper's row group), its RULER-HQA
+    accuracy with the random placement, then per placement (`probe.placements`, [A, B] percent)
+    its probe accuracy minus the random one at the same length, as the paper prints them."""
+    from memrl.config import PROBE_BENCHMARK, probe_task
+
+    specs = system_specs(systems)
+    found = {
+        (r["benchmark"], r["task"], r["system"], int(r["length"])): r
+        for r in records
+        if r["system"] in probe["systems"]
+    }
+    lengths = sorted({key[3] for key in found if key[0] == PROBE_BENCHMARK})
+    labels = {int(n): str(label) for n, label in (length_labels or {}).items()}
+    printed = paper["probe"]["rows"]
+    rows: dict[str, list[Cell]] = {}
+    system_ids, paper_rows, failures = {}, {}, []
+    for sid, group in probe["systems"].items():
+        display = specs[sid]["display"] if sid in specs else sid
+        random = {n: found.get(("ruler_hqa", RULER_HQA_TASK, sid, n)) for n in lengths}
+        settings = [("random", None, "random")]
+        settings += [(f"{a}% {b}%", probe_task((a, b)), f"{a}-{b}") for a, b in probe["placements"]]
+        for label, task, key in settings:
+            row_label = f"{display}: {label}"
+            paper_cells = printed.get(group, {}).get(key, {})
+            cells = []
+            for n in lengths:
+                base = random[n]
+                record = base if task is None else found.get((PROBE_BENCHMARK, task, sid, n))
+                cells.append(_probe_cell(record, base, paper_cells, n, task is not None))
+                if record is not None and record["n_failed"]:
+                    failures.append(
+                        f"{row_label} @ {labels.get(n, n)}: {record['n_failed']} of "
+                        f"{record['n_items']} requests failed (counted wrong)"
+                    )
+            present = [c.ours for c in cells if c.ours is not None]
+            mark = PARTIAL_MARK if 0 < len(present) < len(cells) else ""
+            ours = sum(present) / len(present) if present else None
+            cells.append(Cell(ours, _lookup(paper_cells, ("avg",)), None, mark=mark))
+            rows[row_label] = cells
+            system_ids[row_label], paper_rows[row_label] = sid, f"{group} {key}"
+    columns = [*lengths, AVG]
+    frame = pd.DataFrame.from_dict(rows, orient="index", columns=columns, dtype=object)
+    frame.index.name, frame.columns.name = "system", "n_docs"
+    frame.attrs = {
+        "column_labels": {**{n: labels.get(n, f"{n} docs") for n in lengths}, AVG: "AVG"},
+        "system_ids": system_ids,
+        "paper_rows": paper_rows,
+        "notes": [
+            "random: accuracy (%) of the main experiment's placement (the RULER-HQA evaluation); "
+            "A% B%: the two key-information groups at those depths, accuracy minus random.",
+            PROBE_AVG_NOTE,
+        ],
+        "partial_notes": [],
+        "failure_notes": failures,
+    }
+    return frame
+
+
+def _probe_cell(
+    record: Mapping[str, Any] | None,
+    random: Mapping[str, Any] | None,
+    paper_cells: Mapping[Any, Any],
+    n_docs: int,
+    difference: bool,
+) -> Cell:
+    """One length of a probe row: the accuracy, or (`difference`) its difference from random."""
+    paper = _lookup(paper_cells, (n_docs,))
+    if record is None or (difference and random is None):
+        return Cell(None, paper, None)
+    ours = float(record["accuracy"]) - (float(random["accuracy"]) if difference else 0.0)
+    return Cell(
+        ours,
+        paper,
+        None if paper is None else ours - paper,
+        n_items=int(record["n_items"]),
+        n_failed=int(record["n_failed"]),
+        mean_tokens=record.get("mean_tokens"),
+    )
+
+
 # --- Mem-α (seed 004): Tables 1-3 -----------------------------------------------------------
 
 CONTAMINATED_MARK = "‡"
@@ -1512,6 +1607,9 @@ PAPER_TABLES = {
     "table1": PaperTable("ruler_hqa", "RULER-HQA accuracy (%)"),
     "table2": PaperTable("longbench_sum", "LongBench-SUM, ROUGE recall (%)"),
     "table3": PaperTable("longbench_qa", "LongBench-QA (%)"),
+    "table4": PaperTable(
+        "probe", "Table 4: the context-distribution probe, differences from random"
+    ),
     "table8": PaperTable("memory_ablation", "Table 8: NIAH (mean of levels 1-3) by memory/chunk"),
     "table9": PaperTable("memory_ablation", "Table 9: LongBench-QA by memory/chunk size"),
     NIAH_CONFIG_TABLE: PaperTable("", "Table 7: the NIAH synthetic configuration that ran"),
@@ -1538,6 +1636,7 @@ def build_paper_table(
     paper: Mapping[str, Any],
     length_labels: Mapping[int, str] | None = None,
     niah_config: Mapping[str, Any] | None = None,
+    probe: Mapping[str, Any] | None = None,
 ) -> pd.DataFrame:
     """Build `name` (a PAPER_TABLES key) from metrics records and the whole paper file.
 
@@ -1564,6 +1663,10 @@ def build_paper_table(
         labels.update({int(k): v for k, v in (length_labels or {}).items()})
         builder = build_table1 if name == "table1" else build_rag_ruler_hqa_table
         return builder(records, systems, paper[PAPER_TABLES[name].paper_key], labels)
+    if name == "table4":
+        if probe is None:
+            raise ValueError("table4 needs the probe's systems and placements (probe)")
+        return build_probe_table(records, systems, paper, probe, length_labels)
     if name == "table8":
         return build_memory_ablation_niah_table(records, systems, paper, length_labels)
     if name == "table9":
@@ -1632,7 +1735,8 @@ def _notes(table: pd.DataFrame) -> list[str]:
     """Every footnote: the table's notes, partial averages (*), failed requests (†)."""
     lines = list(table.attrs.get("notes", []))
     if table.columns.name == "n_docs" and len(table.columns):
-        docs = ", ".join(f"{length_label(table, n)} = {n} docs" for n in table.columns)
+        lengths = [n for n in table.columns if isinstance(n, int)]  # not AVG
+        docs = ", ".join(f"{length_label(table, n)} = {n} docs" for n in lengths)
         lines.append(f"Lengths: {docs}.")
     lines += [f"{PARTIAL_MARK} {note}" for note in table.attrs.get("partial_notes", [])]
     lines += [f"{FAILED_MARK} {note}" for note in failure_notes(table)]
