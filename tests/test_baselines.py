@@ -3,10 +3,15 @@ top-K (units, BM25 and dense retrieval, the workflow, system ids)."""
 
 from __future__ import annotations
 
+import http.server
 import inspect
+import json
 import pickle
 import random
+import re
+import threading
 from types import SimpleNamespace
+from typing import ClassVar
 
 import pytest
 
@@ -260,3 +265,89 @@ def test_rag_over_document_units_with_bm25():
     run_batched([workflow], engine, None)
     prompt = engine.seen[0][0].messages[0]["content"]
     assert f"<text>\nDocument 3:\n{POOL[0]}\n</text>" in prompt
+
+
+# --- the paper's embedding retriever, against a local OpenAI-compatible /embeddings -----------
+
+VOCAB = ("paris", "france", "capital", "berlin", "germany", "river", "seine")
+EMBED_KEY = "sk-test-embedding-key-0123456789"
+
+
+class EmbeddingStub(http.server.BaseHTTPRequestHandler):
+    """/v1/embeddings: a bag of VOCAB words per input, in reverse order with its `index` (as the
+    API may); model "refuse" answers 401 echoing the key; every request is counted."""
+
+    requests: ClassVar[list[list[str]]] = []
+
+    def log_message(self, format, *args):
+        pass
+
+    def do_POST(self):
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        if body["model"] == "refuse":
+            key = self.headers["Authorization"].removeprefix("Bearer ")
+            return self.reply(401, {"error": {"message": f"Incorrect API key provided: {key}"}})
+        EmbeddingStub.requests.append(body["input"])
+        data = [
+            {"object": "embedding", "index": i, "embedding": bag_of_words(text)}
+            for i, text in enumerate(body["input"])
+        ][::-1]
+        self.reply(
+            200,
+            {
+                "object": "list",
+                "data": data,
+                "model": body["model"],
+                "usage": {"prompt_tokens": 1, "total_tokens": 1},
+            },
+        )
+
+    def reply(self, status, payload):
+        data = json.dumps(payload).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+
+def bag_of_words(text: str) -> list[float]:
+    words = re.findall(r"[a-z]+", text.lower())
+    return [float(words.count(w)) + 0.01 for w in VOCAB]
+
+
+@pytest.fixture(scope="module")
+def embeddings():
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), EmbeddingStub)
+    thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/v1"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join()
+
+
+def test_openai_embedding_retriever_ranks_batches_and_embeds_each_text_once(embeddings):
+    EmbeddingStub.requests.clear()
+    retriever = make_retriever(
+        "openai", base_url=embeddings, api_key=EMBED_KEY, batch_size=2, max_retries=0
+    )
+    units = ["Berlin is in Germany.", "The Seine river.", "Paris is the capital of France."]
+    assert retriever.top_k("What is the capital of France?", units, 2) == [2, 0]
+    assert [len(batch) for batch in EmbeddingStub.requests] == [2, 1, 1]  # 3 units, the query
+    assert retriever.top_k("Which river?", units, 1) == [1]
+    assert EmbeddingStub.requests[-1] == ["Which river?"]  # the units came from the cache
+    assert retriever.top_k("anything", [], 3) == []
+
+
+def test_openai_embedding_retriever_failure_names_the_endpoint_never_the_key(embeddings):
+    retriever = make_retriever(
+        "openai", model="refuse", base_url=embeddings, api_key=EMBED_KEY, max_retries=0
+    )
+    with pytest.raises(
+        RuntimeError, match=r"embeddings of 'refuse' at http://127\.0\.0\.1"
+    ) as error:
+        retriever.top_k("q", ["a unit"], 1)
+    assert EMBED_KEY not in str(error.value)

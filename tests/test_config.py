@@ -487,3 +487,14 @@ def test_bad_probe_fails_naming_the_key(paper, mutate, message):
     with pytest.raises(cfg.ConfigError) as error:
         cfg.validate_config(bad, SCHEMA)
     assert str(error.value).startswith(message)
+
+
+def test_the_openai_retriever_gets_the_embedding_endpoint_and_the_others_do_not(paper):
+    paper["evaluation"]["systems"]["rag-qwen2.5-14b"]["retrievers"].append("openai")
+    cfg.validate_config(paper, SCHEMA)
+    systems = cfg.eval_systems(paper)
+    jobs = {j.system: j for j in cfg.eval_jobs(paper, systems) if j.benchmark == "ruler_hqa"}
+    openai = cfg.eval_settings(paper, jobs["rag-qwen2.5-14b.openai-k4-doc"], 0, systems)
+    assert openai["retriever_options"]["model"] == "text-embedding-3-large"
+    bm25 = cfg.eval_settings(paper, jobs["rag-qwen2.5-14b.bm25-k4-doc"], 0, systems)
+    assert "retriever_options" not in bm25

@@ -439,7 +439,10 @@ def _memalpha_evaluation(
     if memories_path is None:
         from memrl.baselines.rag import make_retriever
 
-        retriever = make_retriever(s["retriever"]) if s["kind"] == "rag" else None
+        rag = s["kind"] == "rag"
+        retriever = (
+            make_retriever(s["retriever"], **s.get("retriever_options", {})) if rag else None
+        )
         budget = output_tokens(Task(s["benchmark"], ""), s["max_output_tokens"])
         prepare = context_questions(
             engine, s["max_input_tokens"], budget, retriever, s.get("top_k", 0)
@@ -696,7 +699,7 @@ def _system(task: Any, s: dict[str, Any], tokenizer: Any, pool: list[str] | None
         task,
         tokenizer,
         pool,
-        make_retriever(s["retriever"]),
+        make_retriever(s["retriever"], **s.get("retriever_options", {})),
         s["top_k"],
         s["unit_tokens"],
         s["max_input_tokens"],

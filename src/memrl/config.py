@@ -804,6 +804,7 @@ def eval_settings(
     }
     if system["kind"] == "memagent":
         settings["agent"] = agent_settings(config, system)
+    settings.update(retriever_options(config, system))
     if job.benchmark == "ruler":
         settings["variant"] = config["ruler"]["variant"]
     return settings
@@ -833,7 +834,16 @@ def _memalpha_eval_settings(
     settings.update({key: system[key] for key in ("max_input_tokens", "max_output_tokens")})
     if system["kind"] == "rag":
         settings.update(retriever=system["retriever"], top_k=system["top_k"])
+        settings.update(retriever_options(config, system))
     return settings
+
+
+def retriever_options(config: dict[str, Any], system: dict[str, Any]) -> dict[str, Any]:
+    """A RAG system's retriever options: the embedding endpoint for `openai` (none otherwise,
+    so that the other retrievers' jobs do not rerun when it changes)."""
+    if system["kind"] != "rag" or system["retriever"] != "openai":
+        return {}
+    return {"retriever_options": config["evaluation"].get("embedding", {})}
 
 
 def allowed_failures(config: dict[str, Any]) -> float:

