@@ -31,6 +31,8 @@ localrules:
     make_table,
     plot_figure,
     plot_training_curve,
+    case_study,
+    case_studies,
 
 
 rule all:
@@ -39,6 +41,12 @@ rule all:
         get_manifests(),
         get_reports(),
         get_training_curves(),
+        get_case_studies(),
+
+
+rule case_studies:
+    input:
+        get_case_studies(),
 
 
 rule evaluations:

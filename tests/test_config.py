@@ -498,3 +498,23 @@ def test_the_openai_retriever_gets_the_embedding_endpoint_and_the_others_do_not(
     assert openai["retriever_options"]["model"] == "text-embedding-3-large"
     bm25 = cfg.eval_settings(paper, jobs["rag-qwen2.5-14b.bm25-k4-doc"], 0, systems)
     assert "retriever_options" not in bm25
+
+
+def test_case_studies_name_a_memagent_evaluation(paper):
+    (study, *_) = cfg.case_studies(paper)
+    assert (study.benchmark, study.system, study.length) == ("ruler_hqa", "rl-memagent-14b", 800)
+    settings = cfg.case_study_settings(paper, study)
+    assert settings["agent"]["chunk_tokens"] == 5000 and settings["tasks"] == ("hqa",)
+    assert (settings["first"], settings["only"]) == (5, "all")
+    for change, message in (
+        ({"system": "qwenlong-l1-32b"}, "'qwenlong-l1-32b' is not a memagent system"),
+        ({"length": 75}, "'rl-memagent-14b' has no ruler_hqa evaluation at length 75"),
+    ):
+        bad = copy.deepcopy(paper)
+        bad["report"]["case_studies"][0].update(change)
+        with pytest.raises(cfg.ConfigError, match=message):
+            cfg.validate_config(bad, SCHEMA)
+    bad = copy.deepcopy(paper)
+    bad["report"]["case_studies"].append(dict(bad["report"]["case_studies"][0]))
+    with pytest.raises(cfg.ConfigError, match="a second case study"):
+        cfg.validate_config(bad, SCHEMA)

@@ -165,7 +165,10 @@ def test_smoke_evaluates_every_benchmark_system_and_table(smoke):
     assert "| LME-Train | 1.0 (paper 50.0, -49.0) |" in stats
     files = list((results / "eval").rglob("*.metrics.json"))
     metrics = [record for path in files for record in json.loads(path.read_text())]
-    assert len(files) == 37 and len(metrics) == 147  # one file per job, a record per task
+    # one file per job, a record per task; beyond the 37 jobs of Tables 1-3, 10, 11 and Mem-α's:
+    # MemAgent w/o RL on LongBench (7 tasks, Figure 7), the memory ablation's 2 settings on NIAH
+    # at 2 lengths and LongBench-QA (2 x (3 + 3 + 5)), the probe's 2 placements at 20 docs
+    assert len(files) == 37 + 1 + 6 + 1 and len(metrics) == 147 + 7 + 22 + 2
     assert {m["benchmark"] for m in metrics} == {
         "ruler_hqa",
         "ruler",
@@ -225,6 +228,15 @@ def test_smoke_figures_exist_as_png_and_pdf(smoke):
         assert (figures / f"{name}.pdf").read_bytes()[:5] == b"%PDF-"
 
 
+def test_smoke_case_studies_trace_the_memory_of_chosen_samples(smoke):
+    studies = smoke / "results/smoke/case_studies"
+    hqa = (studies / "ruler_hqa/rl-memagent-tiny/50.md").read_text()  # doc-id rows, 2 shards
+    assert hqa.count("## hqa · sample") == 2 and "Gold evidence in:" in hqa
+    assert "12 of 12 read" in hqa or " read (numbered from 0)" in hqa
+    niah = (studies / "ruler/rl-memagent-tiny/1024.html").read_text()
+    assert niah.count("sample 0") >= 1 and "sample 1" in niah and "<html" in niah
+
+
 def test_smoke_stage2_mixes_docqa_with_stage1_rows(smoke):
     lines = (smoke / "results/smoke/data/stage2/train.jsonl").read_text().splitlines()
     rows = [json.loads(line) for line in lines]
@@ -243,15 +255,16 @@ def test_smoke_records_one_mlflow_child_run_per_job(smoke):
     children = [r for r in runs if tags[r].get("mlflow.parentRunId") == parents[0]]
     assert len(parents) == 1
     rules = sorted(tags[r]["rule"] for r in children)
-    # 37 evaluation jobs: 31 score themselves, 6 (RULER-HQA from 20 docs) run in 2 shards each;
-    # 10 (Mem-α on its two sets and RULER-HQA's three lengths, after GRPO on both sets, MemAgent
-    # on MAB, MEM1 on MAB and 10 docs) read what 10 memorize jobs wrote
-    assert rules.count("evaluate") == 31 and rules.count("evaluate_shard") == 12
-    assert rules.count("merge_eval") == 6 and rules.count("memorize") == 10
+    # 45 evaluation jobs: 38 score themselves, 7 (RULER-HQA and the probe from 20 docs) run in 2
+    # shards each; 10 (Mem-α on its two sets and RULER-HQA's three lengths, after GRPO on both
+    # sets, MemAgent on MAB, MEM1 on MAB and 10 docs) read what 10 memorize jobs wrote
+    assert rules.count("evaluate") == 38 and rules.count("evaluate_shard") == 14
+    assert rules.count("merge_eval") == 7 and rules.count("memorize") == 10
+    assert rules.count("synthesize_probe") == 2
     assert rules.count("train_memalpha") == 1
     assert rules.count("download_model") == 2 and rules.count("synthesize_ruler") == 11
     records = list(results.glob("logs/**/*.provenance.jsonl"))
-    assert len(children) == len(runs) - 1 == len(records) == 122  # every job but `all`
+    assert len(children) == len(runs) - 1 == len(records) == 145  # every job but `all`
     for run in children:
         for key in ("git.commit", "git.dirty", "config.hash", "snakemake.version", "host"):
             assert tags[run][key], key

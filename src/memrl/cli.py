@@ -770,6 +770,63 @@ def cmd_training_curve(args: argparse.Namespace, run: tracking.JobRecord) -> Non
     plot_training_curve(files, args.out_prefix, title, CURVES[s.get("curve", "memagent")])
 
 
+def cmd_trace(args: argparse.Namespace, run: tracking.JobRecord) -> None:
+    """Case studies (Appendix C / F): the memory after every chunk of chosen MemAgent samples of
+    a predictions file, as `<out-prefix>.md` and `.html` (memrl.report.trace). With --data (one
+    eval set per task, as evaluate reads them; --pool for RULER-HQA doc-id rows) and --tokenizer
+    (the evaluated model's), the chunks are rebuilt to mark those holding gold evidence.
+    Settings: `benchmark`; `tasks` (the --data files' tasks, in order; default: every task in
+    the predictions); `agent.chunk_tokens` (or `chunk_tokens`), with --tokenizer; optional
+    `samples` (indices, in each task), else the `first` (default 5) whose verdict is `only`
+    (all, correct, wrong, failed); `evidence` ({"index" or "task:index": [strings]}, replacing
+    the gold answers as that sample's evidence); `title`."""
+    from memrl.data.io import read_jsonl
+    from memrl.report import trace
+
+    s = args.settings
+    if (args.data is None) != (args.tokenizer is None):
+        raise SystemExit("--data and --tokenizer go together: both are needed to rebuild chunks")
+    grouped = trace.by_task(read_jsonl(args.predictions, required=("index",)))
+    tasks = s.get("tasks") or list(grouped)
+    if args.data is not None and len(args.data) != len(tasks):
+        raise SystemExit(f"--data: {len(args.data)} files for the tasks {tasks}")
+    tokenizer = load_tokenizer(args.tokenizer) if args.tokenizer is not None else None
+    chunk_tokens = s.get("chunk_tokens") or s.get("agent", {}).get("chunk_tokens")
+    if tokenizer is not None and not chunk_tokens:
+        raise SystemExit("--tokenizer needs the run's chunk size: settings agent.chunk_tokens")
+    evidence = {str(key): value for key, value in (s.get("evidence") or {}).items()}
+    studies = []
+    for k, task in enumerate(tasks):
+        if task not in grouped:
+            raise SystemExit(f"{args.predictions}: no prediction of task {task!r}")
+        chosen = trace.select(
+            grouped[task],
+            s.get("samples"),
+            s.get("first", trace.DEFAULT_FIRST),
+            s.get("only", "all"),
+        )
+        traced = [p for p in chosen if "memory_trace" in p]
+        rows: dict[Any, dict[str, Any]] = {}
+        if args.data is not None and traced:
+            rows = {
+                row["index"]: row for row in trace.eval_rows(s["benchmark"], task, args.data[k])
+            }
+            if missing := [p["index"] for p in traced if p["index"] not in rows]:
+                raise SystemExit(f"{args.data[k]}: no row for sample(s) {missing} of {task}")
+        pool = _pool([rows[p["index"]] for p in traced], args.pool) if rows else None
+        for p in chosen:
+            row = rows.get(p["index"]) if "memory_trace" in p else None
+            chunks = (
+                None if row is None else trace.context_chunks(row, pool, tokenizer, chunk_tokens)
+            )
+            given = evidence.get(f"{task}:{p['index']}", evidence.get(str(p["index"])))
+            studies.append(trace.case_study(p, chunks, given, task))
+    parts = [s.get(key) for key in ("benchmark", "system", "length") if s.get(key) is not None]
+    title = s.get("title") or " · ".join(["MemAgent memory traces", *map(str, parts)])
+    trace.write_report(studies, args.out_prefix, title)
+    run.log_metrics({"samples": len(studies), "traced": sum(st.has_trace for st in studies)})
+
+
 # --- plumbing ------------------------------------------------------------------------------------
 
 
@@ -943,6 +1000,18 @@ COMMANDS: dict[str, Command] = {
         {"--metrics": {"nargs": "+"}, "--out-prefix": {}},
         ["metrics"],
         prefixed(".png", ".pdf"),
+    ),
+    "trace": Command(
+        cmd_trace,
+        {
+            "--predictions": {},
+            "--data": {"nargs": "+", "required": False},
+            "--pool": {"required": False},
+            "--tokenizer": {"required": False},
+            "--out-prefix": {},
+        },
+        ["predictions", "data", "pool", "tokenizer"],
+        prefixed(".md", ".html"),
     ),
 }
 

@@ -168,6 +168,7 @@ def _check_references(config: dict[str, Any]) -> None:
     _check_coverage(config)
     _check_agent_window(config)
     _check_rl_ablation(config)
+    _check_case_studies(config)
 
 
 def _check_rl_ablation(config: dict[str, Any]) -> None:
@@ -1190,6 +1191,52 @@ def flops_models(config: dict[str, Any]) -> dict[str, str]:
         model = systems[roles["rl"]]["model"]
         models[group] = runs[model]["base"] if model in runs else model
     return models
+
+
+def case_studies(config: dict[str, Any]) -> list[EvalJob]:
+    """The MemAgent evaluations whose chosen samples `report.case_studies` traces."""
+    jobs = {(j.benchmark, j.system, j.length): j for j in eval_jobs(config)}
+    return [
+        jobs[(study["benchmark"], study["system"], study["length"])]
+        for study in config["report"].get("case_studies", [])
+    ]
+
+
+def case_study_settings(config: dict[str, Any], job: EvalJob) -> dict[str, Any]:
+    """What `memrl trace` reads for one case study: the evaluation (its tasks, the agent's
+    chunk size that cut its contexts) and which samples to show."""
+    study = next(
+        s
+        for s in config["report"]["case_studies"]
+        if (s["benchmark"], s["system"], s["length"]) == (job.benchmark, job.system, job.length)
+    )
+    system = eval_systems(config)[job.system]
+    return {
+        **{key: value for key, value in job._asdict().items() if key != "shards"},
+        "agent": agent_settings(config, system),
+        **{key: study[key] for key in ("samples", "first", "only") if key in study},
+    }
+
+
+def _check_case_studies(config: dict[str, Any]) -> None:
+    """Each case study names a MemAgent evaluation of the matrix (the only records with a
+    memory trace)."""
+    systems = eval_systems(config)
+    jobs = {(j.benchmark, j.system, j.length) for j in eval_jobs(config, systems)}
+    seen = set()
+    for i, study in enumerate(config["report"].get("case_studies", [])):
+        key = f"config key report.case_studies.{i}"
+        evaluation = (study["benchmark"], study["system"], study["length"])
+        if evaluation in seen:
+            raise ConfigError(f"{key}: a second case study of {evaluation} (one per evaluation)")
+        seen.add(evaluation)
+        if systems.get(study["system"], {}).get("kind") != "memagent":
+            raise ConfigError(f"{key}.system: {study['system']!r} is not a memagent system")
+        if (study["benchmark"], study["system"], study["length"]) not in jobs:
+            raise ConfigError(
+                f"{key}: {study['system']!r} has no {study['benchmark']} evaluation at length "
+                f"{study['length']}"
+            )
 
 
 def rl_ablation_groups(config: dict[str, Any]) -> dict[str, dict[str, str]]:

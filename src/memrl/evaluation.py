@@ -24,7 +24,7 @@ from tqdm import tqdm
 
 from memrl.agents.chunking import token_chunks
 from memrl.agents.driver import Rollout, Workflow, run_batched
-from memrl.agents.memagent import MemAgentConfig, memagent
+from memrl.agents.memagent import MemAgentConfig, MemoryTrace, memagent
 from memrl.config import PROBE_BENCHMARK
 from memrl.data.io import append_jsonl, jsonl_row
 from memrl.data.ruler_hqa import context_pieces
@@ -118,17 +118,42 @@ def failed_scores(task: Task, row: dict[str, Any]) -> dict[str, Any]:
 # --- systems: a workflow per row -----------------------------------------------------------------
 
 
-WorkflowFactory = Callable[[dict[str, Any]], Workflow]
+@dataclass(frozen=True)
+class Traced:
+    """A workflow with what it records while it runs: `fields()`, called once it has finished,
+    gives the fields added to its prediction record."""
+
+    workflow: Workflow
+    fields: Callable[[], dict[str, Any]]
+
+
+WorkflowFactory = Callable[[dict[str, Any]], Workflow | Traced]
 
 
 def memagent_system(
     task: Task, tokenizer: Any, pool: Sequence[str] | None, agent: MemAgentConfig
 ) -> WorkflowFactory:
-    def build(row: dict[str, Any]) -> Workflow:
+    """MemAgent over the row's context in `agent.chunk_tokens`-token chunks; its record gains
+    the memory after every chunk (`trace_fields`)."""
+
+    def build(row: dict[str, Any]) -> Traced:
         chunks = token_chunks(tokenizer, context_pieces(row, pool), agent.chunk_tokens)
-        return memagent(question(task, row), chunks, agent)
+        trace = MemoryTrace()
+        return Traced(
+            memagent(question(task, row), chunks, agent, trace), lambda: trace_fields(trace)
+        )
 
     return build
+
+
+def trace_fields(trace: MemoryTrace) -> dict[str, Any]:
+    """A MemAgent record's `memory_trace` ({chunk, memory} for each chunk, from 0, after which
+    the memory changed; "No previous memory" before chunk 0 is implicit) and `n_chunks` (the
+    chunks read: all of them unless the sample failed). memrl.report.trace renders them."""
+    return {
+        "memory_trace": [{"chunk": i, "memory": memory} for i, memory in trace.changes],
+        "n_chunks": trace.n_chunks,
+    }
 
 
 def longcontext_system(
@@ -677,9 +702,13 @@ def workflow_runner(
     """A wave of a one-engine system: every row's workflow driven together, then scored."""
 
     def run(wave: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        workflows = [build_workflow(row) for row in wave]
+        built = [build_workflow(row) for row in wave]
+        workflows = [b.workflow if isinstance(b, Traced) else b for b in built]
         rollouts = drive(workflows, engine, sampling)
-        return [record(task, row, r) for row, r in zip(wave, rollouts, strict=True)]
+        return [
+            {**record(task, row, r), **(b.fields() if isinstance(b, Traced) else {})}
+            for row, r, b in zip(wave, rollouts, built, strict=True)
+        ]
 
     return run
 

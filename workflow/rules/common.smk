@@ -137,6 +137,34 @@ def report_outputs(name):
     return expand(f"{R}/figures/{name}.{{ext}}", ext=["png", "pdf"])
 
 
+def case_study_prefix(job):
+    return f"{R}/case_studies/{job.benchmark}/{job.system}/{job.length}"
+
+
+def get_case_studies():
+    return [
+        f"{case_study_prefix(j)}.{ext}" for j in cfg.case_studies(config) for ext in ("md", "html")
+    ]
+
+
+def get_case_study_inputs(wildcards):
+    """A case study reads its evaluation's predictions, the sets and pool it read, and the
+    evaluated model's tokenizer (to cut the contexts into the same chunks)."""
+    job = eval_job(wildcards)
+    inputs = {
+        "predictions": f"{eval_prefix(job)}.predictions.jsonl",
+        "data": eval_data(job),
+        "tokenizer": str(cfg.model_dir(config, SYSTEMS[job.system]["model"])),
+    }
+    if job.benchmark == "ruler_hqa":
+        inputs["pool"] = f"{R}/data/ruler_hqa/pool_docs.parquet"
+    return inputs
+
+
+def get_case_study_settings(wildcards):
+    return as_json(cfg.case_study_settings(config, eval_job(wildcards)))
+
+
 def get_reports():
     return [path for name in cfg.TABLES + cfg.FIGURES for path in report_outputs(name)]
 

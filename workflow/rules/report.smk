@@ -58,3 +58,27 @@ rule plot_figure:
         "memrl --job {params.job:q} --log {log:q} figure --settings {params.settings:q}"
         " --metrics {input.metrics:q} --paper {input.paper:q} --out-prefix {params.prefix:q}"
         " 2> {log:q}"
+
+
+# Appendix C/F: the memory after every chunk of chosen samples (report.case_studies)
+rule case_study:
+    input:
+        unpack(get_case_study_inputs),
+    output:
+        md=f"{R}/case_studies/{{benchmark}}/{{system}}/{{length}}.md",
+        html=f"{R}/case_studies/{{benchmark}}/{{system}}/{{length}}.html",
+    log:
+        f"{R}/logs/case_study/{{benchmark}}/{{system}}/{{length}}.log",
+    conda:
+        "../../envs/core.yaml"
+    container:
+        CONTAINERS["core"]
+    params:
+        job=job("case_study"),
+        settings=get_case_study_settings,
+        pool=get_eval_pool_arg,
+        prefix=get_output_prefix,
+    shell:
+        "memrl --job {params.job:q} --log {log:q} trace --settings {params.settings:q}"
+        " --predictions {input.predictions:q} --data {input.data:q} {params.pool}"
+        " --tokenizer {input.tokenizer:q} --out-prefix {params.prefix:q} 2> {log:q}"

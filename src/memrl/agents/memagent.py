@@ -6,7 +6,7 @@ The prompts are the official code's wording (reference memagent_official.md §2.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
 from memrl.agents.driver import Workflow
@@ -74,26 +74,58 @@ class MemAgentConfig:
     final_prompt: FinalPrompt = "answer_is"
 
 
+@dataclass
+class MemoryTrace:
+    """The memory after every chunk a run has read, kept as its changes: `changes` holds
+    (chunk index from 0, memory) for each chunk after which the memory differs from before it
+    (before chunk 0 it is NO_MEMORY); `n_chunks` counts the chunks read. A 3.5M-token context
+    is ~700 chunks, most of which leave the memory as it was."""
+
+    changes: list[tuple[int, str]] = field(default_factory=list)
+    n_chunks: int = 0
+
+    @property
+    def memory(self) -> str:
+        """The memory now (after the last chunk read)."""
+        return self.changes[-1][1] if self.changes else NO_MEMORY
+
+    def after_chunk(self, memory: str) -> None:
+        """Record the memory written after the next chunk."""
+        if memory != self.memory:
+            self.changes.append((self.n_chunks, memory))
+        self.n_chunks += 1
+
+
 def user(content: str) -> tuple[dict[str, str], ...]:
     return ({"role": "user", "content": content},)
 
 
-def memagent(question: str, chunks: Iterable[str], config: MemAgentConfig) -> Workflow:
-    """One MemAgent run: a memory-update conversation per chunk, then the final answer."""
+def memagent(
+    question: str,
+    chunks: Iterable[str],
+    config: MemAgentConfig,
+    trace: MemoryTrace | None = None,
+) -> Workflow:
+    """One MemAgent run: a memory-update conversation per chunk, then the final answer; the
+    memory after every chunk is recorded in `trace` if one is given."""
     problem = question.strip()
-    memory = yield from read_chunks(problem, chunks, config.memory_tokens)
+    memory = yield from read_chunks(problem, chunks, config.memory_tokens, trace)
     completion = yield final_request(problem, memory, config.final_prompt, config.final_tokens)
     return completion.text
 
 
-def read_chunks(problem: str, chunks: Iterable[str], memory_tokens: int) -> Workflow:
+def read_chunks(
+    problem: str, chunks: Iterable[str], memory_tokens: int, trace: MemoryTrace | None = None
+) -> Workflow:
     """The memory loop alone: one overwrite per chunk from "No previous memory"; returns the
-    final memory."""
+    final memory (each one recorded in `trace`, if given, as it is written)."""
     memory = NO_MEMORY
     for chunk in chunks:
         prompt = MEMORY_TEMPLATE.format(prompt=problem, memory=memory, chunk=chunk)
         completion = yield ChatRequest(user(prompt), memory_tokens)
         memory = extract_solution(completion.text)
+        if trace is not None:
+            trace.after_chunk(memory)
     return memory
 
 

@@ -1,0 +1,519 @@
+"""Case studies of MemAgent runs (the paper's Appendix C and F): the memory after every chunk of
+chosen samples, as Markdown and HTML, from a predictions file.
+
+A MemAgent prediction record carries `memory_trace` ({chunk, memory} for each chunk, from 0,
+after which the memory changed; "No previous memory" before chunk 0 is implicit) and `n_chunks`
+(the chunks read; memrl.evaluation.trace_fields). Given the chunks of the sample's context (the
+run's own chunking, `context_chunks`), the chunks that hold gold evidence are located: those
+containing one of the gold answers, case-insensitively, or the caller's evidence strings for that
+sample. Without them the trace is still rendered, its gold-evidence column saying "unknown".
+
+The rendered trace lists each chunk after which the memory changed (with that memory), each chunk
+holding gold evidence (with a snippet around it), and collapses every run of other chunks into one
+line ("chunks 12–57: memory unchanged"). Everything here is pure except `write_report`.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from memrl.agents.memagent import NO_MEMORY
+
+DEFAULT_FIRST = 5  # samples per task when none are named
+SNIPPET_CHARS = 160  # context kept on each side of the first evidence hit in a gold chunk
+ONLY = ("all", "correct", "wrong", "failed")
+Only = Literal["all", "correct", "wrong", "failed"]
+
+
+# --- the memory after every chunk ----------------------------------------------------------------
+
+
+def trace_changes(trace: Sequence[Mapping[str, Any]], n_chunks: int) -> dict[int, str]:
+    """A record's `memory_trace` as {chunk: memory after it}; chunks must rise within
+    0..n_chunks-1 (ValueError otherwise)."""
+    changes: dict[int, str] = {}
+    last = -1
+    for entry in trace:
+        chunk, memory = entry["chunk"], entry["memory"]
+        if not isinstance(chunk, int) or not last < chunk < n_chunks:
+            raise ValueError(
+                f"memory_trace: chunk {chunk!r} after chunk {last} is not a rising index "
+                f"below n_chunks={n_chunks}"
+            )
+        changes[chunk] = memory
+        last = chunk
+    return changes
+
+
+def memory_after_chunks(trace: Sequence[Mapping[str, Any]], n_chunks: int) -> list[str]:
+    """The memory after each of the `n_chunks` chunks read, rebuilt from the changes."""
+    return _replayed(trace_changes(trace, n_chunks), n_chunks)
+
+
+def _replayed(changes: Mapping[int, str], n_chunks: int) -> list[str]:
+    memories, memory = [], NO_MEMORY
+    for chunk in range(n_chunks):
+        memory = changes.get(chunk, memory)
+        memories.append(memory)
+    return memories
+
+
+# --- where the gold evidence is --------------------------------------------------------------
+
+
+def evidence_strings(answers: Iterable[str], given: Iterable[str] | None = None) -> tuple[str, ...]:
+    """What marks a chunk as holding gold evidence: the caller's strings for the sample if given,
+    else its gold answers; blanks dropped, duplicates (ignoring case) once."""
+    chosen = answers if given is None else given
+    seen: dict[str, str] = {}
+    for text in chosen:
+        text = str(text).strip()
+        if text and text.casefold() not in seen:
+            seen[text.casefold()] = text
+    return tuple(seen.values())
+
+
+def _pattern(strings: Sequence[str]) -> re.Pattern[str] | None:
+    """One case-insensitive pattern for any of `strings`, longest first (None for none)."""
+    if not strings:
+        return None
+    ordered = sorted(strings, key=len, reverse=True)
+    return re.compile("|".join(map(re.escape, ordered)), re.IGNORECASE)
+
+
+def find_evidence(
+    chunks: Iterable[str], strings: Sequence[str], context_chars: int = SNIPPET_CHARS
+) -> dict[int, str]:
+    """{chunk index: a snippet around its first hit} for each chunk that contains one of
+    `strings` (case-insensitive). A string cut by a chunk boundary is found in neither chunk.
+    The chunks are streamed: only the snippets are kept."""
+    pattern = _pattern(strings)
+    found: dict[int, str] = {}
+    for i, chunk in enumerate(chunks):
+        hit = pattern.search(chunk) if pattern is not None else None
+        if hit is None:
+            continue
+        start, end = max(0, hit.start() - context_chars), hit.end() + context_chars
+        found[i] = ("…" if start > 0 else "") + chunk[start:end] + ("…" if end < len(chunk) else "")
+    return found
+
+
+def gold_chunks(chunks: Iterable[str], strings: Sequence[str]) -> list[int]:
+    """The chunks that contain one of `strings`, case-insensitively."""
+    return sorted(find_evidence(chunks, strings, context_chars=0))
+
+
+def context_chunks(
+    row: dict[str, Any], pool: Sequence[str] | None, tokenizer: Any, chunk_tokens: int
+) -> Iterator[str]:
+    """The chunks MemAgent read of a dataset row: its context (stored, or rebuilt from doc ids
+    and the pool) cut as the evaluation cuts it (memrl.evaluation.memagent_system)."""
+    from memrl.agents.chunking import token_chunks
+    from memrl.data.ruler_hqa import context_pieces
+
+    return token_chunks(tokenizer, context_pieces(row, pool), chunk_tokens)
+
+
+def eval_rows(benchmark: str, task: str, path: str | Path) -> list[dict[str, Any]]:
+    """A task's eval-set rows as the evaluation reads them: LongBench's from its file, the
+    others' from the synthesized JSONL (contexts stored, or doc ids of the RULER-HQA pool)."""
+    if benchmark == "longbench":
+        from memrl.data.longbench import load_longbench
+
+        return load_longbench(path, task)
+    from memrl.data.io import read_jsonl
+
+    return read_jsonl(path, required=("index", "input", "answers"))
+
+
+# --- choosing samples ----------------------------------------------------------------------
+
+
+def by_task(predictions: Iterable[dict[str, Any]]) -> dict[str | None, list[dict[str, Any]]]:
+    """A predictions file's lines per `task` tag (None: untagged lines, e.g. a partial file),
+    in file order."""
+    grouped: dict[str | None, list[dict[str, Any]]] = {}
+    for line in predictions:
+        grouped.setdefault(line.get("task"), []).append(line)
+    return grouped
+
+
+def verdict(prediction: Mapping[str, Any]) -> str:
+    """ "failed" (a request failed), "correct" (score 1) or "wrong" (answered, score below 1:
+    partial credit included)."""
+    if prediction.get("failed"):
+        return "failed"
+    return "correct" if float(prediction.get("score") or 0.0) >= 1.0 else "wrong"
+
+
+def select(
+    predictions: Sequence[dict[str, Any]],
+    indices: Sequence[Any] | None = None,
+    first: int = DEFAULT_FIRST,
+    only: Only = "all",
+) -> list[dict[str, Any]]:
+    """The predictions to render: those of `indices` in that order (each must exist), else the
+    first `first` in file order whose verdict is `only` ("all": any)."""
+    if indices is not None:
+        by_index = {p["index"]: p for p in predictions}
+        missing = [i for i in indices if i not in by_index]
+        if missing:
+            raise ValueError(f"no prediction for sample(s) {missing}")
+        return [by_index[i] for i in indices]
+    if only not in ONLY:
+        raise ValueError(f"only must be one of {ONLY}, got {only!r}")
+    if first < 0:
+        raise ValueError(f"first must be >= 0, got {first}")
+    chosen = [p for p in predictions if only == "all" or verdict(p) == only]
+    return chosen[:first]
+
+
+# --- one sample --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Step:
+    """A line of a rendered trace: chunk `first` alone (the memory changed after it, or it holds
+    gold evidence), or a collapsed stretch `first`..`last` of chunks that did neither
+    (`read` False: chunks the run never reached, the sample having failed)."""
+
+    first: int
+    last: int
+    read: bool = True
+    changed: bool = False
+    gold: bool | None = None  # None: unknown
+    memory: str | None = None  # the memory after the chunk, where it changed
+    evidence: str | None = None  # a snippet around the evidence, in a gold chunk
+
+    @property
+    def stretch(self) -> bool:
+        return not (self.changed or self.gold)
+
+
+@dataclass(frozen=True)
+class CaseStudy:
+    """One sample's trace: the prediction record, the memory changes, and (where the chunks were
+    rebuilt) the total number of chunks and the gold chunks with their snippets."""
+
+    prediction: dict[str, Any]
+    task: str | None = None
+    n_read: int | None = None  # chunks the run read; None: the record has no trace
+    changes: dict[int, str] = field(default_factory=dict)
+    n_chunks: int | None = None  # chunks of the rebuilt context; None: not rebuilt
+    evidence: dict[int, str] | None = None  # gold chunk -> snippet; None: unknown
+    evidence_strings: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()
+
+    @property
+    def has_trace(self) -> bool:
+        return self.n_read is not None
+
+    @property
+    def total(self) -> int:
+        """Chunks to show: those of the context where known, else those read."""
+        return max(self.n_read or 0, self.n_chunks or 0)
+
+    def memories(self) -> list[str]:
+        """The memory after each chunk read."""
+        return _replayed(self.changes, self.n_read or 0)
+
+    def steps(self) -> list[Step]:
+        """The rendered lines: notable chunks alone, the other runs collapsed."""
+        steps: list[Step] = []
+        n_read = self.n_read or 0
+        for chunk in range(self.total):
+            read = chunk < n_read
+            changed = chunk in self.changes
+            gold = None if self.evidence is None else chunk in self.evidence
+            if changed or gold:
+                snippet = self.evidence.get(chunk) if self.evidence is not None else None
+                memory = self.changes.get(chunk)
+                steps.append(Step(chunk, chunk, read, changed, gold, memory, snippet))
+            elif steps and steps[-1].stretch and steps[-1].read == read:
+                steps[-1] = Step(steps[-1].first, chunk, read, gold=steps[-1].gold)
+            else:
+                steps.append(Step(chunk, chunk, read, gold=gold))
+        return steps
+
+
+def case_study(
+    prediction: dict[str, Any],
+    chunks: Iterable[str] | None = None,
+    evidence: Iterable[str] | None = None,
+    task: str | None = None,
+) -> CaseStudy:
+    """A sample's case study from its prediction record and, if given, the chunks of its context
+    (gold evidence: `evidence` strings if given, else the gold answers). A record without a
+    memory trace (another system, or written before traces were recorded) gives a study that
+    renders as such; its chunks are not read."""
+    task = task if task is not None else prediction.get("task")
+    if "memory_trace" not in prediction:
+        return CaseStudy(prediction, task)
+    n_read = int(prediction["n_chunks"])
+    changes = trace_changes(prediction["memory_trace"], n_read)
+    strings = evidence_strings(prediction.get("answers") or [], evidence)
+    if chunks is None:
+        return CaseStudy(prediction, task, n_read, changes, evidence_strings=strings)
+    counted = _Counted(chunks)
+    found = find_evidence(counted, strings)
+    n_chunks = counted.count
+    notes = []
+    if n_read > n_chunks or (n_read < n_chunks and not prediction.get("failed")):
+        notes.append(
+            f"the run read {n_read} chunks but the context rebuilt here has {n_chunks}: the "
+            "tokenizer or chunk size differ from the run's, so the gold chunks may be misplaced"
+        )
+    if not strings:
+        notes.append("no evidence strings (no gold answers): no chunk can be marked as gold")
+    return CaseStudy(prediction, task, n_read, changes, n_chunks, found, strings, tuple(notes))
+
+
+class _Counted:
+    """An iterable that counts what it yields (the chunks are streamed once)."""
+
+    def __init__(self, items: Iterable[str]) -> None:
+        self.items, self.count = items, 0
+
+    def __iter__(self) -> Iterator[str]:
+        for item in self.items:
+            self.count += 1
+            yield item
+
+
+# --- rendering ---------------------------------------------------------------------------------
+
+
+def _chunks_label(first: int, last: int) -> str:
+    return f"chunk {first}" if first == last else f"chunks {first}–{last}"
+
+
+def _stretch_text(step: Step) -> str:
+    what = "memory unchanged" if step.read else "not read (the sample failed before them)"
+    return f"{_chunks_label(step.first, step.last)}: {what}"
+
+
+def _gold_text(gold: bool | None) -> str:
+    return {None: "unknown", True: "yes", False: "no"}[gold]
+
+
+def _heading(study: CaseStudy) -> str:
+    p = study.prediction
+    task = f"{study.task} · " if study.task else ""
+    score = p.get("score")
+    scored = f" (score {float(score):.2f})" if isinstance(score, int | float) else ""
+    return f"{task}sample {p.get('index')} · {verdict(p)}{scored}"
+
+
+def _anchor(study: CaseStudy) -> str:
+    raw = f"{study.task or ''}-{study.prediction.get('index')}"
+    return "sample-" + re.sub(r"[^A-Za-z0-9_-]", "_", raw)
+
+
+def _summary(study: CaseStudy) -> list[tuple[str, str]]:
+    """(label, plain text) facts shown above a trace."""
+    p = study.prediction
+    facts = [("Calls", str(p.get("n_calls", "?")))]
+    if p.get("error"):
+        facts.append(("Error", str(p["error"])))
+    if not study.has_trace:
+        return facts
+    changed = sorted(study.changes)
+    n_read = study.n_read or 0
+    of = f" of {study.n_chunks}" if study.n_chunks is not None else ""
+    facts.append(("Chunks", f"{n_read}{of} read (numbered from 0)"))
+    listed = ", ".join(map(str, changed)) if changed else "none"
+    facts.append(("Memory changed after", f"{len(changed)} chunk(s): {listed}"))
+    if study.evidence is None:
+        gold = "unknown (no dataset and tokenizer to rebuild the chunks)"
+    elif not study.evidence:
+        gold = "no chunk contains the evidence"
+    else:
+        gold = ", ".join(
+            f"{c} ({'memory changed' if c in study.changes else 'memory unchanged'})"
+            if c < n_read
+            else f"{c} (not read)"
+            for c in sorted(study.evidence)
+        )
+    facts.append(("Gold evidence in", gold))
+    if study.evidence_strings:
+        facts.append(("Evidence strings", "; ".join(study.evidence_strings)))
+    return facts
+
+
+def _prediction_text(p: Mapping[str, Any]) -> str:
+    pred = p.get("pred")
+    return str(pred) if pred else str(p.get("response") or "")
+
+
+# Markdown
+
+
+def _md_inline(text: str) -> str:
+    """Plain text safe in a Markdown line: one line, markup characters escaped, no raw HTML."""
+    text = html.escape(" ".join(str(text).split()), quote=False)
+    return re.sub(r"([\\`*_\[\]#|])", r"\\\1", text)
+
+
+def _md_block(text: str, info: str = "text") -> str:
+    """A fenced block holding `text` verbatim (the fence outlasts any backtick run in it)."""
+    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
+    fence = "`" * max(3, longest + 1)
+    return f"{fence}{info}\n{text}\n{fence}"
+
+
+def render_markdown_study(study: CaseStudy) -> str:
+    p = study.prediction
+    lines = [f"## {_md_inline(_heading(study))}", ""]
+    lines.append(f"- **Question:** {_md_inline(p.get('input') or '')}")
+    answers = "; ".join(_md_inline(a) for a in p.get("answers") or [])
+    lines.append(f"- **Gold answers:** {answers}")
+    lines.append(f"- **Prediction:** {_md_inline(_prediction_text(p))}")
+    lines += [f"- **{label}:** {_md_inline(text)}" for label, text in _summary(study)]
+    lines += ["", "Response:", "", _md_block(str(p.get("response") or "")), ""]
+    lines += [f"> Note: {_md_inline(note)}" for note in study.notes]
+    if not study.has_trace:
+        lines += [
+            "*No memory trace recorded (not a MemAgent run, or written before memory "
+            "traces were recorded).*",
+            "",
+        ]
+        return "\n".join(lines)
+    lines += ["### Trace", "", f"Before chunk 0 the memory is *{NO_MEMORY}*.", ""]
+    for step in study.steps():
+        if step.stretch:
+            lines += [f"- {_stretch_text(step)}", ""]
+            continue
+        state = "memory changed" if step.changed else "memory unchanged"
+        if not step.read:
+            state = "not read"
+        lines += [f"#### Chunk {step.first} · gold evidence: {_gold_text(step.gold)} · {state}", ""]
+        if step.evidence is not None:
+            lines += ["Evidence:", "", _md_block(step.evidence), ""]
+        if step.memory is not None:
+            lines += ["Memory after this chunk:", "", _md_block(step.memory), ""]
+    return "\n".join(lines)
+
+
+def render_markdown(studies: Sequence[CaseStudy], title: str) -> str:
+    """The whole Markdown report: a title, the list of samples, then one section each."""
+    lines = [f"# {_md_inline(title)}", ""]
+    if not studies:
+        lines += ["No sample was selected.", ""]
+    lines += [f"- {_md_inline(_heading(s))}" for s in studies]
+    lines.append("")
+    body = [render_markdown_study(s) for s in studies]
+    return "\n".join(lines + body).rstrip("\n") + "\n"
+
+
+# HTML
+
+_CSS = """
+body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 75em; color: #222; }
+pre { white-space: pre-wrap; word-wrap: break-word; margin: 0; font-size: 0.9em; }
+table.trace { border-collapse: collapse; width: 100%; margin: 1em 0 3em; }
+table.trace th, table.trace td { border: 1px solid #ccc; padding: 0.3em 0.5em;
+  vertical-align: top; text-align: left; }
+tr.changed td.state { background: #e3f2fd; }
+tr.gold td.gold { background: #fff3c4; font-weight: bold; }
+tr.stretch td { color: #777; font-style: italic; }
+tr.unread td { background: #f4f4f4; }
+dl.facts { display: grid; grid-template-columns: max-content auto; gap: 0.2em 1em; }
+dl.facts dt { font-weight: bold; }
+dl.facts dd { margin: 0; }
+.evidence { margin-top: 0.4em; font-weight: normal; background: #fffbe6; }
+.note { color: #a33; }
+mark { background: #ffe066; }
+"""
+
+
+def _marked(text: str, pattern: re.Pattern[str] | None) -> str:
+    """`text` HTML-escaped, each hit of `pattern` in <mark>."""
+    if pattern is None:
+        return html.escape(text)
+    out, at = [], 0
+    for hit in pattern.finditer(text):
+        out += [html.escape(text[at : hit.start()]), f"<mark>{html.escape(hit.group())}</mark>"]
+        at = hit.end()
+    out.append(html.escape(text[at:]))
+    return "".join(out)
+
+
+def render_html_study(study: CaseStudy) -> str:
+    p = study.prediction
+    esc = html.escape
+    pattern = _pattern(study.evidence_strings)
+    facts = [
+        ("Question", esc(str(p.get("input") or ""))),
+        ("Gold answers", "; ".join(esc(str(a)) for a in p.get("answers") or [])),
+        ("Prediction", esc(_prediction_text(p))),
+        ("Response", f"<pre>{esc(str(p.get('response') or ''))}</pre>"),
+        *((label, esc(text)) for label, text in _summary(study)),
+    ]
+    out = [f'<section id="{_anchor(study)}">', f"<h2>{esc(_heading(study))}</h2>"]
+    out.append('<dl class="facts">')
+    out += [f"<dt>{label}</dt><dd>{value}</dd>" for label, value in facts]
+    out.append("</dl>")
+    out += [f'<p class="note">Note: {esc(note)}</p>' for note in study.notes]
+    if not study.has_trace:
+        out.append(
+            "<p><em>No memory trace recorded (not a MemAgent run, or written before memory "
+            "traces were recorded).</em></p></section>"
+        )
+        return "\n".join(out)
+    out += [
+        f"<p>Before chunk 0 the memory is <em>{esc(NO_MEMORY)}</em>.</p>",
+        '<table class="trace"><thead><tr><th>Chunk</th><th>Gold evidence</th>'
+        "<th>Memory</th><th>Memory after the chunk</th></tr></thead><tbody>",
+    ]
+    for step in study.steps():
+        if step.stretch:
+            classes = "stretch" if step.read else "stretch unread"
+            out.append(
+                f'<tr class="{classes}"><td colspan="4">{esc(_stretch_text(step))}</td></tr>'
+            )
+            continue
+        classes = " ".join(
+            c
+            for c, on in (("changed", step.changed), ("gold", step.gold), ("unread", not step.read))
+            if on
+        )
+        gold = _gold_text(step.gold)
+        if step.evidence is not None:
+            gold += f'<div class="evidence"><pre>{_marked(step.evidence, pattern)}</pre></div>'
+        state = "not read" if not step.read else "changed" if step.changed else "unchanged"
+        memory = f"<pre>{_marked(step.memory, pattern)}</pre>" if step.memory is not None else ""
+        out.append(
+            f'<tr class="{classes}"><td>{step.first}</td><td class="gold">{gold}</td>'
+            f'<td class="state">{state}</td><td>{memory}</td></tr>'
+        )
+    out.append("</tbody></table></section>")
+    return "\n".join(out)
+
+
+def render_html(studies: Sequence[CaseStudy], title: str) -> str:
+    """A self-contained HTML page: the title, links to the samples, one section each."""
+    esc = html.escape
+    items = "\n".join(f'<li><a href="#{_anchor(s)}">{esc(_heading(s))}</a></li>' for s in studies)
+    body = "\n".join(render_html_study(s) for s in studies)
+    empty = "" if studies else "<p>No sample was selected.</p>"
+    return (
+        '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
+        f"<title>{esc(title)}</title>\n<style>{_CSS}</style>\n</head>\n<body>\n"
+        f"<h1>{esc(title)}</h1>\n{empty}<ul>\n{items}\n</ul>\n{body}\n</body>\n</html>\n"
+    )
+
+
+def write_report(studies: Sequence[CaseStudy], out_prefix: str | Path, title: str) -> list[Path]:
+    """`<prefix>.md` and `<prefix>.html`, each written atomically."""
+    from memrl.data.io import write_text_atomic
+
+    prefix = Path(out_prefix)
+    md, page = (prefix.with_name(prefix.name + ext) for ext in (".md", ".html"))
+    write_text_atomic(md, render_markdown(studies, title))
+    write_text_atomic(page, render_html(studies, title))
+    return [md, page]

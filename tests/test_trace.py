@@ -1,0 +1,508 @@
+"""Case-study traces (Appendix C / F): MemAgent records the memory after every chunk (its changes),
+the evaluation stores them in the predictions, and `memrl trace` renders chosen samples, with the
+chunks holding gold evidence, as Markdown and HTML."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from memrl.agents.chunking import token_chunks
+from memrl.agents.driver import run_batched
+from memrl.agents.memagent import NO_MEMORY, MemAgentConfig, MemoryTrace, memagent
+from memrl.engines.base import Completion
+from memrl.evaluation import (
+    Task,
+    evaluate,
+    load_finished,
+    longcontext_system,
+    memagent_system,
+    merge_shards,
+    summarize,
+    workflow_runner,
+)
+from memrl.report.trace import (
+    CaseStudy,
+    by_task,
+    case_study,
+    context_chunks,
+    evidence_strings,
+    find_evidence,
+    gold_chunks,
+    memory_after_chunks,
+    render_html,
+    render_markdown,
+    select,
+    verdict,
+    write_report,
+)
+
+HQA = Task("ruler_hqa", "hqa")
+
+
+class CharTokenizer:
+    """One token per character: chunk boundaries are easy to reason about."""
+
+    def encode(self, text, add_special_tokens=False):
+        return [ord(c) for c in text]
+
+    def decode(self, ids, skip_special_tokens=False):
+        return "".join(map(chr, ids))
+
+
+def between(text: str, start: str, end: str) -> str:
+    return text.split(start, 1)[1].split(end, 1)[0]
+
+
+class NoteTakingEngine:
+    """Keeps its memory until a section mentions Paris, then notes it; answers from memory.
+    A question containing `fail_on` fails at its `fail_at`-th memory turn."""
+
+    def __init__(self, tokenizer=None, fail_on: str | None = None, fail_at: int = 0):
+        self.tokenizer = tokenizer or CharTokenizer()
+        self.fail_on, self.fail_at = fail_on, fail_at
+        self.turns: dict[str, int] = {}
+        self.calls = 0
+
+    def chat(self, requests, sampling):
+        self.calls += 1
+        return [self.reply(r.messages[-1]["content"]) for r in requests]
+
+    def reply(self, content: str) -> Completion:
+        if "<problem>" not in content:  # a long-context prompt
+            return Completion(text="Therefore, the answer is Paris.")
+        problem = between(content, "<problem> \n", "\n</problem>")
+        memory = between(content, "<memory>\n", "\n</memory>")
+        if "<section>" not in content:
+            answer = "Paris" if "paris" in memory.lower() else "unknown"
+            return Completion(text=f"Therefore, the answer is {answer}.")
+        turn = self.turns.get(problem, 0)
+        self.turns[problem] = turn + 1
+        if self.fail_on and self.fail_on in problem and turn == self.fail_at:
+            return Completion(text="", error="HTTP 500")
+        if "paris" in between(content, "<section>\n", "\n</section>").lower():
+            return Completion(text=f"<think>found it</think>Noted: Paris (turn {turn}).")
+        return Completion(text=memory)  # the memory kept as it was
+
+
+def rows(n: int = 2) -> list[dict]:
+    contexts = [
+        "aaaaaaaaaa" + "bbb PARIS " + "cccccccccc" + "Paris dddd" + "eeeeeeeeee" + "ff",
+        "dddddddddd" * 4,
+    ]
+    return [
+        {
+            "index": i,
+            "input": f"Where is it {i}?",
+            "answers": ["Paris"],
+            "num_tokens": len(contexts[i % 2]),
+            "context": contexts[i % 2],
+        }
+        for i in range(n)
+    ]
+
+
+AGENT = MemAgentConfig(chunk_tokens=10, memory_tokens=64, final_tokens=16)
+
+
+def run_memagent(data, engine, path: Path):
+    system = memagent_system(HQA, engine.tokenizer, None, AGENT)
+    return evaluate(data, workflow_runner(HQA, system, engine, None), path, batch_size=len(data))
+
+
+# --- the workflow records the memory after every chunk -------------------------------------
+
+
+class Replies:
+    def __init__(self, texts):
+        self.tokenizer = CharTokenizer()
+        self.texts = iter(texts)
+
+    def chat(self, requests, sampling):
+        return [Completion(text=next(self.texts)) for _ in requests]
+
+
+def test_the_trace_keeps_only_the_chunks_after_which_the_memory_changed():
+    replies = [NO_MEMORY, "m1", "<think>same</think>m1", "m2", "m2", "Therefore, the answer is x."]
+    trace = MemoryTrace()
+    workflow = memagent("q", ["c0", "c1", "c2", "c3", "c4"], AGENT, trace)
+    [rollout] = run_batched([workflow], Replies(replies), sampling=None)
+    assert rollout.answer == "Therefore, the answer is x." and len(rollout.conversations) == 6
+    # chunk 0 wrote "No previous memory" again: no change; chunk 2 wrote m1 again (after </think>)
+    assert trace.changes == [(1, "m1"), (3, "m2")] and trace.n_chunks == 5
+    assert trace.memory == "m2"
+    as_record = [{"chunk": i, "memory": m} for i, m in trace.changes]
+    assert memory_after_chunks(as_record, 5) == [NO_MEMORY, "m1", "m1", "m2", "m2"]
+    assert memory_after_chunks([], 3) == [NO_MEMORY] * 3
+
+
+def test_a_trace_that_does_not_fit_its_chunk_count_is_refused():
+    with pytest.raises(ValueError, match="rising index below n_chunks=2"):
+        memory_after_chunks([{"chunk": 2, "memory": "m"}], 2)
+    with pytest.raises(ValueError, match="chunk 1 after chunk 1"):
+        memory_after_chunks([{"chunk": 1, "memory": "a"}, {"chunk": 1, "memory": "b"}], 3)
+
+
+# --- the evaluation stores it ----------------------------------------------------------------
+
+
+def test_memagent_predictions_carry_the_memory_trace_and_the_chunk_count(tmp_path):
+    path = tmp_path / "p.jsonl"
+    predictions = run_memagent(rows(2), NoteTakingEngine(), path)
+    # 52 characters in 10-token chunks, Paris in chunks 1 and 3; 40 without it: 4 chunks
+    first, second = predictions
+    assert first["n_chunks"] == 6 and second["n_chunks"] == 4
+    assert first["memory_trace"] == [
+        {"chunk": 1, "memory": "Noted: Paris (turn 1)."},
+        {"chunk": 3, "memory": "Noted: Paris (turn 3)."},
+    ]
+    assert second["memory_trace"] == []  # never changed: "No previous memory" throughout
+    assert first["score"] == 1.0 and second["score"] == 0.0
+    written = [json.loads(line) for line in path.read_text().splitlines()]
+    assert written == predictions
+    # the old fields are all still there, unchanged in meaning
+    assert {"index", "input", "answers", "num_tokens", "n_calls", "response", "failed"} <= set(
+        first
+    )
+    assert first["n_calls"] == 7
+
+
+def test_a_failed_sample_keeps_the_trace_of_the_chunks_it_read(tmp_path):
+    engine = NoteTakingEngine(fail_on="it 0?", fail_at=3)
+    [prediction] = run_memagent(rows(1), engine, tmp_path / "p.jsonl")
+    assert prediction["failed"] and prediction["n_chunks"] == 3  # chunks 0-2 read, 3 failed
+    assert prediction["memory_trace"] == [{"chunk": 1, "memory": "Noted: Paris (turn 1)."}]
+
+
+def test_other_systems_records_are_unchanged(tmp_path):
+    engine = NoteTakingEngine()
+    system = longcontext_system(HQA, engine.tokenizer, None, 1000, None)
+    [prediction] = evaluate(
+        rows(1), workflow_runner(HQA, system, engine, None), tmp_path / "p.jsonl", 1
+    )
+    assert "memory_trace" not in prediction and "n_chunks" not in prediction
+
+
+def test_metrics_and_merging_ignore_the_trace(tmp_path):
+    predictions = run_memagent(rows(4), NoteTakingEngine(), tmp_path / "p.jsonl")
+    stripped = [
+        {k: v for k, v in p.items() if k not in ("memory_trace", "n_chunks")} for p in predictions
+    ]
+    assert summarize(predictions, "ruler_hqa", "hqa", "s", 2) == summarize(
+        stripped, "ruler_hqa", "hqa", "s", 2
+    )
+    mixed = merge_shards([predictions[:2], stripped[2:]])  # an old shard beside a new one
+    assert [p["index"] for p in mixed] == [0, 1, 2, 3]
+
+
+def test_a_predictions_file_written_before_traces_resumes(tmp_path):
+    path = tmp_path / "p.jsonl"
+    old = run_memagent(rows(1), NoteTakingEngine(), tmp_path / "old.jsonl")[0]
+    old = {k: v for k, v in old.items() if k not in ("memory_trace", "n_chunks")}
+    path.write_text(json.dumps(old) + "\n")
+    engine = NoteTakingEngine()
+    predictions = run_memagent(rows(3), engine, path)
+    assert engine.turns.keys() == {"Where is it 1?", "Where is it 2?"}  # sample 0 was kept
+    assert [p["index"] for p in load_finished(path)] == [0, 1, 2]
+    assert "memory_trace" not in predictions[0] and "memory_trace" in predictions[1]
+    assert summarize(predictions, "ruler_hqa", "hqa", "s", 2)["n_items"] == 3
+    # and its sample renders, without a trace
+    markdown = render_markdown([case_study(predictions[0], task="hqa")], "t")
+    assert "No memory trace recorded" in markdown
+
+
+# --- gold evidence -------------------------------------------------------------------------
+
+
+def test_gold_chunks_are_those_holding_an_evidence_string_in_any_case():
+    chunks = ["nothing here", "the capital: PARIS.", "paris again", "Lyon", "pa", "ris"]
+    assert gold_chunks(chunks, ["Paris"]) == [1, 2]  # cut by a boundary (4|5): in neither
+    assert gold_chunks(iter(chunks), ["lyon", "nothing"]) == [0, 3]
+    assert gold_chunks(chunks, []) == []
+    found = find_evidence(["x" * 300 + "Paris" + "y" * 300], ["paris"], context_chars=5)
+    assert found == {0: "…xxxxxParisyyyyy…"}
+    assert find_evidence(["Paris"], ["paris"]) == {0: "Paris"}
+
+
+def test_evidence_strings_are_the_answers_unless_the_caller_gives_some():
+    assert evidence_strings(["Paris", " paris ", "", "Rome"]) == ("Paris", "Rome")
+    assert evidence_strings(["yes"], ["Adriana Trigiani", "Greenwich Village"]) == (
+        "Adriana Trigiani",
+        "Greenwich Village",
+    )
+
+
+def test_context_chunks_are_the_evaluations_chunks_including_doc_id_rows():
+    pool = ["alpha", "Paris beta", "gamma"]
+    row = {"index": 0, "input": "q", "answers": ["Paris"], "doc_ids": [2, 1, 0]}
+    tokenizer = CharTokenizer()
+    chunks = list(context_chunks(row, pool, tokenizer, 10))
+    text = "Document 1:\ngamma\n\nDocument 2:\nParis beta\n\nDocument 3:\nalpha"
+    assert chunks == list(token_chunks(tokenizer, [text], 10))
+    assert gold_chunks(chunks, ["paris"]) == [3]
+
+
+# --- choosing samples ------------------------------------------------------------------------
+
+
+def test_samples_are_chosen_by_index_or_as_the_first_k_of_a_verdict():
+    preds = [
+        {"index": 0, "score": 1.0, "failed": False},
+        {"index": 1, "score": 0.0, "failed": False},
+        {"index": 2, "score": 0.0, "failed": True},
+        {"index": 3, "score": 0.5, "failed": False},
+        {"index": 4, "score": 1.0, "failed": False},
+    ]
+    assert [verdict(p) for p in preds] == ["correct", "wrong", "failed", "wrong", "correct"]
+    assert [p["index"] for p in select(preds, first=2)] == [0, 1]
+    assert [p["index"] for p in select(preds)] == [0, 1, 2, 3, 4]
+    assert [p["index"] for p in select(preds, only="wrong")] == [1, 3]
+    assert [p["index"] for p in select(preds, only="failed")] == [2]
+    assert [p["index"] for p in select(preds, only="correct", first=1)] == [0]
+    assert [p["index"] for p in select(preds, indices=[4, 1])] == [4, 1]
+    with pytest.raises(ValueError, match=r"no prediction for sample\(s\) \[9\]"):
+        select(preds, indices=[9])
+    with pytest.raises(ValueError, match="only must be one of"):
+        select(preds, only="bad")
+    lines = [{"task": "a", "index": 0}, {"task": "b", "index": 0}, {"task": "a", "index": 1}]
+    assert {t: [p["index"] for p in ps] for t, ps in by_task(lines).items()} == {
+        "a": [0, 1],
+        "b": [0],
+    }
+
+
+# --- rendering -------------------------------------------------------------------------------
+
+
+def prediction(**extra) -> dict:
+    return {
+        "index": 7,
+        "input": "Where is <the> director based?",
+        "answers": ["Greenwich Village"],
+        "pred": "Greenwich Village, New York City",
+        "response": "Therefore, the answer is Greenwich Village, New York City.",
+        "score": 1.0,
+        "failed": False,
+        "error": None,
+        "n_calls": 61,
+        **extra,
+    }
+
+
+def traced_prediction() -> dict:
+    trace = [
+        {"chunk": 0, "memory": "Ghost is based in New York City."},
+        {"chunk": 10, "memory": "<b>Trigiani</b> & co: based in greenwich village ```x```"},
+    ]
+    return prediction(memory_trace=trace, n_chunks=60)
+
+
+def chunks_with_gold(n: int, gold: set[int]) -> list[str]:
+    return [
+        f"doc {i} " + ("Adriana lives in Greenwich Village." if i in gold else "x")
+        for i in range(n)
+    ]
+
+
+def test_steps_show_changes_and_gold_chunks_and_collapse_the_rest():
+    study = case_study(traced_prediction(), chunks_with_gold(60, {10, 30}), task="hqa")
+    assert study.n_chunks == 60 and sorted(study.evidence) == [10, 30] and not study.notes
+    assert study.memories()[9] == "Ghost is based in New York City."
+    assert study.memories()[59].startswith("<b>Trigiani</b>")
+    steps = [(s.first, s.last, s.changed, s.gold) for s in study.steps()]
+    assert steps == [
+        (0, 0, True, False),
+        (1, 9, False, False),
+        (10, 10, True, True),
+        (11, 29, False, False),
+        (30, 30, False, True),  # gold evidence, yet the memory stayed as it was
+        (31, 59, False, False),
+    ]
+
+
+def test_markdown_trace(tmp_path):
+    study = case_study(traced_prediction(), chunks_with_gold(60, {10, 30}), task="hqa")
+    md = render_markdown([study], "Case study")
+    assert md.startswith("# Case study\n")
+    assert "## hqa · sample 7 · correct (score 1.00)" in md
+    assert "- **Question:** Where is &lt;the&gt; director based?" in md
+    assert "- **Gold answers:** Greenwich Village" in md
+    assert "- chunks 1–9: memory unchanged" in md
+    assert "- chunks 11–29: memory unchanged" in md and "- chunks 31–59: memory unchanged" in md
+    assert "#### Chunk 10 · gold evidence: yes · memory changed" in md
+    assert "#### Chunk 30 · gold evidence: yes · memory unchanged" in md
+    assert "#### Chunk 0 · gold evidence: no · memory changed" in md
+    assert "Gold evidence in:** 10 (memory changed), 30 (memory unchanged)" in md
+    # a memory with a backtick run is fenced by a longer fence, verbatim
+    assert "````text\n<b>Trigiani</b> & co: based in greenwich village ```x```\n````" in md
+    assert md.count("#### Chunk") == 3
+
+
+def test_html_trace_escapes_and_marks_the_evidence():
+    study = case_study(traced_prediction(), chunks_with_gold(60, {10, 30}), task="hqa")
+    page = render_html([study], "Case <study>")
+    assert page.startswith("<!DOCTYPE html>") and "<title>Case &lt;study&gt;</title>" in page
+    assert "<b>Trigiani</b>" not in page and "&lt;b&gt;Trigiani&lt;/b&gt; &amp; co" in page
+    assert "<mark>greenwich village</mark>" in page  # the evidence, whatever its case
+    assert "Where is &lt;the&gt; director based?" in page
+    assert '<td colspan="4">chunks 11–29: memory unchanged</td>' in page
+    assert page.count('<tr class="changed') == 2 and page.count('<td class="gold">yes') == 2
+    assert '<a href="#sample-hqa-7">' in page and '<section id="sample-hqa-7">' in page
+
+
+def test_without_the_chunks_the_trace_renders_with_gold_unknown():
+    study = case_study(traced_prediction(), task="hqa")
+    assert study.evidence is None and study.n_chunks is None
+    assert [(s.first, s.last) for s in study.steps()] == [(0, 0), (1, 9), (10, 10), (11, 59)]
+    md = render_markdown([study], "t")
+    assert "#### Chunk 10 · gold evidence: unknown · memory changed" in md
+    assert "Gold evidence in:** unknown" in md
+    assert "unknown" in render_html([study], "t")
+
+
+def test_a_failed_sample_shows_the_chunks_it_never_read():
+    record = prediction(
+        failed=True, score=0.0, memory_trace=[{"chunk": 1, "memory": "m"}], n_chunks=3
+    )
+    study = case_study(record, chunks_with_gold(8, {6}))
+    assert not study.notes  # fewer chunks read than the context has: expected when failed
+    steps = [(s.first, s.last, s.read, s.gold) for s in study.steps()]
+    assert steps == [
+        (0, 0, True, False),
+        (1, 1, True, False),
+        (2, 2, True, False),
+        (3, 5, False, False),
+        (6, 6, False, True),
+        (7, 7, False, False),
+    ]
+    md = render_markdown([study], "t")
+    assert "sample 7 · failed (score 0.00)" in md
+    assert "- chunks 3–5: not read (the sample failed before them)" in md
+    assert "#### Chunk 6 · gold evidence: yes · not read" in md
+
+
+def test_a_chunking_that_differs_from_the_runs_is_noted():
+    study = case_study(traced_prediction(), chunks_with_gold(12, {10}))
+    assert study.notes and "differ from the run's" in study.notes[0]
+    assert "Note: the run read 60 chunks" in render_markdown([study], "t")
+
+
+def test_write_report_writes_both_files_atomically(tmp_path):
+    study = case_study(traced_prediction())
+    md, page = write_report([study], tmp_path / "out" / "trace", "t")
+    assert (md.name, page.name) == ("trace.md", "trace.html")
+    assert sorted(p.name for p in md.parent.iterdir()) == ["trace.html", "trace.md"]
+    empty = render_markdown([], "t")
+    assert "No sample was selected." in empty and isinstance(CaseStudy(prediction()), CaseStudy)
+
+
+# --- `memrl trace` end to end ---------------------------------------------------------------
+
+
+CORPUS = [
+    "The director of the film is based in Greenwich Village, New York City.",
+    "Ghost is a team based in New York. Paris is the capital of France.",
+    "Document one two three four five six seven eight nine ten.",
+] * 20
+
+
+@pytest.fixture(scope="module")
+def tokenizer_dir(tmp_path_factory) -> Path:
+    from memrl.models.tiny import build_tokenizer
+
+    out = tmp_path_factory.mktemp("tokenizer")
+    build_tokenizer(CORPUS, 400, 1 << 16).save_pretrained(out)
+    return out
+
+
+def test_cli_trace_end_to_end(tmp_path, tokenizer_dir, monkeypatch):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    from transformers import AutoTokenizer
+
+    from memrl import cli
+    from memrl.data.io import write_jsonl_atomic
+
+    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)  # no tracking in this test
+    tokenizer = AutoTokenizer.from_pretrained(tokenizer_dir)
+    pool = [f"Filler document number {i}, one two three four five." for i in range(6)]
+    pool.append("Paris is the capital of France; the director lives in Paris.")
+    pool_path = tmp_path / "pool_docs.parquet"
+    pq.write_table(pa.table({"doc": pool}), pool_path)
+    data = [
+        {
+            "index": 0,
+            "input": "Where?",
+            "answers": ["Paris"],
+            "num_tokens": 0,
+            "doc_ids": [0, 1, 2, 3, 6, 4, 5],
+        },
+        {
+            "index": 1,
+            "input": "Which?",
+            "answers": ["Rome"],
+            "num_tokens": 0,
+            "context": "Ghost is a team based in New York. " * 6,
+        },
+    ]
+    data_path = tmp_path / "hqa.jsonl"
+    write_jsonl_atomic(data_path, data)
+    agent = MemAgentConfig(chunk_tokens=16, memory_tokens=64, final_tokens=16)
+    system = memagent_system(HQA, tokenizer, pool, agent)
+    engine = NoteTakingEngine(tokenizer)
+    predictions = evaluate(
+        data, workflow_runner(HQA, system, engine, None), tmp_path / "p.partial", 2
+    )
+    predictions_path = tmp_path / "eval" / "50.predictions.jsonl"
+    write_jsonl_atomic(predictions_path, [{"task": "hqa", **p} for p in predictions])
+    chunks = list(context_chunks(data[0], pool, tokenizer, 16))
+    gold = gold_chunks(chunks, ["Paris"])
+    assert gold and predictions[0]["n_chunks"] == len(chunks)
+    assert [e["chunk"] for e in predictions[0]["memory_trace"]] == gold
+
+    settings = {
+        "benchmark": "ruler_hqa",
+        "system": "memagent-tiny",
+        "length": 50,
+        "tasks": ["hqa"],
+        "agent": {"chunk_tokens": 16},
+        "first": 5,
+    }
+    prefix = tmp_path / "report" / "trace" / "ruler_hqa-50"
+    argv = ["trace", "--settings", json.dumps(settings), "--predictions", str(predictions_path)]
+    rebuild = [
+        "--data",
+        str(data_path),
+        "--pool",
+        str(pool_path),
+        "--tokenizer",
+        str(tokenizer_dir),
+    ]
+    cli.main([*argv, *rebuild, "--out-prefix", str(prefix)])
+    md = (prefix.parent / "ruler_hqa-50.md").read_text()
+    page = (prefix.parent / "ruler_hqa-50.html").read_text()
+    assert md.startswith("# MemAgent memory traces · ruler\\_hqa · memagent-tiny · 50\n")
+    assert "## hqa · sample 0 · correct (score 1.00)" in md
+    assert "## hqa · sample 1 · wrong (score 0.00)" in md
+    assert f"#### Chunk {gold[0]} · gold evidence: yes · memory changed" in md
+    assert f"- **Chunks:** {len(chunks)} of {len(chunks)} read" in md
+    assert "Note:" not in md  # the rebuilt chunks are the run's
+    assert "<mark>Paris</mark>" in page
+    assert sorted(p.name for p in prefix.parent.iterdir()) == [
+        "ruler_hqa-50.html",
+        "ruler_hqa-50.md",
+    ]
+
+    # from the predictions alone: the chosen sample, its gold column unknown
+    only = {**settings, "samples": [0], "title": "Appendix C"}
+    argv = ["trace", "--settings", json.dumps(only), "--predictions", str(predictions_path)]
+    cli.main([*argv, "--out-prefix", str(tmp_path / "alone")])
+    md = (tmp_path / "alone.md").read_text()
+    assert md.startswith("# Appendix C\n") and "sample 1" not in md
+    assert re.search(r"#### Chunk \d+ · gold evidence: unknown · memory changed", md)
+
+    with pytest.raises(SystemExit, match="--data and --tokenizer go together"):
+        cli.main([*argv, "--data", str(data_path), "--out-prefix", str(tmp_path / "x")])
