@@ -88,7 +88,7 @@ def plot_accuracy_vs_length(table: pd.DataFrame, out_prefix: str | Path, title: 
     ax = fig.add_subplot()
     paper_drawn = _draw_accuracy_vs_length(ax, table)
     ax.set_title(title)
-    _legend_below(fig, ax, paper_drawn)
+    _figure_legend(fig, ax, paper_drawn)
     return _save(fig, out_prefix)
 
 
@@ -121,12 +121,12 @@ def _draw_accuracy_vs_length(ax: Any, table: pd.DataFrame) -> bool:
     return any(line.paper_xs for line in series)
 
 
-def _legend_below(
+def _figure_legend(
     fig: Figure, ax: Any, paper_drawn: bool, loc: str = "outside lower center"
 ) -> None:
-    """The axes' legend below them (curves that meet at high accuracy stay visible; `loc`
-    elsewhere when claims fill the foot), with the ours/paper line styles when the paper's
-    values are drawn."""
+    """The axes' legend, by default below them (curves that meet at high accuracy stay
+    visible; to the right when claims fill the foot), with the ours/paper line styles when the
+    paper's values are drawn."""
     handles, labels = ax.get_legend_handles_labels()
     if paper_drawn:
         handles += [
@@ -494,7 +494,7 @@ def plot_curve_panels(
         paper_drawn |= draw(ax, panel)
         ax.set_title(group)
     fig.suptitle(title)
-    _legend_below(fig, axes[0], paper_drawn, loc="outside right center")
+    _figure_legend(fig, axes[0], paper_drawn, loc="outside right center")
     _claims_footer(fig, checks)
     return _save(fig, out_prefix)
 

@@ -11,6 +11,11 @@ tokens:
 
 with q = 1024 (problem), o = 1024 (output) and N = 5000 (chunk). The first grows as n², the second
 as n; `fitted_exponent` measures that on the computed points.
+
+verl 0.9.1 (which tests/verl checks us against) counts causal attention, 6 n² d_head x heads per
+layer; the verl fork the paper used counted 12 (reference memagent_official.md §7), twice the
+attention term. For Qwen2.5-14B from 8K to 4M that moves the long-context model's fitted exponent
+from 1.65 to 1.74 and its 4M cost from 2.6e19 to 5.2e19; MemAgent's stays at 0.94.
 """
 
 from __future__ import annotations
