@@ -518,3 +518,31 @@ def test_case_studies_name_a_memagent_evaluation(paper):
     bad["report"]["case_studies"].append(dict(bad["report"]["case_studies"][0]))
     with pytest.raises(cfg.ConfigError, match="a second case study"):
         cfg.validate_config(bad, SCHEMA)
+
+
+def test_longbench_summaries_are_scored_whole_unless_asked(paper):
+    systems = cfg.eval_systems(paper)
+    job = next(j for j in cfg.eval_jobs(paper, systems) if j.benchmark == "longbench")
+    assert "strip_think" not in cfg.eval_settings(paper, job, 0, systems)  # LongBench's own
+    paper["evaluation"]["longbench_strip_think"] = True
+    cfg.validate_config(paper, SCHEMA)
+    assert cfg.eval_settings(paper, job, 0, systems)["strip_think"] is True
+
+
+def test_the_verifier_reaches_the_filter_and_the_training_jobs(paper):
+    assert cfg.filter_settings(paper)["verifier"] == "official"
+    assert cfg.train_settings(paper, "rl-memagent-14b", "stage1")["verifier"] == "official"
+    paper["training"]["verifier"] = "extended"
+    paper["filter"]["verifier"] = "extended"
+    cfg.validate_config(paper, SCHEMA)
+    assert cfg.filter_settings(paper)["verifier"] == "extended"
+    assert cfg.train_settings(paper, "rl-memagent-14b", "stage2")["verifier"] == "extended"
+    paper["training"]["verifier"] = "lenient"
+    with pytest.raises(cfg.ConfigError, match=r"key training\.verifier: 'lenient' is not"):
+        cfg.validate_config(paper, SCHEMA)
+
+
+def test_a_change_to_what_a_data_job_writes_reaches_its_params(paper):
+    # Snakemake reruns a job whose params change: the format numbers carry code changes there
+    assert cfg.ruler_set_settings(paper, "niah_single_1", 8192)["format"] == cfg.RULER_ROWS_FORMAT
+    assert cfg.hqa_pool_settings() == {"format": cfg.HQA_POOL_FORMAT}

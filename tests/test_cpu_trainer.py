@@ -150,12 +150,44 @@ def test_settings_are_validated():
         settings(group_size=0)
     with pytest.raises(ValueError, match="clip_c"):
         settings(clip_c=1.0)
+    with pytest.raises(ValueError, match="unknown verifier 'strict'"):
+        settings(verifier="strict")
+
+
+def test_the_training_reward_verifier_defaults_to_the_official_one(monkeypatch):
+    assert (
+        settings().verifier == "official" and settings(verifier="extended").verifier == "extended"
+    )
+    job = {
+        "agent": {"chunk_tokens": 16, "memory_tokens": 6, "final_tokens": 6},
+        "max_chunks": 2,
+        "sampling": {"temperature": 1.0, "top_p": 1.0},
+        "seed": 0,
+        "mini_batches_per_step": 2,
+        **{key: getattr(settings(), key) for key in cpu_trainer.ALGORITHM_KEYS},
+    }
+    assert cpu_trainer.settings_from_job(job).verifier == "official"
+    assert cpu_trainer.settings_from_job({**job, "verifier": "extended"}).verifier == "extended"
+    # step_rollouts hands the settings' verifier to collect_rollouts (which scores with it)
+    seen = []
+    monkeypatch.setattr(
+        cpu_trainer, "collect_rollouts", lambda *args, verifier: seen.append(verifier)
+    )
+    for verifier in ("official", "extended"):
+        cpu_trainer.step_rollouts(0, ROWS, None, settings(verifier=verifier))
+    assert seen == ["official", "extended"]
 
 
 def test_training_runs_updates_the_policy_and_saves_a_loadable_model(tiny, tmp_path, monkeypatch):
     # a random tiny model never answers correctly: alternate the rewards so advantages are non-zero
     rewards = itertools.cycle([1.0, 0.0, 0.0, 1.0])
-    monkeypatch.setattr(rollout, "training_reward", lambda response, answers, source: next(rewards))
+    verifiers: set[str] = set()
+
+    def fake_reward(response, answers, source, verifier):
+        verifiers.add(verifier)
+        return next(rewards)
+
+    monkeypatch.setattr(rollout, "training_reward", fake_reward)
     logged: list[tuple[dict, int]] = []
     out = tmp_path / "ckpt" / "stage1"
     summary = train(
@@ -165,6 +197,7 @@ def test_training_runs_updates_the_policy_and_saves_a_loadable_model(tiny, tmp_p
         settings(steps=2, warmup_steps=1),
         lambda metrics, step: logged.append((metrics, step)),
     )
+    assert verifiers == {"official"}  # the training reward defaults to the official verifier
     lines = [json.loads(line) for line in (out / cpu_trainer.METRICS_FILE).read_text().splitlines()]
     assert [line["step"] for line in lines] == [0, 1] == [step for _, step in logged]
     assert [line["lr"] for line in lines] == [0.0, 1e-2]  # warmup: step 0 runs at lr 0

@@ -114,6 +114,29 @@ def test_failed_requests_count_as_wrong_and_the_official_rate_drops_them(tmp_pat
     assert metrics["n_failed"] == 1
     assert metrics["accuracy"] == 25.0  # 1 of 4
     assert metrics["accuracy_official"] == pytest.approx(100 / 3)  # 1 of the 3 answered
+    assert metrics["n_dropped"] == 1
+
+
+def test_the_official_rate_also_drops_empty_outputs_as_the_official_evaluator_does():
+    def prediction(index, response, score, failed=False):
+        return {
+            "index": index,
+            "response": response,
+            "failed": failed,
+            "score": score,
+            "sub_em": score,
+            "n_calls": 1,
+        }
+
+    predictions = [
+        prediction(0, "Therefore, the answer is Paris.", 1.0),
+        prediction(1, "", 0.0),  # the model wrote nothing: skipped officially
+        prediction(2, "", 0.0, failed=True),  # a failed request: skipped too
+        prediction(3, "the answer is Lyon", 0.0),
+    ]
+    metrics = summarize(predictions, "ruler_hqa", "hqa", "s", 10)
+    assert (metrics["n_failed"], metrics["n_dropped"]) == (1, 2)
+    assert metrics["accuracy"] == 25.0 and metrics["accuracy_official"] == 50.0
 
 
 def test_streamed_doc_id_contexts_are_chunked_like_text(tmp_path):

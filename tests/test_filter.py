@@ -2,7 +2,7 @@ from collections import Counter
 
 import pytest
 
-from memrl.data.filter import NO_CONTEXT_PROMPT, filter_questions
+from memrl.data.filter import NO_CONTEXT_PROMPT, filter_flags, filter_questions
 from memrl.engines.base import Completion, SamplingParams
 
 ROWS = [
@@ -79,6 +79,7 @@ def test_filter_drops_answerable_rows_and_reports():
         },
         "n_failed_requests": 2,
         "kept_limit": None,
+        "verifier": "official",  # the boxed criterion's verifier, recorded in the report
     }
 
 
@@ -131,3 +132,35 @@ def test_no_engines_keeps_everything():
 def test_engine_returning_wrong_count_fails():
     with pytest.raises(RuntimeError, match="'bad' returned 15 completions for 14 requests"):
         filter_questions(ROWS, {"bad": ScriptedEngine({}, extra=1)})
+
+
+# --- the boxed criterion's verifier (issue 16): official by default, extended on request ---
+
+LENIENT_ONLY = [
+    # each is a boxed hit for the extended verifier only; none contains its gold as a substring
+    ({"index": 10, "input": "What share voted yes?", "answers": ["50"]}, "\\boxed{5 0%}"),
+    ({"index": 11, "input": "Who founded Ashby?", "answers": ["Tam Rook"]}, "\\fbox{TamRook}"),
+    ({"index": 12, "input": "How many halves?", "answers": ["0.5"]}, "\\boxed{\\frac12}"),
+]
+
+
+def lenient_engine():
+    return {"m": ScriptedEngine({(row["input"], 0): text for row, text in LENIENT_ONLY})}
+
+
+def test_the_filter_uses_the_official_verifier_by_default():
+    rows = [row for row, _ in LENIENT_ONLY]
+    kept, report = filter_questions(rows, lenient_engine(), n_samples=1)
+    assert kept == rows and report["verifier"] == "official"
+    assert report["dropped_by"] == {"m/boxed": 0, "m/contains": 0}
+    kept, report = filter_questions(rows, lenient_engine(), n_samples=1, verifier="extended")
+    assert kept == [] and report["dropped_by"] == {"m/boxed": 3, "m/contains": 0}
+
+
+def test_filter_flags():
+    official, extended = filter_flags(), filter_flags("extended")
+    assert official["boxed"]("\\boxed{50%}", ["50"]) == 0.0
+    assert extended["boxed"]("\\boxed{50%}", ["50"]) == 1.0
+    assert official["contains"] is extended["contains"]
+    with pytest.raises(ValueError, match="unknown verifier 'strict'"):
+        filter_questions(ROWS, {}, verifier="strict")

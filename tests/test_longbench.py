@@ -410,9 +410,10 @@ def test_score_qa_empty_prediction_is_zero(reply):
 
 def test_score_sum():
     gold = "the cat ran. a dog sat"
-    result = score_longbench(
-        "gov_report", "<think>draft notes</think>the cat sat. the dog ran", [gold]
-    )
+    reply = "<think>draft notes</think>the cat sat. the dog ran"
+    raw = score_longbench("gov_report", reply, [gold])  # as LongBench: the whole output
+    result = score_longbench("gov_report", reply, [gold], strip_think=True)
+    assert raw["pred"] == reply and raw["rouge_l_f"] < result["rouge_l_f"]  # the draft's words
     assert result["pred"] == "the cat sat. the dog ran"
     assert result["rouge_1_recall"] == pytest.approx(5 / 6)
     assert result["score"] == pytest.approx((5 / 6 + 1 / 5 + 5 / 6) / 3)

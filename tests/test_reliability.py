@@ -45,8 +45,9 @@ from memrl.report.tables import load_memories, load_metrics, load_stats
 from memrl.scoring.extract import extract_answer, extract_boxed, extract_solution
 from memrl.scoring.longbench import score_longbench
 from memrl.scoring.memalpha import judge_verdict, score_answer
-from memrl.scoring.metrics import score_answer_is, training_reward
+from memrl.scoring.metrics import score_answer_is
 from memrl.scoring.ruler import score_ruler
+from memrl.scoring.verifier import training_reward
 from memrl.secrets import REDACTED, RedactingStream, redact
 from memrl.tracking import read_record
 from memrl.train.memalpha_rewards import content_verdict
@@ -360,6 +361,7 @@ def test_every_scorer_scores_a_malformed_output_within_bounds(name):
         *score_longbench("hotpotqa", text, ["Paris"]).values(),
         *score_longbench("gov_report", text, ["A report."]).values(),
         training_reward(text, ["Paris"], "ruler_hqa"),
+        training_reward(text, ["Paris"], "ruler_hqa", "extended"),
         score_answer("squad", text, ["Paris"]),
         score_answer("icl_trec_coarse_6600shot_balance", text, ["3"]),
         score_answer("infbench_sum_eng_shots2", text, ["keyword"]),

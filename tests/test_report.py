@@ -191,9 +191,9 @@ def test_table_shape_order_and_golden_cells(table: pd.DataFrame):
     cell = table.loc["RL-MemAgent-14B (ours)", 50]
     assert (cell.ours, cell.paper) == (81.25, 80.47)
     assert cell.delta == pytest.approx(0.78)
-    cell = table.loc["RL-MemAgent-14B (ours)", 200]
-    assert cell.delta == pytest.approx(79.6875 - 82.03)
-    assert (cell.n_failed, cell.accuracy_official) == (3, 81.6)
+    cell = table.loc["RL-MemAgent-14B (ours)", 200]  # 3 failed: the official figure is shown
+    assert cell.ours == 81.6 and cell.delta == pytest.approx(81.6 - 82.03)
+    assert (cell.n_dropped, cell.extras["over all"]) == (3, 79.6875)
     assert table.loc["RL-MemAgent-14B (ours)", 12800].delta == pytest.approx(75.0 - 78.91)
     no_paper = table.loc["MemAgent w/o RL & co_7B", 50]
     assert (no_paper.ours, no_paper.paper, no_paper.delta) == (12.5, None, None)
@@ -252,10 +252,11 @@ def test_write_table_csv_md_tex(table: pd.DataFrame, tmp_path: Path):
     md = paths[1].read_text()
     assert "| System | 7K | 28K | 1.79M |" in md
     assert "81.2 (paper 80.5, +0.8)" in md
-    assert "79.7† (paper 82.0, -2.3)" in md
+    assert "81.6† (paper 82.0, -0.4; over all 79.7)" in md  # the official figure, ours beside
     assert "12.5 (paper —)" in md
     assert "| MemAgent w/o RL & co_7B | 12.5 (paper —) | 10.2 (paper —) | — |" in md
-    assert "3/128 requests failed; accuracy 79.69" in md and "81.60 (failed dropped" in md
+    assert "3/128 outputs empty (3 failed requests), dropped as the official" in md
+    assert "81.60 (shown beside the paper's); 79.69 counting them wrong" in md
 
     tex = paths[2].read_text()
     for needle in (r"\toprule", r"\midrule", r"\bottomrule", r"\begin{tabular}{lrrr}"):
@@ -263,7 +264,7 @@ def test_write_table_csv_md_tex(table: pd.DataFrame, tmp_path: Path):
     assert r"MemAgent w/o RL \& co\_7B" in tex
     assert r"RULER-HQA 100\% \_test\_" in tex
     assert r"81.2 {\scriptsize(paper 80.5, +0.8)}" in tex
-    assert r"79.7$^\dagger$" in tex
+    assert r"81.6$^\dagger$" in tex
     assert "—" not in tex
 
 
@@ -296,7 +297,7 @@ def test_figure_series_positions(table: pd.DataFrame):
     series, column_x = figure_series(table)
     assert column_x == {50: 7000.0, 200: 28000.0, 12800: 1792000.0}
     rl, norl = series
-    assert rl.xs == [7000.0, 28000.0, 1792000.0] and rl.ys == [81.25, 79.6875, 75.0]
+    assert rl.xs == [7000.0, 28000.0, 1792000.0] and rl.ys == [81.25, 81.6, 75.0]
     assert rl.paper_xs == [7000.0, 28000.0, 1792000.0] and rl.paper_ys == [80.47, 82.03, 78.91]
     assert norl.paper_xs == [] and norl.xs == [7000.0, 28000.0]
 
@@ -683,11 +684,11 @@ def test_longbench_sum_table(paper: dict):
     assert (cell.ours, cell.paper) == (36.0, 37.16) and cell.delta == pytest.approx(-1.16)
     avg = table.loc["RL-14B", "gov_report.avg"]
     assert avg.ours == pytest.approx(20.0) and avg.paper == pytest.approx(21.8067, abs=1e-4)
-    assert avg.n_failed == 6 and format_cell(avg).startswith("20.0† (paper 21.8, -1.8")
+    assert avg.n_dropped == 6 and format_cell(avg).startswith("20.0† (paper 21.8, -1.8")
     assert table.loc["RL-14B", "qmsum.avg"].ours is None
     # one failure note for the one metrics file behind the three ROUGE cells
     assert len(failure_notes(table)) == 1
-    assert failure_notes(table)[0].startswith("RL-14B @ GovReport: 2/200 requests failed")
+    assert failure_notes(table)[0].startswith("RL-14B @ GovReport: 2/200 outputs empty")
 
 
 def test_rag_ruler_hqa_table_derives_rows_from_k(paper: dict):
@@ -1160,7 +1161,7 @@ def test_table4_prints_differences_from_random_beside_the_papers(paper: dict):
     assert early["avg"].ours == pytest.approx(-0.5) and early["avg"].paper == 3.90
     assert early["avg"].delta is None  # the printed AVG is not a mean: no difference
     assert middle[100].ours is None and middle["avg"].mark == PARTIAL_MARK  # 56K not run
-    assert any("2 of 128 requests failed" in note for note in table.attrs["failure_notes"])
+    assert any("2 of 128 outputs empty" in note for note in table.attrs["failure_notes"])
     md = to_markdown(table, "Table 4")
     assert "| RL-14B: 0% 20% | 4.0 (paper 3.9, +0.1)" in md and "81.12" in md
     with pytest.raises(ValueError, match="table4 needs the probe"):

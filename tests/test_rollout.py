@@ -132,3 +132,16 @@ def test_an_engine_without_token_ids_cannot_train():
 
     with pytest.raises(ValueError, match="no prompt token ids"):
         collect_rollouts(TextOnly({}), ROWS[:1], 1, AGENT, 8, SAMPLING)
+
+
+def test_the_reward_is_the_official_verifier_unless_extended_is_asked_for():
+    # \\boxed{Paris %} and \\fbox{Paris} match "Paris" only after the extended normaliser
+    # (plain "%" dropped; \\fbox read): the official verifier, the default, scores them 0
+    finals = ["\\boxed{Paris %}", "\\fbox{Paris}", "\\boxed{paris}"]
+    batch = collect_rollouts(ScriptedEngine({"France": finals}), ROWS[:1], 3, AGENT, 8, SAMPLING)
+    assert batch.rewards == [0.0, 0.0, 1.0]
+    engine = ScriptedEngine({"France": finals})
+    batch = collect_rollouts(engine, ROWS[:1], 3, AGENT, 8, SAMPLING, verifier="extended")
+    assert batch.rewards == [1.0, 1.0, 1.0]
+    with pytest.raises(ValueError, match="unknown verifier"):
+        collect_rollouts(engine, ROWS[:1], 1, AGENT, 8, SAMPLING, verifier="lenient")

@@ -1,3 +1,4 @@
+import bisect
 import math
 import random
 import re
@@ -15,6 +16,7 @@ from memrl.data.ruler import (
     RULER_TASKS,
     VARIANTS,
     _chunks,
+    _PairWords,
     _search_size,
     build_task,
     corpus_of,
@@ -100,7 +102,9 @@ def test_task_table():
 def test_variants_name_the_noise_haystack_differently(task):
     assert task_config(task, "memagent")["type_haystack"] == "repeat"
     assert task_config(task, "upstream")["type_haystack"] == "noise"
-    assert task_config(task, "memagent")["answer_prefix"] == ""
+    assert task_config(task, "memagent")["answer_prefix"].startswith(
+        " Answer:" if task == "vt" else " The"
+    )
     assert task_config(task, "upstream")["answer_prefix"].startswith(" ")
 
 
@@ -111,6 +115,40 @@ def test_memagent_templates_have_no_context_slot():
     assert task_config("qa_1", "memagent")["template"] == (
         "Answer the question based on the given documents. {query}"
     )
+
+
+MEMAGENT_PREFIX = {  # the fork's answer_prefix per family, as its rows carry it (filled)
+    "niah": " The special magic {type_needle_v} for {query} mentioned in the provided text are",
+    "vt": " Answer: According to the chain(s) of variable assignment in the text above, 5 "
+    "variables are assgined the value {query}, they are: ",
+    "cwe": " Answer: The top 10 words that appear most often in the list are:",
+    "fwe": " Answer: According to the coded text above, the three most frequently appeared "
+    "words are:",
+    "qa": " Answer:",
+}
+
+
+@pytest.mark.parametrize("task", RULER_TASKS)
+def test_memagent_rows_carry_the_forks_answer_prefix(task):
+    """Filled as the fork fills it; the prompt (`input`, then the context) never includes it."""
+    config = task_config(task, "memagent")
+    for row in build(task, "memagent"):
+        if task.startswith("niah"):
+            query = re.search(r"for (.+) mentioned in the provided text\?$", row["input"])[1]
+            kind = config["type_needle_v"]
+            one = config["num_needle_v"] * config["num_needle_q"] == 1
+            expected = MEMAGENT_PREFIX["niah"].format(
+                type_needle_v=kind[:-1] if one else kind, query=query
+            )
+        elif task == "vt":
+            value = re.search(r"assigned the value (\d{5}) in the text above\.$", row["input"])[1]
+            expected = MEMAGENT_PREFIX["vt"].format(query=value)
+        else:
+            expected = MEMAGENT_PREFIX[task.split("_")[0]]
+        assert row["answer_prefix"] == expected
+        assert row["answer_prefix"] not in row["input"] + row["context"]
+        if task in ("cwe", "fwe"):  # the question alone, as before
+            assert row["input"] == config["template"]
 
 
 # --- properties of every task in both variants ---------------------------------------------------
@@ -140,8 +178,9 @@ def test_rows_fit_and_follow_the_contract(task, variant):
         assert fits(row, task, variant, 2048), row["num_tokens"]
         assert row["context"] and row["context"] not in row["input"]
         assert row["answers"] and all(isinstance(a, str) and a for a in row["answers"])
-        if variant == "memagent":
-            assert row["answer_prefix"] == "" and "context_at" not in row
+        if variant == "memagent":  # the row records the prefix, the prompt never ends with it
+            assert row["answer_prefix"].startswith(" ") and "context_at" not in row
+            assert row["answer_prefix"] not in row["input"] + row["context"]
         else:
             assert row["answer_prefix"].startswith(" ")
             prompt = ruler_prompt(row)
@@ -208,11 +247,13 @@ def test_niah_singular_rewrite(variant):
     several = build("niah_multivalue", variant)[0]
     assert several["input"].startswith("Some special magic numbers are hidden")
     assert "What are all the special magic numbers for" in several["input"]
+    assert several["answer_prefix"].endswith("mentioned in the provided text are")
     if variant == "upstream":
         assert single["answer_prefix"].endswith("mentioned in the provided text is")
-        assert several["answer_prefix"].endswith("mentioned in the provided text are")
         assert "I will quiz you about the uuid afterwards.\n" in single["input"]
-    else:
+    else:  # the fork rewrites the template only; its prefix takes the singular type, keeps "are"
+        assert single["answer_prefix"].startswith(" The special magic uuid for ")
+        assert single["answer_prefix"].endswith("mentioned in the provided text are")
         assert "quiz" not in single["input"]
 
 
@@ -239,6 +280,65 @@ def test_niah_essay_capped_or_repeated():
     for row in repeated:
         assert row["num_tokens"] + 128 > 0.95 * 8192
         assert row["context"].count(second) == 2 and count(row["context"]) > words
+
+
+# --- word keys -----------------------------------------------------------------------------------
+
+
+def brute_keys(adjs, nouns):
+    """RULER's word keys as niah.py builds them."""
+    return sorted({f"{adj}-{noun}" for adj in adjs for noun in nouns})
+
+
+def test_word_keys_are_rulers_sorted_set_on_tricky_lists():
+    """Hyphenated adjectives interleave with their root's keys and pairs joining to the same
+    string collapse; index i is still RULER's sorted(set(...))[i] (checked exhaustively)."""
+    adjs = ["old", "old-fashioned", "old-fashioned-x", "older", "ad hoc", "ad", "x-rated", "Zany"]
+    adjs += ["o'", "old", "-", "a-"]
+    nouns = ["snowplow", "fashioned-snowplow", "tomato", "fashioned", "Apple", "a b", "x", "tomato"]
+    keys = _PairWords(adjs, nouns)
+    expected = brute_keys(adjs, nouns)
+    assert len(keys) == len(expected) < len(set(adjs)) * len(set(nouns))  # collisions collapse
+    assert list(keys) == expected and keys[-1] == expected[-1]
+    interleaved = ["old-fashioned", "old-fashioned-snowplow", "old-snowplow"]
+    assert sorted(interleaved, key=expected.index) == interleaved
+    with pytest.raises(IndexError):
+        keys[len(keys)]
+    rng = random.Random(0)
+
+    def words():
+        return [
+            "".join(rng.choices("ab- 'A", k=rng.randint(1, 4))) for _ in range(rng.randint(1, 9))
+        ]
+
+    for _ in range(200):  # random lists heavy in "-", " ", "'" and capitals
+        adjs, nouns = words(), words()
+        assert list(_PairWords(adjs, nouns)) == brute_keys(adjs, nouns), (adjs, nouns)
+
+
+def test_word_keys_on_wonderwords_follow_rulers_order():
+    keys = ruler._pair_words()
+    assert len(keys) == 6_171_620  # wonderwords 3.0.1: 910 x 6,782 pairs, no two join alike
+    # Issue 16: niah_multikey_2 with seed 42 draws index 3,803,481 as its 34th key (Random(42)
+    # alternates a key and a 7-digit value). RULER's sorted set has "old-snowplow" there; the
+    # adjective x noun product had "old-fashioned-snowplow".
+    rng = random.Random(42)
+    draws = [(rng.randrange(len(keys)), rng.randint(10**6, 10**7 - 1))[0] for _ in range(34)]
+    assert draws[33] == 3_803_481 and keys[3_803_481] == "old-snowplow"
+    at = bisect.bisect_left(keys, "old-fashioned-snowplow")
+    assert keys[at] == "old-fashioned-snowplow" and at != 3_803_481
+    # sorted around every group boundary and at random indices
+    starts = {max(start - 1, 0) for start in keys._starts}
+    for i in starts | set(random.Random(1).sample(range(len(keys) - 1), 3000)):
+        assert keys[i] < keys[i + 1], i
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_niah_multikey_2_seed_42_draws_rulers_key(variant):
+    """Issue 16's example: sample 0's 34th key draw is "old-snowplow", as in RULER's order."""
+    lines = build("niah_multikey_2", variant)[0]["context"].split("\n")
+    assert any(" for old-snowplow is: " in line for line in lines[32:34])  # the needle may precede
+    assert not any("old-fashioned-snowplow" in line for line in lines)
 
 
 # --- variable tracking ---------------------------------------------------------------------------
@@ -268,6 +368,7 @@ def test_vt_chain_resolves_to_the_value(variant):
         )
         if variant == "memagent":
             assert "Memorize and track" in row["input"] and "\n " in row["context"]
+            assert "5 variables are assgined the value " + value in row["answer_prefix"]
         else:  # HEAD's one-shot example precedes the task, with fresh names and value
             example = row["input"].rsplit("Memorize and track", 1)[0]
             assert example.count("Memorize and track") == 1 and "12345" not in example

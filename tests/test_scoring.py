@@ -6,15 +6,14 @@ import pytest
 
 from memrl.scoring.extract import extract_answer, extract_boxed, extract_solution, strip_string
 from memrl.scoring.metrics import (
-    boxed_reward,
     contains_any,
     exact_match,
     f1,
     normalize_answer,
     score_answer_is,
     sub_em,
-    training_reward,
 )
+from memrl.scoring.verifier import boxed_reward, training_reward
 
 
 @pytest.mark.parametrize(
@@ -168,3 +167,36 @@ def test_training_reward_is_strict_except_for_docqa_numbers_and_options() -> Non
     assert training_reward("\\boxed{(B)}", ["B"], "long_toc_choices_0_20000") == 1.0
     assert training_reward("\\boxed{(C)}", ["B"], "long_toc_choices_0_20000") == 0.0
     assert training_reward("6.449", ["6.449"], "docmath_0_20000") == 0.0  # still needs a box
+
+
+# --- the official evaluator on every input (issue 16) ----------------------------------------
+
+
+def test_the_answer_is_counts_only_after_the_last_think():
+    draft = "the answer is Paris</think>I am not sure"
+    assert score_answer_is(draft, "Paris")["sub_em"] == 0.0  # officially: no answer after it
+    assert score_answer_is("<think>hmm</think>Therefore, the answer is Paris.", "Paris")["em"] == 1
+
+
+@pytest.mark.parametrize(
+    ("response", "answer"),
+    [
+        ("so the answer is  U.S.A. .", "U.S.A."),  # whitespace, dots, whitespace: one dot kept
+        ("the answer is Paris.", "Paris"),
+        ("the answer is Paris...  ", "Paris"),
+        ("the answer is .\u00a0.", ""),  # dots around a non-breaking space: nothing left
+        ("the answer is 42<｜end▁of▁sentence｜>", "42"),
+    ],
+)
+def test_official_trailing_strip(response, answer):
+    assert extract_answer(response) == answer
+
+
+def test_an_answer_of_dots_and_non_breaking_spaces_scores_zero():
+    scores = score_answer_is("the answer is .\u00a0.", "Paris")
+    assert scores["pred"] == "" and scores["sub_em"] == 0.0  # not "contained in every gold"
+
+
+def test_f1_is_rounded_to_two_decimals_per_item():
+    # pred "paris france" vs gold "paris": precision 1/2, recall 1 -> F1 2/3
+    assert score_answer_is("the answer is Paris France", "Paris")["f1"] == 0.67

@@ -179,6 +179,9 @@ def test_outcomes_are_classified():
     assert classify("so \\boxed{3}", row) == "distractor"
     assert classify("\\boxed{5}", row) == "other"
     assert classify("7", row) == "no_box"
+    # the official verifier (the default) reads no \\fbox; the extended one does
+    assert classify("\\fbox{7}", row) == "no_box"
+    assert classify("\\fbox{7}", row, "extended") == "correct"
 
 
 BASE = {

@@ -69,6 +69,7 @@ def test_rows_hold_the_question_and_a_context_id_not_the_document(tmp_path):
         assert info["answers"] == row["answers"]
         assert (info["chunk_tokens"], info["memory_tokens"], info["final_tokens"]) == (32, 8, 6)
         assert info["max_chunks"] == 3
+        assert info["verifier"] == "official"  # the reward's verifier, by default the official
         assert info["context_store"] == str((tmp_path / "ctx.sqlite").resolve())
         assert load_context(info["context_store"], info["context_id"]) == row["context"]
     assert [r["data_source"] for r in records] == [
@@ -128,3 +129,14 @@ def test_bad_budgets_are_named(tmp_path, agent, max_chunks, key):
 def test_no_rows_is_an_error(tmp_path):
     with pytest.raises(ValueError, match="no training rows"):
         write_verl_dataset([], tmp_path / "t.parquet", tmp_path / "c.sqlite", AGENT, 2)
+
+
+def test_rows_name_the_requested_verifier(tmp_path):
+    write_verl_dataset(
+        ROWS, tmp_path / "t.parquet", tmp_path / "c.sqlite", AGENT, 3, verifier="extended"
+    )
+    records = pq.read_table(tmp_path / "t.parquet").to_pylist()
+    assert {record["extra_info"]["verifier"] for record in records} == {"extended"}
+    with pytest.raises(ValueError, match="unknown verifier 'loose'"):
+        write_verl_dataset(ROWS, tmp_path / "u.parquet", tmp_path / "d.sqlite", AGENT, 3, "loose")
+    assert not (tmp_path / "u.parquet").exists()

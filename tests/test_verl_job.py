@@ -110,3 +110,17 @@ def test_run_fails_without_the_last_checkpoint_and_on_a_stale_command(tmp_path, 
     assert not out.exists()
     with pytest.raises(SystemExit, match="differs from the one the config generates"):
         job.run(settings, ROWS, ROWS, Path("base"), out, [*launch, "extra=1"], {})
+
+
+@pytest.mark.parametrize(
+    ("extra", "verifier"), [({}, "official"), ({"verifier": "extended"}, "extended")]
+)
+def test_prepared_rows_carry_the_jobs_verifier_official_by_default(tmp_path, extra, verifier):
+    import pyarrow.parquet as pq
+
+    settings = {**paper_settings(), **extra}
+    paths = job.job_paths(tmp_path / "stage1", "base")
+    job.prepare_data(settings, ROWS, ROWS[:1], paths)
+    for parquet in (paths.train_files, paths.val_files):
+        infos = [r["extra_info"] for r in pq.read_table(parquet).to_pylist()]
+        assert {info["verifier"] for info in infos} == {verifier}

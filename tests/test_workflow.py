@@ -175,7 +175,10 @@ def test_smoke_evaluates_every_benchmark_system_and_table(smoke):
         "longbench",
         "memalpha",
         "mab",
+        "ruler_hqa_probe",
     }
+    probe = {m["task"] for m in metrics if m["benchmark"] == "ruler_hqa_probe"}
+    assert probe == {"p0_100", "p40_60"}
     assert {m["task"] for m in metrics if m["benchmark"] == "longbench"} == {
         "2wikimqa",
         "hotpotqa",

@@ -98,6 +98,7 @@ def cmd_filter(args: argparse.Namespace, run: tracking.JobRecord) -> None:
             sampling=SamplingParams(**s["sampling"]),
             max_tokens=s["max_tokens"],
             keep=s["keep"][split],
+            verifier=s["verifier"],
         )
         write_jsonl_atomic(dst, kept)
         run.log_metrics({f"{split}.{k}": v for k, v in report[split].items() if isinstance(v, int)})
@@ -317,7 +318,9 @@ def cmd_evaluate(args: argparse.Namespace, run: tracking.JobRecord) -> None:
             return _eval_rows(Task(s["benchmark"], name), data, engine.tokenizer)
 
         def runner_of(name: str, rows: list[dict[str, Any]]) -> Any:
-            task = Task(s["benchmark"], name, s.get("variant", "memagent"))
+            task = Task(
+                s["benchmark"], name, s.get("variant", "memagent"), s.get("strip_think", False)
+            )
             system = _system(task, s, engine.tokenizer, _pool(rows, args.pool))
             return workflow_runner(task, system, engine, sampling)
 

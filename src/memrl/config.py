@@ -19,6 +19,7 @@ import yaml
 from memrl.data.longbench import LONGBENCH_SUM  # Table 2; the other tasks are QA (Table 3)
 from memrl.data.memalpha import QUERY_PROMPTS
 from memrl.data.ruler import TASKS as RULER_TASK_SPECS
+from memrl.scoring.verifier import DEFAULT_VERIFIER
 
 O200K = "o200k_base"  # tiktoken's encoding: Mem-α's memory counter (core cap, compression)
 
@@ -695,6 +696,7 @@ def filter_settings(config: dict[str, Any]) -> dict[str, Any]:
         "models": {name: engine_settings(config, spec["engine"], name) for name in spec["models"]},
         **{key: spec[key] for key in ("n_samples", "sampling", "max_tokens")},
         "keep": {"train": spec["keep_train"], "dev": spec["keep_dev"]},
+        "verifier": spec.get("verifier", DEFAULT_VERIFIER),
     }
 
 
@@ -714,6 +716,17 @@ def eval_set_settings(config: dict[str, Any], n_docs: int) -> dict[str, Any]:
     }
 
 
+# Bumped when a code change alters what a job writes, so that Snakemake rebuilds it (its params
+# change): RULER rows 2 = the official key order and the fork's answer prefixes (issue 16);
+# the RULER-HQA pool 2 = the questions' key-information groups (Table 4's probe).
+RULER_ROWS_FORMAT = 2
+HQA_POOL_FORMAT = 2
+
+
+def hqa_pool_settings() -> dict[str, Any]:
+    return {"format": HQA_POOL_FORMAT}
+
+
 def ruler_set_settings(config: dict[str, Any], task: str, length: int) -> dict[str, Any]:
     ruler = config["ruler"]
     return {
@@ -722,6 +735,7 @@ def ruler_set_settings(config: dict[str, Any], task: str, length: int) -> dict[s
         "samples": ruler["samples"],
         "variant": ruler["variant"],
         "seed": config["seed"],
+        "format": RULER_ROWS_FORMAT,
     }
 
 
@@ -740,6 +754,7 @@ def train_settings(config: dict[str, Any], run: str, stage: str) -> dict[str, An
         "backend": backend,
         "run": run,
         "stage": stage,
+        "verifier": config["training"].get("verifier", DEFAULT_VERIFIER),
         "agent": agent_settings(config, spec),
         "seed": config["seed"],
         "gpus_per_node": spec.get("gpus_per_node", 0),
@@ -808,6 +823,8 @@ def eval_settings(
     settings.update(retriever_options(config, system))
     if job.benchmark == "ruler":
         settings["variant"] = config["ruler"]["variant"]
+    if job.benchmark == "longbench" and evaluation.get("longbench_strip_think"):
+        settings["strip_think"] = True  # only when on: LongBench jobs rerun only then
     return settings
 
 

@@ -38,11 +38,13 @@ MEMALPHA_OUTPUT_TOKENS = 2048  # long_context_eval.py's answers on Mem-α's benc
 
 @dataclass(frozen=True)
 class Task:
-    """What is evaluated: a benchmark's task (RULER's `variant` decides its scoring)."""
+    """What is evaluated: a benchmark's task (RULER's `variant` decides its scoring; LongBench's
+    summaries are scored after `</think>` only with `strip_think`)."""
 
     benchmark: str
     task: str
     variant: str = "memagent"
+    strip_think: bool = False
 
 
 # --- what the benchmark asks and how it scores --------------------------------------------------
@@ -106,7 +108,7 @@ def score(task: Task, row: dict[str, Any], response: str) -> dict[str, Any]:
         return score_ruler(task.task, response, row["answers"], task.variant)
     from memrl.scoring.longbench import score_longbench
 
-    return score_longbench(task.task, response, row["answers"])
+    return score_longbench(task.task, response, row["answers"], task.strip_think)
 
 
 def failed_scores(task: Task, row: dict[str, Any]) -> dict[str, Any]:
@@ -799,10 +801,11 @@ def merge_shards(shards: Iterable[Sequence[dict[str, Any]]]) -> list[dict[str, A
 def summarize(
     predictions: Sequence[dict[str, Any]], benchmark: str, task: str, system: str, length: int
 ) -> dict[str, Any]:
-    """Means x100 of every per-sample metric; `accuracy` (the paper's metric) counts failures as
-    wrong, `accuracy_official` drops them from the denominator as the official evaluator does."""
+    """Means x100 of every per-sample metric; `accuracy` (the paper's metric) counts failures and
+    empty outputs as wrong, `accuracy_official` drops them from the denominator as the official
+    evaluator does (it skips every item whose raw output is ""); `n_dropped` counts them."""
     n = len(predictions)
-    answered = [p for p in predictions if not p["failed"]]
+    answered = [p for p in predictions if not (p["failed"] or p.get("response") == "")]
     metric_keys = sorted(
         {k for p in predictions for k, v in p.items() if isinstance(v, float) and k != "score"}
     )
@@ -821,7 +824,8 @@ def summarize(
         "system": system,
         "length": length,
         "n_items": n,
-        "n_failed": n - len(answered),
+        "n_failed": sum(p["failed"] for p in predictions),
+        "n_dropped": n - len(answered),
         "accuracy": pct(predictions, "score"),
         "accuracy_official": pct(answered, "score"),
         **{key: pct(predictions, key) for key in metric_keys},

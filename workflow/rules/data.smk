@@ -143,8 +143,10 @@ rule ruler_hqa_pool:
         mem_mb=16000,
     params:
         job=job("ruler_hqa_pool"),
+        settings=as_json(cfg.hqa_pool_settings()),
     shell:
-        "memrl --job {params.job:q} --log {log:q} hqa-pool --settings '{{}}' --dev-raw {input.dev_raw:q}"
+        "memrl --job {params.job:q} --log {log:q} hqa-pool --settings {params.settings:q}"
+        " --dev-raw {input.dev_raw:q}"
         " --tokenizer {input.tokenizer:q} --out-docs {output.docs:q}"
         " --out-questions {output.questions:q} 2> {log:q}"
 

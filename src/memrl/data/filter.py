@@ -4,19 +4,28 @@ filter2.py).
 Every question is asked alone, `n_samples` times, to every engine (officially Qwen2.5-7B base and
 Instruct, temperature 1.0, top_p 0.7, 512 tokens). A row is dropped if ANY engine produced, in
 any sample, either a correct last `\\boxed{}` answer or a response containing a gold answer
-(lowercased substring). Failed requests count as "not answered" and are reported.
+(lowercased substring). Failed requests count as "not answered" and are reported. The boxed
+criterion is the official verifier by default (`memrl.scoring.verifier`, `verifier="extended"`
+for ours).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from functools import partial
 
 from memrl.engines.base import ChatEngine, ChatRequest, SamplingParams
-from memrl.scoring.metrics import boxed_reward, contains_any
+from memrl.scoring.metrics import contains_any
+from memrl.scoring.verifier import DEFAULT_VERIFIER, Verifier, boxed_reward, check_verifier
 
 NO_CONTEXT_PROMPT = "{question}\nYour final answer in \\boxed{{}}."
 FILTER_SAMPLING = SamplingParams(temperature=1.0, top_p=0.7)
-FLAGS = {"boxed": boxed_reward, "contains": contains_any}
+
+
+def filter_flags(verifier: Verifier = DEFAULT_VERIFIER) -> dict[str, Callable[..., float]]:
+    """The drop criteria by name: (response, answers) -> score; > 0 drops the row."""
+    boxed = partial(boxed_reward, verifier=check_verifier(verifier))
+    return {"boxed": boxed, "contains": contains_any}
 
 
 def no_context_request(question: str, max_tokens: int) -> ChatRequest:
@@ -32,12 +41,15 @@ def filter_questions(
     sampling: SamplingParams = FILTER_SAMPLING,
     max_tokens: int = 512,
     keep: int | None = None,
+    verifier: Verifier = DEFAULT_VERIFIER,
 ) -> tuple[list[dict], dict]:
     """Return the rows (with `input` and `answers`) no engine answers without context, in order,
     cut to the first `keep`, and a report of what was dropped and why.
 
     Each engine gets one batched `chat` call holding every row's request `n_samples` times.
+    `verifier` ("official" | "extended") scores the boxed criterion.
     """
+    flags = filter_flags(verifier)
     dropped = [False] * len(rows)
     dropped_by: dict[str, int] = {}
     n_failed = 0
@@ -52,11 +64,11 @@ def filter_questions(
                 f"for {len(requests)} requests"
             )
         n_failed += sum(c.failed for c in completions)
-        counts = dict.fromkeys(FLAGS, 0)
+        counts = dict.fromkeys(flags, 0)
         for r, row in enumerate(rows):
             samples = completions[r * n_samples : (r + 1) * n_samples]
             texts = [c.text for c in samples if not c.failed]
-            for flag, score in FLAGS.items():
+            for flag, score in flags.items():
                 if any(score(text, row["answers"]) > 0 for text in texts):
                     counts[flag] += 1
                     dropped[r] = True
@@ -71,5 +83,6 @@ def filter_questions(
         "dropped_by": dropped_by,
         "n_failed_requests": n_failed,
         "kept_limit": keep,
+        "verifier": verifier,
     }
     return kept, report

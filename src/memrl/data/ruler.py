@@ -5,16 +5,20 @@ Reference: benchmarks.md §1.1-1.10 and memagent_official.md §1.5. Two variants
 - ``memagent`` (the paper's numbers, MemAgent's `taskutils/memory_data/synthetic`): the noise
   haystack is called ``repeat``; sizes come from a *linear* search (grow by `incremental` units
   until over budget, step back once); the essay haystack is capped at the corpus length; `input`
-  is the instruction/question only (templates have no context slot) and the answer prefix is
-  omitted (``""`` in the row); the QA template is "Answer the question based on the given
-  documents. {query}". 128 samples are built as 8 chunks of 16, chunk i seeded 42+i (QA chunks
-  take the next questions, the fork's `--pre_samples`).
+  is the instruction/question only (templates have no context slot) and the prompt omits the
+  answer prefix, which the row still carries as the fork fills it (NIAH's singular rewrite
+  leaves it alone: "... number for {key} mentioned in the provided text are"; VT keeps 2024
+  RULER's "assgined"); the QA template is "Answer the question based on the given documents.
+  {query}". 128 samples are built as 8 chunks of 16, chunk i seeded 42+i (QA chunks take the
+  next questions, the fork's `--pre_samples`).
 - ``upstream`` (RULER HEAD): the noise haystack is called ``noise``; sizes come from a *binary*
   search; the essay haystack repeats cyclically when too short; the prompt is RULER's template
   with the context inside and the answer prefix kept in the row. One seed for all samples.
 
 Rows follow the shared eval-set contract: {index, task, length, input, context, answers,
-answer_prefix, num_tokens}. `input` never holds the context. Upstream rows add `context_at`, the
+answer_prefix, num_tokens}. `input` never holds the context. Word keys are RULER's: index i of
+the sorted set of "adjective-noun" strings (`_PairWords`, 6,171,620 for wonderwords 3.0.1), so a
+draw picks the key the scripts pick for the same random index. Upstream rows add `context_at`, the
 offset in `input` where RULER's template puts the context, so RULER's exact prompt is
 ``input[:context_at] + context + input[context_at:] + answer_prefix`` (`ruler_prompt`).
 `num_tokens` is what the variant's length check counts, without the generation budget: memagent
@@ -34,9 +38,6 @@ Deviations from the official scripts, all deliberate:
   brackets the answer on the variant's grid (multiples of `incremental` for the fork's linear
   search, every integer for HEAD's binary search). For a count that grows with the size it
   returns what the official scan returns, without tokenising O(length) prompts O(length) times.
-- Word keys index the adjective x noun product of wonderwords' lists; RULER sorts the joined
-  strings. The set (6,171,620 pairs for wonderwords 3.0.1) and hence the distribution are the
-  same; only which pair a given draw picks differs.
 - Where the scripts would hang (a sample over budget at the smallest size) or crash, we raise a
   ValueError; MemAgent's QA samples are checked like RULER's (the fork commented the check out),
   so every row fits; the `index` field counts 0..n-1 across chunks (the fork restarts it per
@@ -45,11 +46,14 @@ Deviations from the official scripts, all deliberate:
 
 from __future__ import annotations
 
+import bisect
 import math
+import operator
 import random
 import re
 import string
 import uuid
+from array import array
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import cache, lru_cache
@@ -110,7 +114,10 @@ TASKS: dict[str, dict[str, Any]] = {
     "qa_2": {"family": "qa", "dataset": "hotpotqa"},
 }
 
-# scripts/data/synthetic/constants.py (upstream) and MemAgent's synthetic/constants.py (memagent).
+# scripts/data/synthetic/constants.py (upstream) and MemAgent's synthetic/constants.py (memagent):
+# per family, the task template and the answer prefix of each variant. The fork's rows carry the
+# answer prefix filled like RULER's (NIAH: type_needle_v and query; VT: num_v and query; the rest
+# verbatim), but its prompt never ends with it (ruler_data_prepare.py:141).
 FAMILIES: dict[str, dict[str, Any]] = {
     "niah": {
         "tokens_to_generate": 128,
@@ -123,8 +130,11 @@ FAMILIES: dict[str, dict[str, Any]] = {
             "Make sure to memorize it. What are all the special magic {type_needle_v} for {query} "
             "mentioned in the provided text?",
         },
-        "answer_prefix": " The special magic {type_needle_v} for {query} mentioned in the "
-        "provided text are",
+        "answer_prefix": {
+            variant: " The special magic {type_needle_v} for {query} mentioned in the provided "
+            "text are"
+            for variant in VARIANTS
+        },
     },
     "variable_tracking": {
         "tokens_to_generate": 30,
@@ -136,8 +146,12 @@ FAMILIES: dict[str, dict[str, Any]] = {
             "following text. Question: Find all variables that are assigned the value {query} in "
             "the text above.",
         },
-        "answer_prefix": " Answer: According to the chain(s) of variable assignment in the text "
-        "above, {num_v} variables are assigned the value {query}, they are: ",
+        "answer_prefix": {  # the fork keeps 2024 RULER's "assgined" (HEAD fixed it in 4a216f4)
+            "upstream": " Answer: According to the chain(s) of variable assignment in the text "
+            "above, {num_v} variables are assigned the value {query}, they are: ",
+            "memagent": " Answer: According to the chain(s) of variable assignment in the text "
+            "above, {num_v} variables are assgined the value {query}, they are: ",
+        },
     },
     "common_words_extraction": {
         "tokens_to_generate": 120,
@@ -149,7 +163,10 @@ FAMILIES: dict[str, dict[str, Any]] = {
             "than others. Memorize the ones that appear most often. Question: What are the 10 "
             "most common words in the above list?",
         },
-        "answer_prefix": " Answer: The top 10 words that appear most often in the list are:",
+        "answer_prefix": {
+            variant: " Answer: The top 10 words that appear most often in the list are:"
+            for variant in VARIANTS
+        },
     },
     "freq_words_extraction": {
         "tokens_to_generate": 50,
@@ -163,8 +180,11 @@ FAMILIES: dict[str, dict[str, Any]] = {
             "any explanation. Please ignore the dots '....'. What are the three most frequently "
             "appeared words in the above coded text?",
         },
-        "answer_prefix": " Answer: According to the coded text above, the three most frequently "
-        "appeared words are:",
+        "answer_prefix": {
+            variant: " Answer: According to the coded text above, the three most frequently "
+            "appeared words are:"
+            for variant in VARIANTS
+        },
     },
     "qa": {
         "tokens_to_generate": 32,
@@ -175,7 +195,7 @@ FAMILIES: dict[str, dict[str, Any]] = {
             "answer and do not output any other words.\n\nQuestion: {query}",
             "memagent": "Answer the question based on the given documents. {query}",
         },
-        "answer_prefix": " Answer:",
+        "answer_prefix": {variant: " Answer:" for variant in VARIANTS},
     },
 }
 
@@ -203,15 +223,16 @@ def _check(task: str, variant: str) -> None:
 def task_config(task: str, variant: str) -> dict[str, Any]:
     """The merged config of one task in one variant (synthetic.yaml entry + constants.py).
 
-    The noise haystack carries the variant's own name, and MemAgent's answer prefix is "" (the
-    fork formats the template without it; the model never sees it).
+    The noise haystack carries the variant's own name. `answer_prefix` is the variant's
+    unfilled prefix: MemAgent's fork records it in every row but formats the prompt without it
+    (the model never sees it), and its VT prefix keeps the misspelling "assgined".
     """
     _check(task, variant)
     config = {"task": task, **TASKS[task]}
     family = FAMILIES[config["family"]]
     config["tokens_to_generate"] = family["tokens_to_generate"]
     config["template"] = family["template"][variant]
-    config["answer_prefix"] = family["answer_prefix"] if variant == "upstream" else ""
+    config["answer_prefix"] = family["answer_prefix"][variant]
     if config.get("type_haystack") == "noise":
         config["type_haystack"] = _NOISE_NAMES[variant]
     return config
@@ -282,23 +303,28 @@ class _Sample:
     before: str  # instruction text before the context slot (all of it in the memagent variant)
     context: str
     after: str  # instruction text after the context slot
-    prefix: str  # the answer prefix ("" in the memagent variant)
+    prefix: str  # the row's answer prefix (filled)
     answers: list[str]
+    prefix_in_prompt: bool = True  # memagent: False (the fork's prompt never ends with it)
 
     @property
     def input(self) -> str:
         return self.before + self.after
 
     def prompt(self) -> str:
-        return self.before + self.context + self.after + self.prefix
+        """RULER's whole prompt (the memagent variant's never ends with the answer prefix)."""
+        prefix = self.prefix if self.prefix_in_prompt else ""
+        return self.before + self.context + self.after + prefix
 
 
 def _render(
     template: str, prefix: str, variant: str, context: str, answers: list[str], **fields: Any
 ) -> _Sample:
-    """Fill a template; the upstream template is split around its context slot."""
+    """Fill a template and its answer prefix; the upstream template is split around its context
+    slot, the memagent one has none (and its prefix stays out of the prompt)."""
     if variant == "memagent":
-        return _Sample(template.format(**fields), context, "", "", answers)
+        filled = prefix.format(**fields)
+        return _Sample(template.format(**fields), context, "", filled, answers, False)
     before, after = template.format(context=_CONTEXT_SLOT, **fields).split(_CONTEXT_SLOT)
     return _Sample(before, context, after, prefix.format(**fields), answers)
 
@@ -318,30 +344,69 @@ def _wonderwords(name: str) -> tuple[str, ...]:
 
 
 class _PairWords(Sequence[str]):
-    """The "adjective-noun" keys: every pair of the de-duplicated sorted lists, by index.
+    """RULER's word keys by index: ``sorted(set(f"{adj}-{noun}" for adj in adjs for noun in
+    nouns))`` (niah.py:90-94 in the fork, niah.py:96-128 at HEAD), without its 6.2M strings.
 
-    Materialising and sorting the 6.2M joined strings as RULER does takes seconds and hundreds of
-    MB; indexing the product gives the same set (no two pairs join to the same string in
-    wonderwords 3.0.1), so `rng.choice` draws from the same distribution.
+    Every key starts with its adjective + "-". Group each adjective under its *root*, the
+    shortest adjective r with ``adj.startswith(r + "-")`` (itself if none; "old-fashioned" goes
+    under "old"). Two roots' ``root + "-"`` are not prefixes of one another, so they differ
+    before either ends and all keys of one group sort on the same side of all keys of another:
+    the sorted set is the groups one after the other in ``root + "-"`` order. A group of one
+    adjective is that adjective before each noun, nouns in sorted order. Keys of a larger group
+    interleave (every "old-fashioned-X" sorts among the "old-Y"), and two pairs may join to the
+    same string, so such a group is joined, de-duplicated and sorted once and kept as an array
+    of (adjective, noun) codes. For wonderwords 3.0.1: 6,171,620 keys (no two pairs alike), 5
+    groups of two adjectives, 67,820 codes (0.5 MB), built in about 20 ms; sorting the 6.2M
+    strings as RULER does takes about 6 s and 750 MB.
     """
 
-    def __init__(self) -> None:
-        self._adjs = sorted(set(_wonderwords("adjective")))
-        self._nouns = sorted(set(_wonderwords("noun")))
+    def __init__(self, adjectives: Sequence[str], nouns: Sequence[str]) -> None:
+        self._adjs = sorted(set(adjectives))
+        self._nouns = sorted(set(nouns))
+        known = set(self._adjs)
+        groups: dict[str, list[int]] = {}
+        for i, adj in enumerate(self._adjs):
+            cuts = (j for j, ch in enumerate(adj) if ch == "-" and adj[:j] in known)
+            groups.setdefault(adj[: next(cuts, len(adj))], []).append(i)
+        self._starts: list[int] = []  # the first index of each group
+        self._groups: list[int | array] = []  # its one adjective, or its sorted pair codes
+        total = 0
+        for root in sorted(groups, key=lambda r: r + "-"):
+            members = groups[root]
+            self._starts.append(total)
+            if len(members) == 1:
+                self._groups.append(members[0])
+                total += len(self._nouns)
+                continue
+            codes = {
+                f"{self._adjs[a]}-{noun}": a * len(self._nouns) + n
+                for a in members  # pairs that join to the same key keep one code (same string)
+                for n, noun in enumerate(self._nouns)
+            }
+            self._groups.append(array("q", (codes[key] for key in sorted(codes))))
+            total += len(codes)
+        self._len = total
 
     def __len__(self) -> int:
-        return len(self._adjs) * len(self._nouns)
+        return self._len
 
     def __getitem__(self, i: int) -> str:  # type: ignore[override]
-        if not 0 <= i < len(self):
+        i = operator.index(i)
+        if i < 0:
+            i += self._len
+        if not 0 <= i < self._len:
             raise IndexError(i)
-        adj, noun = divmod(i, len(self._nouns))
+        g = bisect.bisect_right(self._starts, i) - 1
+        group, offset = self._groups[g], i - self._starts[g]
+        if isinstance(group, int):
+            return f"{self._adjs[group]}-{self._nouns[offset]}"
+        adj, noun = divmod(group[offset], len(self._nouns))
         return f"{self._adjs[adj]}-{self._nouns[noun]}"
 
 
 @lru_cache(maxsize=1)
 def _pair_words() -> _PairWords:
-    return _PairWords()
+    return _PairWords(_wonderwords("adjective"), _wonderwords("noun"))
 
 
 def _random_value(kind: str, rng: random.Random) -> str:
@@ -601,7 +666,7 @@ def _niah_generator(build: _Build, words: Sequence[str] | None) -> Generate:
     if q * v == 1:
         if variant == "upstream":  # RULER rewrites template + answer prefix as one string
             template, prefix = _singular(template + _CONTEXT_SLOT + prefix).split(_CONTEXT_SLOT)
-        else:
+        else:  # the fork rewrites the template only: its prefix keeps "are"
             template = _singular(template)
         type_v = kind_v[:-1]
 

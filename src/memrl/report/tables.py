@@ -47,7 +47,8 @@ from memrl.data.longbench import LONGBENCH_QA, LONGBENCH_SUM
 BENCHMARK = "ruler_hqa"
 UNLENGTHED = ("longbench", *MEMALPHA_BENCHMARKS)  # benchmarks whose records have length 0
 DASH = "—"
-FAILED_MARK = "†"
+FAILED_MARK = "†"  # empty outputs (failed requests among them) dropped, as the official eval
+OVER_ALL = "over all"  # beside such a cell: ours with them counted wrong
 PARTIAL_MARK = "*"
 AVG = "avg"
 
@@ -117,7 +118,7 @@ CSV_COLUMNS = [
     "paper_row",
     "mean_tokens",
     "n_items",
-    "n_failed",
+    "n_dropped",
     "accuracy_official",
 ]
 
@@ -131,7 +132,7 @@ class Cell:
     paper: float | None
     delta: float | None
     n_items: int = 0
-    n_failed: int = 0
+    n_dropped: int = 0  # items left out as the official evaluator does (FAILED_MARK)
     accuracy_official: float | None = None
     mean_tokens: float | None = None
     mark: str = ""
@@ -162,8 +163,11 @@ def _check_metrics(data: Any, path: Path) -> dict[str, Any]:
             raise ValueError(f"{path}: mean_memory_tokens must be >= 0, got {memory}")
     if data["mean_tokens"] is not None and data["mean_tokens"] <= 0:
         raise ValueError(f"{path}: mean_tokens must be positive, got {data['mean_tokens']}")
-    if not 0 <= data["n_failed"] <= data["n_items"]:
-        raise ValueError(f"{path}: n_failed={data['n_failed']} not within 0..n_items")
+    if "n_dropped" in data:
+        _check_type(path, "n_dropped", data["n_dropped"], (int,))
+    for key in ("n_failed", "n_dropped"):
+        if key in data and not 0 <= data[key] <= data["n_items"]:
+            raise ValueError(f"{path}: {key}={data[key]} not within 0..n_items")
     for key in ("accuracy", "accuracy_official", *_SCORE_FIELDS):
         if data.get(key) is not None and not 0 <= data[key] <= 100:
             raise ValueError(f"{path}: {key}={data[key]} is not a percentage")
@@ -381,12 +385,17 @@ def _column_cell(
         return Cell(ours=None, paper=paper, delta=None)
     ours = float(record[column.metric]) * column.scale
     extras = {label: record.get(key) for label, key in column.extras}
+    dropped = n_dropped(record)
+    if column.metric == "accuracy" and dropped:
+        # the official figure (empty outputs dropped) beside the paper's; ours over all beside
+        extras = {**extras, OVER_ALL: ours}
+        ours = official_accuracy(record)
     return Cell(
         ours=ours,
         paper=paper,
         delta=None if paper is None else ours - paper,
         n_items=int(record["n_items"]),
-        n_failed=int(record["n_failed"]),
+        n_dropped=dropped,
         accuracy_official=record["accuracy_official"] if column.metric == "accuracy" else None,
         mean_tokens=None if record["mean_tokens"] is None else float(record["mean_tokens"]),
         extras=extras,
@@ -424,7 +433,7 @@ def _average_cell(
         paper=paper,
         delta=None if paper is None else ours - paper,
         n_items=sum(parts[key].n_items for key in present),
-        n_failed=sum(parts[key].n_failed for key in present),
+        n_dropped=sum(parts[key].n_dropped for key in present),
         mark=PARTIAL_MARK if partial else "",
         extras=extras,
     )
@@ -471,7 +480,7 @@ def _assemble(
             cells[column.key] = _column_cell(column, record, paper, table)
             if record is not None and id(record) not in noted:
                 noted.add(id(record))
-                if record["n_failed"]:
+                if n_dropped(record):
                     failure_notes.append(_failure_note(spec["display"], column, record))
                 if record.get("n_lenient_sub_em"):
                     scoring_notes.append(_lenient_note(spec["display"], column, record))
@@ -536,13 +545,26 @@ def _printed_average_note_for(
     )
 
 
+def official_accuracy(record: Mapping[str, Any]) -> float:
+    """The accuracy the official evaluator reports: empty outputs left out when there are any."""
+    official = record["accuracy_official"]
+    return float(official if n_dropped(record) and official is not None else record["accuracy"])
+
+
+def n_dropped(record: Mapping[str, Any]) -> int:
+    """Items the official evaluator leaves out: failed requests and empty outputs (a metrics
+    file written before `n_dropped` existed counted the failed ones only)."""
+    return int(record.get("n_dropped", record["n_failed"]))
+
+
 def _failure_note(display: str, column: _Column, record: Mapping[str, Any]) -> str:
     official = record["accuracy_official"]
     official_text = DASH if official is None else f"{official:.2f}"
     return (
-        f"{_cell_name(display, column)}: {record['n_failed']}/{record['n_items']} "
-        f"requests failed; accuracy {record['accuracy']:.2f} (failed = wrong, shown) vs "
-        f"{official_text} (failed dropped, as the official eval does)"
+        f"{_cell_name(display, column)}: {n_dropped(record)}/{record['n_items']} outputs empty "
+        f"({record['n_failed']} failed requests), dropped as the official evaluator does: "
+        f"{official_text} (shown beside the paper's); {record['accuracy']:.2f} counting them "
+        f"wrong ({OVER_ALL!r})"
     )
 
 
@@ -1022,10 +1044,10 @@ def build_probe_table(
                 base = random[n]
                 record = base if task is None else found.get((PROBE_BENCHMARK, task, sid, n))
                 cells.append(_probe_cell(record, base, paper_cells, n, task is not None))
-                if record is not None and record["n_failed"]:
+                if record is not None and n_dropped(record):
                     failures.append(
-                        f"{row_label} @ {labels.get(n, n)}: {record['n_failed']} of "
-                        f"{record['n_items']} requests failed (counted wrong)"
+                        f"{row_label} @ {labels.get(n, n)}: {n_dropped(record)} of "
+                        f"{record['n_items']} outputs empty, dropped as the official evaluator does"
                     )
             present = [c.ours for c in cells if c.ours is not None]
             mark = PARTIAL_MARK if 0 < len(present) < len(cells) else ""
@@ -1062,13 +1084,13 @@ def _probe_cell(
     paper = _lookup(paper_cells, (n_docs,))
     if record is None or (difference and random is None):
         return Cell(None, paper, None)
-    ours = float(record["accuracy"]) - (float(random["accuracy"]) if difference else 0.0)
+    ours = official_accuracy(record) - (official_accuracy(random) if difference else 0.0)
     return Cell(
         ours,
         paper,
         None if paper is None else ours - paper,
         n_items=int(record["n_items"]),
-        n_failed=int(record["n_failed"]),
+        n_dropped=n_dropped(record),
         mean_tokens=record.get("mean_tokens"),
     )
 
@@ -1717,7 +1739,7 @@ def format_cell(cell: Cell) -> str:
     with extras: '72.5 (paper 79.0, -6.5; F1 60.1)'."""
     if cell.ours is None:
         return DASH if cell.paper is None else f"{DASH} (paper {cell.paper:.1f})"
-    ours = f"{cell.ours:.1f}{FAILED_MARK if cell.n_failed else ''}{cell.mark}"
+    ours = f"{cell.ours:.1f}{FAILED_MARK if cell.n_dropped else ''}{cell.mark}"
     if cell.paper is None or cell.delta is None:
         inside = f"paper {DASH}"
     else:
@@ -1766,7 +1788,7 @@ def tidy(table: pd.DataFrame) -> pd.DataFrame:
                     "paper_row": table.attrs["paper_rows"][display],
                     "mean_tokens": cell.mean_tokens,
                     "n_items": cell.n_items if cell.ours is not None else None,
-                    "n_failed": cell.n_failed if cell.ours is not None else None,
+                    "n_dropped": cell.n_dropped if cell.ours is not None else None,
                     "accuracy_official": cell.accuracy_official,
                     "partial": bool(cell.mark),
                     **{name: cell.extras.get(name) for name in extra_names},

@@ -1,7 +1,9 @@
 """Answer extraction from model responses (reference memagent_official.md §2.5.1, §2.5.3).
 
 Pure string functions. The official evaluation extracts after "the answer is"; training and the
-data filter take the last `\\boxed{}` and compare it strictly after the MATH normaliser.
+data filter take the last `\\boxed{}` and compare it strictly after a MATH-style normaliser
+(`memrl.scoring.verifier`): the official cut-down one (`extract_boxed_official`,
+`strip_string_official`, the default) or our extended one (`extract_boxed`, `strip_string`).
 """
 
 from __future__ import annotations
@@ -12,6 +14,8 @@ THINK_END = "</think>"
 ANSWER_MARKER = "the answer is"  # case-sensitive, as in the official eval
 DEEPSEEK_TOKENS = ("<｜Assistant｜>", "<｜end▁of▁sentence｜>")
 BOX_COMMANDS = ("\\boxed", "\\fbox")
+BOXED = "\\boxed"
+BOXED_SPACE = "\\boxed "  # the official verifier's space form
 
 
 def extract_solution(text: str) -> str:
@@ -21,21 +25,27 @@ def extract_solution(text: str) -> str:
 
 
 def extract_answer(text: str) -> str | None:
-    """The official "the answer is" extraction; None when the lower-case marker is missing."""
+    """The official "the answer is" extraction; None when the lower-case marker is missing.
+
+    After the last marker: strip whitespace, drop the DeepSeek tokens, strip dots, then
+    whitespace, in that order, as the official code does: "U.S.A. ." keeps "U.S.A.", and dots
+    around non-breaking spaces (Unicode whitespace to `str.strip`) leave nothing.
+    """
     text = text.replace("*", "")
     if ANSWER_MARKER not in text:
         return None
     answer = text.rpartition(ANSWER_MARKER)[2].strip()
     for token in DEEPSEEK_TOKENS:
         answer = answer.replace(token, "")
-    return answer.strip(". \t\n\r")
+    return answer.strip(".").strip()
 
 
 def extract_boxed(text: str) -> str | None:
-    """Content of the last `\\boxed{...}` / `\\fbox{...}` (brace-matched) or `\\boxed x` form.
+    """The extended verifier's box: the content of the last `\\boxed{...}` / `\\fbox{...}`
+    (brace-matched) or `\\boxed x` form, whichever comes last.
 
-    The space form runs to the next `$` or the end of the text. None when there is no box or
-    its braces never close.
+    The space form runs to the next `$` or the end of the text, stripped. None when there is no
+    box or its braces never close. (The official verifier's is `extract_boxed_official`.)
     """
     start, command = max((text.rfind(c), c) for c in BOX_COMMANDS)
     if start < 0:
@@ -56,8 +66,62 @@ def extract_boxed(text: str) -> str | None:
     return None
 
 
+def extract_boxed_official(text: str) -> str | None:
+    """The official verifier's box (memagent_official.md §2.5.3); `\\fbox` is never read.
+
+    - If the space form `\\boxed ` occurs anywhere in `text`, the answer is everything after its
+      last occurrence up to the first `$` (or the end), unstripped, even when a `\\boxed{...}`
+      comes after it (the official extractor checks the space form first).
+    - Else the last `\\boxed` must be followed directly by `{`: its brace-matched content.
+      None when there is no `\\boxed`, when the last one has no `{` right after it
+      (`\\boxedx{..}`, a bare trailing `\\boxed`) or when its braces never close.
+    - `\\fbox{...}` scores 0: the official code finds it only when there is no `\\boxed` at
+      all, and then rejects it for not starting with `\\boxed{`.
+    """
+    if BOXED_SPACE in text:
+        return text.rpartition(BOXED_SPACE)[2].split("$", 1)[0]
+    start = text.rfind(BOXED)
+    if start < 0:
+        return None
+    rest = text[start + len(BOXED) :]
+    if not rest.startswith("{"):
+        return None
+    end = _closing_brace(rest)
+    return None if end is None else rest[1:end]
+
+
+def strip_string_official(s: str) -> str:
+    """The official verifier's cut-down MATH normaliser (memagent_official.md §2.5.3).
+
+    In order: remove newlines and `\\!`; `\\\\` -> `\\`; `tfrac`/`dfrac` -> `frac`; remove
+    `\\left`/`\\right`, `^{\\circ}`/`^\\circ`, `\\$` and `\\%` (only the escaped forms);
+    " ." -> " 0." and "{." -> "{0."; remove every space. Nothing else: a plain `%` or `$`
+    stays, a string starting with "." gets no leading zero, and there is no unit, fraction,
+    square-root, "x =", "0.5" or "a/b" rewriting (all in `strip_string`, the extended one).
+    """
+    for old, new in (
+        ("\n", ""),
+        ("\\!", ""),
+        ("\\\\", "\\"),
+        ("tfrac", "frac"),
+        ("dfrac", "frac"),
+        ("\\left", ""),
+        ("\\right", ""),
+        ("^{\\circ}", ""),
+        ("^\\circ", ""),
+        ("\\$", ""),
+        ("\\%", ""),
+        (" .", " 0."),
+        ("{.", "{0."),
+        (" ", ""),
+    ):
+        s = s.replace(old, new)
+    return s
+
+
 def strip_string(s: str) -> str:
-    """The MATH-benchmark answer normaliser used by the strict verifier (no article/punct removal).
+    """The extended MATH-benchmark answer normaliser (no article/punct removal): the official
+    verifier's steps (`strip_string_official`) plus the full MATH ones below.
 
     Removes layout noise (newlines, `\\!`, `\\left`/`\\right`, degrees, `\\$`, `%`, trailing
     `\\text{ units}`), canonicalises fractions and square roots, adds the leading zero of ".5",

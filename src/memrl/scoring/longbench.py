@@ -54,17 +54,21 @@ def rouge_scores(pred: str, gold: str) -> dict[str, float]:
     }
 
 
-def score_longbench(task: str, response: str, answers: Sequence[str]) -> dict:
+def score_longbench(
+    task: str, response: str, answers: Sequence[str], strip_think: bool = False
+) -> dict:
     """Per-item scores of one model reply: {"pred", "score", ...metrics}, all in [0, 1].
 
     QA tasks: {"pred", "score" (= sub_em), "sub_em", "qa_f1"}. SUM tasks: {"pred", "score"
     (mean of the three recalls), "rouge_1_recall", "rouge_2_recall", "rouge_l_recall",
     "rouge_l_f"}. Every metric takes the maximum over the golds, as LongBench's `scorer` does.
+    A summary is scored as generated, as LongBench does (`strip_think`: only its text after the
+    last `</think>`, which spares a reasoning model's draft from the recalls).
     """
     if task in LONGBENCH_QA:
         return _score_qa(response, answers)
     if task in LONGBENCH_SUM:
-        return _score_sum(response, answers)
+        return _score_sum(extract_solution(response) if strip_think else response, answers)
     raise ValueError(
         f"unknown LongBench task {task!r}; expected one of {LONGBENCH_QA + LONGBENCH_SUM}"
     )
@@ -87,10 +91,8 @@ def _score_qa(response: str, answers: Sequence[str]) -> dict:
     }
 
 
-def _score_sum(response: str, answers: Sequence[str]) -> dict:
-    """ROUGE of the reply after `</think>`, otherwise unchanged (LongBench scores the decoded
-    text as generated; pltrdy's tokenisation already normalises whitespace)."""
-    pred = extract_solution(response)
+def _score_sum(pred: str, answers: Sequence[str]) -> dict:
+    """ROUGE of the summary (pltrdy's tokenisation already normalises whitespace)."""
     per_gold = [rouge_scores(pred, gold) for gold in answers]
     best = {key: max((s[key] for s in per_gold), default=0.0) for key in ROUGE_KEYS}
     return {"pred": pred, "score": sum(best[k] for k in RECALL_KEYS) / len(RECALL_KEYS), **best}

@@ -1,7 +1,8 @@
 """Held-out accuracy of a policy: the MemAgent workflow with the training prompt, boxed verifier.
 
 Evaluation runs what training rolls out (the training loader's chunking, the "boxed" final
-prompt, the strict `\\boxed{}` verifier), on fresh rows, in two modes:
+prompt, the strict `\\boxed{}` verifier: the official one unless `verifier="extended"`), on
+fresh rows, in two modes:
 - sampled: `samples` rollouts per question at the rollout temperature — the accuracy of the
   stochastic policy that RL optimises;
 - greedy: one rollout per question at temperature 0 — the policy's most likely behaviour.
@@ -21,19 +22,18 @@ from memrl.agents.driver import run_batched
 from memrl.agents.memagent import MemAgentConfig, memagent
 from memrl.engines.base import ChatEngine, SamplingParams
 from memrl.engines.hf import HFEngine
-from memrl.scoring.extract import extract_boxed
-from memrl.scoring.metrics import boxed_reward
+from memrl.scoring.verifier import DEFAULT_VERIFIER, Verifier, boxed_content, boxed_reward
 from memrl.toy.policy import ScriptedEngine
 from memrl.toy.task import parse_facts
 
 OUTCOMES = ("correct", "distractor", "other", "no_box")
 
 
-def classify(answer: str, row: dict[str, Any]) -> str:
-    """One of OUTCOMES for a final answer to a toy row."""
-    if boxed_reward(answer, row["answers"]):
+def classify(answer: str, row: dict[str, Any], verifier: Verifier = DEFAULT_VERIFIER) -> str:
+    """One of OUTCOMES for a final answer to a toy row, under `verifier`."""
+    if boxed_reward(answer, row["answers"], verifier):
         return "correct"
-    boxed = extract_boxed(answer)
+    boxed = boxed_content(answer, verifier)
     if boxed is None:
         return "no_box"
     distractors = {value for _, value in parse_facts(row["context"])} - set(row["answers"])
@@ -47,6 +47,7 @@ def rollout_outcomes(
     max_chunks: int,
     sampling: SamplingParams,
     samples: int,
+    verifier: Verifier = DEFAULT_VERIFIER,
 ) -> dict[str, Any]:
     """{"accuracy", "outcomes": {outcome: fraction}} over `samples` rollouts of every row."""
     if agent.final_prompt != "boxed":
@@ -57,7 +58,7 @@ def rollout_outcomes(
         workflows += [memagent(row["input"], chunks, agent) for _ in range(samples)]
     rollouts = run_batched(workflows, engine, sampling)
     counts = Counter(
-        "no_box" if rollout.failed else classify(rollout.answer, rows[i // samples])
+        "no_box" if rollout.failed else classify(rollout.answer, rows[i // samples], verifier)
         for i, rollout in enumerate(rollouts)
     )
     total = len(rollouts)
@@ -79,14 +80,15 @@ def evaluate(
     samples: int,
     seed: int,
     batch_size: int,
+    verifier: Verifier = DEFAULT_VERIFIER,
 ) -> dict[str, dict[str, Any]]:
     """{"sampled": ..., "greedy": ...} outcomes of the model's policy on `rows`."""
     engine = HFEngine(model, tokenizer, batch_size=batch_size)
     sampled = SamplingParams(temperature=temperature, top_p=top_p, seed=seed)
     greedy = SamplingParams(temperature=0.0, top_p=1.0, seed=seed)
     return {
-        "sampled": rollout_outcomes(engine, rows, agent, max_chunks, sampled, samples),
-        "greedy": rollout_outcomes(engine, rows, agent, max_chunks, greedy, 1),
+        "sampled": rollout_outcomes(engine, rows, agent, max_chunks, sampled, samples, verifier),
+        "greedy": rollout_outcomes(engine, rows, agent, max_chunks, greedy, 1, verifier),
     }
 
 

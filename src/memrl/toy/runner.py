@@ -126,12 +126,18 @@ def run_seed(config: ToyConfig, seed: int, out: str | os.PathLike[str]) -> dict[
         "temperature": config.eval.temperature,
         "top_p": config.eval.top_p,
     }
-    eval_args = {**sampling, "seed": seed, "batch_size": config.eval.batch_size}
+    settings = config.rl.train_settings(config.task, config.agent, seed)
+    # evaluated with the verifier RL optimises (rl.verifier, by default the official one)
+    eval_args = {
+        **sampling,
+        "seed": seed,
+        "batch_size": config.eval.batch_size,
+        "verifier": settings.verifier,
+    }
     before = evaluate(model, tokenizer, rows["eval"], agent, n_chunks, **eval_args)
     log.info("seed %d: warm start %s", seed, _brief(before))
     t = lap("eval_warm_start", t)
 
-    settings = config.rl.train_settings(config.task, config.agent, seed)
     rl_dir = seed_dir / "rl"
     summary = train(sft_dir, rl_dir, rows["rl"], settings, rl_logger(seed, settings.steps))
     t = lap("rl", t)

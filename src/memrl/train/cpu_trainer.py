@@ -3,8 +3,8 @@
 One training step, as in the official verl fork (memagent_official.md §3.4–3.8):
 1. take `rollout_batch` questions (a seeded shuffle per epoch) and run `group_size` MemAgent
    rollouts each with the current policy; every engine call is one training conversation;
-2. reward = boxed verifier on the final answer; A_i = R_i − group mean, broadcast to every
-   conversation of rollout i;
+2. reward = boxed verifier on the final answer (`TrainSettings.verifier`, by default the
+   official one); A_i = R_i − group mean, broadcast to every conversation of rollout i;
 3. old log-probs from the policy before the update, reference log-probs from a frozen copy of the
    initial policy (both without grad);
 4. split the conversations (turn-major order) into `mini_batches_per_step` contiguous
@@ -40,6 +40,7 @@ from memrl.agents.memagent import MemAgentConfig
 from memrl.data.io import publish_directory
 from memrl.engines.base import SamplingParams
 from memrl.engines.hf import HFEngine
+from memrl.scoring.verifier import DEFAULT_VERIFIER, Verifier, check_verifier
 from memrl.train.algorithms import (
     agg_token_mean,
     broadcast_to_conversations,
@@ -87,8 +88,11 @@ class TrainSettings:
     norm_adv_by_std: bool = False  # Mem-α's GRPO divides by the group std; MemAgent's does not
     # Mem-α instead updates on a fixed number of rows (official 32): ceil(rows / it) updates
     mini_batch_rows: int | None = None
+    # MemAgent's training reward: "official" (memagent_official.md §2.5.3) or "extended"
+    verifier: Verifier = DEFAULT_VERIFIER
 
     def __post_init__(self) -> None:
+        check_verifier(self.verifier)
         if (self.mini_batches_per_step is None) == (self.mini_batch_rows is None):
             raise ValueError(
                 "TrainSettings: set exactly one of mini_batches_per_step, mini_batch_rows"
@@ -131,6 +135,7 @@ def settings_from_job(job: dict[str, Any]) -> TrainSettings:
         memory_tokens=agent["memory_tokens"],
         final_tokens=agent["final_tokens"],
         max_chunks=job["max_chunks"],
+        verifier=job.get("verifier", DEFAULT_VERIFIER),
     )
 
 
@@ -373,7 +378,15 @@ def step_rollouts(
         final_prompt="boxed",
     )
     sampling = step_sampling(step, settings)
-    return collect_rollouts(engine, rows, settings.group_size, agent, settings.max_chunks, sampling)
+    return collect_rollouts(
+        engine,
+        rows,
+        settings.group_size,
+        agent,
+        settings.max_chunks,
+        sampling,
+        verifier=settings.verifier,
+    )
 
 
 def train_step(

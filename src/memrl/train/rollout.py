@@ -3,7 +3,7 @@
 For each question, `group_size` rollouts of the same workflow the evaluation runs (with the
 training prompt: final answer in `\\boxed{}`). Every engine call of a rollout is one training
 conversation; the rollout's reward is the boxed verifier on its final answer
-(`scoring.training_reward`).
+(`scoring.verifier.training_reward`; the official verifier unless `verifier="extended"`).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from memrl.agents.chunking import truncated_chunks
 from memrl.agents.driver import Rollout, run_batched
 from memrl.agents.memagent import MemAgentConfig, memagent
 from memrl.engines.base import ChatEngine, SamplingParams
-from memrl.scoring.metrics import training_reward
+from memrl.scoring.verifier import DEFAULT_VERIFIER, Verifier, check_verifier, training_reward
 
 
 @dataclass
@@ -56,12 +56,14 @@ def collect_rollouts(
     max_chunks: int,
     sampling: SamplingParams,
     on_step: Callable[[int, int], None] | None = None,
+    verifier: Verifier = DEFAULT_VERIFIER,
 ) -> RolloutBatch:
     """Run `group_size` MemAgent rollouts per row (rows: {input, answers, context}) in one batch.
 
     Trajectory `q * group_size + g` is rollout g of row q; its group id is q. A failed rollout
-    gets reward 0.
+    gets reward 0; the others the `verifier` ("official" | "extended") training reward.
     """
+    check_verifier(verifier)
     if agent.final_prompt != "boxed":
         raise ValueError(
             f"training scores the final answer's \\boxed{{}}: final_prompt must be 'boxed', "
@@ -86,7 +88,8 @@ def collect_rollouts(
         q = traj // group_size
         batch.group_ids.append(q)
         batch.failed.append(rollout.failed)
-        batch.rewards.append(_reward(rollout, questions[q][1], rows[q].get("data_source")))
+        source = rows[q].get("data_source")
+        batch.rewards.append(_reward(rollout, questions[q][1], source, verifier))
         n_chunks = len(chunks[q])
         for turn, conversation in enumerate(rollout.conversations):
             completion = conversation.completion
@@ -115,8 +118,12 @@ def _turn_major(turn: tuple[bool, int, int, list[int], list[int]]) -> tuple[bool
     return is_final, 0 if is_final else position, traj
 
 
-def _reward(rollout: Rollout, answers: list[str], data_source: str | None) -> float:
-    return 0.0 if rollout.failed else training_reward(rollout.answer, answers, data_source)
+def _reward(
+    rollout: Rollout, answers: list[str], data_source: str | None, verifier: Verifier
+) -> float:
+    if rollout.failed:
+        return 0.0
+    return training_reward(rollout.answer, answers, data_source, verifier)
 
 
 def parse_row(row: dict[str, Any], position: int) -> tuple[str, list[str], str]:

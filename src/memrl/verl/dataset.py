@@ -11,7 +11,8 @@ Parquet row (what verl's RLHFDataset reads with `data.prompt_key=prompt`):
     agent_name    AGENT_NAME (the agent loop verl runs for the row)
     reward_model  {"style": "rule", "ground_truth": answers}
     extra_info    {index, question, answers, context_id, context_store (absolute path),
-                   chunk_tokens, memory_tokens, final_tokens, max_chunks}
+                   chunk_tokens, memory_tokens, final_tokens, max_chunks,
+                   verifier (the reward's `\\boxed{}` verifier: "official" | "extended")}
 
 The store is one table `contexts(id TEXT PRIMARY KEY, text TEXT)`; an id is the sha256 of the
 text, so identical documents are stored once. It must sit on a file system every Ray worker
@@ -34,6 +35,7 @@ import pyarrow.parquet as pq
 
 from memrl.data.io import atomic_path
 from memrl.data.ruler_hqa import DATA_SOURCE
+from memrl.scoring.verifier import DEFAULT_VERIFIER, Verifier, check_verifier
 from memrl.train.memalpha_rollout import check_instance
 from memrl.train.rollout import parse_row
 from memrl.verl import AGENT_NAME, MEMALPHA_AGENT_NAME
@@ -65,6 +67,7 @@ SCHEMA = _row_schema(
         ("context_store", pa.string()),
         *[(key, pa.int64()) for key in AGENT_KEYS],
         ("max_chunks", pa.int64()),
+        ("verifier", pa.string()),
     ]
 )
 MEMALPHA_SCHEMA = _row_schema(
@@ -83,10 +86,13 @@ def write_verl_dataset(
     store_path: str | os.PathLike[str],
     agent: Mapping[str, Any],
     max_chunks: int,
+    verifier: Verifier = DEFAULT_VERIFIER,
 ) -> dict[str, Any]:
     """Write training rows ({index, input, answers, context, optional data_source}) as verl's
-    parquet plus the context store; both appear atomically (store first). Returns a summary."""
+    parquet plus the context store; both appear atomically (store first). Returns a summary.
+    Every row names `verifier`, the reward's `\\boxed{}` verifier (memrl.verl.reward)."""
     budgets = _budgets(agent, max_chunks)
+    check_verifier(verifier)
     if not rows:
         raise ValueError(f"{parquet_path}: no training rows to write")
     store = Path(store_path).resolve()
@@ -115,6 +121,7 @@ def write_verl_dataset(
                     "context_id": context_id,
                     "context_store": str(store),
                     **budgets,
+                    "verifier": verifier,
                 },
             }
         )

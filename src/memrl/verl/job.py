@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from memrl.scoring.verifier import DEFAULT_VERIFIER
 from memrl.verl.overrides import MEMAGENT, MEMALPHA, Recipe, SettingsError, VerlPaths, verl_command
 
 log = logging.getLogger(__name__)
@@ -87,7 +88,12 @@ def prepare_data(
         (dev_rows, paths.val_files, val_store),
     ):
         summary = write_verl_dataset(
-            data, parquet, store, settings["agent"], settings["max_chunks"]
+            data,
+            parquet,
+            store,
+            settings["agent"],
+            settings["max_chunks"],
+            verifier=settings.get("verifier", DEFAULT_VERIFIER),
         )
         log.info("%s: %s", parquet, summary)
 

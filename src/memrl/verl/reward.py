@@ -1,5 +1,7 @@
 """verl's custom reward for MemAgent rows: the `\\boxed{}` verifier on the final answer
-(`scoring.training_reward`, the CPU trainer's reward too).
+(`scoring.verifier.training_reward`, the CPU trainer's reward too). The verifier is the
+`verifier` keyword when given (verl's `custom_reward_function.reward_kwargs`), else the row's
+`extra_info["verifier"]` (written by `memrl.verl.dataset.write_verl_dataset`), else "official".
 
 verl (reward.custom_reward_function.path/name = REWARD_FILE/REWARD_NAME) loads this file by path
 and its reward managers call `compute_score(data_source=..., solution_str=..., ground_truth=...,
@@ -11,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from memrl.scoring.metrics import training_reward
+from memrl.scoring.verifier import DEFAULT_VERIFIER, check_verifier, training_reward
 
 
 def compute_score(
@@ -19,11 +21,14 @@ def compute_score(
     solution_str: str,
     ground_truth: Any,
     extra_info: dict[str, Any] | None = None,
+    verifier: str | None = None,
     **kwargs: Any,
 ) -> float:
     """1.0 iff the last `\\boxed{}` of the answer matches a ground truth, else 0.0."""
     answers = ground_truths(ground_truth, data_source, extra_info)
-    return training_reward(solution_str, answers, data_source)
+    if verifier is None:
+        verifier = (extra_info or {}).get("verifier") or DEFAULT_VERIFIER
+    return training_reward(solution_str, answers, data_source, check_verifier(verifier))
 
 
 def ground_truths(value: Any, data_source: str, extra_info: dict[str, Any] | None) -> list[str]:
