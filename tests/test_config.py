@@ -546,3 +546,21 @@ def test_a_change_to_what_a_data_job_writes_reaches_its_params(paper):
     # Snakemake reruns a job whose params change: the format numbers carry code changes there
     assert cfg.ruler_set_settings(paper, "niah_single_1", 8192)["format"] == cfg.RULER_ROWS_FORMAT
     assert cfg.hqa_pool_settings() == {"format": cfg.HQA_POOL_FORMAT}
+
+
+def test_mem0_runs_ruler_hqa_and_longbench_qa_with_its_settings(paper):
+    systems = cfg.eval_systems(paper)
+    jobs = [j for j in cfg.eval_jobs(paper, systems) if j.system == "mem0-gpt-5.1"]
+    assert {j.benchmark for j in jobs} == {"ruler_hqa", "longbench"} and len(jobs) == 10 + 1
+    longbench = next(j for j in jobs if j.benchmark == "longbench")
+    assert "gov_report" not in longbench.tasks and len(longbench.tasks) == 5  # D.2: QA
+    settings = cfg.eval_settings(paper, longbench, 0, systems)
+    assert (settings["mem0"]["chunk_tokens"], settings["mem0"]["top_k"]) == (5000, 30)
+    assert settings["agent"]["final_tokens"] == 1024 and settings["engine"]["kind"] == "openai"
+    bad = copy.deepcopy(paper)
+    bad["evaluation"]["systems"]["mem0-gpt-5.1"]["benchmarks"] = ["mab"]
+    with pytest.raises(cfg.ConfigError, match="Mem0 runs only on"):
+        cfg.validate_config(bad, SCHEMA)
+    del bad["evaluation"]["systems"]["mem0-gpt-5.1"]["mem0"]
+    with pytest.raises(cfg.ConfigError, match="'mem0' is a required property"):
+        cfg.validate_config(bad, SCHEMA)

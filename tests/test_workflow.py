@@ -53,7 +53,7 @@ def test_slurm_profile_plans_every_paper_job(repo):
     counts = job_counts(done.stdout)
     # HotpotQA x2, SQuAD, DocQA, essays, 7 LongBench configs, Memalpha train and validation, MAB
     assert counts["download_data"] == 15
-    assert counts["download_model"] == 18  # gpt-4.1-mini: its tokenizer
+    assert counts["download_model"] == 19  # gpt-4.1-mini, gpt-5.1: their tokenizer
     assert counts["synthesize_eval"] == 10
     assert counts["synthesize_ruler"] == 11 * 7 - 1  # qa_1 stops at 256K
     assert counts["stage2_data"] == 1
@@ -63,10 +63,13 @@ def test_slurm_profile_plans_every_paper_job(repo):
 
     jobs = cfg.eval_jobs(cfg.load_yaml(repo / "config/config.yaml"))
     sharded = [j for j in jobs if j.shards > 1]
-    assert len(sharded) == 30 and {j.shards for j in sharded} == {4}
+    assert len(sharded) == 33 and {j.shards for j in sharded} == {4}
     # ... the memory ablation: 2 systems x 7 settings x (7 NIAH lengths + LongBench-QA), and
     # Table 4's probe: 2 systems x 6 lengths, each job all 5 placements (5 x 6 probe sets)
-    assert counts["evaluate"] == len(jobs) - len(sharded) == 446 + 2 * 10 + 5 * 2 + 2 * 7 * 8 + 12
+    # Mem0 (D.2) on RULER-HQA's 7 unsharded lengths and LongBench-QA
+    assert (
+        counts["evaluate"] == len(jobs) - len(sharded) == 446 + 2 * 10 + 5 * 2 + 2 * 7 * 8 + 12 + 8
+    )
     assert counts["synthesize_probe"] == 5 * 6
     # Mem-α: Memalpha-4B on validation and MemoryAgentBench, Qwen3-4B and gpt-4.1-mini on
     # validation, the released MemAgents and MEM1 (its baselines) on both, Memalpha-4B and
@@ -76,7 +79,7 @@ def test_slurm_profile_plans_every_paper_job(repo):
     # the (β, γ) ablation: five GRPO runs on verl, each evaluated on both Mem-α benchmarks
     assert counts["train_memalpha"] == counts["plot_memalpha_training_curve"] == 5
     assert "eval/mab/memalpha-4b-released/0.memories.jsonl" in done.stdout
-    assert counts["merge_eval"] == 30 and counts["evaluate_shard"] == 4 * 30
+    assert counts["merge_eval"] == 33 and counts["evaluate_shard"] == 4 * 33
     assert counts["make_table"] == 10 + 9 + 1 and counts["plot_figure"] == 8 + 1  # + both suites
     assert counts["dataset_stats"] == 3  # Mem-α's train, validation and MemoryAgentBench
     # baselines reach vLLM with their context extension; RAG systems expand over their grid

@@ -696,6 +696,12 @@ def _system(task: Any, s: dict[str, Any], tokenizer: Any, pool: list[str] | None
         return evaluation.longcontext_system(
             task, tokenizer, pool, s["max_input_tokens"], s["max_output_tokens"]
         )
+    if s["kind"] == "mem0":
+        from memrl.baselines.mem0 import Mem0Settings, Mem0Store
+
+        store = Mem0Store(Mem0Settings(**s["mem0"]))
+        final_tokens = s["agent"]["final_tokens"]
+        return evaluation.mem0_system(task, tokenizer, pool, store, s["final_prompt"], final_tokens)
     from memrl.baselines.rag import make_retriever
 
     return evaluation.rag_system(

@@ -163,6 +163,12 @@ def _check_references(config: dict[str, Any]) -> None:
             rag_allowed
         ):
             raise ConfigError(f"config key {key}.benchmarks: RAG runs only on {rag_allowed}")
+        if spec["kind"] == "mem0" and not set(spec.get("benchmarks", ())) <= set(
+            MEMAGENT_BENCHMARKS
+        ):
+            raise ConfigError(
+                f"config key {key}.benchmarks: Mem0 runs only on {MEMAGENT_BENCHMARKS}"
+            )
     ruler = config["ruler_hqa"]
     if ruler["eval_questions"] > config["filter"]["keep_dev"]:
         raise ConfigError("config key ruler_hqa.eval_questions: exceeds filter.keep_dev")
@@ -443,7 +449,8 @@ def model_dir(config: dict[str, Any], name: str) -> Path:
 BENCHMARKS = ("ruler_hqa", "ruler", "longbench", "memalpha", "mab")
 MEMAGENT_BENCHMARKS = BENCHMARKS[:3]  # MemAgent's suites (seed 000)
 MEMALPHA_BENCHMARKS = BENCHMARKS[3:]  # Mem-α's: Memalpha validation, MemoryAgentBench (seed 004)
-SYSTEM_KINDS = ("memagent", "longcontext", "rag", "memalpha", "mem1")
+SYSTEM_KINDS = ("memagent", "longcontext", "rag", "memalpha", "mem1", "mem0")
+QA_ONLY_KINDS = ("rag", "mem0")  # D.2's agent baselines: RULER-HQA and LongBench-QA
 MEMALPHA_ONLY_KINDS = ("memalpha", "mem1")  # agents of Mem-α's framework and its baselines
 # what they read: Mem-α's instances, and RULER-HQA's samples made instances (memalpha.ruler_hqa)
 MEMALPHA_KIND_BENCHMARKS = (*MEMALPHA_BENCHMARKS, "ruler_hqa")
@@ -522,7 +529,7 @@ def _memory_ablation_systems(config: dict[str, Any], name: str, base: dict[str, 
 def _default_benchmarks(kind: str) -> tuple[str, ...]:
     if kind in MEMALPHA_ONLY_KINDS:
         return MEMALPHA_BENCHMARKS
-    return RAG_BENCHMARKS if kind == "rag" else MEMAGENT_BENCHMARKS
+    return RAG_BENCHMARKS if kind in QA_ONLY_KINDS else MEMAGENT_BENCHMARKS
 
 
 def _runs_benchmark(system: dict[str, Any], benchmark: str) -> bool:
@@ -582,7 +589,7 @@ def eval_jobs(config: dict[str, Any], systems: Systems | None = None) -> list[Ev
             tasks[("longbench", NO_LENGTH)] = [
                 task
                 for task in config["longbench"]["tasks"]
-                if not (system["kind"] == "rag" and task in LONGBENCH_SUM)  # Table 11: QA
+                if not (system["kind"] in QA_ONLY_KINDS and task in LONGBENCH_SUM)  # D.2: QA
                 and task in only.get("longbench", (task,))
             ]
         for benchmark in MEMALPHA_BENCHMARKS:
@@ -793,6 +800,7 @@ SYSTEM_KEYS = {  # what each kind reads from its system spec, beyond kind/model
     "memagent": (),
     "longcontext": ("max_input_tokens", "max_output_tokens", "context_extension"),
     "rag": ("retriever", "top_k", "unit", "unit_tokens", "max_input_tokens", "max_output_tokens"),
+    "mem0": ("mem0",),
 }
 
 
@@ -818,7 +826,7 @@ def eval_settings(
         "final_prompt": evaluation["final_prompt"],
         **{key: system.get(key) for key in SYSTEM_KEYS[system["kind"]]},
     }
-    if system["kind"] == "memagent":
+    if system["kind"] in ("memagent", "mem0"):  # Mem0 answers with the agent's final budget
         settings["agent"] = agent_settings(config, system)
     settings.update(retriever_options(config, system))
     if job.benchmark == "ruler":

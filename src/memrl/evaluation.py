@@ -158,6 +158,26 @@ def trace_fields(trace: MemoryTrace) -> dict[str, Any]:
     }
 
 
+def mem0_system(
+    task: Task,
+    tokenizer: Any,
+    pool: Sequence[str] | None,
+    store: Any,
+    final_prompt: str,
+    final_tokens: int,
+) -> WorkflowFactory:
+    """Mem0 (memrl.baselines.mem0) over the row's context in its store's chunk size, each row
+    its own Mem0 user."""
+    from memrl.baselines.mem0 import mem0_workflow
+
+    def build(row: dict[str, Any]) -> Workflow:
+        chunks = token_chunks(tokenizer, context_pieces(row, pool), store.settings.chunk_tokens)
+        user = f"{task.task}-{row['index']}"
+        return mem0_workflow(question(task, row), chunks, store, user, final_prompt, final_tokens)
+
+    return build
+
+
 def longcontext_system(
     task: Task,
     tokenizer: Any,

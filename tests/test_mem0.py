@@ -1,0 +1,171 @@
+"""The Mem0 baseline (D.2) on the real `mem0ai` package, its LLM and embedder served by a local
+OpenAI-compatible fake: facts are the sentences marked "FACT:", embeddings are word hashes."""
+
+from __future__ import annotations
+
+import hashlib
+import http.server
+import json
+import re
+import threading
+from typing import Any, ClassVar
+
+import pytest
+
+from memrl.baselines.mem0 import (  # first: it switches Mem0's telemetry off before mem0 loads
+    NO_MEMORIES,
+    Mem0Settings,
+    Mem0Store,
+    mem0_workflow,
+    render_memories,
+)
+from memrl.engines.base import Completion
+
+DIMS = 64
+KEY = "sk-test-mem0-key-0123456789"
+
+
+def embedding(text: str) -> list[float]:
+    vector = [0.0] * DIMS
+    for word in re.findall(r"[a-z]+", text.lower()):
+        vector[int(hashlib.sha256(word.encode()).hexdigest(), 16) % DIMS] += 1.0
+    return vector
+
+
+class OpenAIFake(http.server.BaseHTTPRequestHandler):
+    """/chat/completions: the "FACT:" sentences of the last message as Mem0's extraction JSON;
+    /embeddings: word-hash vectors. Every chat request's model is recorded."""
+
+    models: ClassVar[list[str]] = []
+
+    def log_message(self, format, *args):
+        pass
+
+    def do_POST(self):
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        if self.path.endswith("/embeddings"):
+            inputs = body["input"] if isinstance(body["input"], list) else [body["input"]]
+            data = [
+                {"object": "embedding", "index": i, "embedding": embedding(t)}
+                for i, t in enumerate(inputs)
+            ]
+            return self.reply(
+                {
+                    "object": "list",
+                    "data": data,
+                    "model": body["model"],
+                    "usage": {"prompt_tokens": 1, "total_tokens": 1},
+                }
+            )
+        OpenAIFake.models.append(body["model"])
+        text = body["messages"][-1]["content"]
+        facts = [{"text": f.strip()} for f in re.findall(r"FACT: ([^.]*\.)", text)]
+        content = json.dumps({"memory": facts})
+        message = {"role": "assistant", "content": content}
+        self.reply(
+            {
+                "id": "x",
+                "object": "chat.completion",
+                "model": body["model"],
+                "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
+                "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
+            }
+        )
+
+    def reply(self, payload: Any) -> None:
+        data = json.dumps(payload).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+
+@pytest.fixture(scope="module")
+def endpoint():
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), OpenAIFake)
+    thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/v1"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join()
+
+
+@pytest.fixture
+def store(endpoint, tmp_path):
+    settings = Mem0Settings(
+        llm="fake-llm", embedder="fake-embed", embedding_dims=DIMS, base_url=endpoint, top_k=2
+    )
+    return Mem0Store(settings, api_key=KEY, store=tmp_path)
+
+
+CHUNKS = [
+    "The Copper Bell is a 1969 drama. FACT: Odile Fairbairn directed The Copper Bell.",
+    "Nothing to note here about harbours and bands.",
+    "FACT: Odile Fairbairn was born in Emberly. FACT: Emberly lies on the River Wend.",
+]
+
+
+def test_memories_are_built_per_chunk_and_kept_per_sample(store):
+    OpenAIFake.models.clear()
+    assert store.memorize("sample-0", CHUNKS) == 3
+    assert set(OpenAIFake.models) == {"fake-llm"}  # Mem0's LLM, at least once per chunk
+    assert len(OpenAIFake.models) >= 3
+    found = store.recall("sample-0", "Where was Odile Fairbairn born?")
+    assert len(found) == 2  # top_k
+    assert "Odile Fairbairn was born in Emberly." in found
+    assert store.recall("sample-1", "Where was Odile Fairbairn born?") == []  # another sample
+
+
+def test_the_answer_is_asked_over_the_retrieved_memories(store):
+    workflow = mem0_workflow("Where was she born? ", CHUNKS, store, "s", "answer_is", 16)
+    request = next(workflow)
+    prompt = request.messages[-1]["content"]
+    assert "- Odile Fairbairn was born in Emberly." in prompt
+    assert "Where was she born?" in prompt and request.max_tokens == 16
+    with pytest.raises(StopIteration) as done:
+        workflow.send(Completion(text="Therefore, the answer is Emberly."))
+    assert done.value.value == "Therefore, the answer is Emberly."
+
+
+def test_no_memory_is_shown_as_such():
+    assert render_memories([]) == NO_MEMORIES
+    assert render_memories(["a", "b"]) == "- a\n- b"
+
+
+def test_the_evaluation_scores_mem0_rows_like_any_system(endpoint, tmp_path):
+    from test_evaluation import CharTokenizer, ScriptedEngine
+
+    from memrl.evaluation import Task, evaluate, mem0_system, summarize, workflow_runner
+
+    settings = Mem0Settings(
+        llm="fake-llm",
+        embedder="fake-embed",
+        embedding_dims=DIMS,
+        base_url=endpoint,
+        chunk_tokens=60,
+        top_k=3,
+    )
+    store = Mem0Store(settings, api_key=KEY, store=tmp_path / "mem0")
+    task = Task("ruler_hqa", "hqa")
+    rows = [
+        {
+            "index": i,
+            "input": f"question {i}?",
+            "answers": ["Paris"],
+            "num_tokens": 120,
+            "context": f"Filler text of row {i}. FACT: Row {i} answers Paris. " + "z" * 40,
+        }
+        for i in range(2)
+    ]
+    system = mem0_system(task, CharTokenizer(), None, store, "answer_is", 8)
+    engine = ScriptedEngine()
+    predictions = evaluate(
+        rows, workflow_runner(task, system, engine, None), tmp_path / "p.jsonl", batch_size=2
+    )
+    assert [p["sub_em"] for p in predictions] == [1.0, 1.0] and engine.calls == [2]
+    assert summarize(predictions, "ruler_hqa", "hqa", "mem0", 2)["accuracy"] == 100.0
+    assert store.recall("hqa-1", "Which row answers Paris?") == ["Row 1 answers Paris."]
