@@ -8,7 +8,7 @@ export PATH := $(abspath $(BIN)):$(PATH)
 VERL_VENV ?= .venv-verl
 VERL_STAMP := $(VERL_VENV)/.installed-stamp
 
-.PHONY: smoke toy toy-memalpha test lint unit verl-tests report bench clean
+.PHONY: smoke toy toy-memalpha test lint unit verl-tests cluster-test report bench clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -39,8 +39,11 @@ lint: $(STAMP)
 	snakefmt --check Snakefile workflow
 	snakemake --lint --configfile config/config.yaml
 
-unit: $(STAMP)  ## everything but tests/verl (they need verl's own venv)
-	pytest -q --ignore=tests/verl
+unit: $(STAMP)  ## everything but tests/verl (they need verl's own venv) and tests/cluster
+	pytest -q --ignore=tests/verl --ignore=tests/cluster
+
+cluster-test: $(STAMP)  ## the scale-out path on real local services (issue 15): MLflow server
+	pytest -q -m cluster tests/cluster
 
 # verl 0.9.1 pins transformers < 5.11, so it lives in a venv of its own (--no-deps keeps the CPU torch):
 # tests/verl checks our agent loop, Hydra overrides and trainer against verl's own code, and our

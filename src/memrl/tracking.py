@@ -351,7 +351,15 @@ def experiment_id(client: Any, uri: str) -> str:
             _rebase_artifacts(database, experiment.artifact_location, location)
     if experiment is not None:
         return experiment.experiment_id
-    return client.create_experiment(EXPERIMENT, artifact_location=location)
+    from mlflow.exceptions import MlflowException
+
+    try:
+        return client.create_experiment(EXPERIMENT, artifact_location=location)
+    except MlflowException:  # on a shared server, another job may have created it meanwhile
+        experiment = client.get_experiment_by_name(EXPERIMENT)
+        if experiment is None:
+            raise
+        return experiment.experiment_id
 
 
 def _rebase_artifacts(database: Path, old: str, new: str) -> None:

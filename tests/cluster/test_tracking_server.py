@@ -1,0 +1,162 @@
+"""Tracking at scale (issue 15): the documented multi-user setup, a real `mlflow server` with a
+database backend and served artifacts, started here on 127.0.0.1; several pipelines whose jobs
+log to it at the same time, then load their provenance at the same time. Every run is recorded
+once, none is lost, each job is the child of its pipeline's run."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from memrl import tracking
+
+pytestmark = pytest.mark.cluster
+
+PIPELINES, JOBS = 4, 3
+STARTUP_S = 120  # the server's first start creates its database schema
+
+# A training job as memrl.verl.main runs one: its own process logs into the job's live run.
+LIVE_JOB = """
+import sys
+from pathlib import Path
+import mlflow
+from memrl import tracking
+results, name = Path(sys.argv[1]), sys.argv[2]
+log = results / "logs" / "train" / f"{name}.log"
+log.parent.mkdir(parents=True, exist_ok=True)
+log.write_text("training log\\n")
+with tracking.job_run("train", {"job": name}, {"lr": 1e-6}, [], [], log) as record:
+    env = record.child_env()
+    client = mlflow.MlflowClient(env["MLFLOW_TRACKING_URI"])
+    for step in range(3):
+        client.log_metric(env["MLFLOW_RUN_ID"], "reward", 0.25 * step, step=step)
+    record.log_metrics({"final_reward": 0.5})
+"""
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    root = tmp_path_factory.mktemp("mlflow-server")
+    port = free_port()
+    log = (root / "server.log").open("w")
+    command = [
+        sys.executable, "-m", "mlflow", "server",
+        "--backend-store-uri", f"sqlite:///{root / 'mlflow.db'}",
+        "--artifacts-destination", str(root / "artifacts"),
+        "--serve-artifacts",
+        "--host", "127.0.0.1",
+        "--port", str(port),
+    ]  # fmt: skip
+    process = subprocess.Popen(
+        command, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+    )
+    uri = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + STARTUP_S
+        while True:
+            try:
+                with urllib.request.urlopen(f"{uri}/health", timeout=2) as reply:
+                    if reply.status == 200:
+                        break
+            except OSError:
+                pass
+            if process.poll() is not None or time.monotonic() > deadline:
+                pytest.fail(f"mlflow server did not start:\n{(root / 'server.log').read_text()}")
+            time.sleep(0.5)
+        yield uri
+    finally:
+        os.killpg(process.pid, signal.SIGTERM)  # the server and its workers
+        try:
+            process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+        log.close()
+
+
+def start_pipeline(results: Path, uri: str, i: int, monkeypatch) -> str:
+    """What Snakemake's onstart does: the invocation record and the jobs' environment."""
+    invocation = tracking.start_invocation(results, uri, {"run": f"t{i}", "seed": i}, "9.0")
+    for key in ("MLFLOW_TRACKING_URI", tracking.ENV_INVOCATION):
+        monkeypatch.setenv(key, os.environ[key])  # restored after the test
+    return invocation
+
+
+def end_pipeline(results: Path) -> None:
+    [path] = (results / "provenance").glob("*.json")
+    info = json.loads(path.read_text())
+    path.write_text(json.dumps({**info, "end_ms": tracking.now_ms(), "status": "FINISHED"}))
+
+
+def run_all(commands: list[list[str]], env: dict[str, str] | None = None) -> None:
+    """Start every command at once; each must succeed within the bound."""
+    processes = [
+        subprocess.Popen(c, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        for c in commands
+    ]
+    for process in processes:
+        output, _ = process.communicate(timeout=300)
+        assert process.returncode == 0, output[-3000:]
+
+
+def test_concurrent_pipelines_and_jobs_record_every_run_once(server, tmp_path, monkeypatch):
+    monkeypatch.setenv("MEMRL_TRACKING", "on")
+    monkeypatch.chdir(tmp_path)
+    pipelines = [tmp_path / f"user{i}" / f"results/t{i}" for i in range(PIPELINES)]
+    invocations = []
+    for i, results in enumerate(pipelines):
+        invocations.append(start_pipeline(results, server, i, monkeypatch))
+        # the pipeline's jobs, all at once, each logging live to the shared server
+        jobs = [[sys.executable, "-c", LIVE_JOB, str(results), f"job{j}"] for j in range(JOBS)]
+        run_all(jobs, env=dict(os.environ))
+        end_pipeline(results)
+    # every pipeline loads its provenance at the same time
+    loads = [[sys.executable, "-m", "memrl.tracking", str(r), "--uri", server] for r in pipelines]
+    run_all(loads)
+
+    import mlflow
+
+    client = mlflow.MlflowClient(server)
+    experiment = client.get_experiment_by_name(tracking.EXPERIMENT).experiment_id
+    runs = client.search_runs([experiment], max_results=1000)
+    parents = {
+        r.data.tags["memrl.invocation.parent"]: r
+        for r in runs
+        if r.info.run_name.startswith("pipeline-")
+    }
+    assert sorted(parents) == sorted(invocations)
+    children = [r for r in runs if r.data.tags.get("mlflow.parentRunId")]
+    assert len(runs) == len(parents) + len(children) == PIPELINES * (1 + JOBS)  # none twice
+    parent_ids = {r.info.run_id: invocation for invocation, r in parents.items()}
+    per_pipeline = [r.data.tags["mlflow.parentRunId"] for r in children]
+    assert sorted(per_pipeline) == sorted(list(parent_ids) * JOBS)  # each job under its own
+    for child in children:
+        assert child.info.status == "FINISHED" and child.data.tags["rule"] == "train"
+        job = json.loads(child.data.tags["wildcards"])["job"]
+        assert [a.path for a in client.list_artifacts(child.info.run_id, "log")] == [
+            f"log/{job}.log"
+        ]
+        rewards = client.get_metric_history(child.info.run_id, "reward")
+        assert [m.value for m in sorted(rewards, key=lambda m: m.step)] == [0.0, 0.25, 0.5]
+        assert child.data.metrics["final_reward"] == 0.5
+    for parent in parents.values():
+        assert parent.info.status == "FINISHED"
+        assert {a.path for a in client.list_artifacts(parent.info.run_id)} >= {"config.json"}
+
+    run_all(loads)  # loading again records nothing more
+    assert len(client.search_runs([experiment], max_results=1000)) == len(runs)
