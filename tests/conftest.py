@@ -6,10 +6,10 @@ import functools
 import http.server
 import subprocess
 import sys
-import threading
 from pathlib import Path
 
 import pytest
+from fake_http import serve
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -41,13 +41,16 @@ def http_root(tmp_path):
     """A stdlib HTTP server on 127.0.0.1 serving a temporary directory; yields (root, base URL)."""
     root = tmp_path / "www"
     root.mkdir()
-    handler = functools.partial(QuietHandler, directory=str(root))
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
-    thread.start()
-    try:
-        yield root, f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join()
+    with serve(functools.partial(QuietHandler, directory=str(root))) as url:
+        yield root, url
+
+
+@pytest.fixture(scope="module")
+def dev():
+    """The HotpotQA dev fixture: its records, its document pool, its question records."""
+    from memrl.data.hotpotqa import build_pool, load_hotpotqa, question_records
+    from memrl.data.sources import fixture_path
+
+    records = load_hotpotqa(fixture_path("hotpot_dev_fixture.json"))
+    pool = build_pool(records)
+    return records, pool, question_records(records, pool)

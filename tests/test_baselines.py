@@ -3,17 +3,15 @@ top-K (units, BM25 and dense retrieval, the workflow, system ids)."""
 
 from __future__ import annotations
 
-import http.server
 import inspect
-import json
 import pickle
 import random
 import re
-import threading
 from types import SimpleNamespace
 from typing import ClassVar
 
 import pytest
+from fake_http import JSONHandler, embeddings_payload, serve
 
 from memrl.agents.driver import run_batched
 from memrl.baselines.longcontext import (
@@ -273,42 +271,21 @@ VOCAB = ("paris", "france", "capital", "berlin", "germany", "river", "seine")
 EMBED_KEY = "sk-test-embedding-key-0123456789"
 
 
-class EmbeddingStub(http.server.BaseHTTPRequestHandler):
+class EmbeddingStub(JSONHandler):
     """/v1/embeddings: a bag of VOCAB words per input, in reverse order with its `index` (as the
     API may); model "refuse" answers 401 echoing the key; every request is counted."""
 
     requests: ClassVar[list[list[str]]] = []
 
-    def log_message(self, format, *args):
-        pass
-
     def do_POST(self):
-        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        body = self.body()
         if body["model"] == "refuse":
             key = self.headers["Authorization"].removeprefix("Bearer ")
             return self.reply(401, {"error": {"message": f"Incorrect API key provided: {key}"}})
         EmbeddingStub.requests.append(body["input"])
-        data = [
-            {"object": "embedding", "index": i, "embedding": bag_of_words(text)}
-            for i, text in enumerate(body["input"])
-        ][::-1]
-        self.reply(
-            200,
-            {
-                "object": "list",
-                "data": data,
-                "model": body["model"],
-                "usage": {"prompt_tokens": 1, "total_tokens": 1},
-            },
-        )
-
-    def reply(self, status, payload):
-        data = json.dumps(payload).encode()
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
+        payload = embeddings_payload(body["model"], list(map(bag_of_words, body["input"])))
+        payload["data"].reverse()  # the order is the items' `index`, not the list's
+        self.reply(200, payload)
 
 
 def bag_of_words(text: str) -> list[float]:
@@ -318,15 +295,8 @@ def bag_of_words(text: str) -> list[float]:
 
 @pytest.fixture(scope="module")
 def embeddings():
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), EmbeddingStub)
-    thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/v1"
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join()
+    with serve(EmbeddingStub) as url:
+        yield url + "/v1"
 
 
 def test_openai_embedding_retriever_ranks_batches_and_embeds_each_text_once(embeddings):

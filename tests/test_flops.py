@@ -22,6 +22,14 @@ from memrl.report.flops import (
 
 # hidden 8, MLP 16, 2 layers, 2 query heads of 4, 1 key/value head, vocabulary 10
 TINY = Qwen2Shape(8, 16, 2, 2, 1, 10)
+TINY_CONFIG = {
+    "hidden_size": 8,
+    "intermediate_size": 16,
+    "num_hidden_layers": 2,
+    "num_attention_heads": 2,
+    "num_key_value_heads": 1,
+    "vocab_size": 10,
+}
 
 
 def test_dense_parameters_by_hand():
@@ -35,16 +43,8 @@ def test_sequence_flops_by_hand():
 
 
 def test_a_shape_reads_a_config_dict_or_object():
-    config = {
-        "hidden_size": 8,
-        "intermediate_size": 16,
-        "num_hidden_layers": 2,
-        "num_attention_heads": 2,
-        "num_key_value_heads": 1,
-        "vocab_size": 10,
-    }
-    assert Qwen2Shape.from_config(config) == TINY
-    assert Qwen2Shape.from_config(type("Config", (), config)()) == TINY
+    assert Qwen2Shape.from_config(TINY_CONFIG) == TINY
+    assert Qwen2Shape.from_config(type("Config", (), TINY_CONFIG)()) == TINY
 
 
 def test_appendix_b_stages():
@@ -76,14 +76,6 @@ def test_fitted_exponent_recovers_a_power_law():
 # --- Figure 10 from results: predicted beside measured ------------------------------------------
 
 AGENT = {"query_tokens": 4, "chunk_tokens": 10, "final_tokens": 2}
-TINY_CONFIG = {
-    "hidden_size": 8,
-    "intermediate_size": 16,
-    "num_hidden_layers": 2,
-    "num_attention_heads": 2,
-    "num_key_value_heads": 1,
-    "vocab_size": 10,
-}
 
 
 def test_predicted_flops_uses_the_agents_budgets_and_the_baselines_truncation():

@@ -4,13 +4,12 @@ OpenAI-compatible fake: facts are the sentences marked "FACT:", embeddings are w
 from __future__ import annotations
 
 import hashlib
-import http.server
 import json
 import re
-import threading
-from typing import Any, ClassVar
+from typing import ClassVar
 
 import pytest
+from fake_http import JSONHandler, embeddings_payload, serve
 
 from memrl.baselines.mem0 import (  # first: it switches Mem0's telemetry off before mem0 loads
     NO_MEMORIES,
@@ -32,66 +31,38 @@ def embedding(text: str) -> list[float]:
     return vector
 
 
-class OpenAIFake(http.server.BaseHTTPRequestHandler):
+class OpenAIFake(JSONHandler):
     """/chat/completions: the "FACT:" sentences of the last message as Mem0's extraction JSON;
     /embeddings: word-hash vectors. Every chat request's model is recorded."""
 
     models: ClassVar[list[str]] = []
 
-    def log_message(self, format, *args):
-        pass
-
     def do_POST(self):
-        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        body = self.body()
         if self.path.endswith("/embeddings"):
             inputs = body["input"] if isinstance(body["input"], list) else [body["input"]]
-            data = [
-                {"object": "embedding", "index": i, "embedding": embedding(t)}
-                for i, t in enumerate(inputs)
-            ]
-            return self.reply(
-                {
-                    "object": "list",
-                    "data": data,
-                    "model": body["model"],
-                    "usage": {"prompt_tokens": 1, "total_tokens": 1},
-                }
-            )
+            return self.reply(200, embeddings_payload(body["model"], list(map(embedding, inputs))))
         OpenAIFake.models.append(body["model"])
         text = body["messages"][-1]["content"]
         facts = [{"text": f.strip()} for f in re.findall(r"FACT: ([^.]*\.)", text)]
         content = json.dumps({"memory": facts})
         message = {"role": "assistant", "content": content}
         self.reply(
+            200,
             {
                 "id": "x",
                 "object": "chat.completion",
                 "model": body["model"],
                 "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
                 "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
-            }
+            },
         )
-
-    def reply(self, payload: Any) -> None:
-        data = json.dumps(payload).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
 
 
 @pytest.fixture(scope="module")
 def endpoint():
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), OpenAIFake)
-    thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/v1"
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join()
+    with serve(OpenAIFake) as url:
+        yield url + "/v1"
 
 
 @pytest.fixture

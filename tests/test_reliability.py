@@ -5,14 +5,12 @@ purpose; a failure is never reported as a result. (Kill-and-resume of the DAG: t
 from __future__ import annotations
 
 import copy
-import http.server
 import inspect
 import io as io_module
 import json
 import logging
 import os
 import socket
-import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -20,6 +18,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from fake_http import JSONHandler, serve
 
 from memrl import config as cfg
 from memrl import locks as locks_module
@@ -450,14 +449,11 @@ def test_summaries_count_lenient_sub_em_beside_the_official_one():
 # --- endpoints: dead, refusing, echoing, slow, malformed -------------------------------------
 
 
-class OpenAIStub(http.server.BaseHTTPRequestHandler):
+class OpenAIStub(JSONHandler):
     """An OpenAI-compatible /chat/completions whose behaviour the model name picks."""
 
-    def log_message(self, format, *args):
-        pass
-
     def do_POST(self):
-        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        body = self.body()
         model = body["model"]
         if model == "refuse":  # 401 echoing the key, as some gateways do
             key = self.headers["Authorization"].removeprefix("Bearer ")
@@ -474,26 +470,11 @@ class OpenAIStub(http.server.BaseHTTPRequestHandler):
         choices = [] if model == "no choices" else [{"index": 0, "message": message}]
         self.reply(200, {"id": "x", "object": "chat.completion", "choices": choices})
 
-    def reply(self, status: int, payload: Any) -> None:
-        data = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
 
 @pytest.fixture(scope="module")
 def endpoint():
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), OpenAIStub)
-    thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/v1"
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join()
+    with serve(OpenAIStub) as url:
+        yield url + "/v1"
 
 
 def ask(engine: OpenAIEngine, n: int = 1) -> list[Completion]:

@@ -30,13 +30,6 @@ class WhitespaceTokenizer:
 
 
 @pytest.fixture(scope="module")
-def dev():
-    records = load_hotpotqa(fixture_path("hotpot_dev_fixture.json"))
-    pool = build_pool(records)
-    return records, pool, question_records(records, pool)
-
-
-@pytest.fixture(scope="module")
 def train():
     records = load_hotpotqa(fixture_path("hotpot_train_fixture.json"))
     pool = build_pool(records)

@@ -5,8 +5,9 @@ import json
 
 import numpy as np
 import pytest
+from test_ruler_hqa import WhitespaceTokenizer
 
-from memrl.data.hotpotqa import build_pool, load_hotpotqa, paragraph_text, question_records
+from memrl.data.hotpotqa import build_pool, paragraph_text, question_records
 from memrl.data.ruler_hqa import (
     build_eval_sets,
     build_split,
@@ -15,7 +16,6 @@ from memrl.data.ruler_hqa import (
     sample_doc_ids,
     sample_rng,
 )
-from memrl.data.sources import fixture_path
 
 SETTINGS = [(0.0, 0.2), (0.0, 1.0), (0.2, 0.8), (0.4, 0.6), (0.8, 1.0)]  # Table 4's rows
 # First slots (0-based) of groups of sizes (1, 1): round(depth * (N - 1)).
@@ -46,18 +46,6 @@ SLOTS_1_2 = {
 OWN = [903, 4, 512, 77, 250, 999, 13, 640, 321, 58]  # a question's 10 paragraphs, pool of 1000
 # Rows of the dev fixture (N = 10, 20, 40, whole pool; eval sets) before the probe existed.
 ROWS_DIGEST = "cbafc1bce6b777bfccc2a4047208c6ff864773435263d4978976e0e9f3312464"
-
-
-class WhitespaceTokenizer:
-    def encode(self, text, add_special_tokens=True):
-        return text.split()
-
-
-@pytest.fixture(scope="module")
-def dev():
-    records = load_hotpotqa(fixture_path("hotpot_dev_fixture.json"))
-    pool = build_pool(records)
-    return records, pool, question_records(records, pool)
 
 
 def _sample(n_docs, seed=0, index=3):

@@ -9,6 +9,7 @@ import re
 from pathlib import Path
 
 import pytest
+from test_evaluation import CharTokenizer
 
 from memrl.agents.chunking import token_chunks
 from memrl.agents.driver import run_batched
@@ -21,6 +22,7 @@ from memrl.evaluation import (
     longcontext_system,
     memagent_system,
     merge_shards,
+    row_chunks,
     summarize,
     workflow_runner,
 )
@@ -28,7 +30,6 @@ from memrl.report.trace import (
     CaseStudy,
     by_task,
     case_study,
-    context_chunks,
     evidence_strings,
     find_evidence,
     gold_chunks,
@@ -41,16 +42,6 @@ from memrl.report.trace import (
 )
 
 HQA = Task("ruler_hqa", "hqa")
-
-
-class CharTokenizer:
-    """One token per character: chunk boundaries are easy to reason about."""
-
-    def encode(self, text, add_special_tokens=False):
-        return [ord(c) for c in text]
-
-    def decode(self, ids, skip_special_tokens=False):
-        return "".join(map(chr, ids))
 
 
 def between(text: str, start: str, end: str) -> str:
@@ -235,11 +226,11 @@ def test_evidence_strings_are_the_answers_unless_the_caller_gives_some():
     )
 
 
-def test_context_chunks_are_the_evaluations_chunks_including_doc_id_rows():
+def test_gold_chunks_of_a_doc_id_row_as_the_evaluation_cuts_it():
     pool = ["alpha", "Paris beta", "gamma"]
     row = {"index": 0, "input": "q", "answers": ["Paris"], "doc_ids": [2, 1, 0]}
     tokenizer = CharTokenizer()
-    chunks = list(context_chunks(row, pool, tokenizer, 10))
+    chunks = list(row_chunks(row, pool, tokenizer, 10))
     text = "Document 1:\ngamma\n\nDocument 2:\nParis beta\n\nDocument 3:\nalpha"
     assert chunks == list(token_chunks(tokenizer, [text], 10))
     assert gold_chunks(chunks, ["paris"]) == [3]
@@ -458,7 +449,7 @@ def test_cli_trace_end_to_end(tmp_path, tokenizer_dir, monkeypatch):
     )
     predictions_path = tmp_path / "eval" / "50.predictions.jsonl"
     write_jsonl_atomic(predictions_path, [{"task": "hqa", **p} for p in predictions])
-    chunks = list(context_chunks(data[0], pool, tokenizer, 16))
+    chunks = list(row_chunks(data[0], pool, tokenizer, 16))
     gold = gold_chunks(chunks, ["Paris"])
     assert gold and predictions[0]["n_chunks"] == len(chunks)
     assert [e["chunk"] for e in predictions[0]["memory_trace"]] == gold

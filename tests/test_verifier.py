@@ -77,10 +77,11 @@ def test_only_the_last_300_characters_are_read():
     assert both("\\boxed{Rome}" + "." * 400 + "\\boxed{Paris}", ["Paris"]) == (1.0, 1.0)
 
 
-def test_the_window_is_cut_before_lowercasing_officially():
+def test_the_window_is_cut_before_lowercasing():
     # "İ" lowercases to two characters: cut first (official), the box stays in the window
     response = "\\boxed{Paris}" + "İ" * 287
-    assert both(response, ["Paris"]) == (1.0, 0.0)
+    assert both(response, ["Paris"]) == (1.0, 1.0)
+    assert both(response + "x", ["Paris"]) == (0.0, 0.0)  # one more character: out of it
 
 
 def test_lowercasing():

@@ -518,10 +518,9 @@ def _instance_rows(
     their contexts chunked in `tokenizer`'s tokens (settings `ruler_hqa`)."""
     if s["benchmark"] != "ruler_hqa":
         return _memalpha_rows(tokenizer)
-    from memrl.agents.chunking import token_chunks
     from memrl.data.io import read_jsonl
     from memrl.data.memalpha import ruler_hqa_instance
-    from memrl.data.ruler_hqa import context_pieces
+    from memrl.evaluation import row_chunks
 
     spec = s["ruler_hqa"]
 
@@ -531,7 +530,7 @@ def _instance_rows(
         return [
             ruler_hqa_instance(
                 row,
-                list(token_chunks(tokenizer, context_pieces(row, docs), spec["chunk_tokens"])),
+                list(row_chunks(row, docs, tokenizer, spec["chunk_tokens"])),
                 spec["source"],
                 spec["prompt"],
             )
@@ -728,8 +727,7 @@ def cmd_table(args: argparse.Namespace, run: tracking.JobRecord) -> None:
 
     s = args.settings
     name = s["name"]
-    ruler = name in ("table_niah", "table7", "table8")
-    labels = s["ruler_length_labels"] if ruler else s["length_labels"]
+    labels = s["ruler_length_labels" if PAPER_TABLES[name].ruler_lengths else "length_labels"]
     records = load_table_records(name, args.metrics)
     paper = load_yaml(args.paper)
     table = build_paper_table(
@@ -762,7 +760,7 @@ def cmd_figure(args: argparse.Namespace, run: tracking.JobRecord) -> None:
         f"{PAPER_FIGURES[name]}, run {s['run']}",
         length_labels=s["length_labels"],
         ruler_length_labels=s["ruler_length_labels"],
-        rl_ablation=s["rl_ablation"],
+        rl_ablation=s.get("rl_ablation"),
         flops=s.get("flops"),
         agent=s.get("agent"),
     )
@@ -785,11 +783,12 @@ def cmd_trace(args: argparse.Namespace, run: tracking.JobRecord) -> None:
     eval set per task, as evaluate reads them; --pool for RULER-HQA doc-id rows) and --tokenizer
     (the evaluated model's), the chunks are rebuilt to mark those holding gold evidence.
     Settings: `benchmark`; `tasks` (the --data files' tasks, in order; default: every task in
-    the predictions); `agent.chunk_tokens` (or `chunk_tokens`), with --tokenizer; optional
+    the predictions); `agent.chunk_tokens`, with --tokenizer; optional
     `samples` (indices, in each task), else the `first` (default 5) whose verdict is `only`
     (all, correct, wrong, failed); `evidence` ({"index" or "task:index": [strings]}, replacing
     the gold answers as that sample's evidence); `title`."""
     from memrl.data.io import read_jsonl
+    from memrl.evaluation import Task, row_chunks
     from memrl.report import trace
 
     s = args.settings
@@ -800,8 +799,7 @@ def cmd_trace(args: argparse.Namespace, run: tracking.JobRecord) -> None:
     if args.data is not None and len(args.data) != len(tasks):
         raise SystemExit(f"--data: {len(args.data)} files for the tasks {tasks}")
     tokenizer = load_tokenizer(args.tokenizer) if args.tokenizer is not None else None
-    chunk_tokens = s.get("chunk_tokens") or s.get("agent", {}).get("chunk_tokens")
-    if tokenizer is not None and not chunk_tokens:
+    if tokenizer is not None and "agent" not in s:
         raise SystemExit("--tokenizer needs the run's chunk size: settings agent.chunk_tokens")
     evidence = {str(key): value for key, value in (s.get("evidence") or {}).items()}
     studies = []
@@ -818,16 +816,17 @@ def cmd_trace(args: argparse.Namespace, run: tracking.JobRecord) -> None:
         rows: dict[Any, dict[str, Any]] = {}
         if args.data is not None and traced:
             rows = {
-                row["index"]: row for row in trace.eval_rows(s["benchmark"], task, args.data[k])
+                row["index"]: row
+                for row in _eval_rows(Task(s["benchmark"], task), args.data[k], tokenizer)
             }
             if missing := [p["index"] for p in traced if p["index"] not in rows]:
                 raise SystemExit(f"{args.data[k]}: no row for sample(s) {missing} of {task}")
         pool = _pool([rows[p["index"]] for p in traced], args.pool) if rows else None
         for p in chosen:
             row = rows.get(p["index"]) if "memory_trace" in p else None
-            chunks = (
-                None if row is None else trace.context_chunks(row, pool, tokenizer, chunk_tokens)
-            )
+            chunks = None
+            if row is not None:
+                chunks = row_chunks(row, pool, tokenizer, s["agent"]["chunk_tokens"])
             given = evidence.get(f"{task}:{p['index']}", evidence.get(str(p["index"])))
             studies.append(trace.case_study(p, chunks, given, task))
     parts = [s.get(key) for key in ("benchmark", "system", "length") if s.get(key) is not None]

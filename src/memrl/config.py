@@ -449,7 +449,6 @@ def model_dir(config: dict[str, Any], name: str) -> Path:
 BENCHMARKS = ("ruler_hqa", "ruler", "longbench", "memalpha", "mab")
 MEMAGENT_BENCHMARKS = BENCHMARKS[:3]  # MemAgent's suites (seed 000)
 MEMALPHA_BENCHMARKS = BENCHMARKS[3:]  # Mem-α's: Memalpha validation, MemoryAgentBench (seed 004)
-SYSTEM_KINDS = ("memagent", "longcontext", "rag", "memalpha", "mem1", "mem0")
 QA_ONLY_KINDS = ("rag", "mem0")  # D.2's agent baselines: RULER-HQA and LongBench-QA
 MEMALPHA_ONLY_KINDS = ("memalpha", "mem1")  # agents of Mem-α's framework and its baselines
 # what they read: Mem-α's instances, and RULER-HQA's samples made instances (memalpha.ruler_hqa)
@@ -947,7 +946,6 @@ def report_settings(config: dict[str, Any]) -> dict[str, Any]:
         "systems": _report_systems(config, variants=False),
         "length_labels": labels("ruler_hqa"),
         "ruler_length_labels": labels("ruler"),
-        "rl_ablation": config["report"].get("rl_ablation", {}),
         "run": config["run"],
     }
 
@@ -1029,7 +1027,8 @@ MEMORY_ABLATION = {
     "figure9": ("longbench", "chunk"),
 }
 FLOPS_FIGURE = "figure10"  # Appendix B, with the RULER-HQA jobs' measured cost beside it
-FLOPS_ROLES = ("backbone", "rl")  # of each report.rl_ablation group
+ABLATION_ROLES = ("backbone", "workflow", "rl")  # of each report.rl_ablation group
+FLOPS_ROLES = ("backbone", "rl")  # Figure 10's
 FIGURES = (
     "figure1",
     "figure5",
@@ -1050,13 +1049,14 @@ def report_jobs(config: dict[str, Any], name: str) -> list[EvalJob]:
     every_job = eval_jobs(config, kinds)
     if name == PROBE_TABLE:  # the probe sets, and RULER-HQA at their lengths (random)
         probe = config["evaluation"].get("probe") or {"systems": {}, "n_docs": []}
+        lengths = set(probe["n_docs"])
         return [
             j
             for j in every_job
             if j.system in probe["systems"]
             and (
                 j.benchmark == PROBE_BENCHMARK
-                or (j.benchmark, j.length) in {("ruler_hqa", n) for n in probe["n_docs"]}
+                or (j.benchmark == "ruler_hqa" and j.length in lengths)
             )
         ]
     if name in MEMORY_ABLATION:  # the ablated systems and their variants
@@ -1089,12 +1089,9 @@ def report_jobs(config: dict[str, Any], name: str) -> list[EvalJob]:
             if kinds[j.system]["kind"] == "memalpha" and kinds[j.system]["model"] in runs
         ]
 
-    flops_systems = {
-        group[role] for group in flops_settings(config)["groups"].values() for role in FLOPS_ROLES
-    }
-
-    def rl_ablation(benchmark: str) -> list[EvalJob]:  # the systems of report.rl_ablation
-        ablated = {sid for group in rl_ablation_groups(config).values() for sid in group.values()}
+    def rl_ablation(benchmark: str, roles: Sequence[str] = ABLATION_ROLES) -> list[EvalJob]:
+        groups = rl_ablation_groups(config).values()  # report.rl_ablation's systems in `roles`
+        ablated = {group[role] for group in groups for role in roles}
         tasks = qa if benchmark == "longbench" else None
         return [j for j in select(benchmark, rag=False, tasks=tasks) if j.system in ablated]
 
@@ -1127,7 +1124,7 @@ def report_jobs(config: dict[str, Any], name: str) -> list[EvalJob]:
         "memalpha_table3": policies,
         **{name: functools.partial(ablation, bench) for name, bench in ABLATION_TABLES.items()},
         **{name: functools.partial(rl_ablation, b) for name, b in RL_ABLATION_FIGURES.items()},
-        FLOPS_FIGURE: lambda: [j for j in rl_ablation("ruler_hqa") if j.system in flops_systems],
+        FLOPS_FIGURE: lambda: rl_ablation("ruler_hqa", FLOPS_ROLES),
         "memalpha_frontier": lambda: select("memalpha", rag=None) + select("mab", rag=None),
         SUITES_TABLE: lambda: select("ruler_hqa", rag=None) + select("mab", rag=None),
         TRACE_TABLE: policies,
@@ -1166,12 +1163,15 @@ def memory_ablation_members(config: dict[str, Any], name: str) -> list[str]:
 
 
 def table_settings(config: dict[str, Any], name: str) -> dict[str, Any]:
-    """What one table or figure reads beyond `report_settings`: Table 7, the RULER settings it
-    reports; the memory ablation, its own systems (the only reports that show the variants)."""
+    """What one table or figure reads beyond `report_settings`: Figures 6 and 7 their groups,
+    Table 4 its probe, Table 7 the RULER settings it reports, the memory ablation its own
+    systems (the only reports that show the variants)."""
     if name in MEMORY_ABLATION:
         members = set(memory_ablation_members(config, name))
         systems = [s for s in _report_systems(config, True) if s["id"] in members]
         return {"systems": systems, "agent": config["agent"]}
+    if name in RL_ABLATION_FIGURES:
+        return {"rl_ablation": rl_ablation_groups(config)}
     if name == PROBE_TABLE:
         probe = config["evaluation"].get("probe") or {"systems": {}, "placements": []}
         return {"probe": {"systems": probe["systems"], "placements": probe["placements"]}}
@@ -1218,23 +1218,24 @@ def flops_models(config: dict[str, Any]) -> dict[str, str]:
     return models
 
 
+def _studies(config: dict[str, Any]) -> dict[tuple[str, str, int], dict[str, Any]]:
+    """`report.case_studies` by the evaluation each names: (benchmark, system, length)."""
+    return {
+        (study["benchmark"], study["system"], study["length"]): study
+        for study in config["report"].get("case_studies", [])
+    }
+
+
 def case_studies(config: dict[str, Any]) -> list[EvalJob]:
     """The MemAgent evaluations whose chosen samples `report.case_studies` traces."""
-    jobs = {(j.benchmark, j.system, j.length): j for j in eval_jobs(config)}
-    return [
-        jobs[(study["benchmark"], study["system"], study["length"])]
-        for study in config["report"].get("case_studies", [])
-    ]
+    studies = _studies(config)
+    return [j for j in eval_jobs(config) if (j.benchmark, j.system, j.length) in studies]
 
 
 def case_study_settings(config: dict[str, Any], job: EvalJob) -> dict[str, Any]:
     """What `memrl trace` reads for one case study: the evaluation (its tasks, the agent's
     chunk size that cut its contexts) and which samples to show."""
-    study = next(
-        s
-        for s in config["report"]["case_studies"]
-        if (s["benchmark"], s["system"], s["length"]) == (job.benchmark, job.system, job.length)
-    )
+    study = _studies(config)[(job.benchmark, job.system, job.length)]
     system = eval_systems(config)[job.system]
     return {
         **{key: value for key, value in job._asdict().items() if key != "shards"},

@@ -15,7 +15,7 @@ from __future__ import annotations
 import logging
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -132,6 +132,14 @@ class Traced:
 WorkflowFactory = Callable[[dict[str, Any]], Workflow | Traced]
 
 
+def row_chunks(
+    row: dict[str, Any], pool: Sequence[str] | None, tokenizer: Any, chunk_tokens: int
+) -> Iterator[str]:
+    """What a memory agent reads of a row: its context (stored, or rebuilt from doc ids and the
+    pool) in `chunk_tokens`-token chunks of the evaluated model's tokenizer."""
+    return token_chunks(tokenizer, context_pieces(row, pool), chunk_tokens)
+
+
 def memagent_system(
     task: Task, tokenizer: Any, pool: Sequence[str] | None, agent: MemAgentConfig
 ) -> WorkflowFactory:
@@ -139,7 +147,7 @@ def memagent_system(
     the memory after every chunk (`trace_fields`)."""
 
     def build(row: dict[str, Any]) -> Traced:
-        chunks = token_chunks(tokenizer, context_pieces(row, pool), agent.chunk_tokens)
+        chunks = row_chunks(row, pool, tokenizer, agent.chunk_tokens)
         trace = MemoryTrace()
         return Traced(
             memagent(question(task, row), chunks, agent, trace), lambda: trace_fields(trace)
@@ -171,7 +179,7 @@ def mem0_system(
     from memrl.baselines.mem0 import mem0_workflow
 
     def build(row: dict[str, Any]) -> Workflow:
-        chunks = token_chunks(tokenizer, context_pieces(row, pool), store.settings.chunk_tokens)
+        chunks = row_chunks(row, pool, tokenizer, store.settings.chunk_tokens)
         user = f"{task.task}-{row['index']}"
         return mem0_workflow(question(task, row), chunks, store, user, final_prompt, final_tokens)
 

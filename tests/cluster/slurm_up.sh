@@ -95,7 +95,11 @@ wait_for() {  # wait_for SECONDS WHAT COMMAND...: poll the command until it succ
   echo "slurm_up.sh: $what did not come up in ${seconds}s (logs: $STATE/log)" >&2; exit 1
 }
 wait_for 60 slurmdbd sacctmgr -n list cluster
-sacctmgr -i add cluster memrl >/dev/null 2>&1 || true
+listed() { [ -n "$(sacctmgr -n -P list "$@")" ]; }  # whether an accounting entity exists
+listed cluster memrl format=Cluster || sacctmgr -i add cluster memrl >/dev/null
+# the account the test profile submits with, and root in it
+listed account memrl format=Account || sacctmgr -i add account memrl cluster=memrl >/dev/null
+listed assoc user=root account=memrl format=User || sacctmgr -i add user root account=memrl >/dev/null
 alive "$STATE/slurmctld.pid" || slurmctld
 alive "$STATE/slurmd.pid" || slurmd
 wait_for 60 "an idle node" sh -c "sinfo -h -o %T | grep -q idle"

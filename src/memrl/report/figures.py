@@ -25,11 +25,13 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.ticker import NullLocator
 
+from memrl.config import ABLATION_ROLES
 from memrl.data.io import atomic_path, iter_jsonl
 from memrl.data.ruler import RULER_TASKS
 from memrl.report.tables import (
     AVG,
     NIAH_TASKS,
+    PAPER_TABLES,
     Key,
     Systems,
     build_paper_table,
@@ -447,11 +449,9 @@ def claim_lines(checks: Sequence[ClaimCheck]) -> list[str]:
 # --- the RL ablation (Figures 6 and 7) ---------------------------------------------------------
 
 # Each group of `report.rl_ablation` names its three systems by role, drawn in this order.
-ABLATION_ROLES = {
-    "backbone": "Backbone (whole context)",
-    "workflow": "MemAgent w/o RL",
-    "rl": "RL-MemAgent",
-}
+ROLE_LABELS = dict(  # each report.rl_ablation role's row label, in the config's order
+    zip(ABLATION_ROLES, ("Backbone (whole context)", "MemAgent w/o RL", "RL-MemAgent"), strict=True)
+)
 Groups = Mapping[str, Mapping[str, str]]  # group label -> role -> system id
 
 
@@ -468,8 +468,8 @@ def ablation_rows(table: pd.DataFrame, groups: Groups) -> dict[str, pd.DataFrame
                 f"RL ablation group {group!r}: system(s) {', '.join(missing)} not in the table "
                 "(each must run the figure's benchmark)"
             )
-        panel = table.loc[[row_of[roles[role]] for role in ABLATION_ROLES]].copy()
-        panel.index = pd.Index(list(ABLATION_ROLES.values()), name="role")
+        panel = table.loc[[row_of[roles[role]] for role in ROLE_LABELS]].copy()
+        panel.index = pd.Index(list(ROLE_LABELS.values()), name="role")
         panel.attrs = dict(table.attrs)
         panels[group] = panel
     return panels
@@ -569,7 +569,7 @@ def check_ablation_claims(
 
 
 def _ablation_statistic(claim: Mapping[str, Any], panel: pd.DataFrame) -> tuple[float | None, str]:
-    roles = [ABLATION_ROLES[role] for role in claim["of"]]
+    roles = [ROLE_LABELS[role] for role in claim["of"]]
     columns = [c for c in panel.columns if c != AVG]
     ours = {
         role: {c: cell.ours for c, cell in panel.loc[role].items() if c in columns}
@@ -1024,7 +1024,7 @@ def plot_paper_figure(
     records = list(records)
     if name in MEMORY_FIGURES:
         table_name, plot = MEMORY_FIGURES[name]
-        labels = ruler_length_labels if table_name == "table8" else length_labels
+        labels = ruler_length_labels if PAPER_TABLES[table_name].ruler_lengths else length_labels
         if agent is None:
             raise ValueError(f"{name}: the figures need the agent's budgets (agent)")
         table = build_paper_table(table_name, records, systems, paper, labels)

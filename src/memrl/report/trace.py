@@ -3,10 +3,10 @@ chosen samples, as Markdown and HTML, from a predictions file.
 
 A MemAgent prediction record carries `memory_trace` ({chunk, memory} for each chunk, from 0,
 after which the memory changed; "No previous memory" before chunk 0 is implicit) and `n_chunks`
-(the chunks read; memrl.evaluation.trace_fields). Given the chunks of the sample's context (the
-run's own chunking, `context_chunks`), the chunks that hold gold evidence are located: those
-containing one of the gold answers, case-insensitively, or the caller's evidence strings for that
-sample. Without them the trace is still rendered, its gold-evidence column saying "unknown".
+(the chunks read; memrl.evaluation.trace_fields). Given the chunks of the sample's context (cut
+as the run cut them, memrl.evaluation.row_chunks), the chunks that hold gold evidence are located:
+those containing one of the gold answers, case-insensitively, or the caller's evidence strings for
+that sample. Without them the trace is still rendered, its gold-evidence column saying "unknown".
 
 The rendered trace lists each chunk after which the memory changed (with that memory), each chunk
 holding gold evidence (with a snippet around it), and collapses every run of other chunks into one
@@ -106,29 +106,6 @@ def find_evidence(
 def gold_chunks(chunks: Iterable[str], strings: Sequence[str]) -> list[int]:
     """The chunks that contain one of `strings`, case-insensitively."""
     return sorted(find_evidence(chunks, strings, context_chars=0))
-
-
-def context_chunks(
-    row: dict[str, Any], pool: Sequence[str] | None, tokenizer: Any, chunk_tokens: int
-) -> Iterator[str]:
-    """The chunks MemAgent read of a dataset row: its context (stored, or rebuilt from doc ids
-    and the pool) cut as the evaluation cuts it (memrl.evaluation.memagent_system)."""
-    from memrl.agents.chunking import token_chunks
-    from memrl.data.ruler_hqa import context_pieces
-
-    return token_chunks(tokenizer, context_pieces(row, pool), chunk_tokens)
-
-
-def eval_rows(benchmark: str, task: str, path: str | Path) -> list[dict[str, Any]]:
-    """A task's eval-set rows as the evaluation reads them: LongBench's from its file, the
-    others' from the synthesized JSONL (contexts stored, or doc ids of the RULER-HQA pool)."""
-    if benchmark == "longbench":
-        from memrl.data.longbench import load_longbench
-
-        return load_longbench(path, task)
-    from memrl.data.io import read_jsonl
-
-    return read_jsonl(path, required=("index", "input", "answers"))
 
 
 # --- choosing samples ----------------------------------------------------------------------

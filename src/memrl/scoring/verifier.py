@@ -62,12 +62,8 @@ def normalise(answer: str, verifier: Verifier = DEFAULT_VERIFIER) -> str:
 def boxed_content(response: str, verifier: Verifier = DEFAULT_VERIFIER) -> str | None:
     """The raw box content the verifier reads: from the response's last 300 characters,
     lowercased; None when that window holds no box it accepts."""
-    check_verifier(verifier)
-    if verifier == "official":  # cut, then lowercase (the official order)
-        window = response[-TAIL_CHARS:].lower()
-    else:  # lowercase, then cut (ours before issue 16)
-        window = response.lower()[-TAIL_CHARS:]
-    return _EXTRACT[verifier](window)
+    # cut, then lowercase, as the official code does ("İ" lowercases to two characters)
+    return _EXTRACT[check_verifier(verifier)](response[-TAIL_CHARS:].lower())
 
 
 def boxed_answer(response: str, verifier: Verifier = DEFAULT_VERIFIER) -> str | None:
