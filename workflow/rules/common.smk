@@ -11,12 +11,14 @@ from snakemake.logging import logger
 from snakemake.settings.types import DeploymentMethod
 
 from memrl import config as cfg
-from memrl import locks, tracking
+from memrl import locks, slurm, tracking
 
 # A run killed by SIGKILL leaves Snakemake's lock; the plain command resumes (memrl.locks).
 if not workflow.remote_exec:
     for dead in locks.release_stale_lock():
         logger.warning(f"Released the lock left by a killed run (pid {dead['pid']}): resuming.")
+    # the SLURM executor plugin would wait forever for a job killed with scancel (memrl.slurm)
+    slurm.report_cancelled_jobs()
 
 cfg.check_config_files(workflow.configfiles)
 cfg.validate_config(config, Path(workflow.basedir) / "workflow/schemas/config.schema.yaml")
