@@ -19,15 +19,19 @@ pytestmark = pytest.mark.workflow
 WORKFLOW_FILES = ("Snakefile", "workflow", "config", "profiles", "envs")
 
 
-def snakemake(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    env = {
+def snakemake_env() -> dict[str, str]:
+    """This environment with the test's interpreter (its snakemake, its memrl) first on PATH."""
+    return {
         **os.environ,
         "PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ["PATH"]]),
     }
+
+
+def snakemake(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "snakemake", *args],
         cwd=cwd,
-        env=env,
+        env=snakemake_env(),
         capture_output=True,
         text=True,
         check=False,

@@ -1,26 +1,27 @@
-"""The SLURM path, for real (issue 15): a single-node SLURM cluster from Debian's packages
-(`slurm_up.sh`: munge, MariaDB + slurmdbd, slurmctld, slurmd) runs a slice of the smoke DAG
-(RULER-HQA synthesis -> the filter -> the document pool -> the eval set -> 2 evaluation shards
--> their merge) through the snakemake SLURM executor and the project's own SLURM profile,
-overridden only where a test cluster differs (account, partition, no GPUs, no apptainer, a
-laptop's memory). Every job goes through sbatch (sacct says so) and the outputs equal the same
-slice run locally. Needs root; the cluster is stopped at the end."""
+"""The SLURM path, for real (issue 15): the SLURM test cluster (`slurm_up.sh`: munge, MariaDB +
+slurmdbd, slurmctld and two slurmd nodes, each a host of its own in network namespaces) runs a
+slice of the smoke DAG (RULER-HQA synthesis -> the filter -> the document pool -> the eval set ->
+2 evaluation shards -> their merge) through the snakemake SLURM executor and the project's own
+SLURM profile, overridden only where a test cluster differs (account, partition, no GPUs, no
+apptainer, a laptop's memory, no automatic retry). A job that exits 1 and one killed by scancel
+are reported as failed (sacct agrees); the documented command, run again, resumes the slice,
+submitting only what is missing, and its outputs equal the same slice run locally. Every job
+goes through sbatch. Needs root; the cluster is stopped at the end."""
 
 from __future__ import annotations
 
-import os
 import re
 import subprocess
+import sys
 import time
 from pathlib import Path
 
 import pytest
 import yaml
-from test_workflow import copy_workflow, snakemake
+from test_workflow import copy_workflow, snakemake, snakemake_env
 
 pytestmark = pytest.mark.cluster
 
-HERE = Path(__file__).parent
 SLICE = "results/smoke/eval/ruler_hqa/memagent-tiny-instruct/50.metrics.json"
 ACCOUNT, PARTITION, MEM_MB = "memrl", "cpu", 2000  # slurm_up.sh's account and partition
 # rules whose own `resources` ask for more memory than a test machine has
@@ -35,24 +36,14 @@ MEMORY_HUNGRY = (
 SUBMITTED = re.compile(r"has been submitted with SLURM jobid (\d+)")
 
 
-@pytest.fixture(scope="module")
-def cluster():
-    if os.geteuid() != 0:
-        pytest.skip("the SLURM test cluster needs root (CI runs make cluster-test as root)")
-    subprocess.run(["bash", str(HERE / "slurm_up.sh")], check=True, timeout=900)
-    try:
-        yield
-    finally:
-        subprocess.run(["bash", str(HERE / "slurm_up.sh"), "down"], timeout=120)
-
-
 def cluster_profile(repo: Path) -> dict:
-    """profiles/slurm with only what a one-node CPU test cluster must change."""
+    """profiles/slurm with only what the CPU test cluster must change."""
     profile = yaml.safe_load((repo / "profiles/slurm/config.yaml").read_text())
     for key in ("software-deployment-method", "apptainer-args", "apptainer-prefix"):
         profile.pop(key)  # no apptainer here: the project virtualenv
     profile.update({"configfile": "config/smoke.yaml", "jobs": 4, "local-cores": 1})
-    profile.update({"latency-wait": 5, "retries": 0})
+    # no retry, so a failure shows at once; job states polled every 5 s, not every 40+
+    profile.update({"latency-wait": 5, "retries": 0, "slurm-init-seconds-before-status-checks": 5})
     profile["default-resources"].update(slurm_account=ACCOUNT, runtime=30, mem_mb=MEM_MB)
     resources = {
         rule: {"slurm_partition": PARTITION, "runtime": 30, "mem_mb": MEM_MB}  # no GPU keys
@@ -64,34 +55,95 @@ def cluster_profile(repo: Path) -> dict:
 
 def sacct_states(jobs: list[str]) -> dict[str, str]:
     done = subprocess.run(
-        ["sacct", "-n", "-X", "-P", "-o", "JobID,State", "-j", ",".join(jobs)],
+        ["sacct", "-n", "-X", "-P", "-o", "JobID,State,ExitCode", "-j", ",".join(jobs)],
         capture_output=True,
         text=True,
         check=True,
         timeout=60,
     )
-    return dict(line.split("|") for line in done.stdout.splitlines())
+    return {
+        job: f"{state} {code}"
+        for job, state, code in (line.split("|") for line in done.stdout.splitlines())
+    }
 
 
-def test_a_smoke_slice_runs_through_sbatch_and_matches_the_local_run(cluster, repo, tmp_path):
-    local, remote = tmp_path / "local", tmp_path / "slurm"
+def failed_job(output: str, state: str) -> str:
+    """The SLURM job the executor reported as failed with this state."""
+    found = re.findall(rf"SLURM-job '(\d+)' failed, SLURM status is: '{state}'", output)
+    assert len(found) == 1, output[-5000:]
+    return found[0]
+
+
+def cancel_when_running(run: subprocess.Popen, rule: str) -> str:
+    """scancel the first job of `rule` once it has run for a moment; its id."""
+    deadline = time.monotonic() + 900
+    while time.monotonic() < deadline and run.poll() is None:
+        queue = subprocess.run(
+            ["squeue", "-h", "-t", "RUNNING", "-o", "%i %k"], capture_output=True, text=True
+        ).stdout.split("\n")
+        running = [
+            line.split()[0]
+            for line in queue
+            if line.endswith(f" rule_{rule}") or f" rule_{rule}_" in line
+        ]
+        if running:
+            time.sleep(2)
+            subprocess.run(["scancel", running[0]], check=True, timeout=60)
+            return running[0]
+        time.sleep(0.5)
+    raise AssertionError(f"no {rule} job ran")
+
+
+def test_a_smoke_slice_fails_visibly_resumes_and_matches_the_local_run(
+    cluster, repo, tmp_path, shared_dir
+):
+    local, remote = tmp_path / "local", shared_dir  # the nodes see no one's /tmp but their own
+    local.mkdir()
     for work in (local, remote):
-        work.mkdir()
         copy_workflow(repo, work)
     profile = remote / "profiles/slurm-test"
     profile.mkdir()
     (profile / "config.yaml").write_text(yaml.safe_dump(cluster_profile(repo)))
+    on_slurm = ("--profile", "profiles/slurm-test", SLICE)  # the documented command
 
     ran = snakemake("--profile", "profiles/smoke", SLICE, cwd=local)
     assert ran.returncode == 0, ran.stderr[-3000:]
     started = time.monotonic()
-    ran = snakemake("--profile", "profiles/slurm-test", SLICE, cwd=remote)
+
+    # a job that exits 1: the training set it reads is corrupt
+    raw = "results/smoke/raw/hotpotqa_train.json"
+    assert snakemake("--profile", "profiles/slurm-test", raw, cwd=remote).returncode == 0
+    good = (remote / raw).read_bytes()
+    (remote / raw).write_bytes(good[: len(good) // 2])
+    ran = snakemake(*on_slurm, cwd=remote)
+    assert ran.returncode != 0
+    failed = failed_job(ran.stderr, "FAILED")
+    assert sacct_states([failed]) == {failed: "FAILED 1:0"}
+    assert "Error in rule synthesize_ruler_hqa" in ran.stderr
+    (remote / raw).write_bytes(good)  # the user fixes the data
+
+    # a job killed by scancel: the first evaluation shard, mid-way
+    with subprocess.Popen(
+        [sys.executable, "-m", "snakemake", *on_slurm],
+        cwd=remote,
+        env=snakemake_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    ) as run:
+        cancelled = cancel_when_running(run, "evaluate_shard")
+        output = run.communicate(timeout=600)[0]
+    assert run.returncode != 0
+    assert failed_job(output, "CANCELLED") == cancelled
+    assert sacct_states([cancelled])[cancelled].startswith("CANCELLED")
+
+    # the same command again: only the cancelled shard is left to run
+    ran = snakemake(*on_slurm, cwd=remote)
     assert ran.returncode == 0, ran.stderr[-5000:]
     jobs = SUBMITTED.findall(ran.stdout + ran.stderr)
-    # the slice's six compute jobs went through sbatch (downloads and the merge are localrules)
-    assert len(jobs) == 6, (ran.stdout + ran.stderr)[-3000:]
-    assert set(sacct_states(jobs).values()) == {"COMPLETED"}
-    print(f"SLURM slice: {len(jobs)} sbatch jobs in {time.monotonic() - started:.0f} s")
+    assert len(jobs) == 1, (ran.stdout + ran.stderr)[-3000:]
+    assert sacct_states(jobs) == {jobs[0]: "COMPLETED 0:0"}
+    print(f"SLURM slice with a failed and a cancelled job: {time.monotonic() - started:.0f} s")
     prefix = SLICE.removesuffix(".metrics.json")
     for suffix in (".metrics.json", ".predictions.jsonl"):
         ours, theirs = (work / f"{prefix}{suffix}" for work in (remote, local))

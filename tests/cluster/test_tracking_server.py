@@ -1,12 +1,16 @@
 """Tracking at scale (issue 15): the documented multi-user setup, a real `mlflow server` with a
-database backend and served artifacts, started here on 127.0.0.1; several pipelines whose jobs
-log to it at the same time, then load their provenance at the same time. Every run is recorded
-once, none is lost, each job is the child of its pipeline's run."""
+database backend and served artifacts, started here; several pipelines whose jobs log to it at the
+same time, then load their provenance at the same time. Every run is recorded once, none is lost,
+each job is the child of its pipeline's run. The jobs run as local processes (server on
+127.0.0.1), then as SLURM jobs on the test cluster's two nodes (server on the cluster network)."""
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import json
 import os
+import shlex
 import signal
 import socket
 import subprocess
@@ -16,6 +20,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+from slurm_jobs import finished, run
 
 from memrl import tracking
 
@@ -23,6 +28,7 @@ pytestmark = pytest.mark.cluster
 
 PIPELINES, JOBS = 4, 3
 STARTUP_S = 120  # the server's first start creates its database schema
+CONTROLLER_IP = "10.213.0.1"  # this host on the SLURM test cluster's network (slurm_up.sh)
 
 # A training job as memrl.verl.main runs one: its own process logs into the job's live run.
 LIVE_JOB = """
@@ -43,29 +49,29 @@ with tracking.job_run("train", {"job": name}, {"lr": 1e-6}, [], [], log) as reco
 """
 
 
-def free_port() -> int:
+def free_port(host: str) -> int:
     with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
+        sock.bind((host, 0))
         return sock.getsockname()[1]
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory):
-    root = tmp_path_factory.mktemp("mlflow-server")
-    port = free_port()
+@contextlib.contextmanager
+def mlflow_server(root: Path, host: str):
+    """`mlflow server` as documented (SQLite backend, served artifacts) on host; yields its URI."""
+    port = free_port(host)
     log = (root / "server.log").open("w")
     command = [
         sys.executable, "-m", "mlflow", "server",
         "--backend-store-uri", f"sqlite:///{root / 'mlflow.db'}",
         "--artifacts-destination", str(root / "artifacts"),
         "--serve-artifacts",
-        "--host", "127.0.0.1",
+        "--host", host,
         "--port", str(port),
     ]  # fmt: skip
     process = subprocess.Popen(
         command, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
     )
-    uri = f"http://127.0.0.1:{port}"
+    uri = f"http://{host}:{port}"
     try:
         deadline = time.monotonic() + STARTUP_S
         while True:
@@ -87,6 +93,12 @@ def server(tmp_path_factory):
             os.killpg(process.pid, signal.SIGKILL)
             process.wait()
         log.close()
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    with mlflow_server(tmp_path_factory.mktemp("mlflow-server"), "127.0.0.1") as uri:
+        yield uri
 
 
 def start_pipeline(results: Path, uri: str, i: int, monkeypatch) -> str:
@@ -115,15 +127,50 @@ def run_all(commands: list[list[str]], env: dict[str, str] | None = None) -> Non
 
 
 def test_concurrent_pipelines_and_jobs_record_every_run_once(server, tmp_path, monkeypatch):
-    monkeypatch.setenv("MEMRL_TRACKING", "on")
     monkeypatch.chdir(tmp_path)
-    pipelines = [tmp_path / f"user{i}" / f"results/t{i}" for i in range(PIPELINES)]
+    pipelines_log_and_load(server, tmp_path, monkeypatch, run_all)
+
+
+def test_slurm_jobs_on_two_nodes_log_to_the_server(cluster, shared_dir, monkeypatch):
+    """The same, each job an sbatch job on the SLURM test cluster's nodes, which reach the server
+    over the cluster's network (slurm_up.sh's bridge), as GPU nodes reach a site's server."""
+    (shared_dir / "server").mkdir()
+    jobs: list[str] = []
+    with mlflow_server(shared_dir / "server", CONTROLLER_IP) as uri:
+        monkeypatch.chdir(shared_dir)
+        pipelines_log_and_load(uri, shared_dir, monkeypatch, functools.partial(run_on_slurm, jobs))
+    nodes = run("sacct", "-n", "-X", "-P", "-o", "NodeList", "-j", ",".join(jobs)).split()
+    assert set(nodes) == {"memrl1", "memrl2"}  # the jobs ran on both nodes
+
+
+def run_on_slurm(submitted: list[str], commands: list[list[str]], env: dict[str, str]) -> None:
+    """sbatch every command at once (one CPU each); each job must complete within the bound."""
+    jobs = [
+        subprocess.run(
+            [
+                *("sbatch", "--parsable", "-A", "memrl", "-p", "cpu", "-c", "1", "--mem=1000"),
+                *("-t", "10", "-o", "slurm-%j.out", "--wrap", shlex.join(command)),
+            ],
+            capture_output=True, text=True, check=True, env=env, timeout=60,
+        ).stdout.strip()
+        for command in commands
+    ]  # fmt: skip
+    for job in jobs:
+        assert finished(job, 300) == ("COMPLETED", "0:0"), Path(f"slurm-{job}.out").read_text()
+    submitted += jobs
+
+
+def pipelines_log_and_load(server: str, work: Path, monkeypatch, run_jobs) -> None:
+    """4 pipelines whose jobs (run_jobs runs them all at once) log live to the server, then
+    load their provenance at once: every run recorded once, each job under its pipeline."""
+    monkeypatch.setenv("MEMRL_TRACKING", "on")
+    pipelines = [work / f"user{i}" / f"results/t{i}" for i in range(PIPELINES)]
     invocations = []
     for i, results in enumerate(pipelines):
         invocations.append(start_pipeline(results, server, i, monkeypatch))
         # the pipeline's jobs, all at once, each logging live to the shared server
         jobs = [[sys.executable, "-c", LIVE_JOB, str(results), f"job{j}"] for j in range(JOBS)]
-        run_all(jobs, env=dict(os.environ))
+        run_jobs(jobs, env=dict(os.environ))
         end_pipeline(results)
     # every pipeline loads its provenance at the same time
     loads = [[sys.executable, "-m", "memrl.tracking", str(r), "--uri", server] for r in pipelines]

@@ -172,6 +172,7 @@ def test_the_job_run_reaches_verls_ray_actors(config, tmp_path: Path, monkeypatc
     from verl.trainer.main_ppo import run_ppo
 
     monkeypatch.setenv("RAY_AUTH_MODE", "disabled")  # no token file in the home directory
+    monkeypatch.setenv("RAY_ADDRESS", "local")  # its own Ray, whatever else runs on this machine
     seen = tmp_path / "seen.json"
 
     @ray.remote(num_cpus=0)

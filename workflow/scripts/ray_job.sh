@@ -6,22 +6,32 @@
 # N == 1: exec cmd; verl's run_ppo starts a local Ray itself.
 # N > 1: inside a SLURM allocation of at least N nodes, start Ray on the first N, run cmd on the
 #   head (the first node) only, stop Ray. Two ways, chosen by MEMRL_RAY_LAUNCH:
-#   symmetric (default)  one `srun ... ray symmetric-run` (Ray >= 2.49): every node starts Ray,
-#                        the head runs cmd, then stops the cluster. Not for nodes shared with
-#                        other Ray clusters (fixed default ports).
-#   manual               head and workers started with `ray start ... --block` in the background
-#                        (port ranges from MEMRL_RAY_PORT, so two jobs on one node can coexist),
-#                        cmd on the head (srun) with RAY_ADDRESS set, Ray stopped on exit.
+#   manual (default)  `ray start --block` on the head, then on every worker, each one srun step
+#                     in the background (ports from MEMRL_RAY_PORT, so two jobs with ports 1000
+#                     apart can share nodes); cmd on the head (srun) with RAY_ADDRESS set once
+#                     all N nodes are alive. Every step is watched: Ray exiting on any node
+#                     before or while cmd runs ends the job with that node's name; waits are
+#                     bounded by MEMRL_RAY_WAIT. On exit the Ray steps get SIGTERM through srun,
+#                     which ends them (SLURM kills what is left of a step), and their srun is
+#                     killed if it outlives MEMRL_RAY_STOP_WAIT.
+#   symmetric         one `srun ... ray symmetric-run` (Ray >= 2.49): every node starts Ray, the
+#                     head runs cmd, then stops the cluster. Ray's own waits (30 s for the
+#                     nodes: RAY_SYMMETRIC_RUN_CLUSTER_WAIT_TIMEOUT); it exits 0 when Ray itself
+#                     fails to start, so the caller (memrl train) checks the final checkpoint.
+#                     Not for nodes shared with other Ray clusters (fixed default ports).
+# The head's address is the node's NodeAddr in SLURM (the address the cluster reaches it at),
+# or the IPv4 address of RAY_NETWORK_INTERFACE on it.
+# Exit status: cmd's own; 1 when Ray died under it; 2 for a usage error, a missing tool or a
+# cluster that did not come up in time.
 # Environment:
 #   MEMRL_RAY_PORT         GCS port of the head (6379); in manual mode the other ports follow it
-#   MEMRL_RAY_WAIT         seconds to wait for all nodes (300, manual mode)
+#   MEMRL_RAY_WAIT         seconds to wait for the head, then for all nodes (300, manual mode)
+#   MEMRL_RAY_STOP_WAIT    seconds Ray gets to stop before its steps are killed (60, manual mode)
 #   RAY_NETWORK_INTERFACE  interface whose IPv4 address the head advertises (e.g. ib0); also the
 #                          default of NCCL_SOCKET_IFNAME and GLOO_SOCKET_IFNAME
 #   MEMRL_SRUN_ARGS        extra srun arguments for the site (word-split), e.g. "--mpi=none"
 # srun inherits this environment (--export=ALL), so MLFLOW_*, HF_*, NCCL_*, GLOO_* and the rest
 # reach every node's Ray processes; memrl.verl.main also forwards MLFLOW_*/HF_* to Ray actors.
-# `ray symmetric-run` exits 0 when Ray itself fails to start: the caller (memrl train) checks
-# that the final checkpoint exists.
 set -euo pipefail
 
 die() {
@@ -83,17 +93,23 @@ fi
 if [[ -n "${RAY_NETWORK_INTERFACE:-}" ]]; then
     export NCCL_SOCKET_IFNAME="${NCCL_SOCKET_IFNAME:-$RAY_NETWORK_INTERFACE}"
     export GLOO_SOCKET_IFNAME="${GLOO_SOCKET_IFNAME:-$RAY_NETWORK_INTERFACE}"
-    head_ip="$(srun "${srun_args[@]}" --nodes=1 --ntasks=1 -w "$head_node" \
-        ip -o -4 addr show dev "$RAY_NETWORK_INTERFACE" | awk '{split($4, a, "/"); print a[1]; exit}')"
-else
-    head_ip="$(srun "${srun_args[@]}" --nodes=1 --ntasks=1 -w "$head_node" \
-        hostname --ip-address | awk '{print $1; exit}')"
 fi
+node_ip() { # the IPv4 address Ray advertises for a node
+    if [[ -n "${RAY_NETWORK_INTERFACE:-}" ]]; then
+        srun "${srun_args[@]}" --nodes=1 --ntasks=1 -w "$1" \
+            ip -o -4 addr show dev "$RAY_NETWORK_INTERFACE" | awk '{split($4, a, "/"); print a[1]; exit}'
+    else
+        local addr
+        addr="$(scontrol show node "$1" | grep -o 'NodeAddr=[^ ]*' | cut -d= -f2)"
+        getent ahostsv4 "${addr:-$1}" | awk '{print $1; exit}'
+    fi
+}
+head_ip="$(node_ip "$head_node")"
 [[ -n "$head_ip" ]] || die "could not find the IP address of the head node $head_node"
 address="$head_ip:$port"
 echo "ray_job.sh: $nodes nodes ($node_list), head $head_node at $address" >&2
 
-case "${MEMRL_RAY_LAUNCH:-symmetric}" in
+case "${MEMRL_RAY_LAUNCH:-manual}" in
 symmetric)
     exec srun "${srun_args[@]}" --nodes="$nodes" --ntasks="$nodes" --ntasks-per-node=1 \
         -w "$node_list" \
@@ -117,39 +133,87 @@ port_args=(
     --min-worker-port=$((port + 10))
     --max-worker-port=$((port + 999))
 )
-ray_pids=()
-cleanup() {
-    local pid
-    srun "${srun_args[@]}" --nodes="$nodes" --ntasks="$nodes" --ntasks-per-node=1 \
-        -w "$node_list" ray stop --force >/dev/null 2>&1 || true
-    for pid in "${ray_pids[@]}"; do
-        kill "$pid" 2>/dev/null || true
+declare -A ray_pid # node -> pid of the srun step running `ray start --block` there
+
+stop_ray() {
+    local node deadline=$((SECONDS + ${MEMRL_RAY_STOP_WAIT:-60}))
+    for node in "${!ray_pid[@]}"; do
+        kill -TERM "${ray_pid[$node]}" 2>/dev/null || true # srun ends its step
+    done
+    for node in "${!ray_pid[@]}"; do
+        while kill -0 "${ray_pid[$node]}" 2>/dev/null && ((SECONDS < deadline)); do
+            sleep 1
+        done
+        kill -KILL "${ray_pid[$node]}" 2>/dev/null || true
     done
 }
-trap cleanup EXIT
+trap stop_ray EXIT
+trap 'exit 143' TERM INT
 
-srun "${srun_args[@]}" --nodes=1 --ntasks=1 -w "$head_node" \
-    ray start --head --node-ip-address="$head_ip" --port="$port" --include-dashboard=false \
-    "${port_args[@]}" \
-    "${cpu_args[@]}" --num-gpus="$gpus" --block &
-ray_pids+=($!)
-sleep 10
-for node in "${job_nodes[@]:1}"; do
+start_ray() { # start_ray NODE ARGS...: `ray start --block` as a background step on NODE
+    local node=$1
+    shift
     srun "${srun_args[@]}" --nodes=1 --ntasks=1 -w "$node" \
-        ray start --address="$address" "${port_args[@]}" "${cpu_args[@]}" --num-gpus="$gpus" \
-        --block &
-    ray_pids+=($!)
-done
+        ray start "$@" "${port_args[@]}" "${cpu_args[@]}" --num-gpus="$gpus" --block &
+    ray_pid[$node]=$!
+}
 
-waited=0
-deadline="${MEMRL_RAY_WAIT:-300}"
-until RAY_ADDRESS="$address" python -c \
-    "import ray, sys; ray.init(); sys.exit(sum(n['Alive'] for n in ray.nodes()) < $nodes)" \
-    >/dev/null 2>&1; do
-    ((waited < deadline)) || die "Ray did not reach $nodes nodes within ${deadline}s"
-    sleep 10
-    waited=$((waited + 10))
+dead_ray_node() { # print a node whose Ray step has exited
+    local node
+    for node in "${!ray_pid[@]}"; do
+        kill -0 "${ray_pid[$node]}" 2>/dev/null || {
+            echo "$node"
+            return 0
+        }
+    done
+    return 1
+}
+
+ray_died() { # ray_died NODE WHEN: say that Ray exited on NODE, exit 1
+    local status=0
+    wait "${ray_pid[$1]}" || status=$?
+    unset "ray_pid[$1]"
+    echo "ray_job.sh: Ray on $1 exited (status $status) $2; its log is above" >&2
+    exit 1
+}
+
+wait_until() { # wait_until WHAT COMMAND...: poll COMMAND until it succeeds, Ray alive meanwhile
+    local what=$1 limit="${MEMRL_RAY_WAIT:-300}" node
+    local deadline=$((SECONDS + limit))
+    shift
+    until "$@" >/dev/null 2>&1; do
+        if node=$(dead_ray_node); then ray_died "$node" "while waiting for $what"; fi
+        ((SECONDS < deadline)) || die "gave up waiting for $what after ${limit}s (MEMRL_RAY_WAIT)"
+        sleep 2
+    done
+}
+
+alive_nodes_at_least() {
+    RAY_ADDRESS="$address" python -c "import ray, sys; ray.init(logging_level='ERROR')
+sys.exit(sum(n['Alive'] for n in ray.nodes()) < $1)"
+}
+
+start_ray "$head_node" --head --node-ip-address="$head_ip" --port="$port" --include-dashboard=false
+wait_until "the Ray head on $head_node at $address" ray health-check --address "$address"
+for node in "${job_nodes[@]:1}"; do
+    ip="$(node_ip "$node")"
+    [[ -n "$ip" ]] || die "could not find the IP address of node $node"
+    start_ray "$node" --address="$address" --node-ip-address="$ip"
 done
+wait_until "all $nodes Ray nodes (can every node reach $address?)" alive_nodes_at_least "$nodes"
 echo "ray_job.sh: Ray is up on $nodes nodes, running on $head_node: $*" >&2
 
-srun "${srun_args[@]}" --nodes=1 --ntasks=1 -w "$head_node" env RAY_ADDRESS="$address" "$@"
+srun "${srun_args[@]}" --nodes=1 --ntasks=1 -w "$head_node" env RAY_ADDRESS="$address" "$@" &
+command_pid=$!
+while kill -0 "$command_pid" 2>/dev/null; do
+    wait -n "$command_pid" "${ray_pid[@]}" || true
+    if node=$(dead_ray_node); then
+        kill -TERM "$command_pid" 2>/dev/null || true
+        wait "$command_pid" || true
+        ray_died "$node" "while the command was running"
+    fi
+done
+status=0
+wait "$command_pid" || status=$?
+((status == 0)) || echo "ray_job.sh: the command exited with status $status on $head_node" >&2
+exit "$status"

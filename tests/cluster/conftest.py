@@ -1,0 +1,35 @@
+"""The SLURM test cluster (slurm_up.sh) for the tests that submit to it, and what they share."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+HERE = Path(__file__).parent
+STATE = Path(os.environ.get("MEMRL_SLURM_STATE", "/var/lib/memrl-slurm"))
+
+
+@pytest.fixture(scope="session")
+def cluster():
+    """Two SLURM nodes (memrl1, memrl2), up for the session, stopped at its end."""
+    if os.geteuid() != 0:
+        pytest.skip("the SLURM test cluster needs root (CI runs make cluster-test as root)")
+    subprocess.run(["bash", str(HERE / "slurm_up.sh")], check=True, timeout=900)
+    try:
+        yield
+    finally:
+        subprocess.run(["bash", str(HERE / "slurm_up.sh"), "down"], timeout=120)
+
+
+@pytest.fixture
+def shared_dir(cluster, request):
+    """A directory every node sees (each node's /tmp is its own, as on a real cluster)."""
+    path = STATE / "work" / request.node.name
+    shutil.rmtree(path, ignore_errors=True)
+    path.mkdir(parents=True)
+    yield path
+    shutil.rmtree(path, ignore_errors=True)

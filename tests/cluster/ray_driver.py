@@ -1,0 +1,52 @@
+"""A CPU-only Ray driver for ray_job.sh on the test cluster (tests/cluster/test_ray.py): it checks
+that the cluster has every node and its resources, runs one task pinned to each node and prints
+where each ran. `--fail` exits 3 after that, `--hold S` then waits S seconds (a head to kill)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import socket
+import sys
+import time
+
+import ray
+from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+
+@ray.remote(num_cpus=1)
+def where() -> dict:
+    return {"host": socket.gethostname(), "ip": ray.util.get_node_ip_address()}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--nodes", type=int, required=True)
+    parser.add_argument("--gpus-per-node", type=int, required=True)
+    parser.add_argument("--fail", action="store_true")
+    parser.add_argument("--hold", type=float, default=0)
+    args = parser.parse_args()
+
+    ray.init(logging_level="ERROR")  # RAY_ADDRESS, from ray_job.sh
+    alive = [node for node in ray.nodes() if node["Alive"]]
+    resources = ray.cluster_resources()
+    if len(alive) != args.nodes or resources.get("GPU") != args.nodes * args.gpus_per_node:
+        print(f"ray_driver: expected {args.nodes} nodes, got {len(alive)}: {resources}")
+        return 4
+    pinned = [
+        where.options(
+            scheduling_strategy=NodeAffinitySchedulingStrategy(node["NodeID"], soft=False)
+        )
+        for node in alive
+    ]
+    ran = ray.get([task.remote() for task in pinned], timeout=120)
+    report = {"driver": socket.gethostname(), "tasks": ran, "resources": resources}
+    print("RAY_DRIVER " + json.dumps(report, sort_keys=True), flush=True)
+    if args.fail:
+        return 3
+    time.sleep(args.hold)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,143 @@
+"""The Ray launcher, for real (issue 15): workflow/scripts/ray_job.sh inside a 2-node allocation of
+the SLURM test cluster (two hosts of their own: host names, IPs, process tables, /tmp) starts a
+Ray cluster of the train environment's Ray (.venv-verl), and a CPU driver checks the cluster's
+nodes and resources and runs a task pinned to each node. Then its failure paths: a driver that
+fails, a worker that cannot reach the head, a head that dies under the driver. Each ends the job
+with ray_job.sh's message and a non-zero exit, in bounded time, with no Ray process left."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+from slurm_jobs import finished, run
+
+pytestmark = pytest.mark.cluster
+
+HEAD, WORKER = "memrl1", "memrl2"
+HEAD_IP, WORKER_IP, GCS_PORT = "10.213.0.11", "10.213.0.12", 6379
+JOB_TIMEOUT_S = 240  # no case may take longer: every wait in ray_job.sh is bounded
+RAY_PROCESSES = r"ray/core/src/ray|ray start|symmetric-run|ray_driver\.py|default_worker"
+
+
+def submit(repo: Path, work: Path, *driver_args: str, **env: str) -> tuple[str, Path]:
+    """sbatch ray_job.sh with the CPU driver on both nodes; (job id, its output file)."""
+    venv = repo / ".venv-verl" / "bin"
+    assert (venv / "ray").exists(), "make cluster-test builds .venv-verl (Ray) first"
+    script = work / "ray.sbatch"
+    script.write_text(
+        "#!/bin/bash\n"
+        f"cd {repo}\n"
+        "exec bash workflow/scripts/ray_job.sh --nodes 2 --gpus-per-node 1 -- "
+        "python tests/cluster/ray_driver.py --nodes 2 --gpus-per-node 1 "
+        + " ".join(driver_args)
+        + "\n"
+    )
+    out = work / "ray.out"
+    job_env = {
+        **os.environ,
+        "PATH": f"{venv}:{os.environ['PATH']}",
+        "RAY_USAGE_STATS_ENABLED": "0",  # nothing leaves the test cluster
+        "MEMRL_RAY_WAIT": "30",
+        "MEMRL_RAY_STOP_WAIT": "30",
+        **env,
+    }
+    job = subprocess.run(
+        [
+            *("sbatch", "--parsable", "-A", "memrl", "-p", "cpu", "-N", "2", "--gpus-per-node=1"),
+            *("-c", "2", "--mem=4000", "-t", "10", "-o", str(out), str(script)),
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+        env=job_env,
+        timeout=60,
+    ).stdout.strip()
+    return job, out
+
+
+def ray_processes() -> list[str]:
+    """Ray's processes on any node (the nodes share this machine's process table)."""
+    done = subprocess.run(["pgrep", "-af", RAY_PROCESSES], capture_output=True, text=True)
+    return [line for line in done.stdout.splitlines() if "pgrep" not in line]
+
+
+def assert_nothing_left() -> None:
+    deadline = time.monotonic() + 30  # the job's end kills its steps' processes
+    while ray_processes() and time.monotonic() < deadline:
+        time.sleep(1)
+    assert ray_processes() == []
+
+
+def driver_report(out: Path) -> dict:
+    found = re.search(r"^RAY_DRIVER (.*)$", out.read_text(), re.M)
+    assert found, out.read_text()[-3000:]
+    return json.loads(found.group(1))
+
+
+@pytest.mark.parametrize("launch", ["manual", "symmetric"])
+def test_ray_spans_both_nodes_and_runs_a_task_on_each(cluster, repo, shared_dir, launch):
+    # symmetric: a worker outlives the head by a minute, until its raylet gives up on the GCS
+    # (gcs_rpc_server_reconnect_timeout_s; lowering it kills the head's own symmetric-run, whose
+    # driver connection outlives the GCS while `ray stop` waits)
+    job, out = submit(repo, shared_dir, MEMRL_RAY_LAUNCH=launch)
+    assert finished(job, JOB_TIMEOUT_S) == ("COMPLETED", "0:0"), out.read_text()[-3000:]
+    report = driver_report(out)
+    assert report["driver"] == HEAD
+    hosts = {task["host"]: task["ip"] for task in report["tasks"]}
+    assert hosts == {HEAD: HEAD_IP, WORKER: WORKER_IP}
+    assert report["resources"]["GPU"] == 2 and report["resources"]["CPU"] == 4
+    assert_nothing_left()
+
+
+def test_a_failing_driver_fails_the_job_with_its_status(cluster, repo, shared_dir):
+    job, out = submit(repo, shared_dir, "--fail")
+    assert finished(job, JOB_TIMEOUT_S) == ("FAILED", "3:0")
+    driver_report(out)  # it ran on a full cluster, then failed
+    assert f"ray_job.sh: the command exited with status 3 on {HEAD}" in out.read_text()
+    assert_nothing_left()
+
+
+def test_a_worker_that_cannot_reach_the_head_fails_the_job(cluster, repo, shared_dir):
+    # a firewall on the worker: no TCP to the head's GCS port
+    nft = ["ip", "netns", "exec", WORKER, "nft"]
+    run(*nft, "add table inet memrl_test")
+    try:
+        run(*nft, "add chain inet memrl_test out { type filter hook output priority 0 ; }")
+        run(*nft, f"add rule inet memrl_test out ip daddr {HEAD_IP} tcp dport {GCS_PORT} drop")
+        job, out = submit(repo, shared_dir, MEMRL_RAY_WAIT="20")
+        state, code = finished(job, JOB_TIMEOUT_S)
+    finally:
+        run(*nft, "delete table inet memrl_test")
+    log = out.read_text()
+    assert state == "FAILED" and code != "0:0", log[-3000:]
+    assert "RAY_DRIVER" not in log  # the driver never started
+    assert re.search(
+        rf"ray_job.sh: (Ray on {WORKER} exited .* while waiting for all 2 Ray nodes"
+        r"|gave up waiting for all 2 Ray nodes .* after 20s)",
+        log,
+    ), log[-3000:]
+    assert_nothing_left()
+
+
+def test_a_head_that_dies_under_the_driver_fails_the_job(cluster, repo, shared_dir):
+    job, out = submit(repo, shared_dir, "--hold", "120")
+    deadline = time.monotonic() + JOB_TIMEOUT_S
+    while not (out.exists() and "RAY_DRIVER" in out.read_text()):
+        assert time.monotonic() < deadline, out.read_text()[-3000:] if out.exists() else job
+        time.sleep(1)
+    head_pids = set(run("ip", "netns", "pids", HEAD).split())
+    gcs = [line.split()[0] for line in ray_processes() if "gcs_server" in line]
+    killed = [pid for pid in gcs if pid in head_pids]
+    assert len(killed) == 1, ray_processes()
+    os.kill(int(killed[0]), 9)
+    assert finished(job, JOB_TIMEOUT_S)[0] == "FAILED"
+    assert f"ray_job.sh: Ray on {HEAD} exited (status 1) while the command was running" in (
+        out.read_text()
+    )
+    assert_nothing_left()
