@@ -18,12 +18,13 @@ from pathlib import Path
 
 import pytest
 import yaml
+from slurm_jobs import ACCOUNT, PARTITION, accounting, run
 from test_workflow import copy_workflow, snakemake, snakemake_env
 
 pytestmark = pytest.mark.cluster
 
 SLICE = "results/smoke/eval/ruler_hqa/memagent-tiny-instruct/50.metrics.json"
-ACCOUNT, PARTITION, MEM_MB = "memrl", "cpu", 2000  # slurm_up.sh's account and partition
+MEM_MB = 2000
 # rules whose own `resources` ask for more memory than a test machine has
 MEMORY_HUNGRY = (
     "synthesize_ruler_hqa",
@@ -53,20 +54,6 @@ def cluster_profile(repo: Path) -> dict:
     return profile
 
 
-def sacct_states(jobs: list[str]) -> dict[str, str]:
-    done = subprocess.run(
-        ["sacct", "-n", "-X", "-P", "-o", "JobID,State,ExitCode", "-j", ",".join(jobs)],
-        capture_output=True,
-        text=True,
-        check=True,
-        timeout=60,
-    )
-    return {
-        job: f"{state} {code}"
-        for job, state, code in (line.split("|") for line in done.stdout.splitlines())
-    }
-
-
 def failed_job(output: str, state: str) -> str:
     """The SLURM job the executor reported as failed with this state."""
     found = re.findall(rf"SLURM-job '(\d+)' failed, SLURM status is: '{state}'", output)
@@ -74,22 +61,21 @@ def failed_job(output: str, state: str) -> str:
     return found[0]
 
 
-def cancel_when_running(run: subprocess.Popen, rule: str) -> str:
+def cancel_when_running(snakemake_run: subprocess.Popen, rule: str) -> str:
     """scancel the first job of `rule` once it has run for a moment; its id."""
     deadline = time.monotonic() + 900
-    while time.monotonic() < deadline and run.poll() is None:
-        queue = subprocess.run(
-            ["squeue", "-h", "-t", "RUNNING", "-o", "%i %k"], capture_output=True, text=True
-        ).stdout.split("\n")
+    while time.monotonic() < deadline and snakemake_run.poll() is None:
         running = [
-            line.split()[0]
-            for line in queue
-            if line.endswith(f" rule_{rule}") or f" rule_{rule}_" in line
+            line.split(" ", 1)
+            for line in run("squeue", "-h", "-t", "RUNNING", "-o", "%i %k").splitlines()
+        ]  # the plugin's comment: rule_<rule>[_wildcards_...]
+        jobs = [
+            job for job, comment in running if re.match(rf"rule_{rule}(_wildcards_|$)", comment)
         ]
-        if running:
+        if jobs:
             time.sleep(2)
-            subprocess.run(["scancel", running[0]], check=True, timeout=60)
-            return running[0]
+            run("scancel", jobs[0])
+            return jobs[0]
         time.sleep(0.5)
     raise AssertionError(f"no {rule} job ran")
 
@@ -118,7 +104,7 @@ def test_a_smoke_slice_fails_visibly_resumes_and_matches_the_local_run(
     ran = snakemake(*on_slurm, cwd=remote)
     assert ran.returncode != 0
     failed = failed_job(ran.stderr, "FAILED")
-    assert sacct_states([failed]) == {failed: "FAILED 1:0"}
+    assert accounting([failed]) == {failed: ("FAILED", "1:0")}
     assert "Error in rule synthesize_ruler_hqa" in ran.stderr
     (remote / raw).write_bytes(good)  # the user fixes the data
 
@@ -135,14 +121,14 @@ def test_a_smoke_slice_fails_visibly_resumes_and_matches_the_local_run(
         output = run.communicate(timeout=600)[0]
     assert run.returncode != 0
     assert failed_job(output, "CANCELLED") == cancelled
-    assert sacct_states([cancelled])[cancelled].startswith("CANCELLED")
+    assert accounting([cancelled])[cancelled][0] == "CANCELLED"
 
     # the same command again: only the cancelled shard is left to run
     ran = snakemake(*on_slurm, cwd=remote)
     assert ran.returncode == 0, ran.stderr[-5000:]
     jobs = SUBMITTED.findall(ran.stdout + ran.stderr)
     assert len(jobs) == 1, (ran.stdout + ran.stderr)[-3000:]
-    assert sacct_states(jobs) == {jobs[0]: "COMPLETED 0:0"}
+    assert accounting(jobs) == {jobs[0]: ("COMPLETED", "0:0")}
     print(f"SLURM slice with a failed and a cancelled job: {time.monotonic() - started:.0f} s")
     prefix = SLICE.removesuffix(".metrics.json")
     for suffix in (".metrics.json", ".predictions.jsonl"):

@@ -20,7 +20,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from slurm_jobs import finished, run
+from slurm_jobs import CONTROLLER_IP, NODE_IP, finished, run, sbatch
 
 from memrl import tracking
 
@@ -28,7 +28,6 @@ pytestmark = pytest.mark.cluster
 
 PIPELINES, JOBS = 4, 3
 STARTUP_S = 120  # the server's first start creates its database schema
-CONTROLLER_IP = "10.213.0.1"  # this host on the SLURM test cluster's network (slurm_up.sh)
 
 # A training job as memrl.verl.main runs one: its own process logs into the job's live run.
 LIVE_JOB = """
@@ -140,21 +139,19 @@ def test_slurm_jobs_on_two_nodes_log_to_the_server(cluster, shared_dir, monkeypa
         monkeypatch.chdir(shared_dir)
         pipelines_log_and_load(uri, shared_dir, monkeypatch, functools.partial(run_on_slurm, jobs))
     nodes = run("sacct", "-n", "-X", "-P", "-o", "NodeList", "-j", ",".join(jobs)).split()
-    assert set(nodes) == {"memrl1", "memrl2"}  # the jobs ran on both nodes
+    assert set(nodes) == set(NODE_IP)  # the jobs ran on both nodes
 
 
 def run_on_slurm(submitted: list[str], commands: list[list[str]], env: dict[str, str]) -> None:
     """sbatch every command at once (one CPU each); each job must complete within the bound."""
     jobs = [
-        subprocess.run(
-            [
-                *("sbatch", "--parsable", "-A", "memrl", "-p", "cpu", "-c", "1", "--mem=1000"),
-                *("-t", "10", "-o", "slurm-%j.out", "--wrap", shlex.join(command)),
-            ],
-            capture_output=True, text=True, check=True, env=env, timeout=60,
-        ).stdout.strip()
+        sbatch(
+            *("-c", "1", "--mem=1000", "-t", "10", "-o", "slurm-%j.out"),
+            *("--wrap", shlex.join(command)),
+            env=env,
+        )
         for command in commands
-    ]  # fmt: skip
+    ]
     for job in jobs:
         assert finished(job, 300) == ("COMPLETED", "0:0"), Path(f"slurm-{job}.out").read_text()
     submitted += jobs

@@ -172,7 +172,6 @@ dead_ray_node() { # print a node whose Ray step has exited
 ray_died() { # ray_died NODE WHEN: say that Ray exited on NODE, exit 1
     local status=0
     wait "${ray_pid[$1]}" || status=$?
-    unset "ray_pid[$1]"
     echo "ray_job.sh: Ray on $1 exited (status $status) $2; its log is above" >&2
     exit 1
 }
