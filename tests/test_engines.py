@@ -1,11 +1,12 @@
-"""Engines: HF details on the tiny model, vLLM and OpenAI against injected fakes, the factory."""
+"""Engines: HF details on the tiny model, OpenAI against an injected fake client, vLLM's GPU-only
+settings at its boundary, the factory. tests/vllm run vLLM itself (CPU build) and its server."""
 
 from __future__ import annotations
 
 import asyncio
 import sys
 import types
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -121,117 +122,70 @@ class FakeOutput:
 
 @dataclass
 class FakeLLM:
+    """vLLM's `LLM` on a multi-GPU machine: what cannot run here (tests/vllm run the rest)."""
+
     init: dict[str, Any]
-    calls: list[dict[str, Any]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         actual = self.init.get("max_model_len", 32768)
-        if self.init.get("hf_overrides") == {"shrink": True}:
-            actual = 1024
         config = types.SimpleNamespace(max_model_len=actual)
         self.llm_engine = types.SimpleNamespace(model_config=config)
 
     def get_tokenizer(self) -> str:
         return "fake-tokenizer"
 
-    def chat(self, messages, sampling_params, use_tqdm, **kwargs):
-        self.calls.append(
-            {"messages": messages, "params": sampling_params, "tqdm": use_tqdm, **kwargs}
-        )
-        if any(m[0]["content"] == "too long" for m in messages):
-            raise ValueError("prompt longer than max_model_len")
-        return [
-            FakeOutput([len(m[0]["content"])], [FakeSample(m[0]["content"].upper(), [7, 8])])
-            for m in messages
-        ]
-
 
 @pytest.fixture
 def fake_vllm(monkeypatch: pytest.MonkeyPatch) -> types.ModuleType:
+    """A CUDA build of vLLM, at its boundary: `LLM(...)` and the platform it reports."""
     module = types.ModuleType("vllm")
     module.LLM = lambda **kwargs: FakeLLM(kwargs)  # type: ignore[attr-defined]
-    module.SamplingParams = lambda **kwargs: kwargs  # type: ignore[attr-defined]
+    platforms = types.ModuleType("vllm.platforms")
+    platforms.current_platform = types.SimpleNamespace(is_cpu=lambda: False)  # type: ignore[attr-defined]
     monkeypatch.setitem(sys.modules, "vllm", module)
+    monkeypatch.setitem(sys.modules, "vllm.platforms", platforms)
     return module
 
 
-def test_vllm_engine_arguments_and_mapping(fake_vllm: types.ModuleType) -> None:
+def test_vllm_engine_gpu_settings_reach_vllm(fake_vllm: types.ModuleType) -> None:
+    """Tensor parallelism, CUDA graphs and the GPU memory share: GPU-only, so at the boundary."""
     yarn = {"rope_parameters": {"rope_type": "yarn", "factor": 4.0}}
     engine = VLLMEngine(
         "/models/qwen", tensor_parallel_size=2, max_model_len=131072, hf_overrides=yarn, seed=3
     )
+    assert engine.device == "cuda"
     assert engine.llm.init == {
         "model": "/models/qwen",
         "tensor_parallel_size": 2,
         "enable_prefix_caching": True,
         "gpu_memory_utilization": 0.9,
+        "enforce_eager": False,
+        "dtype": "auto",
         "seed": 3,
         "max_model_len": 131072,
         "hf_overrides": yarn,
     }
-    assert engine.tokenizer == "fake-tokenizer"
-    done = engine.chat([ask("ab", 5), ask("cde", 9)], SamplingParams(0.7, 0.95, seed=10))
-    (call,) = engine.llm.calls
-    assert call["messages"] == [
-        [{"role": "user", "content": "ab"}],
-        [{"role": "user", "content": "cde"}],
-    ]
-    assert call["params"] == [
-        {"temperature": 0.7, "top_p": 0.95, "max_tokens": 5, "seed": 10},
-        {"temperature": 0.7, "top_p": 0.95, "max_tokens": 9, "seed": 11},
-    ]
-    assert call["tqdm"] is True
-    assert [(c.text, c.prompt_ids, c.response_ids, c.error) for c in done] == [
-        ("AB", [2], [7, 8], None),
-        ("CDE", [3], [7, 8], None),
-    ]
-
-
-def test_vllm_engine_defaults_and_isolated_failures(fake_vllm: types.ModuleType) -> None:
-    engine = VLLMEngine("/models/qwen")
-    assert "max_model_len" not in engine.llm.init and "hf_overrides" not in engine.llm.init
-    assert engine.max_model_len == 32768
-    done = engine.chat([ask("ok"), ask("too long"), ask("fine")], SamplingParams())
-    assert [c.failed for c in done] == [False, True, False]
-    assert "max_model_len" in (done[1].error or "")
-    assert [c.text for c in done] == ["OK", "", "FINE"]
-    assert engine.llm.calls[0]["params"][0]["seed"] is None
-    assert engine.chat([], SamplingParams()) == []
-
-
-def test_vllm_engine_one_call_per_chat_template_setting(fake_vllm: types.ModuleType) -> None:
-    engine = VLLMEngine("/models/qwen")
-    off = ChatRequest(({"role": "user", "content": "b"},), 4, enable_thinking=False)
-    done = engine.chat([ask("a"), off, ask("c")], SamplingParams(seed=0))
-    assert [c.text for c in done] == ["A", "B", "C"]
-    plain, thinking_off = engine.llm.calls
-    assert "chat_template_kwargs" not in plain
-    assert [p["seed"] for p in plain["params"]] == [0, 2]  # seeds follow the request index
-    assert thinking_off["chat_template_kwargs"] == {"enable_thinking": False}
-    assert thinking_off["messages"] == [[{"role": "user", "content": "b"}]]
-    assert plain["add_generation_prompt"] and not plain["continue_final_message"]
-
-
-def test_vllm_engine_continues_a_prefilled_assistant_turn(fake_vllm: types.ModuleType) -> None:
-    engine = VLLMEngine("/models/qwen")
-    prefilled = ChatRequest(
-        ({"role": "user", "content": "x"}, {"role": "assistant", "content": "<think>m"}),
-        4,
-        continue_final=True,
-    )
-    engine.chat([ask("a"), prefilled], SamplingParams())
-    plain, continued = engine.llm.calls
-    assert (plain["add_generation_prompt"], plain["continue_final_message"]) == (True, False)
-    assert (continued["add_generation_prompt"], continued["continue_final_message"]) == (
-        False,
+    tuned = VLLMEngine("/models/qwen", gpu_memory_utilization=0.5, enforce_eager=True)
+    assert (tuned.llm.init["gpu_memory_utilization"], tuned.llm.init["enforce_eager"]) == (
+        0.5,
         True,
     )
-    assert continued["messages"] == [list(prefilled.messages)]
 
 
-def test_vllm_engine_checks_max_model_len(fake_vllm: types.ModuleType) -> None:
-    with pytest.raises(ValueError, match=r"max_model_len=1024, but 4096 was requested"):
-        VLLMEngine("/models/qwen", max_model_len=4096, hf_overrides={"shrink": True})
+def test_device_defaults_fill_only_unset_settings() -> None:
+    from memrl.engines.vllm import with_device_defaults
+
+    unset = {"gpu_memory_utilization": None, "enforce_eager": None}
+    assert with_device_defaults(unset, "cpu") == {
+        "gpu_memory_utilization": 0.3,
+        "enforce_eager": True,
+    }
+    assert with_device_defaults(unset, "cuda") == {
+        "gpu_memory_utilization": 0.9,
+        "enforce_eager": False,
+    }
+    given = {"gpu_memory_utilization": 0.2, "enforce_eager": False}
+    assert with_device_defaults(given, "cpu") == given
 
 
 # --- OpenAI (fake client) ------------------------------------------------------------------
@@ -360,7 +314,7 @@ def test_make_engine(tiny: Path, fake_vllm: types.ModuleType) -> None:
     client = fake_client()
     openai = make_engine("openai", str(tiny), {"client": client, "concurrency": 8})
     assert isinstance(openai, OpenAIEngine) and openai.model == str(tiny)
-    with pytest.raises(ValueError, match="allowed: hf, vllm, openai"):
+    with pytest.raises(ValueError, match="allowed: hf, vllm, openai, served"):
         make_engine("llamacpp", str(tiny), {})
     with pytest.raises(ValueError, match=r"unknown settings for engine 'hf': temperature"):
         make_engine("hf", str(tiny), {"temperature": 0.5})

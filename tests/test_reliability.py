@@ -36,6 +36,7 @@ from memrl.data.ruler_hqa import read_pool
 from memrl.engines.base import ChatRequest, Completion, SamplingParams
 from memrl.engines.hf import HFEngine
 from memrl.engines.openai import OpenAIEngine
+from memrl.engines.served import ServedEngine
 from memrl.engines.vllm import VLLMEngine
 from memrl.evaluation import Task, check_failures, evaluate, load_finished, record, summarize
 from memrl.models.tiny import build_tiny_model
@@ -187,6 +188,9 @@ def test_each_engine_kind_takes_exactly_its_constructors_options():
     )
     assert allowed["openai"] == options(
         OpenAIEngine, {"model", "api_key", "tokenizer_path", "retry_delay", "client"}
+    )
+    assert allowed["served"] == options(
+        ServedEngine, {"model_path", "tensor_parallel_size", "log_path"}
     )
 
 

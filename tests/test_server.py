@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from memrl.engines import server
-from memrl.engines.server import ServerError, free_port, served, vllm_serve_command
+from memrl.engines.server import ServerError, free_port, served, vllm_server_command
 
 SERVER = textwrap.dedent(
     """
@@ -99,10 +99,17 @@ def test_a_server_never_healthy_times_out_and_is_stopped(script, tmp_path):
         urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=1)
 
 
-def test_vllm_serve_command_names_the_model_as_the_reward_code_asks():
-    argv = vllm_serve_command("/m/qwen3-32b", "qwen3-32b", 8123, tensor_parallel_size=2)
-    assert argv[:3] == ["vllm", "serve", "/m/qwen3-32b"]
-    pairs = dict(zip(argv[3::2], argv[4::2], strict=True))
+def test_vllm_server_command_names_the_model_as_the_reward_code_asks():
+    argv = vllm_server_command("/m/qwen3-32b", "qwen3-32b", 8123, tensor_parallel_size=2)
+    # the server module of the job's own interpreter: `vllm serve` fails in the CPU build
+    assert argv[:5] == [
+        sys.executable,
+        "-m",
+        "vllm.entrypoints.openai.api_server",
+        "--model",
+        "/m/qwen3-32b",
+    ]
+    pairs = dict(zip(argv[5::2], argv[6::2], strict=True))
     assert pairs == {
         "--served-model-name": "qwen3-32b",
         "--host": "127.0.0.1",
@@ -110,4 +117,12 @@ def test_vllm_serve_command_names_the_model_as_the_reward_code_asks():
         "--tensor-parallel-size": "2",
         "--gpu-memory-utilization": "0.9",
     }
-    assert vllm_serve_command("m", "n", 1, max_model_len=32768)[-2:] == ["--max-model-len", "32768"]
+    assert vllm_server_command("m", "n", 1, max_model_len=32768)[-2:] == [
+        "--max-model-len",
+        "32768",
+    ]
+    cpu = vllm_server_command("m", "n", 1, dtype="float32", enforce_eager=True)
+    assert cpu[-3:] == ["--dtype", "float32", "--enforce-eager"]
+    assert vllm_server_command("m", "n", 1, enable_prefix_caching=False)[-1] == (
+        "--no-enable-prefix-caching"
+    )

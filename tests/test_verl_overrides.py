@@ -392,7 +392,11 @@ def test_the_qa_server_shares_one_node_by_splitting_its_gpus() -> None:
     )
     assert plan.trainer_env == {"CUDA_VISIBLE_DEVICES": "3,4,5,6"}
     assert plan.server_env == {"CUDA_VISIBLE_DEVICES": "7,8,9,10"}  # qa_server.gpus = 4
-    assert plan.host == "127.0.0.1" and plan.command[:3] == ["vllm", "serve", "models/qwen3-32b"]
+    assert plan.host == "127.0.0.1" and plan.command[2:5] == [
+        "vllm.entrypoints.openai.api_server",
+        "--model",
+        "models/qwen3-32b",
+    ]
     command = " ".join(plan.command)
     assert "--served-model-name qwen3-32b" in command and "--tensor-parallel-size 4" in command
     assert "--port 8001" in command and "--max-model-len 40960" in command

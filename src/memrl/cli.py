@@ -88,7 +88,9 @@ def cmd_filter(args: argparse.Namespace, run: tracking.JobRecord) -> None:
         raise SystemExit(
             f"--model names {sorted(model_dirs)} differ from settings {sorted(s['models'])}"
         )
-    engines = {name: build_engine(model_dirs[name], spec) for name, spec in s["models"].items()}
+    engines = {
+        name: build_engine(model_dirs[name], spec, args.log) for name, spec in s["models"].items()
+    }
     report: dict[str, Any] = {}
     for split, src, dst in (("train", args.train, args.out_train), ("dev", args.dev, args.out_dev)):
         kept, report[split] = filter_questions(
@@ -301,7 +303,7 @@ def cmd_evaluate(args: argparse.Namespace, run: tracking.JobRecord) -> None:
     s = args.settings
     if (args.metrics is None) == (s["shards"] == 1):
         raise SystemExit(f"--metrics goes with an unsharded evaluation (shards={s['shards']})")
-    engine = build_engine(args.model, _engine_spec(s))
+    engine = build_engine(args.model, _engine_spec(s), args.log)
     if s["benchmark"] in MEMALPHA_BENCHMARKS or memorizes(s, s["benchmark"]):
         rows_of, runner = _memalpha_evaluation(s, engine, args.memories, args.pool)
 
@@ -371,7 +373,7 @@ def cmd_memorize(args: argparse.Namespace, run: tracking.JobRecord) -> None:
     from memrl.evaluation import mem1_memorize_runner, memagent_memorize_runner
 
     s = args.settings
-    engine = build_engine(args.model, _engine_spec(s))
+    engine = build_engine(args.model, _engine_spec(s), args.log)
     sampling = SamplingParams(**s["sampling"])
     inputs = [args.model]
     if s["kind"] == "memagent":
@@ -838,11 +840,14 @@ def cmd_trace(args: argparse.Namespace, run: tracking.JobRecord) -> None:
 # --- plumbing ------------------------------------------------------------------------------------
 
 
-def build_engine(model: Path | str, spec: dict[str, Any]) -> Any:
-    """An engine from a config engine block: `kind` picks it, the other keys configure it."""
+def build_engine(model: Path | str, spec: dict[str, Any], job_log: Path | None) -> Any:
+    """An engine from a config engine block: `kind` picks it, the other keys configure it. A
+    server the engine starts (`served`) logs beside the job's log."""
     from memrl.engines import make_engine
 
     options = {key: value for key, value in spec.items() if key != "kind"}
+    if spec["kind"] == "served" and job_log is not None:
+        options["log_path"] = job_log.with_name(f"{job_log.stem}.{Path(model).name}.server.log")
     return make_engine(spec["kind"], str(model), options)
 
 

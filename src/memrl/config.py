@@ -9,6 +9,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
+import shlex
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -681,12 +682,18 @@ def config_hash(config: dict[str, Any]) -> str:
 # --- per-job settings: exactly what one job may read from the config ----------------------------
 
 
+def infer_memrl(config: dict[str, Any]) -> str:
+    """The command that runs the infer jobs' `memrl`: `infer_venv`'s, else the one on PATH."""
+    venv = config.get("infer_venv")
+    return shlex.quote(str(Path(venv) / "bin" / "memrl")) if venv else "memrl"
+
+
 def engine_settings(
     config: dict[str, Any], spec: dict[str, Any] | None, model: str
 ) -> dict[str, Any]:
     """An engine block (`spec`, else evaluation.engine) with the model's tensor-parallel size."""
     engine = dict(spec or config["evaluation"]["engine"])
-    if engine["kind"] == "vllm":
+    if engine["kind"] in ("vllm", "served"):
         engine.setdefault("tensor_parallel_size", max(1, model_gpus(config, model)))
     return engine
 

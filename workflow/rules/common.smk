@@ -35,6 +35,8 @@ if not WANTS_APPTAINER or HAS_APPTAINER or workflow.remote_exec:
     CONTAINERS = config["containers"]
 else:
     CONTAINERS = dict.fromkeys(config["containers"])
+# The infer jobs' `memrl`: a virtualenv's (infer_venv) or the one on PATH.
+INFER_MEMRL = cfg.infer_memrl(config)
 SYSTEMS = cfg.eval_systems(config)
 EVAL_JOBS = {(j.benchmark, j.system, j.length): j for j in cfg.eval_jobs(config, SYSTEMS)}
 
@@ -65,6 +67,9 @@ onstart:
             "software-deployment-method apptainer: neither apptainer nor singularity is on PATH. "
             "Install apptainer, or run with --sdm conda (envs/README.md)."
         )
+    venv = config.get("infer_venv")
+    if venv and not (Path(venv) / "bin" / "memrl").is_file():
+        raise WorkflowError(f"infer_venv {venv}: no bin/memrl there; build it with make vllm-env")
     locks.record_lock_holder()
     tracking.start_invocation(Path(R), cfg.tracking_uri(config), config, _snakemake.__version__)
 

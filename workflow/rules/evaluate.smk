@@ -64,7 +64,7 @@ rule evaluate:
         memories=get_eval_memories_arg,
         metrics=get_eval_metrics_arg,
     shell:
-        "memrl --job {params.job:q} --log {log:q} evaluate --settings {params.settings:q}"
+        INFER_MEMRL + " --job {params.job:q} --log {log:q} evaluate --settings {params.settings:q}"
         " --data {input.data:q} {params.pool} {params.memories} --model {input.model:q}"
         " --predictions {output.predictions:q} {params.metrics} 2> {log:q}"
 
@@ -111,7 +111,7 @@ rule memorize:
         tokenizer=get_memorize_tokenizer_arg,
         pool=get_eval_pool_arg,
     shell:
-        "memrl --job {params.job:q} --log {log:q} memorize --settings {params.settings:q}"
+        INFER_MEMRL + " --job {params.job:q} --log {log:q} memorize --settings {params.settings:q}"
         " --data {input.data:q} --model {input.model:q} {params.tokenizer} {params.pool}"
         " --memories {output.memories:q} 2> {log:q}"
 

@@ -8,7 +8,7 @@ from typing import Any
 
 from memrl.engines.base import ChatEngine, ChatRequest, Completion, SamplingParams
 
-ENGINE_KINDS = ("hf", "vllm", "openai")
+ENGINE_KINDS = ("hf", "vllm", "openai", "served")
 
 __all__ = [
     "ENGINE_KINDS",
@@ -24,7 +24,8 @@ def make_engine(kind: str, model_path: str, settings: dict[str, Any]) -> ChatEng
     """Build the engine `kind` for `model_path`; `settings` are its constructor's keyword options.
 
     For "openai", `model_path` is the served model name and also the default `tokenizer_path`;
-    a hosted model's directory (model source `api`) names the model it stands for.
+    a hosted model's directory (model source `api`) names the model it stands for. "served"
+    starts a vLLM server on `model_path` for the engine's lifetime (close() or process exit).
     Engines are imported here, lazily, so that using one never requires another's dependencies.
     """
     if kind == "hf":
@@ -42,6 +43,10 @@ def make_engine(kind: str, model_path: str, settings: dict[str, Any]) -> ChatEng
 
         served = api_served_name(model_path) or model_path
         factory, args = OpenAIEngine, {"model": served, "tokenizer_path": model_path}
+    elif kind == "served":
+        from memrl.engines.served import ServedEngine
+
+        factory, args = ServedEngine, {"model_path": model_path}
     else:
         raise ValueError(f"unknown engine kind {kind!r}; allowed: {', '.join(ENGINE_KINDS)}")
     allowed = set(inspect.signature(factory).parameters) - {"path", "model_path", "model"}

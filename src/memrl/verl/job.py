@@ -239,7 +239,7 @@ def qa_server_plan(
     - N > 1 training nodes: alone on node N + 1 of the allocation (Ray takes the first N,
       workflow/scripts/ray_job.sh), started there with `srun --overlap`, bound to all
       interfaces and reached by host name."""
-    from memrl.engines.server import vllm_serve_command
+    from memrl.engines.server import vllm_server_command
 
     server = settings["qa_server"]
     gpus, train_nodes, per_node = server["gpus"], settings["nodes"], settings["gpus_per_node"]
@@ -250,7 +250,7 @@ def qa_server_plan(
         )
 
     def serve(host: str) -> list[str]:
-        return vllm_serve_command(
+        return vllm_server_command(
             qa_model,
             server["served_name"],
             port,
