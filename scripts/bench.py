@@ -3,7 +3,9 @@
 Rows: provenance cost of a trivial job (tracking on vs off) and of loading the records into
 MLflow; planning the paper DAG under the SLURM profile; RULER-HQA eval-set synthesis against the
 official algorithm (scripts/bench_synthesis.py) with peak RSS; the evaluation path streaming
-doc-id contexts against stored text, per token (scripts/bench_eval_memory.py); the smoke DAG.
+doc-id contexts against stored text, per token (scripts/bench_eval_memory.py); the agent loop's
+overhead over raw generation on real vLLM (scripts/bench_agent_overhead.py, in .venv-vllm); the
+smoke DAG; the per-job wall time of the last `make mini` run, if there is one.
 Every ratio compares two measurements of this run on this machine. Nothing is asserted.
 
     python scripts/bench.py                     # everything, ~10 min on 2 cores
@@ -198,6 +200,35 @@ def bench_smoke(work: Path) -> None:
     print(f"{seconds / 60:.1f} min wall, {jobs.group(1) if jobs else '?'} jobs: {state}")
 
 
+VLLM_PYTHON = REPO / ".venv-vllm" / "bin" / "python"
+
+
+def bench_agent_overhead() -> None:
+    heading("Agent loop overhead on real vLLM (CPU build): MemAgent via VLLMEngine vs raw LLM.chat")
+    if not VLLM_PYTHON.is_file():
+        print("skipped: no .venv-vllm (make vllm-env)")
+        return
+    script = REPO / "scripts" / "bench_agent_overhead.py"
+    done = subprocess.run([str(VLLM_PYTHON), str(script)], capture_output=True, text=True)
+    print(done.stdout.strip() if done.returncode == 0 else f"FAILED:\n{done.stderr[-3000:]}")
+
+
+def bench_mini_jobs(results: Path = REPO / "results" / "mini" / "benchmarks") -> None:
+    """Per rule: jobs, mean and max wall seconds (Snakemake's benchmark files of `make mini`)."""
+    heading(f"The last make mini run: wall time per job ({results.relative_to(REPO)})")
+    walls: dict[str, list[float]] = {}
+    for tsv in sorted(results.rglob("*.tsv")) if results.is_dir() else []:
+        rule = tsv.relative_to(results).parts[0]
+        rows = tsv.read_text().splitlines()
+        walls.setdefault(rule, []).append(float(rows[1].split("\t")[0]))
+    if not walls:
+        print("no mini run here (make mini)")
+        return
+    for rule, seconds in sorted(walls.items()):
+        print(f"{rule:24} {len(seconds):3} jobs, mean {statistics.mean(seconds):6.1f} s, "
+              f"max {max(seconds):6.1f} s")  # fmt: skip
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     args = parse_args(argv)
     print(f"# make bench, {time.strftime('%Y-%m-%d %H:%M')}: {platform.node()}, "
@@ -208,9 +239,11 @@ def main(argv: Sequence[str] | None = None) -> None:
         bench_plan()
         bench_synthesis_rows(work / "synthesis", args.sizes, args.questions, args.dev_questions)
         bench_eval_streaming(work / "synthesis")
+        bench_agent_overhead()
         if not args.skip_smoke:
             (work / "smoke").mkdir()
             bench_smoke(work / "smoke")
+    bench_mini_jobs()
 
 
 if __name__ == "__main__":

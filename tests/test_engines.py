@@ -188,6 +188,14 @@ def test_device_defaults_fill_only_unset_settings() -> None:
     assert with_device_defaults(given, "cpu") == given
 
 
+def test_vllm_processes_on_a_cpu_run_without_snakemakes_mkl_threads() -> None:
+    from memrl.engines.vllm import cpu_environment
+
+    job = {"MKL_NUM_THREADS": "2", "OMP_NUM_THREADS": "2", "PATH": "/bin"}
+    assert cpu_environment("cpu", job) == {"OMP_NUM_THREADS": "2", "PATH": "/bin"}
+    assert cpu_environment("cuda", job) == job
+
+
 # --- OpenAI (fake client) ------------------------------------------------------------------
 
 

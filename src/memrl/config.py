@@ -1049,6 +1049,19 @@ FIGURES = (
 NIAH_FIGURE_TASKS = ("niah_single_1", "niah_single_2", "niah_single_3")  # Figure 5
 
 
+def report_needs(name: str) -> str:
+    """The config part whose evaluations a table or figure reads (for 'nothing to show' errors)."""
+    if name == PROBE_TABLE:
+        return "evaluation.probe"
+    if name in MEMORY_ABLATION:
+        return "evaluation.memory_ablation"
+    if name in RL_ABLATION_FIGURES:
+        return "report.rl_ablation"
+    if name in ABLATION_TABLES:
+        return "memalpha.training.runs, evaluated as systems"
+    return "evaluation.systems on its benchmarks"
+
+
 def report_jobs(config: dict[str, Any], name: str) -> list[EvalJob]:
     """The evaluation jobs a table or figure reads (by benchmark, task and system kind); their
     metrics files may hold other tasks too, which the tables ignore."""

@@ -35,7 +35,7 @@ if not WANTS_APPTAINER or HAS_APPTAINER or workflow.remote_exec:
     CONTAINERS = config["containers"]
 else:
     CONTAINERS = dict.fromkeys(config["containers"])
-# The infer jobs' `memrl`: a virtualenv's (infer_venv) or the one on PATH.
+# The infer jobs' `memrl` (their `params.memrl`): a virtualenv's (infer_venv) or the one on PATH.
 INFER_MEMRL = cfg.infer_memrl(config)
 SYSTEMS = cfg.eval_systems(config)
 EVAL_JOBS = {(j.benchmark, j.system, j.length): j for j in cfg.eval_jobs(config, SYSTEMS)}
@@ -69,7 +69,9 @@ onstart:
         )
     venv = config.get("infer_venv")
     if venv and not (Path(venv) / "bin" / "memrl").is_file():
-        raise WorkflowError(f"infer_venv {venv}: no bin/memrl there; build it with make vllm-env")
+        raise WorkflowError(
+            f"infer_venv {venv}: no bin/memrl there; build it with make vllm-env"
+        )
     locks.record_lock_holder()
     tracking.start_invocation(Path(R), cfg.tracking_uri(config), config, _snakemake.__version__)
 
@@ -173,7 +175,10 @@ def get_case_study_settings(wildcards):
 
 
 def get_reports():
-    return [path for name in cfg.TABLES + cfg.FIGURES for path in report_outputs(name)]
+    """Every table and figure for which this config runs something (a slice such as
+    config/mini.yaml runs no probe, ablation or training)."""
+    names = [name for name in cfg.TABLES + cfg.FIGURES if report_records(name)]
+    return [path for name in names for path in report_outputs(name)]
 
 
 # --- input functions -------------------------------------------------------------------------
@@ -387,9 +392,16 @@ def report_name(wildcards):
 
 
 def get_report_metrics(wildcards):
+    name = report_name(wildcards)
+    records = report_records(name)
+    if not records:
+        raise WorkflowError(f"{name}: this config runs nothing it reads ({cfg.report_needs(name)})")
+    return records
+
+
+def report_records(name):
     """The records a table or figure reads: metrics of its evaluation jobs, the memories of its
     memorize jobs (Table 5), or the dataset statistics of its Mem-α splits."""
-    name = report_name(wildcards)
     if name in cfg.STATS_TABLES:
         return [str(cfg.stats_file(config, split)) for split in cfg.STATS_TABLES[name]]
     if name == cfg.NIAH_CONFIG_TABLE:  # the NIAH sets themselves

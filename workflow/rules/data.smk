@@ -115,11 +115,12 @@ rule filter_questions:
         gpu=get_filter_gpus,
         runtime=720,
     params:
+        memrl=INFER_MEMRL,
         job=job("filter_questions"),
         settings=get_filter_settings,
         models=get_filter_model_args,
     shell:
-        INFER_MEMRL + " --job {params.job:q} --log {log:q} filter --settings {params.settings:q}"
+        "{params.memrl} --job {params.job:q} --log {log:q} filter --settings {params.settings:q}"
         " {params.models}"
         " --train {input.train:q} --dev {input.dev:q} --out-train {output.train:q}"
         " --out-dev {output.dev:q} --report {output.report:q} 2> {log:q}"

@@ -58,13 +58,14 @@ rule evaluate:
         gpu=get_eval_gpus,
         runtime=720,
     params:
+        memrl=INFER_MEMRL,
         job=job("evaluate"),
         settings=get_eval_settings,
         pool=get_eval_pool_arg,
         memories=get_eval_memories_arg,
         metrics=get_eval_metrics_arg,
     shell:
-        INFER_MEMRL + " --job {params.job:q} --log {log:q} evaluate --settings {params.settings:q}"
+        "{params.memrl} --job {params.job:q} --log {log:q} evaluate --settings {params.settings:q}"
         " --data {input.data:q} {params.pool} {params.memories} --model {input.model:q}"
         " --predictions {output.predictions:q} {params.metrics} 2> {log:q}"
 
@@ -79,6 +80,7 @@ use rule evaluate as evaluate_shard with:
     wildcard_constraints:
         shards=r"[2-9]|[1-9]\d+",
     params:
+        memrl=INFER_MEMRL,
         job=job("evaluate_shard"),
         settings=get_eval_settings,
         pool=get_eval_pool_arg,
@@ -106,12 +108,13 @@ rule memorize:
         gpu=get_memorize_gpus,
         runtime=720,
     params:
+        memrl=INFER_MEMRL,
         job=job("memorize"),
         settings=get_memorize_settings,
         tokenizer=get_memorize_tokenizer_arg,
         pool=get_eval_pool_arg,
     shell:
-        INFER_MEMRL + " --job {params.job:q} --log {log:q} memorize --settings {params.settings:q}"
+        "{params.memrl} --job {params.job:q} --log {log:q} memorize --settings {params.settings:q}"
         " --data {input.data:q} --model {input.model:q} {params.tokenizer} {params.pool}"
         " --memories {output.memories:q} 2> {log:q}"
 

@@ -23,7 +23,7 @@ from pathlib import Path
 from memrl.engines.base import ChatRequest, Completion, SamplingParams
 from memrl.engines.openai import DEFAULT_TIMEOUT_S, OpenAIEngine
 from memrl.engines.server import Server, free_port, vllm_server_command
-from memrl.engines.vllm import vllm_device, with_device_defaults
+from memrl.engines.vllm import cpu_environment, vllm_device, with_device_defaults
 
 log = logging.getLogger(__name__)
 
@@ -51,6 +51,7 @@ class ServedEngine:
         startup_s: float = DEFAULT_STARTUP_S,
     ) -> None:
         port = free_port()
+        device = vllm_device()
         per_device = {
             "gpu_memory_utilization": gpu_memory_utilization,
             "enforce_eager": enforce_eager,
@@ -63,11 +64,12 @@ class ServedEngine:
             tensor_parallel_size=tensor_parallel_size,
             max_model_len=max_model_len,
             enable_prefix_caching=enable_prefix_caching,
-            **with_device_defaults(per_device, vllm_device()),
+            **with_device_defaults(per_device, device),
         )
         log_file = Path(log_path) if log_path is not None else _temporary_log()
         log.info("starting the model server (log: %s): %s", log_file, " ".join(command))
-        self.server = Server(command, port, log_file, timeout=startup_s)
+        environ = cpu_environment(device, dict(os.environ))
+        self.server = Server(command, port, log_file, timeout=startup_s, env=environ)
         # stops the server when the engine is collected or the interpreter exits
         self._finalizer = weakref.finalize(self, self.server.stop)
         log.info("model server healthy at %s", self.server.url)

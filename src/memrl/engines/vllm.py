@@ -8,6 +8,7 @@ vLLM runs on (`device_defaults`), and a config's engine block overrides them.
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
@@ -40,8 +41,28 @@ def with_device_defaults(settings: dict[str, Any], device: Device) -> dict[str, 
     return {key: defaults[key] if value is None else value for key, value in settings.items()}
 
 
+# Snakemake exports MKL_NUM_THREADS=<threads> to every job. With it set, the CPU build's worker
+# (intel-openmp) stalls: a Mem-α memorize job's first step took 31 s without it and had not ended
+# after 75 s with it (2 cores, SmolLM2-135M). vLLM sizes its own thread pool from the cores.
+CPU_UNSET_ENV = ("MKL_NUM_THREADS",)
+
+
+def logs_to_stderr() -> None:
+    """Before vLLM is imported: its log (stdout by default) goes to stderr, i.e. into the job's
+    log and through its redaction, not onto Snakemake's console."""
+    os.environ.setdefault("VLLM_LOGGING_STREAM", "ext://sys.stderr")
+
+
+def cpu_environment(device: Device, environ: dict[str, str]) -> dict[str, str]:
+    """The environment of vLLM's processes: on the CPU build without CPU_UNSET_ENV."""
+    if device != "cpu":
+        return dict(environ)
+    return {key: value for key, value in environ.items() if key not in CPU_UNSET_ENV}
+
+
 def vllm_device() -> Device:
     """The platform of the installed vLLM build (vLLM's own detection; no engine is started)."""
+    logs_to_stderr()
     from vllm.platforms import current_platform
 
     return "cpu" if current_platform.is_cpu() else "cuda"
@@ -68,6 +89,7 @@ class VLLMEngine:
         hf_overrides: dict[str, Any] | Callable[[Any], Any] | None = None,
         seed: int = 0,
     ) -> None:
+        logs_to_stderr()
         try:
             import vllm  # lazy: an optional dependency (envs/infer.yaml, envs/infer-cpu.txt)
         except ImportError as exc:
@@ -77,6 +99,9 @@ class VLLMEngine:
 
         self._vllm = vllm
         self.device = vllm_device()
+        if self.device == "cpu":
+            for key in CPU_UNSET_ENV:
+                os.environ.pop(key, None)  # the engine's processes inherit ours
         per_device = {
             "gpu_memory_utilization": gpu_memory_utilization,
             "enforce_eager": enforce_eager,
