@@ -176,16 +176,16 @@ def test_device_defaults_fill_only_unset_settings() -> None:
     from memrl.engines.vllm import with_device_defaults
 
     unset = {"gpu_memory_utilization": None, "enforce_eager": None}
-    assert with_device_defaults(unset, "cpu") == {
+    assert with_device_defaults("cpu", **unset) == {
         "gpu_memory_utilization": 0.3,
         "enforce_eager": True,
     }
-    assert with_device_defaults(unset, "cuda") == {
+    assert with_device_defaults("cuda", **unset) == {
         "gpu_memory_utilization": 0.9,
         "enforce_eager": False,
     }
     given = {"gpu_memory_utilization": 0.2, "enforce_eager": False}
-    assert with_device_defaults(given, "cpu") == given
+    assert with_device_defaults("cpu", **given) == given
 
 
 def test_vllm_processes_on_a_cpu_run_without_snakemakes_mkl_threads() -> None:

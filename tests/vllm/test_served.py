@@ -16,17 +16,9 @@ from memrl.engines import make_engine, server
 from memrl.engines.base import ChatRequest, SamplingParams, prompt_ids
 from memrl.engines.openai import OpenAIEngine
 from memrl.engines.served import SERVED_NAME, ServedEngine
-from memrl.engines.server import ServerError
+from memrl.engines.server import ServerError, group_alive
 
 GREEDY = SamplingParams(temperature=0.0, top_p=1.0, seed=0)
-
-
-def group_alive(pgid: int) -> bool:
-    try:
-        os.killpg(pgid, 0)
-    except ProcessLookupError:
-        return False
-    return True
 
 
 def listening(url: str) -> bool:

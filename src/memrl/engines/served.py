@@ -52,11 +52,6 @@ class ServedEngine:
     ) -> None:
         port = free_port()
         device = vllm_device()
-        per_device = {
-            "gpu_memory_utilization": gpu_memory_utilization,
-            "enforce_eager": enforce_eager,
-            "dtype": dtype,
-        }
         command = vllm_server_command(
             model_path,
             SERVED_NAME,
@@ -64,7 +59,12 @@ class ServedEngine:
             tensor_parallel_size=tensor_parallel_size,
             max_model_len=max_model_len,
             enable_prefix_caching=enable_prefix_caching,
-            **with_device_defaults(per_device, device),
+            **with_device_defaults(
+                device,
+                gpu_memory_utilization=gpu_memory_utilization,
+                enforce_eager=enforce_eager,
+                dtype=dtype,
+            ),
         )
         log_file = Path(log_path) if log_path is not None else _temporary_log()
         log.info("starting the model server (log: %s): %s", log_file, " ".join(command))

@@ -202,14 +202,15 @@ def _stop(process: subprocess.Popen[bytes]) -> None:
     deadline = time.monotonic() + STOP_SECONDS
     with contextlib.suppress(subprocess.TimeoutExpired):
         process.wait(timeout=STOP_SECONDS)
-    while _group_alive(group) and time.monotonic() < deadline:
+    while group_alive(group) and time.monotonic() < deadline:
         time.sleep(0.1)  # the workers finish their own shutdown
     with contextlib.suppress(ProcessLookupError):
         os.killpg(group, signal.SIGKILL)
     process.wait()
 
 
-def _group_alive(group: int) -> bool:
+def group_alive(group: int) -> bool:
+    """Whether any process of the process group `group` still exists."""
     try:
         os.killpg(group, 0)
     except ProcessLookupError:

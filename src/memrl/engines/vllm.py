@@ -35,7 +35,7 @@ def device_defaults(device: Device) -> dict[str, Any]:
     return {"gpu_memory_utilization": 0.9, "enforce_eager": False, "dtype": "auto"}
 
 
-def with_device_defaults(settings: dict[str, Any], device: Device) -> dict[str, Any]:
+def with_device_defaults(device: Device, **settings: Any) -> dict[str, Any]:
     """`settings` with every unset (None) value replaced by the platform's default."""
     defaults = device_defaults(device)
     return {key: defaults[key] if value is None else value for key, value in settings.items()}
@@ -102,15 +102,15 @@ class VLLMEngine:
         if self.device == "cpu":
             for key in CPU_UNSET_ENV:
                 os.environ.pop(key, None)  # the engine's processes inherit ours
-        per_device = {
-            "gpu_memory_utilization": gpu_memory_utilization,
-            "enforce_eager": enforce_eager,
-            "dtype": dtype,
-        }
         engine_args: dict[str, Any] = {
             "tensor_parallel_size": tensor_parallel_size,
             "enable_prefix_caching": enable_prefix_caching,
-            **with_device_defaults(per_device, self.device),
+            **with_device_defaults(
+                self.device,
+                gpu_memory_utilization=gpu_memory_utilization,
+                enforce_eager=enforce_eager,
+                dtype=dtype,
+            ),
             "seed": seed,
         }
         if max_model_len is not None:
