@@ -38,14 +38,16 @@ QUESTIONS = ["When does the ferry leave?", "Who founded the observatory?", "What
 
 
 class Recorder:
-    """The engine, with every call's requests kept (one list per agent step)."""
+    """The engine, with every call's requests and generated tokens kept, step by step."""
 
     def __init__(self, engine: VLLMEngine) -> None:
-        self.engine, self.tokenizer, self.steps = engine, engine.tokenizer, []
+        self.engine, self.tokenizer, self.steps, self.tokens = engine, engine.tokenizer, [], []
 
     def chat(self, requests: Sequence[ChatRequest], sampling: SamplingParams) -> list[Completion]:
         self.steps.append(list(requests))
-        return self.engine.chat(requests, sampling)
+        completions = self.engine.chat(requests, sampling)
+        self.tokens += [list(c.response_ids) for c in completions]
+        return completions
 
 
 def workloads(tokenizer: Any, samples: int, chunks: int, config: MemAgentConfig) -> list[tuple]:
@@ -63,10 +65,8 @@ def workloads(tokenizer: Any, samples: int, chunks: int, config: MemAgentConfig)
 def run_agent(engine: VLLMEngine, work: list[tuple], config: MemAgentConfig) -> tuple:
     recorder = Recorder(engine)
     began = time.perf_counter()
-    rollouts = run_batched([memagent(q, c, config) for q, c in work], recorder, GREEDY)
-    seconds = time.perf_counter() - began
-    tokens = [c.completion.response_ids for r in rollouts for c in r.conversations]
-    return seconds, recorder.steps, tokens
+    run_batched([memagent(q, c, config) for q, c in work], recorder, GREEDY)
+    return time.perf_counter() - began, recorder.steps, recorder.tokens
 
 
 def run_raw(engine: VLLMEngine, steps: list[list[ChatRequest]]) -> tuple[float, list]:
@@ -102,6 +102,7 @@ def main(argv: Sequence[str] | None = None) -> None:
             agent.append(seconds)
             seconds, raw_tokens = run_raw(engine, steps)
             raw.append(seconds)
+        engine.close()
     calls = sum(len(s) for s in steps)
     same = agent_tokens == raw_tokens
     print(

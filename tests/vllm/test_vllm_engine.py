@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import gc
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -28,8 +27,7 @@ QUESTIONS = [
 def vllm_engine(smollm2: Path) -> Iterator[VLLMEngine]:
     engine = VLLMEngine(str(smollm2), max_model_len=2048)
     yield engine
-    del engine
-    gc.collect()  # vLLM's engine-core process exits before another module starts one
+    engine.close()  # vLLM's engine-core process exits before another module starts one
 
 
 @pytest.fixture(scope="module")

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-import gc
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 from conftest import ask
@@ -27,13 +28,40 @@ def run_tiny(model: Path, **settings: object) -> tuple[VLLMEngine, list]:
     return engine, done
 
 
-def test_the_tiny_model_runs_on_the_cpu_backend(tiny: Path) -> None:
+# Not a line more: importing torch (or anything that imports multiprocessing) before the
+# TemporaryDirectory would hide the hang this script once had.
+SCRIPT_WITHOUT_CLOSE = """
+import sys
+import tempfile
+
+from memrl.engines.vllm import VLLMEngine
+
+if __name__ == "__main__":
+    with tempfile.TemporaryDirectory():
+        engine = VLLMEngine(sys.argv[1])
+        print(engine.max_model_len)
+"""
+
+
+def test_the_tiny_model_runs_on_the_cpu_backend_in_a_script_that_exits(
+    tiny: Path, tmp_path: Path
+) -> None:
+    """A script that never closes its engine still exits, even with a weakref finalizer (here a
+    TemporaryDirectory's) older than vLLM's import, which used to make the exit wait forever
+    for vLLM's engine-core process."""
     config = json.loads((tiny / "config.json").read_text())
     assert config["hidden_size"] // config["num_attention_heads"] >= 32  # CPU attention's minimum
-    engine, _ = run_tiny(tiny)
-    assert engine.max_model_len == TINY_CONTEXT
-    del engine
-    gc.collect()
+    script = tmp_path / "script.py"
+    script.write_text(SCRIPT_WITHOUT_CLOSE)
+    done = subprocess.run(
+        [sys.executable, str(script), str(tiny)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.split() == [str(TINY_CONTEXT)]
+    assert done.stdout.split() == [str(TINY_CONTEXT)]
 
 
 def test_static_yarn_extends_the_window_through_hf_overrides(tiny: Path) -> None:
@@ -44,8 +72,7 @@ def test_static_yarn_extends_the_window_through_hf_overrides(tiny: Path) -> None
     assert engine.max_model_len == 4 * TINY_CONTEXT
     rope = engine.llm.llm_engine.model_config.hf_config.rope_parameters
     assert (rope["rope_type"], rope["factor"]) == ("yarn", 4.0)
-    del engine
-    gc.collect()
+    engine.close()
 
 
 def test_no_dca_drops_the_dual_chunk_config_in_the_engine_process(
@@ -64,5 +91,4 @@ def test_no_dca_drops_the_dual_chunk_config_in_the_engine_process(
     engine, _ = run_tiny(model, **setup.settings)
     hf_config = engine.llm.llm_engine.model_config.hf_config
     assert not hasattr(hf_config, "dual_chunk_attention_config")
-    del engine
-    gc.collect()
+    engine.close()

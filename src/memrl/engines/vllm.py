@@ -7,8 +7,10 @@ vLLM runs on (`device_defaults`), and a config's engine block overrides them.
 
 from __future__ import annotations
 
+import atexit
 import logging
 import os
+import weakref
 from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
@@ -126,6 +128,16 @@ class VLLMEngine:
             )
         self.max_model_len = actual
         self.tokenizer = self.llm.get_tokenizer()
+        # vLLM's engine core is a non-daemon child process, which multiprocessing's exit hook
+        # joins. vLLM shuts it down from a weakref finalizer, and those run at exit after that
+        # hook if any finalizer (a TemporaryDirectory, say) predates multiprocessing's import:
+        # the exit then waits forever. Ours runs on close(), on collection, and at exit first.
+        self._finalizer = weakref.finalize(self, self.llm.llm_engine.engine_core.shutdown)
+        atexit.register(self._finalizer)
+
+    def close(self) -> None:
+        """Stop vLLM's engine-core process; the engine cannot be used afterwards."""
+        self._finalizer()
 
     def chat(self, requests: Sequence[ChatRequest], sampling: SamplingParams) -> list[Completion]:
         """One `LLM.chat` per distinct chat-template setting (`chat_template_kwargs` and how the
