@@ -445,7 +445,7 @@ def test_probe_jobs_read_every_placement_at_each_length(paper):
     assert {(j.system, j.length) for j in jobs} == {
         (s, n)
         for s in ("rl-memagent-14b", "rl-memagent-7b")
-        for n in (50, 100, 200, 400, 800, 1600)
+        for n in (50, 100, 200, 400, 800, 1600, 3200)
     }
     assert jobs[0].tasks == ("p0_20", "p0_100", "p20_80", "p40_60", "p80_100")
     settings = cfg.probe_set_settings(paper, "p20_80", 400)

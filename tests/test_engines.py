@@ -129,7 +129,8 @@ class FakeLLM:
     def __post_init__(self) -> None:
         actual = self.init.get("max_model_len", 32768)
         config = types.SimpleNamespace(max_model_len=actual)
-        self.llm_engine = types.SimpleNamespace(model_config=config)
+        engine_core = types.SimpleNamespace(shutdown=lambda: None)
+        self.llm_engine = types.SimpleNamespace(model_config=config, engine_core=engine_core)
 
     def get_tokenizer(self) -> str:
         return "fake-tokenizer"

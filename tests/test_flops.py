@@ -38,8 +38,11 @@ def test_dense_parameters_by_hand():
 
 
 def test_sequence_flops_by_hand():
-    # 6 x 1312 x (3 + 5) + 6 x (9 + 25) x 4 x 2 heads x 2 layers
-    assert sequence_flops(TINY, [3, 5]) == 6 * 1312 * 8 + 6 * 34 * 4 * 2 * 2
+    # 6 x 1312 x (3 + 5) + 12 x (9 + 25) x 4 x 2 heads x 2 layers: the paper's fork counts 12
+    assert sequence_flops(TINY, [3, 5]) == 6 * 1312 * 8 + 12 * 34 * 4 * 2 * 2
+    assert sequence_flops(TINY, [3, 5], "verl") == 6 * 1312 * 8 + 6 * 34 * 4 * 2 * 2
+    with pytest.raises(ValueError, match="unknown attention count 'flash'"):
+        sequence_flops(TINY, [3], "flash")
 
 
 def test_a_shape_reads_a_config_dict_or_object():
@@ -114,6 +117,7 @@ def flops_case(tmp_path: Path) -> tuple[dict, list[dict]]:
     bench = tmp_path / "benchmarks"
     flops = {
         "agent": AGENT,
+        "attention": "fork",
         "groups": {"tiny": {"backbone": "lc", "rl": "ma", "backbone_max_input": 50}},
         "models": {"tiny": str(model)},
         "benchmarks": {

@@ -12,9 +12,12 @@ from memalpha_fakes import Replying, RuleQA, call, words
 from memrl.agents.driver import run_batched
 from memrl.agents.memalpha import (
     MEMORIZE_USER_TEMPLATE,
+    ChunkStep,
     MemAlphaConfig,
     QAPromptTooLong,
     answer,
+    cut_response,
+    kept_token_count,
     memorize,
     memorize_system_prompt,
     qa_request,
@@ -82,6 +85,45 @@ def test_memorize_drives_insert_update_delete_over_chunks_to_an_exact_final_memo
     assert engine.requests[0].messages[1]["content"] == MEMORIZE_USER_TEMPLATE.format(
         context="c1", max_new_tokens=1638
     )
+
+
+@pytest.mark.parametrize(
+    ("text", "kept"),
+    [
+        ("no tags, no results", "no tags, no results"),
+        ("a ✿FUNCTION✿: x ✿RESULT✿: made up ✿FUNCTION✿: y", "a ✿FUNCTION✿: x"),
+        ("x</memory_update> y</memory_insert> z", "x</memory_update> y</memory_insert>"),
+        ("x</memory_delete> y</memory_update> z", "x</memory_delete> y</memory_update>"),
+        ("a ✿RESULT✿: r </done> b", "a"),  # the tag cut first, then the result cut
+        ("a </done> b ✿RESULT✿: r", "a </done>"),
+    ],
+)
+def test_training_cuts_a_response_at_closing_tags_then_at_a_made_up_result(text, kept):
+    assert cut_response(text) == kept
+
+
+def test_training_executes_no_call_after_a_made_up_result_and_trains_on_the_kept_tokens():
+    reply = (
+        call("new_memory_insert", memory_type="semantic_memory", content="kept")
+        + "✿RESULT✿: ok\n"
+        + call("new_memory_insert", memory_type="semantic_memory", content="dropped")
+    )
+    outcomes = {}
+    for cut in (False, True):
+        memory, trace = StructuredMemory(words), []
+        workflow = memorize(["c1"], memory, MemAlphaConfig(cut_responses=cut), trace)
+        run_batched([workflow], Replying([reply]), SamplingParams(0.0, 1.0))
+        outcomes[cut] = ([c for _, c in memory.semantic], len(trace[0].results), trace[0].cut)
+    assert outcomes == {False: (["kept", "dropped"], 2, False), True: (["kept"], 1, True)}
+
+    class Characters:  # one token per character; "<eos>" is special
+        def decode(self, ids, skip_special_tokens=False):
+            return "".join(i for i in ids if not (skip_special_tokens and i == "<eos>"))
+
+    ids = [" ", *reply, "<eos>"]
+    cut = ChunkStep(cut_response(reply.strip()), cut=True)
+    assert kept_token_count(Characters(), ids, cut) == 1 + len(cut.response)  # the space too
+    assert kept_token_count(Characters(), ids, ChunkStep(reply.strip())) == len(ids)
 
 
 def test_memorize_system_prompt_shows_core_in_full_and_the_last_items_with_ids():
@@ -158,6 +200,11 @@ def test_retrieve_ranks_each_store_by_bm25_and_an_empty_query_retrieves_nothing(
     unmatched = retrieve(memory, "zebra", top_k=2)  # all scores 0: store order
     assert unmatched["semantic"] == ["Ann owns a red bike", "Bob owns a blue car"]
     assert retrieve(memory, "?!", top_k=2) == {"semantic": [], "episodic": []}
+    # a store without a word character: officially BM25's zero mean length kills the request
+    wordless = StructuredMemory(words)
+    wordless.insert("semantic_memory", "!!!")
+    wordless.insert("semantic_memory", "...")
+    assert retrieve(wordless, "Ann", top_k=2) == {"semantic": ["!!!", "..."], "episodic": []}
 
 
 def test_qa_system_prompt_renders_core_then_numbered_items_without_ids():
@@ -178,7 +225,8 @@ def test_qa_request_shrinks_top_k_below_the_cap_then_fails_clearly():
     assert user == {"role": "user", "content": "Ann"} and request.enable_thinking is False
     assert "3. Bob owns a blue car" in system["content"]
     full = words(system["content"])
-    smaller = qa_request(memory, "Ann", words, top_k=3, cap=full)  # must be strictly below
+    # strictly below: at exactly the cap the official server's assertion fails the batch
+    smaller = qa_request(memory, "Ann", words, top_k=3, cap=full)
     assert "3. " not in smaller.messages[0]["content"]
     with pytest.raises(QAPromptTooLong):
         qa_request(memory, "Ann", words, top_k=3, cap=5)

@@ -127,8 +127,8 @@ def test_each_chunk_row_gets_r1_plus_beta_r3_plus_its_r2_and_gamma_r4():
     [
         # keywords: split on "," in training, on ", " at evaluation
         ("booksum", "ferry and salt and the town", "ferry, salt,town", 1.0, 0.5),
-        # labels: only \boxed{} (else the whole answer) in training
-        ("pubmed-rct", "<answer>3</answer>", "3", 0.0, 1.0),
+        # labels: only \boxed{} (else the whole answer), in training as at evaluation
+        ("pubmed-rct", "<answer>3</answer>", "3", 0.0, 0.0),
         ("pubmed-rct", "The label is \\boxed{ 3 }", "3", 1.0, 1.0),
         ("icl_nlu_8296shot_balance", " '12' ", "12", 1.0, 1.0),
         ("ttl_train_trec", "\\boxed{4}", "4", 1.0, None),  # a label only in training

@@ -66,7 +66,7 @@ def test_each_chunk_row_carries_its_rollouts_r1_r3_and_its_own_r2_r4():
         qa_judge=Judge(SamplingParams(0.6, 0.95), 8),
         reward=MemAlphaReward(beta=0.05, gamma=0.1, judge_sampling=SamplingParams(0.1, 1.0)),
     )
-    batch, terms = training_rows(*scored, group_size=2)
+    batch, terms = training_rows(*scored, group_size=2, tokenizer=policy.tokenizer)
     # rollout order: (r0 c1, r0 c2, r1 c1, r1 c2); one group: the instance
     assert terms.r1 == [1.0, 1.0, 0.0, 0.0]  # "Caldre" only in rollout 0's memory
     assert terms.r3 == pytest.approx([1 - 9 / 17] * 2 + [1 - 4 / 17] * 2)  # 17 chunk words

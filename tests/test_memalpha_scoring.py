@@ -41,16 +41,37 @@ def test_keyword_hit_ratio(prediction, gold, expected):
         ("\\boxed{ '3' }", ["3"], 1.0),  # quotes and spaces stripped
         ("\\boxed{3.0}", "3", 0.0),  # digits only
         ("\\boxed{label 3}", "3", 0.0),
-        ("<answer>12</answer> \\boxed{4}", "12", 1.0),  # <answer> first
+        ("<answer>12</answer> \\boxed{4}", "4", 1.0),  # the box, never <answer>
+        ("<answer>0</answer>", "0", 0.0),  # officially no <answer> extractor: not digits
         ("\\boxed{4} then \\boxed{5}", "4", 1.0),  # the first box
         ("7", "7", 1.0),  # no box: the whole answer
-        ("\\box{2}", "2", 1.0),
+        ("\\box{2}", "2", 0.0),  # nor \box{}
         ("\\boxed{{1}", "1", 0.0),  # unbalanced: the whole text, not digits
     ],
 )
 def test_boxed_label_exact_match(prediction, gold, expected):
     assert score_answer("pubmed-rct", prediction, gold) == expected
     assert score_answer("icl_trec_coarse_6600shot_balance", prediction, gold) == expected
+
+
+@pytest.mark.parametrize(
+    ("prediction", "gold", "official", "strict"),
+    [
+        ("\\boxed{12}", "2", 1.0, 0.0),  # "2" inside the first line "boxed12"
+        ("Label: 2", "2", 1.0, 0.0),
+        ("\\boxed{2}", ["2"], 1.0, 1.0),
+        ("I think\nLabel: 2", "2", 0.0, 0.0),  # the first line only
+        ("3", "2", 0.0, 0.0),
+    ],
+)
+def test_the_baselines_match_icl_labels_loosely_on_the_first_line(
+    prediction, gold, official, strict
+):
+    source = "icl_trec_coarse_6600shot_balance"
+    assert score_answer(source, prediction, gold, "baseline") == official
+    assert score_answer(source, prediction, gold, "baseline-strict") == strict
+    assert score_answer(source, prediction, gold, "agent") == strict
+    assert score_answer("pubmed-rct", prediction, gold, "baseline") == strict  # icl_* only
 
 
 def test_extract_label_reads_nested_braces():

@@ -1158,12 +1158,15 @@ def test_table4_prints_differences_from_random_beside_the_papers(paper: dict):
     assert random[50].delta == pytest.approx(-0.47)
     assert early[50].ours == pytest.approx(4.0) and early[50].paper == 3.91  # 84 - 80
     assert early[100].ours == pytest.approx(-5.0) and early[100].paper == -3.91
-    assert early["avg"].ours == pytest.approx(-0.5) and early["avg"].paper == 3.90
-    assert early["avg"].delta is None  # the printed AVG is not a mean: no difference
+    assert early["avg"].ours == pytest.approx(-0.5)
+    assert early["avg"].paper is None  # the paper's "AVG" is its 3,200-document column
+    assert (
+        paper["probe"]["rows"]["14B"]["random"][3200] == paper["ruler_hqa"]["RL-MEMAGENT-14B"][3200]
+    )
     assert middle[100].ours is None and middle["avg"].mark == PARTIAL_MARK  # 56K not run
     assert any("2 of 128 outputs empty" in note for note in table.attrs["failure_notes"])
     md = to_markdown(table, "Table 4")
-    assert "| RL-14B: 0% 20% | 4.0 (paper 3.9, +0.1)" in md and "81.12" in md
+    assert "| RL-14B: 0% 20% | 4.0 (paper 3.9, +0.1)" in md and "3,200-document (448K)" in md
     with pytest.raises(ValueError, match="table4 needs the probe"):
         build_paper_table("table4", probe_records(), REPORT_SYSTEMS, paper, LABELS)
 
@@ -1497,6 +1500,14 @@ def test_table7_describes_the_niah_sets_that_ran(paper: dict, tmp_path: Path):
     assert one["8K"] == "3 x 8,000 (max 8,010)" and one["16K"] == "1 x 16,000 (max 16,000)"
     assert three["16K"] == DASH  # not run at that length
     assert "tokenizer Qwen/Qwen2.5-0.5B-Instruct, seed 42" in table.attrs["notes"][0]
+    # the paper's YAML, cell by cell: the fork's variant matches it everywhere
+    assert "niah_single_1, niah_single_3: every cell matches it" in table.attrs["notes"][1]
+    upstream = build_paper_table(
+        NIAH_CONFIG_TABLE, records, [], paper, niah_config={**settings, "variant": "upstream"}
+    )
+    assert upstream.loc["niah_single_1", "Haystack"] == "noise (paper: repeat)"  # RULER HEAD's
+    assert upstream.loc["niah_single_3", "Haystack"] == "essay"
+    assert "1 cell(s) differ" in upstream.attrs["notes"][1]
     csv, md, _ = write_paper_table(NIAH_CONFIG_TABLE, table, tmp_path / "t7", "Table 7")
     assert len(pd.read_csv(csv)) == table.size and "| Task | Haystack |" in md.read_text()
     with pytest.raises(ValueError, match="needs the RULER settings"):

@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from memrl.scoring.extract import extract_answer, extract_boxed, extract_solution, strip_string
+from memrl.scoring.extract import (
+    answer_part,
+    extract_answer,
+    extract_boxed,
+    extract_solution,
+    strip_string,
+)
+from memrl.scoring.longbench import score_longbench
 from memrl.scoring.metrics import (
     contains_any,
     exact_match,
@@ -13,6 +20,7 @@ from memrl.scoring.metrics import (
     score_answer_is,
     sub_em,
 )
+from memrl.scoring.ruler import score_ruler
 from memrl.scoring.verifier import boxed_reward, training_reward
 
 
@@ -176,6 +184,21 @@ def test_the_answer_is_counts_only_after_the_last_think():
     draft = "the answer is Paris</think>I am not sure"
     assert score_answer_is(draft, "Paris")["sub_em"] == 0.0  # officially: no answer after it
     assert score_answer_is("<think>hmm</think>Therefore, the answer is Paris.", "Paris")["em"] == 1
+
+
+@pytest.mark.parametrize("tail", ["", "\n  "])
+def test_with_nothing_after_the_last_think_the_whole_reply_is_searched(tail):
+    reply = "the answer is Paris</think>" + tail
+    assert answer_part(reply) == reply
+    scores = score_answer_is(reply, "Paris")
+    assert scores["pred"] == "Paris</think>"  # the official prediction, tag and all
+    # "paristhink" contains "paris"
+    assert (scores["sub_em"], scores["em"], scores["f1"]) == (1.0, 0.0, 0.0)
+    assert (
+        score_ruler("niah_single_1", "the answer is 1234</think>", ["1234"], "memagent")["score"]
+        == 1.0
+    )
+    assert score_longbench("hotpotqa", reply, ["Paris"])["sub_em"] == 1.0
 
 
 @pytest.mark.parametrize(

@@ -69,12 +69,12 @@ def test_slurm_profile_plans_every_paper_job(repo):
     sharded = [j for j in jobs if j.shards > 1]
     assert len(sharded) == 33 and {j.shards for j in sharded} == {4}
     # ... the memory ablation: 2 systems x 7 settings x (7 NIAH lengths + LongBench-QA), and
-    # Table 4's probe: 2 systems x 6 lengths, each job all 5 placements (5 x 6 probe sets)
+    # Table 4's probe: 2 systems x 7 lengths, each job all 5 placements (5 x 7 probe sets)
     # Mem0 (D.2) on RULER-HQA's 7 unsharded lengths and LongBench-QA
     assert (
-        counts["evaluate"] == len(jobs) - len(sharded) == 446 + 2 * 10 + 5 * 2 + 2 * 7 * 8 + 12 + 8
+        counts["evaluate"] == len(jobs) - len(sharded) == 446 + 2 * 10 + 5 * 2 + 2 * 7 * 8 + 14 + 8
     )
-    assert counts["synthesize_probe"] == 5 * 6
+    assert counts["synthesize_probe"] == 5 * 7
     # Mem-α: Memalpha-4B on validation and MemoryAgentBench, Qwen3-4B and gpt-4.1-mini on
     # validation, the released MemAgents and MEM1 (its baselines) on both, Memalpha-4B and
     # MEM1 on RULER-HQA's 10 lengths too (the suites table); the QA model (Qwen3-32B, 2 GPUs)

@@ -453,7 +453,7 @@ def _memalpha_evaluation(
             engine, s["max_input_tokens"], budget, retriever, s.get("top_k", 0)
         )
         sampling = SamplingParams(**s["sampling"])
-        return instances, instance_qa_runner(engine, sampling, judge, prepare, "baseline")
+        return instances, instance_qa_runner(engine, sampling, judge, prepare, s["protocol"])
     memories = _memories_by_task(memories_path)
 
     def rows_of(name: str, data: Path) -> list[dict[str, Any]]:
@@ -461,11 +461,11 @@ def _memalpha_evaluation(
 
     if s["kind"] == "memagent":  # answers given: the QA model only judges (nothing is asked)
         prepare = answered_questions(engine)
-        return rows_of, instance_qa_runner(engine, judge.sampling, judge, prepare, "baseline")
+        return rows_of, instance_qa_runner(engine, judge.sampling, judge, prepare, s["protocol"])
     if s["kind"] == "mem1":  # its memory is the context of the long-context prompt
         prepare = memory_context_questions(engine, s["max_input_tokens"], s["max_output_tokens"])
         sampling = SamplingParams(**s["sampling"])
-        return rows_of, instance_qa_runner(engine, sampling, judge, prepare, "baseline")
+        return rows_of, instance_qa_runner(engine, sampling, judge, prepare, s["protocol"])
     return rows_of, memory_qa_runner(engine, MemoryQA.from_settings(s["qa"]), judge)
 
 

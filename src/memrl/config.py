@@ -781,7 +781,8 @@ def memalpha_train_settings(config: dict[str, Any], run: str) -> dict[str, Any]:
     policy's memorisation settings with the training prompt cap, the QA step, the judge."""
     spec = config["memalpha"]
     training = {key: value for key, value in spec["training"].items() if key != "runs"}
-    prompt_cap = training.pop("prompt_cap")
+    agent = {**spec["agent"], "prompt_cap": training.pop("prompt_cap")}
+    agent["cut_responses"] = training.pop("cut_responses")
     qa = {k: v for k, v in spec["qa"].items() if k not in ("engine", "model")}
     run_spec = {"nodes": 1, "gpus_per_node": 0, **memalpha_runs(config)[run]}
     return {
@@ -791,7 +792,7 @@ def memalpha_train_settings(config: dict[str, Any], run: str) -> dict[str, Any]:
         "seed": config["seed"],
         **run_spec,
         **training,
-        "agent": {**spec["agent"], "prompt_cap": prompt_cap},
+        "agent": agent,
         "memory_tokenizer": spec["memory_tokenizer"],
         "sources": spec["train"]["sources"],
         "qa": qa,
@@ -850,6 +851,8 @@ def _memalpha_eval_settings(
     spec = config["memalpha"]
     qa = {k: v for k, v in spec["qa"].items() if k not in ("engine", "model")}
     settings = {**job._asdict(), "kind": system["kind"], "shard": shard, "qa": qa}
+    if system["kind"] != "memalpha":  # a baseline: scored as long_context_eval.py scores them
+        settings["protocol"] = spec["baselines"]["protocol"]
     settings["wave_size"] = config["evaluation"]["wave_size"]
     settings["allow_failures"] = allowed_failures(config)
     if job.benchmark == "ruler_hqa":
@@ -1210,12 +1213,14 @@ def table_settings(config: dict[str, Any], name: str) -> dict[str, Any]:
 
 
 def flops_settings(config: dict[str, Any]) -> dict[str, Any]:
-    """Figure 10: the agent's q, N and o, and per `report.rl_ablation` group the long-context
+    """Figure 10: the agent's q, N and o, the attention count (`report.flops_attention`), and
+    per `report.rl_ablation` group the long-context
     backbone (and the input it truncates to) and RL-MemAgent, whose RULER-HQA jobs give the
     measured cost."""
     agent, systems = config["agent"], config["evaluation"]["systems"]
     return {
         "agent": {key: agent[key] for key in ("query_tokens", "chunk_tokens", "final_tokens")},
+        "attention": config["report"].get("flops_attention", "fork"),
         "groups": {
             group: {
                 "backbone": roles["backbone"],

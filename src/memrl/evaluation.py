@@ -829,9 +829,10 @@ def merge_shards(shards: Iterable[Sequence[dict[str, Any]]]) -> list[dict[str, A
 def summarize(
     predictions: Sequence[dict[str, Any]], benchmark: str, task: str, system: str, length: int
 ) -> dict[str, Any]:
-    """Means x100 of every per-sample metric; `accuracy` (the paper's metric) counts failures and
-    empty outputs as wrong, `accuracy_official` drops them from the denominator as the official
-    evaluator does (it skips every item whose raw output is ""); `n_dropped` counts them."""
+    """Means x100 of the per-sample metrics. `accuracy` (the paper's metric) counts failures and
+    empty outputs as wrong; `accuracy_official` and every side metric (sub_em, em, f1, ...) drop
+    them from the denominator as the official evaluator does (it skips every item whose raw
+    output is ""); `n_dropped` counts them."""
     n = len(predictions)
     answered = [p for p in predictions if not (p["failed"] or p.get("response") == "")]
     metric_keys = sorted(
@@ -856,7 +857,7 @@ def summarize(
         "n_dropped": n - len(answered),
         "accuracy": pct(predictions, "score"),
         "accuracy_official": pct(answered, "score"),
-        **{key: pct(predictions, key) for key in metric_keys},
+        **{key: pct(answered, key) for key in metric_keys},
         **lenient,
         "mean_tokens": sum(tokens) / len(tokens) if tokens else None,
         "mean_memory_tokens": sum(memory) / len(memory) if memory else None,

@@ -79,9 +79,13 @@ def tokenizer():
 
 @pytest.fixture
 def row(tmp_path, tokenizer):
+    return dataset_row(tmp_path, tokenizer, JOB)
+
+
+def dataset_row(tmp_path, tokenizer, job):
     counter = tmp_path / "counter"
     tokenizer.save_pretrained(counter)
-    settings = memalpha_loop_settings(JOB, str(counter), "qwen3-32b", str(counter))
+    settings = memalpha_loop_settings(job, str(counter), "qwen3-32b", str(counter))
     parquet = tmp_path / "train.parquet"
     write_memalpha_verl_dataset([INSTANCE], parquet, tmp_path / "store.sqlite", settings)
     config = OmegaConf.create(
@@ -144,6 +148,26 @@ def test_one_row_per_chunk_step_each_with_its_own_reward(tokenizer, row, qa):
     # r1 asked the QA server the instance's question over each final memory; r4 judged 4 writes
     judged = [r for r in qa.requests if r.messages[0]["content"].startswith("You are an expert")]
     assert len(judged) == 4
+
+
+def test_a_cut_response_trains_on_the_sampled_tokens_before_the_made_up_result(
+    tokenizer, tmp_path, qa
+):
+    job = {**JOB, "agent": {**JOB["agent"], "cut_responses": True}}
+    row = dataset_row(tmp_path, tokenizer, job)
+    kept = call("new_memory_insert", memory_type="semantic_memory", content="Ada was born here")
+    dropped = call("new_memory_insert", memory_type="semantic_memory", content="Varn has a port")
+    replies = [[kept + "✿RESULT✿: ok\n" + dropped, "Done"]]
+    server = FakeServerManager(scripted(tokenizer, replies))
+    first, second = run_session(tokenizer, server, row, SAMPLING, "i0", 0, **LOOP_CONFIG)
+    assert first.extra_fields["memalpha_tool_calls"] == 1  # the call after the result never ran
+    assert first.extra_fields["memalpha_r2"] == 1.0
+    generated = tokenizer.encode(replies[0][0], add_special_tokens=False)
+    ids = list(first.response_ids)
+    assert ids == generated[: len(ids)] and len(ids) < len(generated)  # a prefix, cut
+    assert tokenizer.decode(ids).strip() == kept.strip()
+    assert len(first.response_mask) == len(ids)
+    assert tokenizer.decode(list(second.response_ids), skip_special_tokens=True) == "Done"
 
 
 def test_the_trainer_recovers_each_rows_reward_and_groups_by_instance(

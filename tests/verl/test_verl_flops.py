@@ -44,5 +44,5 @@ def test_our_estimate_is_verls_within_one_percent(name, lengths, monkeypatch):
     monkeypatch.setattr(flops_counter, "get_device_flops", lambda *args, **kwargs: 1.0)
     config = Qwen2Config(**SHAPES[name])
     verl_tflops, _ = flops_counter.FlopsCounter(config).estimate_flops(lengths, delta_time=1.0)
-    ours = sequence_flops(Qwen2Shape.from_config(config), lengths)
+    ours = sequence_flops(Qwen2Shape.from_config(config), lengths, "verl")
     assert ours == pytest.approx(verl_tflops * 1e12, rel=0.01)

@@ -8,6 +8,8 @@ Two workflows over the engine protocol, driven by `memrl.agents.driver.run_batch
   items with their ids) and appends the tools; the user turn is the official prompts YAML's
   `unified_prompt` around the chunk. Every call of the generation is executed in order on
   `memory`; nothing is fed back. Each step's calls and results go to `trace` (r2/r4 in training).
+  In training (`cut_responses`, official) a generation is first cut as the official training
+  code cuts it (`cut_response`); its rows train on the kept tokens (`kept_token_count`).
 - `qa_request(memory, question, ...)`, answered by `answer(request)`: the QA step of the
   official memory server: BM25 top-20 of semantic and of episodic for the question, core
   always, rendered without ids; top-k shrinks while the system prompt exceeds 30,000 tokens of
@@ -20,12 +22,13 @@ evaluation runs every instance's memorisation first, then every question.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from memrl.agents.driver import Workflow
 from memrl.agents.memalpha_tools import (
+    RESULT,
     ToolCall,
     ToolResult,
     execute,
@@ -76,12 +79,14 @@ QA_MAX_TOKENS = 2048
 
 @dataclass
 class ChunkStep:
-    """One memorisation conversation: what the model wrote and what its calls did."""
+    """One memorisation conversation: what the model wrote (as executed: cut in training) and
+    what its calls did."""
 
     response: str
     calls: list[ToolCall] = field(default_factory=list)
     results: list[ToolResult] = field(default_factory=list)
     visible_items: int = 0
+    cut: bool = False  # the generation was longer than `response` (`cut_response`)
 
 
 def load_memory_counter(spec: str, tokenizer: Any = None) -> Callable[[str], int]:
@@ -162,6 +167,9 @@ class MemAlphaConfig:
     visible_items: int = 5  # MemoryAgent.MAX_MEMORY_ITEMS
     prompt_cap: int | None = None  # training: 6144 (visible items halve until the prompt fits)
     enable_thinking: bool = False
+    # an unreadable ✿FUNCTION✿ block: skipped (official) or a failed call, counted in r2/r4
+    count_unreadable_calls: bool = False
+    cut_responses: bool = False  # training: `cut_response` before executing (official)
     prompts: MemorizePrompts = OFFICIAL_PROMPTS  # the CPU toy task words them compactly
 
 
@@ -210,12 +218,54 @@ def memorize(
     for chunk in chunks:
         request, visible = memorize_request(memory, chunk, config, prompt_tokens)
         completion = yield request
-        response = completion.text.strip()
-        _, calls = parse_calls(response)
+        generated = completion.text.strip()
+        response = cut_response(generated) if config.cut_responses else generated
+        _, calls = parse_calls(response, config.count_unreadable_calls)
         results = [execute(memory, call) for call in calls]
         if trace is not None:
-            trace.append(ChunkStep(response, calls, results, visible))
+            trace.append(ChunkStep(response, calls, results, visible, response != generated))
     return json.dumps(memory.snapshot(), ensure_ascii=False)
+
+
+# The official training code cuts each generation after the first of these closing tags present
+# (checked in this order; tags of an older tool format, which its models rarely write), then
+# before the first tool-result marker (a result the model made up), before it executes, rewards
+# and trains on it. Evaluation executes the whole generation.
+RESPONSE_CUT_TAGS = ("</memory_insert>", "</memory_update>", "</memory_delete>", "</done>")
+
+
+def cut_response(text: str) -> str:
+    """`text` as the official training code keeps it (see RESPONSE_CUT_TAGS)."""
+    for tag in RESPONSE_CUT_TAGS:
+        if tag in text:
+            text = text.split(tag, 1)[0] + tag
+            break
+    if f"{RESULT}:" in text:
+        text = text.split(f"{RESULT}:", 1)[0].strip()
+    return text
+
+
+def kept_token_count(tokenizer: Any, response_ids: Sequence[Any], step: ChunkStep) -> int:
+    """How many of a step's generated tokens it trains on: all, unless its response was cut;
+    then the fewest whose decoding (special tokens skipped, leading whitespace stripped, as
+    `memorize` reads it) starts with the kept text. The row trains on the tokens the policy
+    sampled, with their log-probs (the official code re-tokenises the kept text; the two
+    differ at most in the boundary token)."""
+    if not step.cut:
+        return len(response_ids)
+
+    def covers(n: int) -> bool:
+        text = tokenizer.decode(response_ids[:n], skip_special_tokens=True).lstrip()
+        return text.startswith(step.response)
+
+    low, high = 0, len(response_ids)
+    while low < high:
+        middle = (low + high) // 2
+        if covers(middle):
+            high = middle
+        else:
+            low = middle + 1
+    return high
 
 
 # --- answering from memory ---------------------------------------------------------------------

@@ -6,11 +6,15 @@
 - `function_call_block(functions)`: the Qwen-Agent (0.0.29) plaintext function-calling section the
   official code appends to the system message (`✿FUNCTION✿`/`✿ARGS✿` markers, parallel calls);
   tested against that library's output.
-- `parse_calls(text)`: the calls in a generation. What the official regex captures is parsed as it
-  parses it; a `✿FUNCTION✿` marker it cannot read becomes a call that fails (the official code
-  drops it silently), so every attempted call counts.
+- `parse_calls(text)`: the calls in a generation, as the official regex captures them (the tool
+  name may sit on the line after `✿FUNCTION✿:`). A `✿FUNCTION✿` block it cannot read (no
+  `✿ARGS✿`, cut off by the token limit, a `✿` inside the arguments) is skipped silently, as
+  officially; with `count_unreadable` it becomes a call that fails, so that every attempted call
+  counts in the tool-call reward's denominator (our stricter choice, a config switch).
 - `execute(memory, call)`: runs one call; every malformed call is a failed result, never an
-  exception. `search_memory` is callable while memorising, as officially (it only reads).
+  exception. As officially: a non-string `content`/`new_content` is stored (as its text),
+  `memory_delete` strips every `_memory` from its type (`episodic_memory_memory` works), and
+  `search_memory` is callable while memorising (it only reads).
 """
 
 from __future__ import annotations
@@ -166,15 +170,16 @@ class ToolResult:
 
 
 _CALL = re.compile(
-    rf"{FUNCTION}:[ \t]*([^\n]*?)\s*{ARGS}:[ \t]*([^✿]*?)\s*(?={RESULT}|{RETURN}|{FUNCTION}|\Z)",
+    rf"{FUNCTION}:\s*([^\n]*?)\s*{ARGS}:[ \t]*([^✿]*?)\s*(?={RESULT}|{RETURN}|{FUNCTION}|\Z)",
     re.DOTALL,
 )
 _THINK = re.compile(r"<think>(.*?)</think>", re.DOTALL)
 
 
-def parse_calls(text: str) -> tuple[str, list[ToolCall]]:
+def parse_calls(text: str, count_unreadable: bool = False) -> tuple[str, list[ToolCall]]:
     """(the text before the first call, the calls in order). Without calls: (the reply with
-    any <think>…</think> removed, [])."""
+    any <think>…</think> removed, []). An unreadable block is skipped, or with
+    `count_unreadable` returned as a malformed call."""
     first = text.find(FUNCTION)
     if first < 0:
         return _THINK.sub("", text).strip(), []
@@ -182,8 +187,9 @@ def parse_calls(text: str) -> tuple[str, list[ToolCall]]:
     for marker in re.finditer(FUNCTION, text):
         match = _CALL.match(text, marker.start())
         if match is None:
-            line = text[marker.start() :].split("\n", 1)[0]
-            calls.append(ToolCall("", "", f"unreadable call: {line[:200]!r}"))
+            if count_unreadable:
+                line = text[marker.start() :].split("\n", 1)[0]
+                calls.append(ToolCall("", "", f"unreadable call: {line[:200]!r}"))
             continue
         name, arguments = match.group(1).strip(), match.group(2)
         end = arguments.rfind("}")
@@ -230,7 +236,10 @@ def _run(memory: StructuredMemory, name: str, args: dict[str, Any]) -> dict[str,
     if name == "memory_update":
         return memory.update(args[_TYPE], _text(args["new_content"]), args.get("memory_id"))
     if name == "memory_delete":
-        return memory.delete(args[_TYPE], args.get("memory_id"))
+        memory_type = args[_TYPE]
+        if isinstance(memory_type, str):
+            memory_type = memory_type.replace("_memory", "")
+        return memory.delete(memory_type, args.get("memory_id"))
     if name == "search_memory":
         results = memory.search(args[_TYPE], _text(args["query"]))
         return {
@@ -242,9 +251,9 @@ def _run(memory: StructuredMemory, name: str, args: dict[str, Any]) -> dict[str,
 
 
 def _text(value: Any) -> str:
-    if not isinstance(value, str):
-        raise TypeError(f"expected a string, got {type(value).__name__}")
-    return value
+    """Stored content: a non-string (42, a list) is stored officially as it came and rendered
+    as its text; we store that text, which the token counter can then measure."""
+    return value if isinstance(value, str) else str(value)
 
 
 def _repair(arguments: str) -> str:

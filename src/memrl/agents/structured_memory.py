@@ -124,12 +124,14 @@ class StructuredMemory:
 
     def cap_core(self, text: str) -> str:
         """`text` if it fits in 512 tokens; else its longest word prefix that fits with the
-        suffix, then the suffix (the official pop-words-until-it-fits, by bisection)."""
+        suffix, then the suffix (the official pop-words-until-it-fits, by bisection). The
+        official loop pops a word before it first measures, so at least one word goes even
+        when the words re-joined by single spaces would fit whole."""
         if self.count_tokens(text) <= CORE_MAX_TOKENS:
             return text
         budget = CORE_MAX_TOKENS - self.count_tokens(TRUNCATION_SUFFIX)
         words = text.split()
-        low, high = 0, len(words)  # the longest prefix of `low` words fits
+        low, high = 0, max(len(words) - 1, 0)  # the longest prefix of `low` words fits
         while low < high:
             middle = (low + high + 1) // 2
             if self.count_tokens(" ".join(words[:middle])) <= budget:

@@ -723,7 +723,14 @@ def plot_flops(
     tokens per group's model shape, with the fitted exponent p (cost ~ n^p). (b) Beyond the
     paper: our RULER-HQA jobs' wall seconds per sample against their mean context tokens
     (solid), and the FLOPs predicted at those tokens scaled to the first point (dotted)."""
-    from memrl.report.flops import FIGURE_LENGTHS, fitted_exponent, predicted_flops
+    from memrl.report.flops import (
+        FIGURE_LENGTHS,
+        attention_coefficient,
+        fitted_exponent,
+        predicted_flops,
+    )
+
+    attention = flops["attention"]
 
     fig = Figure(figsize=(12.0, 5.5), layout="constrained")
     FigureCanvasAgg(fig)
@@ -733,7 +740,7 @@ def plot_flops(
         spec = flops["groups"][group]
         for role, method in FLOPS_METHODS.items():
             colour, style = f"C{2 * g + (role == 'rl')}", "-" if role == "rl" else "--"
-            costs = predicted_flops(shape, FIGURE_LENGTHS, method, flops["agent"])
+            costs = predicted_flops(shape, FIGURE_LENGTHS, method, flops["agent"], None, attention)
             p = fitted_exponent(FIGURE_LENGTHS, costs)
             label = f"{FLOPS_LABELS[role]}, {group} (p = {p:.2f})"
             predicted_ax.plot(FIGURE_LENGTHS, costs, style, color=colour, marker="o", label=label)
@@ -742,7 +749,7 @@ def plot_flops(
                 notes.append(f"{group} {FLOPS_LABELS[role]}: no measured job")
                 continue
             cap = spec["backbone_max_input"] if role == "backbone" else None
-            at = predicted_flops(shape, ours.tokens, method, flops["agent"], cap)
+            at = predicted_flops(shape, ours.tokens, method, flops["agent"], cap, attention)
             scaled = [c * ours.seconds[0] / at[0] for c in at]
             fit = (
                 f"p = {fitted_exponent(ours.tokens, ours.seconds):.2f}"
@@ -757,9 +764,11 @@ def plot_flops(
             if cap is not None:
                 notes.append(f"{group} {FLOPS_LABELS[role]}: input truncated to {cap:,} tokens")
     agent = flops["agent"]
+    source = "the paper's verl fork" if attention == "fork" else "verl 0.9.1"
     predicted_ax.set_title(
         f"(a) Predicted, verl's Qwen2 estimate (q = {agent['query_tokens']}, "
-        f"N = {agent['chunk_tokens']}, o = {agent['final_tokens']})",
+        f"N = {agent['chunk_tokens']}, o = {agent['final_tokens']};\n"
+        f"attention {attention_coefficient(attention)}·n²·d per layer, as {source})",
         fontsize="medium",
     )
     predicted_ax.set_ylabel("FLOPs (forward + backward)")

@@ -12,10 +12,11 @@ tokens:
 with q = 1024 (problem), o = 1024 (output) and N = 5000 (chunk). The first grows as n², the second
 as n; `fitted_exponent` measures that on the computed points.
 
-verl 0.9.1 (which tests/verl checks us against) counts causal attention, 6 n² d_head x heads per
-layer; the verl fork the paper used counted 12 (reference memagent_official.md §7), twice the
-attention term. For Qwen2.5-14B from 8K to 4M that moves the long-context model's fitted exponent
-from 1.65 to 1.74 and its 4M cost from 2.6e19 to 5.2e19; MemAgent's stays at 0.94.
+The attention term's coefficient (`ATTENTION_COEFFICIENTS`): the verl fork the paper used counts
+12 n² d_head x heads per layer, which the figure reproduces by default ("fork"); verl 0.9.1 (which
+tests/verl checks us against) counts causal attention, 6 ("verl"). For Qwen2.5-14B from 8K to 4M
+the fork's doubles the long-context model's 4M cost (2.6e19 -> 5.2e19) and moves its fitted
+exponent from 1.65 to 1.74; MemAgent's stays at 0.94.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ CHUNK_TOKENS = 5000  # N
 WORKFLOW_PROMPT_TOKENS = 200  # the memory prompt's own tokens
 FINAL_PROMPT_TOKENS = 100  # the final prompt's own tokens
 FIGURE_LENGTHS = tuple(8192 * 2**k for k in range(10))  # 8K … 4M
+ATTENTION_COEFFICIENTS = {"fork": 12, "verl": 6}  # report.flops_attention -> the coefficient
 
 
 @dataclass(frozen=True)
@@ -74,12 +76,24 @@ def dense_parameters(shape: Qwen2Shape) -> int:
     return shape.num_layers * (projections + mlp) + 2 * shape.vocab_size * shape.hidden_size
 
 
-def sequence_flops(shape: Qwen2Shape, lengths: Iterable[int]) -> float:
-    """verl's estimate for sequences of these lengths (forward and backward)."""
+def sequence_flops(shape: Qwen2Shape, lengths: Iterable[int], attention: str = "fork") -> float:
+    """verl's estimate for sequences of these lengths (forward and backward), with the attention
+    coefficient of the paper's fork (12) or of verl 0.9.1 (6)."""
     lengths = list(lengths)
     dense = 6 * dense_parameters(shape) * sum(lengths)
-    attention = 6 * sum(n * n for n in lengths) * shape.attention_dim * shape.num_heads
-    return float(dense + attention * shape.num_layers)
+    coefficient = attention_coefficient(attention)
+    attention_flops = (
+        coefficient * sum(n * n for n in lengths) * shape.attention_dim * shape.num_heads
+    )
+    return float(dense + attention_flops * shape.num_layers)
+
+
+def attention_coefficient(attention: str) -> int:
+    if attention not in ATTENTION_COEFFICIENTS:
+        raise ValueError(
+            f"unknown attention count {attention!r} (known: {', '.join(ATTENTION_COEFFICIENTS)})"
+        )
+    return ATTENTION_COEFFICIENTS[attention]
 
 
 def long_context_sequences(
@@ -126,10 +140,11 @@ def predicted_flops(
     method: str,
     agent: dict[str, int] | None = None,
     max_input: int | None = None,
+    attention: str = "fork",
 ) -> list[float]:
     """`sequence_flops` of each context for `method` ("long_context" or "memagent"), with the
     agent's q, N and o (config `agent`: query_tokens, chunk_tokens, final_tokens; default the
-    paper's 1024, 5000, 1024)."""
+    paper's 1024, 5000, 1024) and the `attention` count."""
     agent = agent or {
         "query_tokens": QUERY_TOKENS,
         "chunk_tokens": CHUNK_TOKENS,
@@ -138,12 +153,14 @@ def predicted_flops(
     query, chunk, output = agent["query_tokens"], agent["chunk_tokens"], agent["final_tokens"]
     if method == "long_context":
         return [
-            sequence_flops(shape, long_context_sequences(round(c), query, output, max_input))
+            sequence_flops(
+                shape, long_context_sequences(round(c), query, output, max_input), attention
+            )
             for c in contexts
         ]
     if method == "memagent":
         return [
-            sequence_flops(shape, memagent_sequences(round(c), query, output, chunk))
+            sequence_flops(shape, memagent_sequences(round(c), query, output, chunk), attention)
             for c in contexts
         ]
     raise ValueError(f"unknown method {method!r} (long_context, memagent)")

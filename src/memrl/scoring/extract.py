@@ -24,6 +24,14 @@ def extract_solution(text: str) -> str:
     return after if sep else text
 
 
+def answer_part(response: str) -> str:
+    """The part of a reply the official evaluators search for the answer: the text after the
+    last `</think>`, or the whole reply when nothing but whitespace follows it
+    ("the answer is Paris</think>" is searched whole, and yields "Paris</think>")."""
+    after = extract_solution(response)
+    return after if after.strip() else response
+
+
 def extract_answer(text: str) -> str | None:
     """The official "the answer is" extraction; None when the lower-case marker is missing.
 

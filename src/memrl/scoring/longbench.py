@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from memrl.data.longbench import LONGBENCH_QA, LONGBENCH_SUM
-from memrl.scoring.extract import extract_answer, extract_solution
+from memrl.scoring.extract import answer_part, extract_answer, extract_solution
 from memrl.scoring.metrics import normalize_answer, sub_em, token_f1
 
 ROUGE_KEYS = ("rouge_1_recall", "rouge_2_recall", "rouge_l_recall", "rouge_l_f")
@@ -76,10 +76,11 @@ def score_longbench(
 
 def _score_qa(response: str, answers: Sequence[str]) -> dict:
     """`pred` = the text after the last "the answer is" of the reply's final part (after
-    `</think>`), else that whole part stripped. A prediction that normalises to "" (e.g. "",
+    `</think>`, or the whole reply when nothing follows it: `answer_part`, as for RULER-HQA),
+    else that whole part stripped. A prediction that normalises to "" (e.g. "",
     ".", "The") scores sub_em 0: the containment test would otherwise match every gold.
     `qa_f1` scores the raw reply, as LongBench does."""
-    final = extract_solution(response)
+    final = answer_part(response)
     extracted = extract_answer(final)
     pred = final.strip() if extracted is None else extracted
     hit = _best(sub_em, pred, answers) if normalize_answer(pred) else 0.0

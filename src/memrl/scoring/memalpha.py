@@ -2,19 +2,24 @@
 (memalpha_official.md §4.4):
 
 - booksum, infbench_sum*: keyword hit ratio (gold keywords split on ", " when a string);
-- pubmed-rct and every `icl*` source: the label inside <answer>/\\boxed{}/\\box{} must be all
-  digits and equal the gold (EM);
+- pubmed-rct and every `icl*` source: the label (the first \\boxed{} content, else the whole
+  answer) must be all digits and equal the gold (EM); the official repository's <answer>/\\box{}
+  extractor is gone from it, so `<answer>0</answer>` and `\\box{2}` score 0;
 - squad, hotpotqa: lower-cased containment of the gold;
 - perltqa: the fraction of ";"-separated gold parts found in the prediction (the parts are
   lower-cased, the prediction is not: the official case bug, kept), else containment;
 - lme_train, longmemeval*: a yes/no verdict of the judge model (`judge_prompt`, `judge_verdict`);
 - anything else (RULER-QA): normalised substring EM, max over golds, of the raw answer and of the
-  answer after "Answer:" (or its first line) — except under the baselines' protocol
-  (`long_context_eval.py`), which scores RULER by lower-cased containment of the first gold.
+  answer after "Answer:" (or its first line).
+
+The baselines' protocol ("baseline", `long_context_eval.py`) differs in two places: RULER by
+lower-cased containment of the first gold, and the `icl*` sources by a loose match on the
+answer's first line (the normalised first gold inside it: `\boxed{12}` or `Label: 2` match gold
+`2`). "baseline-strict" (a config switch) keeps RULER's but scores labels as Mem-α's own protocol
+does, so that every method's labels are read the same way.
 
 GRPO's r1 (`naive.py`, protocol "train", §3.2) differs in two places: keyword golds are split on
-"," (then stripped), and a label is the `\boxed{}` content or else the whole answer (no
-<answer>/\box{}); `ttl_train*` sources are labels too.
+"," (then stripped), and `ttl_train*` sources are labels too.
 
 `strip_think` first: the text after the first `</think>`; an unclosed `<think>` scores as "Empty".
 Scores are per question; an instance is the mean of its questions, a source the mean of its
@@ -40,11 +45,8 @@ JUDGE_TEMPLATE = (
 )
 EMPTY = "Empty"
 Gold = str | Sequence[Any]
-PROTOCOLS = (
-    "agent",
-    "baseline",
-    "train",
-)  # evaluate_agent_results.py, long_context_eval.py, naive.py
+# evaluate_agent_results.py, long_context_eval.py (official / labels read strictly), naive.py
+PROTOCOLS = ("agent", "baseline", "baseline-strict", "train")
 
 
 def strip_think(prediction: str) -> str:
@@ -59,8 +61,9 @@ def is_judged(source: str) -> bool:
 
 def score_answer(source: str, prediction: str, gold: Gold, protocol: str = "agent") -> float:
     """The score of one answer (not for judged sources: see `judge_prompt`) under `protocol`:
-    "agent" (Mem-α's evaluate_agent_results.py), "baseline" (long_context_eval.py) or "train"
-    (GRPO's r1, naive.py)."""
+    "agent" (Mem-α's evaluate_agent_results.py), "baseline" (long_context_eval.py),
+    "baseline-strict" (that, with labels read as "agent" reads them) or "train" (GRPO's r1,
+    naive.py)."""
     if protocol not in PROTOCOLS:
         raise ValueError(f"unknown scoring protocol {protocol!r} (known: {PROTOCOLS})")
     prediction = strip_think(prediction)
@@ -69,15 +72,17 @@ def score_answer(source: str, prediction: str, gold: Gold, protocol: str = "agen
         if training and isinstance(gold, str):
             gold = [keyword.strip() for keyword in gold.split(",")]
         return keyword_hit(prediction, gold)
+    if protocol == "baseline" and source.startswith("icl_"):
+        return first_line_match(prediction, gold)
     if _is_label(source) or (training and source.startswith("ttl_train")):
-        return label_em(prediction, gold, boxed_only=training)
+        return label_em(prediction, gold)
     if source in ("squad", "hotpotqa"):
         return containment(prediction, gold)
     if source == "perltqa":
         return perltqa(prediction, _first(gold))
     if is_judged(source):
         raise ValueError(f"{source}: answers are scored by the judge model (judge_prompt)")
-    if protocol == "baseline" and source.startswith("ruler_"):
+    if protocol.startswith("baseline") and source.startswith("ruler_"):
         return containment(prediction, gold)
     return normalized_sub_em(prediction, gold)
 
@@ -91,29 +96,25 @@ def keyword_hit(prediction: str, gold: Gold) -> float:
 
 
 def extract_label(text: str) -> str:
-    """<answer>…</answer>, else the first \\boxed{…} (balanced braces), else \\box{…}, else the
-    whole text; stripped."""
-    tagged = re.search(r"<answer>(.*?)</answer>", text, re.DOTALL | re.IGNORECASE)
-    if tagged:
-        return tagged.group(1).strip()
-    for command in ("\\boxed{", "\\box{"):
-        content = _braced(text, command)
-        if content is not None:
-            return content.strip()
-    return text.strip()
+    """The first \\boxed{…} content (balanced braces), else the whole text; stripped."""
+    boxed = _braced(text, "\\boxed{")
+    return (text if boxed is None else boxed).strip()
 
 
-def label_em(prediction: str, gold: Gold, boxed_only: bool = False) -> float:
-    """All-digit label equal to the gold; `boxed_only` (training): the \\boxed{} content, else
-    the whole answer."""
-    if boxed_only:
-        boxed = _braced(prediction, "\\boxed{")
-        label = (prediction if boxed is None else boxed).strip().strip("\"'").strip()
-    else:
-        label = extract_label(prediction).strip("\"'").strip()
+def label_em(prediction: str, gold: Gold) -> float:
+    """The label, quotes and spaces stripped, all digits and equal to the first gold."""
+    label = extract_label(prediction).strip("\"'").strip()
     if not re.match(r"^\d+$", label):
         return 0.0
     return float(label == str(_first(gold)).strip("\"'").strip())
+
+
+def first_line_match(prediction: str, gold: Gold) -> float:
+    """The baselines' loose label match: the normalised first gold inside the normalised first
+    line of the answer (an empty gold matches nothing)."""
+    target = normalize_answer(str(_first(gold)))
+    first_line = prediction.strip().split("\n", 1)[0]
+    return float(bool(target) and target in normalize_answer(first_line))
 
 
 def containment(prediction: str, gold: Gold) -> float:

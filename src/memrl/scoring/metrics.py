@@ -12,7 +12,7 @@ import string
 from collections import Counter
 from collections.abc import Sequence
 
-from memrl.scoring.extract import extract_answer, extract_solution
+from memrl.scoring.extract import answer_part, extract_answer
 
 _ARTICLES = re.compile(r"\b(a|an|the)\b")
 _PUNCTUATION = str.maketrans("", "", string.punctuation)
@@ -65,14 +65,15 @@ def contains_any(response: str, ground_truths: Sequence[str]) -> float:
 
 def score_answer_is(response: str, gold: str) -> dict[str, str | float | None]:
     """Official RULER-HQA (and RULER QA) per-item scoring: extract after "the answer is" in the
-    text after the last `</think>` (a reasoning model's draft answer does not count), then
+    text after the last `</think>` (a reasoning model's draft answer does not count; with
+    nothing after it, in the whole reply: `answer_part`), then
     sub_em/em/f1; f1 is rounded to 2 decimals per item, as the official evaluator does.
 
     `gold` is the item's first answer. A missing or empty prediction scores 0 on every metric;
     `sub_em_strict` beside it differs only for a prediction that normalises to "" ("???", "the"):
     the official sub_em counts it as contained in every gold (1), the strict one scores it 0.
     """
-    pred = extract_answer(extract_solution(response))
+    pred = extract_answer(answer_part(response))
     if not pred:
         return {"pred": pred, "sub_em": 0.0, "sub_em_strict": 0.0, "em": 0.0, "f1": 0.0}
     lenient = sub_em(pred, gold)

@@ -18,7 +18,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from memrl.agents.driver import Rollout, run_batched
-from memrl.agents.memalpha import ChunkStep, MemAlphaConfig, answer, memorize
+from memrl.agents.memalpha import (
+    ChunkStep,
+    MemAlphaConfig,
+    answer,
+    kept_token_count,
+    memorize,
+)
 from memrl.agents.structured_memory import StructuredMemory
 from memrl.engines.base import ChatEngine, SamplingParams, prompt_ids
 from memrl.evaluation import Judge, MemoryQA, memory_qa_runner
@@ -117,20 +123,24 @@ def training_rows(
     conversations: Sequence[Rollout],
     scores: Sequence[RolloutScore],
     group_size: int,
+    tokenizer: Any,
 ) -> tuple[RolloutBatch, RowTerms]:
     """Scored rollouts (`memorize_and_score`'s, `group_size` per instance) as one training row
-    per chunk step, grouped by instance. A failed rollout has r1 = 0 and keeps its answered
-    steps; a step with an empty response is left out."""
+    per chunk step, grouped by instance, on the tokens the step kept (`kept_token_count`: all of
+    them unless the response was cut). A failed rollout has r1 = 0 and keeps its answered
+    steps; a step with nothing to train on is left out."""
     batch, terms = RolloutBatch(), RowTerms()
     for t, (m, rollout, score) in enumerate(zip(memorized, conversations, scores, strict=True)):
         q = t // group_size
         for step, conversation in enumerate(rollout.conversations[: len(m.trace)]):
             completion = conversation.completion
-            if not completion.response_ids:
+            ids = list(completion.response_ids)
+            ids = ids[: kept_token_count(tokenizer, ids, m.trace[step])]
+            if not ids:
                 batch.n_empty += 1
                 continue
             batch.prompt_ids.append(list(completion.prompt_ids))
-            batch.response_ids.append(list(completion.response_ids))
+            batch.response_ids.append(ids)
             batch.traj_index.append(len(batch.rewards))
             batch.is_final.append(step == len(m.instance["chunks"]) - 1)
             batch.rewards.append(score.rewards[step])
@@ -272,7 +282,7 @@ def memalpha_rollouts(
             qa_judge,
             reward,
         )
-        batch, terms = training_rows(*scored, settings.group_size)
+        batch, terms = training_rows(*scored, settings.group_size, engine.tokenizer)
         return batch, term_means(terms)
 
     return collect

@@ -34,7 +34,7 @@ import json
 import os
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 from uuid import uuid4
 
@@ -47,7 +47,13 @@ from verl.experimental.agent_loop.agent_loop import (
 from memrl.agents.chunking import truncated_chunks
 from memrl.agents.driver import Workflow
 from memrl.agents.memagent import MemAgentConfig, memagent
-from memrl.agents.memalpha import ChunkStep, MemAlphaConfig, load_memory_counter, memorize
+from memrl.agents.memalpha import (
+    ChunkStep,
+    MemAlphaConfig,
+    kept_token_count,
+    load_memory_counter,
+    memorize,
+)
 from memrl.agents.structured_memory import StructuredMemory
 from memrl.engines.base import ChatEngine, ChatRequest, Completion, SamplingParams
 from memrl.evaluation import Judge, MemoryQA
@@ -372,6 +378,9 @@ class MemAlphaLoop(WorkflowLoop):
         trace: list[ChunkStep] = []
         workflow = memorize(instance["chunks"], memory, settings.agent, trace, self.prompt_tokens)
         turns, _ = await self._converse(workflow, sampling_params, where)
+        turns = [
+            kept_turn(self.tokenizer, turn, step) for turn, step in zip(turns, trace, strict=True)
+        ]
         engine = qa_engine(settings.qa_model, settings.qa_tokenizer, settings.qa_concurrency)
         rollout = Memorized(instance, memory, trace)
         (score,) = await self.loop.run_in_executor(
@@ -434,6 +443,16 @@ class MemAlphaLoop(WorkflowLoop):
         ]
         outputs[-1].reward_score = outputs[-1].extra_fields["memalpha_reward"]
         return outputs
+
+
+def kept_turn(tokenizer: Any, turn: Turn, step: ChunkStep) -> Turn:
+    """The turn trained on: its tokens (and log-probs) up to the end of the executed text, i.e.
+    all of them unless the memorisation step cut the response (`agents.memalpha.cut_response`)."""
+    kept = kept_token_count(tokenizer, turn.response_ids, step)
+    if kept == len(turn.response_ids):
+        return turn
+    log_probs = None if turn.log_probs is None else turn.log_probs[:kept]
+    return replace(turn, response_ids=turn.response_ids[:kept], log_probs=log_probs)
 
 
 def _output(turn: Turn, num_turns: int, extra_fields: dict[str, Any]) -> AgentLoopOutput:
