@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 
-HERE = Path(__file__).parent
+HERE = Path(__file__).resolve().parent
 STATE = Path(os.environ.get("MEMRL_SLURM_STATE", "/var/lib/memrl-slurm"))
+NODE_PRIVATE = (Path("/tmp"), Path("/dev/shm"))  # each node mounts its own (slurm_up.sh)
 
 
 @pytest.fixture(scope="session")
@@ -18,6 +19,13 @@ def cluster():
     """Two SLURM nodes (memrl1, memrl2), up for the session, stopped at its end."""
     if os.geteuid() != 0:
         pytest.skip("the SLURM test cluster needs root (CI runs make cluster-test as root)")
+    private = next((d for d in NODE_PRIVATE if HERE.is_relative_to(d)), None)
+    if private is not None:
+        pytest.fail(
+            f"the repository ({HERE.parents[1]}) is under {private}, which every test node "
+            "mounts privately, as a real cluster's nodes do: clone it elsewhere (a shared "
+            "filesystem) to run the cluster tests"
+        )
     subprocess.run(["bash", str(HERE / "slurm_up.sh")], check=True, timeout=900)
     try:
         yield
