@@ -740,7 +740,9 @@ def plot_flops(
         spec = flops["groups"][group]
         for role, method in FLOPS_METHODS.items():
             colour, style = f"C{2 * g + (role == 'rl')}", "-" if role == "rl" else "--"
-            costs = predicted_flops(shape, FIGURE_LENGTHS, method, flops["agent"], None, attention)
+            costs = predicted_flops(
+                shape, FIGURE_LENGTHS, method, flops["agent"], attention=attention
+            )
             p = fitted_exponent(FIGURE_LENGTHS, costs)
             label = f"{FLOPS_LABELS[role]}, {group} (p = {p:.2f})"
             predicted_ax.plot(FIGURE_LENGTHS, costs, style, color=colour, marker="o", label=label)
@@ -749,7 +751,9 @@ def plot_flops(
                 notes.append(f"{group} {FLOPS_LABELS[role]}: no measured job")
                 continue
             cap = spec["backbone_max_input"] if role == "backbone" else None
-            at = predicted_flops(shape, ours.tokens, method, flops["agent"], cap, attention)
+            at = predicted_flops(
+                shape, ours.tokens, method, flops["agent"], cap, attention=attention
+            )
             scaled = [c * ours.seconds[0] / at[0] for c in at]
             fit = (
                 f"p = {fitted_exponent(ours.tokens, ours.seconds):.2f}"

@@ -1576,18 +1576,21 @@ def _set_size(found: Mapping[str, Any]) -> str:
 NIAH_COUNT_KEYS = ("num_needle_k", "num_needle_v", "num_needle_q")
 
 
+def _differs(ours: Any, printed: Any) -> bool:
+    """A configuration value the paper prints otherwise (None: it prints none)."""
+    return printed is not None and str(printed) != str(ours)
+
+
 def _config_cell(ours: Any, printed: Any) -> str:
     """A configuration value, with the paper's beside it where the two differ."""
-    return (
-        str(ours) if printed is None or str(printed) == str(ours) else f"{ours} (paper: {printed})"
-    )
+    return f"{ours} (paper: {printed})" if _differs(ours, printed) else str(ours)
 
 
 def build_niah_config_table(
     sets: Iterable[Mapping[str, Any]],
     niah_config: Mapping[str, Any],
+    paper: Mapping[str, Any],
     length_labels: Mapping[int, str] | None = None,
-    paper: Mapping[str, Any] | None = None,
 ) -> pd.DataFrame:
     """Table 7: per NIAH task that ran, its haystack, key and value types, needle counts and
     answer budget (RULER's task definition in the variant that ran), each compared with the
@@ -1595,7 +1598,7 @@ def build_niah_config_table(
     the samples and their measured prompt tokens (`load_ruler_sets`)."""
     from memrl.data.ruler import RULER_TASKS, task_config
 
-    printed_tasks = (paper or {}).get("tasks", {})
+    printed_tasks = paper["tasks"]
     differing = 0
     by_task: dict[str, dict[int, Mapping[str, Any]]] = {}
     for record in sets:
@@ -1606,16 +1609,15 @@ def build_niah_config_table(
     for task in sorted(by_task, key=RULER_TASKS.index):
         spec = task_config(task, niah_config["variant"])
         printed = printed_tasks.get(task, {})
-        cells = {
-            header: _config_cell(spec[key], printed.get(key))
-            for key, header in NIAH_CONFIG_COLUMNS.items()
+        compared = {  # header -> (ours, the paper's or None)
+            header: (spec[key], printed.get(key)) for key, header in NIAH_CONFIG_COLUMNS.items()
         }
-        counts = " / ".join(str(spec[key]) for key in NIAH_COUNT_KEYS)
-        printed_counts = (
-            " / ".join(str(printed[key]) for key in NIAH_COUNT_KEYS) if printed else None
+        compared["Keys / values / queries"] = (
+            " / ".join(str(spec[key]) for key in NIAH_COUNT_KEYS),
+            " / ".join(str(printed[key]) for key in NIAH_COUNT_KEYS) if printed else None,
         )
-        cells["Keys / values / queries"] = _config_cell(counts, printed_counts)
-        differing += sum("(paper: " in cell for cell in cells.values())
+        differing += sum(_differs(*pair) for pair in compared.values())
+        cells = {header: _config_cell(*pair) for header, pair in compared.items()}
         cells["Answer tokens"] = str(spec["tokens_to_generate"])
         for n in lengths:
             found = by_task[task].get(n)
@@ -1640,7 +1642,7 @@ def _niah_config_verdict(printed: Mapping[str, Any], tasks: Sequence[str], diffe
     """Table 7's note: how the configuration that ran compares with the paper's YAML."""
     compared = [task for task in tasks if task in printed]
     if not compared:
-        return "The paper's Table 7 lists niah_single_1/2/3 only: nothing here to compare."
+        return f"The paper's Table 7 lists {', '.join(printed)} only: nothing here to compare."
     verdict = (
         "every cell matches it"
         if not differing
@@ -1718,7 +1720,7 @@ def build_paper_table(
     if name == NIAH_CONFIG_TABLE:
         if niah_config is None:
             raise ValueError("table7 needs the RULER settings it describes (niah_config)")
-        return build_niah_config_table(records, niah_config, length_labels, paper["niah_config"])
+        return build_niah_config_table(records, niah_config, paper["niah_config"], length_labels)
     if name in STATS_TABLES:
         return build_memalpha_stats_table(records, paper, name)
     if name == TRACE_TABLE:

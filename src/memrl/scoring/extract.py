@@ -32,6 +32,11 @@ def answer_part(response: str) -> str:
     return after if after.strip() else response
 
 
+def final_answer(response: str) -> str | None:
+    """The official evaluators' prediction: "the answer is" extraction on `answer_part`."""
+    return extract_answer(answer_part(response))
+
+
 def extract_answer(text: str) -> str | None:
     """The official "the answer is" extraction; None when the lower-case marker is missing.
 

@@ -12,7 +12,7 @@ import string
 from collections import Counter
 from collections.abc import Sequence
 
-from memrl.scoring.extract import answer_part, extract_answer
+from memrl.scoring.extract import final_answer
 
 _ARTICLES = re.compile(r"\b(a|an|the)\b")
 _PUNCTUATION = str.maketrans("", "", string.punctuation)
@@ -73,7 +73,7 @@ def score_answer_is(response: str, gold: str) -> dict[str, str | float | None]:
     `sub_em_strict` beside it differs only for a prediction that normalises to "" ("???", "the"):
     the official sub_em counts it as contained in every gold (1), the strict one scores it 0.
     """
-    pred = extract_answer(answer_part(response))
+    pred = final_answer(response)
     if not pred:
         return {"pred": pred, "sub_em": 0.0, "sub_em_strict": 0.0, "em": 0.0, "f1": 0.0}
     lenient = sub_em(pred, gold)

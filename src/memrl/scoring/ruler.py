@@ -19,7 +19,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from memrl.scoring.extract import answer_part, extract_answer
+from memrl.scoring.extract import final_answer
 from memrl.scoring.metrics import score_answer_is
 
 VARIANTS = ("memagent", "upstream")
@@ -65,6 +65,6 @@ def score_ruler(task: str, response: str, answers: Sequence[str], variant: str) 
     if _is_qa(task):  # as RULER-HQA: against the first gold only
         scores = score_answer_is(response, answers[0])
         return {**scores, "score": scores["sub_em"]}
-    pred = extract_answer(answer_part(response))  # after the last </think>, as officially
+    pred = final_answer(response)  # after the last </think>, as officially
     value = string_match_all(pred, answers) if pred else 0.0
     return {"pred": pred, "score": value, "string_match": value}
