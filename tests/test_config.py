@@ -368,6 +368,53 @@ def test_memalpha_training_runs_feed_evaluation_and_carry_their_reward_weights(r
         cfg.validate_config(smoke, SCHEMA)
 
 
+def test_the_memalpha_recipe_switch_picks_steps_kl_and_checkpoint(paper):
+    """Official by default (the script: 85 steps, KL loss 0.001, the last checkpoint); `paper`
+    is its §4.1 (205 steps, no KL, the best validated checkpoint). Both validate every 50 steps
+    on the validation split's sources."""
+    run = "memalpha-4b-b0.05-g0.1"
+    settings = cfg.memalpha_train_settings(paper, run)
+    assert {
+        k: settings[k] for k in ("recipe", "steps", "warmup_steps", "kl_coef", "checkpoint")
+    } == {
+        "recipe": "official",
+        "steps": 85,
+        "warmup_steps": 4,
+        "kl_coef": 1e-3,
+        "checkpoint": "last",
+    }
+    assert (
+        settings["validation"]["every"] == 50
+        and settings["validation"]["sampling"]["temperature"] == 0
+    )
+    assert settings["validation_sources"] == paper["memalpha"]["memalpha"]["sources"]
+    assert "recipes" not in settings
+    switched = copy.deepcopy(paper)
+    switched["memalpha"]["training"]["recipe"] = "paper"
+    settings = cfg.memalpha_train_settings(switched, run)
+    assert (settings["steps"], settings["kl_coef"], settings["checkpoint"]) == (205, 0.0, "best")
+    trained = cfg.report_settings(switched)["systems"]
+    (ours,) = [s for s in trained if s["id"] == "memalpha-4b-trained-here"]
+    assert ours["training"]["recipe"] == "paper" and ours["reward_weights"] == [0.05, 0.1]
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"recipe": "fast"}, r"memalpha\.training\.recipe: unknown recipe 'fast'"),
+        (
+            {"recipe": "paper", "validation": {"every": 0, "n": 1}},
+            r"memalpha\.training\.validation\.every: recipe 'paper' keeps the best",
+        ),
+    ],
+)
+def test_a_memalpha_recipe_that_cannot_run_names_its_key(paper, change, message):
+    config = copy.deepcopy(paper)
+    config["memalpha"]["training"].update(change)
+    with pytest.raises(cfg.ConfigError, match=message):
+        cfg.validate_config(config, SCHEMA)
+
+
 # --- the memory ablation (Tables 8, 9; Figures 8, 9) ------------------------------------------
 
 

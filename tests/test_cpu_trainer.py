@@ -17,12 +17,14 @@ from memrl.train import cpu_trainer, rollout
 from memrl.train.cpu_trainer import (
     Experience,
     TrainSettings,
+    Validation,
     mini_batches,
     question_batches,
     response_log_probs,
     train,
     update_policy,
     updates_per_step,
+    validation_due,
 )
 
 CORPUS = [
@@ -218,6 +220,44 @@ def test_training_runs_updates_the_policy_and_saves_a_loadable_model(tiny, tmp_p
     assert AutoTokenizer.from_pretrained(str(out)).encode("Orrow") == AutoTokenizer.from_pretrained(
         str(tiny)
     ).encode("Orrow")
+
+
+def test_validation_runs_as_verls_test_freq_every_k_steps_and_after_the_last():
+    assert [n for n in range(1, 206) if validation_due(n, 50, 205)] == [50, 100, 150, 200, 205]
+    assert [n for n in range(1, 4) if validation_due(n, 1, 3)] == [1, 2, 3]
+    assert not any(validation_due(n, 0, 3) for n in range(1, 4))
+
+
+@pytest.mark.parametrize(
+    ("scores", "keep_best", "kept"),
+    [
+        ([0.2, 0.7, 0.5], True, 2),  # the best
+        ([0.5, 0.5, 0.1], True, 2),  # of equal scores, the later
+        ([0.2, 0.7, 0.5], False, 3),  # the last
+    ],
+)
+def test_the_saved_policy_is_the_best_validated_one_or_the_last(
+    tiny, tmp_path, monkeypatch, scores, keep_best, kept
+):
+    rewards = itertools.cycle([1.0, 0.0, 0.0, 1.0])  # non-zero advantages: every step moves
+    monkeypatch.setattr(rollout, "training_reward", lambda *args: next(rewards))
+    weights: list[dict[str, torch.Tensor]] = []
+    pending = iter(scores)
+
+    def score(engine, reference):
+        assert reference.model is not engine.model  # the frozen initial policy
+        weights.append({k: v.clone() for k, v in engine.model.state_dict().items()})
+        return {"val_reward": next(pending)}
+
+    out = tmp_path / "out"
+    summary = train(tiny, out, ROWS, settings(steps=3), validation=Validation(1, score, keep_best))
+    lines = [json.loads(line) for line in (out / cpu_trainer.METRICS_FILE).read_text().splitlines()]
+    assert [line["val_reward"] for line in lines] == scores
+    assert summary["checkpoint_step"] == kept
+    saved = AutoModelForCausalLM.from_pretrained(str(out)).state_dict()
+    for step, state in enumerate(weights, 1):
+        same = all(torch.equal(saved[k], v) for k, v in state.items())
+        assert same == (step == kept)
 
 
 def test_a_bad_row_fails_before_any_work(tmp_path):

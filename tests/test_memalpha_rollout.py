@@ -12,7 +12,13 @@ from memrl.agents.memalpha import MemAlphaConfig
 from memrl.agents.structured_memory import StructuredMemory
 from memrl.engines.base import Completion, SamplingParams
 from memrl.evaluation import Judge, MemoryQA
-from memrl.train.memalpha_rollout import MemAlphaReward, memorize_and_score, training_rows
+from memrl.train.memalpha_rollout import (
+    MemAlphaReward,
+    memalpha_validation,
+    memorize_and_score,
+    training_rows,
+    validation_scores,
+)
 
 
 class Policy:
@@ -94,11 +100,13 @@ def test_the_cpu_reference_trainer_runs_memalphas_grpo_on_the_tiny_model(tmp_pat
     from memrl.data.memalpha import instances_by_source
     from memrl.data.sources import fixture_path
     from memrl.models.tiny import build_tiny_model
-    from memrl.train.cpu_trainer import TrainSettings, train
+    from memrl.train.cpu_trainer import TrainSettings, Validation, train
     from memrl.train.memalpha_rollout import check_instance, memalpha_rollouts
 
     grouped = instances_by_source(fixture_path("memalpha/train.parquet"))
     rows = [grouped["squad"][0], grouped["pubmed-rct"][0]]
+    held_out = instances_by_source(fixture_path("memalpha/validation.parquet"))
+    validation_rows = [held_out["squad"][0], held_out["booksum"][0]]
     corpus = [chunk for row in rows for chunk in row["chunks"]]
     model = build_tiny_model(tmp_path / "tiny", corpus)
     settings = TrainSettings(
@@ -113,20 +121,33 @@ def test_the_cpu_reference_trainer_runs_memalphas_grpo_on_the_tiny_model(tmp_pat
         micro_batch_rows=4,
         norm_adv_by_std=True,
     )
+    agent = MemAlphaConfig(max_new_tokens=12, prompt_cap=6144)  # the training cap, measured
+    qa = MemoryQA(SamplingParams(0.7, 1.0, seed=0), top_k=20, prompt_cap=30000, max_tokens=6)
+    qa_judge = Judge(SamplingParams(0.6, 0.95, seed=0), 4)
     rollouts = memalpha_rollouts(
         settings,
-        MemAlphaConfig(max_new_tokens=12, prompt_cap=6144),  # the training cap, measured
+        agent,
         words,
-        MemoryQA(SamplingParams(0.7, 1.0, seed=0), top_k=20, prompt_cap=30000, max_tokens=6),
-        Judge(SamplingParams(0.6, 0.95, seed=0), 4),
+        qa,
+        qa_judge,
         MemAlphaReward(beta=0.05, gamma=0.1, judge_sampling=SamplingParams(0.1, 1.0, seed=0)),
     )
+    greedy = SamplingParams(0.0, 1.0, seed=0)
+    score = memalpha_validation(validation_rows, 1, greedy, agent, words, qa, qa_judge, seed=0)
     summary = train(
-        model, tmp_path / "out", rows, settings, rollouts=rollouts, check_row=check_instance
+        model,
+        tmp_path / "out",
+        rows,
+        settings,
+        rollouts=rollouts,
+        check_row=check_instance,
+        validation=Validation(1, score, keep_best=True),
     )
     lines = (tmp_path / "out" / "train_metrics.jsonl").read_text().splitlines()
     metrics = [json.loads(line) for line in lines]
-    assert summary["steps"] == 1 and len(metrics) == 1
+    assert summary["steps"] == 1 and len(metrics) == 1 and summary["checkpoint_step"] == 1
+    validated = {key for key in metrics[0] if key.startswith("val")}
+    assert validated == {"val_reward", "val/squad", "val/booksum"}
     n_chunks = sum(len(row["chunks"]) for row in rows)
     for step in metrics:
         assert step["n_conversations"] + step["n_empty"] == n_chunks * settings.group_size
@@ -135,3 +156,47 @@ def test_the_cpu_reference_trainer_runs_memalphas_grpo_on_the_tiny_model(tmp_pat
     assert (tmp_path / "out" / "config.json").is_file()
     with pytest.raises(ValueError, match="training row 0: missing chunks"):
         train(model, tmp_path / "bad", [{"task": "squad"}], settings, check_row=check_instance)
+
+
+def test_validation_scores_r1_alone_averaged_per_source_then_over_sources():
+    """verl's val-core scores: each source's mean over its rollouts, then the unweighted mean."""
+    scores = validation_scores(["squad", "squad", "booksum"], [1.0, 0.0, 0.25])
+    assert scores == {"val_reward": (0.5 + 0.25) / 2, "val/booksum": 0.25, "val/squad": 0.5}
+    with pytest.raises(ValueError, match="no rollouts"):
+        validation_scores([], [])
+
+
+def test_validation_memorizes_with_the_given_sampling_and_answers_on_the_reference():
+    """The official _validate: the policy memorises each instance (greedy), the frozen QA step
+    answers from the final memory, r1 is the score; no judge is asked about the contents."""
+    rows = [
+        {
+            "index": i,
+            "task": task,
+            "prompt": "",
+            "chunks": ["Ada was born in Caldre."],
+            "questions": ["Where was Ada born?"],
+            "answers": [["Caldre"]],
+        }
+        for i, task in enumerate(["squad", "hotpotqa"])
+    ]
+    insert = call("new_memory_insert", memory_type="semantic_memory", content="born in Caldre")
+    policy = Policy([insert, "Nothing to keep."])  # squad remembers, hotpotqa does not
+    seen: list[SamplingParams] = []
+    chat = policy.chat
+    policy.chat = lambda requests, sampling: seen.append(sampling) or chat(requests, sampling)
+    reference = QAAndJudge()
+    greedy = SamplingParams(0.0, 1.0, seed=0)
+    score = memalpha_validation(
+        rows,
+        1,
+        greedy,
+        MemAlphaConfig(max_new_tokens=64),
+        words,
+        MemoryQA(SamplingParams(0.7, 1.0), top_k=20, prompt_cap=30000, max_tokens=16),
+        Judge(SamplingParams(0.6, 0.95), 8),
+        seed=0,
+    )
+    assert score(policy, reference) == {"val_reward": 0.5, "val/hotpotqa": 0.0, "val/squad": 1.0}
+    assert seen == [greedy]
+    assert not [r for r in reference.requests if r.messages[0]["content"].startswith("You are an")]

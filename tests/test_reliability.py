@@ -132,7 +132,9 @@ MUTATIONS: list[tuple[tuple[Any, ...], Any, str | None]] = [
     (("evaluation", "systems", "longcontext-tiny", "context_extension"), "yarn", "extension"),
     (("memalpha", "qa", "model"), "ghost", "memalpha.qa.model"),
     (("memalpha", "mab", "sources"), ["nosuch"], "memalpha.mab.sources"),
-    (("memalpha", "training", "steps"), 0, "memalpha.training.steps"),
+    (("memalpha", "training", "recipes", "official", "steps"), 0, "recipes.official.steps"),
+    (("memalpha", "training", "recipes", "paper", "checkpoint"), "first", "paper.checkpoint"),
+    (("memalpha", "training", "recipe"), "fast", "memalpha.training.recipe"),
     # Accepted on purpose:
     (("evaluation", "allow_failures"), 0.05, None),  # tolerate 5% failed samples
     (("evaluation", "shards", "ruler_hqa", 20), 8, None),  # one sample per shard

@@ -1201,6 +1201,7 @@ MEMALPHA_SYSTEMS = [
 ]
 
 
+OFFICIAL_RECIPE = {"recipe": "official", "steps": 85, "kl_coef": 0.001, "checkpoint": "last"}
 ABLATION_SYSTEMS = [
     *MEMALPHA_SYSTEMS,
     {  # the main run: Mem-α in Tables 1-3, its (β, γ) row in Tables 4 and 9
@@ -1209,6 +1210,7 @@ ABLATION_SYSTEMS = [
         "paper_row": "Mem-α",
         "kind": "memalpha",
         "reward_weights": [0.05, 0.1],
+        "training": OFFICIAL_RECIPE,
     },
     {
         "id": "b05g0",
@@ -1216,6 +1218,7 @@ ABLATION_SYSTEMS = [
         "paper_row": None,
         "kind": "memalpha",
         "reward_weights": [0.05, 0.0],
+        "training": OFFICIAL_RECIPE,
     },
     {
         "id": "b0g01",
@@ -1223,6 +1226,7 @@ ABLATION_SYSTEMS = [
         "paper_row": None,
         "kind": "memalpha",
         "reward_weights": [0, 0.1],
+        "training": OFFICIAL_RECIPE,
     },
 ]
 
@@ -1335,6 +1339,28 @@ def test_ablation_tables_pick_rows_by_reward_weights_and_tables_1_to_3_leave_the
         memalpha_records("mab", ["b0g01"]), ABLATION_SYSTEMS, MEMALPHA_PAPER, "memalpha_table9"
     )
     assert nine.loc["β=0 γ=0.1", "ruler_qa1_197K.perf"].paper == pytest.approx(77.0)
+    for table in (four, nine):  # which recipe trained our rows, beside the paper's
+        assert (
+            "Our Mem-α runs were trained with the recipe 'official': 85 steps, a KL loss of "
+            "0.001, the last checkpoint." in table.attrs["notes"]
+        )
+        assert any(
+            note.startswith("The paper's trained rows: 205 steps") for note in table.attrs["notes"]
+        )
+
+
+def test_the_recipe_note_names_every_recipe_of_the_tables_runs():
+    from memrl.report.tables import training_recipe_notes
+
+    paper = {"recipe": "paper", "steps": 205, "kl_coef": 0.0, "checkpoint": "best"}
+    notes = training_recipe_notes(
+        {"a": {"training": paper}, "b": {"training": OFFICIAL_RECIPE}, "c": {"kind": "rag"}}
+    )
+    assert notes[0] == (
+        "Our Mem-α runs were trained with the recipes 'official': 85 steps, a KL loss of 0.001, "
+        "the last checkpoint; 'paper': 205 steps, no KL term, the best checkpoint by validation."
+    )
+    assert training_recipe_notes({"c": {"kind": "rag"}}) == []
 
 
 def test_memalpha_table_rejects_a_memalpha_paper_row_typo():

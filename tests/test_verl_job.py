@@ -51,8 +51,46 @@ def test_curve_rows_map_verl_names_to_the_cpu_trainers_keys():
     )
     assert rows == [
         {"step": 1, "reward_mean": 0.25, "kl": 0.0, "pg_clipfrac": 0.0},
-        {"step": 2, "reward_mean": 0.5, "kl": 0.01, "pg_clipfrac": 0.2, "val_reward": 0.6},
+        {
+            "step": 2,
+            "reward_mean": 0.5,
+            "kl": 0.01,
+            "pg_clipfrac": 0.2,
+            "val_reward": 0.6,
+            "val/ruler_hqa": 0.6,
+        },
     ]
+
+
+def test_the_validation_score_is_the_unweighted_mean_of_the_sources_final_rewards():
+    """Mem-α validates on several sources: val-core/<source>/reward/mean@n each (n = the
+    highest, verl's core metric); the auxiliary ones are not scores."""
+    data = {
+        "val-core/squad/reward/mean@1": 0.5,
+        "val-core/booksum/reward/mean@1": 0.25,
+        "val-aux/squad/reward/std@1": 0.1,
+        "val-aux/squad/r2/mean@1": 1.0,
+        "critic/score/mean": 0.9,
+    }
+    assert job.validation_metrics(data) == {
+        "val_reward": 0.375,
+        "val/booksum": 0.25,
+        "val/squad": 0.5,
+    }
+    assert job.validation_metrics({"critic/score/mean": 0.9}) == {}
+
+
+def test_the_best_validated_step_is_the_highest_score_the_latest_of_equal_ones():
+    curve = [
+        {"step": 50, "val_reward": 0.4},
+        {"step": 60},
+        {"step": 100, "val_reward": 0.6},
+        {"step": 150, "val_reward": 0.6},
+        {"step": 205, "val_reward": 0.5},
+    ]
+    assert job.best_validated_step(curve) == (150, 0.6)
+    with pytest.raises(SystemExit, match="no validation score"):
+        job.best_validated_step([{"step": 1}])
 
 
 def test_the_dry_run_command_and_the_job_agree_on_every_path(tmp_path):
@@ -65,9 +103,13 @@ def test_the_dry_run_command_and_the_job_agree_on_every_path(tmp_path):
         assert any(arg.endswith(f"={path}") for arg in command), path
 
 
-def fake_verl(monkeypatch, final_step: int) -> list[list[str]]:
-    """subprocess.run as the launch (checkpoints + a metric log) and the merger would act."""
+def fake_verl(
+    monkeypatch, final_step: int, logged: dict[int, dict[str, float]] | None = None
+) -> list[list[str]]:
+    """subprocess.run as the launch (a checkpoint of every logged step and of the final one, a
+    metric log) and the merger would act."""
     calls: list[list[str]] = []
+    logged = logged or {1: {"critic/score/mean": 0.5}}
 
     def run(argv, env=None, check=False):
         calls.append(list(argv))
@@ -77,9 +119,10 @@ def fake_verl(monkeypatch, final_step: int) -> list[list[str]]:
             (target / "config.json").write_text("{}")
         else:
             checkpoints = Path(next(a for a in argv if "default_local_dir=" in a).split("=", 1)[1])
-            (checkpoints / f"global_step_{final_step}" / "actor").mkdir(parents=True)
+            for step in {*logged, final_step}:
+                (checkpoints / f"global_step_{step}" / "actor").mkdir(parents=True)
             (checkpoints / TRACKER).write_text(str(final_step))
-            verl_log(Path(env["VERL_FILE_LOGGER_PATH"]), {1: {"critic/score/mean": 0.5}})
+            verl_log(Path(env["VERL_FILE_LOGGER_PATH"]), logged)
         return subprocess.CompletedProcess(argv, 0)
 
     monkeypatch.setattr(job.subprocess, "run", run)
@@ -124,3 +167,60 @@ def test_prepared_rows_carry_the_jobs_verifier_official_by_default(tmp_path, ext
     for parquet in (paths.train_files, paths.val_files):
         infos = [r["extra_info"] for r in pq.read_table(parquet).to_pylist()]
         assert {info["verifier"] for info in infos} == {verifier}
+
+
+def test_a_memalpha_run_validates_on_its_own_rows_and_merges_the_recipes_checkpoint(
+    tmp_path, monkeypatch
+):
+    """Train rows score the full reward, validation rows r1 alone (their settings say so); the
+    paper recipe merges the best validated step, the official one the last."""
+    import contextlib
+
+    import pyarrow.parquet as pq
+    from test_verl_overrides import memalpha_paper_settings
+
+    from memrl.data.memalpha import instances_by_source
+    from memrl.data.sources import fixture_path
+    from memrl.engines import server
+    from memrl.verl.overrides import MEMALPHA
+
+    @contextlib.contextmanager
+    def served(command, port, log, host, timeout, env):
+        yield f"http://{host}:{port}/v1"
+
+    monkeypatch.setattr(server, "served", served)
+    train = [
+        rows[0] for rows in instances_by_source(fixture_path("memalpha/train.parquet")).values()
+    ]
+    held_out = instances_by_source(fixture_path("memalpha/validation.parquet"))["squad"]
+    env = {"CUDA_VISIBLE_DEVICES": "0,1,2,3,4,5,6,7"}
+    score = "val-core/squad/reward/mean@1"
+    logged = {
+        step: {"critic/score/mean": 0.1, score: val}
+        for step, val in ((50, 0.4), (100, 0.7), (150, 0.5), (205, 0.6))
+    }
+    for recipe, merged in (("paper", 100), ("official", 205)):
+        settings = {
+            **memalpha_paper_settings(),
+            "nodes": 1,
+            "gpus_per_node": 4,
+            "steps": 205,
+            "checkpoint": "best" if recipe == "paper" else "last",
+        }
+        out = tmp_path / recipe / "grpo"
+        launch = job.launch_command(settings, str(out), "base", MEMALPHA)
+        calls = fake_verl(monkeypatch, final_step=205, logged=logged)
+        summary = job.run_memalpha(
+            settings, train, held_out, Path("base"), Path("qa"), None, out, launch, env
+        )
+        merger = calls[1]
+        assert merger[merger.index("--local_dir") + 1].endswith(f"global_step_{merged}/actor")
+        assert summary["checkpoint_step"] == merged and summary["steps"] == 205
+        paths = job.job_paths(out, "base")
+        for parquet, rows, validation in (
+            (paths.train_files, train, False),
+            (paths.val_files, held_out, True),
+        ):
+            infos = [r["extra_info"] for r in pq.read_table(parquet).to_pylist()]
+            assert len(infos) == len(rows)
+            assert {json.loads(info["settings"])["validation"] for info in infos} == {validation}

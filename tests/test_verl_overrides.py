@@ -49,7 +49,8 @@ def memalpha_paper_settings(run: str = "memalpha-4b-b0.05-g0.1") -> dict[str, An
 def test_memalpha_paper_settings_give_the_official_grpo_run() -> None:
     """train_memory_grpo_qwen3-4b-4node-compression0.05-content0.1.sh (memalpha_official §3.4):
     GRPO with std, 32 instances x 8 rollouts, 32 rows per update, 6144 + 2048 tokens, the
-    Mem-α loop, shuffled instances, thinking off, no validation."""
+    Mem-α loop, shuffled instances, thinking off, greedy validation every 50 steps (not before
+    training), the KL loss of the script, the last checkpoint."""
     o = as_dict(verl_overrides(memalpha_paper_settings(), PATHS, MEMALPHA))
     actor, rollout = "actor_rollout_ref.actor", "actor_rollout_ref.rollout"
     expected = {
@@ -70,12 +71,47 @@ def test_memalpha_paper_settings_give_the_official_grpo_run() -> None:
         "trainer.nnodes": "4",
         "trainer.n_gpus_per_node": "8",
         "trainer.total_training_steps": "85",
-        "trainer.test_freq": "-1",
+        "trainer.test_freq": "50",
         "trainer.val_before_train": "false",
+        f"{rollout}.val_kwargs.n": "1",
+        f"{rollout}.val_kwargs.temperature": "0.0",
+        f"{rollout}.val_kwargs.do_sample": "false",
+        f"{actor}.use_kl_loss": "true",
         "trainer.save_freq": "5",
+        "trainer.max_actor_ckpt_to_keep": "2",
         "trainer.experiment_name": "memalpha-4b-b0.05-g0.1-grpo",
     }
     assert {key: o[key] for key in expected} == expected
+
+
+def test_the_paper_recipe_trains_205_steps_without_kl_keeping_every_validated_checkpoint() -> None:
+    """Mem-α §4.1: 205 steps, no KL term (no reference model loaded), the best checkpoint by
+    validation: verl saves at every validation (steps 50, 100, 150, 200 and 205) and keeps all."""
+    config = load_yaml(REPO / "config" / "config.yaml")
+    config["memalpha"]["training"]["recipe"] = "paper"
+    settings = memalpha_train_settings(config, "memalpha-4b-b0.05-g0.1")
+    assert (settings["recipe"], settings["checkpoint"]) == ("paper", "best")
+    o = as_dict(verl_overrides(settings, PATHS, MEMALPHA))
+    actor = "actor_rollout_ref.actor"
+    expected = {
+        "trainer.total_training_steps": "205",
+        f"{actor}.optim.lr_warmup_steps": "10",
+        f"{actor}.use_kl_loss": "false",
+        f"{actor}.kl_loss_coef": "0.0",
+        "trainer.test_freq": "50",
+        "trainer.save_freq": "50",
+        "trainer.max_actor_ckpt_to_keep": "null",
+    }
+    assert {key: o[key] for key in expected} == expected
+
+
+def test_keeping_the_best_checkpoint_without_validation_names_the_key() -> None:
+    settings = {**memalpha_paper_settings(), "checkpoint": "best"}
+    settings["validation"] = {**settings["validation"], "every": 0}
+    with pytest.raises(SettingsError, match=r"checkpoint 'best' needs validation"):
+        verl_overrides(settings, PATHS, MEMALPHA)
+    with pytest.raises(SettingsError, match=r"checkpoint must be 'last' or 'best', got 'first'"):
+        verl_overrides({**settings, "checkpoint": "first"}, PATHS, MEMALPHA)
 
 
 @pytest.mark.parametrize(

@@ -347,6 +347,8 @@ def _check_memalpha(config: dict[str, Any], require: Any) -> None:
         )
     if spec["memory_tokenizer"] != O200K:
         require("memalpha.memory_tokenizer", spec["memory_tokenizer"], set(config["models"]))
+    if "training" in spec:
+        _check_memalpha_recipe(spec["training"])
     if memalpha_runs(config) and uses_qa_server(config):
         missing = [k for k in ("save_every", "verl", "qa_server") if k not in spec["training"]]
         if missing:
@@ -776,11 +778,35 @@ def train_settings(config: dict[str, Any], run: str, stage: str) -> dict[str, An
     }
 
 
+def _check_memalpha_recipe(training: dict[str, Any]) -> None:
+    """The chosen recipe exists, and one that keeps the best checkpoint validates."""
+    recipe = training["recipe"]
+    if recipe not in training["recipes"]:
+        raise ConfigError(
+            f"config key memalpha.training.recipe: unknown recipe {recipe!r} "
+            f"(known: {sorted(training['recipes'])})"
+        )
+    if training["recipes"][recipe]["checkpoint"] == "best" and not training["validation"]["every"]:
+        raise ConfigError(
+            f"config key memalpha.training.validation.every: recipe {recipe!r} keeps the best "
+            "validated checkpoint, so training must validate (every > 0)"
+        )
+
+
+def memalpha_recipe(config: dict[str, Any]) -> dict[str, Any]:
+    """The recipe that trains the Mem-α runs: its name and its recipes entry."""
+    training = config["memalpha"]["training"]
+    return {"recipe": training["recipe"], **training["recipes"][training["recipe"]]}
+
+
 def memalpha_train_settings(config: dict[str, Any], run: str) -> dict[str, Any]:
-    """Everything a Mem-α GRPO job reads: its run (base, β, γ), the shared hyperparameters, the
-    policy's memorisation settings with the training prompt cap, the QA step, the judge."""
+    """Everything a Mem-α GRPO job reads: its run (base, β, γ), the chosen recipe (steps,
+    warm-up, KL, checkpoint), the shared hyperparameters, validation on the Memalpha validation
+    sources, the policy's memorisation settings with the training prompt cap, the QA step, the
+    judge."""
     spec = config["memalpha"]
-    training = {key: value for key, value in spec["training"].items() if key != "runs"}
+    skip = ("runs", "recipe", "recipes")
+    training = {key: value for key, value in spec["training"].items() if key not in skip}
     agent = {**spec["agent"], "prompt_cap": training.pop("prompt_cap")}
     agent["cut_responses"] = training.pop("cut_responses")
     qa = {k: v for k, v in spec["qa"].items() if k not in ("engine", "model")}
@@ -792,9 +818,11 @@ def memalpha_train_settings(config: dict[str, Any], run: str) -> dict[str, Any]:
         "seed": config["seed"],
         **run_spec,
         **training,
+        **memalpha_recipe(config),
         "agent": agent,
         "memory_tokenizer": spec["memory_tokenizer"],
         "sources": spec["train"]["sources"],
+        "validation_sources": spec["memalpha"]["sources"],
         "qa": qa,
     }
 
@@ -978,11 +1006,11 @@ def _report_systems(config: dict[str, Any], variants: bool) -> list[dict[str, An
 
 def _reward_weights(config: dict[str, Any], system: dict[str, Any]) -> dict[str, Any]:
     """A Mem-α system whose policy is a Mem-α run of ours: its (β, γ), which pick its row of the
-    ablation tables (memalpha_table4/9)."""
+    ablation tables (memalpha_table4/9), and the recipe that trained it (their notes)."""
     run = memalpha_runs(config).get(system.get("model", ""))
     if system["kind"] != "memalpha" or run is None:
         return {}
-    return {"reward_weights": [run["beta"], run["gamma"]]}
+    return {"reward_weights": [run["beta"], run["gamma"]], "training": memalpha_recipe(config)}
 
 
 def paper_file(config: dict[str, Any], name: str) -> str:

@@ -26,7 +26,7 @@ from omegaconf import OmegaConf
 from verl.utils.dataset.rl_dataset import RLHFDataset
 
 from memrl.train.algorithms import broadcast_to_conversations, group_advantages
-from memrl.verl import agent_loop
+from memrl.verl import QA_URL_ENV, agent_loop
 from memrl.verl.dataset import memalpha_loop_settings, write_memalpha_verl_dataset
 from memrl.verl.trainer import (
     memalpha_advantages,
@@ -82,10 +82,10 @@ def row(tmp_path, tokenizer):
     return dataset_row(tmp_path, tokenizer, JOB)
 
 
-def dataset_row(tmp_path, tokenizer, job):
+def dataset_row(tmp_path, tokenizer, job, validation=False):
     counter = tmp_path / "counter"
     tokenizer.save_pretrained(counter)
-    settings = memalpha_loop_settings(job, str(counter), "qwen3-32b", str(counter))
+    settings = memalpha_loop_settings(job, str(counter), "qwen3-32b", str(counter), validation)
     parquet = tmp_path / "train.parquet"
     write_memalpha_verl_dataset([INSTANCE], parquet, tmp_path / "store.sqlite", settings)
     config = OmegaConf.create(
@@ -148,6 +148,14 @@ def test_one_row_per_chunk_step_each_with_its_own_reward(tokenizer, row, qa):
     # r1 asked the QA server the instance's question over each final memory; r4 judged 4 writes
     judged = [r for r in qa.requests if r.messages[0]["content"].startswith("You are an expert")]
     assert len(judged) == 4
+
+
+def test_a_validation_row_scores_its_rollout_by_r1_alone(tokenizer, tmp_path, qa):
+    """The official _validate: verl's validation reads the final row's reward, r1 only."""
+    row = dataset_row(tmp_path, tokenizer, JOB, validation=True)
+    outputs = sessions(tokenizer, row, qa)
+    assert [s[-1].reward_score for s in outputs] == [1.0, 0.0]
+    assert outputs[0][-1].extra_fields["memalpha_reward"] > 1.0  # r2, r3, r4 still logged
 
 
 def test_a_cut_response_trains_on_the_sampled_tokens_before_the_made_up_result(
@@ -231,7 +239,7 @@ def test_settings_verl_would_run_differently_raise(tokenizer, row, qa, config, m
 
 def test_the_qa_server_address_must_come_from_the_job(monkeypatch):
     agent_loop.qa_engine.cache_clear()
-    monkeypatch.delenv(agent_loop.QA_URL_ENV, raising=False)
+    monkeypatch.delenv(QA_URL_ENV, raising=False)
     with pytest.raises(RuntimeError, match="MEMRL_QA_BASE_URL is not set"):
         agent_loop.qa_engine("qwen3-32b", "/nonexistent", 4)
 

@@ -108,6 +108,26 @@ def test_memalpha_overrides_pass_verls_validation_and_pick_its_trainer(cwd: Path
     assert trainer_module.trainer_class(memagent) is MemAgentTrainer
 
 
+def test_the_memalpha_paper_recipe_loads_no_reference_model_and_validates_greedily(
+    cwd: Path,
+) -> None:
+    """Mem-α §4.1's recipe (no KL term): verl's own test says no reference policy is needed;
+    validation every 50 steps, greedy (verl samples only when do_sample), never before training."""
+    from verl.trainer.ppo.utils import need_reference_policy
+
+    settings = {**memalpha_paper_settings(), "kl_coef": 0.0, "steps": 205, "checkpoint": "best"}
+    config = prepare(compose(verl_overrides(settings, PATHS, MEMALPHA)), ENV, cwd)
+    verl_validate_config(config, use_reference_policy=False, use_critic=False)
+    assert not need_reference_policy(config)
+    assert need_reference_policy(
+        prepare(compose(verl_overrides(memalpha_paper_settings(), PATHS, MEMALPHA)), ENV, cwd)
+    )
+    val = config.actor_rollout_ref.rollout.val_kwargs
+    assert (val.do_sample, val.temperature, val.n) == (False, 0.0, 1)
+    assert (config.trainer.test_freq, config.trainer.val_before_train) == (50, False)
+    assert (config.trainer.save_freq, config.trainer.max_actor_ckpt_to_keep) == (50, None)
+
+
 def test_verls_config_dataclasses_hold_the_paper_run(config) -> None:
     verl_validate_config(config, use_reference_policy=True, use_critic=False)
     actor = omega_conf_to_dataclass(config.actor_rollout_ref.actor)

@@ -257,11 +257,12 @@ def memory_tokenizer_input():
 
 
 def get_train_memalpha_inputs(wildcards):
-    """A Mem-α GRPO run: the train split, the base model, (a models key) the memory's tokenizer
-    and, on verl, the QA model its job serves."""
+    """A Mem-α GRPO run: the train and validation splits, the base model, (a models key) the
+    memory's tokenizer and, on verl, the QA model its job serves."""
     spec = cfg.memalpha_runs(config)[wildcards.memalpha_run]
     inputs = {
         "data": str(cfg.memalpha_data(config, "train")),
+        "validation": str(cfg.memalpha_data(config, "memalpha")),
         "model": str(cfg.model_dir(config, spec["base"])),
         **memory_tokenizer_input(),
     }

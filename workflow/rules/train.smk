@@ -107,8 +107,8 @@ rule plot_training_curve:
         " --metrics {input.stage1:q} {input.stage2:q} --out-prefix {params.prefix:q} 2> {log:q}"
 
 
-# Mem-α GRPO (issue 12): one stage on the Memalpha train split, r1 + β·r3 + r2 + γ·r4 per chunk
-# row. reference/memalpha_official.md §3
+# Mem-α GRPO: one stage on the Memalpha train split, r1 + β·r3 + r2 + γ·r4 per chunk row,
+# validated on Memalpha validation; the recipe sets the steps, the KL loss and the checkpoint kept
 rule train_memalpha:
     input:
         unpack(get_train_memalpha_inputs),
@@ -133,7 +133,8 @@ rule train_memalpha:
         launch=get_memalpha_launch,
     shell:
         "memrl --job {params.job:q} --log {log:q} train-memalpha --settings {params.settings:q}"
-        " --data {input.data:q} --model {input.model:q} {params.tokenizer} --out {output:q}"
+        " --data {input.data:q} --validation {input.validation:q} --model {input.model:q}"
+        " {params.tokenizer} --out {output:q}"
         " {params.launch} 2> {log:q}"
 
 

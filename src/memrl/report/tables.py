@@ -1107,6 +1107,35 @@ MEMALPHA_NOTES = (
 )
 
 
+CHECKPOINT_WORDS = {"last": "the last checkpoint", "best": "the best checkpoint by validation"}
+PAPER_RECIPE_NOTE = (
+    "The paper's trained rows: 205 steps without a KL term, the best checkpoint by validation "
+    "(its §4.1); its official script trains 85 steps with a KL loss of 0.001."
+)
+
+
+def training_recipe_notes(selected: Mapping[str, Mapping[str, Any]]) -> list[str]:
+    """Which recipe (memalpha.training.recipe) trained the table's Mem-α runs of ours, beside
+    the paper's; none without such a run."""
+    recipes = sorted(
+        {
+            (r["recipe"], r["steps"], r["kl_coef"], r["checkpoint"])
+            for spec in selected.values()
+            if (r := spec.get("training")) is not None
+        }
+    )
+    if not recipes:
+        return []
+    described = "; ".join(
+        f"{name!r}: {steps} steps, "
+        + (f"a KL loss of {kl:g}" if kl else "no KL term")
+        + f", {CHECKPOINT_WORDS[checkpoint]}"
+        for name, steps, kl, checkpoint in recipes
+    )
+    plural = "s" if len(recipes) > 1 else ""
+    return [f"Our Mem-α runs were trained with the recipe{plural} {described}.", PAPER_RECIPE_NOTE]
+
+
 def memalpha_paper_rows(spec: Mapping[str, Any]) -> dict[str, dict[str, dict[str, float]]]:
     """{row: {source: {"perf": %, "mem": K tokens}, "avg": {...}}} from a table of
     config/paper/memalpha.yaml (scores printed 0-1, shown x100)."""
@@ -1252,6 +1281,7 @@ def build_memalpha_table(
         )
     for row, printed in spec.get("printed_names", {}).items():
         notes.append(f"The paper prints the row {row!r} as {printed!r} in this table.")
+    notes += training_recipe_notes(selected)
     return _assemble(
         found,
         selected,

@@ -12,8 +12,10 @@ One training step, as in the official verl fork (memagent_official.md §3.4–3.
    mini-batch, one AdamW step after gradient clipping;
 5. the LR schedule (constant with linear warmup) advances once per training step.
 
-It runs on CPU in float32 with dropout off. The model is saved once, at the end; a rerun starts
-from the beginning.
+It runs on CPU in float32 with dropout off. With a `Validation` it scores the policy every
+`every` steps and after the last, as verl does (`val_reward` and the rest on that step's metrics
+line), and may keep the best validated policy instead of the last. The model is saved once, at
+the end; a rerun starts from the beginning.
 """
 
 from __future__ import annotations
@@ -436,6 +438,22 @@ def train_step(
     }
 
 
+@dataclass(frozen=True)
+class Validation:
+    """Validation during training: `score(policy, reference)` returns metrics with
+    `val_reward` (higher is better)."""
+
+    every: int  # validate after every `every` steps and after the last
+    score: Callable[[HFEngine, HFEngine], dict[str, float]]
+    keep_best: bool  # save the best validated policy (ties: the later) instead of the last
+
+
+def validation_due(completed: int, every: int, steps: int) -> bool:
+    """Whether verl validates after `completed` steps (test_freq = every): every `every` steps
+    and after the last one."""
+    return every > 0 and (completed % every == 0 or completed == steps)
+
+
 def train(
     policy_dir: str | os.PathLike[str],
     out_dir: str | os.PathLike[str],
@@ -444,9 +462,11 @@ def train(
     log_metrics: Callable[[dict, int], None] | None = None,
     rollouts: Rollouts | None = None,
     check_row: Callable[[dict, int], Any] = parse_row,
+    validation: Validation | None = None,
 ) -> dict:
     """Train the policy in `policy_dir` on `rows` (MemAgent's {input, answers, context} by
-    default; with `rollouts` and its `check_row`, e.g. Mem-α's instances); save it to out_dir.
+    default; with `rollouts` and its `check_row`, e.g. Mem-α's instances); save it (the last
+    policy, or with `validation.keep_best` the best validated one) to out_dir.
 
     out_dir (an ordinary HF model directory with the tokenizer and `train_metrics.jsonl`, one
     line per step) appears atomically at the end; while training, the metrics file grows in a
@@ -479,6 +499,7 @@ def train(
     )
     began = time.perf_counter()
     history: list[dict[str, float]] = []
+    best: tuple[float, int, dict[str, Tensor]] | None = None  # (val_reward, step, weights)
     with (staging / METRICS_FILE).open("a", encoding="utf-8") as metrics_file:
         progress = tqdm(enumerate(batches), total=settings.steps, desc="train", unit="step")
         for step, positions in progress:
@@ -486,6 +507,13 @@ def train(
                 step, [rows[i] for i in positions], engine, reference, optimizer, settings, collect
             )
             scheduler.step()
+            if validation is not None and validation_due(
+                step + 1, validation.every, settings.steps
+            ):
+                metrics.update(validation.score(engine, reference))
+                if validation.keep_best and (best is None or metrics["val_reward"] >= best[0]):
+                    weights = {k: v.detach().clone() for k, v in policy.state_dict().items()}
+                    best = (metrics["val_reward"], step + 1, weights)
             history.append(metrics)
             metrics_file.write(json.dumps({"step": step, **metrics}) + "\n")
             metrics_file.flush()
@@ -500,11 +528,15 @@ def train(
                 metrics["response_tokens"],
                 metrics["seconds"],
             )
+    if best is not None:
+        log.info("keeping the policy after step %d, the best validated (%.4f)", best[1], best[0])
+        policy.load_state_dict(best[2])
     policy.save_pretrained(staging)
     tokenizer.save_pretrained(staging)
     publish_directory(staging, out)
     return {
         "steps": settings.steps,
+        "checkpoint_step": settings.steps if best is None else best[1],
         "updates": sum(m["updates"] for m in history),
         "reward_mean": sum(m["reward_mean"] for m in history) / len(history),
         "final_reward_mean": history[-1]["reward_mean"],

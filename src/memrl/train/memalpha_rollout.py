@@ -288,6 +288,48 @@ def memalpha_rollouts(
     return collect
 
 
+def memalpha_validation(
+    rows: Sequence[dict[str, Any]],
+    n: int,
+    sampling: SamplingParams,
+    agent: MemAlphaConfig,
+    memory_counter: Callable[[str], int],
+    qa: MemoryQA,
+    qa_judge: Judge,
+    seed: int,
+    qa_engine: ChatEngine | None = None,
+) -> Callable[[ChatEngine, ChatEngine], dict[str, float]]:
+    """The CPU reference trainer's Mem-α validation (the official `_validate`): `n` rollouts of
+    each validation instance on the current policy (officially greedy), scored by r1 alone on
+    the QA step (`qa_engine`, default the frozen reference); the same memory seeds every time."""
+
+    def score(engine: ChatEngine, reference: ChatEngine) -> dict[str, float]:
+        def new_memory(instance: int, rollout: int) -> StructuredMemory:
+            return StructuredMemory(memory_counter, seed=(seed * 10_007 + instance) * 101 + rollout)
+
+        memorized, _ = memorize_rollouts(engine, rows, n, agent, sampling, new_memory)
+        r1 = _correctness(qa_engine or reference, memorized, qa, qa_judge)
+        return validation_scores([m.instance["task"] for m in memorized], r1)
+
+    return score
+
+
+def validation_scores(sources: Sequence[str], r1: Sequence[float]) -> dict[str, float]:
+    """`val/<source>`: the mean r1 of each data source's rollouts; `val_reward`: the unweighted
+    mean over sources (verl's val-core scores, as `memrl.verl.job.validation_metrics` reads
+    them)."""
+    by_source: dict[str, list[float]] = {}
+    for source, score in zip(sources, r1, strict=True):
+        by_source.setdefault(source, []).append(score)
+    means = {source: sum(values) / len(values) for source, values in sorted(by_source.items())}
+    if not means:
+        raise ValueError("validation: no rollouts to score")
+    return {
+        "val_reward": sum(means.values()) / len(means),
+        **{f"val/{source}": mean for source, mean in means.items()},
+    }
+
+
 def term_means(terms: RowTerms) -> dict[str, float]:
     """Each reward term's mean over a step's rows (the training curves), and the memory size."""
     means = {

@@ -12,3 +12,4 @@ MEMALPHA_AGENT_NAME = "memalpha"  # the Mem-α agent loop (memrl.verl.agent_loop
 AGENT_LOOP_CONFIG = PACKAGE_DIR / "agent_loops.yaml"  # rollout.agent.agent_loop_config_path
 REWARD_FILE = PACKAGE_DIR / "reward.py"  # reward.custom_reward_function.path
 REWARD_NAME = "compute_score"  # reward.custom_reward_function.name
+QA_URL_ENV = "MEMRL_QA_BASE_URL"  # the Mem-α QA model / judge server, set by memrl.verl.job

@@ -58,6 +58,7 @@ from memrl.agents.structured_memory import StructuredMemory
 from memrl.engines.base import ChatEngine, ChatRequest, Completion, SamplingParams
 from memrl.evaluation import Judge, MemoryQA
 from memrl.train.memalpha_rollout import MemAlphaReward, Memorized, RolloutScore, score_rollouts
+from memrl.verl import QA_URL_ENV
 from memrl.verl.dataset import load_context, load_instance
 from memrl.verl.reward import compute_score
 
@@ -273,7 +274,6 @@ class MemAgentLoop(WorkflowLoop):
 
 
 MEMALPHA_TASK_KEYS = ("index", "instance_id", "context_store", "settings")
-QA_URL_ENV = "MEMRL_QA_BASE_URL"  # the frozen QA model / judge server, set by memrl.verl.job
 
 
 @dataclass(frozen=True)
@@ -306,6 +306,7 @@ class MemAlphaLoopSettings:
     qa_model: str  # the served model name
     qa_tokenizer: str  # the QA model's directory (the openai engine re-tokenizes with it)
     qa_concurrency: int
+    validation: bool  # a validation row: the rollout's reward is r1 alone (official _validate)
 
 
 @functools.lru_cache(maxsize=8)
@@ -325,6 +326,7 @@ def loop_settings(text: str) -> MemAlphaLoopSettings:
         qa_model=data["qa_model"],
         qa_tokenizer=data["qa_tokenizer"],
         qa_concurrency=int(data["qa_concurrency"]),
+        validation=bool(data["validation"]),
     )
 
 
@@ -360,7 +362,8 @@ class MemAlphaLoop(WorkflowLoop):
     outputs and its advantage function broadcasts the final row's advantage; Mem-α needs a
     reward per row and GRPO over all chunk rows of an instance, so `MemAlphaTrainer` rebuilds
     the rewards from `memalpha_reward` and computes the advantage itself. The final output's
-    `reward_score` is still set (to its own reward): verl then calls no reward manager.
+    `reward_score` is still set (to its own reward; on a validation row, to r1, the score
+    verl's validation reads from the final row): verl then calls no reward manager.
     The QA step and the judge run on the QA server (`qa_engine`), in an executor thread.
     """
 
@@ -386,7 +389,7 @@ class MemAlphaLoop(WorkflowLoop):
         (score,) = await self.loop.run_in_executor(
             None, score_rollouts, engine, [rollout], settings.qa, settings.qa_judge, settings.reward
         )
-        return self._outputs(turns, score, trace, where)
+        return self._outputs(turns, score, trace, where, settings.validation)
 
     def _check(self, agent: MemAlphaConfig, where: str) -> None:
         if agent.max_new_tokens > self.response_length:
@@ -407,7 +410,12 @@ class MemAlphaLoop(WorkflowLoop):
             )
 
     def _outputs(
-        self, turns: list[Turn], score: RolloutScore, trace: list[ChunkStep], where: str
+        self,
+        turns: list[Turn],
+        score: RolloutScore,
+        trace: list[ChunkStep],
+        where: str,
+        validation: bool,
     ) -> list[AgentLoopOutput]:
         kept = [step for step, turn in enumerate(turns) if turn.response_ids]
         if not kept:
@@ -441,7 +449,8 @@ class MemAlphaLoop(WorkflowLoop):
             )
             for step in kept
         ]
-        outputs[-1].reward_score = outputs[-1].extra_fields["memalpha_reward"]
+        final = outputs[-1]
+        final.reward_score = score.r1 if validation else final.extra_fields["memalpha_reward"]
         return outputs
 
 

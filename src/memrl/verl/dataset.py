@@ -168,11 +168,16 @@ def _write_store(path: Path, contexts: Mapping[str, str]) -> None:
 
 
 def memalpha_loop_settings(
-    job: Mapping[str, Any], memory_tokenizer: str, qa_model: str, qa_tokenizer: str
+    job: Mapping[str, Any],
+    memory_tokenizer: str,
+    qa_model: str,
+    qa_tokenizer: str,
+    validation: bool = False,
 ) -> str:
     """The JSON every Mem-α row carries for `memrl.verl.agent_loop.loop_settings`: the policy's
     memorisation settings, the reward's weights and judge, the QA step, the QA server's model
-    (`memory_tokenizer`: o200k_base or a tokenizer directory every node reads)."""
+    (`memory_tokenizer`: o200k_base or a tokenizer directory every node reads), and whether the
+    row validates (its rollout is then scored by r1 alone)."""
     return json.dumps(
         {
             "agent": dict(job["agent"]),
@@ -184,6 +189,7 @@ def memalpha_loop_settings(
             "qa_model": qa_model,
             "qa_tokenizer": qa_tokenizer,
             "qa_concurrency": job["qa_server"]["concurrency"],
+            "validation": validation,
         },
         sort_keys=True,
     )

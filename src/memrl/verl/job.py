@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import logging
 import os
-import shutil
+import re
 import subprocess
 import time
 from collections.abc import Iterable, Mapping, Sequence
@@ -21,12 +21,15 @@ from pathlib import Path
 from typing import Any
 
 from memrl.scoring.verifier import DEFAULT_VERIFIER
+from memrl.verl import QA_URL_ENV
 from memrl.verl.overrides import MEMAGENT, MEMALPHA, Recipe, SettingsError, VerlPaths, verl_command
 
 log = logging.getLogger(__name__)
 
 METRICS_FILE = "train_metrics.jsonl"
-VAL_PREFIX = "val-core/ruler_hqa/reward/mean@"  # + validation.n: per-trajectory dev accuracy
+# verl's validation score of one data source: the mean over its items of the final row's reward
+# (MemAgent: the trajectory's accuracy on RULER-HQA dev; Mem-α: r1 on a Memalpha source), @n
+VAL_CORE = re.compile(r"val-core/(?P<source>.+)/reward/mean@\d+")
 # our per-step curve keys <- verl's logged metric names (the first one present wins)
 CURVE_KEYS: dict[str, tuple[str, ...]] = {
     "reward_mean": (
@@ -120,12 +123,13 @@ def run(
     paths = job_paths(out, model)
     _check_launch(launch, launch_command(settings, str(out), str(model)))
     prepare_data(settings, rows, dev_rows, paths)
-    return _train_and_merge(settings, paths, out, launch, env)
+    return _train_and_merge(settings, paths, out, launch, env, "last")
 
 
 def run_memalpha(
     settings: Mapping[str, Any],
     instances: list[dict],
+    validation: list[dict],
     model: Path,
     qa_model: Path,
     memory_tokenizer: Path | None,
@@ -133,23 +137,27 @@ def run_memalpha(
     launch: Sequence[str],
     env: Mapping[str, str],
 ) -> dict[str, Any]:
-    """Mem-α: the instances as verl rows, the frozen QA model / judge served for the life of
-    the run (its URL reaches the agent loops as $MEMRL_QA_BASE_URL), verl, the merge."""
+    """Mem-α: the train and validation instances as verl rows, the frozen QA model / judge
+    served for the life of the run (its URL reaches the agent loops as $MEMRL_QA_BASE_URL), verl,
+    the merge of the recipe's checkpoint."""
     from memrl.engines.server import free_port, served
-    from memrl.verl.agent_loop import QA_URL_ENV
     from memrl.verl.dataset import memalpha_loop_settings, write_memalpha_verl_dataset
 
     paths = job_paths(out, model)
     _check_launch(launch, launch_command(settings, str(out), str(model), MEMALPHA))
     counter = "o200k_base" if memory_tokenizer is None else str(Path(memory_tokenizer).resolve())
-    loop_settings = memalpha_loop_settings(
-        settings, counter, settings["qa_server"]["served_name"], str(Path(qa_model).resolve())
-    )
-    store, _ = stores(paths)
-    summary = write_memalpha_verl_dataset(instances, paths.train_files, store, loop_settings)
-    log.info("%s: %s", paths.train_files, summary)
-    # verl builds a validation dataset even when it never validates (test_freq -1)
-    shutil.copyfile(paths.train_files, paths.val_files)
+    for rows, parquet, store in zip(
+        (instances, validation), (paths.train_files, paths.val_files), stores(paths), strict=True
+    ):
+        loop_settings = memalpha_loop_settings(
+            settings,
+            counter,
+            settings["qa_server"]["served_name"],
+            str(Path(qa_model).resolve()),
+            validation=parquet == paths.val_files,
+        )
+        summary = write_memalpha_verl_dataset(rows, parquet, store, loop_settings)
+        log.info("%s: %s", parquet, summary)
     # free here; on another node it is only likely free (the server fails fast, with its log)
     port = free_port()
     plan = qa_server_plan(settings, qa_model, env, port, allocation_nodes(env))
@@ -165,7 +173,7 @@ def run_memalpha(
     ) as url:
         log.info("QA server healthy at %s (log: %s)", url, server_log)
         trainer_env = {**env, **plan.trainer_env, QA_URL_ENV: url}
-        return _train_and_merge(settings, paths, out, launch, trainer_env)
+        return _train_and_merge(settings, paths, out, launch, trainer_env, settings["checkpoint"])
 
 
 def _train_and_merge(
@@ -174,9 +182,12 @@ def _train_and_merge(
     out: Path,
     launch: Sequence[str],
     env: Mapping[str, str],
+    checkpoint: str,
 ) -> dict[str, Any]:
+    """Run verl to its last step, then merge the `checkpoint` one: the last, or the best
+    validated (`best_validated_step`)."""
     from memrl.data.io import publish_directory
-    from memrl.verl.checkpoints import latest_step, merge_command
+    from memrl.verl.checkpoints import latest_step, merge_command, step_dir
 
     logs = work_dir(out) / "metrics"
     logs.mkdir(parents=True, exist_ok=True)
@@ -191,14 +202,22 @@ def _train_and_merge(
             f"verl exited without a checkpoint of step {settings['steps']} in {paths.checkpoints} "
             f"(last: {step}); rerun the job to resume from it"
         )
+    curve = curve_rows(read_verl_logs(sorted(logs.glob("attempt-*.jsonl"))))
+    if checkpoint == "best":
+        step, score = best_validated_step(curve)
+        if not (step_dir(paths.checkpoints, step) / "actor").is_dir():
+            raise SystemExit(
+                f"{paths.checkpoints}: no checkpoint of step {step}, the best validated"
+            )
+        log.info("merging step %d, the best validated (val_reward %.4f)", step, score)
     staging = out.parent / f".{out.name}.partial"
     subprocess.run(merge_command(paths.checkpoints, step, staging), check=True)
-    curve = curve_rows(read_verl_logs(sorted(logs.glob("attempt-*.jsonl"))))
     with (staging / METRICS_FILE).open("w", encoding="utf-8") as handle:
         handle.writelines(json.dumps(row) + "\n" for row in curve)
     publish_directory(staging, out)
     return {
-        "steps": step,
+        "steps": settings["steps"],
+        "checkpoint_step": step,
         "resumed_from": resumed_from or 0,
         "seconds": time.perf_counter() - began,
         "final_reward_mean": curve[-1]["reward_mean"] if curve else float("nan"),
@@ -312,9 +331,31 @@ def curve_rows(steps: Mapping[int, Mapping[str, float]]) -> list[dict[str, float
             found = next((data[name] for name in names if name in data), None)
             if found is not None:
                 row[ours] = float(found)
-        val = [value for name, value in data.items() if name.startswith(VAL_PREFIX)]
-        if val:
-            row["val_reward"] = float(val[0])
+        row.update(validation_metrics(data))
         if "reward_mean" in row:  # validation-only lines carry no training curve
             rows.append(row)
     return rows
+
+
+def validation_metrics(data: Mapping[str, float]) -> dict[str, float]:
+    """A log line's validation scores: `val/<source>` per data source and `val_reward`, their
+    unweighted mean (a step without validation: none)."""
+    sources = {
+        match["source"]: float(value)
+        for name, value in data.items()
+        if (match := VAL_CORE.fullmatch(name))
+    }
+    if not sources:
+        return {}
+    per_source = {f"val/{source}": sources[source] for source in sorted(sources)}
+    return {"val_reward": sum(sources.values()) / len(sources), **per_source}
+
+
+def best_validated_step(curve: Sequence[Mapping[str, float]]) -> tuple[int, float]:
+    """(step, val_reward) of the best validation; of equal scores, the latest step (the most
+    trained)."""
+    validated = [(row["val_reward"], int(row["step"])) for row in curve if "val_reward" in row]
+    if not validated:
+        raise SystemExit("checkpoint 'best': verl logged no validation score (val-core/...)")
+    score, step = max(validated)
+    return step, score

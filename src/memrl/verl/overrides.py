@@ -23,8 +23,9 @@ Mem-α's GRPO (recipe MEMALPHA; memalpha_official.md §3.4) differs where its of
 `norm_adv_by_std_in_grpo=true` (MemAlphaTrainer computes the advantage over each instance's
 chunk rows), verl's own row mini-batches of `mini_batch_rows` = ppo_mini_batch_size x n rows,
 shuffled instances, the capped memorisation prompt (6144) + 2048-token response, Qwen3's
-thinking switched off in verl's chat template, and no validation during training (the DAG
-evaluates the merged checkpoint on Memalpha validation and MemoryAgentBench).
+thinking switched off in verl's chat template, validation every `validation.every` steps (not
+before training) on Memalpha validation scored by r1 alone, and the recipe's checkpoint: the
+last, or the best validated one (every validation saved and kept).
 Known differences from the official fork: verl orders a step's rows by sequence-length balance
 across DP ranks (the fork: turn-major), so a mini-batch mixes turns; vLLM takes one engine seed
 (rollout.seed = sampling.seed, else the run seed), so validation.sampling.seed must be null.
@@ -234,9 +235,35 @@ class Recipe:
     mini_batch: Callable[[Mapping[str, Any]], int]  # ppo_mini_batch_size
     norm_adv_by_std: bool  # Mem-α's GRPO divides by the group std, MemAgent's does not
     shuffle: bool  # the official Mem-α run shuffles its instances, MemAgent's does not
-    validates: bool  # MemAgent validates on RULER-HQA dev during training; Mem-α does not
+    # MemAgent validates on RULER-HQA dev before training too; Mem-α (val_before_train=false)
+    # only every validation.every steps, on Memalpha validation
+    validates_before_training: bool
+    # Mem-α's recipes keep the last or the best validated checkpoint (`checkpoint`); MemAgent
+    # the last
+    chooses_checkpoint: bool
     # Mem-α's agent.enable_thinking goes into verl's chat template (MemAgent: Qwen2.5, none)
     thinking_switch: bool
+
+
+def _checkpoints(
+    settings: Mapping[str, Any], recipe: Recipe, verl: Mapping[str, Any], every: int, steps: int
+) -> tuple[int, int | None]:
+    """(save_freq, checkpoints kept). The job merges the last checkpoint, so verl saves at least
+    at the end (it always saves the last step when save_freq > 0); keeping the best validated
+    one instead (`checkpoint: best`) saves at every validation (the same steps: verl validates
+    every `every` steps and after the last) and keeps all of them."""
+    if not recipe.chooses_checkpoint or _get(settings, "checkpoint") == "last":
+        return _int(settings, "save_every", 0) or steps, verl["max_checkpoints"]
+    if _get(settings, "checkpoint") != "best":
+        raise SettingsError(
+            f"training settings: checkpoint must be 'last' or 'best', got "
+            f"{_get(settings, 'checkpoint')!r}"
+        )
+    if not every:
+        raise SettingsError(
+            "training settings: checkpoint 'best' needs validation (validation.every > 0)"
+        )
+    return every, None
 
 
 def _check_hardware(settings: Mapping[str, Any], verl: Mapping[str, Any]) -> tuple[int, int]:
@@ -303,7 +330,8 @@ MEMAGENT = Recipe(
     mini_batch=ppo_mini_batch_size,
     norm_adv_by_std=False,
     shuffle=False,
-    validates=True,
+    validates_before_training=True,
+    chooses_checkpoint=False,
     thinking_switch=False,
 )
 MEMALPHA = Recipe(
@@ -313,7 +341,8 @@ MEMALPHA = Recipe(
     mini_batch=memalpha_mini_batch_size,
     norm_adv_by_std=True,
     shuffle=True,
-    validates=False,
+    validates_before_training=False,
+    chooses_checkpoint=True,
     thinking_switch=True,
 )
 
@@ -362,13 +391,11 @@ def _pairs(settings: Mapping[str, Any], paths: VerlPaths, recipe: Recipe) -> lis
     seed = _typed(settings, "seed", (int,))
     sampling_seed = _seed(settings, "sampling")
     temperature, top_p = _sampling(settings, "sampling")
-    if recipe.validates:
-        every = _int(settings, "validation.every", 0)
-        val_n = _int(settings, "validation.n", 1)
-        val_temperature, val_top_p = _validation_sampling(settings, every)
-    else:
-        every, val_n, (val_temperature, val_top_p) = 0, 1, (temperature, top_p)
-    save_every = _int(settings, "save_every", 0)
+    every = _int(settings, "validation.every", 0)
+    val_n = _int(settings, "validation.n", 1)
+    val_temperature, val_top_p = _validation_sampling(settings, every)
+    save_freq, kept = _checkpoints(settings, recipe, verl, every, steps)
+    kl_coef = _float(settings, "kl_coef", 0.0)
     run, stage = _typed(settings, "run", (str,)), _typed(settings, "stage", (str,))
     backend = _get(settings, "backend")
     if backend != "verl":
@@ -413,8 +440,8 @@ def _pairs(settings: Mapping[str, Any], paths: VerlPaths, recipe: Recipe) -> lis
         (f"{actor}.clip_ratio_high", _float(settings, "clip_high", 0.0)),
         (f"{actor}.clip_ratio_c", _float(settings, "clip_c", 1.0)),
         (f"{actor}.entropy_coeff", 0),
-        (f"{actor}.use_kl_loss", True),
-        (f"{actor}.kl_loss_coef", _float(settings, "kl_coef", 0.0)),
+        (f"{actor}.use_kl_loss", kl_coef > 0),  # else verl loads no reference model
+        (f"{actor}.kl_loss_coef", kl_coef),
         (f"{actor}.kl_loss_type", "low_var_kl"),
         (f"{actor}.grad_clip", _float(settings, "grad_clip", 0.0)),
         (f"{actor}.optim.lr", _float(settings, "lr", 0.0)),
@@ -472,12 +499,10 @@ def _pairs(settings: Mapping[str, Any], paths: VerlPaths, recipe: Recipe) -> lis
         ("trainer.experiment_name", f"{run}-{stage}"),
         ("trainer.default_local_dir", paths.checkpoints),
         ("trainer.resume_mode", "auto"),
-        # the job merges the last checkpoint, so save at least at the end (verl always saves
-        # the last step when save_freq > 0)
-        ("trainer.save_freq", save_every or steps),
-        ("trainer.max_actor_ckpt_to_keep", verl["max_checkpoints"]),
+        ("trainer.save_freq", save_freq),
+        ("trainer.max_actor_ckpt_to_keep", kept),
         ("trainer.test_freq", every or -1),
-        ("trainer.val_before_train", every > 0),
+        ("trainer.val_before_train", recipe.validates_before_training and every > 0),
         ("trainer.log_val_generations", 0),
     ]
     if recipe.thinking_switch:  # verl templates every prompt with it (the loop checks it agrees)
