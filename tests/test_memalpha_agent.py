@@ -26,6 +26,15 @@ from memrl.agents.memalpha import (
 )
 from memrl.agents.structured_memory import TRUNCATION_SUFFIX, StructuredMemory
 from memrl.engines.base import Completion, SamplingParams
+from memrl.evaluation import (
+    Judge,
+    MemoryQA,
+    check_failures,
+    evaluate,
+    memorize_runner,
+    memory_qa_runner,
+    summarize,
+)
 
 
 def test_memorize_drives_insert_update_delete_over_chunks_to_an_exact_final_memory():
@@ -239,15 +248,6 @@ def test_qa_request_shrinks_top_k_below_the_cap_then_fails_clearly():
 
 
 def test_memorize_then_memory_qa_scores_each_source_and_counts_failures(tmp_path):
-    from memrl.evaluation import (
-        Judge,
-        MemoryQA,
-        evaluate,
-        memorize_runner,
-        memory_qa_runner,
-        summarize,
-    )
-
     rows = [
         {
             "index": 0,
@@ -314,17 +314,76 @@ def test_memorize_then_memory_qa_scores_each_source_and_counts_failures(tmp_path
     assert [r["scores"] for r in answered] == [[1.0, 0.0], [1.0], [1.0]]
     assert answered[0]["score"] == 0.5 and answered[0]["failed_questions"] == 1
     assert answered[0]["question_errors"] == {"1": "HTTP 500"}
+    # a failed QA request fails its instance, as a failed MemAgent request fails its sample
+    assert [r["failed"] for r in answered] == [True, False, False]
+    assert answered[0]["error"] == "1 of 2 questions failed; the first: HTTP 500"
     assert answered[0]["memory_tokens"] == 4  # "Ilse Brand built it", counted by the QA tokenizer
     # the pubmed question carries the source's query prompt, which is also the BM25 query
     pubmed = next(r for r in qa_engine.requests if r.messages[-1]["content"].endswith("label?"))
     assert pubmed.messages[-1]["content"].startswith("Your core memory is used to store")
-    judge = [r for r in qa_engine.requests if r.messages[0]["content"].startswith("I will give")]
-    assert len(judge) == 1 and "Rubric: rugs" in judge[0].messages[0]["content"]
-    assert judge[0].max_tokens == 8 and judge[0].enable_thinking is False
+    judged = [r for r in qa_engine.requests if r.messages[0]["content"].startswith("I will give")]
+    assert len(judged) == 1 and "Rubric: rugs" in judged[0].messages[0]["content"]
+    assert judged[0].max_tokens == 8 and judged[0].enable_thinking is False
     assert [r["num_tokens"] for r in answered] == [5, 5, 5]
     summary = summarize(answered, "mab", "all", "memalpha", 0)
     assert summary["accuracy"] == pytest.approx(100 * (0.5 + 1 + 1) / 3)
+    assert (summary["n_failed"], summary["accuracy_official"]) == (1, 100.0)
     assert summary["mean_memory_tokens"] == pytest.approx((4 + 3 + 2) / 3)
+    with pytest.raises(SystemExit, match="1 of 3 samples failed"):
+        check_failures(answered, 0.0, "memalpha on mab/all")
+    # a rerun asks only the failed instance again
+    healthy = RuleQA(lambda text: "x" if text.endswith("boom") else answers[text.splitlines()[-1]])
+    rerun = evaluate(
+        [{**row, "memorized": by_index[row["index"]], "num_tokens": 5} for row in rows],
+        memory_qa_runner(healthy, qa, judge),
+        tmp_path / "qa.jsonl",
+        batch_size=3,
+    )
+    assert not any(r["failed"] for r in rerun) and len(healthy.requests) == 2
+
+
+@pytest.mark.parametrize("status", ["HTTP 500", "HTTP 401", "timed out after 30 s"])
+def test_an_endpoint_that_never_answers_fails_the_job_instead_of_scoring_zero(tmp_path, status):
+    """Memories written against a healthy endpoint, QA against a dead one: every instance
+    fails and the job stops naming the cause; nothing reads as accuracy 0.0."""
+    memory = StructuredMemory(words, seed=0)
+    memory.insert("semantic", "Ilse Brand built it")
+    rows = [
+        {
+            "index": i,
+            "task": "squad",
+            "questions": ["Who built it?"],
+            "answers": [["Ilse Brand"]],
+            "num_tokens": 5,
+            "memorized": {"memory": memory.snapshot(), "failed": False, "error": None},
+        }
+        for i in range(3)
+    ]
+    dead = RuleQA(lambda text: Completion("", error=status))
+    qa = MemoryQA(SamplingParams(0.7, 1.0), 20, 30000, 16)
+    answered = evaluate(
+        rows, memory_qa_runner(dead, qa, Judge(SamplingParams(0.6, 0.95), 8)), tmp_path / "p", 3
+    )
+    assert all(r["failed"] for r in answered)
+    with pytest.raises(SystemExit, match=f"(?s)3 of 3 samples failed.*{status}"):
+        check_failures(answered, 0.0, "memalpha-tiny on memalpha/squad")
+
+
+def test_a_qa_prompt_cap_too_small_for_any_question_fails_the_instance(tmp_path):
+    memory = StructuredMemory(words, seed=0)
+    memory.insert("semantic", "Ilse Brand built it")
+    row = {
+        "index": 0,
+        "task": "squad",
+        "questions": ["Who built it?"],
+        "answers": [["Ilse Brand"]],
+        "num_tokens": 5,
+        "memorized": {"memory": memory.snapshot(), "failed": False, "error": None},
+    }
+    qa = MemoryQA(SamplingParams(0.7, 1.0), 20, 3, 16)  # 3 tokens: not even the question fits
+    engine = RuleQA(lambda text: "Ilse Brand")
+    (record,) = memory_qa_runner(engine, qa, Judge(SamplingParams(0.6, 0.95), 8))([row])
+    assert record["failed"] and record["failed_questions"] == 1 and not engine.requests
 
 
 # --- the datasets -------------------------------------------------------------------------------

@@ -11,6 +11,8 @@ import json
 import logging
 import os
 import socket
+import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -48,7 +50,7 @@ from memrl.scoring.memalpha import judge_verdict, score_answer
 from memrl.scoring.metrics import score_answer_is
 from memrl.scoring.ruler import score_ruler
 from memrl.scoring.verifier import training_reward
-from memrl.secrets import REDACTED, RedactingStream, redact
+from memrl.secrets import PARTIAL_SECRET_CHARS, REDACTED, RedactingStream, redact
 from memrl.tracking import read_record
 from memrl.train.memalpha_rewards import content_verdict
 
@@ -348,6 +350,73 @@ def test_a_resumed_evaluation_retries_failed_samples_without_duplicates(tmp_path
     assert sorted(r["index"] for r in again) == [0, 1, 2, 3] and not any(r["failed"] for r in again)
 
 
+def memrl_cli(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "memrl.cli", *args], cwd=cwd, text=True, capture_output=True
+    )
+
+
+def test_an_empty_evaluation_set_stops_the_job_naming_the_file(tmp_path, tiny, smoke_config):
+    """An empty eval set exits non-zero naming the file instead of writing accuracy 0.0."""
+    job = next(j for j in cfg.eval_jobs(smoke_config) if j.benchmark == "ruler_hqa")
+    settings = {**cfg.eval_settings(smoke_config, job, 0), "tasks": ["hqa"], "shards": 1}
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("")
+    done = memrl_cli(
+        "evaluate",
+        "--settings",
+        json.dumps(settings),
+        "--data",
+        str(empty),
+        "--model",
+        str(tiny),
+        "--predictions",
+        str(tmp_path / "p.jsonl"),
+        "--metrics",
+        str(tmp_path / "m.json"),
+        cwd=tmp_path,
+    )
+    assert done.returncode != 0
+    assert f"{empty}: no hqa sample to evaluate (an empty set has no score)" in done.stderr
+    assert not (tmp_path / "m.json").exists()
+
+
+def test_a_filter_that_kept_no_dev_question_stops_the_eval_set_naming_the_file(
+    tmp_path, smoke_config
+):
+    empty = tmp_path / "dev.filtered.jsonl"
+    empty.write_text("")
+    settings = {"eval_questions": 4, "n_docs": 10, "seed": 0, "store_ids_above": 0}
+    missing = str(tmp_path / "never-read")
+    done = memrl_cli(
+        *("eval-set", "--settings", json.dumps(settings), "--dev", str(empty)),
+        *("--pool-docs", missing, "--pool-questions", missing, "--tokenizer", missing),
+        *("--out", str(tmp_path / "set.jsonl")),
+        cwd=tmp_path,
+    )
+    assert done.returncode != 0
+    assert f"{empty}: no filtered dev question (an empty set has no score)" in done.stderr
+
+
+def test_a_metrics_record_of_no_sample_is_an_error_not_a_zero(tmp_path):
+    record = {
+        "benchmark": "ruler_hqa",
+        "task": "hqa",
+        "system": "s",
+        "length": 10,
+        "n_items": 0,
+        "n_failed": 0,
+        "accuracy": 0.0,
+        "accuracy_official": 0.0,
+        "mean_tokens": None,
+        "mean_calls": 0.0,
+    }
+    path = tmp_path / "m.json"
+    path.write_text(json.dumps([record]))
+    with pytest.raises(ValueError, match=rf"{path}: n_items=0: no sample was evaluated"):
+        load_metrics([path])
+
+
 def test_an_empty_shard_evaluates_nothing_and_writes_no_partial(tmp_path):
     assert evaluate([], lambda wave: [], tmp_path / "p.partial", batch_size=4) == []
     assert not (tmp_path / "p.partial").exists()
@@ -468,6 +537,9 @@ class OpenAIStub(JSONHandler):
             time.sleep(2)
         if model == "garbage":
             return self.reply(200, b"<html>oops</html>")
+        if model == "garbage-echo":  # no choices; the key straddles character 500 of the body
+            key = self.headers["Authorization"].removeprefix("Bearer ")
+            return self.reply(200, {"id": "x" * 466 + key, "object": "chat.completion"})
         message: dict[str, Any] = {"role": "assistant", "content": MALFORMED.get(model, "")}
         if model == "null":
             message["content"] = None
@@ -579,6 +651,27 @@ def test_redaction_covers_named_variables_longest_first_and_ignores_placeholders
     sink = io_module.StringIO()
     RedactingStream(sink).write(text)
     assert sink.getvalue() == "a [REDACTED] b [REDACTED] EMPTY"
+
+
+def test_a_secret_cut_short_is_redacted_wherever_the_cut_left_it(monkeypatch):
+    """A reply cut at max_tokens, an error cut at N characters: what is left of the key goes
+    too, from 12 characters on; a shorter start ("sk-proj-", shared by every key) stays."""
+    key = "sk-proj-0123456789abcdefghij"
+    monkeypatch.setenv("OPENAI_API_KEY", key)
+    assert redact(f"echo: {key[:24]}") == "echo: [REDACTED]"
+    assert redact(f'{{"error": "{key[:26]}", "n": 1}}') == '{"error": "[REDACTED]", "n": 1}'
+    assert redact(f"{key[:12]}x and {key}") == "[REDACTED]x and [REDACTED]"
+    assert redact(f"keys look like {key[:11]}...") == f"keys look like {key[:11]}..."
+    sink = io_module.StringIO()
+    RedactingStream(sink).write(f"the model said {key[:20]}")
+    assert sink.getvalue() == "the model said [REDACTED]"
+
+
+def test_a_malformed_response_is_redacted_before_it_is_cut(tiny, endpoint, monkeypatch):
+    """The malformed-response error keeps 500 characters: the key across that boundary must
+    not leave its first characters behind."""
+    [completion] = ask(openai_engine(tiny, endpoint, "garbage-echo"))
+    assert completion.failed and KEY[:PARTIAL_SECRET_CHARS] not in completion.error
 
 
 def test_a_run_records_itself_beside_its_locks(tmp_path):

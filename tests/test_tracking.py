@@ -233,3 +233,44 @@ def test_a_copied_results_directory_keeps_its_artifacts_beside_itself(results, t
     assert len(uris) == 3 and all(uri.startswith(location + "/") for uri in uris)
     assert not list((results / "mlartifacts").rglob("b.log"))
     assert list((copy / "mlartifacts").rglob("b.log"))
+
+
+@pytest.mark.parametrize("store", ["sqlite", "server"])
+def test_concurrent_loads_of_one_results_directory_create_each_run_once(results, tmp_path, store):
+    """Two loaders at once (onsuccess and a hand-run load, say), on a fresh store: each waits
+    for the other's load lock, so every record gets one run and neither crashes."""
+    import contextlib
+
+    from mlflow_server import mlflow_server
+
+    tracking.start_invocation(results, "sqlite:///results/t/mlflow.db", CONFIG, "9.0")
+    for i in range(12):
+        run_job(results, f"j{i}")
+    mark_ended(results)
+    server = tmp_path / "server"
+    server.mkdir()
+    if store == "server":
+        serving = mlflow_server(server, "127.0.0.1")
+    else:
+        serving = contextlib.nullcontext(f"sqlite:///{tmp_path / 'fresh.db'}")
+    with serving as uri:
+        loads = [
+            subprocess.Popen(
+                [sys.executable, "-m", "memrl.tracking", str(results), "--uri", uri],
+                cwd=tmp_path,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                text=True,
+            )
+            for _ in range(2)
+        ]
+        outputs = [load.communicate(timeout=300)[0] for load in loads]
+        assert [load.returncode for load in loads] == [0, 0], outputs
+        import mlflow
+
+        client = mlflow.MlflowClient(uri)
+        experiment = client.get_experiment_by_name(tracking.EXPERIMENT).experiment_id
+        runs = client.search_runs([experiment], max_results=1000)
+    records = [run.data.tags.get("memrl.record") for run in runs]
+    assert len(runs) == 13 and len(set(records)) == 13  # 12 jobs and the pipeline's run
+    assert sum("'jobs': 12" in output for output in outputs) == 1  # the other found them loaded

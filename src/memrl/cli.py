@@ -102,6 +102,7 @@ def cmd_filter(args: argparse.Namespace, run: tracking.JobRecord) -> None:
             keep=s["keep"][split],
             verifier=s["verifier"],
         )
+        _require_rows(kept, src, f"{split} question passed the filter")
         write_jsonl_atomic(dst, kept)
         run.log_metrics({f"{split}.{k}": v for k, v in report[split].items() if isinstance(v, int)})
     write_json_atomic(args.report, report)
@@ -122,8 +123,9 @@ def cmd_eval_set(args: argparse.Namespace, run: tracking.JobRecord) -> None:
     from memrl.data.ruler_hqa import build_eval_sets, read_pool
 
     s = args.settings
-    pool = read_pool(args.pool_docs, args.pool_questions)
     indices = [row["index"] for row in read_jsonl(args.dev)][: s["eval_questions"]]
+    _require_rows(indices, args.dev, "filtered dev question")
+    pool = read_pool(args.pool_docs, args.pool_questions)
     [rows] = build_eval_sets(
         pool.questions,
         pool.docs,
@@ -166,6 +168,7 @@ def cmd_ruler_set(args: argparse.Namespace, run: tracking.JobRecord) -> None:
         squad=squad,
         hotpot=load_hotpotqa(args.hotpotqa) if corpus == "hotpotqa" else None,
     )
+    _require_rows(rows, args.out, f"{s['task']} sample at length {s['length']} was built")
     write_jsonl_atomic(args.out, rows)
     tokens = [row["num_tokens"] for row in rows]
     run.log_metrics({"rows": len(rows), "mean_tokens": sum(tokens) / len(tokens)})
@@ -324,6 +327,12 @@ def _memalpha_instances(path: Path, sources: list[str], key: str) -> list[dict[s
     if missing:
         raise SystemExit(f"{path}: no instance of {missing} ({key})")
     return [row for source in sources for row in grouped[source]]
+
+
+def _require_rows(rows: Sequence[Any], path: Path, what: str) -> None:
+    """Stop on an empty set, naming its file: evaluated, it would read as accuracy 0.0."""
+    if not rows:
+        raise SystemExit(f"{path}: no {what} (an empty set has no score)")
 
 
 def _log_summary(run: tracking.JobRecord, summary: dict[str, Any]) -> None:
@@ -529,7 +538,9 @@ def _run_tasks(
     records: dict[str, list[dict[str, Any]]] = {}
     partials = []
     for name, data in zip(s["tasks"], data_files, strict=True):
-        rows = shard_rows(rows_of(name, data), s.get("shard", 0), s.get("shards", 1))
+        every_row = rows_of(name, data)
+        _require_rows(every_row, data, f"{name} sample to evaluate")
+        rows = shard_rows(every_row, s.get("shard", 0), s.get("shards", 1))
         # Snakemake deletes the outputs of a failed job, so work in a file it does not know about:
         # a killed or failed job keeps its finished samples there and the rerun resumes from them.
         # The name carries a digest of the settings and inputs: a rerun after a change starts

@@ -29,6 +29,7 @@ from memrl.config import PROBE_BENCHMARK
 from memrl.data.io import append_jsonl, jsonl_row
 from memrl.data.ruler_hqa import context_pieces
 from memrl.engines.base import ChatEngine, ChatRequest, SamplingParams
+from memrl.secrets import redact
 
 log = logging.getLogger(__name__)
 
@@ -375,8 +376,9 @@ def instance_qa_runner(
     its questions, they are answered together, LongMemEval answers are judged, the rest scored
     per source (`protocol`: "agent" = evaluate_agent_results.py, "baseline" =
     long_context_eval.py, "train" = GRPO's r1). A question whose request or judge fails, or that
-    cannot be asked, scores 0 and is counted in `failed_questions`; an instance whose memorize
-    job failed asks nothing and scores 0."""
+    cannot be asked, scores 0, is counted in `failed_questions` and fails its instance (a failed
+    sample, as a failed MemAgent request: allow_failures, retried on a rerun, † in the tables);
+    an instance whose memorize job failed asks nothing and scores 0."""
     from memrl.agents.memalpha import answer
     from memrl.scoring import memalpha as metrics
 
@@ -453,16 +455,21 @@ def _qa_record(
     `n_calls` counts this job's requests and the memorize job's."""
     n = len(row["questions"])
     per_question = [scores.get((i, j), 0.0) for j in range(n)]
+    question_errors = {str(j): errors[(i, j)] for j in range(n) if (i, j) in errors}
+    error = instance.error
+    if not instance.failed and question_errors:
+        first = next(iter(question_errors.values()))
+        error = f"{len(question_errors)} of {n} questions failed; the first: {first}"
     return {
         "index": row["index"],
         "n_questions": n,
         "responses": [responses.get((i, j), "") for j in range(n)],
         "scores": per_question,
         "score": sum(per_question) / n,
-        "failed": instance.failed,
-        "error": instance.error,
-        "failed_questions": sum((i, j) in errors for j in range(n)),
-        "question_errors": {str(j): errors[(i, j)] for j in range(n) if (i, j) in errors},
+        "failed": instance.failed or bool(question_errors),
+        "error": error,
+        "failed_questions": len(question_errors),
+        "question_errors": question_errors,
         "memory_tokens": instance.memory_tokens,
         "num_tokens": row["num_tokens"],
         **instance.counts,
@@ -806,7 +813,7 @@ def check_failures(records: Sequence[dict[str, Any]], allowed: float, what: str)
     failed = [r for r in records if r.get("failed")]
     if len(failed) <= allowed * len(records):
         return
-    causes = Counter((r.get("error") or "no error recorded")[:300] for r in failed)
+    causes = Counter(redact(r.get("error") or "no error recorded")[:300] for r in failed)
     lines = "\n".join(f"  {n} x {cause}" for cause, n in causes.most_common(3))
     raise SystemExit(
         f"{what}: {len(failed)} of {len(records)} samples failed, more than allow_failures = "

@@ -3,7 +3,9 @@
 A secret is the value of one of the environment variables below (plus any named in
 `MEMRL_SECRET_ENV`, comma-separated), the only place this project reads credentials from.
 Endpoints may echo a key in an error body; every file writer (memrl.data.io), the job's stderr
-(its log) and the MLflow loader pass their text through `redact`.
+(its log) and the MLflow loader pass their text through `redact`. Text is cut in many places (a
+reply at max_tokens, an error message at N characters), so `redact` also removes a cut secret:
+any run of at least PARTIAL_SECRET_CHARS characters that starts a secret.
 """
 
 from __future__ import annotations
@@ -22,6 +24,9 @@ SECRET_ENV_VARS = (
 )
 EXTRA_ENV = "MEMRL_SECRET_ENV"
 MIN_SECRET_CHARS = 8  # shorter values ("EMPTY", "1") are placeholders, and would mangle text
+# a secret's start this long is redacted even when the rest was cut off; shorter starts are
+# shared by every key of a kind ("sk-proj-", "hf_"), and tell nothing
+PARTIAL_SECRET_CHARS = 12
 REDACTED = "[REDACTED]"
 
 
@@ -35,12 +40,30 @@ def configured_secrets(environ: Mapping[str, str] | None = None) -> set[str]:
 
 def redact(text: str, also: Sequence[str | None] = ()) -> str:
     """`text` with every configured secret (and each of `also`, e.g. a key passed as an argument)
-    replaced by [REDACTED]; longest first, so a secret containing another goes whole."""
+    replaced by [REDACTED], and so is what is left of one that was cut (`redact_cut`); longest
+    first, so a secret containing another goes whole."""
     secrets = configured_secrets() | {s for s in also if s and len(s) >= MIN_SECRET_CHARS}
     for secret in sorted(secrets, key=len, reverse=True):
         if secret in text:
             text = text.replace(secret, REDACTED)
+        text = redact_cut(text, secret)
     return text
+
+
+def redact_cut(text: str, secret: str) -> str:
+    """`text` with every run that starts `secret` (PARTIAL_SECRET_CHARS characters or more, as
+    long as it goes on matching) replaced by [REDACTED]."""
+    head = secret[:PARTIAL_SECRET_CHARS]
+    if len(head) < PARTIAL_SECRET_CHARS or head not in text:
+        return text
+    parts, start = [], 0
+    while (found := text.find(head, start)) >= 0:
+        end = found + len(head)
+        while end < len(text) and end - found < len(secret) and text[end] == secret[end - found]:
+            end += 1
+        parts += [text[start:found], REDACTED]
+        start = end
+    return "".join([*parts, text[start:]])
 
 
 class RedactingStream:

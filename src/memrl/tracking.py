@@ -396,12 +396,53 @@ def _log_batch(client: Any, run_id: str, params=(), tags=(), metrics=()) -> None
         client.log_batch(run_id, metrics=chunk)
 
 
+LOAD_LOCK = ".load.lock"  # in invocations_dir: one load of a results directory at a time
+LOAD_LOCK_WAIT_S = 1800  # a load of thousands of records takes minutes, not hours
+
+
+@contextmanager
+def load_lock(results: Path, wait_s: float = LOAD_LOCK_WAIT_S) -> Iterator[None]:
+    """Hold the results directory's load lock: a POSIX record lock (fcntl.lockf, which NFS
+    honours too), released by the kernel when the holder exits however it exits. Another
+    loader waits for it, up to `wait_s`, so two loads never both create a record's run."""
+    import fcntl
+
+    path = invocations_dir(results) / LOAD_LOCK
+    path.parent.mkdir(parents=True, exist_ok=True)
+    deadline = time.monotonic() + wait_s
+    with path.open("a") as handle:
+        waiting = False
+        while True:
+            try:
+                fcntl.lockf(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise SystemExit(
+                        f"{path}: another provenance load has held this lock for {wait_s:.0f} s"
+                    ) from None
+                if not waiting:
+                    log.info("%s: waiting for another provenance load to finish", path)
+                    waiting = True
+                time.sleep(0.2)
+        try:
+            yield
+        finally:
+            fcntl.lockf(handle, fcntl.LOCK_UN)
+
+
 def load(results: Path, uri: str | None = None) -> dict[str, int]:
     """Create the MLflow runs of every invocation and job record under `results` not yet loaded.
 
     A record without an `end` line is loaded as KILLED once its invocation has ended; until
-    then (or forever, for a job run by hand outside Snakemake) it waits.
+    then (or forever, for a job run by hand outside Snakemake) it waits. Loads of one results
+    directory run one at a time (`load_lock`), so concurrent ones create each run once.
     """
+    with load_lock(results):
+        return _load(results, uri)
+
+
+def _load(results: Path, uri: str | None) -> dict[str, int]:
     invocations = {
         path.stem: read_json(path) for path in sorted(invocations_dir(results).glob("*.json"))
     }

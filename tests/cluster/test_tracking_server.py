@@ -6,20 +6,16 @@ each job is the child of its pipeline's run. The jobs run as local processes (se
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import json
 import os
 import shlex
-import signal
-import socket
 import subprocess
 import sys
-import time
-import urllib.request
 from pathlib import Path
 
 import pytest
+from mlflow_server import mlflow_server
 from slurm_jobs import CONTROLLER_IP, NODE_IP, finished, run, sbatch
 
 from memrl import tracking
@@ -27,7 +23,6 @@ from memrl import tracking
 pytestmark = pytest.mark.cluster
 
 PIPELINES, JOBS = 4, 3
-STARTUP_S = 120  # the server's first start creates its database schema
 
 # A training job as memrl.verl.main runs one: its own process logs into the job's live run.
 LIVE_JOB = """
@@ -46,52 +41,6 @@ with tracking.job_run("train", {"job": name}, {"lr": 1e-6}, [], [], log) as reco
         client.log_metric(env["MLFLOW_RUN_ID"], "reward", 0.25 * step, step=step)
     record.log_metrics({"final_reward": 0.5})
 """
-
-
-def free_port(host: str) -> int:
-    with socket.socket() as sock:
-        sock.bind((host, 0))
-        return sock.getsockname()[1]
-
-
-@contextlib.contextmanager
-def mlflow_server(root: Path, host: str):
-    """`mlflow server` as documented (SQLite backend, served artifacts) on host; yields its URI."""
-    port = free_port(host)
-    log = (root / "server.log").open("w")
-    command = [
-        sys.executable, "-m", "mlflow", "server",
-        "--backend-store-uri", f"sqlite:///{root / 'mlflow.db'}",
-        "--artifacts-destination", str(root / "artifacts"),
-        "--serve-artifacts",
-        "--host", host,
-        "--port", str(port),
-    ]  # fmt: skip
-    process = subprocess.Popen(
-        command, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
-    )
-    uri = f"http://{host}:{port}"
-    try:
-        deadline = time.monotonic() + STARTUP_S
-        while True:
-            try:
-                with urllib.request.urlopen(f"{uri}/health", timeout=2) as reply:
-                    if reply.status == 200:
-                        break
-            except OSError:
-                pass
-            if process.poll() is not None or time.monotonic() > deadline:
-                pytest.fail(f"mlflow server did not start:\n{(root / 'server.log').read_text()}")
-            time.sleep(0.5)
-        yield uri
-    finally:
-        os.killpg(process.pid, signal.SIGTERM)  # the server and its workers
-        try:
-            process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
-            process.wait()
-        log.close()
 
 
 @pytest.fixture(scope="module")

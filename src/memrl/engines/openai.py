@@ -140,7 +140,8 @@ class OpenAIEngine:
                 continue
             text = response_text(response)
             if text is None:
-                error = redact(f"malformed response: {str(response)[:500]}", [self.api_key])
+                # redacted before it is cut: a cut key would no longer match whole
+                error = f"malformed response: {redact(str(response), [self.api_key])[:500]}"
                 log.warning("request failed: %s", error)
                 return Completion(text="", prompt_ids=prompt, error=error)
             response_ids = self.tokenizer.encode(text, add_special_tokens=False)

@@ -165,6 +165,8 @@ def _check_metrics(data: Any, path: Path) -> dict[str, Any]:
         raise ValueError(f"{path}: mean_tokens must be positive, got {data['mean_tokens']}")
     if "n_dropped" in data:
         _check_type(path, "n_dropped", data["n_dropped"], (int,))
+    if data["n_items"] < 1:  # an empty evaluation set has no accuracy, not 0.0
+        raise ValueError(f"{path}: n_items={data['n_items']}: no sample was evaluated")
     for key in ("n_failed", "n_dropped"):
         if key in data and not 0 <= data[key] <= data["n_items"]:
             raise ValueError(f"{path}: {key}={data[key]} not within 0..n_items")
@@ -1127,7 +1129,7 @@ def training_recipe_notes(selected: Mapping[str, Mapping[str, Any]]) -> list[str
     if not recipes:
         return []
     described = "; ".join(
-        f"{name!r}: {steps} steps, "
+        f"{name!r}: {steps} step{'' if steps == 1 else 's'}, "
         + (f"a KL loss of {kl:g}" if kl else "no KL term")
         + f", {CHECKPOINT_WORDS[checkpoint]}"
         for name, steps, kl, checkpoint in recipes
