@@ -357,7 +357,7 @@ def test_memalpha_training_runs_feed_evaluation_and_carry_their_reward_weights(r
     assert runs == {"memalpha-tiny-grpo": {"base": "tiny-instruct", "beta": 0.05, "gamma": 0.1}}
     settings = cfg.memalpha_train_settings(smoke, "memalpha-tiny-grpo")
     assert (settings["beta"], settings["gamma"], settings["backend"]) == (0.05, 0.1, "cpu")
-    assert settings["agent"]["prompt_cap"] == 6144  # the training cap (evaluation: none)
+    assert settings["agent"]["prompt_cap"] == 4000  # the training cap (evaluation: none)
     assert settings["sources"] == smoke["memalpha"]["train"]["sources"]
     assert "runs" not in settings and settings["judge"]["max_tokens"] == 8
     trained = cfg.model_dir(smoke, "memalpha-tiny-grpo")

@@ -431,3 +431,18 @@ def test_malformed_instances_fail_naming_file_row_and_field(tmp_path, column, va
     with pytest.raises(ValueError, match=message) as error:
         instances_by_source(path)
     assert str(path) in str(error.value)
+
+
+def test_a_prompt_cap_in_evaluation_measures_prompts_in_the_engines_tokens(tmp_path):
+    """`memalpha.agent.prompt_cap` (officially none in evaluation) works as in training: the
+    memorize job measures each prompt with its engine's tokenizer."""
+    row = {"index": 0, "task": "squad", "chunks": ["c1"], "questions": ["q"], "answers": ["a"]}
+    policy = Replying([call("memory_update", memory_type="core_memory", new_content="c1 seen")])
+    runner = memorize_runner(
+        MemAlphaConfig(max_new_tokens=16, prompt_cap=100_000),
+        policy,
+        SamplingParams(0.0, 1.0),
+        lambda row: StructuredMemory(words, seed=0),
+    )
+    (memorized,) = runner([row])
+    assert not memorized["failed"] and memorized["memory"]["core"] == "c1 seen"

@@ -27,7 +27,7 @@ from memrl import locks as locks_module
 from memrl.agents.driver import run_batched
 from memrl.agents.mem1 import mem1
 from memrl.agents.memagent import MemAgentConfig, memagent
-from memrl.agents.memalpha_tools import parse_calls
+from memrl.agents.memalpha_tools import MAX_CALLS_PER_REPLY, parse_calls
 from memrl.data import io
 from memrl.data.docqa import load_docqa
 from memrl.data.essays import load_essay_text
@@ -37,7 +37,7 @@ from memrl.data.memalpha import instances_by_source
 from memrl.data.ruler_hqa import read_pool
 from memrl.engines.base import ChatRequest, Completion, SamplingParams
 from memrl.engines.hf import HFEngine
-from memrl.engines.openai import OpenAIEngine
+from memrl.engines.openai import MAX_REPLY_CHARS_PER_TOKEN, OpenAIEngine
 from memrl.engines.served import ServedEngine
 from memrl.engines.vllm import VLLMEngine
 from memrl.evaluation import Task, check_failures, evaluate, load_finished, record, summarize
@@ -84,6 +84,8 @@ def smoke_config() -> dict[str, Any]:
 
 
 DELETE = object()
+RUN = {"base": "tiny-instruct", "beta": 0.0, "gamma": 0.1}  # a Mem-α training run
+STORES = ["core", "semantic", "episodic"]
 # (path, value, what the error must name); None: accepted on purpose (the comment says why).
 MUTATIONS: list[tuple[tuple[Any, ...], Any, str | None]] = [
     (("run",), 5, "config key run"),
@@ -137,7 +139,62 @@ MUTATIONS: list[tuple[tuple[Any, ...], Any, str | None]] = [
     (("memalpha", "training", "recipes", "official", "steps"), 0, "recipes.official.steps"),
     (("memalpha", "training", "recipes", "paper", "checkpoint"), "first", "paper.checkpoint"),
     (("memalpha", "training", "recipe"), "fast", "memalpha.training.recipe"),
+    # Mem-α: the agent, QA step, baselines, data, training
+    (("memalpha", "agent", "max_new_tokens"), 0, "memalpha.agent.max_new_tokens"),
+    (("memalpha", "agent", "max_new_tokens"), 5000, "memalpha.agent.max_new_tokens"),  # window
+    (("memalpha", "agent", "visible_items"), -1, "memalpha.agent.visible_items"),
+    (("memalpha", "agent", "prompt_cap"), 0, "memalpha.agent.prompt_cap"),
+    (("memalpha", "agent", "enable_thinking"), "no", "memalpha.agent.enable_thinking"),
+    (("memalpha", "agent", "colour"), "red", "memalpha.agent: unknown key(s) colour"),
+    (("memalpha", "sampling", "temperature"), -1, "memalpha.sampling.temperature"),
+    (("memalpha", "qa", "top_k"), 0, "memalpha.qa.top_k"),
+    (("memalpha", "qa", "prompt_cap"), 0, "memalpha.qa.prompt_cap"),
+    (("memalpha", "qa", "max_tokens"), 0, "memalpha.qa.max_tokens"),
+    (("memalpha", "qa", "judge_sampling", "top_p"), 2, "memalpha.qa.judge_sampling.top_p"),
+    (("memalpha", "qa", "judge_max_tokens"), 0, "memalpha.qa.judge_max_tokens"),
+    (("memalpha", "memory_tokenizer"), "ghost", "memalpha.memory_tokenizer"),
+    (("memalpha", "train", "source"), "ghost", "memalpha.train.source"),
+    (("memalpha", "memalpha", "sources"), ["nosuch"], "memalpha.memalpha.sources"),
+    (("memalpha", "ruler_hqa", "source"), "nosuch", "memalpha.ruler_hqa.source"),
+    (("memalpha", "ruler_hqa", "chunk_tokens"), 0, "memalpha.ruler_hqa.chunk_tokens"),
+    (("memalpha", "baselines", "protocol"), "lenient", "memalpha.baselines.protocol"),
+    (("memalpha", "baselines", "mem1", "memory_tokens"), 0, "baselines.mem1.memory_tokens"),
+    (("memalpha", "baselines", "memagent", "final_tokens"), 0, "memagent.final_tokens"),
+    (("memalpha", "training", "runs", "memalpha-tiny-grpo", "base"), "ghost", "grpo.base"),
+    (("memalpha", "training", "runs", "memalpha-tiny-grpo", "beta"), -1, "grpo.beta"),
+    (("memalpha", "training", "runs", "tiny-instruct"), RUN, "memalpha.training.runs: names"),
+    (("memalpha", "training", "runs", "orphan"), RUN, "runs.orphan: no memalpha system"),
+    (("memalpha", "training", "group_size"), 0, "memalpha.training.group_size"),
+    (("memalpha", "training", "mini_batch_rows"), 0, "memalpha.training.mini_batch_rows"),
+    (("memalpha", "training", "clip_c"), 1, "memalpha.training.clip_c"),
+    (("memalpha", "training", "cut_responses"), "yes", "memalpha.training.cut_responses"),
+    (("memalpha", "training", "judge", "max_tokens"), 0, "training.judge.max_tokens"),
+    (("memalpha", "training", "validation", "every"), -1, "training.validation.every"),
+    (("memalpha", "training", "recipes", "official", "kl_coef"), -1, "official.kl_coef"),
+    (("memalpha", "training", "prompt_cap"), 5000, "memalpha.training.prompt_cap"),  # window
+    # which systems have stores to disable, and what is left
+    (("evaluation", "systems", "memalpha-tiny", "disabled_memory"), STORES, "every store"),
+    (("evaluation", "systems", "rl-memagent-tiny", "disabled_memory"), ["core"], "no memory"),
+    (("evaluation", "systems", "memalpha-tiny", "disabled_memory"), ["procedural"], "disabled"),
+    (("evaluation", "systems", "memalpha-tiny", "benchmarks"), ["ruler"], "memalpha-tiny.bench"),
+    # the memory ablation (Tables 8, 9)
+    (("evaluation", "memory_ablation", "systems"), {"memalpha-tiny": "14B"}, "not a memagent"),
+    (("evaluation", "memory_ablation", "settings"), [[48]], "memory_ablation.settings"),
+    (("evaluation", "memory_ablation", "settings"), [[0, 256]], "memory_ablation.settings"),
+    (("evaluation", "memory_ablation", "settings"), [[24, 256]], "'rl-memagent-tiny''s own"),
+    (("evaluation", "memory_ablation", "tasks", "ruler"), ["niah_single_9"], "tasks.ruler"),
+    (("evaluation", "memory_ablation", "tasks", "trec"), ["trec"], "unknown key(s) trec"),
+    (("evaluation", "memory_ablation", "retrain"), "yes", "memory_ablation.retrain"),
+    # Table 4's probe
+    (("evaluation", "probe", "systems"), {"memalpha-tiny": "14B"}, "probe.systems"),
+    (("evaluation", "probe", "systems"), {"ghost": "14B"}, "probe.systems"),
+    (("evaluation", "probe", "n_docs"), [7], "probe.n_docs"),
+    (("evaluation", "probe", "n_docs"), [0], "probe.n_docs"),
+    (("evaluation", "probe", "placements"), [[0, 101]], "probe.placements"),
+    (("evaluation", "probe", "placements"), [[0, 100, 5]], "probe.placements"),
     # Accepted on purpose:
+    (("evaluation", "probe", "placements"), [[60, 40]], None),  # the second group first
+    (("evaluation", "memory_ablation", "systems"), {"memagent-tiny-instruct": "7B"}, None),
     (("evaluation", "allow_failures"), 0.05, None),  # tolerate 5% failed samples
     (("evaluation", "shards", "ruler_hqa", 20), 8, None),  # one sample per shard
     (("ruler", "max_length", "niah_multikey_1"), 1024, None),  # caps a task that is not run
@@ -158,8 +215,8 @@ def mutated(config: dict[str, Any], path: tuple[Any, ...], value: Any) -> dict[s
     return config
 
 
-def test_the_fuzz_covers_forty_rejections():
-    assert sum(expected is not None for _, _, expected in MUTATIONS) >= 40
+def test_the_fuzz_covers_ninety_rejections():
+    assert sum(expected is not None for _, _, expected in MUTATIONS) >= 90
 
 
 @pytest.mark.parametrize(("path", "value", "expected"), MUTATIONS, ids=lambda x: str(x)[:40])
@@ -261,8 +318,12 @@ def test_a_corrupt_json_file_names_the_file_and_position(tmp_path, case, reader)
         (b'{"index": 0}\n{"index": \n{"index": 2}\n', r":2: invalid JSON line"),
         (b'{"index": 0}\n[1, 2]\n', r":2: expected a JSON object, got list"),
         (b'{"index": 0}\n{"input": "q"}\n', r":2: missing field\(s\) index"),
+        (
+            b'{"index": 0}\n{"index": 1, "ctx": ["a", "Par\\ud800is"]}\n',
+            r":2: field ctx\[1\] holds a lone surrogate",
+        ),
     ],
-    ids=["not utf-8", "bad line", "not an object", "missing field"],
+    ids=["not utf-8", "bad line", "not an object", "missing field", "lone surrogate"],
 )
 def test_a_corrupt_jsonl_file_names_the_file_and_line(tmp_path, data, message):
     path = write(tmp_path / "rows.jsonl", data)
@@ -396,6 +457,45 @@ def test_a_filter_that_kept_no_dev_question_stops_the_eval_set_naming_the_file(
     )
     assert done.returncode != 0
     assert f"{empty}: no filtered dev question (an empty set has no score)" in done.stderr
+
+
+def test_a_repeated_sample_in_an_unsharded_evaluation_names_the_file(tmp_path, tiny, smoke_config):
+    job = next(j for j in cfg.eval_jobs(smoke_config) if j.benchmark == "ruler_hqa")
+    settings = {**cfg.eval_settings(smoke_config, job, 0), "tasks": ["hqa"], "shards": 1}
+    data = tmp_path / "hqa.jsonl"
+    row = {"index": 7, "input": "q?", "answers": ["a"], "context": "d", "num_tokens": 3}
+    data.write_text(json.dumps(row) + "\n" + json.dumps(row) + "\n")
+    done = memrl_cli(
+        *("evaluate", "--settings", json.dumps(settings), "--data", str(data)),
+        *("--model", str(tiny), "--predictions", str(tmp_path / "p.jsonl")),
+        *("--metrics", str(tmp_path / "m.json")),
+        cwd=tmp_path,
+    )
+    assert done.returncode != 0 and f"{data}: sample 2 repeats index 7" in done.stderr
+
+
+@pytest.mark.parametrize("damaged", ["tokenizer.json", "model.safetensors"])
+def test_a_damaged_model_file_names_its_directory(tmp_path, tiny, damaged):
+    import shutil
+
+    copy = tmp_path / "model"
+    shutil.copytree(tiny, copy)
+    path = copy / damaged
+    path.write_bytes(path.read_bytes()[: len(path.read_bytes()) // 2])
+    with pytest.raises(ValueError, match=rf"{copy}: cannot load the (tokenizer|model)"):
+        HFEngine.load(str(copy), device="cpu")
+
+
+def test_an_incomplete_paper_file_names_itself(tmp_path):
+    from memrl.cli import _reading_paper
+    from memrl.report.tables import build_memalpha_table
+
+    paper = cfg.load_yaml(REPO / "config/paper/memalpha.yaml")
+    del paper["table2"]  # a file cut short: its later tables are missing
+    path = tmp_path / "memalpha.yaml"
+    expected = rf"{path}: not the published numbers memalpha_table2"
+    with pytest.raises(ValueError, match=expected), _reading_paper(path, "memalpha_table2"):
+        build_memalpha_table([], [], paper, "memalpha_table2")
 
 
 def test_a_metrics_record_of_no_sample_is_an_error_not_a_zero(tmp_path):
@@ -537,6 +637,16 @@ class OpenAIStub(JSONHandler):
             time.sleep(2)
         if model == "garbage":
             return self.reply(200, b"<html>oops</html>")
+        if model == "runaway":  # a megabyte where max_tokens allows a few words
+            message = {"role": "assistant", "content": "word " * 200_000}
+            return self.reply(
+                200,
+                {
+                    "id": "x",
+                    "object": "chat.completion",
+                    "choices": [{"index": 0, "message": message}],
+                },
+            )
         if model == "garbage-echo":  # no choices; the key straddles character 500 of the body
             key = self.headers["Authorization"].removeprefix("Bearer ")
             return self.reply(200, {"id": "x" * 466 + key, "object": "chat.completion"})
@@ -570,7 +680,8 @@ def test_a_malformed_reply_is_a_storable_text_or_a_failed_request(tiny, endpoint
     [completion] = ask(openai_engine(tiny, endpoint, name))
     if name in MALFORMED or name == "null":
         assert not completion.failed
-        assert completion.text == io.storable(MALFORMED.get(name, ""))
+        limit = 8 * MAX_REPLY_CHARS_PER_TOKEN  # `ask` allows 8 tokens: "huge" is cut
+        assert completion.text == io.storable(MALFORMED.get(name, ""))[:limit]
     else:
         assert completion.failed and completion.error
     io.append_jsonl(tmp_path / "p.jsonl", [{"response": completion.text}])
@@ -590,6 +701,44 @@ def test_a_refusing_endpoint_that_echoes_the_key_never_gets_it_written(
     with pytest.raises(SystemExit, match="3 of 3 samples failed") as error:
         check_failures(rows, 0.0, "refused")
     assert KEY not in str(error.value)
+
+
+def test_a_runaway_reply_is_cut_before_it_is_tokenised_or_stored(tiny, endpoint):
+    [completion] = ask(openai_engine(tiny, endpoint, "runaway"))  # max_tokens 8
+    assert len(completion.text) == 8 * MAX_REPLY_CHARS_PER_TOKEN
+    assert completion.text == ("word " * 200_000)[: 8 * MAX_REPLY_CHARS_PER_TOKEN]
+
+
+# --- hostile model output: bounded work --------------------------------------------------------
+
+
+def test_a_reply_of_many_calls_runs_at_most_the_cap_and_fails_the_rest():
+    one = '✿FUNCTION✿: memory_delete\n✿ARGS✿: {"memory_type": "core_memory"}\n'
+    _, calls = parse_calls(one * (MAX_CALLS_PER_REPLY + 50))
+    assert len(calls) == MAX_CALLS_PER_REPLY + 1
+    assert (
+        calls[-1].malformed
+        == f"more than {MAX_CALLS_PER_REPLY} calls in one reply: the rest were not run"
+    )
+    assert all(call.malformed is None for call in calls[:-1])
+
+
+def test_a_full_store_and_exhausted_ids_fail_that_insert_only(monkeypatch):
+    from memrl.agents import structured_memory
+    from memrl.agents.memalpha_tools import ToolCall, execute
+
+    monkeypatch.setattr(structured_memory, "MAX_STORE_ITEMS", 2)
+    memory = structured_memory.StructuredMemory(len, seed=0)
+    insert = '{"memory_type": "semantic_memory", "content": "%s"}'
+    results = [execute(memory, ToolCall("new_memory_insert", insert % c)) for c in "abc"]
+    assert [r.ok for r in results] == [True, True, False]
+    assert "semantic memory is full (2 items)" in results[2].message
+    assert execute(
+        memory, ToolCall("new_memory_insert", insert.replace("semantic", "episodic") % "d")
+    ).ok
+    monkeypatch.setattr(structured_memory, "ID_SPACE", 3)  # every id taken: a failure, no loop
+    with pytest.raises(structured_memory.MemoryOperationError, match="every one of the 3"):
+        memory.insert("episodic", "e")
 
 
 def test_a_dead_endpoint_fails_every_request_and_so_the_job(tiny):

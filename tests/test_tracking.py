@@ -122,11 +122,13 @@ def test_failed_and_interrupted_jobs_say_so(results):
     assert tracking.read_record(results / "logs/rule_i/i.provenance.jsonl")["status"] == "KILLED"
 
 
-def test_a_rerun_replaces_the_record_and_a_torn_last_line_is_ignored(results):
+def test_a_rerun_keeps_the_earlier_attempt_and_a_torn_last_line_is_ignored(results):
     first = tracking.read_record(run_job(results, "a"))
     path = run_job(results, "a")
     second = tracking.read_record(path)
     assert second["record"] != first["record"] and len(second["metrics"]) == 1
+    kept = path.with_name(f"a.{first['record']}{tracking.RECORD_SUFFIX}")
+    assert tracking.read_record(kept)["record"] == first["record"]
     with path.open("a") as handle:
         handle.write('{"event": "metr')  # killed mid-write
     assert tracking.read_record(path)["record"] == second["record"]
@@ -230,6 +232,8 @@ def test_a_copied_results_directory_keeps_its_artifacts_beside_itself(results, t
     [(location,)] = db.execute("select artifact_location from experiments where name = 'memrl'")
     uris = [uri for (uri,) in db.execute("select artifact_uri from runs")]
     assert location == (copy / "mlartifacts").as_uri()
+    experiments = [loc for (loc,) in db.execute("select artifact_location from experiments")]
+    assert len(experiments) == 2 and set(experiments) == {location}  # MLflow's Default too
     assert len(uris) == 3 and all(uri.startswith(location + "/") for uri in uris)
     assert not list((results / "mlartifacts").rglob("b.log"))
     assert list((copy / "mlartifacts").rglob("b.log"))
@@ -274,3 +278,22 @@ def test_concurrent_loads_of_one_results_directory_create_each_run_once(results,
     records = [run.data.tags.get("memrl.record") for run in runs]
     assert len(runs) == 13 and len(set(records)) == 13  # 12 jobs and the pipeline's run
     assert sum("'jobs': 12" in output for output in outputs) == 1  # the other found them loaded
+
+
+def test_a_killed_attempt_reaches_mlflow_after_its_job_is_rerun(results):
+    """The rerun of a killed job used to delete the killed attempt's record: it now loads as a
+    KILLED run beside the rerun's FINISHED one."""
+    tracking.start_invocation(results, "sqlite:///results/t/mlflow.db", CONFIG, "9.0")
+
+    def killed(record):
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        run_job(results, "a", body=killed)
+    run_job(results, "a")
+    mark_ended(results)
+    assert tracking.load(results)["jobs"] == 2
+    statuses = sorted(
+        r["status"] for r in mlflow_runs(results).values() if r["name"] == "rule_a[k=a]"
+    )
+    assert statuses == ["FINISHED", "KILLED"]

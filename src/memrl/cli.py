@@ -9,6 +9,7 @@ MLflow once per Snakemake invocation.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import hashlib
 import json
 import logging
@@ -16,7 +17,7 @@ import os
 import re
 import signal
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -335,6 +336,15 @@ def _require_rows(rows: Sequence[Any], path: Path, what: str) -> None:
         raise SystemExit(f"{path}: no {what} (an empty set has no score)")
 
 
+def _require_unique_indices(rows: Sequence[dict[str, Any]], path: Path) -> None:
+    """Each sample once: a repeated index would be evaluated twice and merged as one."""
+    seen: set[Any] = set()
+    for position, row in enumerate(rows, 1):
+        if row["index"] in seen:
+            raise SystemExit(f"{path}: sample {position} repeats index {row['index']!r}")
+        seen.add(row["index"])
+
+
 def _log_summary(run: tracking.JobRecord, summary: dict[str, Any]) -> None:
     """A run's totals, under `final.` so they do not land on the per-step curves' step 0."""
     run.log_metrics({f"final.{k}": v for k, v in summary.items() if isinstance(v, int | float)})
@@ -540,6 +550,7 @@ def _run_tasks(
     for name, data in zip(s["tasks"], data_files, strict=True):
         every_row = rows_of(name, data)
         _require_rows(every_row, data, f"{name} sample to evaluate")
+        _require_unique_indices(every_row, data)
         rows = shard_rows(every_row, s.get("shard", 0), s.get("shards", 1))
         # Snakemake deletes the outputs of a failed job, so work in a file it does not know about:
         # a killed or failed job keeps its finished samples there and the rerun resumes from them.
@@ -562,7 +573,7 @@ def _memories_by_task(path: Path) -> dict[tuple[str, int], dict[str, Any]]:
     """A memorize job's lines by (source, instance index)."""
     from memrl.data.io import read_jsonl
 
-    return {(line["task"], line["index"]): line for line in read_jsonl(path)}
+    return {(line["task"], line["index"]): line for line in read_jsonl(path, ("task", "index"))}
 
 
 def _instance_rows(
@@ -784,15 +795,16 @@ def cmd_table(args: argparse.Namespace, run: tracking.JobRecord) -> None:
     labels = s["ruler_length_labels" if PAPER_TABLES[name].ruler_lengths else "length_labels"]
     records = load_table_records(name, args.metrics)
     paper = load_yaml(args.paper)
-    table = build_paper_table(
-        name,
-        records,
-        s["systems"],
-        paper,
-        labels,
-        niah_config=s.get("niah_config"),
-        probe=s.get("probe"),
-    )
+    with _reading_paper(args.paper, name):
+        table = build_paper_table(
+            name,
+            records,
+            s["systems"],
+            paper,
+            labels,
+            niah_config=s.get("niah_config"),
+            probe=s.get("probe"),
+        )
     caption = f"{PAPER_TABLES[name].caption}, run {s['run']}"
     write_paper_table(name, table, args.out_prefix, caption)
 
@@ -805,19 +817,35 @@ def cmd_figure(args: argparse.Namespace, run: tracking.JobRecord) -> None:
 
     s = args.settings
     name = s["name"]
-    plot_paper_figure(
-        name,
-        load_metrics(args.metrics),
-        s["systems"],
-        load_yaml(args.paper),
-        args.out_prefix,
-        f"{PAPER_FIGURES[name]}, run {s['run']}",
-        length_labels=s["length_labels"],
-        ruler_length_labels=s["ruler_length_labels"],
-        rl_ablation=s.get("rl_ablation"),
-        flops=s.get("flops"),
-        agent=s.get("agent"),
-    )
+    records, paper = load_metrics(args.metrics), load_yaml(args.paper)
+    with _reading_paper(args.paper, name):
+        plot_paper_figure(
+            name,
+            records,
+            s["systems"],
+            paper,
+            args.out_prefix,
+            f"{PAPER_FIGURES[name]}, run {s['run']}",
+            length_labels=s["length_labels"],
+            ruler_length_labels=s["ruler_length_labels"],
+            rl_ablation=s.get("rl_ablation"),
+            flops=s.get("flops"),
+            agent=s.get("agent"),
+        )
+
+
+@contextlib.contextmanager
+def _reading_paper(path: Path, name: str) -> Iterator[None]:
+    """A paper file (config/paper/*.yaml) missing a key or holding the wrong kind of value (a
+    truncated file parses, as far as it goes) fails naming the file, not with a bare KeyError.
+    The metrics records are checked as they are read."""
+    try:
+        yield
+    except (KeyError, TypeError, AttributeError, IndexError) as e:
+        raise ValueError(
+            f"{path}: not the published numbers {name} reads ({type(e).__name__}: {e}); "
+            "is the file complete?"
+        ) from e
 
 
 def cmd_training_curve(args: argparse.Namespace, run: tracking.JobRecord) -> None:
@@ -906,7 +934,9 @@ def build_engine(model: Path | str, spec: dict[str, Any], job_log: Path | None) 
 def load_tokenizer(path: Path) -> Any:
     from transformers import AutoTokenizer
 
-    return AutoTokenizer.from_pretrained(str(path))
+    from memrl.models import load_named
+
+    return load_named("tokenizer", path, AutoTokenizer.from_pretrained)
 
 
 def load_counting_tokenizer(path: Path) -> Any:

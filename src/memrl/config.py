@@ -17,6 +17,7 @@ from typing import Any, NamedTuple
 import jsonschema
 import yaml
 
+from memrl.agents.structured_memory import STORES as MEMORY_STORES
 from memrl.data.longbench import LONGBENCH_SUM  # Table 2; the other tasks are QA (Table 3)
 from memrl.data.memalpha import QUERY_PROMPTS
 from memrl.data.ruler import TASKS as RULER_TASK_SPECS
@@ -111,8 +112,9 @@ def _check_references(config: dict[str, Any]) -> None:
     models = set(config["models"])
     agent_runs, memalpha = set(memagent_runs(config)), set(memalpha_runs(config))
     runs = set(trained_runs(config))
-    if models & runs:
-        raise ConfigError(f"training.runs: names also used in models: {sorted(models & runs)}")
+    for section, names in (("training.runs", agent_runs), ("memalpha.training.runs", memalpha)):
+        if clash := sorted(models & names):
+            raise ConfigError(f"config key {section}: names also used in models: {clash}")
     if both := sorted(memalpha & agent_runs):
         raise ConfigError(f"memalpha.training.runs: names also used in training.runs: {both}")
 
@@ -175,6 +177,7 @@ def _check_references(config: dict[str, Any]) -> None:
         raise ConfigError("config key ruler_hqa.eval_questions: exceeds filter.keep_dev")
     _check_coverage(config)
     _check_agent_window(config)
+    _check_disabled_memory(config)
     _check_rl_ablation(config)
     _check_case_studies(config)
 
@@ -259,6 +262,12 @@ def _check_memory_ablation(config: dict[str, Any]) -> None:
             raise ConfigError(
                 f"{key}.retrain: system {sid!r} runs {systems[sid]['model']!r}, not a training "
                 "run of training.runs: there is nothing to retrain"
+            )
+        own = agent_settings(config, systems[sid])
+        if [own["memory_tokens"], own["chunk_tokens"]] in ablation["settings"]:
+            raise ConfigError(
+                f"{key}.settings: [{own['memory_tokens']}, {own['chunk_tokens']}] is system "
+                f"{sid!r}'s own budget: the system itself is that row (a variant would repeat it)"
             )
     configured = {"ruler": config["ruler"]["tasks"], "longbench": config["longbench"]["tasks"]}
     for benchmark, tasks in ablation["tasks"].items():
@@ -349,6 +358,8 @@ def _check_memalpha(config: dict[str, Any], require: Any) -> None:
         require("memalpha.memory_tokenizer", spec["memory_tokenizer"], set(config["models"]))
     if "training" in spec:
         _check_memalpha_recipe(spec["training"])
+    _check_memalpha_runs_evaluated(config)
+    _check_memalpha_window(config)
     if memalpha_runs(config) and uses_qa_server(config):
         missing = [k for k in ("save_every", "verl", "qa_server") if k not in spec["training"]]
         if missing:
@@ -776,6 +787,66 @@ def train_settings(config: dict[str, Any], run: str, stage: str) -> dict[str, An
         "nodes": spec.get("nodes", 1),
         **stage_spec,
     }
+
+
+def _check_disabled_memory(config: dict[str, Any]) -> None:
+    """Stores are disabled on memalpha systems only, and never all three."""
+    for sid, spec in config["evaluation"]["systems"].items():
+        disabled = spec.get("disabled_memory")
+        key = f"config key evaluation.systems.{sid}.disabled_memory"
+        if disabled and spec["kind"] != "memalpha":
+            raise ConfigError(f"{key}: a {spec['kind']} system has no memory stores to disable")
+        if disabled and set(disabled) >= set(MEMORY_STORES):
+            raise ConfigError(f"{key}: every store disabled: the agent could remember nothing")
+
+
+def _check_memalpha_runs_evaluated(config: dict[str, Any]) -> None:
+    """Every Mem-α training run is some memalpha system's model: that system is its row of
+    Tables 4 and 9; a run nobody evaluates would train for nothing."""
+    evaluated = {
+        spec["model"]
+        for spec in config["evaluation"]["systems"].values()
+        if spec["kind"] == "memalpha"
+    }
+    for run in memalpha_runs(config):
+        if run not in evaluated:
+            raise ConfigError(
+                f"config key memalpha.training.runs.{run}: no memalpha system evaluates it (add "
+                f"one to evaluation.systems with model: {run}; it gives the run its row in "
+                "memalpha_table4 and memalpha_table9)"
+            )
+
+
+def _check_memalpha_window(config: dict[str, Any]) -> None:
+    """A memorisation reply (memalpha.agent.max_new_tokens), and in training the capped prompt
+    with it, fit each policy's window where the config knows it (an engine's max_model_len, a
+    tiny model's context)."""
+    spec = config["memalpha"]
+    reply = spec["agent"]["max_new_tokens"]
+    runs = memalpha_runs(config)
+    for sid, system in config["evaluation"]["systems"].items():
+        if system["kind"] != "memalpha":
+            continue
+        base = runs[system["model"]]["base"] if system["model"] in runs else system["model"]
+        if base not in config["models"]:
+            continue  # an unknown model: named by the systems' own check
+        engine = system.get("engine") or config["evaluation"]["engine"]
+        window = engine.get("max_model_len") or declared_context(config["models"][base])
+        if window is not None and reply >= window:
+            raise ConfigError(
+                f"config key memalpha.agent.max_new_tokens: {reply} leaves no room for a prompt "
+                f"in system {sid!r}'s window of {window} tokens"
+            )
+    cap = spec.get("training", {}).get("prompt_cap")
+    for run, run_spec in runs.items():
+        if run_spec["base"] not in config["models"]:
+            continue  # named by the runs' own check
+        window = declared_context(config["models"][run_spec["base"]])
+        if window is not None and cap + reply > window:
+            raise ConfigError(
+                f"config key memalpha.training.prompt_cap: {cap} + max_new_tokens {reply} exceed "
+                f"run {run!r}'s base {run_spec['base']!r} window of {window} tokens"
+            )
 
 
 def _check_memalpha_recipe(training: dict[str, Any]) -> None:

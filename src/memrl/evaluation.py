@@ -261,14 +261,20 @@ def memorize_runner(
     new_memory: Callable[[dict[str, Any]], Any],
 ) -> WaveRunner:
     """A wave of Mem-α memorisations (`agent`: MemAlphaConfig; `new_memory(row)`: the row's
-    empty StructuredMemory): one record per instance with the final memory and every step."""
+    empty StructuredMemory): one record per instance with the final memory and every step. With
+    `agent.prompt_cap` (evaluation officially has none) prompts are measured in the engine's
+    tokens, as in training."""
     from memrl.agents.memalpha import memorize
+    from memrl.engines.base import prompt_ids
+
+    def prompt_tokens(request: ChatRequest) -> int:
+        return len(prompt_ids(engine.tokenizer, request))
 
     def run(wave: list[dict[str, Any]]) -> list[dict[str, Any]]:
         memories = [new_memory(row) for row in wave]
         traces: list[list[Any]] = [[] for _ in wave]
         workflows = [
-            memorize(row["chunks"], memory, agent, trace)
+            memorize(row["chunks"], memory, agent, trace, prompt_tokens)
             for row, memory, trace in zip(wave, memories, traces, strict=True)
         ]
         rollouts = drive(workflows, engine, sampling)

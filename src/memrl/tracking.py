@@ -125,6 +125,23 @@ def record_path(log_file: Path) -> Path:
     return log_file.with_suffix(RECORD_SUFFIX)
 
 
+def keep_attempt(path: Path) -> None:
+    """Move an earlier attempt's record aside (`<job>.<its record id>.provenance.jsonl`), so a
+    killed or failed attempt still reaches MLflow after its job is run again; the loader reads
+    both. A record without a start line (killed before its first write) is dropped."""
+    if not path.is_file():
+        return
+    earlier = read_record(path)
+    if earlier is None:
+        path.unlink()
+        return
+    path.rename(
+        path.with_name(
+            f"{path.name.removesuffix(RECORD_SUFFIX)}.{earlier['record']}{RECORD_SUFFIX}"
+        )
+    )
+
+
 def invocations_dir(results: Path) -> Path:
     return results / "provenance"
 
@@ -261,7 +278,7 @@ def job_run(
         yield JobRecord()
         return
     path = record_path(log_file)
-    path.unlink(missing_ok=True)  # a rerun's record replaces the last one
+    keep_attempt(path)
     record = JobRecord(path)
     started = time.monotonic()
     record.write(
@@ -349,6 +366,7 @@ def experiment_id(client: Any, uri: str) -> str:
         location = database.parent.joinpath("mlartifacts").as_uri()
         if experiment is not None and experiment.artifact_location != location:
             _rebase_artifacts(database, experiment.artifact_location, location)
+        _adopt_default_experiment(database, location)
     if experiment is not None:
         return experiment.experiment_id
     from mlflow.exceptions import MlflowException
@@ -360,6 +378,18 @@ def experiment_id(client: Any, uri: str) -> str:
         if experiment is None:
             raise
         return experiment.experiment_id
+
+
+def _adopt_default_experiment(database: Path, location: str) -> None:
+    """MLflow creates an unused `Default` experiment with an absolute artifact path of the
+    directory it was started in; point it beside the database too, so that no path in the store
+    leads out of the results directory (and `_rebase_artifacts` moves it with ours)."""
+    import sqlite3
+
+    with sqlite3.connect(database) as db:
+        db.execute(
+            "UPDATE experiments SET artifact_location = ? WHERE name = 'Default'", (location,)
+        )
 
 
 def _rebase_artifacts(database: Path, old: str, new: str) -> None:

@@ -174,17 +174,25 @@ _CALL = re.compile(
     re.DOTALL,
 )
 _THINK = re.compile(r"<think>(.*?)</think>", re.DOTALL)
+# calls one reply may run: a 2,048-token reply holds ~80 (a call is >= ~25 tokens); beyond, the
+# rest is one failed call, so a runaway reply cannot mean unbounded work
+MAX_CALLS_PER_REPLY = 256
 
 
 def parse_calls(text: str, count_unreadable: bool = False) -> tuple[str, list[ToolCall]]:
     """(the text before the first call, the calls in order). Without calls: (the reply with
     any <think>…</think> removed, []). An unreadable block is skipped, or with
-    `count_unreadable` returned as a malformed call."""
+    `count_unreadable` returned as a malformed call. Calls beyond MAX_CALLS_PER_REPLY become
+    one malformed call."""
     first = text.find(FUNCTION)
     if first < 0:
         return _THINK.sub("", text).strip(), []
     calls = []
     for marker in re.finditer(FUNCTION, text):
+        if len(calls) == MAX_CALLS_PER_REPLY:
+            rest = f"more than {MAX_CALLS_PER_REPLY} calls in one reply: the rest were not run"
+            calls.append(ToolCall("", "", rest))
+            break
         match = _CALL.match(text, marker.start())
         if match is None:
             if count_unreadable:

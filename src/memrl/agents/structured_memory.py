@@ -14,6 +14,10 @@ Ids: the official code takes the first 4 characters of `uuid4()` and never check
 draw them from a generator seeded per memory (reproducible rollouts) and redraw on a collision, so
 an id always names one item.
 
+Bounds the official code lacks, so that no model output means unbounded work: a store holds at
+most MAX_STORE_ITEMS items (an insert into a full store fails, as that call's failure; the
+official runs' memories hold tens), and with every 4-hex id taken an insert fails the same way.
+
 `total_length` (the compression reward's l_m) and the core cap count tokens with the configured
 counter: tiktoken's o200k_base in the official code (`memalpha.load_memory_counter`).
 """
@@ -32,6 +36,8 @@ CORE_MAX_TOKENS = 512
 TRUNCATION_SUFFIX = " [content exceeds 512 tokens, truncated]"
 SKIPPED_MESSAGE = "Memory content already exists in the memory pool, insertion skipped."
 SEARCH_TOP_K = 20  # the official Memory.TOPK: search_memory and the QA step's top-k per store
+MAX_STORE_ITEMS = 4096  # per store: inserts are O(items), and two full stores use 1/8 of the ids
+ID_SPACE = 16**4  # 4 hex characters
 
 TokenCounter = Callable[[str], int]
 
@@ -80,6 +86,8 @@ class StructuredMemory:
         items = self._items(store)
         if any(existing == content for _, existing in items):
             return {"status": "skipped", "message": SKIPPED_MESSAGE}
+        if len(items) >= MAX_STORE_ITEMS:
+            raise MemoryOperationError(f"{store} memory is full ({MAX_STORE_ITEMS} items)")
         memory_id = self._new_id()
         items.append((memory_id, content))
         return {"status": "ok", "new_memory": {memory_id: content}}
@@ -171,6 +179,8 @@ class StructuredMemory:
 
     def _new_id(self) -> str:
         taken = {i for i, _ in self.semantic} | {i for i, _ in self.episodic}
+        if len(taken) >= ID_SPACE:
+            raise MemoryOperationError(f"every one of the {ID_SPACE} memory ids is taken")
         while (memory_id := f"{self._rng.getrandbits(16):04x}") in taken:
             pass
         return memory_id

@@ -89,7 +89,33 @@ def jsonl_row(path: Path, lineno: int, raw: bytes, required: Sequence[str] = ())
         raise ValueError(f"{path}:{lineno}: expected a JSON object, got {type(row).__name__}")
     if missing := [key for key in required if key not in row]:
         raise ValueError(f"{path}:{lineno}: missing field(s) {', '.join(missing)}")
+    if "\\u" in line and (field := surrogate_field(row)) is not None:
+        raise ValueError(
+            f"{path}:{lineno}: field {field} holds a lone surrogate (a \\ud800-\\udfff escape "
+            "without its pair): not text any tokenizer can read"
+        )
     return row
+
+
+def surrogate_field(value: Any, where: str = "") -> str | None:
+    """The first field (dotted path, `[i]` for list items) of a JSON value whose text holds a
+    lone surrogate code point, else None."""
+    if isinstance(value, str):
+        return where or "<value>" if _SURROGATE.search(value) else None
+    items = (
+        value.items()
+        if isinstance(value, dict)
+        else enumerate(value)
+        if isinstance(value, list)
+        else ()
+    )
+    for key, item in items:
+        name = (
+            f"{where}[{key}]" if isinstance(key, int) else f"{where}.{key}" if where else str(key)
+        )
+        if (found := surrogate_field(item, name)) is not None:
+            return found
+    return None
 
 
 def read_jsonl(path: str | Path, required: Sequence[str] = ()) -> list[dict]:

@@ -11,6 +11,7 @@ import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer, GenerationConfig
 
 from memrl.engines.base import ChatRequest, Completion, SamplingParams, prompt_ids
+from memrl.models import load_named
 
 log = logging.getLogger(__name__)
 
@@ -55,8 +56,9 @@ class HFEngine:
         if device not in ("cpu", "cuda"):
             raise ValueError(f"device must be 'auto', 'cpu' or 'cuda', got {device!r}")
         torch_dtype = _resolve_dtype(dtype, device)
-        tokenizer = AutoTokenizer.from_pretrained(path)
-        model = AutoModelForCausalLM.from_pretrained(path, dtype=torch_dtype).to(device)
+        tokenizer = load_named("tokenizer", path, AutoTokenizer.from_pretrained)
+        model = load_named("model", path, AutoModelForCausalLM.from_pretrained, dtype=torch_dtype)
+        model = model.to(device)
         return cls(model, tokenizer, batch_size=batch_size)
 
     def chat(self, requests: Sequence[ChatRequest], sampling: SamplingParams) -> list[Completion]:

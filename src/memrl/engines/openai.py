@@ -17,6 +17,7 @@ from transformers import AutoTokenizer
 
 from memrl.data.io import storable
 from memrl.engines.base import ChatRequest, Completion, SamplingParams, prompt_ids
+from memrl.models import load_named
 from memrl.secrets import redact
 
 log = logging.getLogger(__name__)
@@ -28,6 +29,9 @@ NON_RETRYABLE_STATUS = frozenset({400, 401, 403, 404, 422})
 # Seconds one request may take (the client's default is 600): a long-context answer from a busy
 # server takes minutes, a dead one must not hold a job for (1 + max_retries) x 10 minutes.
 DEFAULT_TIMEOUT_S = 300.0
+# a token decodes to a few characters (rarely 20); a reply longer than this per allowed token is
+# not a model's reply and is cut before it is tokenised
+MAX_REPLY_CHARS_PER_TOKEN = 32
 
 
 class OpenAIEngine:
@@ -76,7 +80,9 @@ class OpenAIEngine:
             if importlib.util.find_spec("openai") is None:
                 raise ImportError("the openai engine needs the `openai` package (memrl[openai])")
         self.client = client
-        self.tokenizer = AutoTokenizer.from_pretrained(tokenizer_path or model)
+        self.tokenizer = load_named(
+            "tokenizer", tokenizer_path or model, AutoTokenizer.from_pretrained
+        )
 
     def chat(self, requests: Sequence[ChatRequest], sampling: SamplingParams) -> list[Completion]:
         if not self.vllm_server and any(r.continue_final for r in requests):
@@ -144,6 +150,7 @@ class OpenAIEngine:
                 error = f"malformed response: {redact(str(response), [self.api_key])[:500]}"
                 log.warning("request failed: %s", error)
                 return Completion(text="", prompt_ids=prompt, error=error)
+            text = bounded_reply(text, request.max_tokens)
             response_ids = self.tokenizer.encode(text, add_special_tokens=False)
             return Completion(text=text, prompt_ids=prompt, response_ids=response_ids)
 
@@ -158,6 +165,18 @@ class OpenAIEngine:
             max_retries=0,
             timeout=self.timeout_s,
         )
+
+
+def bounded_reply(text: str, max_tokens: int) -> str:
+    """`text` cut to MAX_REPLY_CHARS_PER_TOKEN x max_tokens characters: more than a model's
+    max_tokens can say, but no runaway endpoint's megabytes reach the tokenizer or the files."""
+    limit = MAX_REPLY_CHARS_PER_TOKEN * max_tokens
+    if len(text) <= limit:
+        return text
+    log.warning(
+        "a reply of %d characters for max_tokens=%d: cut to %d", len(text), max_tokens, limit
+    )
+    return text[:limit]
 
 
 def response_text(response: Any) -> str | None:

@@ -1,3 +1,23 @@
-"""Model builders for offline runs (a tiny randomly initialised Qwen2 and its tokenizer)."""
+"""Model builders for offline runs (a tiny randomly initialised Qwen2 and its tokenizer), and
+loading that names what it could not load."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+T = TypeVar("T")
 
 TINY_CONTEXT = 4096  # a tiny model's max_position_embeddings unless the config sets it
+
+
+def load_named(
+    what: str, path: str | os.PathLike[str], load: Callable[..., T], **options: Any
+) -> T:
+    """`load(str(path), **options)` (a `from_pretrained`); a damaged file (a truncated
+    tokenizer.json or model.safetensors, whose errors name no file) fails naming the directory."""
+    try:
+        return load(str(path), **options)
+    except Exception as e:  # tokenizers and safetensors raise their own kinds, naming nothing
+        raise ValueError(f"{path}: cannot load the {what} ({type(e).__name__}: {e})") from e

@@ -42,6 +42,7 @@ from memrl.agents.memagent import MemAgentConfig
 from memrl.data.io import publish_directory
 from memrl.engines.base import SamplingParams
 from memrl.engines.hf import HFEngine
+from memrl.models import load_named
 from memrl.scoring.verifier import DEFAULT_VERIFIER, Verifier, check_verifier
 from memrl.train.algorithms import (
     agg_token_mean,
@@ -480,8 +481,10 @@ def train(
     shutil.rmtree(staging, ignore_errors=True)
     staging.mkdir(parents=True)
     torch.manual_seed(settings.seed)
-    tokenizer = AutoTokenizer.from_pretrained(str(policy_dir))
-    policy = AutoModelForCausalLM.from_pretrained(str(policy_dir), dtype=torch.float32)
+    tokenizer = load_named("tokenizer", policy_dir, AutoTokenizer.from_pretrained)
+    policy = load_named(
+        "model", policy_dir, AutoModelForCausalLM.from_pretrained, dtype=torch.float32
+    )
     policy.eval()  # dropout off for generation, old log-probs and the update alike
     engine = HFEngine(policy, tokenizer, batch_size=settings.generation_batch)
     reference = HFEngine(
