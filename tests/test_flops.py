@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from memrl.report.figures import measured_costs, model_shape, plot_paper_figure, read_wall_seconds
+from memrl.report.figures import plot_paper_figure
 from memrl.report.flops import (
     FIGURE_LENGTHS,
     Qwen2Shape,
@@ -19,6 +19,7 @@ from memrl.report.flops import (
     predicted_flops,
     sequence_flops,
 )
+from memrl.report.memagent_figures import measured_costs, model_shape, read_wall_seconds
 
 # hidden 8, MLP 16, 2 layers, 2 query heads of 4, 1 key/value head, vocabulary 10
 TINY = Qwen2Shape(8, 16, 2, 2, 1, 10)

@@ -42,8 +42,9 @@ from memrl.engines.served import ServedEngine
 from memrl.engines.vllm import VLLMEngine
 from memrl.evaluation import Task, check_failures, evaluate, load_finished, record, summarize
 from memrl.models.tiny import build_tiny_model
-from memrl.report.figures import read_training_curve
-from memrl.report.tables import load_memories, load_metrics, load_stats
+from memrl.report.cells import load_metrics
+from memrl.report.memalpha_tables import load_memories, load_stats
+from memrl.report.training_curves import read_training_curve
 from memrl.scoring.extract import extract_answer, extract_boxed, extract_solution
 from memrl.scoring.longbench import score_longbench
 from memrl.scoring.memalpha import judge_verdict, score_answer
@@ -488,7 +489,7 @@ def test_a_damaged_model_file_names_its_directory(tmp_path, tiny, damaged):
 
 def test_an_incomplete_paper_file_names_itself(tmp_path):
     from memrl.cli import _reading_paper
-    from memrl.report.tables import build_memalpha_table
+    from memrl.report.memalpha_tables import build_memalpha_table
 
     paper = cfg.load_yaml(REPO / "config/paper/memalpha.yaml")
     del paper["table2"]  # a file cut short: its later tables are missing

@@ -12,48 +12,55 @@ import pytest
 import yaml
 
 from memrl.config import ABLATION_TABLES, NIAH_CONFIG_TABLE, STATS_TABLES, TRACE_TABLE
-from memrl.report.figures import (
-    TRAIN_METRICS_FILE,
+from memrl.report.cells import (
+    DASH,
+    PARTIAL_MARK,
+    load_metrics,
+    rag_model,
+    rag_paper_row,
+    system_kind,
+)
+from memrl.report.figures import plot_paper_figure
+from memrl.report.memagent_figures import (
     ablation_rows,
     check_ablation_claims,
     check_claims,
-    claim_lines,
-    figure_series,
     heatmap,
     memory_panels,
     plot_accuracy_vs_length,
     plot_niah_heatmaps,
     plot_ood_heatmaps,
-    plot_paper_figure,
-    plot_training_curve,
-    read_training_curve,
-    training_metrics_files,
 )
-from memrl.report.figures import ruler_records as figure_ruler_records
-from memrl.report.tables import (
-    DASH,
+from memrl.report.memagent_figures import ruler_records as figure_ruler_records
+from memrl.report.memagent_tables import (
     NIAH_TASKS,
-    PAPER_TABLES,
-    PARTIAL_MARK,
     build_longbench_qa_table,
     build_longbench_sum_table,
-    build_paper_table,
     build_rag_longbench_table,
     build_rag_ruler_hqa_table,
     build_table1,
+    niah_paper_rows,
+)
+from memrl.report.plots import claim_lines, figure_series
+from memrl.report.render import (
     failure_notes,
     format_cell,
     length_label,
-    load_metrics,
-    load_table_records,
-    niah_paper_rows,
-    rag_model,
-    rag_paper_row,
-    system_kind,
     tidy,
     to_markdown,
-    write_paper_table,
     write_table,
+)
+from memrl.report.tables import (
+    PAPER_TABLES,
+    build_paper_table,
+    load_table_records,
+    write_paper_table,
+)
+from memrl.report.training_curves import (
+    TRAIN_METRICS_FILE,
+    plot_training_curve,
+    read_training_curve,
+    training_metrics_files,
 )
 
 REPO = Path(__file__).resolve().parents[1]
@@ -1241,7 +1248,7 @@ def memalpha_records(benchmark: str, systems: list[str], accuracy: float = 50.0)
 
 
 def test_memalpha_paper_rows_match_their_columns_and_recompute_averages():
-    from memrl.report.tables import memalpha_paper_rows
+    from memrl.report.memalpha_tables import memalpha_paper_rows
 
     off = set()
     for key in ("table1", "table2", "table3", "table4", "table9"):
@@ -1272,7 +1279,7 @@ def test_memalpha_paper_rows_match_their_columns_and_recompute_averages():
 
 
 def test_memalpha_table1_cells_averages_categories_and_the_printed_average_note():
-    from memrl.report.tables import build_memalpha_table
+    from memrl.report.memalpha_tables import build_memalpha_table
 
     records = memalpha_records("memalpha", ["ma", "q4", "lc"], accuracy=60.0)
     table = build_memalpha_table(records, MEMALPHA_SYSTEMS, MEMALPHA_PAPER, "memalpha_table1")
@@ -1304,7 +1311,8 @@ def test_memalpha_table1_cells_averages_categories_and_the_printed_average_note(
 
 
 def test_memalpha_table2_flags_the_contaminated_columns_and_table3_keeps_memalpha_systems():
-    from memrl.report.tables import build_memalpha_table, to_markdown
+    from memrl.report.memalpha_tables import build_memalpha_table
+    from memrl.report.render import to_markdown
 
     records = memalpha_records("mab", ["ma", "lc"])
     table = build_memalpha_table(records, MEMALPHA_SYSTEMS, MEMALPHA_PAPER, "memalpha_table2")
@@ -1324,7 +1332,7 @@ def test_memalpha_table2_flags_the_contaminated_columns_and_table3_keeps_memalph
 
 
 def test_ablation_tables_pick_rows_by_reward_weights_and_tables_1_to_3_leave_them_out():
-    from memrl.report.tables import build_memalpha_table
+    from memrl.report.memalpha_tables import build_memalpha_table
 
     records = memalpha_records("memalpha", ["ma", "ours", "b05g0", "b0g01"], accuracy=55.0)
     four = build_memalpha_table(records, ABLATION_SYSTEMS, MEMALPHA_PAPER, "memalpha_table4")
@@ -1350,7 +1358,7 @@ def test_ablation_tables_pick_rows_by_reward_weights_and_tables_1_to_3_leave_the
 
 
 def test_the_recipe_note_names_every_recipe_of_the_tables_runs():
-    from memrl.report.tables import training_recipe_notes
+    from memrl.report.memalpha_tables import training_recipe_notes
 
     paper = {"recipe": "paper", "steps": 205, "kl_coef": 0.0, "checkpoint": "best"}
     notes = training_recipe_notes(
@@ -1364,7 +1372,7 @@ def test_the_recipe_note_names_every_recipe_of_the_tables_runs():
 
 
 def test_memalpha_table_rejects_a_memalpha_paper_row_typo():
-    from memrl.report.tables import build_memalpha_table
+    from memrl.report.memalpha_tables import build_memalpha_table
 
     systems = [{"id": "ma", "display": "M", "paper_row": "Mem-alpha", "kind": "memalpha"}]
     with pytest.raises(ValueError, match="paper_row 'Mem-alpha' is in no Mem-α table"):
@@ -1395,7 +1403,8 @@ def stats(split, task, instances, chunks, tokens, questions):
 
 
 def test_memalpha_table7_puts_each_split_beside_the_paper_with_printed_totals():
-    from memrl.report.tables import build_paper_table, to_markdown
+    from memrl.report.render import to_markdown
+    from memrl.report.tables import build_paper_table
 
     records = [
         stats("train", "squad", 100, 9.9, 1090.1, 94.8),
@@ -1421,7 +1430,8 @@ def test_memalpha_table7_puts_each_split_beside_the_paper_with_printed_totals():
 
 
 def test_memalpha_table8_reports_a_measured_source_the_paper_lacks():
-    from memrl.report.tables import build_paper_table, tidy
+    from memrl.report.render import tidy
+    from memrl.report.tables import build_paper_table
 
     records = [
         stats("mab", "ruler_qa1_197K", 1, 103.0, 2100.0, 100.0),
@@ -1437,7 +1447,7 @@ def test_memalpha_table8_reports_a_measured_source_the_paper_lacks():
 
 
 def test_load_stats_names_the_file_and_the_missing_field(tmp_path):
-    from memrl.report.tables import load_stats
+    from memrl.report.memalpha_tables import load_stats
 
     path = tmp_path / "s.json"
     path.write_text('[{"split": "mab", "task": "x", "instances": 1}]')
@@ -1456,7 +1466,8 @@ def memories(system, source, memory, index=0, failed=False):
 
 
 def test_memalpha_table5_shows_each_policys_memory_in_the_papers_order(tmp_path):
-    from memrl.report.tables import TRACE_CHARS, build_paper_table, write_paper_table
+    from memrl.report.render import TRACE_CHARS
+    from memrl.report.tables import build_paper_table, write_paper_table
 
     systems = [
         {"id": "ma", "display": "Mem-α (ours)", "paper_row": "Mem-α"},
@@ -1593,7 +1604,11 @@ def test_memory_frontier_plots_both_suites(tmp_path):
 
 
 def test_memalpha_training_curve_has_a_panel_per_reward_term(tmp_path):
-    from memrl.report.figures import MEMALPHA_CURVE_PANELS, plot_training_curve, read_training_curve
+    from memrl.report.training_curves import (
+        MEMALPHA_CURVE_PANELS,
+        plot_training_curve,
+        read_training_curve,
+    )
 
     path = tmp_path / "train_metrics.jsonl"
     terms = {"r1_mean": 0.2, "r2_mean": 0.5, "r3_mean": 0.9, "r4_mean": 0.1}
@@ -1612,7 +1627,7 @@ def test_memalpha_training_curve_has_a_panel_per_reward_term(tmp_path):
 
 
 def test_load_memories_needs_each_line_to_name_its_system(tmp_path):
-    from memrl.report.tables import load_memories
+    from memrl.report.memalpha_tables import load_memories
 
     path = tmp_path / "0.memories.jsonl"
     line = {"system": "ma", "task": "squad", "index": 0, "memory": {}, "failed": False}

@@ -812,8 +812,8 @@ def cmd_table(args: argparse.Namespace, run: tracking.JobRecord) -> None:
 def cmd_figure(args: argparse.Namespace, run: tracking.JobRecord) -> None:
     """A paper figure (settings `name`) as PNG and PDF."""
     from memrl.config import load_yaml
+    from memrl.report.cells import load_metrics
     from memrl.report.figures import PAPER_FIGURES, plot_paper_figure
-    from memrl.report.tables import load_metrics
 
     s = args.settings
     name = s["name"]
@@ -851,7 +851,7 @@ def _reading_paper(path: Path, name: str) -> Iterator[None]:
 def cmd_training_curve(args: argparse.Namespace, run: tracking.JobRecord) -> None:
     """Settings: `title`, optional `labels` (one per --metrics path: a train_metrics.jsonl or a
     training output directory; default: the paths' distinguishing directory names)."""
-    from memrl.report.figures import CURVES, plot_training_curve, training_metrics_files
+    from memrl.report.training_curves import CURVES, plot_training_curve, training_metrics_files
 
     s = args.settings
     files = training_metrics_files(args.metrics, s.get("labels"))

@@ -41,7 +41,7 @@ from memrl.data.io import read_json, write_json_atomic
 from memrl.engines.base import ChatEngine, SamplingParams
 from memrl.engines.hf import HFEngine
 from memrl.evaluation import Judge, MemoryQA
-from memrl.report.figures import MEMALPHA_CURVE_PANELS
+from memrl.report.training_curves import MEMALPHA_CURVE_PANELS
 from memrl.toy.memalpha_config import MemAlphaToyConfig, RewardWeights
 from memrl.toy.memalpha_policy import ScriptedMemorizer, ScriptedReader
 from memrl.toy.memalpha_task import (

@@ -387,7 +387,7 @@ def plot_curves(
 ) -> None:
     """`training_curve[_<run>].png/pdf`: the per-step metrics of every seed's `run` directory
     (`panels`, default MemAgent's), one line per seed."""
-    from memrl.report.figures import CURVE_PANELS, plot_training_curve
+    from memrl.report.training_curves import CURVE_PANELS, plot_training_curve
 
     files = {f"seed {s}": Path(out) / f"seed{s}" / run / METRICS_FILE for s in seeds}
     name = "training_curve" if run == "rl" else f"training_curve_{run}"

@@ -1,0 +1,686 @@
+"""MemAgent's figures (seed 000): accuracy against context length (Figure 1: log x axis, ours
+solid, the paper's dashed), the RULER heatmaps (Figure 5: NIAH; the OOD figure: RULER average
+and SQuAD QA), the RL ablation (Figures 6, 7), memory size (8, 9) and FLOPs (10).
+
+The paper prints no numbers for its heatmaps, only claims ("over 95% at 512K"); those claims are
+checked against our numbers and written under the heatmaps (`check_claims`).
+"""
+
+from __future__ import annotations
+
+import textwrap
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from matplotlib import colormaps
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
+from matplotlib.ticker import NullLocator
+
+from memrl.config import ABLATION_ROLES
+from memrl.data.ruler import RULER_TASKS
+from memrl.report.cells import AVG, Key, Systems, index_metrics, system_specs
+from memrl.report.memagent_tables import NIAH_TASKS, token_label
+from memrl.report.plots import (
+    OPS,
+    ClaimCheck,
+    claim_lines,
+    claims_footer,
+    figure_legend,
+    figure_series,
+    save,
+)
+from memrl.report.render import length_label
+
+
+def plot_accuracy_vs_length(table: pd.DataFrame, out_prefix: str | Path, title: str) -> list[Path]:
+    """Plot a Table 1 DataFrame (`build_table1`) to `<prefix>.png` and `<prefix>.pdf`."""
+    fig = Figure(figsize=(7.0, 5.0), layout="constrained")
+    FigureCanvasAgg(fig)
+    ax = fig.add_subplot()
+    paper_drawn = _draw_accuracy_vs_length(ax, table)
+    ax.set_title(title)
+    figure_legend(fig, ax, paper_drawn)
+    return save(fig, out_prefix)
+
+
+def _draw_accuracy_vs_length(ax: Any, table: pd.DataFrame) -> bool:
+    """One line per row of a Table 1 DataFrame: ours solid at our measured mean tokens, the
+    paper's dashed at the column's mean; whether any paper line was drawn."""
+    series, column_x = figure_series(table)
+    palette = [f"C{i % 10}" for i in range(len(series))]
+    for line, colour in zip(series, palette, strict=True):
+        if line.xs:
+            ax.plot(line.xs, line.ys, "-o", color=colour, label=line.display, markersize=4)
+        if line.paper_xs:
+            ax.plot(
+                line.paper_xs,
+                line.paper_ys,
+                "--x",
+                color=colour,
+                markersize=4,
+                label=None if line.xs else line.display,
+            )
+    ax.set_xscale("log")
+    if column_x:
+        ticks = sorted(column_x.items(), key=lambda item: item[1])
+        ax.set_xticks([x for _, x in ticks], [length_label(table, n) for n, _ in ticks])
+        ax.xaxis.set_minor_locator(NullLocator())
+    ax.set_ylim(-2, 102)
+    ax.set_xlabel("Context length (tokens, log scale)")
+    ax.set_ylabel("Accuracy (%)")
+    ax.grid(True, alpha=0.3)
+    return any(line.paper_xs for line in series)
+
+
+RULER = "ruler"
+RULER_QA_TASKS = ("qa_1", "qa_2")
+RULER_TASK_ORDER = RULER_TASKS  # the average panel lists its tasks in RULER's order
+MISSING_COLOUR = "#d0d0d0"  # a cell we did not run: grey, never 0
+
+
+@dataclass(frozen=True)
+class Heatmap:
+    """One panel: rows = systems (display names), columns = lengths, values in % (None =
+    not run), `partial` = the mean covers fewer than all of its tasks."""
+
+    title: str
+    rows: list[str]
+    lengths: list[int]
+    values: list[list[float | None]]
+    partial: list[list[bool]]
+
+
+def ruler_records(
+    records: Iterable[Mapping[str, Any]],
+    systems: Systems,
+) -> tuple[dict[str, dict[str, Any]], dict[Key, Mapping[str, Any]]]:
+    """The systems and the RULER records by (benchmark, task, system, length); records of an
+    unconfigured system, or two of one key, are errors naming the file."""
+    specs = system_specs(systems)
+    return specs, index_metrics(records, specs, lambda r: r["benchmark"] == RULER)
+
+
+def _mean_over_tasks(
+    found: Mapping[Key, Mapping[str, Any]], system: str, tasks: Sequence[str], length: int
+) -> tuple[float | None, bool]:
+    scores = [
+        float(rec["accuracy"])
+        for task in tasks
+        if (rec := found.get((RULER, task, system, length))) is not None
+    ]
+    if not scores:
+        return None, False
+    return sum(scores) / len(scores), len(scores) < len(tasks)
+
+
+def heatmap(
+    found: Mapping[Key, Mapping[str, Any]],
+    specs: Mapping[str, Mapping[str, Any]],
+    tasks: Sequence[str],
+    title: str,
+    rows: Sequence[str] | None = None,
+    lengths: Sequence[int] | None = None,
+) -> Heatmap:
+    """A panel of the mean accuracy over `tasks` for the system ids `rows` (default: those with
+    a record of these tasks) at `lengths` (default: the lengths of these tasks' records)."""
+    mine = [key for key in found if key[1] in tasks]
+    if rows is None:
+        rows = [sid for sid in specs if any(key[2] == sid for key in mine)]
+    if lengths is None:
+        lengths = sorted({key[3] for key in mine})
+    values, partial = [], []
+    for sid in rows:
+        cells = [_mean_over_tasks(found, sid, tasks, length) for length in lengths]
+        values.append([value for value, _ in cells])
+        partial.append([flag for _, flag in cells])
+    return Heatmap(title, [specs[sid]["display"] for sid in rows], list(lengths), values, partial)
+
+
+def _panel_rows(
+    found: Mapping[Key, Mapping[str, Any]], specs: Mapping[str, Any], tasks: set[str]
+) -> list[str]:
+    """System ids (config order) with a record of any of `tasks`: the heatmap's rows."""
+    return [sid for sid in specs if any(k[2] == sid and k[1] in tasks for k in found)]
+
+
+def plot_niah_heatmaps(
+    records: Iterable[Mapping[str, Any]],
+    systems: Systems,
+    out_prefix: str | Path,
+    title: str,
+    *,
+    tasks: Sequence[str] = NIAH_TASKS,
+    length_labels: Mapping[int, str] | None = None,
+    claims: Sequence[Mapping[str, Any]] = (),
+) -> list[Path]:
+    """Figure 5: one heatmap per NIAH task (rows = systems, columns = lengths, cell = accuracy),
+    missing cells grey; `claims` (paper.niah.claims) are checked and printed below."""
+    specs, found = ruler_records(records, systems)
+    rows = _panel_rows(found, specs, set(tasks))
+    if not rows:
+        raise ValueError(f"no RULER metrics for {', '.join(tasks)}: nothing to plot")
+    lengths = sorted({key[3] for key in found if key[1] in tasks})
+    panels = [heatmap(found, specs, (task,), task, rows, lengths) for task in tasks]
+    checks = _check_claims(found, specs, claims, niah_tasks=tasks)
+    return _plot_heatmaps(panels, out_prefix, title, length_labels, claim_lines(checks))
+
+
+def plot_ood_heatmaps(
+    records: Iterable[Mapping[str, Any]],
+    systems: Systems,
+    out_prefix: str | Path,
+    title: str,
+    *,
+    average_tasks: Sequence[str] | None = None,
+    qa_task: str = "qa_1",
+    length_labels: Mapping[int, str] | None = None,
+    claims: Sequence[Mapping[str, Any]] = (),
+) -> list[Path]:
+    """The OOD figure: (a) the mean over `average_tasks` (default: every RULER task present but
+    qa_1/qa_2; the paper's 10 = 8 NIAH + vt + fwe), (b) `qa_task` (SQuAD). A mean lacking some
+    of its tasks is marked '*'; missing cells are grey. `claims` (paper.ood.claims) are checked
+    and printed below."""
+    specs, found = ruler_records(records, systems)
+    average = _average_tasks(found, average_tasks)
+    rows = _panel_rows(found, specs, {*average, qa_task})
+    if not rows:
+        raise ValueError(f"no RULER metrics for {', '.join([*average, qa_task])}: nothing to plot")
+    lengths = sorted({key[3] for key in found if key[1] in {*average, qa_task}})
+    panels = [
+        heatmap(found, specs, average, f"(a) mean of {len(average)} RULER tasks", rows, lengths),
+        heatmap(found, specs, (qa_task,), f"(b) {qa_task} (SQuAD)", rows, lengths),
+    ]
+    checks = _check_claims(found, specs, claims, average_tasks=average)
+    return _plot_heatmaps(panels, out_prefix, title, length_labels, claim_lines(checks))
+
+
+def _average_tasks(
+    found: Mapping[Key, Mapping[str, Any]], tasks: Sequence[str] | None
+) -> tuple[str, ...]:
+    if tasks is not None:
+        return tuple(tasks)
+    present = {key[1] for key in found} - set(RULER_QA_TASKS)
+    order = {task: i for i, task in enumerate(RULER_TASK_ORDER)}
+    return tuple(sorted(present, key=lambda task: (order.get(task, len(order)), task)))
+
+
+def _plot_heatmaps(
+    panels: Sequence[Heatmap],
+    out_prefix: str | Path,
+    title: str,
+    length_labels: Mapping[int, str] | None,
+    footer: Sequence[str],
+) -> list[Path]:
+    labels = {int(k): str(v) for k, v in (length_labels or {}).items()}
+    n_rows = len(panels[0].rows)
+    n_cols = len(panels[0].lengths)
+    width = 2.5 + len(panels) * (0.8 + 0.55 * n_cols)
+    notes = ["Grey: not run. * mean over fewer tasks than the panel's.", *footer]
+    # ~18 characters of x-small text per inch: wrap the notes to the figure's width
+    notes = [
+        part
+        for note in notes
+        for part in textwrap.wrap(note, int(18 * width), subsequent_indent="    ")
+    ]
+    height = 1.6 + 0.35 * n_rows + 0.16 * len(notes)
+    fig = Figure(figsize=(width, height), layout="constrained")
+    FigureCanvasAgg(fig)
+    axes = fig.subplots(1, len(panels), sharey=True, squeeze=False)[0]
+    cmap = colormaps["RdYlGn"].with_extremes(bad=MISSING_COLOUR)
+    image = None
+    for ax, panel in zip(axes, panels, strict=True):
+        grid = np.ma.masked_invalid(
+            np.array([[np.nan if v is None else v for v in row] for row in panel.values], float)
+        )
+        image = ax.imshow(grid, cmap=cmap, vmin=0, vmax=100, aspect="auto")
+        for i, row in enumerate(panel.values):
+            for j, value in enumerate(row):
+                if value is None:
+                    continue
+                mark = "*" if panel.partial[i][j] else ""
+                ax.text(
+                    j,
+                    i,
+                    f"{value:.1f}{mark}" if n_cols <= 8 else f"{value:.0f}{mark}",
+                    ha="center",
+                    va="center",
+                    fontsize="x-small",
+                    color="white" if value < 20 or value > 85 else "black",
+                )
+        ax.set_xticks(
+            range(n_cols), [labels.get(n, token_label(n)) for n in panel.lengths], fontsize="small"
+        )
+        ax.set_yticks(range(n_rows), panel.rows, fontsize="small")
+        ax.set_title(panel.title, fontsize="medium")
+        ax.set_xlabel("Context length (tokens)")
+    fig.suptitle(title)
+    if image is not None:
+        fig.colorbar(image, ax=list(axes), shrink=0.9, label="Accuracy (%)")
+    fig.supxlabel("\n".join(notes), x=0.0, ha="left", fontsize="x-small")
+    return save(fig, out_prefix)
+
+
+def check_claims(
+    records: Iterable[Mapping[str, Any]],
+    systems: Systems,
+    claims: Sequence[Mapping[str, Any]],
+    *,
+    average_tasks: Sequence[str] = (),
+    niah_tasks: Sequence[str] = NIAH_TASKS,
+) -> list[ClaimCheck]:
+    """Check the paper's claims on our RULER metrics records (see `_check_claims`)."""
+    specs, found = ruler_records(records, systems)
+    return _check_claims(found, specs, claims, average_tasks=average_tasks, niah_tasks=niah_tasks)
+
+
+def _check_claims(
+    found: Mapping[Key, Mapping[str, Any]],
+    specs: Mapping[str, Mapping[str, Any]],
+    claims: Sequence[Mapping[str, Any]],
+    *,
+    average_tasks: Sequence[str] = (),
+    niah_tasks: Sequence[str] = NIAH_TASKS,
+) -> list[ClaimCheck]:
+    """Check each claim (config/paper/memagent.yaml `niah.claims`, `ood.claims`) on every system
+    whose paper_row is among the claim's `rows`: the per-length mean over the claim's `panel`
+    ("average" = `average_tasks`, "niah_mean" = `niah_tasks`, else one task), then `statistic`
+    ("min" over the lengths in range, "drop" = first minus last) compared by `op` to `value`."""
+    checks = []
+    for claim in claims:
+        claim_id, text = str(claim["id"]), " ".join(str(claim["text"]).split())
+        if "statistic" not in claim:
+            checks.append(ClaimCheck(claim_id, text, None, None, None, "no number to check"))
+            continue
+        panel = claim["panel"]
+        tasks = {"average": tuple(average_tasks), "niah_mean": tuple(niah_tasks)}.get(
+            panel, (panel,)
+        )
+        matched = [sid for sid, spec in specs.items() if spec.get("paper_row") in claim["rows"]]
+        for sid in matched:
+            checks.append(_check_one(claim, claim_id, text, found, sid, specs[sid], tasks))
+        if not matched:
+            checks.append(ClaimCheck(claim_id, text, None, None, None, "no system of its rows"))
+    return checks
+
+
+def _check_one(
+    claim: Mapping[str, Any],
+    claim_id: str,
+    text: str,
+    found: Mapping[Key, Mapping[str, Any]],
+    sid: str,
+    spec: Mapping[str, Any],
+    tasks: Sequence[str],
+) -> ClaimCheck:
+    low, high = (int(n) for n in claim["lengths"])
+    lengths = sorted({k[3] for k in found if k[2] == sid and k[1] in tasks and low <= k[3] <= high})
+    means = {n: _mean_over_tasks(found, sid, tasks, n) for n in lengths}
+    complete = {
+        n: value for n, (value, partial) in means.items() if value is not None and not partial
+    }
+    span = f"{token_label(low)}–{token_label(high)}" if low != high else token_label(low)
+    if not lengths or lengths[0] != low or lengths[-1] != high or len(complete) < len(lengths):
+        return ClaimCheck(
+            claim_id,
+            text,
+            spec["display"],
+            None,
+            None,
+            f"not all of {span} run on {len(tasks)} task(s)",
+        )
+    statistic = claim["statistic"]
+    if statistic == "min":
+        value = min(complete.values())
+    elif statistic == "drop":
+        value = complete[low] - complete[high]
+    else:
+        raise ValueError(f"claim {claim_id!r}: unknown statistic {statistic!r} (min, drop)")
+    if claim["op"] not in OPS:
+        raise ValueError(f"claim {claim_id!r}: unknown op {claim['op']!r} ({', '.join(OPS)})")
+    holds = OPS[claim["op"]](value, float(claim["value"]))
+    detail = (
+        f"{statistic} over {span} = {value:.1f} (claim: {claim['op']} {float(claim['value']):g})"
+    )
+    return ClaimCheck(claim_id, text, spec["display"], value, holds, detail)
+
+
+# Each group of `report.rl_ablation` names its three systems by role, drawn in this order.
+ROLE_LABELS = dict(  # each report.rl_ablation role's row label, in the config's order
+    zip(ABLATION_ROLES, ("Backbone (whole context)", "MemAgent w/o RL", "RL-MemAgent"), strict=True)
+)
+
+
+Groups = Mapping[str, Mapping[str, str]]  # group label -> role -> system id
+
+
+def ablation_rows(table: pd.DataFrame, groups: Groups) -> dict[str, pd.DataFrame]:
+    """Per group, the rows of its systems in `table` (a Table 1 or Table 3 DataFrame), indexed
+    by role label. A system the table lacks (it does not run the table's benchmark) is an
+    error naming it."""
+    row_of = {sid: display for display, sid in table.attrs["system_ids"].items()}
+    panels = {}
+    for group, roles in groups.items():
+        missing = [sid for sid in roles.values() if sid not in row_of]
+        if missing:
+            raise ValueError(
+                f"RL ablation group {group!r}: system(s) {', '.join(missing)} not in the table "
+                "(each must run the figure's benchmark)"
+            )
+        panel = table.loc[[row_of[roles[role]] for role in ROLE_LABELS]].copy()
+        panel.index = pd.Index(list(ROLE_LABELS.values()), name="role")
+        panel.attrs = dict(table.attrs)
+        panels[group] = panel
+    return panels
+
+
+def plot_curve_panels(
+    panels: Mapping[str, pd.DataFrame],
+    out_prefix: str | Path,
+    title: str,
+    checks: Sequence[ClaimCheck] = (),
+    draw: Callable[[Any, pd.DataFrame], bool] | None = None,
+) -> list[Path]:
+    """One panel of curves per group, a curve per row of its table (Figure 6: RULER-HQA
+    accuracy against measured length per backbone size; Figure 8: NIAH per memory size), the
+    paper's claims and our checks beneath. `draw` plots one panel (default: against tokens)."""
+    draw = draw or _draw_accuracy_vs_length
+    fig = Figure(figsize=(5.0 * max(1, len(panels)) + 4.0, 5.5), layout="constrained")
+    FigureCanvasAgg(fig)
+    axes = fig.subplots(1, max(1, len(panels)), squeeze=False)[0]
+    paper_drawn = False
+    for ax, (group, panel) in zip(axes, panels.items(), strict=False):
+        paper_drawn |= draw(ax, panel)
+        ax.set_title(group)
+    fig.suptitle(title)
+    figure_legend(fig, axes[0], paper_drawn, loc="outside right center")
+    claims_footer(fig, checks)
+    return save(fig, out_prefix)
+
+
+def plot_bar_panels(
+    panels: Mapping[str, pd.DataFrame],
+    out_prefix: str | Path,
+    title: str,
+    checks: Sequence[ClaimCheck] = (),
+) -> list[Path]:
+    """One panel per group, bars of our score per column (Figures 7 and 9: LongBench-QA per
+    dataset and AVG) for each row of its table; the paper's value, where it prints one, as a
+    black mark on the bar."""
+    fig = Figure(figsize=(6.0 * max(1, len(panels)) + 4.0, 5.5), layout="constrained")
+    FigureCanvasAgg(fig)
+    axes = fig.subplots(1, max(1, len(panels)), squeeze=False)[0]
+    paper_drawn = False
+    for ax, (group, panel) in zip(axes, panels.items(), strict=False):
+        columns = list(panel.columns)
+        width = 0.8 / max(1, len(panel))
+        for i, (role, row) in enumerate(panel.iterrows()):
+            xs = np.arange(len(columns)) + (i - (len(panel) - 1) / 2) * width
+            ours = [np.nan if c.ours is None else c.ours for c in row]
+            ax.bar(xs, ours, width, color=f"C{i}", label=str(role))
+            paper = [(x, c.paper) for x, c in zip(xs, row, strict=True) if c.paper is not None]
+            if paper:
+                paper_drawn = True
+                ax.plot(*zip(*paper, strict=True), "kx", markersize=6)
+        ax.set_xticks(range(len(columns)), [length_label(panel, c) for c in columns])
+        ax.set_ylim(0, 100)
+        ax.set_ylabel("Score (%)")
+        ax.set_title(group)
+        ax.grid(True, axis="y", alpha=0.3)
+    fig.suptitle(title)
+    handles, labels = axes[0].get_legend_handles_labels()
+    if paper_drawn:
+        handles.append(Line2D([], [], color="black", marker="x", linestyle="", label="paper"))
+        labels.append("paper")
+    fig.legend(handles, labels, fontsize="small", loc="outside right center")
+    claims_footer(fig, checks)
+    return save(fig, out_prefix)
+
+
+def check_ablation_claims(
+    panels: Mapping[str, pd.DataFrame], claims: Sequence[Mapping[str, Any]]
+) -> list[ClaimCheck]:
+    """Each claim (config/paper/memagent.yaml `rl_ablation.claims`) on every group: `gain` = the
+    mean over the columns both have of `of[0]` minus `of[1]` (roles), `drop` = `of[0]` at its
+    first column minus its last; judged by `op` against `value` when the claim has a number,
+    else only reported. Average columns (AVG) are left out: they are means of the others."""
+    checks = []
+    for claim in claims:
+        claim_id, text = str(claim["id"]), " ".join(str(claim["text"]).split())
+        for group, panel in panels.items():
+            value, detail = _ablation_statistic(claim, panel)
+            holds = None
+            if value is not None and "op" in claim:
+                if claim["op"] not in OPS:
+                    raise ValueError(f"claim {claim_id!r}: unknown op {claim['op']!r}")
+                holds = OPS[claim["op"]](value, float(claim["value"]))
+                detail += f" (claim: {claim['op']} {float(claim['value']):g})"
+            elif value is not None:
+                detail += " (the paper gives no number)"
+            checks.append(ClaimCheck(claim_id, text, group, value, holds, detail))
+    return checks
+
+
+def _ablation_statistic(claim: Mapping[str, Any], panel: pd.DataFrame) -> tuple[float | None, str]:
+    roles = [ROLE_LABELS[role] for role in claim["of"]]
+    columns = [c for c in panel.columns if c != AVG]
+    ours = {
+        role: {c: cell.ours for c, cell in panel.loc[role].items() if c in columns}
+        for role in roles
+    }
+    if claim["statistic"] == "gain":
+        first, second = roles
+        shared = [c for c in columns if None not in (ours[first][c], ours[second][c])]
+        if not shared:
+            return None, f"{first} and {second} share no column"
+        gain = sum(ours[first][c] - ours[second][c] for c in shared) / len(shared)
+        return gain, f"{first} minus {second}, mean over {len(shared)} column(s) = {gain:+.1f}"
+    if claim["statistic"] == "drop":
+        (role,) = roles
+        present = [c for c in columns if ours[role][c] is not None]
+        if len(present) < 2:
+            return None, f"{role}: fewer than two columns"
+        drop = ours[role][present[0]] - ours[role][present[-1]]
+        span = f"{length_label(panel, present[0])} to {length_label(panel, present[-1])}"
+        return drop, f"{role}: {span} drop = {drop:.1f}"
+    raise ValueError(f"claim {claim['id']!r}: unknown statistic {claim['statistic']!r}")
+
+
+def memory_panels(
+    table: pd.DataFrame, systems: Systems, agent: Mapping[str, int]
+) -> dict[str, pd.DataFrame]:
+    """Per ablated system (titled by its display name), its rows and its variants' in `table`
+    (a Table 8 or 9 DataFrame) by memory size, labelled "memory M" (`agent`: the budgets of the
+    system itself)."""
+    specs = system_specs(systems)
+    row_of = {sid: display for display, sid in table.attrs["system_ids"].items()}
+    groups: dict[str, list[tuple[int, str]]] = {}
+    for sid, spec in specs.items():
+        if sid in row_of:
+            memory = {**agent, **spec.get("agent", {})}["memory_tokens"]
+            groups.setdefault(spec.get("ablation_of", sid), []).append((memory, sid))
+    panels = {}
+    for base, members in groups.items():
+        members.sort()
+        panel = table.loc[[row_of[sid] for _, sid in members]].copy()
+        panel.index = pd.Index([f"memory {memory}" for memory, _ in members], name="setting")
+        panel.attrs = dict(table.attrs)
+        panels[specs[base]["display"]] = panel
+    return panels
+
+
+def draw_by_column(ax: Any, panel: pd.DataFrame) -> bool:
+    """One line per row over the table's columns in order (ours solid, the paper's dashed);
+    whether any paper line was drawn."""
+    columns = list(panel.columns)
+    paper_drawn = False
+    for i, (label, row) in enumerate(panel.iterrows()):
+        ours = [(x, c.ours) for x, c in enumerate(row) if c.ours is not None]
+        paper = [(x, c.paper) for x, c in enumerate(row) if c.paper is not None]
+        if ours:
+            ax.plot(*zip(*ours, strict=True), "-o", color=f"C{i}", markersize=4, label=str(label))
+        if paper:
+            paper_drawn = True
+            ax.plot(*zip(*paper, strict=True), "--x", color=f"C{i}", markersize=4)
+    ax.set_xticks(range(len(columns)), [length_label(panel, c) for c in columns])
+    ax.set_ylim(-2, 102)
+    ax.set_xlabel("Context length (tokens)")
+    ax.set_ylabel("Accuracy (%)")
+    ax.grid(True, alpha=0.3)
+    return paper_drawn
+
+
+FLOPS_METHODS = {"backbone": "long_context", "rl": "memagent"}  # role -> flops.predicted_flops
+FLOPS_LABELS = {"backbone": "long-context model", "rl": "MemAgent"}
+
+
+def model_shape(model_dir: str | Path) -> Any:
+    """The Qwen2 shape in a model directory's config.json (the downloaded model's own)."""
+    from memrl.data.io import read_json
+    from memrl.report.flops import Qwen2Shape
+
+    path = Path(model_dir) / "config.json"
+    config = read_json(path)
+    missing = [key for key in SHAPE_KEYS if key not in config]
+    if missing:
+        raise ValueError(f"{path}: no {', '.join(missing)} (not a Qwen2-style config)")
+    return Qwen2Shape.from_config(config)
+
+
+SHAPE_KEYS = (
+    "hidden_size",
+    "intermediate_size",
+    "num_hidden_layers",
+    "num_attention_heads",
+    "num_key_value_heads",
+    "vocab_size",
+)
+
+
+def read_wall_seconds(paths: Sequence[str | Path]) -> float:
+    """The wall time of one evaluation: the `s` column of Snakemake's benchmark file of each job
+    that ran it (each shard), the mean of its repeats, summed over the jobs."""
+    total = 0.0
+    for path in paths:
+        frame = pd.read_csv(path, sep="\t")
+        if "s" not in frame.columns or frame.empty:
+            raise ValueError(f"{path}: not a Snakemake benchmark file (no `s` column or row)")
+        total += float(frame["s"].mean())
+    return total
+
+
+@dataclass(frozen=True)
+class Measured:
+    """One system's RULER-HQA jobs: mean context tokens and wall seconds per sample, by length."""
+
+    tokens: list[float]
+    seconds: list[float]
+
+
+def measured_costs(
+    records: Iterable[Mapping[str, Any]], flops: Mapping[str, Any]
+) -> dict[str, dict[str, Measured]]:
+    """Per group and role (backbone, rl) of `flops` (settings: `groups`, `benchmarks` by
+    "system/length"), the jobs' wall seconds per sample against their mean context tokens."""
+    by_key = {
+        f"{r['system']}/{int(r['length'])}": r
+        for r in records
+        if r["benchmark"] == "ruler_hqa" and r["mean_tokens"] is not None and r["n_items"]
+    }
+    measured: dict[str, dict[str, Measured]] = {}
+    for group, roles in flops["groups"].items():
+        measured[group] = {}
+        for role in FLOPS_METHODS:
+            points = sorted(
+                (float(record["mean_tokens"]), read_wall_seconds(paths) / record["n_items"])
+                for key, paths in flops["benchmarks"].items()
+                if key.split("/")[0] == roles[role] and (record := by_key.get(key)) is not None
+            )
+            measured[group][role] = Measured([t for t, _ in points], [w for _, w in points])
+    return measured
+
+
+def plot_flops(
+    shapes: Mapping[str, Any],
+    measured: Mapping[str, Mapping[str, Measured]],
+    flops: Mapping[str, Any],
+    out_prefix: str | Path,
+    title: str,
+) -> list[Path]:
+    """Figure 10. (a) Appendix B: FLOPs of the long-context model and of MemAgent from 8K to 4M
+    tokens per group's model shape, with the fitted exponent p (cost ~ n^p). (b) Beyond the
+    paper: our RULER-HQA jobs' wall seconds per sample against their mean context tokens
+    (solid), and the FLOPs predicted at those tokens scaled to the first point (dotted)."""
+    from memrl.report.flops import (
+        FIGURE_LENGTHS,
+        attention_coefficient,
+        fitted_exponent,
+        predicted_flops,
+    )
+
+    attention = flops["attention"]
+
+    fig = Figure(figsize=(12.0, 5.5), layout="constrained")
+    FigureCanvasAgg(fig)
+    predicted_ax, measured_ax = fig.subplots(1, 2)
+    notes = []
+    for g, (group, shape) in enumerate(shapes.items()):
+        spec = flops["groups"][group]
+        for role, method in FLOPS_METHODS.items():
+            colour, style = f"C{2 * g + (role == 'rl')}", "-" if role == "rl" else "--"
+            costs = predicted_flops(
+                shape, FIGURE_LENGTHS, method, flops["agent"], attention=attention
+            )
+            p = fitted_exponent(FIGURE_LENGTHS, costs)
+            label = f"{FLOPS_LABELS[role]}, {group} (p = {p:.2f})"
+            predicted_ax.plot(FIGURE_LENGTHS, costs, style, color=colour, marker="o", label=label)
+            ours = measured.get(group, {}).get(role)
+            if ours is None or not ours.tokens:
+                notes.append(f"{group} {FLOPS_LABELS[role]}: no measured job")
+                continue
+            cap = spec["backbone_max_input"] if role == "backbone" else None
+            at = predicted_flops(
+                shape, ours.tokens, method, flops["agent"], cap, attention=attention
+            )
+            scaled = [c * ours.seconds[0] / at[0] for c in at]
+            fit = (
+                f"p = {fitted_exponent(ours.tokens, ours.seconds):.2f}"
+                if len(ours.tokens) > 1
+                else "one length"
+            )
+            label = f"{FLOPS_LABELS[role]}, {group} ({spec[role]}, {fit})"
+            measured_ax.plot(
+                ours.tokens, ours.seconds, style, color=colour, marker="o", label=label
+            )
+            measured_ax.plot(ours.tokens, scaled, ":", color=colour)
+            if cap is not None:
+                notes.append(f"{group} {FLOPS_LABELS[role]}: input truncated to {cap:,} tokens")
+    agent = flops["agent"]
+    source = "the paper's verl fork" if attention == "fork" else "verl 0.9.1"
+    predicted_ax.set_title(
+        f"(a) Predicted, verl's Qwen2 estimate (q = {agent['query_tokens']}, "
+        f"N = {agent['chunk_tokens']}, o = {agent['final_tokens']};\n"
+        f"attention {attention_coefficient(attention)}·n²·d per layer, as {source})",
+        fontsize="medium",
+    )
+    predicted_ax.set_ylabel("FLOPs (forward + backward)")
+    measured_ax.set_title(
+        "(b) Measured: evaluation wall time (dotted: predicted, scaled)", fontsize="medium"
+    )
+    measured_ax.set_ylabel("Wall seconds per sample")
+    for ax in (predicted_ax, measured_ax):
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel("Context length (tokens, log scale)")
+        ax.grid(True, alpha=0.3)
+        if ax.get_legend_handles_labels()[0]:
+            ax.legend(fontsize="x-small", loc="upper left")
+    fig.suptitle(title)
+    if notes:
+        fig.supxlabel("\n".join(notes), x=0.0, ha="left", fontsize="x-small")
+    return save(fig, out_prefix)

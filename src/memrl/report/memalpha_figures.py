@@ -1,0 +1,63 @@
+"""Mem-α's figure: the suites' average score against memory size (the frontier)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
+
+from memrl.report.cells import Systems
+from memrl.report.plots import save
+from memrl.report.tables import build_paper_table
+
+FRONTIER_PANELS = (
+    ("memalpha_table1", "Memalpha validation"),
+    ("memalpha_table2", "MemoryAgentBench"),
+)
+
+
+def plot_memory_frontier(
+    records: Sequence[Mapping[str, Any]],
+    systems: Systems,
+    paper: Mapping[str, Any],
+    out_prefix: str | Path,
+    title: str,
+) -> list[Path]:
+    """Each system's average score against its average memory (thousand QA-model tokens) on
+    both Mem-α suites, from Tables 1 and 2's Avg. columns: ours filled, the paper's hollow, a
+    line from one to the other."""
+    fig = Figure(figsize=(11.0, 4.8), layout="constrained")
+    FigureCanvasAgg(fig)
+    colours: dict[str, str] = {}
+    for n, (table_name, panel_title) in enumerate(FRONTIER_PANELS):
+        ax = fig.add_subplot(1, len(FRONTIER_PANELS), n + 1)
+        table = build_paper_table(table_name, records, systems, paper)
+        for display, row in table.iterrows():
+            perf, mem = row["avg"], row["avg.mem"]
+            colour = colours.setdefault(str(display), f"C{len(colours) % 10}")
+            ours = (mem.ours, perf.ours) if None not in (mem.ours, perf.ours) else None
+            theirs = (mem.paper, perf.paper) if None not in (mem.paper, perf.paper) else None
+            if ours:
+                ax.plot(*ours, "o", color=colour, markersize=7)
+            if theirs:
+                ax.plot(*theirs, "o", color=colour, markersize=7, fillstyle="none")
+            if ours and theirs:
+                ax.plot(*zip(ours, theirs, strict=True), ":", color=colour, linewidth=0.8)
+        ax.set_xlabel("Memory (thousand QA-model tokens)")
+        ax.set_ylabel("Average score (%)")
+        ax.set_title(panel_title)
+        ax.grid(True, alpha=0.3)
+    handles = [
+        Line2D([], [], color=c, marker="o", linestyle="", label=d) for d, c in colours.items()
+    ]
+    handles += [
+        Line2D([], [], color="black", marker="o", linestyle="", label="ours"),
+        Line2D([], [], color="black", marker="o", fillstyle="none", linestyle="", label="paper"),
+    ]
+    fig.legend(handles=handles, fontsize="small", loc="outside lower center", ncols=4)
+    fig.suptitle(title)
+    return save(fig, out_prefix)

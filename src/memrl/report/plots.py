@@ -1,0 +1,130 @@
+"""What every figure shares: a bare Agg canvas (no pyplot, no global backend switch), series
+and legends, the paper's claims written under a figure, and deterministic PNG and PDF files
+saved atomically.
+"""
+
+from __future__ import annotations
+
+import textwrap
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
+
+from memrl.data.io import atomic_path
+from memrl.report.render import column_mean_tokens
+
+# Deterministic files: no creation date in the PDF, no software stamp in the PNG.
+_METADATA = {"png": {"Software": None}, "pdf": {"CreationDate": None, "Creator": None}}
+
+
+@dataclass(frozen=True)
+class Series:
+    """What is drawn for one system: our points (x = measured mean tokens) and the paper's."""
+
+    display: str
+    xs: list[float]
+    ys: list[float]
+    paper_xs: list[float]
+    paper_ys: list[float]
+
+
+def figure_series(table: pd.DataFrame) -> tuple[list[Series], dict[int, float]]:
+    """Per-system lines and the x position (mean tokens over systems) of every n_docs column.
+
+    The paper has no token counts of its own, so its points sit at the column's x position.
+    """
+    column_x = {n: x for n in table.columns if (x := column_mean_tokens(table, n)) is not None}
+    series = []
+    for display, row in table.iterrows():
+        ours = [
+            (c.mean_tokens, c.ours) for c in row if c.ours is not None and c.mean_tokens is not None
+        ]
+        paper = [
+            (column_x[n], c.paper) for n, c in row.items() if c.paper is not None and n in column_x
+        ]
+        series.append(
+            Series(
+                display=str(display),
+                xs=[x for x, _ in ours],
+                ys=[y for _, y in ours],
+                paper_xs=[x for x, _ in paper],
+                paper_ys=[y for _, y in paper],
+            )
+        )
+    return series, column_x
+
+
+def figure_legend(
+    fig: Figure, ax: Any, paper_drawn: bool, loc: str = "outside lower center"
+) -> None:
+    """The axes' legend, by default below them (curves that meet at high accuracy stay
+    visible; to the right when claims fill the foot), with the ours/paper line styles when the
+    paper's values are drawn."""
+    handles, labels = ax.get_legend_handles_labels()
+    if paper_drawn:
+        handles += [
+            Line2D([], [], color="black", linestyle="-", label="ours"),
+            Line2D([], [], color="black", linestyle="--", label="paper"),
+        ]
+        labels += ["ours", "paper"]
+    if handles:
+        fig.legend(handles, labels, fontsize="small", loc=loc, ncols=2 if "lower" in loc else 1)
+
+
+@dataclass(frozen=True)
+class ClaimCheck:
+    """One paper claim against one of our systems (or alone, when it has no number)."""
+
+    claim_id: str
+    text: str
+    system: str | None  # display name
+    value: float | None  # our statistic
+    holds: bool | None  # None: not checkable (no number, or lengths not run)
+    detail: str
+
+
+OPS = {">": lambda a, b: a > b, ">=": lambda a, b: a >= b, "<": lambda a, b: a < b}
+
+
+def claim_lines(checks: Sequence[ClaimCheck]) -> list[str]:
+    """Footer lines: each claim once, then our check per system (wrapped by the figure)."""
+    lines: list[str] = []
+    seen: set[str] = set()
+    verdicts = {True: "holds", False: "does NOT hold", None: "not checked"}
+    for check in checks:
+        if check.claim_id not in seen:
+            seen.add(check.claim_id)
+            lines.append(f'Paper claim (no numbers printed): "{check.text}"')
+        if check.system is not None:
+            lines.append(f"    ours, {check.system}: {check.detail} -> {verdicts[check.holds]}")
+    return lines
+
+
+def claims_footer(fig: Figure, checks: Sequence[ClaimCheck]) -> None:
+    if checks:
+        lines = [textwrap.fill(line, 150) for line in claim_lines(checks)]
+        fig.supxlabel("\n".join(lines), x=0.0, ha="left", fontsize="x-small")
+
+
+def number(value: Any, where: str) -> float:
+    """A JSON number as float (NaN allowed: a gap in the line); anything else is an error."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ValueError(f"{where} must be a number, got {value!r}")
+    return float(value)
+
+
+def save(fig: Figure, out_prefix: str | Path) -> list[Path]:
+    """Write `<prefix>.png` and `<prefix>.pdf` atomically; return their paths."""
+    prefix = Path(out_prefix)
+    written = []
+    for ext in ("png", "pdf"):
+        path = prefix.with_name(f"{prefix.name}.{ext}")
+        with atomic_path(path) as tmp:
+            fig.savefig(tmp, format=ext, dpi=200, metadata=_METADATA[ext])
+        written.append(path)
+    return written

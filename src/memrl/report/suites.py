@@ -1,0 +1,98 @@
+"""Beyond the papers: every system of both papers on both suites (RULER-HQA and
+MemoryAgentBench).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import replace
+from typing import Any
+
+import pandas as pd
+
+from memrl.config import (
+    RULER_HQA_TASK,
+    SUITES_TABLE,
+)
+from memrl.report.cells import (
+    BENCHMARK,
+    DASH,
+    MEM_LABEL,
+    Average,
+    Column,
+    PaperTable,
+    Systems,
+    assemble,
+    hqa_label,
+    index_metrics,
+    is_rag_unit,
+    length_columns,
+    system_kind,
+    system_specs,
+)
+
+# The cross-paper table
+SUITES_TABLES = {
+    SUITES_TABLE: PaperTable("", "Every system on RULER-HQA and MemoryAgentBench"),
+}
+
+
+MAB = "mab"
+
+
+def build_suites_table(
+    records: Iterable[Mapping[str, Any]],
+    systems: Systems,
+    paper: Mapping[str, Any],
+    length_labels: Mapping[int, str],
+) -> pd.DataFrame:
+    """Every system of both papers that ran either suite: RULER-HQA accuracy at each length
+    (MemAgent's suite) and the MemoryAgentBench average score and memory over Mem-α Table 2's
+    sources (`paper`: Mem-α's numbers). Ours only: each paper's own tables hold its numbers."""
+    mab_sources = tuple(paper["table2"]["columns"])
+    specs = system_specs(systems)
+    selected = {
+        sid: spec
+        for sid, spec in specs.items()
+        if {BENCHMARK, MAB} & set(spec.get("benchmarks", (BENCHMARK, MAB)))
+        and (system_kind(sid, spec) != "rag" or is_rag_unit(sid, spec, doc=True))
+    }
+    found = index_metrics(
+        records,
+        specs,
+        lambda r: (
+            (r["benchmark"] == BENCHMARK and r["task"] == RULER_HQA_TASK)
+            or (r["benchmark"] == MAB and r["task"] in mab_sources)
+        ),
+    )
+    found = {key: record for key, record in found.items() if key[2] in selected}
+    columns = length_columns(found, BENCHMARK, RULER_HQA_TASK, hqa_label(length_labels))
+    columns = [replace(c, label=f"RULER-HQA {c.label}", paper=None) for c in columns]
+    for metric, suffix, scale in (("accuracy", "perf", 1.0), ("mean_memory_tokens", "mem", 1e-3)):
+        columns += [
+            Column(f"{MAB}.{s}.{suffix}", s, MAB, s, 0, metric, None, hidden=True, scale=scale)
+            for s in mab_sources
+        ]
+    averages = [
+        Average(f"{MAB}.{suffix}", label, tuple(f"{MAB}.{s}.{suffix}" for s in mab_sources), None)
+        for suffix, label in (("perf", "MemoryAgentBench Avg."), ("mem", f"MAB {MEM_LABEL} (K)"))
+    ]
+    frame = assemble(
+        found,
+        selected,
+        dict.fromkeys(selected),
+        {},  # ours only
+        columns,
+        averages,
+        column_name="column",
+        table="Both suites",
+        notes=[
+            "RULER-HQA: accuracy (%) at each length. MemoryAgentBench: the mean score (%) over "
+            "its nine sources and the mean memory (thousand QA-model tokens; for long context "
+            "and RAG, the context read).",
+        ],
+    )
+    frame.attrs["legend"] = (
+        f"Cells: ours; each paper's numbers are in its own tables. {DASH} = not run here."
+    )
+    return frame
