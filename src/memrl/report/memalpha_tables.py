@@ -224,7 +224,8 @@ def build_memalpha_table(
         names = ", ".join(info[s]["label"] for s in columns if s in contaminated)
         notes.append(
             f"{CONTAMINATED_MARK} {names}: Mem-α's TTL training rows reuse these test questions "
-            "(memalpha_official.md §6), so trained systems' scores there are inflated."
+            "(the official training data holds the same 100 questions), so trained systems' "
+            "scores there are inflated."
         )
     for row, printed in spec.get("printed_names", {}).items():
         notes.append(f"The paper prints the row {row!r} as {printed!r} in this table.")
