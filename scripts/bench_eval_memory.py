@@ -127,7 +127,8 @@ def measure(n_docs: int, work: Path, chunk_tokens: int) -> dict:
 
     from memrl.agents.memagent import MemAgentConfig
     from memrl.data.io import read_jsonl, read_parquet
-    from memrl.evaluation import Task, evaluate, memagent_system, workflow_runner
+    from memrl.evaluation import Task, evaluate, workflow_runner
+    from memrl.systems.memagent import memagent_system
 
     began = time.perf_counter()
     tokenizer = AutoTokenizer.from_pretrained(str(work / "tokenizer"))

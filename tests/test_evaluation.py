@@ -13,14 +13,14 @@ from memrl.evaluation import (
     Task,
     evaluate,
     load_finished,
-    longcontext_system,
-    memagent_system,
     merge_shards,
-    rag_system,
     shard_rows,
     summarize,
     workflow_runner,
 )
+from memrl.systems.longcontext import longcontext_system
+from memrl.systems.memagent import memagent_system
+from memrl.systems.rag import rag_system
 
 
 class CharTokenizer:

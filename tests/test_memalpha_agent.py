@@ -26,15 +26,8 @@ from memrl.agents.memalpha import (
 )
 from memrl.agents.structured_memory import TRUNCATION_SUFFIX, StructuredMemory
 from memrl.engines.base import Completion, SamplingParams
-from memrl.evaluation import (
-    Judge,
-    MemoryQA,
-    check_failures,
-    evaluate,
-    memorize_runner,
-    memory_qa_runner,
-    summarize,
-)
+from memrl.evaluation import Judge, MemoryQA, check_failures, evaluate, summarize
+from memrl.systems.memalpha import memorize_runner, memory_qa_runner
 
 
 def test_memorize_drives_insert_update_delete_over_chunks_to_an_exact_final_memory():

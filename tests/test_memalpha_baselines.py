@@ -12,15 +12,13 @@ from memrl.engines.base import Completion, SamplingParams, prompt_ids
 from memrl.evaluation import (
     Judge,
     Question,
-    answered_questions,
     context_questions,
     evaluate,
     instance_qa_runner,
-    mem1_memorize_runner,
-    memagent_memorize_runner,
-    memory_context_questions,
     summarize,
 )
+from memrl.systems.mem1 import mem1_memorize_runner, memory_context_questions
+from memrl.systems.memagent import answered_questions, memagent_memorize_runner
 
 # --- prompts ---------------------------------------------------------------------------------
 

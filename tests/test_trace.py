@@ -19,8 +19,6 @@ from memrl.evaluation import (
     Task,
     evaluate,
     load_finished,
-    longcontext_system,
-    memagent_system,
     merge_shards,
     row_chunks,
     summarize,
@@ -40,6 +38,8 @@ from memrl.report.trace import (
     verdict,
     write_report,
 )
+from memrl.systems.longcontext import longcontext_system
+from memrl.systems.memagent import memagent_system
 
 HQA = Task("ruler_hqa", "hqa")
 

@@ -359,13 +359,15 @@ def cmd_evaluate(args: argparse.Namespace, run: tracking.JobRecord) -> None:
     from memrl.config import MEMALPHA_BENCHMARKS, memorizes
     from memrl.engines.base import SamplingParams
     from memrl.evaluation import Task, merge_shards, workflow_runner
+    from memrl.systems import system_kind
 
     s = args.settings
     if (args.metrics is None) == (s["shards"] == 1):
         raise SystemExit(f"--metrics goes with an unsharded evaluation (shards={s['shards']})")
+    kind = system_kind(s["kind"])
     engine = build_engine(args.model, _engine_spec(s), args.log)
     if s["benchmark"] in MEMALPHA_BENCHMARKS or memorizes(s, s["benchmark"]):
-        rows_of, runner = _memalpha_evaluation(s, engine, args.memories, args.pool)
+        rows_of, runner = _memalpha_evaluation(s, kind, engine, args.memories, args.pool)
 
         def runner_of(name: str, rows: list[dict[str, Any]]) -> Any:
             return runner
@@ -383,7 +385,7 @@ def cmd_evaluate(args: argparse.Namespace, run: tracking.JobRecord) -> None:
             task = Task(
                 s["benchmark"], name, s.get("variant", "memagent"), s.get("strip_think", False)
             )
-            system = _system(task, s, engine.tokenizer, _pool(rows, args.pool))
+            system = kind.workflows(task, s, engine.tokenizer, _pool(rows, args.pool))
             return workflow_runner(task, system, engine, sampling)
 
         extra_inputs = []
@@ -430,19 +432,14 @@ def cmd_memorize(args: argparse.Namespace, run: tracking.JobRecord) -> None:
     The evaluate job reads them (`evaluate --memories`)."""
     from memrl.data.io import write_jsonl_atomic
     from memrl.engines.base import SamplingParams
-    from memrl.evaluation import mem1_memorize_runner, memagent_memorize_runner
+    from memrl.systems import system_kind
 
     s = args.settings
     engine = build_engine(args.model, _engine_spec(s), args.log)
-    sampling = SamplingParams(**s["sampling"])
-    inputs = [args.model]
-    if s["kind"] == "memagent":
-        runner = memagent_memorize_runner(engine, sampling, s["memory_tokens"], s["final_tokens"])
-    elif s["kind"] == "mem1":
-        runner = mem1_memorize_runner(engine, sampling, s["memory_tokens"])
-    else:
-        runner = _memalpha_memorizer(s, engine, sampling, args.memory_tokenizer)
-        inputs += [args.memory_tokenizer] if args.memory_tokenizer else []
+    runner = system_kind(s["kind"]).memorizer(
+        s, engine, SamplingParams(**s["sampling"]), args.memory_tokenizer
+    )
+    inputs = [args.model, *([args.memory_tokenizer] if args.memory_tokenizer else [])]
     lines, partials = _run_tasks(
         s,
         args.data,
@@ -457,43 +454,13 @@ def cmd_memorize(args: argparse.Namespace, run: tracking.JobRecord) -> None:
         partial.unlink(missing_ok=True)  # an empty shard wrote none
 
 
-def _memalpha_memorizer(
-    s: dict[str, Any], engine: Any, sampling: Any, counter_path: Path | None
-) -> Any:
-    """The Mem-α policy's wave runner: a fresh StructuredMemory per instance (seeded ids)."""
-    from memrl.agents.memalpha import MemAlphaConfig, load_memory_counter
-    from memrl.agents.structured_memory import StructuredMemory
-    from memrl.evaluation import memorize_runner
-
-    count = load_memory_counter(
-        s["memory_tokenizer"], load_tokenizer(counter_path) if counter_path else None
-    )
-    disabled = frozenset(s["disabled_memory"])
-
-    def new_memory(row: dict[str, Any]) -> StructuredMemory:
-        return StructuredMemory(count, disabled, seed=s["seed"] * 1_000_003 + row["index"])
-
-    return memorize_runner(MemAlphaConfig(**s["agent"]), engine, sampling, new_memory)
-
-
 def _memalpha_evaluation(
-    s: dict[str, Any], engine: Any, memories_path: Path | None, pool: Path | None
+    s: dict[str, Any], kind: Any, engine: Any, memories_path: Path | None, pool: Path | None
 ) -> Any:
-    """(rows_of, wave runner) of an evaluate job on Mem-α-style instances, by system kind: the
-    QA step over a memorize job's output (memalpha, memagent, mem1) or a context baseline."""
+    """(rows_of, wave runner) of an evaluate job on Mem-α-style instances: the kind's questions
+    over a memorize job's output (`--memories`) or over each instance's context."""
     from memrl.config import memorizes
-    from memrl.engines.base import SamplingParams
-    from memrl.evaluation import (
-        Judge,
-        MemoryQA,
-        Task,
-        answered_questions,
-        context_questions,
-        instance_qa_runner,
-        memory_context_questions,
-        memory_qa_runner,
-        output_tokens,
-    )
+    from memrl.evaluation import Judge, instance_qa_runner
 
     judge = Judge.from_settings(s["qa"])
     instances = _instance_rows(s, engine.tokenizer, pool)
@@ -501,32 +468,16 @@ def _memalpha_evaluation(
         raise SystemExit(
             f"--memories goes with (and only with) a memorize job's systems ({s['kind']})"
         )
+    prepare, sampling, protocol = kind.questions(s, engine, judge)
+    runner = instance_qa_runner(engine, sampling, judge, prepare, protocol)
     if memories_path is None:
-        from memrl.baselines.rag import make_retriever
-
-        rag = s["kind"] == "rag"
-        retriever = (
-            make_retriever(s["retriever"], **s.get("retriever_options", {})) if rag else None
-        )
-        budget = output_tokens(Task(s["benchmark"], ""), s["max_output_tokens"])
-        prepare = context_questions(
-            engine, s["max_input_tokens"], budget, retriever, s.get("top_k", 0)
-        )
-        sampling = SamplingParams(**s["sampling"])
-        return instances, instance_qa_runner(engine, sampling, judge, prepare, s["protocol"])
+        return instances, runner
     memories = _memories_by_task(memories_path)
 
     def rows_of(name: str, data: Path) -> list[dict[str, Any]]:
         return _memorized_rows(name, instances(name, data), memories, memories_path)
 
-    if s["kind"] == "memagent":  # answers given: the QA model only judges (nothing is asked)
-        prepare = answered_questions(engine)
-        return rows_of, instance_qa_runner(engine, judge.sampling, judge, prepare, s["protocol"])
-    if s["kind"] == "mem1":  # its memory is the context of the long-context prompt
-        prepare = memory_context_questions(engine, s["max_input_tokens"], s["max_output_tokens"])
-        sampling = SamplingParams(**s["sampling"])
-        return rows_of, instance_qa_runner(engine, sampling, judge, prepare, s["protocol"])
-    return rows_of, memory_qa_runner(engine, MemoryQA.from_settings(s["qa"]), judge)
+    return rows_of, runner
 
 
 def _run_tasks(
@@ -740,44 +691,6 @@ def _engine_spec(s: dict[str, Any]) -> dict[str, Any]:
     os.environ.update(setup.env)
     log.info("context extension %s: %s", extension, setup.note)
     return {**spec, **setup.settings}
-
-
-def _system(task: Any, s: dict[str, Any], tokenizer: Any, pool: list[str] | None) -> Any:
-    """The workflow factory of the job's system kind."""
-    from memrl import evaluation
-
-    if s["kind"] == "memagent":
-        from memrl.agents.memagent import MemAgentConfig
-
-        agent = MemAgentConfig(
-            chunk_tokens=s["agent"]["chunk_tokens"],
-            memory_tokens=s["agent"]["memory_tokens"],
-            final_tokens=s["agent"]["final_tokens"],
-            final_prompt=s["final_prompt"],
-        )
-        return evaluation.memagent_system(task, tokenizer, pool, agent)
-    if s["kind"] == "longcontext":
-        return evaluation.longcontext_system(
-            task, tokenizer, pool, s["max_input_tokens"], s["max_output_tokens"]
-        )
-    if s["kind"] == "mem0":
-        from memrl.baselines.mem0 import Mem0Settings, Mem0Store
-
-        store = Mem0Store(Mem0Settings(**s["mem0"]))
-        final_tokens = s["agent"]["final_tokens"]
-        return evaluation.mem0_system(task, tokenizer, pool, store, s["final_prompt"], final_tokens)
-    from memrl.baselines.rag import make_retriever
-
-    return evaluation.rag_system(
-        task,
-        tokenizer,
-        pool,
-        make_retriever(s["retriever"], **s.get("retriever_options", {})),
-        s["top_k"],
-        s["unit_tokens"],
-        s["max_input_tokens"],
-        s["max_output_tokens"],
-    )
 
 
 def cmd_table(args: argparse.Namespace, run: tracking.JobRecord) -> None:

@@ -24,7 +24,6 @@ from tqdm import tqdm
 
 from memrl.agents.chunking import token_chunks
 from memrl.agents.driver import Rollout, Workflow, run_batched
-from memrl.agents.memagent import MemAgentConfig, MemoryTrace, memagent
 from memrl.config import PROBE_BENCHMARK
 from memrl.data.io import append_jsonl, jsonl_row
 from memrl.data.ruler_hqa import context_pieces
@@ -33,7 +32,10 @@ from memrl.secrets import redact
 
 log = logging.getLogger(__name__)
 
+
 RULER_HQA_OUTPUT_TOKENS = 10000  # the official direct-generation MAX_OUTPUT_LEN
+
+
 MEMALPHA_OUTPUT_TOKENS = 2048  # long_context_eval.py's answers on Mem-α's benchmarks
 
 
@@ -46,9 +48,6 @@ class Task:
     task: str
     variant: str = "memagent"
     strip_think: bool = False
-
-
-# --- what the benchmark asks and how it scores --------------------------------------------------
 
 
 def question(task: Task, row: dict[str, Any]) -> str:
@@ -118,9 +117,6 @@ def failed_scores(task: Task, row: dict[str, Any]) -> dict[str, Any]:
     return {k: (0.0 if isinstance(v, float) else None) for k, v in scores.items()}
 
 
-# --- systems: a workflow per row -----------------------------------------------------------------
-
-
 @dataclass(frozen=True)
 class Traced:
     """A workflow with what it records while it runs: `fields()`, called once it has finished,
@@ -141,173 +137,10 @@ def row_chunks(
     return token_chunks(tokenizer, context_pieces(row, pool), chunk_tokens)
 
 
-def memagent_system(
-    task: Task, tokenizer: Any, pool: Sequence[str] | None, agent: MemAgentConfig
-) -> WorkflowFactory:
-    """MemAgent over the row's context in `agent.chunk_tokens`-token chunks; its record gains
-    the memory after every chunk (`trace_fields`)."""
-
-    def build(row: dict[str, Any]) -> Traced:
-        chunks = row_chunks(row, pool, tokenizer, agent.chunk_tokens)
-        trace = MemoryTrace()
-        return Traced(
-            memagent(question(task, row), chunks, agent, trace), lambda: trace_fields(trace)
-        )
-
-    return build
-
-
-def trace_fields(trace: MemoryTrace) -> dict[str, Any]:
-    """A MemAgent record's `memory_trace` ({chunk, memory} for each chunk, from 0, after which
-    the memory changed; "No previous memory" before chunk 0 is implicit) and `n_chunks` (the
-    chunks read: all of them unless the sample failed). memrl.report.trace renders them."""
-    return {
-        "memory_trace": [{"chunk": i, "memory": memory} for i, memory in trace.changes],
-        "n_chunks": trace.n_chunks,
-    }
-
-
-def mem0_system(
-    task: Task,
-    tokenizer: Any,
-    pool: Sequence[str] | None,
-    store: Any,
-    final_prompt: str,
-    final_tokens: int,
-) -> WorkflowFactory:
-    """Mem0 (memrl.baselines.mem0) over the row's context in its store's chunk size, each row
-    its own Mem0 user."""
-    from memrl.baselines.mem0 import mem0_workflow
-
-    def build(row: dict[str, Any]) -> Workflow:
-        chunks = row_chunks(row, pool, tokenizer, store.settings.chunk_tokens)
-        user = f"{task.task}-{row['index']}"
-        return mem0_workflow(question(task, row), chunks, store, user, final_prompt, final_tokens)
-
-    return build
-
-
-def longcontext_system(
-    task: Task,
-    tokenizer: Any,
-    pool: Sequence[str] | None,
-    max_input_tokens: int,
-    max_output_tokens: int | None,
-) -> WorkflowFactory:
-    from memrl.baselines.longcontext import longcontext
-
-    budget = output_tokens(task, max_output_tokens)
-
-    def start(row: dict[str, Any]) -> Workflow:
-        context = "".join(context_pieces(row, pool))
-        return longcontext(direct_prompt(task, row, context), tokenizer, max_input_tokens, budget)
-
-    return lambda row: _deferred(start, row)
-
-
-def rag_system(
-    task: Task,
-    tokenizer: Any,
-    pool: Sequence[str] | None,
-    retriever: Any,
-    top_k: int,
-    unit_tokens: int | None,
-    max_input_tokens: int,
-    max_output_tokens: int | None,
-) -> WorkflowFactory:
-    """RAG top-K over whole documents (`unit_tokens` None) or `unit_tokens`-token chunks, answered
-    by direct generation with the benchmark's prompt (memrl.baselines.rag)."""
-    from memrl.baselines.rag import document_units, rag, token_units
-
-    budget = output_tokens(task, max_output_tokens)
-
-    def units(row: dict[str, Any]) -> list[str]:
-        pieces = context_pieces(row, pool)
-        if unit_tokens is None:
-            return document_units(pieces)
-        return token_units(tokenizer, pieces, unit_tokens)
-
-    def start(row: dict[str, Any]) -> Workflow:
-        def render(context: str) -> str:
-            return direct_prompt(task, row, context)
-
-        return rag(
-            question(task, row),
-            units(row),
-            retriever,
-            top_k,
-            render,
-            tokenizer,
-            max_input_tokens,
-            budget,
-        )
-
-    return lambda row: _deferred(start, row)
-
-
-def _deferred(start: Callable[[dict[str, Any]], Workflow], row: dict[str, Any]) -> Workflow:
+def deferred(start: Callable[[dict[str, Any]], Workflow], row: dict[str, Any]) -> Workflow:
     """`start(row)`'s workflow, created only when first driven: a wave of samples never holds
     every sample's whole context at once (the inner workflows drop it before their request)."""
     return (yield from start(row))
-
-
-# --- Mem-α: memorise with the policy model, then answer from memory with the QA model --------
-
-
-def memorize_runner(
-    agent: Any,
-    engine: ChatEngine,
-    sampling: SamplingParams,
-    new_memory: Callable[[dict[str, Any]], Any],
-) -> WaveRunner:
-    """A wave of Mem-α memorisations (`agent`: MemAlphaConfig; `new_memory(row)`: the row's
-    empty StructuredMemory): one record per instance with the final memory and every step. With
-    `agent.prompt_cap` (evaluation officially has none) prompts are measured in the engine's
-    tokens, as in training."""
-    from memrl.agents.memalpha import memorize
-    from memrl.engines.base import prompt_ids
-
-    def prompt_tokens(request: ChatRequest) -> int:
-        return len(prompt_ids(engine.tokenizer, request))
-
-    def run(wave: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        memories = [new_memory(row) for row in wave]
-        traces: list[list[Any]] = [[] for _ in wave]
-        workflows = [
-            memorize(row["chunks"], memory, agent, trace, prompt_tokens)
-            for row, memory, trace in zip(wave, memories, traces, strict=True)
-        ]
-        rollouts = drive(workflows, engine, sampling)
-        return [
-            memory_record(row, memory, trace, rollout)
-            for row, memory, trace, rollout in zip(wave, memories, traces, rollouts, strict=True)
-        ]
-
-    return run
-
-
-def memory_record(row: dict[str, Any], memory: Any, trace: list[Any], rollout: Rollout) -> dict:
-    """An instance's memorisation: the final memory (the official agent_state layout), each
-    chunk's response, calls and results, and the tool-call counts."""
-    results = [result for step in trace for result in step.results]
-    return {
-        "index": row["index"],
-        "memory": memory.snapshot(),
-        "steps": [
-            {
-                "response": step.response,
-                "visible_items": step.visible_items,
-                "calls": [[c.name, c.arguments, c.malformed] for c in step.calls],
-                "results": [[r.ok, r.message] for r in step.results],
-            }
-            for step in trace
-        ],
-        "n_calls": len(rollout.conversations),
-        "tool_calls": len(results),
-        "tool_successes": sum(r.succeeded for r in results),
-        "failed": rollout.failed,
-        "error": rollout.final.completion.error if rollout.failed else None,
-    }
 
 
 @dataclass(frozen=True)
@@ -391,7 +224,7 @@ def instance_qa_runner(
     def one(row: dict[str, Any]) -> Prepared:
         memorized = row.get("memorized")
         if memorized is not None and memorized["failed"]:
-            return Prepared((), None, failed=True, error=memorized["error"], counts=_counts(row))
+            return Prepared((), None, failed=True, error=memorized["error"], counts=counts(row))
         return prepare(row)
 
     def run(wave: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -483,138 +316,11 @@ def _qa_record(
     }
 
 
-def _counts(row: dict[str, Any]) -> dict[str, int]:
+def counts(row: dict[str, Any]) -> dict[str, int]:
     """The memorize job's call counts of a row (none for a one-job system)."""
     memorized = row.get("memorized", {})
     keys = ("n_calls", "tool_calls", "tool_successes")
     return {key: memorized[key] for key in keys if key in memorized}
-
-
-def memalpha_questions(engine: ChatEngine, qa: MemoryQA) -> Prepare:
-    """Mem-α's QA step: each question asked over its BM25 top-k per store plus core memory
-    (rows carry their `memorized` record)."""
-    from memrl.agents.chunking import count_tokens
-    from memrl.agents.memalpha import QAPromptTooLong, qa_request
-    from memrl.agents.structured_memory import from_snapshot
-    from memrl.data.memalpha import query
-
-    def count(text: str) -> int:
-        return len(engine.tokenizer.encode(text, add_special_tokens=False))
-
-    def one(row: dict[str, Any]) -> Prepared:
-        memory = from_snapshot(row["memorized"]["memory"], count)
-        questions = []
-        for question in row["questions"]:
-            text = query(row["task"], question)
-            try:
-                request = qa_request(memory, text, count, qa.top_k, qa.prompt_cap, qa.max_tokens)
-            except QAPromptTooLong as exc:
-                questions.append(Question(error=str(exc)))
-                continue
-            questions.append(Question(request=request))
-        tokens = sum(count_tokens(engine.tokenizer, memory.texts()))
-        return Prepared(tuple(questions), tokens, counts=_counts(row))
-
-    return one
-
-
-def memory_qa_runner(
-    engine: ChatEngine, qa: MemoryQA, judge: Judge, protocol: str = "agent"
-) -> WaveRunner:
-    """A wave of instances whose `memorized` record is attached, answered from the final memory
-    on the QA model, judged where the source needs the judge, scored per source (`protocol`:
-    the evaluation's, or "train" for GRPO's r1)."""
-    prepare = memalpha_questions(engine, qa)
-    return instance_qa_runner(engine, qa.sampling, judge, prepare, protocol)
-
-
-def memagent_memorize_runner(
-    engine: ChatEngine, sampling: SamplingParams, memory_tokens: int, final_tokens: int
-) -> WaveRunner:
-    """MemAgent on a Mem-α benchmark, as long_context_eval.py runs it: the memory loop over the
-    instance's chunks with its task `prompt` as the problem, then every (query-prompted)
-    question answered over the final memory in \\boxed{}. One record per instance; the evaluate
-    job judges and scores the answers."""
-    from memrl.agents.memagent import final_request, read_chunks
-    from memrl.agents.memalpha import answer
-    from memrl.data.memalpha import query
-
-    def run(wave: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        loops = [read_chunks(row["prompt"], row["chunks"], memory_tokens) for row in wave]
-        memories = drive(loops, engine, sampling)
-        asked = [
-            (i, j, final_request(query(row["task"], q), memories[i].answer, "boxed", final_tokens))
-            for i, row in enumerate(wave)
-            if not memories[i].failed
-            for j, q in enumerate(row["questions"])
-        ]
-        replies = drive([answer(r) for _, _, r in asked], engine, sampling)
-        by_instance: dict[int, list[tuple[int, Rollout]]] = {}
-        for (i, j, _), reply in zip(asked, replies, strict=True):
-            by_instance.setdefault(i, []).append((j, reply))
-        records = []
-        for i, (row, loop) in enumerate(zip(wave, memories, strict=True)):
-            mine = by_instance.get(i, [])
-            records.append(
-                {
-                    "index": row["index"],
-                    "memory": loop.answer,
-                    "responses": {str(j): r.answer for j, r in mine if not r.failed},
-                    "question_errors": {
-                        str(j): r.final.completion.error or "failed" for j, r in mine if r.failed
-                    },
-                    "n_calls": len(loop.conversations) + len(mine),
-                    "failed": loop.failed,
-                    "error": loop.final.completion.error if loop.failed else None,
-                }
-            )
-        return records
-
-    return run
-
-
-def mem1_memorize_runner(
-    engine: ChatEngine, sampling: SamplingParams, max_tokens: int
-) -> WaveRunner:
-    """MEM1 on a Mem-α benchmark (memalpha_official.md §4.5): its summary loop over each
-    instance's chunks with the task prompt as its task; one record per instance with the final
-    memory (`<think>…</think>`, "" if no step wrote one)."""
-    from memrl.agents.mem1 import mem1
-
-    def run(wave: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        loops = [mem1(row["prompt"], row["chunks"], max_tokens) for row in wave]
-        rollouts = drive(loops, engine, sampling)
-        return [
-            {
-                "index": row["index"],
-                "memory": rollout.answer,
-                "n_calls": len(rollout.conversations),
-                "failed": rollout.failed,
-                "error": rollout.final.completion.error if rollout.failed else None,
-            }
-            for row, rollout in zip(wave, rollouts, strict=True)
-        ]
-
-    return run
-
-
-def answered_questions(engine: ChatEngine) -> Prepare:
-    """A MemAgent instance after its memorize job: its answers are given (the QA model only
-    judges LongMemEval's), its memory measured in the QA model's tokens."""
-    from memrl.agents.chunking import count_tokens
-
-    def one(row: dict[str, Any]) -> Prepared:
-        memorized = row["memorized"]
-        questions = tuple(
-            Question(error=memorized["question_errors"][str(j)])
-            if str(j) in memorized["question_errors"]
-            else Question(response=memorized["responses"][str(j)])
-            for j in range(len(row["questions"]))
-        )
-        (tokens,) = count_tokens(engine.tokenizer, [memorized["memory"]])
-        return Prepared(questions, tokens, counts=_counts(row))
-
-    return one
 
 
 def context_questions(
@@ -636,7 +342,7 @@ def context_questions(
         if retriever is not None:
             chunks = row["chunks"]
             context = [chunks[i] for i in retriever.top_k(question, chunks, top_k)]
-        return _context_question(tokenizer, row, context, question, cap, max_tokens)
+        return context_question(tokenizer, row, context, question, cap, max_tokens)
 
     def one(row: dict[str, Any]) -> Prepared:
         size = row["num_tokens"]  # the chunks in this tokenizer, measured when loaded
@@ -648,25 +354,7 @@ def context_questions(
     return one
 
 
-def memory_context_questions(engine: ChatEngine, cap: int, max_tokens: int) -> Prepare:
-    """MEM1 after its memorize job (long_context_eval.py --model mem1): each question asked
-    with the final memory, tags and all, as the whole context of the long-context prompt;
-    "Mem." is that memory in the QA model's tokens."""
-    from memrl.agents.chunking import count_tokens
-
-    def one(row: dict[str, Any]) -> Prepared:
-        memory = row["memorized"]["memory"]
-        questions = tuple(
-            _context_question(engine.tokenizer, row, memory, q, cap, max_tokens)
-            for q in row["questions"]
-        )
-        (tokens,) = count_tokens(engine.tokenizer, [memory])
-        return Prepared(questions, tokens, counts=_counts(row))
-
-    return one
-
-
-def _context_question(
+def context_question(
     tokenizer: Any,
     row: dict[str, Any],
     context: str | list[str],
@@ -684,9 +372,6 @@ def _context_question(
     except ValueError as exc:
         return Question(error=str(exc))
     return Question(request=request)
-
-
-# --- running and summarising ---------------------------------------------------------------------
 
 
 def load_finished(path: Path) -> list[dict[str, Any]]:

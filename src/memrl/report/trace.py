@@ -3,7 +3,7 @@ chosen samples, as Markdown and HTML, from a predictions file.
 
 A MemAgent prediction record carries `memory_trace` ({chunk, memory} for each chunk, from 0,
 after which the memory changed; "No previous memory" before chunk 0 is implicit) and `n_chunks`
-(the chunks read; memrl.evaluation.trace_fields). Given the chunks of the sample's context (cut
+(the chunks read; `systems.memagent.trace_fields`). Given the chunks of the sample's context (cut
 as the run cut them, memrl.evaluation.row_chunks), the chunks that hold gold evidence are located:
 those containing one of the gold answers, case-insensitively, or the caller's evidence strings for
 that sample. Without them the trace is still rendered, its gold-evidence column saying "unknown".

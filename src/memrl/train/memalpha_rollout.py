@@ -27,7 +27,8 @@ from memrl.agents.memalpha import (
 )
 from memrl.agents.structured_memory import StructuredMemory
 from memrl.engines.base import ChatEngine, SamplingParams, prompt_ids
-from memrl.evaluation import Judge, MemoryQA, memory_qa_runner
+from memrl.evaluation import Judge, MemoryQA
+from memrl.systems.memalpha import memory_qa_runner
 from memrl.train.cpu_trainer import Rollouts, TrainSettings, step_sampling
 from memrl.train.memalpha_rewards import (
     compression_reward,

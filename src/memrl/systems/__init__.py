@@ -1,0 +1,19 @@
+"""System kinds, one module each, registered by name (the config's `kind`): what each
+contributes to an evaluation job is a `SystemKind` (memrl.systems.base). Adding a kind is one
+module here, its entry below, and its block in the config schema."""
+
+from __future__ import annotations
+
+from memrl.systems import longcontext, mem0, mem1, memagent, memalpha, rag
+from memrl.systems.base import SystemKind
+
+KINDS: dict[str, SystemKind] = {
+    module.KIND.name: module.KIND for module in (memagent, longcontext, rag, memalpha, mem1, mem0)
+}
+
+
+def system_kind(name: str) -> SystemKind:
+    """The registered kind `name`; an unknown one names the known ones."""
+    if name not in KINDS:
+        raise ValueError(f"unknown system kind {name!r}; known: {', '.join(KINDS)}")
+    return KINDS[name]

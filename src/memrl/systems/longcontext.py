@@ -1,0 +1,55 @@
+"""The long-context system kind: direct generation over the (middle-truncated) context; on
+Mem-α's benchmarks each question over the instance's context cut to fit.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from memrl.agents.driver import Workflow
+from memrl.data.ruler_hqa import context_pieces
+from memrl.engines.base import ChatEngine, SamplingParams
+from memrl.evaluation import (
+    Judge,
+    Prepare,
+    Task,
+    WorkflowFactory,
+    context_questions,
+    deferred,
+    direct_prompt,
+    output_tokens,
+)
+from memrl.systems.base import Settings, SystemKind
+
+
+def longcontext_system(
+    task: Task,
+    tokenizer: Any,
+    pool: Sequence[str] | None,
+    max_input_tokens: int,
+    max_output_tokens: int | None,
+) -> WorkflowFactory:
+    from memrl.baselines.longcontext import longcontext
+
+    budget = output_tokens(task, max_output_tokens)
+
+    def start(row: dict[str, Any]) -> Workflow:
+        context = "".join(context_pieces(row, pool))
+        return longcontext(direct_prompt(task, row, context), tokenizer, max_input_tokens, budget)
+
+    return lambda row: deferred(start, row)
+
+
+def workflows(task: Task, s: Settings, tokenizer: Any, pool: list[str] | None) -> WorkflowFactory:
+    return longcontext_system(task, tokenizer, pool, s["max_input_tokens"], s["max_output_tokens"])
+
+
+def questions(s: Settings, engine: ChatEngine, judge: Judge) -> tuple[Prepare, SamplingParams, str]:
+    """Each question over the instance's context, cut from the left to fit."""
+    budget = output_tokens(Task(s["benchmark"], ""), s["max_output_tokens"])
+    prepare = context_questions(engine, s["max_input_tokens"], budget, None, 0)
+    return prepare, SamplingParams(**s["sampling"]), s["protocol"]
+
+
+KIND = SystemKind("longcontext", workflows=workflows, questions=questions)

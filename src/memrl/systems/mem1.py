@@ -1,0 +1,78 @@
+"""The MEM1 system kind: a memorize job that keeps one summary, which the QA model then reads
+as the context of a long-context prompt.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from memrl.engines.base import ChatEngine, SamplingParams
+from memrl.evaluation import (
+    Judge,
+    Prepare,
+    Prepared,
+    WaveRunner,
+    context_question,
+    counts,
+    drive,
+)
+from memrl.systems.base import Settings, SystemKind
+
+
+def mem1_memorize_runner(
+    engine: ChatEngine, sampling: SamplingParams, max_tokens: int
+) -> WaveRunner:
+    """MEM1 on a Mem-α benchmark (memalpha_official.md §4.5): its summary loop over each
+    instance's chunks with the task prompt as its task; one record per instance with the final
+    memory (`<think>…</think>`, "" if no step wrote one)."""
+    from memrl.agents.mem1 import mem1
+
+    def run(wave: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        loops = [mem1(row["prompt"], row["chunks"], max_tokens) for row in wave]
+        rollouts = drive(loops, engine, sampling)
+        return [
+            {
+                "index": row["index"],
+                "memory": rollout.answer,
+                "n_calls": len(rollout.conversations),
+                "failed": rollout.failed,
+                "error": rollout.final.completion.error if rollout.failed else None,
+            }
+            for row, rollout in zip(wave, rollouts, strict=True)
+        ]
+
+    return run
+
+
+def memory_context_questions(engine: ChatEngine, cap: int, max_tokens: int) -> Prepare:
+    """MEM1 after its memorize job (long_context_eval.py --model mem1): each question asked
+    with the final memory, tags and all, as the whole context of the long-context prompt;
+    "Mem." is that memory in the QA model's tokens."""
+    from memrl.agents.chunking import count_tokens
+
+    def one(row: dict[str, Any]) -> Prepared:
+        memory = row["memorized"]["memory"]
+        questions = tuple(
+            context_question(engine.tokenizer, row, memory, q, cap, max_tokens)
+            for q in row["questions"]
+        )
+        (tokens,) = count_tokens(engine.tokenizer, [memory])
+        return Prepared(questions, tokens, counts=counts(row))
+
+    return one
+
+
+def memorizer(
+    s: Settings, engine: ChatEngine, sampling: SamplingParams, counter: Path | None
+) -> WaveRunner:
+    return mem1_memorize_runner(engine, sampling, s["memory_tokens"])
+
+
+def questions(s: Settings, engine: ChatEngine, judge: Judge) -> tuple[Prepare, SamplingParams, str]:
+    """Its memory is the context of the long-context prompt."""
+    prepare = memory_context_questions(engine, s["max_input_tokens"], s["max_output_tokens"])
+    return prepare, SamplingParams(**s["sampling"]), s["protocol"]
+
+
+KIND = SystemKind("mem1", memorizer=memorizer, questions=questions)

@@ -1,0 +1,145 @@
+"""The MemAgent system kind: on MemAgent's benchmarks a memory agent per sample; on Mem-α's,
+a memorize job that reads each instance and answers its questions, the QA model then judging
+where the source needs it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from memrl.agents.driver import Rollout
+from memrl.agents.memagent import MemAgentConfig, MemoryTrace, memagent
+from memrl.engines.base import ChatEngine, SamplingParams
+from memrl.evaluation import (
+    Judge,
+    Prepare,
+    Prepared,
+    Question,
+    Task,
+    Traced,
+    WaveRunner,
+    WorkflowFactory,
+    counts,
+    drive,
+    question,
+    row_chunks,
+)
+from memrl.systems.base import Settings, SystemKind
+
+
+def memagent_system(
+    task: Task, tokenizer: Any, pool: Sequence[str] | None, agent: MemAgentConfig
+) -> WorkflowFactory:
+    """MemAgent over the row's context in `agent.chunk_tokens`-token chunks; its record gains
+    the memory after every chunk (`trace_fields`)."""
+
+    def build(row: dict[str, Any]) -> Traced:
+        chunks = row_chunks(row, pool, tokenizer, agent.chunk_tokens)
+        trace = MemoryTrace()
+        return Traced(
+            memagent(question(task, row), chunks, agent, trace), lambda: trace_fields(trace)
+        )
+
+    return build
+
+
+def trace_fields(trace: MemoryTrace) -> dict[str, Any]:
+    """A MemAgent record's `memory_trace` ({chunk, memory} for each chunk, from 0, after which
+    the memory changed; "No previous memory" before chunk 0 is implicit) and `n_chunks` (the
+    chunks read: all of them unless the sample failed). memrl.report.trace renders them."""
+    return {
+        "memory_trace": [{"chunk": i, "memory": memory} for i, memory in trace.changes],
+        "n_chunks": trace.n_chunks,
+    }
+
+
+def memagent_memorize_runner(
+    engine: ChatEngine, sampling: SamplingParams, memory_tokens: int, final_tokens: int
+) -> WaveRunner:
+    """MemAgent on a Mem-α benchmark, as long_context_eval.py runs it: the memory loop over the
+    instance's chunks with its task `prompt` as the problem, then every (query-prompted)
+    question answered over the final memory in \\boxed{}. One record per instance; the evaluate
+    job judges and scores the answers."""
+    from memrl.agents.memagent import final_request, read_chunks
+    from memrl.agents.memalpha import answer
+    from memrl.data.memalpha import query
+
+    def run(wave: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        loops = [read_chunks(row["prompt"], row["chunks"], memory_tokens) for row in wave]
+        memories = drive(loops, engine, sampling)
+        asked = [
+            (i, j, final_request(query(row["task"], q), memories[i].answer, "boxed", final_tokens))
+            for i, row in enumerate(wave)
+            if not memories[i].failed
+            for j, q in enumerate(row["questions"])
+        ]
+        replies = drive([answer(r) for _, _, r in asked], engine, sampling)
+        by_instance: dict[int, list[tuple[int, Rollout]]] = {}
+        for (i, j, _), reply in zip(asked, replies, strict=True):
+            by_instance.setdefault(i, []).append((j, reply))
+        records = []
+        for i, (row, loop) in enumerate(zip(wave, memories, strict=True)):
+            mine = by_instance.get(i, [])
+            records.append(
+                {
+                    "index": row["index"],
+                    "memory": loop.answer,
+                    "responses": {str(j): r.answer for j, r in mine if not r.failed},
+                    "question_errors": {
+                        str(j): r.final.completion.error or "failed" for j, r in mine if r.failed
+                    },
+                    "n_calls": len(loop.conversations) + len(mine),
+                    "failed": loop.failed,
+                    "error": loop.final.completion.error if loop.failed else None,
+                }
+            )
+        return records
+
+    return run
+
+
+def answered_questions(engine: ChatEngine) -> Prepare:
+    """A MemAgent instance after its memorize job: its answers are given (the QA model only
+    judges LongMemEval's), its memory measured in the QA model's tokens."""
+    from memrl.agents.chunking import count_tokens
+
+    def one(row: dict[str, Any]) -> Prepared:
+        memorized = row["memorized"]
+        questions = tuple(
+            Question(error=memorized["question_errors"][str(j)])
+            if str(j) in memorized["question_errors"]
+            else Question(response=memorized["responses"][str(j)])
+            for j in range(len(row["questions"]))
+        )
+        (tokens,) = count_tokens(engine.tokenizer, [memorized["memory"]])
+        return Prepared(questions, tokens, counts=counts(row))
+
+    return one
+
+
+def workflows(task: Task, s: Settings, tokenizer: Any, pool: list[str] | None) -> WorkflowFactory:
+    from memrl.agents.memagent import MemAgentConfig
+
+    agent = MemAgentConfig(
+        chunk_tokens=s["agent"]["chunk_tokens"],
+        memory_tokens=s["agent"]["memory_tokens"],
+        final_tokens=s["agent"]["final_tokens"],
+        final_prompt=s["final_prompt"],
+    )
+    return memagent_system(task, tokenizer, pool, agent)
+
+
+def memorizer(
+    s: Settings, engine: ChatEngine, sampling: SamplingParams, counter: Path | None
+) -> WaveRunner:
+    return memagent_memorize_runner(engine, sampling, s["memory_tokens"], s["final_tokens"])
+
+
+def questions(s: Settings, engine: ChatEngine, judge: Judge) -> tuple[Prepare, SamplingParams, str]:
+    """Its answers are given: the QA model only judges (nothing is asked)."""
+    return answered_questions(engine), judge.sampling, s["protocol"]
+
+
+KIND = SystemKind("memagent", workflows=workflows, memorizer=memorizer, questions=questions)

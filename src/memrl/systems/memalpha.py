@@ -1,0 +1,151 @@
+"""The Mem-α system kind: a memorize job in which the policy writes its structured memory
+through tool calls, then the frozen QA step answering from that memory (BM25 top-k per store
+plus core).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from memrl.agents.driver import Rollout
+from memrl.engines.base import ChatEngine, ChatRequest, SamplingParams
+from memrl.evaluation import (
+    Judge,
+    MemoryQA,
+    Prepare,
+    Prepared,
+    Question,
+    WaveRunner,
+    counts,
+    drive,
+    instance_qa_runner,
+)
+from memrl.systems.base import Settings, SystemKind
+
+
+def memorize_runner(
+    agent: Any,
+    engine: ChatEngine,
+    sampling: SamplingParams,
+    new_memory: Callable[[dict[str, Any]], Any],
+) -> WaveRunner:
+    """A wave of Mem-α memorisations (`agent`: MemAlphaConfig; `new_memory(row)`: the row's
+    empty StructuredMemory): one record per instance with the final memory and every step. With
+    `agent.prompt_cap` (evaluation officially has none) prompts are measured in the engine's
+    tokens, as in training."""
+    from memrl.agents.memalpha import memorize
+    from memrl.engines.base import prompt_ids
+
+    def prompt_tokens(request: ChatRequest) -> int:
+        return len(prompt_ids(engine.tokenizer, request))
+
+    def run(wave: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        memories = [new_memory(row) for row in wave]
+        traces: list[list[Any]] = [[] for _ in wave]
+        workflows = [
+            memorize(row["chunks"], memory, agent, trace, prompt_tokens)
+            for row, memory, trace in zip(wave, memories, traces, strict=True)
+        ]
+        rollouts = drive(workflows, engine, sampling)
+        return [
+            memory_record(row, memory, trace, rollout)
+            for row, memory, trace, rollout in zip(wave, memories, traces, rollouts, strict=True)
+        ]
+
+    return run
+
+
+def memory_record(row: dict[str, Any], memory: Any, trace: list[Any], rollout: Rollout) -> dict:
+    """An instance's memorisation: the final memory (the official agent_state layout), each
+    chunk's response, calls and results, and the tool-call counts."""
+    results = [result for step in trace for result in step.results]
+    return {
+        "index": row["index"],
+        "memory": memory.snapshot(),
+        "steps": [
+            {
+                "response": step.response,
+                "visible_items": step.visible_items,
+                "calls": [[c.name, c.arguments, c.malformed] for c in step.calls],
+                "results": [[r.ok, r.message] for r in step.results],
+            }
+            for step in trace
+        ],
+        "n_calls": len(rollout.conversations),
+        "tool_calls": len(results),
+        "tool_successes": sum(r.succeeded for r in results),
+        "failed": rollout.failed,
+        "error": rollout.final.completion.error if rollout.failed else None,
+    }
+
+
+def memalpha_questions(engine: ChatEngine, qa: MemoryQA) -> Prepare:
+    """Mem-α's QA step: each question asked over its BM25 top-k per store plus core memory
+    (rows carry their `memorized` record)."""
+    from memrl.agents.chunking import count_tokens
+    from memrl.agents.memalpha import QAPromptTooLong, qa_request
+    from memrl.agents.structured_memory import from_snapshot
+    from memrl.data.memalpha import query
+
+    def count(text: str) -> int:
+        return len(engine.tokenizer.encode(text, add_special_tokens=False))
+
+    def one(row: dict[str, Any]) -> Prepared:
+        memory = from_snapshot(row["memorized"]["memory"], count)
+        questions = []
+        for question in row["questions"]:
+            text = query(row["task"], question)
+            try:
+                request = qa_request(memory, text, count, qa.top_k, qa.prompt_cap, qa.max_tokens)
+            except QAPromptTooLong as exc:
+                questions.append(Question(error=str(exc)))
+                continue
+            questions.append(Question(request=request))
+        tokens = sum(count_tokens(engine.tokenizer, memory.texts()))
+        return Prepared(tuple(questions), tokens, counts=counts(row))
+
+    return one
+
+
+def memory_qa_runner(
+    engine: ChatEngine, qa: MemoryQA, judge: Judge, protocol: str = "agent"
+) -> WaveRunner:
+    """A wave of instances whose `memorized` record is attached, answered from the final memory
+    on the QA model, judged where the source needs the judge, scored per source (`protocol`:
+    the evaluation's, or "train" for GRPO's r1)."""
+    prepare = memalpha_questions(engine, qa)
+    return instance_qa_runner(engine, qa.sampling, judge, prepare, protocol)
+
+
+def memorizer(
+    s: Settings, engine: ChatEngine, sampling: SamplingParams, counter: Path | None
+) -> WaveRunner:
+    """The policy's wave runner: a fresh StructuredMemory per instance (seeded ids), its tokens
+    counted by `memory_tokenizer` (o200k_base officially, else the tokenizer at `counter`)."""
+    from memrl.agents.memalpha import MemAlphaConfig, load_memory_counter
+    from memrl.agents.structured_memory import StructuredMemory
+    from memrl.models import load_named
+
+    tokenizer = None
+    if counter is not None:
+        from transformers import AutoTokenizer
+
+        tokenizer = load_named("tokenizer", counter, AutoTokenizer.from_pretrained)
+    count = load_memory_counter(s["memory_tokenizer"], tokenizer)
+    disabled = frozenset(s["disabled_memory"])
+
+    def new_memory(row: dict[str, Any]) -> StructuredMemory:
+        return StructuredMemory(count, disabled, seed=s["seed"] * 1_000_003 + row["index"])
+
+    return memorize_runner(MemAlphaConfig(**s["agent"]), engine, sampling, new_memory)
+
+
+def questions(s: Settings, engine: ChatEngine, judge: Judge) -> tuple[Prepare, SamplingParams, str]:
+    """The frozen QA step over the final memory, scored as evaluate_agent_results.py."""
+    qa = MemoryQA.from_settings(s["qa"])
+    return memalpha_questions(engine, qa), qa.sampling, "agent"
+
+
+KIND = SystemKind("memalpha", memorizer=memorizer, questions=questions)
