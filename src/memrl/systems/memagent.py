@@ -120,8 +120,6 @@ def answered_questions(engine: ChatEngine) -> Prepare:
 
 
 def workflows(task: Task, s: Settings, tokenizer: Any, pool: list[str] | None) -> WorkflowFactory:
-    from memrl.agents.memagent import MemAgentConfig
-
     agent = MemAgentConfig(
         chunk_tokens=s["agent"]["chunk_tokens"],
         memory_tokens=s["agent"]["memory_tokens"],

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from memrl.agents.driver import Rollout
-from memrl.engines.base import ChatEngine, ChatRequest, SamplingParams
+from memrl.engines.base import ChatEngine, ChatRequest, SamplingParams, prompt_ids
 from memrl.evaluation import (
     Judge,
     MemoryQA,
@@ -36,7 +36,6 @@ def memorize_runner(
     `agent.prompt_cap` (evaluation officially has none) prompts are measured in the engine's
     tokens, as in training."""
     from memrl.agents.memalpha import memorize
-    from memrl.engines.base import prompt_ids
 
     def prompt_tokens(request: ChatRequest) -> int:
         return len(prompt_ids(engine.tokenizer, request))
