@@ -162,7 +162,7 @@ def test_validation_scores_r1_alone_averaged_per_source_then_over_sources():
     """verl's val-core scores: each source's mean over its rollouts, then the unweighted mean."""
     scores = validation_scores(["squad", "squad", "booksum"], [1.0, 0.0, 0.25])
     assert scores == {"val_reward": (0.5 + 0.25) / 2, "val/booksum": 0.25, "val/squad": 0.5}
-    with pytest.raises(ValueError, match="no rollouts"):
+    with pytest.raises(ValueError, match="no data source was scored"):
         validation_scores([], [])
 
 

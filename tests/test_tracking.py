@@ -129,9 +129,14 @@ def test_a_rerun_keeps_the_earlier_attempt_and_a_torn_last_line_is_ignored(resul
     assert second["record"] != first["record"] and len(second["metrics"]) == 1
     kept = path.with_name(f"a.{first['record']}{tracking.RECORD_SUFFIX}")
     assert tracking.read_record(kept)["record"] == first["record"]
+    path.write_text('{"event": "start", "record": "x"}\ngarbage\n{"event": "end"}\n')
+    third = tracking.read_record(run_job(results, "a"))  # a damaged record never stops a job
+    assert third["record"] not in (first["record"], second["record"])
+    [damaged] = path.parent.glob("a.damaged-*")
+    assert "garbage" in damaged.read_text() and not damaged.name.endswith(tracking.RECORD_SUFFIX)
     with path.open("a") as handle:
         handle.write('{"event": "metr')  # killed mid-write
-    assert tracking.read_record(path)["record"] == second["record"]
+    assert tracking.read_record(path)["record"] == third["record"]
 
 
 def test_one_parent_per_invocation_one_child_per_job_and_loading_twice_adds_nothing(results):

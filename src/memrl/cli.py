@@ -19,9 +19,13 @@ import signal
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from memrl import tracking
+from memrl.models import load_tokenizer
+
+if TYPE_CHECKING:
+    from memrl.systems.base import SystemKind
 
 log = logging.getLogger("memrl")
 
@@ -455,7 +459,7 @@ def cmd_memorize(args: argparse.Namespace, run: tracking.JobRecord) -> None:
 
 
 def _memalpha_evaluation(
-    s: dict[str, Any], kind: Any, engine: Any, memories_path: Path | None, pool: Path | None
+    s: dict[str, Any], kind: SystemKind, engine: Any, memories_path: Path | None, pool: Path | None
 ) -> Any:
     """(rows_of, wave runner) of an evaluate job on Mem-α-style instances: the kind's questions
     over a memorize job's output (`--memories`) or over each instance's context."""
@@ -842,14 +846,6 @@ def build_engine(model: Path | str, spec: dict[str, Any], job_log: Path | None) 
     if spec["kind"] == "served" and job_log is not None:
         options["log_path"] = job_log.with_name(f"{job_log.stem}.{Path(model).name}.server.log")
     return make_engine(spec["kind"], str(model), options)
-
-
-def load_tokenizer(path: Path) -> Any:
-    from transformers import AutoTokenizer
-
-    from memrl.models import load_named
-
-    return load_named("tokenizer", path, AutoTokenizer.from_pretrained)
 
 
 def load_counting_tokenizer(path: Path) -> Any:

@@ -128,18 +128,23 @@ def record_path(log_file: Path) -> Path:
 def keep_attempt(path: Path) -> None:
     """Move an earlier attempt's record aside (`<job>.<its record id>.provenance.jsonl`), so a
     killed or failed attempt still reaches MLflow after its job is run again; the loader reads
-    both. A record without a start line (killed before its first write) is dropped."""
+    both. A record without a start line (killed before its first write) is dropped; a damaged
+    one is set aside as `<job>.damaged-<uuid>` (the loader skips it) with a warning: tracking
+    never decides whether a job runs."""
     if not path.is_file():
         return
-    earlier = read_record(path)
+    stem = path.name.removesuffix(RECORD_SUFFIX)
+    try:
+        earlier = read_record(path)
+    except ValueError as exc:
+        aside = path.with_name(f"{stem}.damaged-{uuid.uuid4().hex}")
+        log.warning("%s; set aside as %s, not loaded into MLflow", exc, aside.name)
+        path.rename(aside)
+        return
     if earlier is None:
         path.unlink()
         return
-    path.rename(
-        path.with_name(
-            f"{path.name.removesuffix(RECORD_SUFFIX)}.{earlier['record']}{RECORD_SUFFIX}"
-        )
-    )
+    path.rename(path.with_name(f"{stem}.{earlier['record']}{RECORD_SUFFIX}"))
 
 
 def invocations_dir(results: Path) -> Path:

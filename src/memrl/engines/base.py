@@ -5,7 +5,7 @@ Agents and trainers only ever see this module; they never import an engine's int
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -59,6 +59,11 @@ def prompt_ids(tokenizer: Any, request: ChatRequest) -> list[int]:
         **request.template_options(),
     )
     return tokenizer.encode(text, add_special_tokens=False)
+
+
+def prompt_length(tokenizer: Any) -> Callable[[ChatRequest], int]:
+    """A request's prompt length in `tokenizer`'s ids (`prompt_ids`): what a prompt cap measures."""
+    return lambda request: len(prompt_ids(tokenizer, request))
 
 
 @dataclass

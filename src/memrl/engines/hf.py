@@ -8,10 +8,10 @@ from itertools import groupby
 from typing import Any, Literal
 
 import torch
-from transformers import AutoModelForCausalLM, AutoTokenizer, GenerationConfig
+from transformers import AutoModelForCausalLM, GenerationConfig
 
 from memrl.engines.base import ChatRequest, Completion, SamplingParams, prompt_ids
-from memrl.models import load_named
+from memrl.models import load_named, load_tokenizer
 
 log = logging.getLogger(__name__)
 
@@ -56,7 +56,7 @@ class HFEngine:
         if device not in ("cpu", "cuda"):
             raise ValueError(f"device must be 'auto', 'cpu' or 'cuda', got {device!r}")
         torch_dtype = _resolve_dtype(dtype, device)
-        tokenizer = load_named("tokenizer", path, AutoTokenizer.from_pretrained)
+        tokenizer = load_tokenizer(path)
         model = load_named("model", path, AutoModelForCausalLM.from_pretrained, dtype=torch_dtype)
         model = model.to(device)
         return cls(model, tokenizer, batch_size=batch_size)

@@ -13,11 +13,9 @@ import os
 from collections.abc import Sequence
 from typing import Any
 
-from transformers import AutoTokenizer
-
 from memrl.data.io import storable
 from memrl.engines.base import ChatRequest, Completion, SamplingParams, prompt_ids
-from memrl.models import load_named
+from memrl.models import load_tokenizer
 from memrl.secrets import redact
 
 log = logging.getLogger(__name__)
@@ -80,9 +78,7 @@ class OpenAIEngine:
             if importlib.util.find_spec("openai") is None:
                 raise ImportError("the openai engine needs the `openai` package (memrl[openai])")
         self.client = client
-        self.tokenizer = load_named(
-            "tokenizer", tokenizer_path or model, AutoTokenizer.from_pretrained
-        )
+        self.tokenizer = load_tokenizer(tokenizer_path or model)
 
     def chat(self, requests: Sequence[ChatRequest], sampling: SamplingParams) -> list[Completion]:
         if not self.vllm_server and any(r.continue_final for r in requests):

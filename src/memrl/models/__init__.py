@@ -12,6 +12,13 @@ T = TypeVar("T")
 TINY_CONTEXT = 4096  # a tiny model's max_position_embeddings unless the config sets it
 
 
+def load_tokenizer(path: str | os.PathLike[str]) -> Any:
+    """A Hugging Face tokenizer from a local directory, failing naming it (`load_named`)."""
+    from transformers import AutoTokenizer
+
+    return load_named("tokenizer", path, AutoTokenizer.from_pretrained)
+
+
 def load_named(
     what: str, path: str | os.PathLike[str], load: Callable[..., T], **options: Any
 ) -> T:

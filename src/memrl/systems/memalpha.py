@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from memrl.agents.driver import Rollout
-from memrl.engines.base import ChatEngine, ChatRequest, SamplingParams, prompt_ids
+from memrl.engines.base import ChatEngine, SamplingParams, prompt_length
 from memrl.evaluation import (
     Judge,
     MemoryQA,
@@ -37,14 +37,11 @@ def memorize_runner(
     tokens, as in training."""
     from memrl.agents.memalpha import memorize
 
-    def prompt_tokens(request: ChatRequest) -> int:
-        return len(prompt_ids(engine.tokenizer, request))
-
     def run(wave: list[dict[str, Any]]) -> list[dict[str, Any]]:
         memories = [new_memory(row) for row in wave]
         traces: list[list[Any]] = [[] for _ in wave]
         workflows = [
-            memorize(row["chunks"], memory, agent, trace, prompt_tokens)
+            memorize(row["chunks"], memory, agent, trace, prompt_length(engine.tokenizer))
             for row, memory, trace in zip(wave, memories, traces, strict=True)
         ]
         rollouts = drive(workflows, engine, sampling)
@@ -125,13 +122,9 @@ def memorizer(
     counted by `memory_tokenizer` (o200k_base officially, else the tokenizer at `counter`)."""
     from memrl.agents.memalpha import MemAlphaConfig, load_memory_counter
     from memrl.agents.structured_memory import StructuredMemory
-    from memrl.models import load_named
+    from memrl.models import load_tokenizer
 
-    tokenizer = None
-    if counter is not None:
-        from transformers import AutoTokenizer
-
-        tokenizer = load_named("tokenizer", counter, AutoTokenizer.from_pretrained)
+    tokenizer = load_tokenizer(counter) if counter is not None else None
     count = load_memory_counter(s["memory_tokenizer"], tokenizer)
     disabled = frozenset(s["disabled_memory"])
 

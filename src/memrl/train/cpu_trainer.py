@@ -36,13 +36,13 @@ from typing import Any
 import torch
 from torch import Tensor
 from tqdm import tqdm
-from transformers import AutoModelForCausalLM, AutoTokenizer
+from transformers import AutoModelForCausalLM
 
 from memrl.agents.memagent import MemAgentConfig
 from memrl.data.io import publish_directory
 from memrl.engines.base import SamplingParams
 from memrl.engines.hf import HFEngine
-from memrl.models import load_named
+from memrl.models import load_named, load_tokenizer
 from memrl.scoring.verifier import DEFAULT_VERIFIER, Verifier, check_verifier
 from memrl.train.algorithms import (
     agg_token_mean,
@@ -481,7 +481,7 @@ def train(
     shutil.rmtree(staging, ignore_errors=True)
     staging.mkdir(parents=True)
     torch.manual_seed(settings.seed)
-    tokenizer = load_named("tokenizer", policy_dir, AutoTokenizer.from_pretrained)
+    tokenizer = load_tokenizer(policy_dir)
     policy = load_named(
         "model", policy_dir, AutoModelForCausalLM.from_pretrained, dtype=torch.float32
     )

@@ -26,7 +26,7 @@ from memrl.agents.memalpha import (
     memorize,
 )
 from memrl.agents.structured_memory import StructuredMemory
-from memrl.engines.base import ChatEngine, SamplingParams, prompt_ids
+from memrl.engines.base import ChatEngine, SamplingParams, prompt_length
 from memrl.evaluation import Judge, MemoryQA
 from memrl.systems.memalpha import memory_qa_runner
 from memrl.train.cpu_trainer import Rollouts, TrainSettings, step_sampling
@@ -40,6 +40,7 @@ from memrl.train.memalpha_rewards import (
     tool_call_reward,
 )
 from memrl.train.rollout import RolloutBatch
+from memrl.train.validation import validation_summary
 
 
 @dataclass(frozen=True)
@@ -193,11 +194,9 @@ def memorize_rollouts(
         for g in range(group_size)
     ]
 
-    def prompt_tokens(request: Any) -> int:  # the training prompt cap's measure
-        return len(prompt_ids(policy.tokenizer, request))
-
+    measure = prompt_length(policy.tokenizer)  # the training prompt cap's measure
     workflows = [
-        memorize(m.instance["chunks"], m.memory, agent, m.trace, prompt_tokens) for m in memorized
+        memorize(m.instance["chunks"], m.memory, agent, m.trace, measure) for m in memorized
     ]
     conversations = run_batched(workflows, policy, sampling)
     for m, rollout in zip(memorized, conversations, strict=True):
@@ -316,19 +315,12 @@ def memalpha_validation(
 
 
 def validation_scores(sources: Sequence[str], r1: Sequence[float]) -> dict[str, float]:
-    """`val/<source>`: the mean r1 of each data source's rollouts; `val_reward`: the unweighted
-    mean over sources (verl's val-core scores, as `memrl.verl.job.validation_metrics` reads
-    them)."""
+    """The mean r1 of each data source's rollouts, summarised as verl's val-core scores are
+    (`validation_summary`)."""
     by_source: dict[str, list[float]] = {}
     for source, score in zip(sources, r1, strict=True):
         by_source.setdefault(source, []).append(score)
-    means = {source: sum(values) / len(values) for source, values in sorted(by_source.items())}
-    if not means:
-        raise ValueError("validation: no rollouts to score")
-    return {
-        "val_reward": sum(means.values()) / len(means),
-        **{f"val/{source}": mean for source, mean in means.items()},
-    }
+    return validation_summary({s: sum(v) / len(v) for s, v in by_source.items()})
 
 
 def term_means(terms: RowTerms) -> dict[str, float]:

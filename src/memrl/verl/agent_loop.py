@@ -335,9 +335,9 @@ def memory_counter(spec: str) -> Callable[[str], int]:
     """The memory's token counter: o200k_base, or the tokenizer in directory `spec`."""
     if spec == "o200k_base":
         return load_memory_counter(spec)
-    from transformers import AutoTokenizer
+    from memrl.models import load_tokenizer
 
-    return load_memory_counter(spec, AutoTokenizer.from_pretrained(spec))
+    return load_memory_counter(spec, load_tokenizer(spec))
 
 
 @functools.lru_cache(maxsize=4)

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from memrl.scoring.verifier import DEFAULT_VERIFIER
+from memrl.train.validation import validation_summary
 from memrl.verl import QA_URL_ENV
 from memrl.verl.overrides import MEMAGENT, MEMALPHA, Recipe, SettingsError, VerlPaths, verl_command
 
@@ -345,10 +346,7 @@ def validation_metrics(data: Mapping[str, float]) -> dict[str, float]:
         for name, value in data.items()
         if (match := VAL_CORE.fullmatch(name))
     }
-    if not sources:
-        return {}
-    per_source = {f"val/{source}": sources[source] for source in sorted(sources)}
-    return {"val_reward": sum(sources.values()) / len(sources), **per_source}
+    return validation_summary(sources) if sources else {}
 
 
 def best_validated_step(curve: Sequence[Mapping[str, float]]) -> tuple[int, float]:
