@@ -171,7 +171,7 @@ def test_the_counting_tokenizer_counts_as_the_transformers_tokenizer(
     qwen_style_tokenizer, tmp_path
 ):
     from memrl.agents.chunking import count_tokens
-    from memrl.cli import load_counting_tokenizer, load_tokenizer
+    from memrl.models import load_counting_tokenizer, load_tokenizer
 
     qwen_style_tokenizer.save_pretrained(tmp_path)
     texts = ["Document 12:\nThe river.\n\n", "  spaces\n\n\nand newlines", "", "é ü 数字 42"]

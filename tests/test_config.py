@@ -5,12 +5,14 @@ from __future__ import annotations
 import copy
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
 from memrl import config as cfg
+from memrl.benchmarks import PROBE_BENCHMARK
 
-SCHEMA = cfg.Path(__file__).resolve().parents[1] / "workflow/schemas/config.schema.yaml"
+SCHEMA = Path(__file__).resolve().parents[1] / "workflow/schemas/config.schema.yaml"
 
 
 @pytest.fixture(params=["config.yaml", "smoke.yaml"])
@@ -488,7 +490,7 @@ def test_a_variant_beyond_the_tiny_models_window_is_named(repo):
 
 
 def test_probe_jobs_read_every_placement_at_each_length(paper):
-    jobs = [j for j in cfg.eval_jobs(paper) if j.benchmark == cfg.PROBE_BENCHMARK]
+    jobs = [j for j in cfg.eval_jobs(paper) if j.benchmark == PROBE_BENCHMARK]
     assert {(j.system, j.length) for j in jobs} == {
         (s, n)
         for s in ("rl-memagent-14b", "rl-memagent-7b")
@@ -503,7 +505,7 @@ def test_probe_jobs_read_every_placement_at_each_length(paper):
     table4 = cfg.report_jobs(paper, "table4")
     random = {(j.system, j.length) for j in table4 if j.benchmark == "ruler_hqa"}
     assert random == {(j.system, j.length) for j in jobs}
-    assert not any(j.benchmark == cfg.PROBE_BENCHMARK for j in cfg.report_jobs(paper, "table1"))
+    assert not any(j.benchmark == PROBE_BENCHMARK for j in cfg.report_jobs(paper, "table1"))
     assert cfg.table_settings(paper, "table4")["probe"]["systems"] == {
         "rl-memagent-14b": "14B",
         "rl-memagent-7b": "7B",
@@ -580,7 +582,7 @@ def test_mem0_runs_ruler_hqa_and_longbench_qa_with_its_settings(paper):
     assert settings["agent"]["final_tokens"] == 1024 and settings["engine"]["kind"] == "openai"
     bad = copy.deepcopy(paper)
     bad["evaluation"]["systems"]["mem0-gpt-5.1"]["benchmarks"] = ["mab"]
-    with pytest.raises(cfg.ConfigError, match="Mem0 runs only on"):
+    with pytest.raises(cfg.ConfigError, match=r"mem0-gpt-5.1.benchmarks: a mem0 system runs only"):
         cfg.validate_config(bad, SCHEMA)
     del bad["evaluation"]["systems"]["mem0-gpt-5.1"]["mem0"]
     with pytest.raises(cfg.ConfigError, match="'mem0' is a required property"):

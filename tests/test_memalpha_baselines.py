@@ -316,8 +316,8 @@ def test_ruler_hqa_samples_become_instances_chunked_in_the_policys_tokens(tmp_pa
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from memrl.cli import _instance_rows
     from memrl.data.io import write_jsonl_atomic
+    from memrl.jobs.evaluate import _instance_rows
 
     pool = tmp_path / "pool_docs.parquet"
     pq.write_table(pa.table({"doc": ["Ada was born in Caldre.", "Varn has a port."]}), pool)

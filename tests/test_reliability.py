@@ -488,7 +488,7 @@ def test_a_damaged_model_file_names_its_directory(tmp_path, tiny, damaged):
 
 
 def test_an_incomplete_paper_file_names_itself(tmp_path):
-    from memrl.cli import _reading_paper
+    from memrl.jobs.report import _reading_paper
     from memrl.report.memalpha_tables import build_memalpha_table
 
     paper = cfg.load_yaml(REPO / "config/paper/memalpha.yaml")

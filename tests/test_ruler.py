@@ -15,11 +15,9 @@ from memrl.data.ruler import (
     NOISE,
     RULER_TASKS,
     VARIANTS,
-    _chunks,
-    _PairWords,
-    _search_size,
     build_task,
     corpus_of,
+    families,
     read_hotpot,
     read_squad,
     ruler_prompt,
@@ -28,6 +26,8 @@ from memrl.data.ruler import (
     tokens_to_generate,
     zeta,
 )
+from memrl.data.ruler.search import _chunks, search_size
+from memrl.data.ruler.words import _pair_words, _PairWords
 from memrl.data.sources import fixture_path
 from memrl.scoring.ruler import (
     postprocess_pred,
@@ -317,9 +317,9 @@ def test_word_keys_are_rulers_sorted_set_on_tricky_lists():
 
 
 def test_word_keys_on_wonderwords_follow_rulers_order():
-    keys = ruler._pair_words()
+    keys = _pair_words()
     assert len(keys) == 6_171_620  # wonderwords 3.0.1: 910 x 6,782 pairs, no two join alike
-    # Issue 16: niah_multikey_2 with seed 42 draws index 3,803,481 as its 34th key (Random(42)
+    # niah_multikey_2 with seed 42 draws index 3,803,481 as its 34th key (Random(42)
     # alternates a key and a 7-digit value). RULER's sorted set has "old-snowplow" there; the
     # adjective x noun product had "old-fashioned-snowplow".
     rng = random.Random(42)
@@ -335,7 +335,7 @@ def test_word_keys_on_wonderwords_follow_rulers_order():
 
 @pytest.mark.parametrize("variant", VARIANTS)
 def test_niah_multikey_2_seed_42_draws_rulers_key(variant):
-    """Issue 16's example: sample 0's 34th key draw is "old-snowplow", as in RULER's order."""
+    """The example: sample 0's 34th key draw is "old-snowplow", as in RULER's order."""
     lines = build("niah_multikey_2", variant)[0]["context"].split("\n")
     assert any(" for old-snowplow is: " in line for line in lines[32:34])  # the needle may precede
     assert not any("old-fashioned-snowplow" in line for line in lines)
@@ -415,7 +415,7 @@ def test_cwe_frequencies(variant, length, freq):
 
 def test_cwe_needs_english_words_beyond_wonderwords(monkeypatch):
     pool = tuple(f"pool{i}" for i in range(40))
-    monkeypatch.setattr(ruler, "_common_words", lambda: pool)
+    monkeypatch.setattr(families, "_common_words", lambda: pool)
     with pytest.raises(ValueError, match="english_words"):
         build_task("cwe", 2048, 2, variant="upstream", tokenizer=TOK, seed=1)
     english = [f"eng{i}" for i in range(3000)]
@@ -501,12 +501,12 @@ def test_search_size_on_a_linear_count():
         calls.append(n)
         return 3 * n + 10
 
-    assert _search_size(measure, 100, 5, 5, 10**6) == 30
+    assert search_size(measure, 100, 5, 5, 10**6) == 30
     assert len(calls) <= 6  # extrapolation, not a scan
-    assert _search_size(measure, 100, 5, 1, 10**6) == 30
-    assert _search_size(measure, 100, 5, 1, 10**6, strict=True) == 29
-    assert _search_size(measure, 100, 5, 1, 20) == 20
-    assert _search_size(measure, 20, 5, 1, 100) is None
+    assert search_size(measure, 100, 5, 1, 10**6) == 30
+    assert search_size(measure, 100, 5, 1, 10**6, strict=True) == 29
+    assert search_size(measure, 100, 5, 1, 20) == 20
+    assert search_size(measure, 20, 5, 1, 100) is None
 
 
 def test_search_size_matches_a_scan_on_monotone_counts():
@@ -518,7 +518,7 @@ def test_search_size_matches_a_scan_on_monotone_counts():
         budget = rng.randint(table[lo], table[-1])
         grid = range(lo, 400, step)
         expected = max(n for n in grid if table[n] <= budget)
-        assert _search_size(lambda n, t=table: t[n], budget, lo, step, 399) == expected
+        assert search_size(lambda n, t=table: t[n], budget, lo, step, 399) == expected
 
 
 def test_split_sentences():

@@ -24,7 +24,7 @@ from tqdm import tqdm
 
 from memrl.agents.chunking import token_chunks
 from memrl.agents.driver import Rollout, Workflow, run_batched
-from memrl.config import PROBE_BENCHMARK
+from memrl.benchmarks import PROBE_BENCHMARK
 from memrl.data.io import append_jsonl, jsonl_row
 from memrl.data.ruler_hqa import context_pieces
 from memrl.engines.base import ChatEngine, ChatRequest, SamplingParams

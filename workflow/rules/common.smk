@@ -11,6 +11,7 @@ from snakemake.logging import logger
 from snakemake.settings.types import DeploymentMethod
 
 from memrl import config as cfg
+from memrl.benchmarks import EVAL_BENCHMARKS, MEMALPHA_BENCHMARKS, PROBE_BENCHMARK
 from memrl import locks, slurm, tracking
 
 # A run killed by SIGKILL leaves Snakemake's lock; the plain command resumes (memrl.locks).
@@ -47,7 +48,7 @@ wildcard_constraints:
     train_run="|".join(cfg.memagent_runs(config)) or "^$",
     memalpha_run="|".join(cfg.memalpha_runs(config)) or "^$",
     system="|".join(re.escape(system) for system in SYSTEMS),
-    benchmark="|".join(cfg.EVAL_BENCHMARKS),
+    benchmark="|".join(EVAL_BENCHMARKS),
     placement=r"p\d+_\d+",
     task=r"[a-z0-9_]+",
     length=r"\d+",
@@ -213,11 +214,11 @@ def eval_data(job):
     parquet)."""
     if job.benchmark == "ruler_hqa":
         return [f"{R}/data/ruler_hqa/eval_{job.length}.jsonl"]
-    if job.benchmark == cfg.PROBE_BENCHMARK:
+    if job.benchmark == PROBE_BENCHMARK:
         return [f"{R}/data/ruler_hqa/probe/{task}/eval_{job.length}.jsonl" for task in job.tasks]
     if job.benchmark == "ruler":
         return [f"{R}/data/ruler/{task}/{job.length}.jsonl" for task in job.tasks]
-    if job.benchmark in cfg.MEMALPHA_BENCHMARKS:  # one parquet holds every source
+    if job.benchmark in MEMALPHA_BENCHMARKS:  # one parquet holds every source
         return [str(cfg.memalpha_data(config, job.benchmark))] * len(job.tasks)
     return [raw(cfg.longbench_source(task)) for task in job.tasks]
 
@@ -232,7 +233,7 @@ def get_eval_inputs(wildcards):
     inputs = {"data": eval_data(job), "model": model}
     if cfg.memorizes(system, job.benchmark):
         inputs["memories"] = f"{eval_prefix(job)}.memories.jsonl"
-    if job.benchmark in ("ruler_hqa", cfg.PROBE_BENCHMARK):
+    if job.benchmark in ("ruler_hqa", PROBE_BENCHMARK):
         inputs["pool"] = f"{R}/data/ruler_hqa/pool_docs.parquet"
     return inputs
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, TypeVar
 
 T = TypeVar("T")
@@ -17,6 +18,17 @@ def load_tokenizer(path: str | os.PathLike[str]) -> Any:
     from transformers import AutoTokenizer
 
     return load_named("tokenizer", path, AutoTokenizer.from_pretrained)
+
+
+def load_counting_tokenizer(path: str | os.PathLike[str]) -> Any:
+    """For jobs that only count tokens: the model's `tokenizer.json` through `tokenizers` (the
+    encoder a transformers fast tokenizer wraps: the same ids, without importing transformers)."""
+    path = Path(path)
+    if not (path / "tokenizer.json").is_file():
+        return load_tokenizer(path)
+    from tokenizers import Tokenizer
+
+    return Tokenizer.from_file(str(path / "tokenizer.json"))
 
 
 def load_named(

@@ -20,7 +20,7 @@ from typing import Any
 
 import pandas as pd
 
-from memrl.config import MEMALPHA_BENCHMARKS
+from memrl.benchmarks import MEMALPHA_BENCHMARKS
 from memrl.data.io import read_json
 
 BENCHMARK = "ruler_hqa"
@@ -177,6 +177,13 @@ def system_kind(system_id: str, spec: Mapping[str, Any]) -> str:
     if not spec.get("kind"):
         raise ValueError(f"system {system_id!r}: no 'kind' in its report settings")
     return str(spec["kind"])
+
+
+def reads_instances(system_id: str, spec: Mapping[str, Any]) -> bool:
+    """Whether the system's kind reads every benchmark as Mem-α instances (Mem-α's framework)."""
+    from memrl.systems import system_kind as registered_kind
+
+    return registered_kind(system_kind(system_id, spec)).instances_only
 
 
 def rag_setting(system_id: str, spec: Mapping[str, Any]) -> tuple[int, str]:

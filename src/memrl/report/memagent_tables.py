@@ -22,11 +22,10 @@ from typing import Any
 
 import pandas as pd
 
+from memrl.benchmarks import PROBE_BENCHMARK, RULER_HQA_TASK
 from memrl.config import (
-    MEMALPHA_ONLY_KINDS,
     NIAH_CONFIG_TABLE,
     NIAH_FIGURE_TASKS,
-    RULER_HQA_TASK,
 )
 from memrl.data.longbench import LONGBENCH_QA, LONGBENCH_SUM
 from memrl.report.cells import (
@@ -48,6 +47,7 @@ from memrl.report.cells import (
     lookup,
     n_dropped,
     official_accuracy,
+    reads_instances,
     resolve_paper_rows,
     select,
     system_kind,
@@ -141,12 +141,16 @@ def build_table1(
     {n_docs: accuracy or None}. Metrics of other benchmarks are ignored; metrics of an
     unconfigured system are an error, and so is a paper_row that Table 1 does not have.
     """
+
+    def include(sid: str, spec: Mapping[str, Any]) -> bool:  # RAG and Mem-α's kinds: not here
+        return system_kind(sid, spec) != "rag" and not reads_instances(sid, spec)
+
     return _ruler_hqa_length_table(
         metrics,
         systems,
         paper,
         length_labels,
-        include=lambda sid, spec: system_kind(sid, spec) not in ("rag", *MEMALPHA_ONLY_KINDS),
+        include=include,
         table="Table 1",
         benchmark=benchmark,
     )
@@ -473,7 +477,7 @@ def build_probe_table(
     """Table 4: per probe system (`probe.systems`: id -> the paper's row group), its RULER-HQA
     accuracy with the random placement, then per placement (`probe.placements`, [A, B] percent)
     its probe accuracy minus the random one at the same length, as the paper prints them."""
-    from memrl.config import PROBE_BENCHMARK, probe_task
+    from memrl.config import probe_task
 
     specs = system_specs(systems)
     found = {

@@ -12,7 +12,6 @@ import pandas as pd
 
 from memrl.config import (
     ABLATION_TABLES,
-    MEMALPHA_ONLY_KINDS,
     MEMALPHA_SCORE_TABLES,
     TRACE_TABLE,
 )
@@ -27,6 +26,7 @@ from memrl.report.cells import (
     PaperTable,
     Systems,
     assemble,
+    reads_instances,
     select,
     system_kind,
     system_specs,
@@ -135,7 +135,7 @@ def _memalpha_rows(
     for sid, spec in selected.items():
         row = spec.get("paper_row")
         row = aliases.get(row, row)
-        if row is not None and row not in known and system_kind(sid, spec) in MEMALPHA_ONLY_KINDS:
+        if row is not None and row not in known and reads_instances(sid, spec):
             raise ValueError(
                 f"system {sid!r}: paper_row {row!r} is in no Mem-α table "
                 f"(rows: {', '.join(sorted(known))})"

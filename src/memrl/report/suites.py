@@ -10,10 +10,8 @@ from typing import Any
 
 import pandas as pd
 
-from memrl.config import (
-    RULER_HQA_TASK,
-    SUITES_TABLE,
-)
+from memrl.benchmarks import RULER_HQA_TASK
+from memrl.config import SUITES_TABLE
 from memrl.report.cells import (
     BENCHMARK,
     DASH,

@@ -1,7 +1,10 @@
-"""What a system kind contributes to an evaluation job: one `SystemKind` per module of this
-package, registered by name in `memrl.systems.KINDS`.
+"""What a system kind contributes to the experiment matrix and to an evaluation job: one
+`SystemKind` per module of this package, registered by name in `memrl.systems.KINDS`.
 
-The evaluation loop (`memrl.evaluation`) drives any kind without knowing which:
+The plan (`memrl.config`) asks a kind which benchmarks a system of it runs, how its spec expands
+into concrete systems, whether its evaluation is sharded or starts with a memorize job, and which
+settings its jobs read. The evaluation loop (`memrl.evaluation`) then drives any kind without
+knowing which:
 - MemAgent's benchmarks (RULER-HQA, RULER, LongBench): `workflows` turns each row into one
   workflow over the engine, scored per sample;
 - Mem-α's benchmarks (Memalpha, MemoryAgentBench, RULER-HQA as instances): a kind with a
@@ -9,7 +12,7 @@ The evaluation loop (`memrl.evaluation`) drives any kind without knowing which:
   `questions` says how the QA model asks each question of an instance (over that memory, or over
   the instance's context for a kind without a memorizer), at which sampling and scored by which
   protocol.
-A kind leaves out what it does not run; the config says which benchmarks each kind may run.
+A kind leaves out what it does not run.
 """
 
 from __future__ import annotations
@@ -19,19 +22,45 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from memrl.benchmarks import BENCHMARKS, MEMAGENT_BENCHMARKS, MEMALPHA_BENCHMARKS
 from memrl.engines.base import ChatEngine, SamplingParams
 from memrl.evaluation import Judge, Prepare, Task, WaveRunner, WorkflowFactory
 
-Settings = dict[str, Any]  # an evaluation job's settings (memrl.config.eval_settings)
+Config = dict[str, Any]  # a validated config
+Settings = dict[str, Any]  # a system's spec (memrl.config.eval_systems), or a job's settings
 Workflows = Callable[[Task, Settings, Any, list[str] | None], WorkflowFactory]
 Memorizer = Callable[[Settings, ChatEngine, SamplingParams, Path | None], WaveRunner]
 Questions = Callable[[Settings, ChatEngine, Judge], tuple[Prepare, SamplingParams, str]]
+SpecSettings = Callable[[Config, Settings], Settings]
+
+
+def no_settings(config: Config, system: Settings) -> Settings:
+    return {}
+
+
+def one_system(name: str, spec: Settings) -> dict[str, Settings]:
+    return {name: spec}
+
+
+def every_benchmark(system: Settings, benchmark: str) -> bool:
+    return True
 
 
 @dataclass(frozen=True)
 class SystemKind:
     """One system kind (the config's `kind`).
 
+    What the plan needs (memrl.config):
+    - `benchmarks`: a system's `benchmarks` when its spec gives none; `allowed`: those it may run;
+    - `instances_only`: it reads every benchmark as Mem-α instances (RULER-HQA too);
+    - `sharded`: whether its evaluation splits over `evaluation.shards`;
+    - `qa_only`: on LongBench, the QA tasks only (the summarisation ones left out);
+    - `expand(name, spec)`: the concrete systems of one configured system (a grid, say);
+    - `runs(system, benchmark)`: beyond its `benchmarks`, whether a concrete system runs one;
+    - `job_settings(config, system)`: its own part of an evaluate job's settings on MemAgent's
+      benchmarks; `instance_settings`: on Mem-α's instances (the evaluate job after its memorize
+      job, or over each instance's context); `memorize_settings`: its memorize job's part.
+    What its jobs run:
     - `workflows(task, settings, tokenizer, pool)`: each row's workflow on a MemAgent benchmark
       (`pool`: RULER-HQA's documents when rows store doc ids);
     - `memorizer(settings, engine, sampling, memory_tokenizer)`: the memorize job's wave runner;
@@ -40,6 +69,41 @@ class SystemKind:
     """
 
     name: str
+    benchmarks: tuple[str, ...] = MEMAGENT_BENCHMARKS
+    allowed: tuple[str, ...] = BENCHMARKS
+    instances_only: bool = False
+    sharded: bool = True
+    qa_only: bool = False
+    expand: Callable[[str, Settings], dict[str, Settings]] = one_system
+    runs: Callable[[Settings, str], bool] = every_benchmark
+    job_settings: SpecSettings = no_settings
+    instance_settings: SpecSettings = no_settings
+    memorize_settings: SpecSettings | None = None
     workflows: Workflows | None = None
     memorizer: Memorizer | None = None
     questions: Questions | None = None
+
+    def __post_init__(self) -> None:
+        if (self.memorizer is None) != (self.memorize_settings is None):
+            raise ValueError(f"system kind {self.name!r}: a memorizer needs memorize_settings")
+
+    def memorizes(self, benchmark: str) -> bool:
+        """Whether its evaluation on `benchmark` takes two jobs: its own model reads every
+        instance first (`memorize`), then the evaluate job answers or judges on the QA model."""
+        if self.memorizer is None:
+            return False
+        return self.instances_only or benchmark in MEMALPHA_BENCHMARKS
+
+
+def baseline_protocol(config: Config) -> Settings:
+    """A baseline's scoring on Mem-α's benchmarks (as the official long-context evaluation)."""
+    return {"protocol": config["memalpha"]["baselines"]["protocol"]}
+
+
+def context_baseline_settings(config: Config, system: Settings) -> Settings:
+    """A baseline that answers each instance's questions over its context, on its own model."""
+    return {
+        **baseline_protocol(config),
+        "sampling": config["memalpha"]["baselines"]["sampling"],
+        **{key: system[key] for key in ("max_input_tokens", "max_output_tokens")},
+    }

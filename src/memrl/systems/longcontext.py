@@ -20,7 +20,7 @@ from memrl.evaluation import (
     direct_prompt,
     output_tokens,
 )
-from memrl.systems.base import Settings, SystemKind
+from memrl.systems.base import Config, Settings, SystemKind, context_baseline_settings
 
 
 def longcontext_system(
@@ -52,4 +52,15 @@ def questions(s: Settings, engine: ChatEngine, judge: Judge) -> tuple[Prepare, S
     return prepare, SamplingParams(**s["sampling"]), s["protocol"]
 
 
-KIND = SystemKind("longcontext", workflows=workflows, questions=questions)
+def job_settings(config: Config, system: Settings) -> Settings:
+    keys = ("max_input_tokens", "max_output_tokens", "context_extension")
+    return {key: system.get(key) for key in keys}
+
+
+KIND = SystemKind(
+    "longcontext",
+    job_settings=job_settings,
+    instance_settings=context_baseline_settings,
+    workflows=workflows,
+    questions=questions,
+)

@@ -8,13 +8,15 @@ from collections.abc import Sequence
 from typing import Any
 
 from memrl.agents.driver import Workflow
+from memrl.benchmarks import MEMAGENT_BENCHMARKS
 from memrl.evaluation import (
     Task,
     WorkflowFactory,
     question,
     row_chunks,
 )
-from memrl.systems.base import Settings, SystemKind
+from memrl.systems.base import Config, Settings, SystemKind
+from memrl.systems.memagent import agent_settings
 
 
 def mem0_system(
@@ -44,4 +46,17 @@ def workflows(task: Task, s: Settings, tokenizer: Any, pool: list[str] | None) -
     return mem0_system(task, tokenizer, pool, store, s["final_prompt"], s["agent"]["final_tokens"])
 
 
-KIND = SystemKind("mem0", workflows=workflows)
+def job_settings(config: Config, system: Settings) -> Settings:
+    """Its store's options, and the agent's budgets: Mem0 answers with its final budget."""
+    return {"mem0": system.get("mem0"), "agent": agent_settings(config, system)}
+
+
+# D.2's agent baselines: RULER-HQA and LongBench's QA tasks
+KIND = SystemKind(
+    "mem0",
+    benchmarks=("ruler_hqa", "longbench"),
+    allowed=MEMAGENT_BENCHMARKS,
+    qa_only=True,
+    job_settings=job_settings,
+    workflows=workflows,
+)

@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from memrl.benchmarks import INSTANCE_BENCHMARKS, MEMALPHA_BENCHMARKS
 from memrl.engines.base import ChatEngine, SamplingParams
 from memrl.evaluation import (
     Judge,
@@ -17,13 +18,13 @@ from memrl.evaluation import (
     counts,
     drive,
 )
-from memrl.systems.base import Settings, SystemKind
+from memrl.systems.base import Config, Settings, SystemKind, baseline_protocol
 
 
 def mem1_memorize_runner(
     engine: ChatEngine, sampling: SamplingParams, max_tokens: int
 ) -> WaveRunner:
-    """MEM1 on a Mem-α benchmark (memalpha_official.md §4.5): its summary loop over each
+    """MEM1 on a Mem-α benchmark (Mem-α's official code): its summary loop over each
     instance's chunks with the task prompt as its task; one record per instance with the final
     memory (`<think>…</think>`, "" if no step wrote one)."""
     from memrl.agents.mem1 import mem1
@@ -75,4 +76,27 @@ def questions(s: Settings, engine: ChatEngine, judge: Judge) -> tuple[Prepare, S
     return prepare, SamplingParams(**s["sampling"]), s["protocol"]
 
 
-KIND = SystemKind("mem1", memorizer=memorizer, questions=questions)
+def instance_settings(config: Config, system: Settings) -> Settings:
+    """The QA model answers with the memory as its context, at the baselines' sampling."""
+    baselines = config["memalpha"]["baselines"]
+    budgets = {key: baselines["mem1"][key] for key in ("max_input_tokens", "max_output_tokens")}
+    return {**baseline_protocol(config), "sampling": baselines["sampling"], **budgets}
+
+
+def memorize_settings(config: Config, system: Settings) -> Settings:
+    mem1 = config["memalpha"]["baselines"]["mem1"]
+    return {"sampling": mem1["sampling"], "memory_tokens": mem1["memory_tokens"]}
+
+
+# a baseline of Mem-α's framework: one memorize job reads each instance whole
+KIND = SystemKind(
+    "mem1",
+    benchmarks=MEMALPHA_BENCHMARKS,
+    allowed=INSTANCE_BENCHMARKS,
+    instances_only=True,
+    sharded=False,
+    instance_settings=instance_settings,
+    memorize_settings=memorize_settings,
+    memorizer=memorizer,
+    questions=questions,
+)

@@ -26,7 +26,7 @@ from memrl.evaluation import (
     question,
     row_chunks,
 )
-from memrl.systems.base import Settings, SystemKind
+from memrl.systems.base import Config, Settings, SystemKind, baseline_protocol
 
 
 def memagent_system(
@@ -140,4 +140,25 @@ def questions(s: Settings, engine: ChatEngine, judge: Judge) -> tuple[Prepare, S
     return answered_questions(engine), judge.sampling, s["protocol"]
 
 
-KIND = SystemKind("memagent", workflows=workflows, memorizer=memorizer, questions=questions)
+def agent_settings(config: Config, spec: Settings) -> dict[str, int]:
+    """The agent's budgets for a system or training run: `agent`, with the spec's override."""
+    return {**config["agent"], **spec.get("agent", {})}
+
+
+def job_settings(config: Config, system: Settings) -> Settings:
+    return {"agent": agent_settings(config, system)}
+
+
+def memorize_settings(config: Config, system: Settings) -> Settings:
+    return config["memalpha"]["baselines"]["memagent"]
+
+
+KIND = SystemKind(
+    "memagent",
+    job_settings=job_settings,
+    instance_settings=lambda config, system: baseline_protocol(config),
+    memorize_settings=memorize_settings,
+    workflows=workflows,
+    memorizer=memorizer,
+    questions=questions,
+)

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from memrl.agents.driver import Rollout
+from memrl.benchmarks import INSTANCE_BENCHMARKS, MEMALPHA_BENCHMARKS
 from memrl.engines.base import ChatEngine, SamplingParams, prompt_length
 from memrl.evaluation import (
     Judge,
@@ -22,7 +23,7 @@ from memrl.evaluation import (
     drive,
     instance_qa_runner,
 )
-from memrl.systems.base import Settings, SystemKind
+from memrl.systems.base import Config, Settings, SystemKind
 
 
 def memorize_runner(
@@ -140,4 +141,25 @@ def questions(s: Settings, engine: ChatEngine, judge: Judge) -> tuple[Prepare, S
     return memalpha_questions(engine, qa), qa.sampling, "agent"
 
 
-KIND = SystemKind("memalpha", memorizer=memorizer, questions=questions)
+def memorize_settings(config: Config, system: Settings) -> Settings:
+    spec = config["memalpha"]
+    return {
+        "agent": spec["agent"],
+        "sampling": spec["sampling"],
+        "memory_tokenizer": spec["memory_tokenizer"],
+        "disabled_memory": system.get("disabled_memory", []),
+        "seed": config["seed"],
+    }
+
+
+# its memorize job reads each instance whole (one job), the QA step scored by its own protocol
+KIND = SystemKind(
+    "memalpha",
+    benchmarks=MEMALPHA_BENCHMARKS,
+    allowed=INSTANCE_BENCHMARKS,
+    instances_only=True,
+    sharded=False,
+    memorize_settings=memorize_settings,
+    memorizer=memorizer,
+    questions=questions,
+)

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from memrl.agents.driver import Workflow
+from memrl.benchmarks import MEMALPHA_BENCHMARKS
 from memrl.data.ruler_hqa import context_pieces
 from memrl.engines.base import ChatEngine, SamplingParams
 from memrl.evaluation import (
@@ -21,7 +22,7 @@ from memrl.evaluation import (
     output_tokens,
     question,
 )
-from memrl.systems.base import Settings, SystemKind
+from memrl.systems.base import Config, Settings, SystemKind, context_baseline_settings
 
 
 def rag_system(
@@ -89,4 +90,65 @@ def questions(s: Settings, engine: ChatEngine, judge: Judge) -> tuple[Prepare, S
     return prepare, SamplingParams(**s["sampling"]), s["protocol"]
 
 
-KIND = SystemKind("rag", workflows=workflows, questions=questions)
+def expand(name: str, spec: Settings) -> dict[str, Settings]:
+    """Every setting of its grid: `<name>.<retriever>-k<K>-<unit>` (unit `doc` = whole
+    documents, Table 10; `c<C>` = C-token chunks, Table 11)."""
+    units = [("doc", None), *((f"c{c}", c) for c in spec["chunk_tokens"])]
+    systems = {}
+    for retriever in spec["retrievers"]:
+        for k in spec["top_k"]:
+            for unit, chunk_tokens in units:
+                shown_unit = "" if chunk_tokens is None else f" C={chunk_tokens}"
+                systems[f"{name}.{retriever}-k{k}-{unit}"] = {
+                    **spec,
+                    "retriever": retriever,
+                    "top_k": k,
+                    "unit": unit,
+                    "unit_tokens": chunk_tokens,
+                    "display": f"{spec['display']} ({retriever}){shown_unit} K={k}",
+                }
+    return systems
+
+
+def runs(system: Settings, benchmark: str) -> bool:
+    """Whole documents everywhere (Mem-α's benchmarks: their chunks), fixed chunks on LongBench."""
+    return (system["unit"] == "doc") == (benchmark != "longbench")
+
+
+def retriever_options(config: Config, system: Settings) -> Settings:
+    """The embedding endpoint for the `openai` retriever (none otherwise, so that the other
+    retrievers' jobs do not rerun when it changes)."""
+    if system["retriever"] != "openai":
+        return {}
+    return {"retriever_options": config["evaluation"].get("embedding", {})}
+
+
+def job_settings(config: Config, system: Settings) -> Settings:
+    keys = ("retriever", "top_k", "unit", "unit_tokens", "max_input_tokens", "max_output_tokens")
+    return {**{key: system.get(key) for key in keys}, **retriever_options(config, system)}
+
+
+def instance_settings(config: Config, system: Settings) -> Settings:
+    retrieval = {"retriever": system["retriever"], "top_k": system["top_k"]}
+    return {
+        **context_baseline_settings(config, system),
+        **retrieval,
+        **retriever_options(config, system),
+    }
+
+
+# Tables 10 and 11: the paper ran RAG on RULER-HQA and LongBench's QA tasks only; a sample reads
+# its top-k units, so its cost does not grow with the context and its jobs are not sharded
+KIND = SystemKind(
+    "rag",
+    benchmarks=("ruler_hqa", "longbench"),
+    allowed=("ruler_hqa", "longbench", *MEMALPHA_BENCHMARKS),
+    sharded=False,
+    qa_only=True,
+    expand=expand,
+    runs=runs,
+    job_settings=job_settings,
+    instance_settings=instance_settings,
+    workflows=workflows,
+    questions=questions,
+)

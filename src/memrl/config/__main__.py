@@ -1,0 +1,5 @@
+"""`python -m memrl.config FILE`: check a config without Snakemake."""
+
+from memrl.config.load import main
+
+main()

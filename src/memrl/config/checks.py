@@ -1,0 +1,383 @@
+"""The cross-reference checks that the schema cannot express: each names the config key at fault."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from memrl.agents.structured_memory import STORES as MEMORY_STORES
+from memrl.benchmarks import (
+    MEMAGENT_BENCHMARKS,
+    MEMALPHA_BENCHMARKS,
+)
+from memrl.config.base import (
+    O200K,
+    ConfigError,
+    declared_context,
+    longbench_source,
+    memagent_runs,
+    memalpha_runs,
+    raw_file,
+    trained_runs,
+    uses_qa_server,
+)
+from memrl.config.matrix import eval_jobs, eval_systems, rl_ablation_groups
+from memrl.config.reports import MEMALPHA_SPLITS, RL_ABLATION_FIGURES
+from memrl.data.memalpha import QUERY_PROMPTS
+from memrl.systems import system_kind
+from memrl.systems.memagent import agent_settings
+
+
+def check_references(config: dict[str, Any]) -> None:
+    _check_memory_ablation(config)  # first: it may add training runs
+    _check_probe(config)
+    models = set(config["models"])
+    agent_runs, memalpha = set(memagent_runs(config)), set(memalpha_runs(config))
+    runs = set(trained_runs(config))
+    for section, names in (("training.runs", agent_runs), ("memalpha.training.runs", memalpha)):
+        if clash := sorted(models & names):
+            raise ConfigError(f"config key {section}: names also used in models: {clash}")
+    if both := sorted(memalpha & agent_runs):
+        raise ConfigError(f"memalpha.training.runs: names also used in training.runs: {both}")
+
+    def require(key: str, name: str, allowed: set[str]) -> None:
+        if name not in allowed:
+            raise ConfigError(
+                f"config key {key}: unknown model {name!r} (known: {sorted(allowed)})"
+            )
+
+    for source in config["sources"]:
+        raw_file(config, source)
+    mix = config["training"]["stage2_data"]
+    if mix["source"] not in config["sources"]:
+        raise ConfigError(
+            f"config key training.stage2_data.source: unknown source {mix['source']!r} "
+            f"(known: {sorted(config['sources'])})"
+        )
+    window = config["training"]["stage2"]["max_chunks"] * config["agent"]["chunk_tokens"]
+    if mix["max_context_tokens"] > window:
+        raise ConfigError(
+            "config key training.stage2_data.max_context_tokens: "
+            f"{mix['max_context_tokens']} exceeds stage2.max_chunks x agent.chunk_tokens = {window}"
+            " (longer rows would be center-truncated, often cutting out the evidence)"
+        )
+    require("ruler_hqa.tokenizer", config["ruler_hqa"]["tokenizer"], models)
+    for i, name in enumerate(config["filter"]["models"]):
+        require(f"filter.models.{i}", name, models)
+    for run, spec in config["training"]["runs"].items():
+        require(f"training.runs.{run}.base", spec["base"], models)
+    for run, spec in memalpha_runs(config).items():
+        require(f"memalpha.training.runs.{run}.base", spec["base"], models)
+    require("ruler.tokenizer", config["ruler"]["tokenizer"], models)
+    for key in ("essays", "squad", "hotpotqa"):
+        _require_source(config, f"ruler.{key}", config["ruler"][key])
+    for task in config["longbench"]["tasks"]:
+        _require_source(config, f"longbench.tasks ({task})", longbench_source(task))
+    _check_kind_benchmarks(config)
+    _check_memalpha(config, require)  # first: a missing section also leaves its runs unknown
+    for system, spec in config["evaluation"]["systems"].items():
+        key = f"evaluation.systems.{system}"
+        require(f"{key}.model", spec["model"], models | runs)
+        engine = (spec.get("engine") or config["evaluation"]["engine"])["kind"]
+        if spec.get("context_extension", "none") != "none" and engine != "vllm":
+            raise ConfigError(
+                f"config key {key}.context_extension: {spec['context_extension']} is a vLLM "
+                f"engine setting, but the system's engine is {engine!r}"
+            )
+    ruler = config["ruler_hqa"]
+    if ruler["eval_questions"] > config["filter"]["keep_dev"]:
+        raise ConfigError("config key ruler_hqa.eval_questions: exceeds filter.keep_dev")
+    _check_coverage(config)
+    _check_agent_window(config)
+    _check_disabled_memory(config)
+    _check_rl_ablation(config)
+    _check_case_studies(config)
+
+
+def _check_rl_ablation(config: dict[str, Any]) -> None:
+    """Each system of a Figure 6/7 group exists, runs both figures' benchmarks, and the memory
+    workflow's roles are MemAgent systems."""
+    systems = config["evaluation"]["systems"]
+    for group, roles in rl_ablation_groups(config).items():
+        for role, sid in roles.items():
+            key = f"config key report.rl_ablation.{group}.{role}"
+            if sid not in systems:
+                raise ConfigError(f"{key}: unknown system {sid!r} (known: {sorted(systems)})")
+            spec = systems[sid]
+            missing = [b for b in RL_ABLATION_FIGURES.values() if b not in _benchmarks(spec)]
+            if missing:
+                raise ConfigError(f"{key}: system {sid!r} does not run {', '.join(missing)}")
+            if role != "backbone" and spec["kind"] != "memagent":
+                raise ConfigError(f"{key}: system {sid!r} is a {spec['kind']}, not a memagent")
+
+
+def _check_agent_window(config: dict[str, Any]) -> None:
+    """MemAgent's largest prompt plus its reply must fit each of its models' declared context
+    (a tiny model's, or `max_position_embeddings`), with each run's and system's own budgets. A
+    Hugging Face model's is unknown while planning; a request beyond it fails, and failed
+    requests fail the job."""
+    runs = trained_runs(config)
+    users = [(f"training.runs.{run}", spec, run) for run, spec in memagent_runs(config).items()]
+    users += [
+        (f"evaluation.systems.{sid}", spec, spec["model"])
+        for sid, spec in eval_systems(config).items()
+        if spec["kind"] == "memagent"
+    ]
+    for key, spec, name in users:
+        agent = agent_settings(config, spec)
+        window = agent["query_tokens"] + agent["chunk_tokens"] + 2 * agent["memory_tokens"]
+        base = runs[name]["base"] if name in runs else name
+        context = declared_context(config["models"][base])
+        if context is not None and window > context:
+            where = "agent" if "agent" not in spec else f"{key}.agent"
+            raise ConfigError(
+                f"config key {where}.memory_tokens: query_tokens + chunk_tokens + 2 x "
+                f"memory_tokens = {window} tokens (the memory prompt and its reply) exceed model "
+                f"{base!r}'s context of {context}"
+            )
+
+
+def _check_probe(config: dict[str, Any]) -> None:
+    """Table 4's systems are memagent systems run on RULER-HQA at every probe length (its
+    random row is their RULER-HQA evaluation)."""
+    probe = config["evaluation"].get("probe")
+    if not probe:
+        return
+    key = "config key evaluation.probe"
+    unknown = sorted(set(probe["n_docs"]) - set(config["ruler_hqa"]["n_docs"]))
+    if unknown:
+        raise ConfigError(f"{key}.n_docs: {unknown} not in ruler_hqa.n_docs (the random row)")
+    for sid in probe["systems"]:
+        spec = config["evaluation"]["systems"].get(sid, {})
+        if spec.get("kind") != "memagent":
+            raise ConfigError(f"{key}.systems: {sid!r} is not a memagent system")
+        if "ruler_hqa" not in spec.get("benchmarks", MEMAGENT_BENCHMARKS):
+            raise ConfigError(f"{key}.systems: {sid!r} does not run ruler_hqa (the random row)")
+        limit = spec.get("max_docs")
+        if limit is not None and max(probe["n_docs"]) > limit:
+            raise ConfigError(f"{key}.n_docs: above {sid!r}'s max_docs {limit}")
+
+
+def _check_memory_ablation(config: dict[str, Any]) -> None:
+    """Its systems are memagent systems, its tasks are the benchmarks' configured tasks, and
+    `retrain` has a training run to retrain."""
+    ablation = config["evaluation"].get("memory_ablation")
+    if not ablation:
+        return
+    key = "config key evaluation.memory_ablation"
+    systems = config["evaluation"]["systems"]
+    for sid in ablation["systems"]:
+        if systems.get(sid, {}).get("kind") != "memagent":
+            raise ConfigError(f"{key}.systems: {sid!r} is not a memagent system")
+        if ablation["retrain"] and systems[sid]["model"] not in config["training"]["runs"]:
+            raise ConfigError(
+                f"{key}.retrain: system {sid!r} runs {systems[sid]['model']!r}, not a training "
+                "run of training.runs: there is nothing to retrain"
+            )
+        own = agent_settings(config, systems[sid])
+        if [own["memory_tokens"], own["chunk_tokens"]] in ablation["settings"]:
+            raise ConfigError(
+                f"{key}.settings: [{own['memory_tokens']}, {own['chunk_tokens']}] is system "
+                f"{sid!r}'s own budget: the system itself is that row (a variant would repeat it)"
+            )
+    configured = {"ruler": config["ruler"]["tasks"], "longbench": config["longbench"]["tasks"]}
+    for benchmark, tasks in ablation["tasks"].items():
+        unknown = [task for task in tasks if task not in configured[benchmark]]
+        if unknown:
+            raise ConfigError(
+                f"{key}.tasks.{benchmark}: {unknown} not in {benchmark}.tasks "
+                f"({configured[benchmark]})"
+            )
+
+
+def _check_coverage(config: dict[str, Any]) -> None:
+    """Limits that would silently leave work out: a shard without samples, a system cut from a
+    whole benchmark by its own length limit, a RULER task capped below every length."""
+    samples = {
+        "ruler_hqa": config["ruler_hqa"]["eval_questions"],
+        "ruler": config["ruler"]["samples"],
+    }
+    for benchmark, steps in config["evaluation"]["shards"].items():
+        for start, count in steps.items():
+            if benchmark in samples and count > samples[benchmark]:
+                raise ConfigError(
+                    f"config key evaluation.shards.{benchmark}.{start}: {count} shards for "
+                    f"{samples[benchmark]} samples per task (some shards would be empty)"
+                )
+    shortest = {  # a system's limit -> the lengths it limits, and the shortest of them
+        "max_docs": ("ruler_hqa.n_docs", min(config["ruler_hqa"]["n_docs"])),
+        "max_length": ("ruler.lengths", min(config["ruler"]["lengths"])),
+    }
+    for name, system in config["evaluation"]["systems"].items():
+        for key, (lengths, least) in shortest.items():
+            if system.get(key) is not None and system[key] < least:
+                raise ConfigError(
+                    f"config key evaluation.systems.{name}.{key}: {system[key]} is below every "
+                    f"{lengths} (the shortest is {least}): the system would run none of them; "
+                    "drop the benchmark from its `benchmarks` instead"
+                )
+    for task, cap in config["ruler"].get("max_length", {}).items():
+        if task in config["ruler"]["tasks"] and cap < shortest["max_length"][1]:
+            raise ConfigError(
+                f"config key ruler.max_length.{task}: {cap} is below every ruler.lengths "
+                f"(the shortest is {shortest['max_length'][1]}): the task would never run"
+            )
+
+
+def _check_kind_benchmarks(config: dict[str, Any]) -> None:
+    """Each system runs only benchmarks its kind may run."""
+    for name, spec in config["evaluation"]["systems"].items():
+        kind = system_kind(spec["kind"])
+        if not set(_benchmarks(spec)) <= set(kind.allowed):
+            raise ConfigError(
+                f"config key evaluation.systems.{name}.benchmarks: a {kind.name} system runs "
+                f"only on {list(kind.allowed)}"
+            )
+
+
+def _benchmarks(spec: dict[str, Any]) -> list[str]:
+    """A configured system's benchmarks: its own, else its kind's default."""
+    return list(spec.get("benchmarks", system_kind(spec["kind"]).benchmarks))
+
+
+def _check_memalpha(config: dict[str, Any], require: Any) -> None:
+    """The `memalpha` section, required once a system runs one of Mem-α's benchmarks or reads
+    instances as Mem-α does, must resolve."""
+    users = [
+        name
+        for name, spec in config["evaluation"]["systems"].items()
+        if not set(_benchmarks(spec)).isdisjoint(MEMALPHA_BENCHMARKS)
+        or system_kind(spec["kind"]).instances_only
+    ]
+    if "memalpha" not in config:
+        if users:
+            raise ConfigError(f"config key memalpha: required by the systems {users}")
+        return
+    spec = config["memalpha"]
+    for benchmark in MEMALPHA_SPLITS:
+        _require_source(config, f"memalpha.{benchmark}.source", spec[benchmark]["source"])
+        unknown = sorted(set(spec[benchmark]["sources"]) - set(QUERY_PROMPTS))
+        if unknown:
+            raise ConfigError(
+                f"config key memalpha.{benchmark}.sources: no query prompt for {unknown}"
+            )
+    require("memalpha.qa.model", spec["qa"]["model"], set(config["models"]))
+    if spec["ruler_hqa"]["source"] not in QUERY_PROMPTS:
+        raise ConfigError(
+            f"config key memalpha.ruler_hqa.source: no query prompt for "
+            f"{spec['ruler_hqa']['source']!r}"
+        )
+    if spec["memory_tokenizer"] != O200K:
+        require("memalpha.memory_tokenizer", spec["memory_tokenizer"], set(config["models"]))
+    if "training" in spec:
+        _check_memalpha_recipe(spec["training"])
+    _check_memalpha_runs_evaluated(config)
+    _check_memalpha_window(config)
+    if memalpha_runs(config) and uses_qa_server(config):
+        missing = [k for k in ("save_every", "verl", "qa_server") if k not in spec["training"]]
+        if missing:
+            raise ConfigError(
+                f"config key memalpha.training: training.backend verl needs {', '.join(missing)}"
+            )
+
+
+def _require_source(config: dict[str, Any], key: str, source: str) -> None:
+    if source not in config["sources"]:
+        raise ConfigError(
+            f"config key {key}: unknown source {source!r} (known: {sorted(config['sources'])})"
+        )
+
+
+def _check_disabled_memory(config: dict[str, Any]) -> None:
+    """Stores are disabled on memalpha systems only, and never all three."""
+    for sid, spec in config["evaluation"]["systems"].items():
+        disabled = spec.get("disabled_memory")
+        key = f"config key evaluation.systems.{sid}.disabled_memory"
+        if disabled and spec["kind"] != "memalpha":
+            raise ConfigError(f"{key}: a {spec['kind']} system has no memory stores to disable")
+        if disabled and set(disabled) >= set(MEMORY_STORES):
+            raise ConfigError(f"{key}: every store disabled: the agent could remember nothing")
+
+
+def _check_memalpha_runs_evaluated(config: dict[str, Any]) -> None:
+    """Every Mem-α training run is some memalpha system's model: that system is its row of
+    Tables 4 and 9; a run nobody evaluates would train for nothing."""
+    evaluated = {
+        spec["model"]
+        for spec in config["evaluation"]["systems"].values()
+        if spec["kind"] == "memalpha"
+    }
+    for run in memalpha_runs(config):
+        if run not in evaluated:
+            raise ConfigError(
+                f"config key memalpha.training.runs.{run}: no memalpha system evaluates it (add "
+                f"one to evaluation.systems with model: {run}; it gives the run its row in "
+                "memalpha_table4 and memalpha_table9)"
+            )
+
+
+def _check_memalpha_window(config: dict[str, Any]) -> None:
+    """A memorisation reply (memalpha.agent.max_new_tokens), and in training the capped prompt
+    with it, fit each policy's window where the config knows it (an engine's max_model_len, a
+    tiny model's context)."""
+    spec = config["memalpha"]
+    reply = spec["agent"]["max_new_tokens"]
+    runs = memalpha_runs(config)
+    for sid, system in config["evaluation"]["systems"].items():
+        if system["kind"] != "memalpha":
+            continue
+        base = runs[system["model"]]["base"] if system["model"] in runs else system["model"]
+        if base not in config["models"]:
+            continue  # an unknown model: named by the systems' own check
+        engine = system.get("engine") or config["evaluation"]["engine"]
+        window = engine.get("max_model_len") or declared_context(config["models"][base])
+        if window is not None and reply >= window:
+            raise ConfigError(
+                f"config key memalpha.agent.max_new_tokens: {reply} leaves no room for a prompt "
+                f"in system {sid!r}'s window of {window} tokens"
+            )
+    cap = spec.get("training", {}).get("prompt_cap")
+    for run, run_spec in runs.items():
+        if run_spec["base"] not in config["models"]:
+            continue  # named by the runs' own check
+        window = declared_context(config["models"][run_spec["base"]])
+        if window is not None and cap + reply > window:
+            raise ConfigError(
+                f"config key memalpha.training.prompt_cap: {cap} + max_new_tokens {reply} exceed "
+                f"run {run!r}'s base {run_spec['base']!r} window of {window} tokens"
+            )
+
+
+def _check_memalpha_recipe(training: dict[str, Any]) -> None:
+    """The chosen recipe exists, and one that keeps the best checkpoint validates."""
+    recipe = training["recipe"]
+    if recipe not in training["recipes"]:
+        raise ConfigError(
+            f"config key memalpha.training.recipe: unknown recipe {recipe!r} "
+            f"(known: {sorted(training['recipes'])})"
+        )
+    if training["recipes"][recipe]["checkpoint"] == "best" and not training["validation"]["every"]:
+        raise ConfigError(
+            f"config key memalpha.training.validation.every: recipe {recipe!r} keeps the best "
+            "validated checkpoint, so training must validate (every > 0)"
+        )
+
+
+def _check_case_studies(config: dict[str, Any]) -> None:
+    """Each case study names a MemAgent evaluation of the matrix (the only records with a
+    memory trace)."""
+    systems = eval_systems(config)
+    jobs = {(j.benchmark, j.system, j.length) for j in eval_jobs(config, systems)}
+    seen = set()
+    for i, study in enumerate(config["report"].get("case_studies", [])):
+        key = f"config key report.case_studies.{i}"
+        evaluation = (study["benchmark"], study["system"], study["length"])
+        if evaluation in seen:
+            raise ConfigError(f"{key}: a second case study of {evaluation} (one per evaluation)")
+        seen.add(evaluation)
+        if systems.get(study["system"], {}).get("kind") != "memagent":
+            raise ConfigError(f"{key}.system: {study['system']!r} is not a memagent system")
+        if (study["benchmark"], study["system"], study["length"]) not in jobs:
+            raise ConfigError(
+                f"{key}: {study['system']!r} has no {study['benchmark']} evaluation at length "
+                f"{study['length']}"
+            )

@@ -1,0 +1,116 @@
+"""Load a config file and validate it: the schema (workflow/schemas/config.schema.yaml, the one
+definition of what a config may say), then the cross-reference checks."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import yaml
+
+from memrl.config.base import ConfigError
+from memrl.config.checks import check_references
+from memrl.config.matrix import eval_jobs
+
+
+class _StrictLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]
+    """YAML's safe loader, but a key given twice in one mapping is an error (YAML says so;
+    PyYAML silently keeps the last)."""
+
+    def construct_mapping(self, node: Any, deep: bool = False) -> Any:
+        first_line: dict[Any, int] = {}
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=deep)
+            try:
+                if key in first_line:
+                    raise yaml.constructor.ConstructorError(
+                        None,
+                        None,
+                        f"duplicate key {key!r} (first given at line {first_line[key]})",
+                        key_node.start_mark,
+                    )
+                first_line[key] = key_node.start_mark.line + 1
+            except TypeError:  # an unhashable key: PyYAML's own error follows
+                pass
+        return super().construct_mapping(node, deep)
+
+
+def load_yaml(path: str | Path) -> dict[str, Any]:
+    """A config (or schema) file: syntax errors, tabs and duplicate keys fail naming the file,
+    the line and the column."""
+    from memrl.data.io import read_text
+
+    try:
+        text = read_text(path)
+        data = yaml.load(text, Loader=_StrictLoader)  # a safe loader, strict on duplicates
+    except (OSError, ValueError) as exc:
+        raise ConfigError(f"cannot read config: {exc}") from exc
+    except yaml.MarkedYAMLError as exc:
+        raise ConfigError(_yaml_error(path, text, exc)) from None
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{path}: not valid YAML: {exc}") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: a config must be a mapping, got {type(data).__name__}")
+    return data
+
+
+def _yaml_error(path: str | Path, text: str, exc: yaml.MarkedYAMLError) -> str:
+    mark = exc.problem_mark or exc.context_mark
+    if mark is None:
+        return f"{path}: not valid YAML: {exc}"
+    message = exc.problem or exc.context
+    if exc.context and exc.problem:
+        message += f" ({exc.context})"
+    line = text.splitlines()[mark.line] if mark.line < len(text.splitlines()) else ""
+    if "\t" in line[: mark.column + 1]:
+        message += "; the line holds a tab: YAML indents with spaces only"
+    return f"{path}:{mark.line + 1}:{mark.column + 1}: {message}"
+
+
+def validate_config(config: dict[str, Any], schema_path: str | Path) -> None:
+    """Validate against the workflow schema, then check that every cross-reference resolves."""
+    schema = load_yaml(schema_path)
+    errors = sorted(
+        jsonschema.Draft202012Validator(schema).iter_errors(config), key=lambda e: list(e.path)
+    )
+    if errors:
+        raise ConfigError(_describe(errors[0]))
+    check_references(config)
+
+
+def _describe(error: jsonschema.ValidationError) -> str:
+    key = ".".join(str(part) for part in error.absolute_path) or "<top level>"
+    if error.validator == "additionalProperties":
+        unknown = sorted(set(error.instance) - set(error.schema.get("properties", {})))
+        return f"config key {key}: unknown key(s) {', '.join(map(str, unknown))}"
+    return f"config key {key}: {error.message}"
+
+
+def check_config_files(paths: Sequence[str | Path]) -> None:
+    """Read each config file strictly: Snakemake's own reading keeps the last of duplicate keys."""
+    for path in dict.fromkeys(map(str, paths)):
+        load_yaml(path)
+
+
+SCHEMA = Path(__file__).resolve().parents[3] / "workflow" / "schemas" / "config.schema.yaml"
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """`python -m memrl.config FILE`: check a config without Snakemake (which, on a YAML syntax
+    error, names neither the line nor the column)."""
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python -m memrl.config", description=main.__doc__)
+    parser.add_argument("config", type=Path)
+    args = parser.parse_args(argv)
+    try:
+        config = load_yaml(args.config)
+        validate_config(config, SCHEMA)
+    except ConfigError as exc:
+        message = str(exc)
+        raise SystemExit(
+            message if str(args.config) in message else f"{args.config}: {message}"
+        ) from None
+    print(f"{args.config}: valid ({len(eval_jobs(config))} evaluation jobs)")

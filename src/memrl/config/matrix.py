@@ -1,0 +1,207 @@
+"""The experiment matrix: which systems exist, which evaluation jobs each runs, over how many
+shards and GPUs."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, NamedTuple
+
+from memrl.benchmarks import (
+    MEMALPHA_BENCHMARKS,
+    NO_LENGTH,
+    PROBE_BENCHMARK,
+    RULER_HQA_TASK,
+)
+from memrl.config.base import ablation_name, memalpha_runs, qa_model, trained_runs, uses_qa_server
+from memrl.data.longbench import LONGBENCH_SUM  # Table 2; the other tasks are QA (Table 3)
+from memrl.systems import system_kind
+
+
+class EvalJob(NamedTuple):
+    """One evaluation job: a system on one benchmark at one length, every task there (one model
+    load; its predictions and metrics hold a record per task)."""
+
+    benchmark: str
+    system: str  # a concrete system id (eval_systems)
+    length: int  # n_docs (RULER-HQA), target tokens (RULER), 0 (LongBench)
+    tasks: tuple[str, ...]  # ("hqa",) for RULER-HQA, RULER tasks, LongBench configs
+    shards: int  # jobs the samples are split over (`eval_shards`), merged by merge_eval
+
+
+Systems = dict[str, dict[str, Any]]
+
+
+def eval_systems(config: dict[str, Any]) -> Systems:
+    """Concrete systems by id: each configured system as its kind expands it (a RAG system over
+    its grid), then its memory-ablation variants."""
+    systems: dict[str, dict[str, Any]] = {}
+    for name, spec in config["evaluation"]["systems"].items():
+        base = {"benchmarks": list(system_kind(spec["kind"]).benchmarks), **spec, "name": name}
+        systems.update(system_kind(spec["kind"]).expand(name, base))
+        systems.update(_memory_ablation_systems(config, name, base))
+    return systems
+
+
+def _memory_ablation_systems(config: dict[str, Any], name: str, base: dict[str, Any]) -> Systems:
+    """The variants of a system of `evaluation.memory_ablation`: `<name>.m<M>-c<C>` per setting,
+    its agent's budgets overridden (and, with `retrain`, its model the run trained with them),
+    on the ablation's tasks only, its paper row Tables 8/9's `<prefix>-m<M>-c<C>`."""
+    ablation = config["evaluation"].get("memory_ablation")
+    if not ablation or name not in ablation["systems"]:
+        return {}
+    retrained = ablation["retrain"] and base["model"] in config["training"]["runs"]
+    variants = {}
+    for memory, chunk in ablation["settings"]:
+        suffix = f"m{memory}-c{chunk}"
+        variants[ablation_name(name, memory, chunk)] = {
+            **base,
+            "model": ablation_name(base["model"], memory, chunk, "-")
+            if retrained
+            else base["model"],
+            "agent": {"memory_tokens": memory, "chunk_tokens": chunk},
+            "benchmarks": list(ablation["tasks"]),
+            "tasks": ablation["tasks"],
+            "display": f"{base['display']} {suffix}",
+            "paper_row": f"{ablation['systems'][name]}-{suffix}",
+            "ablation_of": name,
+        }
+    return variants
+
+
+def _runs_benchmark(system: dict[str, Any], benchmark: str) -> bool:
+    return benchmark in system["benchmarks"] and system_kind(system["kind"]).runs(system, benchmark)
+
+
+def memorizes(system: dict[str, Any], benchmark: str) -> bool:
+    """Whether a system's evaluation on `benchmark` takes two jobs: its own model reads every
+    instance first (`memorize`: the Mem-α policy writes its memory, MemAgent its memory and
+    answers, MEM1 its summary), then the evaluate job answers or judges on the QA model."""
+    return system_kind(system["kind"]).memorizes(benchmark)
+
+
+def eval_model(config: dict[str, Any], system: dict[str, Any], benchmark: str) -> str:
+    """The model an evaluate job loads: the QA model after a memorize job, else the system's."""
+    return qa_model(config) if memorizes(system, benchmark) else system["model"]
+
+
+def ruler_sets(config: dict[str, Any]) -> list[tuple[str, int]]:
+    """Every (task, length) RULER set, lengths above a task's `max_length` left out."""
+    ruler = config["ruler"]
+    caps = ruler.get("max_length", {})
+    return [
+        (task, length)
+        for task in ruler["tasks"]
+        for length in ruler["lengths"]
+        if length <= caps.get(task, length)
+    ]
+
+
+def eval_jobs(config: dict[str, Any], systems: Systems | None = None) -> list[EvalJob]:
+    """Every evaluation job: systems (config order) x their benchmarks x lengths, each job
+    covering the benchmark's tasks at that length. `systems`: `eval_systems(config)`, when the
+    caller has it already."""
+    jobs = []
+    for system_id, system in (systems or eval_systems(config)).items():
+        tasks: dict[tuple[str, int], list[str]] = {}
+        if _runs_benchmark(system, "ruler_hqa"):
+            limit = system.get("max_docs")
+            for n in config["ruler_hqa"]["n_docs"]:
+                if limit is None or n <= limit:
+                    tasks[("ruler_hqa", n)] = [RULER_HQA_TASK]
+        only = system.get("tasks", {})  # a memory-ablation variant's tasks
+        if _runs_benchmark(system, "ruler"):
+            limit = system.get("max_length")
+            for task, length in ruler_sets(config):
+                if (limit is None or length <= limit) and task in only.get("ruler", (task,)):
+                    tasks.setdefault(("ruler", length), []).append(task)
+        if _runs_benchmark(system, "longbench"):
+            tasks[("longbench", NO_LENGTH)] = [
+                task
+                for task in config["longbench"]["tasks"]
+                if not (system_kind(system["kind"]).qa_only and task in LONGBENCH_SUM)
+                and task in only.get("longbench", (task,))
+            ]
+        for benchmark in MEMALPHA_BENCHMARKS:
+            if _runs_benchmark(system, benchmark):
+                tasks[(benchmark, NO_LENGTH)] = list(config["memalpha"][benchmark]["sources"])
+        probe = config["evaluation"].get("probe")
+        if probe and system_id in probe["systems"]:
+            for n in probe["n_docs"]:
+                tasks[(PROBE_BENCHMARK, n)] = [probe_task(p) for p in probe["placements"]]
+        jobs += [
+            EvalJob(
+                benchmark,
+                system_id,
+                length,
+                tuple(names),
+                eval_shards(config, system, benchmark, length),
+            )
+            for (benchmark, length), names in tasks.items()
+            if names
+        ]
+    return jobs
+
+
+def probe_task(placement: Sequence[int]) -> str:
+    """A probe placement's task name: [0, 20] (percent depths of the two groups) -> p0_20."""
+    return f"p{placement[0]}_{placement[1]}"
+
+
+def eval_shards(config: dict[str, Any], system: dict[str, Any], benchmark: str, length: int) -> int:
+    """Jobs one evaluation is split over: `evaluation.shards.<benchmark>` maps a length to the
+    shard count from that length up (the longest such length wins); 1 below them all. A probe
+    set is split as the RULER-HQA set of its length."""
+    if not system_kind(system["kind"]).sharded:
+        return 1
+    benchmark = "ruler_hqa" if benchmark == PROBE_BENCHMARK else benchmark
+    steps = sorted(
+        (int(start), count)
+        for start, count in config["evaluation"]["shards"].get(benchmark, {}).items()
+    )
+    return next((count for start, count in reversed(steps) if length >= start), 1)
+
+
+def model_gpus(config: dict[str, Any], name: str) -> int:
+    """GPUs an inference job on this model needs (a trained run inherits its base model's)."""
+    runs = trained_runs(config)
+    base = runs[name]["base"] if name in runs else name
+    return int(config["models"][base].get("gpus", 0))
+
+
+def train_gpus(config: dict[str, Any], run: str) -> int:
+    """GPUs of a training job in all (SLURM's --gpus counts the job's total, not per node); a
+    Mem-α run on verl adds its QA server's (memrl.verl.job.qa_server_plan): on one node its
+    GPUs, else a whole node of its own."""
+    spec = trained_runs(config)[run]
+    gpus = spec.get("gpus_per_node", 0) * spec.get("nodes", 1)
+    if run in memalpha_runs(config) and uses_qa_server(config):
+        server = config["memalpha"]["training"]["qa_server"]["gpus"]
+        gpus += server if spec.get("nodes", 1) == 1 else spec["gpus_per_node"]
+    return gpus
+
+
+def train_nodes(config: dict[str, Any], run: str) -> int:
+    """Nodes of a training job: a multi-node Mem-α run on verl adds its QA server's node."""
+    nodes = trained_runs(config)[run].get("nodes", 1)
+    if run in memalpha_runs(config) and uses_qa_server(config) and nodes > 1:
+        return nodes + 1
+    return nodes
+
+
+def case_study_specs(config: dict[str, Any]) -> dict[tuple[str, str, int], dict[str, Any]]:
+    """`report.case_studies` by the evaluation each names: (benchmark, system, length)."""
+    return {
+        (study["benchmark"], study["system"], study["length"]): study
+        for study in config["report"].get("case_studies", [])
+    }
+
+
+def case_studies(config: dict[str, Any]) -> list[EvalJob]:
+    """The MemAgent evaluations whose chosen samples `report.case_studies` traces."""
+    studies = case_study_specs(config)
+    return [j for j in eval_jobs(config) if (j.benchmark, j.system, j.length) in studies]
+
+
+def rl_ablation_groups(config: dict[str, Any]) -> dict[str, dict[str, str]]:
+    """Figures 6 and 7: per group label (a backbone size), the system id of each role."""
+    return config["report"].get("rl_ablation", {})

@@ -1,0 +1,355 @@
+"""The tables and figures: their names, the evaluation jobs each reads and their settings."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Sequence
+from typing import Any
+
+from memrl.benchmarks import (
+    MEMALPHA_BENCHMARKS,
+    PROBE_BENCHMARK,
+)
+from memrl.config.base import ConfigError, memalpha_runs, trained_runs
+from memrl.config.matrix import EvalJob, eval_jobs, eval_systems, rl_ablation_groups, ruler_sets
+from memrl.config.settings import memalpha_recipe
+from memrl.data.longbench import LONGBENCH_SUM  # Table 2; the other tasks are QA (Table 3)
+from memrl.data.ruler import TASKS as RULER_TASK_SPECS
+from memrl.systems import system_kind
+
+REPORTED_SYSTEM_KEYS = (
+    "kind",
+    "model",
+    "name",
+    "benchmarks",
+    "retriever",
+    "top_k",
+    "unit",
+    "unit_tokens",
+    "agent",  # a memory-ablation variant's budgets
+    "ablation_of",  # ... and the system it varies
+)
+
+
+def report_settings(config: dict[str, Any]) -> dict[str, Any]:
+    def labels(section: str) -> dict[int, str]:
+        return {int(k): v for k, v in config[section]["length_labels"].items()}
+
+    return {
+        "systems": _report_systems(config, variants=False),
+        "length_labels": labels("ruler_hqa"),
+        "ruler_length_labels": labels("ruler"),
+        "run": config["run"],
+    }
+
+
+def _report_systems(config: dict[str, Any], variants: bool) -> list[dict[str, Any]]:
+    """The systems a report shows, as a list (settings JSON is key-sorted; the tables keep the
+    config's order); memory-ablation variants only when `variants`."""
+    return [
+        {
+            "id": system_id,
+            "display": spec["display"],
+            "paper_row": spec.get("paper_row"),
+            **{key: spec[key] for key in REPORTED_SYSTEM_KEYS if key in spec},
+            **_reward_weights(config, spec),
+        }
+        for system_id, spec in eval_systems(config).items()
+        if variants or "ablation_of" not in spec
+    ]
+
+
+def _reward_weights(config: dict[str, Any], system: dict[str, Any]) -> dict[str, Any]:
+    """A Mem-α system whose policy is a Mem-α run of ours: its (β, γ), which pick its row of the
+    ablation tables (memalpha_table4/9), and the recipe that trained it (their notes)."""
+    run = memalpha_runs(config).get(system.get("model", ""))
+    if system["kind"] != "memalpha" or run is None:
+        return {}
+    return {"reward_weights": [run["beta"], run["gamma"]], "training": memalpha_recipe(config)}
+
+
+def paper_file(config: dict[str, Any], name: str) -> str:
+    """The published numbers a table or figure is compared with (config/paper/)."""
+    memalpha = (*MEMALPHA_TABLES, SUITES_TABLE, *MEMALPHA_FIGURES)
+    key = "memalpha_paper" if name in memalpha else "paper"
+    return config["report"][key]
+
+
+NIAH_CONFIG_TABLE = "table7"  # the NIAH synthetic configuration: reads the RULER sets it describes
+
+
+PROBE_TABLE = "table4"  # §3.3.3: the probe, as differences from the random placement
+
+
+MEMAGENT_TABLES = (
+    "table1",
+    "table2",
+    "table3",
+    PROBE_TABLE,
+    NIAH_CONFIG_TABLE,
+    "table8",
+    "table9",
+    "table10",
+    "table11",
+    "table_niah",
+)
+
+
+# Mem-α's dataset statistics: the `memalpha` splits each table describes (a stats job per split)
+STATS_TABLES = {
+    "memalpha_table6": ("memalpha",),
+    "memalpha_table7": ("train", "memalpha"),
+    "memalpha_table8": ("mab",),
+}
+
+
+MEMALPHA_SPLITS = ("train", *MEMALPHA_BENCHMARKS)
+
+
+TRACE_TABLE = "memalpha_table5"  # final memories side by side: reads memorize records
+
+
+MEMALPHA_SCORE_TABLES = ("memalpha_table1", "memalpha_table2", "memalpha_table3")
+
+
+# the (β, γ) ablation of our Mem-α runs: validation (Table 4), MemoryAgentBench (Table 9)
+ABLATION_TABLES = {"memalpha_table4": "memalpha", "memalpha_table9": "mab"}
+
+
+MEMALPHA_TABLES = (*MEMALPHA_SCORE_TABLES, *ABLATION_TABLES, TRACE_TABLE, *STATS_TABLES)
+
+
+SUITES_TABLE = "suites"  # beyond the papers: every system on RULER-HQA and MemoryAgentBench
+
+
+TABLES = (*MEMAGENT_TABLES, *MEMALPHA_TABLES, SUITES_TABLE)
+
+
+MEMALPHA_FIGURES = ("memalpha_frontier",)  # beyond the paper: score against memory size
+
+
+RL_ABLATION_FIGURES = {"figure6": "ruler_hqa", "figure7": "longbench"}  # §3.3.1
+
+
+# The memory ablation (evaluation.memory_ablation): name -> (benchmark, what stays fixed)
+MEMORY_ABLATION = {
+    "table8": ("ruler", "total"),  # §D.1: memory + chunk held at the agent's total
+    "table9": ("longbench", "total"),
+    "figure8": ("ruler", "chunk"),  # §3.3.2: memory 256 ... 4096, chunk at the agent's
+    "figure9": ("longbench", "chunk"),
+}
+
+
+FLOPS_FIGURE = "figure10"  # Appendix B, with the RULER-HQA jobs' measured cost beside it
+
+
+ABLATION_ROLES = ("backbone", "workflow", "rl")  # of each report.rl_ablation group
+
+
+FLOPS_ROLES = ("backbone", "rl")  # Figure 10's
+
+
+FIGURES = (
+    "figure1",
+    "figure5",
+    "figure_ood",
+    *RL_ABLATION_FIGURES,
+    "figure8",
+    "figure9",
+    FLOPS_FIGURE,
+    *MEMALPHA_FIGURES,
+)
+
+
+NIAH_FIGURE_TASKS = ("niah_single_1", "niah_single_2", "niah_single_3")  # Figure 5
+
+
+def report_needs(name: str) -> str:
+    """The config part whose evaluations a table or figure reads (for 'nothing to show' errors)."""
+    if name == PROBE_TABLE:
+        return "evaluation.probe"
+    if name in MEMORY_ABLATION:
+        return "evaluation.memory_ablation"
+    if name in RL_ABLATION_FIGURES:
+        return "report.rl_ablation"
+    if name in ABLATION_TABLES:
+        return "memalpha.training.runs, evaluated as systems"
+    return "evaluation.systems on its benchmarks"
+
+
+def report_jobs(config: dict[str, Any], name: str) -> list[EvalJob]:
+    """The evaluation jobs a table or figure reads (by benchmark, task and system kind); their
+    metrics files may hold other tasks too, which the tables ignore."""
+    kinds = eval_systems(config)
+    every_job = eval_jobs(config, kinds)
+    if name == PROBE_TABLE:  # the probe sets, and RULER-HQA at their lengths (random)
+        probe = config["evaluation"].get("probe") or {"systems": {}, "n_docs": []}
+        lengths = set(probe["n_docs"])
+        return [
+            j
+            for j in every_job
+            if j.system in probe["systems"]
+            and (
+                j.benchmark == PROBE_BENCHMARK
+                or (j.benchmark == "ruler_hqa" and j.length in lengths)
+            )
+        ]
+    if name in MEMORY_ABLATION:  # the ablated systems and their variants
+        members = set(memory_ablation_members(config, name))
+        benchmark = MEMORY_ABLATION[name][0]
+        return [j for j in every_job if j.system in members and j.benchmark == benchmark]
+    jobs = [j for j in every_job if "ablation_of" not in kinds[j.system]]  # the rest: not theirs
+
+    def select(benchmark: str, rag: bool | None, tasks: Sequence[str] | None = None) -> list:
+        return [
+            job
+            for job in jobs
+            if job.benchmark == benchmark
+            and (tasks is None or not set(tasks).isdisjoint(job.tasks))
+            and (rag is None or (kinds[job.system]["kind"] == "rag") == rag)
+        ]
+
+    def memagent_suite() -> list[EvalJob]:  # RULER-HQA without RAG and Mem-α's agents
+        return [
+            j
+            for j in select("ruler_hqa", rag=False)
+            if not system_kind(kinds[j.system]["kind"]).instances_only
+        ]
+
+    def ablation(benchmark: str) -> list[EvalJob]:  # Mem-α systems of our own Mem-α runs
+        runs = memalpha_runs(config)
+        return [
+            j
+            for j in select(benchmark, rag=False)
+            if kinds[j.system]["kind"] == "memalpha" and kinds[j.system]["model"] in runs
+        ]
+
+    def rl_ablation(benchmark: str, roles: Sequence[str] = ABLATION_ROLES) -> list[EvalJob]:
+        groups = rl_ablation_groups(config).values()  # report.rl_ablation's systems in `roles`
+        ablated = {group[role] for group in groups for role in roles}
+        tasks = qa if benchmark == "longbench" else None
+        return [j for j in select(benchmark, rag=False, tasks=tasks) if j.system in ablated]
+
+    def policies() -> list[EvalJob]:  # Mem-α's framework with each policy, on validation
+        return [j for j in select("memalpha", rag=False) if kinds[j.system]["kind"] == "memalpha"]
+
+    qa = [t for t in config["longbench"]["tasks"] if t not in LONGBENCH_SUM]
+    memagent = [j for j in jobs if kinds[j.system]["kind"] == "memagent"]
+    selections = {
+        "table1": memagent_suite,
+        "figure1": memagent_suite,
+        "table2": lambda: select("longbench", rag=False, tasks=LONGBENCH_SUM),
+        "table3": lambda: select("longbench", rag=False, tasks=qa),
+        "table10": lambda: (
+            select("ruler_hqa", rag=True) + [j for j in memagent if j.benchmark == "ruler_hqa"]
+        ),
+        "table11": lambda: (
+            select("longbench", rag=True, tasks=qa)
+            + [
+                j
+                for j in memagent
+                if j.benchmark == "longbench" and not set(qa).isdisjoint(j.tasks)
+            ]
+        ),
+        "figure5": lambda: select("ruler", rag=None, tasks=NIAH_FIGURE_TASKS),
+        "table_niah": lambda: select("ruler", rag=None, tasks=NIAH_FIGURE_TASKS),
+        "figure_ood": lambda: select("ruler", rag=None),
+        "memalpha_table1": lambda: select("memalpha", rag=None),
+        "memalpha_table2": lambda: select("mab", rag=None),
+        "memalpha_table3": policies,
+        **{name: functools.partial(ablation, bench) for name, bench in ABLATION_TABLES.items()},
+        **{name: functools.partial(rl_ablation, b) for name, b in RL_ABLATION_FIGURES.items()},
+        FLOPS_FIGURE: lambda: rl_ablation("ruler_hqa", FLOPS_ROLES),
+        "memalpha_frontier": lambda: select("memalpha", rag=None) + select("mab", rag=None),
+        SUITES_TABLE: lambda: select("ruler_hqa", rag=None) + select("mab", rag=None),
+        TRACE_TABLE: policies,
+        NIAH_CONFIG_TABLE: list,  # no evaluation: the RULER sets (niah_sets)
+    }
+    if name not in selections:
+        raise ConfigError(f"unknown table or figure {name!r}")
+    return selections[name]()
+
+
+def niah_sets(config: dict[str, Any]) -> list[tuple[str, int]]:
+    """The (task, length) of every NIAH set the config synthesizes (Table 7 describes them)."""
+    return [
+        (task, n) for task, n in ruler_sets(config) if RULER_TASK_SPECS[task]["family"] == "niah"
+    ]
+
+
+def memory_ablation_members(config: dict[str, Any], name: str) -> list[str]:
+    """The systems of a memory-ablation table or figure (MEMORY_ABLATION): each ablated system
+    (the agent's own budgets), then its variants that keep the chunk (figures 8, 9) or the memory
+    + chunk total (tables 8, 9) of the agent."""
+    agent = config["agent"]
+    fixed = MEMORY_ABLATION[name][1]
+    members = []
+    for sid, spec in eval_systems(config).items():
+        if sid in config["evaluation"].get("memory_ablation", {}).get("systems", {}):
+            members.append(sid)
+        elif "ablation_of" in spec:
+            memory, chunk = spec["agent"]["memory_tokens"], spec["agent"]["chunk_tokens"]
+            if (fixed == "chunk" and chunk == agent["chunk_tokens"]) or (
+                fixed == "total"
+                and memory + chunk == agent["memory_tokens"] + agent["chunk_tokens"]
+            ):
+                members.append(sid)
+    return members
+
+
+def table_settings(config: dict[str, Any], name: str) -> dict[str, Any]:
+    """What one table or figure reads beyond `report_settings`: Figures 6 and 7 their groups,
+    Table 4 its probe, Table 7 the RULER settings it reports, the memory ablation its own
+    systems (the only reports that show the variants)."""
+    if name in MEMORY_ABLATION:
+        members = set(memory_ablation_members(config, name))
+        systems = [s for s in _report_systems(config, True) if s["id"] in members]
+        return {"systems": systems, "agent": config["agent"]}
+    if name in RL_ABLATION_FIGURES:
+        return {"rl_ablation": rl_ablation_groups(config)}
+    if name == PROBE_TABLE:
+        probe = config["evaluation"].get("probe") or {"systems": {}, "placements": []}
+        return {"probe": {"systems": probe["systems"], "placements": probe["placements"]}}
+    if name != NIAH_CONFIG_TABLE:
+        return {}
+    ruler = config["ruler"]
+    tokenizer = config["models"][ruler["tokenizer"]]
+    return {
+        "niah_config": {
+            "variant": ruler["variant"],
+            "samples": ruler["samples"],
+            "tokenizer": tokenizer.get("id", ruler["tokenizer"]),
+            "seed": config["seed"],
+        }
+    }
+
+
+def flops_settings(config: dict[str, Any]) -> dict[str, Any]:
+    """Figure 10: the agent's q, N and o, the attention count (`report.flops_attention`), and
+    per `report.rl_ablation` group the long-context
+    backbone (and the input it truncates to) and RL-MemAgent, whose RULER-HQA jobs give the
+    measured cost."""
+    agent, systems = config["agent"], config["evaluation"]["systems"]
+    return {
+        "agent": {key: agent[key] for key in ("query_tokens", "chunk_tokens", "final_tokens")},
+        "attention": config["report"].get("flops_attention", "fork"),
+        "groups": {
+            group: {
+                "backbone": roles["backbone"],
+                "rl": roles["rl"],
+                "backbone_max_input": systems[roles["backbone"]].get("max_input_tokens"),
+            }
+            for group, roles in rl_ablation_groups(config).items()
+        },
+    }
+
+
+def flops_models(config: dict[str, Any]) -> dict[str, str]:
+    """Figure 10: per group, the model whose shape prices the FLOPs (RL-MemAgent's base)."""
+    runs = trained_runs(config)
+    systems = config["evaluation"]["systems"]
+    models = {}
+    for group, roles in rl_ablation_groups(config).items():
+        model = systems[roles["rl"]]["model"]
+        models[group] = runs[model]["base"] if model in runs else model
+    return models

@@ -1,0 +1,252 @@
+"""Per-job settings: exactly what one job may read from the config (a job reruns when they
+change, and only then)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from memrl.benchmarks import (
+    MEMALPHA_BENCHMARKS,
+)
+from memrl.config.base import MEMALPHA_STAGE, ConfigError, memagent_runs, memalpha_runs, qa_model
+from memrl.config.matrix import (
+    EvalJob,
+    Systems,
+    case_study_specs,
+    eval_systems,
+    memorizes,
+    model_gpus,
+)
+from memrl.scoring.verifier import DEFAULT_VERIFIER
+from memrl.systems import system_kind
+from memrl.systems.memagent import agent_settings
+
+
+def probe_set_settings(config: dict[str, Any], task: str, n_docs: int) -> dict[str, Any]:
+    """One probe set: the RULER-HQA eval set of n_docs with the groups at the task's depths."""
+    depths = [int(percent) / 100 for percent in task[1:].split("_")]
+    return {**eval_set_settings(config, n_docs), "placement": depths}
+
+
+def engine_settings(
+    config: dict[str, Any], spec: dict[str, Any] | None, model: str
+) -> dict[str, Any]:
+    """An engine block (`spec`, else evaluation.engine) with the model's tensor-parallel size."""
+    engine = dict(spec or config["evaluation"]["engine"])
+    if engine["kind"] in ("vllm", "served"):
+        engine.setdefault("tensor_parallel_size", max(1, model_gpus(config, model)))
+    return engine
+
+
+def model_fetch_settings(config: dict[str, Any], name: str) -> dict[str, Any]:
+    """What download_model needs: the model's source spec, without inference-time keys."""
+    return {key: value for key, value in config["models"][name].items() if key != "gpus"}
+
+
+def filter_settings(config: dict[str, Any]) -> dict[str, Any]:
+    spec = config["filter"]
+    return {
+        "models": {name: engine_settings(config, spec["engine"], name) for name in spec["models"]},
+        **{key: spec[key] for key in ("n_samples", "sampling", "max_tokens")},
+        "keep": {"train": spec["keep_train"], "dev": spec["keep_dev"]},
+        "verifier": spec.get("verifier", DEFAULT_VERIFIER),
+    }
+
+
+def synthesize_settings(config: dict[str, Any]) -> dict[str, Any]:
+    ruler = config["ruler_hqa"]
+    keys = ("train_questions", "dev_questions", "train_docs", "store_ids_above")
+    return {**{key: ruler[key] for key in keys}, "seed": config["seed"]}
+
+
+def eval_set_settings(config: dict[str, Any], n_docs: int) -> dict[str, Any]:
+    ruler = config["ruler_hqa"]
+    return {
+        "n_docs": n_docs,
+        "eval_questions": ruler["eval_questions"],
+        "store_ids_above": ruler["store_ids_above"],
+        "seed": config["seed"],
+    }
+
+
+# Bumped when a code change alters what a job writes, so that Snakemake rebuilds it (its params
+# change): RULER rows 2 = the official key order and the fork's answer prefixes;
+# the RULER-HQA pool 2 = the questions' key-information groups (Table 4's probe).
+RULER_ROWS_FORMAT = 2
+
+
+HQA_POOL_FORMAT = 2
+
+
+def hqa_pool_settings() -> dict[str, Any]:
+    return {"format": HQA_POOL_FORMAT}
+
+
+def ruler_set_settings(config: dict[str, Any], task: str, length: int) -> dict[str, Any]:
+    ruler = config["ruler"]
+    return {
+        "task": task,
+        "length": length,
+        "samples": ruler["samples"],
+        "variant": ruler["variant"],
+        "seed": config["seed"],
+        "format": RULER_ROWS_FORMAT,
+    }
+
+
+def train_settings(config: dict[str, Any], run: str, stage: str) -> dict[str, Any]:
+    spec = memagent_runs(config)[run]
+    stage_spec = dict(config["training"][stage])
+    if "rollout_batch" in spec:
+        stage_spec["rollout_batch"] = spec["rollout_batch"]
+    backend = config["training"]["backend"]
+    if backend == "verl":  # the cpu trainer's jobs must not rerun when verl-only keys change
+        verl = dict(config["training"]["verl"])
+        if verl["tensor_parallel_size"] is None:
+            verl["tensor_parallel_size"] = max(1, model_gpus(config, spec["base"]))
+        stage_spec["verl"] = verl
+    return {
+        "backend": backend,
+        "run": run,
+        "stage": stage,
+        "verifier": config["training"].get("verifier", DEFAULT_VERIFIER),
+        "agent": agent_settings(config, spec),
+        "seed": config["seed"],
+        "gpus_per_node": spec.get("gpus_per_node", 0),
+        "nodes": spec.get("nodes", 1),
+        **stage_spec,
+    }
+
+
+def memalpha_recipe(config: dict[str, Any]) -> dict[str, Any]:
+    """The recipe that trains the Mem-α runs: its name and its recipes entry."""
+    training = config["memalpha"]["training"]
+    return {"recipe": training["recipe"], **training["recipes"][training["recipe"]]}
+
+
+def memalpha_train_settings(config: dict[str, Any], run: str) -> dict[str, Any]:
+    """Everything a Mem-α GRPO job reads: its run (base, β, γ), the chosen recipe (steps,
+    warm-up, KL, checkpoint), the shared hyperparameters, validation on the Memalpha validation
+    sources, the policy's memorisation settings with the training prompt cap, the QA step, the
+    judge."""
+    spec = config["memalpha"]
+    skip = ("runs", "recipe", "recipes")
+    training = {key: value for key, value in spec["training"].items() if key not in skip}
+    agent = {**spec["agent"], "prompt_cap": training.pop("prompt_cap")}
+    agent["cut_responses"] = training.pop("cut_responses")
+    qa = {k: v for k, v in spec["qa"].items() if k not in ("engine", "model")}
+    run_spec = {"nodes": 1, "gpus_per_node": 0, **memalpha_runs(config)[run]}
+    return {
+        "backend": config["training"]["backend"],
+        "run": run,
+        "stage": MEMALPHA_STAGE,
+        "seed": config["seed"],
+        **run_spec,
+        **training,
+        **memalpha_recipe(config),
+        "agent": agent,
+        "memory_tokenizer": spec["memory_tokenizer"],
+        "sources": spec["train"]["sources"],
+        "validation_sources": spec["memalpha"]["sources"],
+        "qa": qa,
+    }
+
+
+def stage2_data_settings(config: dict[str, Any]) -> dict[str, Any]:
+    return {"seed": config["seed"], **config["training"]["stage2_data"]}
+
+
+def eval_settings(
+    config: dict[str, Any], job: EvalJob, shard: int, systems: Systems | None = None
+) -> dict[str, Any]:
+    """Everything one evaluation (shard) reads: the job, the system and the engine."""
+    system = (systems or eval_systems(config))[job.system]
+    evaluation = config["evaluation"]
+    if job.benchmark in MEMALPHA_BENCHMARKS or memorizes(system, job.benchmark):
+        return _memalpha_eval_settings(config, job, shard, system)
+    engine = engine_settings(config, system.get("engine"), system["model"])
+    if system.get("max_model_len") is not None:
+        engine["max_model_len"] = system["max_model_len"]
+    settings = {
+        **job._asdict(),
+        "kind": system["kind"],
+        "shard": shard,
+        "engine": engine,
+        "wave_size": evaluation["wave_size"],
+        "allow_failures": allowed_failures(config),
+        "sampling": evaluation["sampling"],
+        "final_prompt": evaluation["final_prompt"],
+        **system_kind(system["kind"]).job_settings(config, system),
+    }
+    if job.benchmark == "ruler":
+        settings["variant"] = config["ruler"]["variant"]
+    if job.benchmark == "longbench" and evaluation.get("longbench_strip_think"):
+        settings["strip_think"] = True  # only when on: LongBench jobs rerun only then
+    return settings
+
+
+def _memalpha_eval_settings(
+    config: dict[str, Any], job: EvalJob, shard: int, system: dict[str, Any]
+) -> dict[str, Any]:
+    """An evaluate job on a Mem-α benchmark: after a memorize job it runs the QA model (which
+    answers from memory or judges); a context baseline runs its own model, which also judges."""
+    spec = config["memalpha"]
+    qa = {k: v for k, v in spec["qa"].items() if k not in ("engine", "model")}
+    if memorizes(system, job.benchmark):
+        engine = engine_settings(config, spec["qa"].get("engine"), qa_model(config))
+    else:
+        engine = engine_settings(config, system.get("engine"), system["model"])
+    settings = {
+        **job._asdict(),
+        "kind": system["kind"],
+        "shard": shard,
+        "qa": qa,
+        "engine": engine,
+        "wave_size": config["evaluation"]["wave_size"],
+        "allow_failures": allowed_failures(config),
+        **system_kind(system["kind"]).instance_settings(config, system),
+    }
+    if job.benchmark == "ruler_hqa":
+        settings["ruler_hqa"] = spec["ruler_hqa"]
+    return settings
+
+
+def allowed_failures(config: dict[str, Any]) -> float:
+    """The fraction of an engine job's samples that may fail (`evaluation.allow_failures`)."""
+    return float(config["evaluation"].get("allow_failures", 0))
+
+
+def memorize_settings(
+    config: dict[str, Any], job: EvalJob, systems: Systems | None = None
+) -> dict[str, Any]:
+    """Everything a memorize job reads: the system's engine and its agent's settings."""
+    system = (systems or eval_systems(config))[job.system]
+    settings = {
+        **{key: value for key, value in job._asdict().items() if key != "shards"},
+        "kind": system["kind"],
+        "engine": engine_settings(config, system.get("engine"), system["model"]),
+        "wave_size": config["evaluation"]["wave_size"],
+        "allow_failures": allowed_failures(config),
+    }
+    if job.benchmark == "ruler_hqa":
+        settings["ruler_hqa"] = config["memalpha"]["ruler_hqa"]
+    kind_settings = system_kind(system["kind"]).memorize_settings
+    if kind_settings is None:
+        raise ConfigError(f"system {job.system!r}: a {system['kind']} system has no memorize job")
+    return {**settings, **kind_settings(config, system)}
+
+
+def merge_settings(job: EvalJob) -> dict[str, Any]:
+    return job._asdict()
+
+
+def case_study_settings(config: dict[str, Any], job: EvalJob) -> dict[str, Any]:
+    """What `memrl trace` reads for one case study: the evaluation (its tasks, the agent's
+    chunk size that cut its contexts) and which samples to show."""
+    study = case_study_specs(config)[(job.benchmark, job.system, job.length)]
+    system = eval_systems(config)[job.system]
+    return {
+        **{key: value for key, value in job._asdict().items() if key != "shards"},
+        "agent": agent_settings(config, system),
+        **{key: study[key] for key in ("samples", "first", "only") if key in study},
+    }

@@ -1,0 +1,204 @@
+"""The data jobs: downloads, RULER-HQA's synthesis and filter, the eval and RULER sets, stage II's
+mix, Mem-α's dataset statistics."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+from memrl import tracking
+from memrl.jobs.common import build_engine, log, require_rows
+from memrl.models import load_counting_tokenizer, load_tokenizer
+
+
+def cmd_download_data(args: argparse.Namespace, run: tracking.JobRecord) -> None:
+    from memrl.data.io import write_json_atomic
+    from memrl.data.sources import fetch_file
+
+    entry = fetch_file(args.settings["url"], args.out, args.settings.get("sha256"))
+    write_json_atomic(args.manifest, entry)
+    run.log_metrics({"bytes": entry["bytes"]})
+
+
+def cmd_download_model(args: argparse.Namespace, run: tracking.JobRecord) -> None:
+    from memrl.data.io import write_json_atomic
+    from memrl.data.sources import fetch_model
+
+    entry = fetch_model(args.settings, args.out)
+    write_json_atomic(args.manifest, entry)
+    log.info("model ready in %s (%d files)", args.out, len(entry["files"]))
+
+
+def cmd_synthesize(args: argparse.Namespace, run: tracking.JobRecord) -> None:
+    from memrl.data.hotpotqa import build_pool, load_hotpotqa, question_records
+    from memrl.data.io import write_jsonl_atomic
+    from memrl.data.ruler_hqa import build_split
+
+    s = args.settings
+    tokenizer = load_counting_tokenizer(args.tokenizer)
+    for raw, out, limit in (
+        (args.train, args.out_train, s["train_questions"]),
+        (args.dev, args.out_dev, s["dev_questions"]),
+    ):
+        records = load_hotpotqa(raw)
+        pool = build_pool(records)
+        rows = build_split(
+            question_records(records, pool),
+            pool,
+            s["train_docs"],
+            limit=limit,
+            seed=s["seed"],
+            tokenizer=tokenizer,
+            store_ids_above=s["store_ids_above"],
+        )
+        write_jsonl_atomic(out, rows)
+        log.info(
+            "%s: %d rows at %d docs from a pool of %d", out, len(rows), s["train_docs"], len(pool)
+        )
+        run.log_metrics({f"{out.stem}.rows": len(rows), f"{out.stem}.pool": len(pool)})
+
+
+def cmd_filter(args: argparse.Namespace, run: tracking.JobRecord) -> None:
+    from memrl.data.filter import filter_questions
+    from memrl.data.io import read_jsonl, write_json_atomic, write_jsonl_atomic
+    from memrl.engines.base import SamplingParams
+
+    s = args.settings
+    model_dirs = dict(pair.split("=", 1) for pair in args.model)
+    if set(model_dirs) != set(s["models"]):
+        raise SystemExit(
+            f"--model names {sorted(model_dirs)} differ from settings {sorted(s['models'])}"
+        )
+    engines = {
+        name: build_engine(model_dirs[name], spec, args.log) for name, spec in s["models"].items()
+    }
+    report: dict[str, Any] = {}
+    for split, src, dst in (("train", args.train, args.out_train), ("dev", args.dev, args.out_dev)):
+        kept, report[split] = filter_questions(
+            read_jsonl(src),
+            engines,
+            n_samples=s["n_samples"],
+            sampling=SamplingParams(**s["sampling"]),
+            max_tokens=s["max_tokens"],
+            keep=s["keep"][split],
+            verifier=s["verifier"],
+        )
+        require_rows(kept, src, f"{split} question passed the filter")
+        write_jsonl_atomic(dst, kept)
+        run.log_metrics({f"{split}.{k}": v for k, v in report[split].items() if isinstance(v, int)})
+    write_json_atomic(args.report, report)
+
+
+def cmd_hqa_pool(args: argparse.Namespace, run: tracking.JobRecord) -> None:
+    """The dev pool every RULER-HQA eval set draws from, each document counted once."""
+    from memrl.data.hotpotqa import load_hotpotqa
+    from memrl.data.ruler_hqa import build_doc_pool, write_pool
+
+    pool = build_doc_pool(load_hotpotqa(args.dev_raw), load_counting_tokenizer(args.tokenizer))
+    write_pool(args.out_docs, args.out_questions, pool)
+    run.log_metrics({"docs": len(pool.docs), "tokens": int(pool.tokens.sum())})
+
+
+def cmd_eval_set(args: argparse.Namespace, run: tracking.JobRecord) -> None:
+    from memrl.data.io import read_jsonl, write_jsonl_atomic
+    from memrl.data.ruler_hqa import build_eval_sets, read_pool
+
+    s = args.settings
+    indices = [row["index"] for row in read_jsonl(args.dev)][: s["eval_questions"]]
+    require_rows(indices, args.dev, "filtered dev question")
+    pool = read_pool(args.pool_docs, args.pool_questions)
+    [rows] = build_eval_sets(
+        pool.questions,
+        pool.docs,
+        [s["n_docs"]],
+        indices,
+        seed=s["seed"],
+        tokenizer=load_counting_tokenizer(args.tokenizer),
+        store_ids_above=s["store_ids_above"],
+        doc_tokens=pool.tokens,
+        placement=s.get("placement"),  # Table 4's probe sets
+    ).values()
+    write_jsonl_atomic(args.out, rows)
+    tokens = [row["num_tokens"] for row in rows]
+    run.log_metrics({"rows": len(rows), "mean_tokens": sum(tokens) / max(1, len(tokens))})
+
+
+def cmd_ruler_set(args: argparse.Namespace, run: tracking.JobRecord) -> None:
+    """One RULER (task, length) set; only the corpus the task needs is read."""
+    from memrl.data.essays import load_essay_text
+    from memrl.data.hotpotqa import load_hotpotqa
+    from memrl.data.io import read_json, write_jsonl_atomic
+    from memrl.data.ruler import build_task, corpus_of, read_squad
+
+    s = args.settings
+    corpus = corpus_of(s["task"])
+    squad = read_json(args.squad) if corpus == "squad" else None
+    if squad is not None:
+        try:
+            read_squad(squad)  # a malformed file fails here, naming itself
+        except ValueError as e:
+            raise ValueError(f"{args.squad}: {e}") from e
+    rows = build_task(
+        s["task"],
+        s["length"],
+        s["samples"],
+        variant=s["variant"],
+        tokenizer=load_tokenizer(args.tokenizer),
+        seed=s["seed"],
+        essay_text=load_essay_text(args.essays) if corpus == "essay" else None,
+        squad=squad,
+        hotpot=load_hotpotqa(args.hotpotqa) if corpus == "hotpotqa" else None,
+    )
+    require_rows(rows, args.out, f"{s['task']} sample at length {s['length']} was built")
+    write_jsonl_atomic(args.out, rows)
+    tokens = [row["num_tokens"] for row in rows]
+    run.log_metrics({"rows": len(rows), "mean_tokens": sum(tokens) / len(tokens)})
+    log.info(
+        "%s @ %d: %d rows, %.0f tokens on average",
+        s["task"],
+        s["length"],
+        len(rows),
+        sum(tokens) / len(tokens),
+    )
+
+
+def cmd_stage2_data(args: argparse.Namespace, run: tracking.JobRecord) -> None:
+    """Stage II rows: DocQA-RL-1.6K rows that fit max_context_tokens + stage-I rows (data.docqa)."""
+    from memrl.data.docqa import load_docqa, mix_stage2
+    from memrl.data.io import read_jsonl, write_jsonl_atomic
+
+    s = args.settings
+    rows, report = mix_stage2(
+        read_jsonl(args.hqa),
+        load_docqa(args.docqa),
+        s["n_rows"],
+        s["max_context_tokens"],
+        load_tokenizer(args.tokenizer),
+        s["seed"],
+    )
+    write_jsonl_atomic(args.out, rows)
+    log.info("%s: %s", args.out, json.dumps(report))
+    by_source = {f"rows.{source}": n for source, n in report.pop("by_source").items()}
+    run.log_metrics({**report, **by_source})
+
+
+def cmd_dataset_stats(args: argparse.Namespace, run: tracking.JobRecord) -> None:
+    """Mem-α's dataset statistics (paper Tables 6-8) of one downloaded split, per data source,
+    in the QA model's tokens; one record per source, tagged with the split."""
+    from memrl.agents.chunking import count_tokens
+    from memrl.data.io import write_json_atomic
+    from memrl.data.memalpha import instances_by_source, source_statistics
+
+    tokenizer = load_counting_tokenizer(args.tokenizer)
+    records = source_statistics(
+        instances_by_source(args.data), lambda texts: count_tokens(tokenizer, texts)
+    )
+    write_json_atomic(args.out, [{"split": args.settings["split"], **r} for r in records])
+    for r in records:
+        log.info(
+            "%s: %d instances, %.1f tokens per chunk",
+            r["task"],
+            r["instances"],
+            r["tokens_per_chunk"],
+        )

@@ -1,0 +1,150 @@
+"""The report jobs: tables, figures, training curves and memory traces."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from memrl import tracking
+from memrl.jobs.evaluate import eval_rows, pool_documents
+from memrl.models import load_tokenizer
+
+
+def cmd_table(args: argparse.Namespace, run: tracking.JobRecord) -> None:
+    """A paper table (settings `name`): ours beside the paper's numbers, as CSV, Markdown, LaTeX."""
+    from memrl.config import load_yaml
+    from memrl.report.tables import (
+        PAPER_TABLES,
+        build_paper_table,
+        load_table_records,
+        write_paper_table,
+    )
+
+    s = args.settings
+    name = s["name"]
+    labels = s["ruler_length_labels" if PAPER_TABLES[name].ruler_lengths else "length_labels"]
+    records = load_table_records(name, args.metrics)
+    paper = load_yaml(args.paper)
+    with _reading_paper(args.paper, name):
+        table = build_paper_table(
+            name,
+            records,
+            s["systems"],
+            paper,
+            labels,
+            niah_config=s.get("niah_config"),
+            probe=s.get("probe"),
+        )
+    caption = f"{PAPER_TABLES[name].caption}, run {s['run']}"
+    write_paper_table(name, table, args.out_prefix, caption)
+
+
+def cmd_figure(args: argparse.Namespace, run: tracking.JobRecord) -> None:
+    """A paper figure (settings `name`) as PNG and PDF."""
+    from memrl.config import load_yaml
+    from memrl.report.cells import load_metrics
+    from memrl.report.figures import PAPER_FIGURES, plot_paper_figure
+
+    s = args.settings
+    name = s["name"]
+    records, paper = load_metrics(args.metrics), load_yaml(args.paper)
+    with _reading_paper(args.paper, name):
+        plot_paper_figure(
+            name,
+            records,
+            s["systems"],
+            paper,
+            args.out_prefix,
+            f"{PAPER_FIGURES[name]}, run {s['run']}",
+            length_labels=s["length_labels"],
+            ruler_length_labels=s["ruler_length_labels"],
+            rl_ablation=s.get("rl_ablation"),
+            flops=s.get("flops"),
+            agent=s.get("agent"),
+        )
+
+
+@contextlib.contextmanager
+def _reading_paper(path: Path, name: str) -> Iterator[None]:
+    """A paper file (config/paper/*.yaml) missing a key or holding the wrong kind of value (a
+    truncated file parses, as far as it goes) fails naming the file, not with a bare KeyError.
+    The metrics records are checked as they are read."""
+    try:
+        yield
+    except (KeyError, TypeError, AttributeError, IndexError) as e:
+        raise ValueError(
+            f"{path}: not the published numbers {name} reads ({type(e).__name__}: {e}); "
+            "is the file complete?"
+        ) from e
+
+
+def cmd_training_curve(args: argparse.Namespace, run: tracking.JobRecord) -> None:
+    """Settings: `title`, optional `labels` (one per --metrics path: a train_metrics.jsonl or a
+    training output directory; default: the paths' distinguishing directory names)."""
+    from memrl.report.training_curves import CURVES, plot_training_curve, training_metrics_files
+
+    s = args.settings
+    files = training_metrics_files(args.metrics, s.get("labels"))
+    title = s.get("title", "Multi-Conv DAPO training")
+    plot_training_curve(files, args.out_prefix, title, CURVES[s.get("curve", "memagent")])
+
+
+def cmd_trace(args: argparse.Namespace, run: tracking.JobRecord) -> None:
+    """Case studies (Appendix C / F): the memory after every chunk of chosen MemAgent samples of
+    a predictions file, as `<out-prefix>.md` and `.html` (memrl.report.trace). With --data (one
+    eval set per task, as evaluate reads them; --pool for RULER-HQA doc-id rows) and --tokenizer
+    (the evaluated model's), the chunks are rebuilt to mark those holding gold evidence.
+    Settings: `benchmark`; `tasks` (the --data files' tasks, in order; default: every task in
+    the predictions); `agent.chunk_tokens`, with --tokenizer; optional
+    `samples` (indices, in each task), else the `first` (default 5) whose verdict is `only`
+    (all, correct, wrong, failed); `evidence` ({"index" or "task:index": [strings]}, replacing
+    the gold answers as that sample's evidence); `title`."""
+    from memrl.data.io import read_jsonl
+    from memrl.evaluation import Task, row_chunks
+    from memrl.report import trace
+
+    s = args.settings
+    if (args.data is None) != (args.tokenizer is None):
+        raise SystemExit("--data and --tokenizer go together: both are needed to rebuild chunks")
+    grouped = trace.by_task(read_jsonl(args.predictions, required=("index",)))
+    tasks = s.get("tasks") or list(grouped)
+    if args.data is not None and len(args.data) != len(tasks):
+        raise SystemExit(f"--data: {len(args.data)} files for the tasks {tasks}")
+    tokenizer = load_tokenizer(args.tokenizer) if args.tokenizer is not None else None
+    if tokenizer is not None and "agent" not in s:
+        raise SystemExit("--tokenizer needs the run's chunk size: settings agent.chunk_tokens")
+    evidence = {str(key): value for key, value in (s.get("evidence") or {}).items()}
+    studies = []
+    for k, task in enumerate(tasks):
+        if task not in grouped:
+            raise SystemExit(f"{args.predictions}: no prediction of task {task!r}")
+        chosen = trace.select(
+            grouped[task],
+            s.get("samples"),
+            s.get("first", trace.DEFAULT_FIRST),
+            s.get("only", "all"),
+        )
+        traced = [p for p in chosen if "memory_trace" in p]
+        rows: dict[Any, dict[str, Any]] = {}
+        if args.data is not None and traced:
+            rows = {
+                row["index"]: row
+                for row in eval_rows(Task(s["benchmark"], task), args.data[k], tokenizer)
+            }
+            if missing := [p["index"] for p in traced if p["index"] not in rows]:
+                raise SystemExit(f"{args.data[k]}: no row for sample(s) {missing} of {task}")
+        pool = pool_documents([rows[p["index"]] for p in traced], args.pool) if rows else None
+        for p in chosen:
+            row = rows.get(p["index"]) if "memory_trace" in p else None
+            chunks = None
+            if row is not None:
+                chunks = row_chunks(row, pool, tokenizer, s["agent"]["chunk_tokens"])
+            given = evidence.get(f"{task}:{p['index']}", evidence.get(str(p["index"])))
+            studies.append(trace.case_study(p, chunks, given, task))
+    parts = [s.get(key) for key in ("benchmark", "system", "length") if s.get(key) is not None]
+    title = s.get("title") or " · ".join(["MemAgent memory traces", *map(str, parts)])
+    trace.write_report(studies, args.out_prefix, title)
+    run.log_metrics({"samples": len(studies), "traced": sum(st.has_trace for st in studies)})
