@@ -54,7 +54,7 @@ lint: $(STAMP)
 unit: $(STAMP)  ## everything but tests/verl, tests/vllm (each needs its own venv) and tests/cluster
 	pytest -q --ignore=tests/verl --ignore=tests/cluster --ignore=tests/vllm
 
-cluster-test: $(STAMP) $(VERL_STAMP)  ## real local services (issue 15): MLflow server; as root a 2-node SLURM cluster, Ray on it (.venv-verl's)
+cluster-test: $(STAMP) $(VERL_STAMP)  ## real local services: MLflow server; as root a 2-node SLURM cluster, Ray on it (.venv-verl's)
 	pytest -q -m cluster tests/cluster
 
 # verl 0.9.1 pins transformers < 5.11, so it lives in a venv of its own (--no-deps keeps the CPU torch):

@@ -1,4 +1,4 @@
-"""`make bench`: the speed figures of the pipeline, each measured in this one run (issue 10).
+"""`make bench`: the speed figures of the pipeline, each measured in this one run.
 
 Rows: provenance cost of a trivial job (tracking on vs off) and of loading the records into
 MLflow; planning the paper DAG under the SLURM profile; RULER-HQA eval-set synthesis against the

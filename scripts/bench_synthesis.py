@@ -1,8 +1,8 @@
 """RULER-HQA eval-set synthesis: ours (`hqa-pool` once, then one `eval-set` job per size) against
 MemAgent's official `different_docs_eval.py`, on the same HotpotQA-schema dev file.
 
-The official script is not vendored: `official` below re-implements what
-reference/memagent_official.md §1.2 and §1.4 say it does (sorted de-duplicated pool, the global
+The official script is not vendored: `official` below re-implements what MemAgent's
+official RULER-HQA synthesis does (sorted de-duplicated pool, the global
 `random` seeded 42, per sample an exclusion list over the whole pool and `random.sample` from
 it, `Random(4).shuffle`, the text joined per sample up to 10,000 documents and doc ids above,
 `tqdm.contrib.concurrent.process_map` over `os.cpu_count()` workers with chunksize 1, one

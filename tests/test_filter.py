@@ -134,7 +134,7 @@ def test_engine_returning_wrong_count_fails():
         filter_questions(ROWS, {"bad": ScriptedEngine({}, extra=1)})
 
 
-# --- the boxed criterion's verifier (issue 16): official by default, extended on request ---
+# --- the boxed criterion's verifier: official by default, extended on request ---
 
 LENIENT_ONLY = [
     # each is a boxed hit for the extended verifier only; none contains its gold as a substring

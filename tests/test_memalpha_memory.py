@@ -1,5 +1,5 @@
 """Mem-α's structured memory and its tools: the official semantics, quirks included
-(memalpha_official.md §1), the Qwen-Agent call format and a parser that never crashes."""
+(Mem-α's official code), the Qwen-Agent call format and a parser that never crashes."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Mem-α's GRPO reward terms, each against hand-computed cases (memalpha_official.md §3)."""
+"""Mem-α's GRPO reward terms, each against hand-computed cases (Mem-α's official code)."""
 
 from __future__ import annotations
 

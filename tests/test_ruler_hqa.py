@@ -16,7 +16,7 @@ from memrl.data.ruler_hqa import (
 )
 from memrl.data.sources import fixture_path
 
-# The official gold slots (memagent_official.md §1.2): 1-based documents of the question's docs.
+# The official gold slots (MemAgent's official code): 1-based documents of the question's docs.
 OFFICIAL_SLOTS = {
     200: [7, 10, 17, 81, 88, 96, 109, 154, 177, 191],
     50: [11, 18, 27, 29, 37, 41, 42, 43, 44, 48],

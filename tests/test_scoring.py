@@ -177,7 +177,7 @@ def test_training_reward_is_strict_except_for_docqa_numbers_and_options() -> Non
     assert training_reward("6.449", ["6.449"], "docmath_0_20000") == 0.0  # still needs a box
 
 
-# --- the official evaluator on every input (issue 16) ----------------------------------------
+# --- the official evaluator on every input ----------------------------------------
 
 
 def test_the_answer_is_counts_only_after_the_last_think():

@@ -1,5 +1,5 @@
-"""The `\\boxed{}` verifier of training and the filter (issue 16): official (the default) and
-extended, against hand-computed values (memagent_official.md §2.5.3)."""
+"""The `\\boxed{}` verifier of training and the filter: official (the default) and
+extended, against hand-computed values (MemAgent's official code)."""
 
 from __future__ import annotations
 
@@ -34,7 +34,7 @@ def test_the_official_verifier_is_the_default():
 
 
 def test_percent_is_kept_officially():
-    # issue 16's example: only the escaped \% is dropped by the official normaliser
+    # an example: only the escaped \% is dropped by the official normaliser
     assert both("\\boxed{50%}", ["50"]) == (0.0, 1.0)
     assert both("\\boxed{50\\%}", ["50"]) == (1.0, 1.0)
     assert both("\\boxed{50%}", ["50%"]) == (1.0, 1.0)

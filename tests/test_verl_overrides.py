@@ -28,7 +28,7 @@ from memrl.verl.overrides import (
 
 REPO = Path(__file__).resolve().parents[1]
 SCRIPT = REPO / "workflow" / "scripts" / "ray_job.sh"
-# the official run's verl-only settings (memagent_official.md §3.1), used where config.yaml has
+# the official run's verl-only settings (MemAgent's official code), used where config.yaml has
 # no training.verl block
 PATHS = VerlPaths(
     train_files="results/paper/ckpt/.stage1.verl/data/train.parquet",

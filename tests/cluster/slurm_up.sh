@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# A SLURM cluster from Debian's packages on one machine, for tests/cluster (issue 15): munge,
+# A SLURM cluster from Debian's packages on one machine, for tests/cluster: munge,
 # MariaDB + slurmdbd (the SLURM executor plugin reads job states with sacct), slurmctld on this
 # host, and MEMRL_SLURM_NODES (2) compute nodes. Each node is a slurmd in namespaces of its own, so
 # it looks like a host of its own: a network namespace with its own IP on a private bridge

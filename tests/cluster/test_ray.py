@@ -1,4 +1,4 @@
-"""The Ray launcher, for real (issue 15): workflow/scripts/ray_job.sh inside a 2-node allocation of
+"""The Ray launcher, for real: workflow/scripts/ray_job.sh inside a 2-node allocation of
 the SLURM test cluster (two hosts of their own: host names, IPs, process tables, /tmp) starts a
 Ray cluster of the train environment's Ray (.venv-verl), and a CPU driver checks the cluster's
 nodes and resources and runs a task pinned to each node. Then its failure paths: a driver that

@@ -1,4 +1,4 @@
-"""The SLURM path, for real (issue 15): the SLURM test cluster (`slurm_up.sh`: munge, MariaDB +
+"""The SLURM path, for real: the SLURM test cluster (`slurm_up.sh`: munge, MariaDB +
 slurmdbd, slurmctld and two slurmd nodes, each a host of its own in network namespaces) runs a
 slice of the smoke DAG (RULER-HQA synthesis -> the filter -> the document pool -> the eval set ->
 2 evaluation shards -> their merge) through the snakemake SLURM executor and the project's own

@@ -1,4 +1,4 @@
-"""Tracking at scale (issue 15): the documented multi-user setup, a real `mlflow server` with a
+"""Tracking at scale: the documented multi-user setup, a real `mlflow server` with a
 database backend and served artifacts, started here; several pipelines whose jobs log to it at the
 same time, then load their provenance at the same time. Every run is recorded once, none is lost,
 each job is the child of its pipeline's run. The jobs run as local processes (server on

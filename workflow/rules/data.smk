@@ -1,4 +1,4 @@
-# download -> synthesize -> filter -> eval sets (reference/memagent_official.md §1)
+# download -> synthesize -> filter -> eval sets (as MemAgent's official code builds RULER-HQA)
 
 
 rule download_data:

@@ -1,7 +1,6 @@
 # Every evaluation: systems (memory agents, long-context, RAG) x benchmarks (RULER-HQA, RULER,
 # LongBench; Memalpha validation and MemoryAgentBench) x lengths, each job covering the tasks at
 # its length; long ones split into shards.
-# reference/memagent_official.md §2, reference/benchmarks.md
 
 
 rule synthesize_ruler:
@@ -90,7 +89,7 @@ use rule evaluate as evaluate_shard with:
 
 # Mem-α: the policy memorises every instance (one job per benchmark and system); the evaluate
 # rule then answers each question from those memories on the frozen QA model (memalpha.qa), so
-# the two models never share a job's GPUs. reference/memalpha_official.md §2
+# the two models never share a job's GPUs (as Mem-α's official evaluation runs them).
 rule memorize:
     input:
         unpack(get_memorize_inputs),

@@ -1,6 +1,6 @@
 """MEM1 as Mem-α's baseline runs it: one generation per chunk that rewrites a `<think>` summary.
 
-Reference memalpha_official.md §4.5 (MEM1/Mem1/inference/data_pipelines.py, models.py): the
+As the official MEM1 code (MEM1/Mem1/inference/data_pipelines.py, models.py): the
 user message is the instruction below (task = the instance's task prompt) plus the chunk; the
 previous memory, `<think>…</think>` with its tags, is prefilled as the assistant turn the model
 continues (empty before the first chunk: a plain new assistant turn, which is the same prompt).

@@ -1,6 +1,6 @@
 """MemAgent: read a context chunk by chunk, overwrite a bounded memory, then answer from memory.
 
-The prompts are the official code's wording (reference memagent_official.md §2.4, §3.4).
+The prompts are the official code's wording (MemAgent's official code).
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """Mem-α: memorise a chunk stream into a structured memory through tool calls, then answer each
-question from that memory with a frozen QA model (memalpha_official.md §2).
+question from that memory with a frozen QA model (Mem-α's official code).
 
 Two workflows over the engine protocol, driven by `memrl.agents.driver.run_batched`:
 

@@ -1,4 +1,4 @@
-"""Mem-α's memory tools as the model sees and calls them (memalpha_official.md §1.3–1.4).
+"""Mem-α's memory tools as the model sees and calls them (Mem-α's official code).
 
 - `tool_schemas(memory)`: the three memorisation tools (new_memory_insert, memory_update,
   memory_delete) with the official descriptions, `memory_type` enums filtered to the enabled

@@ -1,4 +1,4 @@
-"""Mem-α's structured memory: core, semantic and episodic (memalpha_official.md §1.1–1.2).
+"""Mem-α's structured memory: core, semantic and episodic (Mem-α's official code).
 
 - core: one string, at most `CORE_MAX_TOKENS` tokens; a longer update is cut word by word and
   the official suffix appended. None when the core store is disabled.

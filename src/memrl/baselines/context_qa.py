@@ -1,4 +1,4 @@
-"""The baselines of Mem-α's tables (long_context_eval.py, memalpha_official.md §4.5): a model
+"""The baselines of Mem-α's tables (long_context_eval.py in Mem-α's official code): a model
 answers each question of an instance from a context in one prompt.
 
 - Long-Context: the context is every chunk of the instance;

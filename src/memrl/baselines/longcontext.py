@@ -1,6 +1,6 @@
 """Direct long-context generation: the whole context in one prompt, middle-truncated.
 
-This is MemAgent's baseline path (memagent_official.md §2.3, paper Table 6): the official prompt,
+This is MemAgent's baseline path (MemAgent's official code, paper Table 6): the official prompt,
 the whole prompt tokenized and middle-truncated to 120,000 tokens (990,000 for the 1M models),
 one user message answered with up to 10,000 tokens. The context extension that lets vLLM 0.33
 serve those windows (YaRN for Qwen2.5-Instruct, the 1M models' own window) is in
@@ -133,7 +133,7 @@ def rope_engine_settings(
     - "yarn": static YaRN (Qwen2.5-Instruct-128K, the official "-128k" copies with
       rope_scaling added to config.json). vLLM 0.33 applies dict overrides after loading and
       does not multiply the max length by the YaRN factor, so the override carries rope_type
-      and rope_theta and the post-YaRN `max_position_embeddings` (verl_vllm_ray.md §4).
+      and rope_theta and the post-YaRN `max_position_embeddings` (vLLM's YaRN settings).
     - "no_dca": the Qwen2.5-*-1M models without their dual_chunk_attention_config (the only way
       vLLM 0.33 loads them), at `max_model_len`.
     - "dca": raises ValueError (`DCA_UNSUPPORTED`).

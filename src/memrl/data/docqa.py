@@ -2,7 +2,7 @@
 
 Seed 000 §2.2 / A.3: stage II trains on "2,560 instances with a maximum length of 60K tokens ...
 from DocQA-RL-1.6K, mixed with data from the first stage". No official code or artifact exists
-(memagent_official.md §1.6), so this module is our design; the decisions are stated where made.
+(MemAgent's official code), so this module is our design; the decisions are stated where made.
 
 The raw file is verl RL format (parquet, one row per problem): `data_source` (e.g.
 "docmath_0_20000", "long_toc_choices_20000_40000", "multihoprag_0_20000", "musique_0_20000"),

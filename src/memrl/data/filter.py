@@ -1,4 +1,4 @@
-"""Drop questions a model answers without the context (memagent_official.md §1.3: filter.py +
+"""Drop questions a model answers without the context (MemAgent's official code: filter.py +
 filter2.py).
 
 Every question is asked alone, `n_samples` times, to every engine (officially Qwen2.5-7B base and

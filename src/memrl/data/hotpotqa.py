@@ -1,6 +1,6 @@
 """HotpotQA in its official JSON layout: validation, the document pool, per-question records.
 
-The pool follows RULER's `read_hotpotqa` as used by MemAgent (memagent_official.md §1.2): a document
+The pool follows RULER's `read_hotpotqa` as used by MemAgent (MemAgent's official code): a document
 is title + "\\n" + "".join(sentences) (sentences carry their own leading spaces), duplicates are
 dropped, and the pool is sorted lexicographically; a doc id is its index in the sorted pool.
 """

@@ -1,5 +1,5 @@
 """Mem-α's datasets: Memalpha (train/validation) and Memalpha-Memoryagentbench (test), one
-parquet row per instance (memalpha_official.md §4.1):
+parquet row per instance (Mem-α's official code):
 
     instance_id, prompt, chunks (JSON list of str), questions_and_answers (JSON list of
     {question, answer}), data_source, metadata (JSON), num_chunks, num_questions

@@ -1,4 +1,4 @@
-"""RULER-HotpotQA as MemAgent's official code builds it (memagent_official.md §1.2–1.4).
+"""RULER-HotpotQA as MemAgent's official code builds it (MemAgent's official code).
 
 A sample for question q at N documents: q's own 10 HotpotQA paragraphs followed by N - 10 other
 pool documents drawn uniformly without replacement, the list then shuffled by a *fresh*

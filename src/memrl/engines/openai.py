@@ -1,6 +1,6 @@
 """ChatEngine over any OpenAI-compatible chat endpoint (`vllm serve`, hosted APIs).
 
-The official evaluation served its models this way (reference memagent_official.md §2.2–2.3).
+The official evaluation served its models this way (MemAgent's official code).
 The URL and key come from `MEMRL_OPENAI_BASE_URL` / `OPENAI_API_KEY` unless given.
 """
 

@@ -1,4 +1,4 @@
-"""Answer extraction from model responses (reference memagent_official.md §2.5.1, §2.5.3).
+"""Answer extraction from model responses (MemAgent's official code).
 
 Pure string functions. The official evaluation extracts after "the answer is"; training and the
 data filter take the last `\\boxed{}` and compare it strictly after a MATH-style normaliser
@@ -80,7 +80,7 @@ def extract_boxed(text: str) -> str | None:
 
 
 def extract_boxed_official(text: str) -> str | None:
-    """The official verifier's box (memagent_official.md §2.5.3); `\\fbox` is never read.
+    """The official verifier's box (MemAgent's official code); `\\fbox` is never read.
 
     - If the space form `\\boxed ` occurs anywhere in `text`, the answer is everything after its
       last occurrence up to the first `$` (or the end), unstripped, even when a `\\boxed{...}`
@@ -104,7 +104,7 @@ def extract_boxed_official(text: str) -> str | None:
 
 
 def strip_string_official(s: str) -> str:
-    """The official verifier's cut-down MATH normaliser (memagent_official.md §2.5.3).
+    """The official verifier's cut-down MATH normaliser (MemAgent's official code).
 
     In order: remove newlines and `\\!`; `\\\\` -> `\\`; `tfrac`/`dfrac` -> `frac`; remove
     `\\left`/`\\right`, `^{\\circ}`/`^\\circ`, `\\$` and `\\%` (only the escaped forms);

@@ -1,4 +1,4 @@
-"""LongBench scoring (reference benchmarks.md §2.4) and the paper's metrics (seed 000, Tables 2/3).
+"""LongBench scoring (LongBench's official eval.py) and the paper's metrics (seed 000, Tables 2/3).
 
 - `qa_f1_score`: LongBench's QA metric: SQuAD normalisation (lowercase, drop
   `string.punctuation`, drop a/an/the, collapse whitespace), then bag-of-tokens F1. Unlike

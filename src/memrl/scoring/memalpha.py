@@ -1,5 +1,5 @@
 """Mem-α's per-source answer metrics, as the official `evaluate_agent_results.py` scores them
-(memalpha_official.md §4.4):
+(Mem-α's official code):
 
 - booksum, infbench_sum*: keyword hit ratio (gold keywords split on ", " when a string);
 - pubmed-rct and every `icl*` source: the label (the first \\boxed{} content, else the whole

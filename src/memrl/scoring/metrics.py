@@ -1,4 +1,4 @@
-"""Answer metrics (reference memagent_official.md §2.5.2–2.5.3, §1.3).
+"""Answer metrics (MemAgent's official code).
 
 - `exact_match` / `sub_em` / `f1`: SQuAD/HotpotQA-normalised comparisons (official evaluation).
 (The `\\boxed{}` verifier of training and the data filter is `memrl.scoring.verifier`.)

@@ -1,10 +1,10 @@
 """RULER scoring, as RULER scores it (upstream) and as MemAgent's evaluator scores it (memagent).
 
-- upstream (scripts/eval/evaluate.py, benchmarks.md §1.9): the raw prediction is stripped and its
+- upstream (RULER's scripts/eval/evaluate.py): the raw prediction is stripped and its
   control characters become newlines; niah/vt/cwe/fwe score `string_match_all` (the fraction of
   golds found, case-insensitively, in the prediction), qa scores `string_match_part` (1 if any
   gold is found).
-- memagent (taskutils/memory_eval/ruler_general.py, benchmarks.md §1.10): the prediction is the
+- memagent (MemAgent's taskutils/memory_eval/ruler_general.py): the prediction is the
   text after the last lower-case "the answer is" of the response, as for RULER-HQA; without it
   the item scores 0. QA tasks score `sub_em`, `em` and `f1` against the first gold only
   (HotpotQA normalisation); the others score `string_match_all`.

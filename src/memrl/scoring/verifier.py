@@ -1,4 +1,4 @@
-"""The `\\boxed{}` verifier of training and the data filter (memagent_official.md §2.5.3, §1.3).
+"""The `\\boxed{}` verifier of training and the data filter (MemAgent's official code).
 
 Two verifiers, chosen by name wherever a filter or a training reward is built:
 - "official" (the default): the official `hotpotqa_verifier.compute_score` (data filter) and
@@ -6,7 +6,7 @@ Two verifiers, chosen by name wherever a filter or a training reward is built:
   lowercased; the box of `extract_boxed_official` (no `\\fbox`; the `\\boxed ` space form);
   both sides through the cut-down normaliser `strip_string_official`; exact string equality;
   the max over the ground truths.
-- "extended": our verifier before issue 16: `extract_boxed` (also `\\fbox`, the last box of
+- "extended": our verifier before the official one: `extract_boxed` (also `\\fbox`, the last box of
   either form) and the full MATH normaliser `strip_string` (plain `%`, units, fractions, square
   roots, "x =", ".5"), so it accepts more: `\\boxed{50%}` against gold "50" scores 1 here and 0
   officially.

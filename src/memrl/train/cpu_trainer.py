@@ -1,6 +1,6 @@
 """A small reference Multi-Conv DAPO trainer (HF generation, plain torch), for tiny models on CPU.
 
-One training step, as in the official verl fork (memagent_official.md §3.4–3.8):
+One training step, as in the official verl fork (MemAgent's official code):
 1. take `rollout_batch` questions (a seeded shuffle per epoch) and run `group_size` MemAgent
    rollouts each with the current policy; every engine call is one training conversation;
 2. reward = boxed verifier on the final answer (`TrainSettings.verifier`, by default the
@@ -91,7 +91,7 @@ class TrainSettings:
     norm_adv_by_std: bool = False  # Mem-α's GRPO divides by the group std; MemAgent's does not
     # Mem-α instead updates on a fixed number of rows (official 32): ceil(rows / it) updates
     mini_batch_rows: int | None = None
-    # MemAgent's training reward: "official" (memagent_official.md §2.5.3) or "extended"
+    # MemAgent's training reward: "official" (MemAgent's official code) or "extended"
     verifier: Verifier = DEFAULT_VERIFIER
 
     def __post_init__(self) -> None:

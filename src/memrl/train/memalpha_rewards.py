@@ -1,4 +1,4 @@
-"""Mem-α's GRPO reward (seed 004 §3; memalpha_official.md §3): four terms, one scalar per chunk.
+"""Mem-α's GRPO reward (paper §3, and its official code): four terms, one scalar per chunk.
 
 - r1, QA correctness of the final memory: the mean over an instance's questions of the training
   metric (`memrl.scoring.memalpha.score_answer(..., protocol="train")`), answered by the frozen

@@ -1,4 +1,4 @@
-"""Mem-α rollouts made GRPO training rows (memalpha_official.md §3.3–3.4).
+"""Mem-α rollouts made GRPO training rows (Mem-α's official code).
 
 For each instance, `group_size` memorisation rollouts of the workflow the evaluation runs
 (`agents.memalpha.memorize`, each into a fresh memory). Every chunk's generation is one training

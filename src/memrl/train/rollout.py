@@ -1,4 +1,4 @@
-"""Turn MemAgent rollouts into Multi-Conv training rows (memagent_official.md §3.3–3.6).
+"""Turn MemAgent rollouts into Multi-Conv training rows (MemAgent's official code).
 
 For each question, `group_size` rollouts of the same workflow the evaluation runs (with the
 training prompt: final answer in `\\boxed{}`). Every engine call of a rollout is one training

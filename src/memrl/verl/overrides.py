@@ -5,7 +5,7 @@ so `verl_command` must give the same list for the same settings, on any machine.
 this package (agent-loop registry, reward function) are therefore written as interpolations of
 the `memrl_verl` resolver, which `memrl.verl.main` registers and resolves where verl runs.
 
-Multi-Conv DAPO as the official run did it (memagent_official.md §3, verl_vllm_ray.md §1-2):
+Multi-Conv DAPO as the official run did it (MemAgent's official code, on verl):
 - v1 (TransferQueue) sync trainer: the agent loop returns one row per conversation;
 - `adv_estimator=grpo` exactly (only that name takes verl's per-trajectory branch), without std
   normalisation: A_i = R_i - mean_group(R), broadcast to every conversation of rollout i;
@@ -19,7 +19,7 @@ Multi-Conv DAPO as the official run did it (memagent_official.md §3, verl_vllm_
   steps the scheduler once per `train_mini_batch` call (after the last mini-batch), i.e. once per
   training step however many updates the step makes, so lr_warmup_steps = warmup_steps with no
   conversion; the first step runs at lr 0, as in the official run.
-Mem-α's GRPO (recipe MEMALPHA; memalpha_official.md §3.4) differs where its official run does:
+Mem-α's GRPO (recipe MEMALPHA of Mem-α's official code) differs where its official run does:
 `norm_adv_by_std_in_grpo=true` (MemAlphaTrainer computes the advantage over each instance's
 chunk rows), verl's own row mini-batches of `mini_batch_rows` = ppo_mini_batch_size x n rows,
 shuffled instances, the capped memorisation prompt (6144) + 2048-token response, Qwen3's
@@ -55,7 +55,7 @@ PACKAGE_FILES = {"agent_loop_config": AGENT_LOOP_CONFIG, "reward_file": REWARD_F
 LOGGERS = ("console", "mlflow", "file")  # file: VERL_FILE_LOGGER_PATH, read by memrl.verl.job
 
 # settings["verl"] (config: training.verl): what only verl reads; every key is required. In
-# brackets the official run's value (run_memory_*.sh, memagent_official.md §3.1).
+# brackets the official run's value (run_memory_*.sh in MemAgent's official code).
 VERL_KEYS: dict[str, tuple[type, ...]] = {
     "tensor_parallel_size": (int,),  # vLLM TP of a rollout replica (7B: 1, 14B: 2)
     "gpu_memory_utilization": (float,),  # vLLM share of GPU memory (0.6)
