@@ -33,6 +33,7 @@ localrules:
     plot_training_curve,
     case_study,
     case_studies,
+    reproduction,
 
 
 rule all:
@@ -42,6 +43,7 @@ rule all:
         get_reports(),
         get_training_curves(),
         get_case_studies(),
+        get_reproduction(),
 
 
 rule case_studies:

@@ -11,7 +11,13 @@ import pandas as pd
 import pytest
 import yaml
 
-from memrl.config import ABLATION_TABLES, NIAH_CONFIG_TABLE, STATS_TABLES, TRACE_TABLE
+from memrl.config import (
+    ABLATION_TABLES,
+    NIAH_CONFIG_TABLE,
+    PATTERNS_TABLE,
+    STATS_TABLES,
+    TRACE_TABLE,
+)
 from memrl.report.cells import (
     DASH,
     PARTIAL_MARK,
@@ -64,7 +70,8 @@ from memrl.report.training_curves import (
 )
 
 REPO = Path(__file__).resolve().parents[1]
-TESTED_ALONE = (TRACE_TABLE, NIAH_CONFIG_TABLE, "table4")  # their own inputs: below
+# their own inputs: below, and in test_memory_patterns.py
+TESTED_ALONE = (TRACE_TABLE, NIAH_CONFIG_TABLE, "table4", PATTERNS_TABLE)
 PAPER_FILE = REPO / "config/paper/memagent.yaml"
 N_DOCS = [50, 100, 200, 400, 800, 1600, 3200, 6400, 12800, 25600]
 
@@ -925,7 +932,8 @@ def test_heatmap_cells_missing_and_partial():
 
 def test_plot_niah_heatmaps_files_and_determinism(tmp_path: Path, paper: dict):
     args = (ruler_records(), HEAT_SYSTEMS)
-    kwargs = {"claims": paper["niah"]["claims"], "length_labels": {8192: "8K"}}
+    checks = check_claims(ruler_records(), HEAT_SYSTEMS, paper["niah"]["claims"])
+    kwargs = {"checks": checks, "length_labels": {8192: "8K"}}
     first = plot_niah_heatmaps(*args, tmp_path / "a" / "figure5", "NIAH", **kwargs)
     second = plot_niah_heatmaps(*args, tmp_path / "b" / "figure5", "NIAH", **kwargs)
     assert [p.name for p in first] == ["figure5.png", "figure5.pdf"]
@@ -942,7 +950,7 @@ def test_plot_ood_heatmaps_files(tmp_path: Path, paper: dict):
         tmp_path / "ood",
         "RULER OOD",
         average_tasks=paper["ood"]["average_tasks"],
-        claims=paper["ood"]["claims"],
+        checks=check_claims(ruler_records(), HEAT_SYSTEMS, paper["ood"]["claims"]),
     )
     assert png.stat().st_size > 1000 and pdf.read_bytes()[:5] == b"%PDF-"
 
@@ -1545,7 +1553,8 @@ def test_table7_describes_the_niah_sets_that_ran(paper: dict, tmp_path: Path):
     assert upstream.loc["niah_single_1", "Haystack"] == "noise (paper: repeat)"  # RULER HEAD's
     assert upstream.loc["niah_single_3", "Haystack"] == "essay"
     assert "1 cell(s) differ" in upstream.attrs["notes"][1]
-    csv, md, _ = write_paper_table(NIAH_CONFIG_TABLE, table, tmp_path / "t7", "Table 7")
+    csv, md, _, claims = write_paper_table(NIAH_CONFIG_TABLE, table, tmp_path / "t7", "Table 7")
+    assert json.loads(claims.read_text()) == []
     assert len(pd.read_csv(csv)) == table.size and "| Task | Haystack |" in md.read_text()
     with pytest.raises(ValueError, match="needs the RULER settings"):
         build_paper_table(NIAH_CONFIG_TABLE, records, [], paper)

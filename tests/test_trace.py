@@ -28,7 +28,6 @@ from memrl.report.trace import (
     CaseStudy,
     by_task,
     case_study,
-    evidence_strings,
     find_evidence,
     gold_chunks,
     memory_after_chunks,
@@ -38,6 +37,7 @@ from memrl.report.trace import (
     verdict,
     write_report,
 )
+from memrl.scoring.evidence import evidence_strings
 from memrl.systems.longcontext import longcontext_system
 from memrl.systems.memagent import memagent_system
 
@@ -179,12 +179,11 @@ def test_other_systems_records_are_unchanged(tmp_path):
 
 def test_metrics_and_merging_ignore_the_trace(tmp_path):
     predictions = run_memagent(rows(4), NoteTakingEngine(), tmp_path / "p.jsonl")
-    stripped = [
-        {k: v for k, v in p.items() if k not in ("memory_trace", "n_chunks")} for p in predictions
-    ]
-    assert summarize(predictions, "ruler_hqa", "hqa", "s", 2) == summarize(
-        stripped, "ruler_hqa", "hqa", "s", 2
-    )
+    trace_keys = ("memory_trace", "n_chunks", "evidence_chunks")
+    stripped = [{k: v for k, v in p.items() if k not in trace_keys} for p in predictions]
+    traced = summarize(predictions, "ruler_hqa", "hqa", "s", 2)
+    assert sum(traced.pop("memory_patterns").values()) == 4  # every sample's pattern, 0 primacy
+    assert traced == summarize(stripped, "ruler_hqa", "hqa", "s", 2)  # the scores ignore it
     mixed = merge_shards([predictions[:2], stripped[2:]])  # an old shard beside a new one
     assert [p["index"] for p in mixed] == [0, 1, 2, 3]
 

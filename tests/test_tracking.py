@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import sqlite3
 import subprocess
@@ -14,6 +15,7 @@ import pytest
 from memrl import tracking
 
 CONFIG = {"run": "t", "seed": 1}
+INVOKED = {"command": ["snakemake", "--profile", "profiles/smoke", "table3"], "targets": ["table3"]}
 
 
 @pytest.fixture
@@ -140,7 +142,7 @@ def test_a_rerun_keeps_the_earlier_attempt_and_a_torn_last_line_is_ignored(resul
 
 
 def test_one_parent_per_invocation_one_child_per_job_and_loading_twice_adds_nothing(results):
-    tracking.start_invocation(results, "sqlite:///results/t/mlflow.db", CONFIG, "9.0")
+    tracking.start_invocation(results, "sqlite:///results/t/mlflow.db", CONFIG, "9.0", **INVOKED)
     run_job(results, "a", metrics=({"accuracy": 50.0}, {"accuracy": 75.0}))
     run_job(results, "b")
     mark_ended(results)
@@ -148,7 +150,10 @@ def test_one_parent_per_invocation_one_child_per_job_and_loading_twice_adds_noth
     assert tracking.load(results) == {"invocations": 1, "jobs": 2, "waiting": 0}
     assert tracking.load(results) == {"invocations": 0, "jobs": 0, "waiting": 0}
     runs = mlflow_runs(results)
-    [parent] = [r for r in runs if runs[r]["name"] == "pipeline-t"]
+    [parent] = [r for r in runs if runs[r]["name"].startswith("pipeline-t 20")]
+    assert runs[parent]["name"].endswith(" table3")  # named by start time and targets
+    assert runs[parent]["tags"]["command"] == "snakemake --profile profiles/smoke table3"
+    assert runs[parent]["tags"]["profile"] == "profiles/smoke"
     children = {runs[r]["name"]: runs[r] for r in runs if r != parent}
     assert set(children) == {"rule_a[k=a]", "rule_b[k=b]"}
     a = children["rule_a[k=a]"]
@@ -160,10 +165,44 @@ def test_one_parent_per_invocation_one_child_per_job_and_loading_twice_adds_noth
     assert any(key.startswith("output.") for key in a["tags"])
     artifacts = results / "mlartifacts"
     assert list(artifacts.rglob("a.json")) and list(artifacts.rglob("log/a.log"))
+    assert "pkg.mlflow" in a["tags"] and a["tags"]["accelerator"]
+    record_ids = json.loads((results / "provenance" / tracking.RUNS_FILE).read_text())
+    assert sorted(record_ids.values()) == sorted(r for r in runs if r != parent)
+
+
+def test_a_job_run_names_the_runs_that_made_its_inputs_and_the_parent_keeps_diff_and_log(
+    results, monkeypatch
+):
+    monkeypatch.setattr(tracking, "git_state", lambda: {"git.commit": "c0", "git.dirty": "true"})
+    monkeypatch.setattr(tracking, "git_diff", lambda: "--- a/x\n+++ b/x\n")
+    tracking.start_invocation(results, "sqlite:///results/t/mlflow.db", CONFIG, "9.0", **INVOKED)
+    monkeypatch.setenv(tracking.ENV_GIT_DIFF, os.environ[tracking.ENV_GIT_DIFF])
+    run_job(results, "a")
+    out = results / "out/a.json"
+    for reader in ("r", "s"):
+        (results / f"logs/rule_{reader}").mkdir()
+    with tracking.job_run("rule_r", {}, {}, [out], [], results / "logs/rule_r/r.log"):
+        pass
+    out.write_text('{"changed": 1}')  # a later write: the next reader's input has no producer
+    with tracking.job_run("rule_s", {}, {}, [out], [], results / "logs/rule_s/s.log"):
+        pass
+    snakemake_log = results / "snakemake.log"
+    snakemake_log.write_text("Finished jobs\n")
+    # Snakemake 9's handlers get `log` as a list; the load runs in a subprocess
+    tracking.end_invocation(results, succeeded=True, snakemake_log=[str(snakemake_log)])
+    runs = mlflow_runs(results)
+    by_name = {run["name"]: run_id for run_id, run in runs.items()}
+    reader = runs[by_name["rule_r"]]["tags"]
+    assert reader[f"producer.{out}"] == by_name["rule_a[k=a]"]
+    assert not any(k.startswith("producer.") for k in runs[by_name["rule_s"]]["tags"])
+    artifacts = results / "mlartifacts"
+    diffs = list(artifacts.rglob("git/*.diff"))  # the parent's and each job's
+    assert len(diffs) == 4 and {d.read_text() for d in diffs} == {"--- a/x\n+++ b/x\n"}
+    assert (next(artifacts.rglob("snakemake/snakemake.log"))).read_text() == "Finished jobs\n"
 
 
 def test_a_killed_job_waits_while_its_invocation_runs_and_then_loads_as_killed(results):
-    tracking.start_invocation(results, "sqlite:///results/t/mlflow.db", CONFIG, "9.0")
+    tracking.start_invocation(results, "sqlite:///results/t/mlflow.db", CONFIG, "9.0", **INVOKED)
     path = run_job(results, "a")
     lines = path.read_text().splitlines()
     path.write_text("\n".join(line for line in lines if '"end"' not in line) + "\n")
@@ -172,12 +211,12 @@ def test_a_killed_job_waits_while_its_invocation_runs_and_then_loads_as_killed(r
     assert tracking.load(results)["jobs"] == 1
     runs = mlflow_runs(results).values()
     [job] = [r for r in runs if r["name"] == "rule_a[k=a]"]
-    [parent] = [r for r in runs if r["name"] == "pipeline-t"]  # created while running, closed now
+    [parent] = [r for r in runs if r["name"].startswith("pipeline-t ")]  # closed now
     assert job["status"] == "KILLED" and parent["status"] == "FAILED"
 
 
 def test_a_job_that_logs_to_mlflow_itself_gets_a_live_run_that_the_loader_adopts(results):
-    tracking.start_invocation(results, "sqlite:///results/t/mlflow.db", CONFIG, "9.0")
+    tracking.start_invocation(results, "sqlite:///results/t/mlflow.db", CONFIG, "9.0", **INVOKED)
     seen = {}
 
     def launch(record):
@@ -194,7 +233,7 @@ def test_a_job_that_logs_to_mlflow_itself_gets_a_live_run_that_the_loader_adopts
 
 def test_tracking_off_writes_nothing(results, monkeypatch):
     monkeypatch.setenv("MEMRL_TRACKING", "off")
-    assert tracking.start_invocation(results, "sqlite:///x.db", CONFIG, "9.0") is None
+    assert tracking.start_invocation(results, "sqlite:///x.db", CONFIG, "9.0", **INVOKED) is None
     path = run_job(results, "a")
     assert not path.exists() and not (results / "provenance").exists()
 
@@ -209,7 +248,7 @@ def dead_process(invocation_file: Path, pid: int) -> None:
 def test_a_killed_invocation_and_its_live_runs_are_closed_as_killed_by_the_next_load(
     results, exited_pid
 ):
-    tracking.start_invocation(results, "sqlite:///results/t/mlflow.db", CONFIG, "9.0")
+    tracking.start_invocation(results, "sqlite:///results/t/mlflow.db", CONFIG, "9.0", **INVOKED)
     seen = {}
     path = run_job(results, "train", body=lambda record: seen.update(record.child_env()))
     lines = path.read_text().splitlines()  # the job was killed with its invocation
@@ -225,7 +264,7 @@ def test_a_killed_invocation_and_its_live_runs_are_closed_as_killed_by_the_next_
 
 
 def test_a_copied_results_directory_keeps_its_artifacts_beside_itself(results, tmp_path):
-    tracking.start_invocation(results, "sqlite:///results/t/mlflow.db", CONFIG, "9.0")
+    tracking.start_invocation(results, "sqlite:///results/t/mlflow.db", CONFIG, "9.0", **INVOKED)
     run_job(results, "a")
     mark_ended(results)
     tracking.load(results)
@@ -252,7 +291,7 @@ def test_concurrent_loads_of_one_results_directory_create_each_run_once(results,
 
     from mlflow_server import mlflow_server
 
-    tracking.start_invocation(results, "sqlite:///results/t/mlflow.db", CONFIG, "9.0")
+    tracking.start_invocation(results, "sqlite:///results/t/mlflow.db", CONFIG, "9.0", **INVOKED)
     for i in range(12):
         run_job(results, f"j{i}")
     mark_ended(results)
@@ -288,7 +327,7 @@ def test_concurrent_loads_of_one_results_directory_create_each_run_once(results,
 def test_a_killed_attempt_reaches_mlflow_after_its_job_is_rerun(results):
     """The rerun of a killed job used to delete the killed attempt's record: it now loads as a
     KILLED run beside the rerun's FINISHED one."""
-    tracking.start_invocation(results, "sqlite:///results/t/mlflow.db", CONFIG, "9.0")
+    tracking.start_invocation(results, "sqlite:///results/t/mlflow.db", CONFIG, "9.0", **INVOKED)
 
     def killed(record):
         raise KeyboardInterrupt

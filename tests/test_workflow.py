@@ -84,7 +84,9 @@ def test_slurm_profile_plans_every_paper_job(repo):
     assert counts["train_memalpha"] == counts["plot_memalpha_training_curve"] == 5
     assert "eval/mab/memalpha-4b-released/0.memories.jsonl" in done.stdout
     assert counts["merge_eval"] == 33 and counts["evaluate_shard"] == 4 * 33
-    assert counts["make_table"] == 10 + 9 + 1 and counts["plot_figure"] == 8 + 1  # + both suites
+    # MemAgent's 10 and its failure patterns, Mem-α's 9, the suites; 8 figures and the frontier
+    assert counts["make_table"] == 11 + 9 + 1 and counts["plot_figure"] == 8 + 1
+    assert counts["case_study"] == 3 and counts["reproduction"] == 1
     assert counts["dataset_stats"] == 3  # Mem-α's train, validation and MemoryAgentBench
     # baselines reach vLLM with their context extension; RAG systems expand over their grid
     assert '"context_extension": "yarn"' in done.stdout
@@ -314,7 +316,7 @@ def test_smoke_records_one_mlflow_child_run_per_job(smoke):
     assert rules.count("train_memalpha") == 1
     assert rules.count("download_model") == 2 and rules.count("synthesize_ruler") == 11
     records = list(results.glob("logs/**/*.provenance.jsonl"))
-    assert len(children) == len(runs) - 1 == len(records) == 145  # every job but `all`
+    assert len(children) == len(runs) - 1 == len(records) == 147  # every job but `all`
     for run in children:
         for key in ("git.commit", "git.dirty", "config.hash", "snakemake.version", "host"):
             assert tags[run][key], key
@@ -325,6 +327,33 @@ def test_smoke_records_one_mlflow_child_run_per_job(smoke):
     }
     assert {"job.wall_s", "job.peak_rss_mb"} <= metric_keys
     assert any(key.endswith(".accuracy") for key in metric_keys)  # per task
+
+
+def test_smoke_lineage_leads_from_table3_to_the_checkpoint_and_the_base_model(smoke):
+    done = subprocess.run(
+        ["memrl", "lineage", "--json", "results/smoke/tables/table3.md"],
+        cwd=smoke,
+        env=snakemake_env(),
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    graph = json.loads(done.stdout)
+    jobs = {job["name"]: job for job in graph["jobs"].values()}
+    stage2 = jobs["train_stage2[train_run=rl-memagent-tiny]"]
+    assert "train_stage1[train_run=rl-memagent-tiny]" in jobs
+    assert "download_model[model=tiny-instruct]" in jobs
+    # the checkpoint as its reader recorded it (after Snakemake marked the directory) is the
+    # content its producer wrote
+    checkpoint = str(smoke / "results/smoke/checkpoints/rl-memagent-tiny/stage2")
+    [reader] = [job for job in jobs.values() if checkpoint in job["inputs"]]
+    assert graph["jobs"][reader["inputs"][checkpoint]["producer"]] == stage2
+    assert (
+        smoke / "results/smoke/checkpoints/rl-memagent-tiny/stage2/.snakemake_timestamp"
+    ).exists()
+    assert set(graph["runs"]) >= set(graph["jobs"])  # each job's MLflow run, once loaded
+    assert {Path(p).name for p in graph["sources"]} == {"memagent.yaml"}  # the paper's numbers
 
 
 def test_smoke_rerun_is_up_to_date_and_one_target_reruns_alone(smoke):

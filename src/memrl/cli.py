@@ -10,6 +10,7 @@ is in memrl.jobs.
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import logging
 import signal
@@ -31,10 +32,21 @@ from memrl.jobs.data import (
     cmd_synthesize,
 )
 from memrl.jobs.evaluate import cmd_evaluate, cmd_memorize, cmd_merge_eval
-from memrl.jobs.report import cmd_figure, cmd_table, cmd_trace, cmd_training_curve
+from memrl.jobs.report import (
+    cmd_figure,
+    cmd_reproduction,
+    cmd_table,
+    cmd_trace,
+    cmd_training_curve,
+)
 from memrl.jobs.train import cmd_train, cmd_train_memalpha
 
 Handler = Callable[[argparse.Namespace, tracking.JobRecord], None]
+
+# Subcommands a person runs, not Snakemake jobs: their own arguments, no settings, no record.
+TOOLS: dict[str, tuple[str, str]] = {
+    "lineage": ("memrl.lineage", "the jobs that made a file, back to the downloads and models"),
+}
 
 
 def _json(text: str) -> Any:
@@ -176,9 +188,26 @@ COMMANDS: dict[str, Command] = {
         named("predictions", "metrics"),
     ),
     "table": Command(
-        cmd_table, REPORT_OPTIONS, ["metrics", "paper"], prefixed(".csv", ".md", ".tex")
+        cmd_table,
+        REPORT_OPTIONS,
+        ["metrics", "paper"],
+        prefixed(".csv", ".md", ".tex", ".claims.json"),
     ),
-    "figure": Command(cmd_figure, REPORT_OPTIONS, ["metrics", "paper"], prefixed(".png", ".pdf")),
+    "figure": Command(
+        cmd_figure, REPORT_OPTIONS, ["metrics", "paper"], prefixed(".png", ".pdf", ".claims.json")
+    ),
+    "reproduction": Command(
+        cmd_reproduction,
+        {
+            "--tables": {"nargs": "+"},  # each table's Markdown and CSV
+            "--figures": {"nargs": "*", "type": Path},
+            "--claims": {"nargs": "*", "type": Path},  # the figures' claim checks
+            "--case-studies": {"nargs": "*", "type": Path},
+            "--out-prefix": {},
+        },
+        ["tables", "figures", "claims", "case_studies"],
+        prefixed(".md", ".html"),
+    ),
     "training-curve": Command(
         cmd_training_curve,
         {"--metrics": {"nargs": "+"}, "--out-prefix": {}},
@@ -210,6 +239,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--log", type=Path, help="the job's log file, attached to its MLflow run")
     sub = parser.add_subparsers(dest="command", required=True)
+    for name, (_, summary) in TOOLS.items():
+        sub.add_parser(name, help=summary, add_help=False)  # listed; parsed by the tool itself
     for name, spec in COMMANDS.items():
         command = sub.add_parser(name)
         command.add_argument("--settings", type=_json, required=True, help="resolved job settings")
@@ -243,6 +274,10 @@ def main(argv: Sequence[str] | None = None) -> None:
     # SLURM preemption and time limits send SIGTERM: unwind like Ctrl-C, so partial outputs are
     # flushed and the provenance record says KILLED.
     signal.signal(signal.SIGTERM, signal.default_int_handler)
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv and argv[0] in TOOLS:
+        importlib.import_module(TOOLS[argv[0]][0]).main(argv[1:])
+        return
     args = build_parser().parse_args(argv)
     command = COMMANDS[args.command]
     out_paths = command.outputs(args)

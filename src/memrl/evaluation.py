@@ -28,6 +28,8 @@ from memrl.benchmarks import PROBE_BENCHMARK
 from memrl.data.io import append_jsonl, jsonl_row
 from memrl.data.ruler_hqa import context_pieces
 from memrl.engines.base import ChatEngine, ChatRequest, SamplingParams
+from memrl.scoring.evidence import pattern_counts
+from memrl.scoring.intervals import interval
 from memrl.secrets import redact
 
 log = logging.getLogger(__name__)
@@ -530,7 +532,9 @@ def summarize(
     """Means x100 of the per-sample metrics. `accuracy` (the paper's metric) counts failures and
     empty outputs as wrong; `accuracy_official` and every side metric (sub_em, em, f1, ...) drop
     them from the denominator as the official evaluator does (it skips every item whose raw
-    output is ""); `n_dropped` counts them."""
+    output is ""); `n_dropped` counts them. `ci95`: each score's 95 % interval over its items
+    (memrl.scoring.intervals); `memory_patterns`: what a MemAgent's memory did with the gold
+    evidence, in samples (memrl.scoring.evidence), where the predictions carry its traces."""
     n = len(predictions)
     answered = [p for p in predictions if not (p["failed"] or p.get("response") == "")]
     metric_keys = sorted(
@@ -545,6 +549,12 @@ def summarize(
         lenient["n_lenient_sub_em"] = sum(p["sub_em"] != p["sub_em_strict"] for p in predictions)
     tokens = [p["num_tokens"] for p in predictions if p.get("num_tokens") is not None]
     memory = [p["memory_tokens"] for p in predictions if p.get("memory_tokens") is not None]
+    scored = {"accuracy": predictions, "accuracy_official": answered}
+    scored |= dict.fromkeys(metric_keys, answered)
+    ci95 = {
+        key: interval([p["score" if key.startswith("accuracy") else key] for p in items])
+        for key, items in scored.items()
+    }
     return {
         "benchmark": benchmark,
         "task": task,
@@ -560,4 +570,6 @@ def summarize(
         "mean_tokens": sum(tokens) / len(tokens) if tokens else None,
         "mean_memory_tokens": sum(memory) / len(memory) if memory else None,
         "mean_calls": sum(p["n_calls"] for p in predictions) / n if n else 0.0,
+        "ci95": {key: list(bounds) for key, bounds in ci95.items() if bounds is not None},
+        **({"memory_patterns": patterns} if (patterns := pattern_counts(predictions)) else {}),
     }

@@ -5,17 +5,22 @@ Jobs never import MLflow: importing it and opening its store costs seconds per j
 SLURM jobs must not write one SQLite file on a network disk. Instead:
 
 - `start_invocation` (the Snakefile's `onstart`, real runs only) writes
-  `<results>/provenance/<invocation>.json` (config, git state, host) and exports what the jobs
-  need (`MEMRL_INVOCATION`, the config hash, git state, the tracking URI); local job processes
-  inherit it and the SLURM executor forwards it (`--export=ALL`).
+  `<results>/provenance/<invocation>.json` (config, git state, host, the command, its targets and
+  profile), the uncommitted diff when the tree is dirty (`<invocation>.diff`), and exports what
+  the jobs need (`MEMRL_INVOCATION`, the config hash, git state, the diff, the digest cache, the
+  tracking URI); local job processes inherit it and the SLURM executor forwards it
+  (`--export=ALL`).
 - `job_run` (every `memrl` subcommand) appends JSON lines to `<log stem>.provenance.jsonl`: a
-  `start` line (rule, wildcards, tags, params = the resolved settings, input digests), `metrics`
-  lines as the job logs them, and an `end` line (status, wall time, peak RSS, output digests).
-  Each line is flushed, so a killed job leaves a record without `end` (loaded as KILLED).
+  `start` line (rule, wildcards, tags with the software it runs on (memrl.software), params =
+  the resolved settings, input digests (memrl.digests)), `metrics` lines as the job logs them,
+  and an `end` line (status, wall time, peak RSS, output digests). Each line is flushed, so a
+  killed job leaves a record without `end` (loaded as KILLED).
 - `end_invocation` (`onsuccess`/`onerror`) marks the invocation finished and runs `load`, which
-  creates the runs not yet in MLflow. It is idempotent (runs are matched by record id) and can be
-  run by hand: `python -m memrl.tracking results/<run>` (e.g. after a killed invocation, or to fill
-  a tracking server from records written on a cluster).
+  creates the runs not yet in MLflow, tags each job run with the runs that produced its inputs
+  (`producer.<path>`) and writes `provenance/mlflow/runs.json` (record id -> run id, for
+  `memrl lineage`). It is idempotent (runs are matched by record id) and can be run by hand:
+  `python -m memrl.tracking results/<run>` (e.g. after a killed invocation, or to fill a tracking
+  server from records written on a cluster).
 
 A job whose process logs to MLflow itself (verl's tracker) asks `JobRecord.child_env()` for a live
 run; the loader then adopts that run as the job's child run. Tracking never decides whether a job
@@ -25,25 +30,27 @@ succeeds. Set MEMRL_TRACKING=off to disable it entirely.
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import logging
 import os
 import re
 import resource
+import shlex
 import socket
 import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import memrl
-from memrl.data.io import append_jsonl, read_json, sha256_file, write_json_atomic
+from memrl.data.io import append_jsonl, read_json, write_json_atomic, write_text_atomic
+from memrl.digests import ENV_DIGEST_CACHE, file_digest
 from memrl.locks import is_dead, process_identity
+from memrl.software import software_tags
 
 log = logging.getLogger(__name__)
 
@@ -53,8 +60,11 @@ ENV_CONFIG_HASH = "MEMRL_CONFIG_HASH"
 ENV_SNAKEMAKE_VERSION = "MEMRL_SNAKEMAKE_VERSION"
 ENV_GIT_COMMIT = "MEMRL_GIT_COMMIT"
 ENV_GIT_DIRTY = "MEMRL_GIT_DIRTY"
+ENV_GIT_DIFF = "MEMRL_GIT_DIFF"
 RECORD_SUFFIX = ".provenance.jsonl"
-FULL_HASH_MAX_BYTES = 256 * 2**20  # larger files (model shards) are identified by size + mtime
+RUNS_FILE = "mlflow/runs.json"  # in invocations_dir: each loaded record's MLflow run id
+# MLflow's UI opens an experiment on its runs, not on its GenAI traces view
+EXPERIMENT_TAGS = {"mlflow.experimentKind": "custom_model_development"}
 ARTIFACT_MAX_BYTES = 2 * 2**20
 PARAM_MAX_CHARS = 6000  # MLflow's limit on a param value
 _METRIC_NAME_UNSAFE = re.compile(r"[^\w\-. :/]")
@@ -86,19 +96,27 @@ def git_state(repo: Path | None = None) -> dict[str, str]:
     return {"git.commit": commit, "git.dirty": str(bool(git("status", "--porcelain"))).lower()}
 
 
-def file_digest(path: Path) -> str:
-    """sha256 of a file, or of a directory's (relative path, file digest) listing."""
-    if path.is_dir():
-        listing = "\n".join(
-            f"{p.relative_to(path)} {file_digest(p)}"
-            for p in sorted(path.rglob("*"))
-            if p.is_file()
-        )
-        return "sha256:" + hashlib.sha256(listing.encode()).hexdigest()
-    stat = path.stat()
-    if stat.st_size > FULL_HASH_MAX_BYTES:
-        return f"size:{stat.st_size},mtime:{int(stat.st_mtime)}"
-    return "sha256:" + sha256_file(path)
+def made_by() -> str:
+    """One line naming what made an output: commit, config hash, invocation (for footnotes)."""
+    git = git_state()
+    dirty = " with uncommitted changes" if git["git.dirty"] == "true" else ""
+    return (
+        f"commit {git['git.commit'][:12]}{dirty}, config {os.environ.get(ENV_CONFIG_HASH, '?')}, "
+        f"invocation {os.environ.get(ENV_INVOCATION) or 'none (run by hand)'}"
+    )
+
+
+def git_diff(repo: Path | None = None) -> str:
+    """The uncommitted changes of the source tree: `git diff HEAD`, then the untracked files."""
+    repo = repo or Path(memrl.__file__).resolve().parents[2]
+
+    def git(*args: str) -> str:
+        done = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True)
+        return done.stdout if done.returncode == 0 else ""
+
+    untracked = git("ls-files", "--others", "--exclude-standard").splitlines()
+    listing = "".join(f"# untracked: {name}\n" for name in untracked)
+    return git("diff", "HEAD") + listing
 
 
 def flatten(settings: Mapping[str, Any], prefix: str = "") -> dict[str, str]:
@@ -155,9 +173,15 @@ def invocations_dir(results: Path) -> Path:
 
 
 def start_invocation(
-    results: Path, uri: str, config: Mapping[str, Any], snakemake_version: str
+    results: Path,
+    uri: str,
+    config: Mapping[str, Any],
+    snakemake_version: str,
+    command: list[str],
+    targets: list[str],
 ) -> str | None:
-    """Record the invocation and export what its jobs need; returns its id."""
+    """Record the invocation (the `command` that started it and its `targets`) and export what
+    its jobs need; returns its id."""
     if not enabled():
         return None
     from memrl.config import config_hash
@@ -169,8 +193,14 @@ def start_invocation(
         "config.hash": config_hash(dict(config)),
         "snakemake.version": snakemake_version,
         "host": socket.gethostname(),
+        "command": shlex.join(command),
+        "targets": " ".join(targets) or "all",
+        "profile": profile_of(command),
         **git,
     }
+    diff = invocations_dir(results) / f"{invocation}.diff"
+    if git["git.dirty"] == "true":
+        write_text_atomic(diff, git_diff())
     write_json_atomic(
         invocations_dir(results) / f"{invocation}.json",
         {
@@ -189,21 +219,40 @@ def start_invocation(
             ENV_SNAKEMAKE_VERSION: snakemake_version,
             ENV_GIT_COMMIT: git["git.commit"],
             ENV_GIT_DIRTY: git["git.dirty"],
+            ENV_GIT_DIFF: str(diff.resolve()) if diff.is_file() else "",
+            ENV_DIGEST_CACHE: str((invocations_dir(results) / "digests").resolve()),
             "MLFLOW_TRACKING_URI": absolute_uri(uri),
         }
     )
     return invocation
 
 
-def end_invocation(results: Path, succeeded: bool) -> None:
+def profile_of(command: list[str]) -> str:
+    """The profile a Snakemake command line names (`--profile X`, `--profile=X`), else
+    $SNAKEMAKE_PROFILE's, else "none"."""
+    for i, arg in enumerate(command):
+        if arg == "--profile" and i + 1 < len(command):
+            return command[i + 1]
+        if arg.startswith("--profile="):
+            return arg.split("=", 1)[1]
+    return os.environ.get("SNAKEMAKE_PROFILE", "none")
+
+
+def end_invocation(
+    results: Path, succeeded: bool, snakemake_log: str | Sequence[str] | None = None
+) -> None:
     """Mark the invocation finished and load every pending record into MLflow (a subprocess:
-    MLflow is imported once per invocation, and a tracking failure never fails the workflow)."""
+    MLflow is imported once per invocation, and a tracking failure never fails the workflow).
+    `snakemake_log`: Snakemake's log file(s) of the invocation (its handlers' `log`: a list in
+    Snakemake 9), attached to its parent run."""
     invocation = os.environ.get(ENV_INVOCATION)
     if not enabled() or not invocation:
         return
     path = invocations_dir(results) / f"{invocation}.json"
     record = read_json(path)
     record.update(end_ms=now_ms(), status="FINISHED" if succeeded else "FAILED")
+    logs = [snakemake_log] if isinstance(snakemake_log, str) else list(snakemake_log or [])
+    record["snakemake_logs"] = [str(Path(log_file).resolve()) for log_file in logs]
     write_json_atomic(path, record)
     done = subprocess.run([sys.executable, "-m", "memrl.tracking", str(results)], check=False)
     if done.returncode != 0:
@@ -300,10 +349,13 @@ def job_run(
                 "host": socket.gethostname(),
                 "slurm.job_id": os.environ.get("SLURM_JOB_ID", ""),
                 **git_state(),
+                **software_tags(),
             },
             "params": flatten(settings),
             "inputs": {str(p): file_digest(p) for p in inputs if p.exists()},
             "log": str(log_file),
+            "cwd": os.getcwd(),  # what the relative paths above are relative to
+            "diff": os.environ.get(ENV_GIT_DIFF, ""),
         }
     )
     status = "FAILED"
@@ -373,11 +425,16 @@ def experiment_id(client: Any, uri: str) -> str:
             _rebase_artifacts(database, experiment.artifact_location, location)
         _adopt_default_experiment(database, location)
     if experiment is not None:
+        for key, value in EXPERIMENT_TAGS.items():
+            if experiment.tags.get(key) != value:  # a store made before the tag existed
+                client.set_experiment_tag(experiment.experiment_id, key, value)
         return experiment.experiment_id
     from mlflow.exceptions import MlflowException
 
     try:
-        return client.create_experiment(EXPERIMENT, artifact_location=location)
+        return client.create_experiment(
+            EXPERIMENT, artifact_location=location, tags=EXPERIMENT_TAGS
+        )
     except MlflowException:  # on a shared server, another job may have created it meanwhile
         experiment = client.get_experiment_by_name(EXPERIMENT)
         if experiment is None:
@@ -484,9 +541,7 @@ def _load(results: Path, uri: str | None) -> dict[str, int]:
     uri = absolute_uri(uri or next(reversed(invocations.values()), {}).get("uri") or "")
     if not uri:
         raise SystemExit(f"{results}: no invocation records and no --uri: nothing says where")
-    records = [
-        r for p in sorted(results.glob(f"logs/**/*{RECORD_SUFFIX}")) if (r := read_record(p))
-    ]
+    records = records_under(results)
     for invocation, info in invocations.items():
         if "end_ms" not in info and is_dead(info.get("process", {})):
             _end_killed(results, info, [r for r in records if r["invocation"] == invocation])
@@ -498,11 +553,14 @@ def _load(results: Path, uri: str | None) -> dict[str, int]:
     client = mlflow.MlflowClient(uri)
     experiment = experiment_id(client, uri)
     loaded: dict[tuple[str, str], str] = {}
+    closed = set()  # parents whose invocation ended when they were last loaded
     for page in _pages(client, experiment):
         for run in page:
             for key in ("memrl.invocation.parent", "memrl.record"):
                 if key in run.data.tags:
                     loaded[(key, run.data.tags[key])] = run.info.run_id
+            if run.data.tags.get("memrl.closed") == "true":
+                closed.add(run.info.run_id)
 
     parents: dict[str, str] = {}
     counts = {"invocations": 0, "jobs": 0, "waiting": 0}
@@ -512,26 +570,89 @@ def _load(results: Path, uri: str | None) -> dict[str, int]:
             run_id = client.create_run(
                 experiment,
                 start_time=info["start_ms"],
-                run_name=f"pipeline-{info['tags']['run']}",
+                run_name=parent_run_name(info),
                 tags={**info["tags"], "memrl.invocation.parent": invocation},
             ).info.run_id
             client.log_dict(run_id, info["config"], "config.json")
             counts["invocations"] += 1
-        if "end_ms" in info:  # also closes a parent loaded while its invocation ran
-            client.set_terminated(run_id, info["status"], end_time=info["end_ms"])
+        if "end_ms" in info and run_id not in closed:  # also a parent loaded while it ran
+            _close_parent(client, run_id, results, info)
         parents[invocation] = run_id
 
+    runs = {record_id: run for (key, record_id), run in loaded.items() if key == "memrl.record"}
+    new = []
     for record in records:
-        if ("memrl.record", record["record"]) in loaded:
+        if record["record"] in runs:
             continue
         invocation = invocations.get(record["invocation"] or "", {})
         if "status" not in record and "end_ms" not in invocation:
             counts["waiting"] += 1  # still running (or killed in a run that has not ended)
             continue
-        _load_job(client, experiment, record, parents.get(record["invocation"] or ""))
+        runs[record["record"]] = _load_job(
+            client, experiment, record, parents.get(record["invocation"] or "")
+        )
+        new.append(record)
         counts["jobs"] += 1
+    producers = producer_index(records)
+    for record in new:  # every producer has a run by now: it finished before its reader began
+        tags = {
+            f"producer.{path}": runs[producer["record"]]
+            for path, producer in producers_of(record, producers).items()
+            if producer and producer["record"] in runs
+        }
+        _log_batch(client, runs[record["record"]], tags=tags.items())
+    write_json_atomic(invocations_dir(results) / RUNS_FILE, runs)
     log.info("provenance → %s: %s", uri, counts)
     return counts
+
+
+def parent_run_name(info: Mapping[str, Any]) -> str:
+    """`pipeline-<run> <start time> <targets>`: one invocation among many of the same run."""
+    started = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(info["start_ms"] / 1000))
+    return f"pipeline-{info['tags']['run']} {started} {info['tags'].get('targets', '')}".strip()
+
+
+def _close_parent(client: Any, run_id: str, results: Path, info: Mapping[str, Any]) -> None:
+    """End an invocation's parent run, with Snakemake's log and the uncommitted diff."""
+    for log_file in info.get("snakemake_logs", []):
+        if Path(log_file).is_file():
+            client.log_artifact(run_id, log_file, artifact_path="snakemake")
+    diff = invocations_dir(results) / f"{info['invocation']}.diff"
+    if diff.is_file():
+        client.log_artifact(run_id, str(diff), artifact_path="git")
+    client.set_tag(run_id, "memrl.closed", "true")
+    client.set_terminated(run_id, info["status"], end_time=info["end_ms"])
+
+
+def records_under(results: Path) -> list[dict[str, Any]]:
+    """Every job record under `results` (reruns' earlier attempts included)."""
+    return [r for p in sorted(results.glob(f"logs/**/*{RECORD_SUFFIX}")) if (r := read_record(p))]
+
+
+def absolute(record: Mapping[str, Any], path: str) -> str:
+    """A path a record names, made absolute against the directory its job ran in."""
+    return os.path.normpath(os.path.join(record.get("cwd") or os.getcwd(), path))
+
+
+def producer_index(records: list[dict[str, Any]]) -> dict[tuple[str, str], dict[str, Any]]:
+    """(absolute output path, digest) -> the finished record that wrote it (the latest, if
+    several)."""
+    index: dict[tuple[str, str], dict[str, Any]] = {}
+    for record in sorted(records, key=lambda r: r.get("end_ms", 0)):
+        if record.get("status") == "FINISHED":
+            for path, digest in record.get("outputs", {}).items():
+                index[(absolute(record, path), digest)] = record
+    return index
+
+
+def producers_of(
+    record: Mapping[str, Any], index: Mapping[tuple[str, str], dict[str, Any]]
+) -> dict[str, dict[str, Any] | None]:
+    """Each input of `record` (as it names it) -> the record that wrote that content, or None."""
+    return {
+        path: index.get((absolute(record, path), digest))
+        for path, digest in record.get("inputs", {}).items()
+    }
 
 
 def _end_killed(results: Path, info: dict[str, Any], records: list[dict[str, Any]]) -> None:
@@ -556,7 +677,8 @@ def _pages(client: Any, experiment: str) -> Iterator[list[Any]]:
             return
 
 
-def _load_job(client: Any, experiment: str, record: dict[str, Any], parent: str | None) -> None:
+def _load_job(client: Any, experiment: str, record: dict[str, Any], parent: str | None) -> str:
+    """The job's run (created, or the live run its process logged into), filled and ended."""
     label = ",".join(f"{k}={v}" for k, v in record["wildcards"].items())
     name = f"{record['rule']}[{label}]" if label else record["rule"]
     tags = {
@@ -587,9 +709,12 @@ def _load_job(client: Any, experiment: str, record: dict[str, Any], parent: str 
             client.log_artifact(run_id, path)
     if Path(record["log"]).is_file():
         client.log_artifact(run_id, record["log"], artifact_path="log")
+    if record.get("diff") and Path(record["diff"]).is_file():
+        client.log_artifact(run_id, record["diff"], artifact_path="git")
     client.set_terminated(
         run_id, record.get("status", "KILLED"), end_time=record.get("end_ms", record["start_ms"])
     )
+    return run_id
 
 
 def main(argv: list[str] | None = None) -> None:

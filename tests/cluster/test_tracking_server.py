@@ -51,7 +51,9 @@ def server(tmp_path_factory):
 
 def start_pipeline(results: Path, uri: str, i: int, monkeypatch) -> str:
     """What Snakemake's onstart does: the invocation record and the jobs' environment."""
-    invocation = tracking.start_invocation(results, uri, {"run": f"t{i}", "seed": i}, "9.0")
+    invocation = tracking.start_invocation(
+        results, uri, {"run": f"t{i}", "seed": i}, "9.0", ["snakemake"], []
+    )
     for key in ("MLFLOW_TRACKING_URI", tracking.ENV_INVOCATION):
         monkeypatch.setenv(key, os.environ[key])  # restored after the test
     return invocation

@@ -3,6 +3,7 @@ import json
 import re
 import shlex
 import shutil
+import sys
 from pathlib import Path
 
 import snakemake as _snakemake
@@ -74,15 +75,22 @@ onstart:
             f"infer_venv {venv}: no bin/memrl there; build it with make vllm-env"
         )
     locks.record_lock_holder()
-    tracking.start_invocation(Path(R), cfg.tracking_uri(config), config, _snakemake.__version__)
+    tracking.start_invocation(
+        Path(R),
+        cfg.tracking_uri(config),
+        config,
+        _snakemake.__version__,
+        command=sys.argv,
+        targets=sorted(workflow.dag_settings.targets),
+    )
 
 
 onsuccess:
-    tracking.end_invocation(Path(R), succeeded=True)
+    tracking.end_invocation(Path(R), succeeded=True, snakemake_log=log)
 
 
 onerror:
-    tracking.end_invocation(Path(R), succeeded=False)
+    tracking.end_invocation(Path(R), succeeded=False, snakemake_log=log)
 
 
 def as_json(value):
@@ -143,8 +151,8 @@ def get_training_curves():
 def report_outputs(name):
     """The files of one table (CSV, Markdown, LaTeX) or figure (PNG, PDF)."""
     if name in cfg.TABLES:
-        return expand(f"{R}/tables/{name}.{{ext}}", ext=["csv", "md", "tex"])
-    return expand(f"{R}/figures/{name}.{{ext}}", ext=["png", "pdf"])
+        return expand(f"{R}/tables/{name}.{{ext}}", ext=["csv", "md", "tex", "claims.json"])
+    return expand(f"{R}/figures/{name}.{{ext}}", ext=["png", "pdf", "claims.json"])
 
 
 def case_study_prefix(job):
@@ -182,7 +190,29 @@ def get_reports():
     return [path for name in names for path in report_outputs(name)]
 
 
+def get_reproduction():
+    """The reproduction report, where the config makes any table."""
+    tables = [path for path in get_reports() if path.endswith(".md")]
+    return [f"{R}/reproduction.md", f"{R}/reproduction.html"] if tables else []
+
+
 # --- input functions -------------------------------------------------------------------------
+
+
+def get_reproduction_tables(wildcards):
+    return [p for p in get_reports() if p.endswith((".md", ".csv"))]
+
+
+def get_reproduction_figures(wildcards):
+    return [p for p in get_reports() + get_training_curves() if p.endswith(".png")]
+
+
+def get_reproduction_claims(wildcards):
+    return [p for p in get_reports() if p.endswith(".claims.json")]
+
+
+def get_reproduction_case_studies(wildcards):
+    return [p for p in get_case_studies() if p.endswith(".md")]
 
 
 def get_tokenizer_dir(wildcards):
@@ -420,6 +450,10 @@ def get_report_settings(wildcards):
     if name == cfg.FLOPS_FIGURE:
         settings["flops"] = {**cfg.flops_settings(config), **flops_inputs()}
     return as_json(settings)
+
+
+def get_report_caption(wildcards):
+    return cfg.CAPTIONS[report_name(wildcards)]
 
 
 def eval_benchmark_files(job):

@@ -14,6 +14,7 @@ rule make_table:
         ),
         md=f"{R}/tables/{{table}}.md",
         tex=f"{R}/tables/{{table}}.tex",
+        claims=f"{R}/tables/{{table}}.claims.json",  # the paper claims it checks (Mem-α's)
     log:
         f"{R}/logs/make_table/{{table}}.log",
     conda:
@@ -24,6 +25,7 @@ rule make_table:
         job=job("make_table"),
         settings=get_report_settings,
         prefix=get_output_prefix,
+        caption=get_report_caption,  # read by the Snakemake report's caption
     shell:
         "memrl --job {params.job:q} --log {log:q} table --settings {params.settings:q}"
         " --metrics {input.metrics:q} --paper {input.paper:q} --out-prefix {params.prefix:q}"
@@ -44,6 +46,7 @@ rule plot_figure:
             labels={"figure": "{figure}"},
         ),
         pdf=f"{R}/figures/{{figure}}.pdf",
+        claims=f"{R}/figures/{{figure}}.claims.json",  # the paper's claims checked on ours
     log:
         f"{R}/logs/plot_figure/{{figure}}.log",
     conda:
@@ -54,6 +57,7 @@ rule plot_figure:
         job=job("plot_figure"),
         settings=get_report_settings,
         prefix=get_output_prefix,
+        caption=get_report_caption,
     shell:
         "memrl --job {params.job:q} --log {log:q} figure --settings {params.settings:q}"
         " --metrics {input.metrics:q} --paper {input.paper:q} --out-prefix {params.prefix:q}"
@@ -82,3 +86,33 @@ rule case_study:
         "memrl --job {params.job:q} --log {log:q} trace --settings {params.settings:q}"
         " --predictions {input.predictions:q} --data {input.data:q} {params.pool}"
         " --tokenizer {input.tokenizer:q} --out-prefix {params.prefix:q} 2> {log:q}"
+
+
+# Per paper and table: how many cells reproduced, the largest misses, notes, links, lineage
+rule reproduction:
+    input:
+        tables=get_reproduction_tables,
+        figures=get_reproduction_figures,
+        claims=get_reproduction_claims,
+        case_studies=get_reproduction_case_studies,
+    output:
+        md=f"{R}/reproduction.md",
+        html=report(
+            f"{R}/reproduction.html",
+            caption="../report/reproduction.rst",
+            category="Reproduction",
+        ),
+    log:
+        f"{R}/logs/reproduction.log",
+    conda:
+        "../../envs/core.yaml"
+    container:
+        CONTAINERS["core"]
+    params:
+        job=job("reproduction"),
+        settings=as_json({"run": config["run"]}),
+        prefix=get_output_prefix,
+    shell:
+        "memrl --job {params.job:q} --log {log:q} reproduction --settings {params.settings:q}"
+        " --tables {input.tables:q} --figures {input.figures:q} --claims {input.claims:q}"
+        " --case-studies {input.case_studies:q} --out-prefix {params.prefix:q} 2> {log:q}"

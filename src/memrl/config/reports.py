@@ -81,6 +81,9 @@ NIAH_CONFIG_TABLE = "table7"  # the NIAH synthetic configuration: reads the RULE
 PROBE_TABLE = "table4"  # §3.3.3: the probe, as differences from the random placement
 
 
+PATTERNS_TABLE = "failure_patterns"  # Appendix F, counted over whole RULER-HQA runs
+
+
 MEMAGENT_TABLES = (
     "table1",
     "table2",
@@ -92,6 +95,7 @@ MEMAGENT_TABLES = (
     "table10",
     "table11",
     "table_niah",
+    PATTERNS_TABLE,
 )
 
 
@@ -160,6 +164,41 @@ FIGURES = (
     *MEMALPHA_FIGURES,
 )
 
+
+# Every table's and figure's caption: their headings and the Snakemake report's captions
+# (read when the workflow plans, so here rather than in memrl.report).
+CAPTIONS = {
+    "table1": "RULER-HQA accuracy (%)",
+    "table2": "LongBench-SUM, ROUGE recall (%)",
+    "table3": "LongBench-QA (%)",
+    "table4": "Table 4: the context-distribution probe, differences from random",
+    "table8": "Table 8: NIAH (mean of levels 1-3) by memory/chunk",
+    "table9": "Table 9: LongBench-QA by memory/chunk size",
+    NIAH_CONFIG_TABLE: "Table 7: the NIAH synthetic configuration that ran",
+    "table10": "RULER-HQA: MemAgent vs RAG over whole documents (%)",
+    "table11": "LongBench-QA: MemAgent vs RAG over chunks (%)",
+    "table_niah": "NIAH: mean of niah_single_1/2/3 (%)",
+    PATTERNS_TABLE: "Failure patterns (Appendix F): what the memory did with the gold evidence",
+    "memalpha_table1": "Mem-α Table 1: validation, Perf. (%) and Mem. (K)",
+    "memalpha_table2": "Mem-α Table 2: MemoryAgentBench, Perf. and Mem.",
+    "memalpha_table3": "Mem-α Table 3: the framework with three policies",
+    "memalpha_table4": "Mem-α Table 4: the (β, γ) ablation, validation",
+    "memalpha_table9": "Mem-α Table 9: the (β, γ) ablation, MemoryAgentBench",
+    TRACE_TABLE: "Mem-α Table 5: final memories side by side",
+    "memalpha_table6": "Mem-α Table 6: dataset statistics (validation)",
+    "memalpha_table7": "Mem-α Table 7: dataset statistics (train, valid.)",
+    "memalpha_table8": "Mem-α Table 8: MemoryAgentBench statistics",
+    SUITES_TABLE: "Every system on RULER-HQA and MemoryAgentBench",
+    "figure1": "RULER-HQA accuracy against context length",
+    "figure5": "NIAH (niah_single_1/2/3) accuracy",
+    "figure_ood": "RULER out-of-distribution tasks",
+    "memalpha_frontier": "Mem-α suites: average score against memory size",
+    "figure6": "RL ablation on RULER-HQA: backbone, MemAgent w/o RL, RL-MemAgent",
+    "figure7": "RL ablation on LongBench-QA: backbone, MemAgent w/o RL, RL-MemAgent",
+    "figure8": "Memory size on NIAH (mean of niah_single_1/2/3), chunk size fixed",
+    "figure9": "Memory size on LongBench-QA, chunk size fixed",
+    "figure10": "FLOPs from 8K to 4M tokens, and the measured cost of our RULER-HQA jobs",
+}
 
 NIAH_FIGURE_TASKS = ("niah_single_1", "niah_single_2", "niah_single_3")  # Figure 5
 
@@ -253,6 +292,7 @@ def report_jobs(config: dict[str, Any], name: str) -> list[EvalJob]:
         ),
         "figure5": lambda: select("ruler", rag=None, tasks=NIAH_FIGURE_TASKS),
         "table_niah": lambda: select("ruler", rag=None, tasks=NIAH_FIGURE_TASKS),
+        PATTERNS_TABLE: lambda: [j for j in memagent if j.benchmark == "ruler_hqa"],
         "figure_ood": lambda: select("ruler", rag=None),
         "memalpha_table1": lambda: select("memalpha", rag=None),
         "memalpha_table2": lambda: select("mab", rag=None),

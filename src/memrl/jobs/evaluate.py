@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from memrl import tracking
+from memrl.digests import file_digest
 from memrl.jobs.common import build_engine, log, require_rows
 
 if TYPE_CHECKING:
@@ -153,7 +154,7 @@ def _run_tasks(
 
     if len(data_files) != len(s["tasks"]):
         raise SystemExit(f"--data: {len(data_files)} files for the tasks {s['tasks']}")
-    job_key = [json.dumps(s, sort_keys=True), *(tracking.file_digest(p) for p in inputs)]
+    job_key = [json.dumps(s, sort_keys=True), *(file_digest(p) for p in inputs)]
     records: dict[str, list[dict[str, Any]]] = {}
     partials = []
     for name, data in zip(s["tasks"], data_files, strict=True):
@@ -165,7 +166,7 @@ def _run_tasks(
         # a killed or failed job keeps its finished samples there and the rerun resumes from them.
         # The name carries a digest of the settings and inputs: a rerun after a change starts
         # afresh.
-        key = hashlib.sha256("\n".join([*job_key, tracking.file_digest(data)]).encode())
+        key = hashlib.sha256("\n".join([*job_key, file_digest(data)]).encode())
         safe = re.sub(r"[^A-Za-z0-9._-]", "_", name)
         partial = output.with_name(f"{output.name}.{safe}.{key.hexdigest()[:12]}.partial")
         partials.append(partial)

@@ -16,6 +16,7 @@ from memrl.models import load_tokenizer
 def cmd_table(args: argparse.Namespace, run: tracking.JobRecord) -> None:
     """A paper table (settings `name`): ours beside the paper's numbers, as CSV, Markdown, LaTeX."""
     from memrl.config import load_yaml
+    from memrl.report.render import MADE_BY_LINE
     from memrl.report.tables import (
         PAPER_TABLES,
         build_paper_table,
@@ -39,19 +40,42 @@ def cmd_table(args: argparse.Namespace, run: tracking.JobRecord) -> None:
             probe=s.get("probe"),
         )
     caption = f"{PAPER_TABLES[name].caption}, run {s['run']}"
+    table.attrs["provenance"] = (
+        f"{MADE_BY_LINE}{tracking.made_by()}; its lineage: memrl lineage {args.out_prefix}.md"
+    )
     write_paper_table(name, table, args.out_prefix, caption)
+
+
+def cmd_reproduction(args: argparse.Namespace, run: tracking.JobRecord) -> None:
+    """The reproduction report of a run: every table's verdicts, misses, notes and lineage."""
+    from memrl.report.reproduction import write_reproduction
+
+    tables = [path for path in args.tables if path.suffix == ".md"]
+    write_reproduction(
+        args.settings["run"],
+        tables,
+        args.figures,
+        args.claims,
+        args.case_studies,
+        Path(args.out_prefix),
+    )
 
 
 def cmd_figure(args: argparse.Namespace, run: tracking.JobRecord) -> None:
     """A paper figure (settings `name`) as PNG and PDF."""
     from memrl.config import load_yaml
     from memrl.report.cells import load_metrics
-    from memrl.report.figures import PAPER_FIGURES, plot_paper_figure
+    from memrl.report.claims import CLAIMS_SUFFIX, write_claims
+    from memrl.report.figures import PAPER_FIGURES, figure_claims, plot_paper_figure
 
     s = args.settings
     name = s["name"]
     records, paper = load_metrics(args.metrics), load_yaml(args.paper)
     with _reading_paper(args.paper, name):
+        checks = figure_claims(
+            name, records, s["systems"], paper, s["length_labels"], s.get("rl_ablation")
+        )
+        write_claims(checks, Path(f"{args.out_prefix}{CLAIMS_SUFFIX}"))
         plot_paper_figure(
             name,
             records,

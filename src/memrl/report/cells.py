@@ -22,6 +22,7 @@ import pandas as pd
 
 from memrl.benchmarks import MEMALPHA_BENCHMARKS
 from memrl.data.io import read_json
+from memrl.scoring.intervals import Interval, mean_interval, verdict
 
 BENCHMARK = "ruler_hqa"
 UNLENGTHED = ("longbench", *MEMALPHA_BENCHMARKS)  # benchmarks whose records have length 0
@@ -89,6 +90,14 @@ class Cell:
     mean_tokens: float | None = None
     mark: str = ""
     extras: Mapping[str, float | None] = field(default_factory=dict)
+    ci: Interval | None = None  # our 95 % interval (memrl.scoring.intervals)
+
+    @property
+    def verdict(self) -> str | None:
+        """The paper's number against our interval: within, above (ours higher) or below."""
+        if self.paper is None or self.ci is None or self.ours is None:
+            return None
+        return verdict(self.paper, self.ci)
 
 
 def _check_metrics(data: Any, path: Path) -> dict[str, Any]:
@@ -114,6 +123,12 @@ def _check_metrics(data: Any, path: Path) -> dict[str, Any]:
         raise ValueError(f"{path}: mean_tokens must be positive, got {data['mean_tokens']}")
     if "n_dropped" in data:
         _check_type(path, "n_dropped", data["n_dropped"], (int,))
+    _check_intervals(path, data.get("ci95", {}))
+    patterns = data.get("memory_patterns", {})
+    if not isinstance(patterns, dict) or not all(
+        isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in patterns.values()
+    ):
+        raise ValueError(f"{path}: key 'memory_patterns' must map patterns to sample counts")
     if data["n_items"] < 1:  # an empty evaluation set has no accuracy, not 0.0
         raise ValueError(f"{path}: n_items={data['n_items']}: no sample was evaluated")
     for key in ("n_failed", "n_dropped"):
@@ -123,6 +138,19 @@ def _check_metrics(data: Any, path: Path) -> dict[str, Any]:
         if data.get(key) is not None and not 0 <= data[key] <= 100:
             raise ValueError(f"{path}: {key}={data[key]} is not a percentage")
     return data
+
+
+def _check_intervals(path: Path, intervals: Any) -> None:
+    """`ci95`: {score: [low, high]} in %, low <= high (a record written before it had none)."""
+    if not isinstance(intervals, dict):
+        raise ValueError(f"{path}: key 'ci95' must map scores to [low, high], got {intervals!r}")
+    for key, bounds in intervals.items():
+        if not (isinstance(bounds, list) and len(bounds) == 2):
+            raise ValueError(f"{path}: ci95[{key!r}] must be [low, high], got {bounds!r}")
+        for bound in bounds:
+            _check_type(path, f"ci95[{key!r}]", bound, _NUMBER)
+        if not 0 <= bounds[0] <= bounds[1] <= 100:
+            raise ValueError(f"{path}: ci95[{key!r}]={bounds} is not an interval within 0..100")
 
 
 def _check_type(path: Path, key: str, value: Any, types: tuple[type, ...]) -> None:
@@ -338,11 +366,15 @@ def _column_cell(
     ours = float(record[column.metric]) * column.scale
     extras = {label: record.get(key) for label, key in column.extras}
     dropped = n_dropped(record)
+    scored = column.metric
     if column.metric == "accuracy" and dropped:
         # the official figure (empty outputs dropped) beside the paper's; ours over all beside
         extras = {**extras, OVER_ALL: ours}
         ours = official_accuracy(record)
+        scored = "accuracy_official"
+    bounds = record.get("ci95", {}).get(scored) if column.scale == 1.0 else None
     return Cell(
+        ci=None if bounds is None else (float(bounds[0]), float(bounds[1])),
         ours=ours,
         paper=paper,
         delta=None if paper is None else ours - paper,
@@ -380,7 +412,11 @@ def _average_cell(
         for label in extra_labels
     }
     partial = len(present) < len(average.of)
+    intervals = [parts[key].ci for key in present]
     cell = Cell(
+        ci=None
+        if None in intervals
+        else mean_interval([float(v) for v in present.values() if v is not None], intervals),
         ours=ours,
         paper=paper,
         delta=None if paper is None else ours - paper,

@@ -10,11 +10,14 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from memrl.config import CAPTIONS, FIGURES
 from memrl.report.cells import Systems
+from memrl.report.claims import ClaimCheck
 from memrl.report.memagent_figures import (
     Groups,
     ablation_rows,
     check_ablation_claims,
+    check_claims,
     draw_by_column,
     measured_costs,
     memory_panels,
@@ -29,17 +32,7 @@ from memrl.report.memagent_figures import (
 from memrl.report.memalpha_figures import plot_memory_frontier
 from memrl.report.tables import PAPER_TABLES, build_paper_table
 
-PAPER_FIGURES = {
-    "figure1": "RULER-HQA accuracy against context length",
-    "figure5": "NIAH (niah_single_1/2/3) accuracy",
-    "figure_ood": "RULER out-of-distribution tasks",
-    "memalpha_frontier": "Mem-α suites: average score against memory size",
-    "figure6": "RL ablation on RULER-HQA: backbone, MemAgent w/o RL, RL-MemAgent",
-    "figure7": "RL ablation on LongBench-QA: backbone, MemAgent w/o RL, RL-MemAgent",
-    "figure8": "Memory size on NIAH (mean of niah_single_1/2/3), chunk size fixed",
-    "figure9": "Memory size on LongBench-QA, chunk size fixed",
-    "figure10": "FLOPs from 8K to 4M tokens, and the measured cost of our RULER-HQA jobs",
-}
+PAPER_FIGURES = {name: CAPTIONS[name] for name in FIGURES}
 
 
 ABLATION_FIGURES = {
@@ -90,12 +83,11 @@ def plot_paper_figure(
             raise ValueError("figure10 needs its settings (flops): agent, groups, models")
         shapes = {group: model_shape(path) for group, path in flops["models"].items()}
         return plot_flops(shapes, measured_costs(records, flops), flops, out_prefix, title)
+    checks = figure_claims(name, records, systems, paper, length_labels, rl_ablation)
     if name in ABLATION_FIGURES:
-        table_name, plot = ABLATION_FIGURES[name]
-        table = build_paper_table(table_name, records, systems, paper, length_labels)
-        panels = ablation_rows(table, rl_ablation or {})
-        claims = [c for c in paper["rl_ablation"]["claims"] if c["figure"] == name]
-        return plot(panels, out_prefix, title, check_ablation_claims(panels, claims))
+        _, plot = ABLATION_FIGURES[name]
+        panels = _ablation_panels(name, records, systems, paper, length_labels, rl_ablation)
+        return plot(panels, out_prefix, title, checks)
     if name == "figure1":
         table = build_paper_table("table1", records, systems, paper, length_labels)
         return plot_accuracy_vs_length(table, out_prefix, title)
@@ -108,7 +100,7 @@ def plot_paper_figure(
             title,
             tasks=tuple(niah["tasks"]),
             length_labels=ruler_length_labels,
-            claims=niah["claims"],
+            checks=checks,
         )
     if name == "figure_ood":
         ood = paper["ood"]
@@ -119,8 +111,43 @@ def plot_paper_figure(
             title,
             qa_task=ood["qa_task"],
             length_labels=ruler_length_labels,
-            claims=ood["claims"],
+            checks=checks,
         )
     if name == "memalpha_frontier":
         return plot_memory_frontier(records, systems, paper, out_prefix, title)
     raise ValueError(f"unknown figure {name!r}; expected one of {', '.join(PAPER_FIGURES)}")
+
+
+def figure_claims(
+    name: str,
+    records: Iterable[Mapping[str, Any]],
+    systems: Systems,
+    paper: Mapping[str, Any],
+    length_labels: Mapping[int, str] | None = None,
+    rl_ablation: Groups | None = None,
+) -> list[ClaimCheck]:
+    """The paper's claims that figure `name` checks, on our records: printed under the figure
+    and written beside it for the reproduction report (none for a figure without claims)."""
+    records = list(records)
+    if name == "figure5":
+        niah = paper["niah"]
+        return check_claims(records, systems, niah["claims"], niah_tasks=tuple(niah["tasks"]))
+    if name == "figure_ood":
+        return check_claims(records, systems, paper["ood"]["claims"])
+    if name in ABLATION_FIGURES:
+        panels = _ablation_panels(name, records, systems, paper, length_labels, rl_ablation)
+        claims = [c for c in paper["rl_ablation"]["claims"] if c["figure"] == name]
+        return check_ablation_claims(panels, claims)
+    return []
+
+
+def _ablation_panels(
+    name: str,
+    records: Iterable[Mapping[str, Any]],
+    systems: Systems,
+    paper: Mapping[str, Any],
+    length_labels: Mapping[int, str] | None,
+    rl_ablation: Groups | None,
+) -> Mapping[str, Any]:
+    table = build_paper_table(ABLATION_FIGURES[name][0], records, systems, paper, length_labels)
+    return ablation_rows(table, rl_ablation or {})

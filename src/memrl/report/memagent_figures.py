@@ -25,11 +25,9 @@ from matplotlib.ticker import NullLocator
 from memrl.config import ABLATION_ROLES
 from memrl.data.ruler import RULER_TASKS
 from memrl.report.cells import AVG, Key, Systems, index_metrics, system_specs
+from memrl.report.claims import OPS, ClaimCheck, claim_lines
 from memrl.report.memagent_tables import NIAH_TASKS, token_label
 from memrl.report.plots import (
-    OPS,
-    ClaimCheck,
-    claim_lines,
     claims_footer,
     figure_legend,
     figure_series,
@@ -157,17 +155,16 @@ def plot_niah_heatmaps(
     *,
     tasks: Sequence[str] = NIAH_TASKS,
     length_labels: Mapping[int, str] | None = None,
-    claims: Sequence[Mapping[str, Any]] = (),
+    checks: Sequence[ClaimCheck] = (),
 ) -> list[Path]:
     """Figure 5: one heatmap per NIAH task (rows = systems, columns = lengths, cell = accuracy),
-    missing cells grey; `claims` (paper.niah.claims) are checked and printed below."""
+    missing cells grey; the `checks` of the paper's claims (check_claims) printed below."""
     specs, found = ruler_records(records, systems)
     rows = _panel_rows(found, specs, set(tasks))
     if not rows:
         raise ValueError(f"no RULER metrics for {', '.join(tasks)}: nothing to plot")
     lengths = sorted({key[3] for key in found if key[1] in tasks})
     panels = [heatmap(found, specs, (task,), task, rows, lengths) for task in tasks]
-    checks = _check_claims(found, specs, claims, niah_tasks=tasks)
     return _plot_heatmaps(panels, out_prefix, title, length_labels, claim_lines(checks))
 
 
@@ -180,12 +177,12 @@ def plot_ood_heatmaps(
     average_tasks: Sequence[str] | None = None,
     qa_task: str = "qa_1",
     length_labels: Mapping[int, str] | None = None,
-    claims: Sequence[Mapping[str, Any]] = (),
+    checks: Sequence[ClaimCheck] = (),
 ) -> list[Path]:
     """The OOD figure: (a) the mean over `average_tasks` (default: every RULER task present but
     qa_1/qa_2; the paper's 10 = 8 NIAH + vt + fwe), (b) `qa_task` (SQuAD). A mean lacking some
-    of its tasks is marked '*'; missing cells are grey. `claims` (paper.ood.claims) are checked
-    and printed below."""
+    of its tasks is marked '*'; missing cells are grey. The `checks` of the paper's claims
+    (check_claims) are printed below."""
     specs, found = ruler_records(records, systems)
     average = _average_tasks(found, average_tasks)
     rows = _panel_rows(found, specs, {*average, qa_task})
@@ -196,7 +193,6 @@ def plot_ood_heatmaps(
         heatmap(found, specs, average, f"(a) mean of {len(average)} RULER tasks", rows, lengths),
         heatmap(found, specs, (qa_task,), f"(b) {qa_task} (SQuAD)", rows, lengths),
     ]
-    checks = _check_claims(found, specs, claims, average_tasks=average)
     return _plot_heatmaps(panels, out_prefix, title, length_labels, claim_lines(checks))
 
 
@@ -271,12 +267,14 @@ def check_claims(
     systems: Systems,
     claims: Sequence[Mapping[str, Any]],
     *,
-    average_tasks: Sequence[str] = (),
+    average_tasks: Sequence[str] | None = None,
     niah_tasks: Sequence[str] = NIAH_TASKS,
 ) -> list[ClaimCheck]:
-    """Check the paper's claims on our RULER metrics records (see `_check_claims`)."""
+    """Check the paper's claims on our RULER metrics records (see `_check_claims`); the
+    "average" panel is over `average_tasks` (default: as the OOD figure's)."""
     specs, found = ruler_records(records, systems)
-    return _check_claims(found, specs, claims, average_tasks=average_tasks, niah_tasks=niah_tasks)
+    average = _average_tasks(found, average_tasks)
+    return _check_claims(found, specs, claims, average_tasks=average, niah_tasks=niah_tasks)
 
 
 def _check_claims(

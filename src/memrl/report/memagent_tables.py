@@ -24,8 +24,10 @@ import pandas as pd
 
 from memrl.benchmarks import PROBE_BENCHMARK, RULER_HQA_TASK
 from memrl.config import (
+    CAPTIONS,
     NIAH_CONFIG_TABLE,
     NIAH_FIGURE_TASKS,
+    PATTERNS_TABLE,
 )
 from memrl.data.longbench import LONGBENCH_QA, LONGBENCH_SUM
 from memrl.report.cells import (
@@ -56,24 +58,17 @@ from memrl.report.cells import (
 
 # MemAgent's tables by name (the Snakefile's targets): their key in config/paper/memagent.yaml
 MEMAGENT_TABLES = {
-    "table1": PaperTable("ruler_hqa", "RULER-HQA accuracy (%)"),
-    "table2": PaperTable("longbench_sum", "LongBench-SUM, ROUGE recall (%)"),
-    "table3": PaperTable("longbench_qa", "LongBench-QA (%)"),
-    "table4": PaperTable(
-        "probe", "Table 4: the context-distribution probe, differences from random"
-    ),
-    "table8": PaperTable(
-        "memory_ablation", "Table 8: NIAH (mean of levels 1-3) by memory/chunk", ruler_lengths=True
-    ),
-    "table9": PaperTable("memory_ablation", "Table 9: LongBench-QA by memory/chunk size"),
-    NIAH_CONFIG_TABLE: PaperTable(
-        "", "Table 7: the NIAH synthetic configuration that ran", ruler_lengths=True
-    ),
-    "table10": PaperTable("rag_ruler_hqa", "RULER-HQA: MemAgent vs RAG over whole documents (%)"),
-    "table11": PaperTable("rag_longbench_qa", "LongBench-QA: MemAgent vs RAG over chunks (%)"),
-    "table_niah": PaperTable(
-        "memory_ablation", "NIAH: mean of niah_single_1/2/3 (%)", ruler_lengths=True
-    ),
+    "table1": PaperTable("ruler_hqa", CAPTIONS["table1"]),
+    "table2": PaperTable("longbench_sum", CAPTIONS["table2"]),
+    "table3": PaperTable("longbench_qa", CAPTIONS["table3"]),
+    "table4": PaperTable("probe", CAPTIONS["table4"]),
+    "table8": PaperTable("memory_ablation", CAPTIONS["table8"], ruler_lengths=True),
+    "table9": PaperTable("memory_ablation", CAPTIONS["table9"]),
+    NIAH_CONFIG_TABLE: PaperTable("", CAPTIONS[NIAH_CONFIG_TABLE], ruler_lengths=True),
+    "table10": PaperTable("rag_ruler_hqa", CAPTIONS["table10"]),
+    "table11": PaperTable("rag_longbench_qa", CAPTIONS["table11"]),
+    "table_niah": PaperTable("memory_ablation", CAPTIONS["table_niah"], ruler_lengths=True),
+    PATTERNS_TABLE: PaperTable("", CAPTIONS[PATTERNS_TABLE]),
 }
 
 

@@ -12,6 +12,7 @@ import pandas as pd
 
 from memrl.config import (
     ABLATION_TABLES,
+    CAPTIONS,
     MEMALPHA_SCORE_TABLES,
     TRACE_TABLE,
 )
@@ -31,18 +32,19 @@ from memrl.report.cells import (
     system_kind,
     system_specs,
 )
+from memrl.report.claims import table_claims
 
 # Mem-α's tables by name: the key of their numbers in config/paper/memalpha.yaml, caption
 MEMALPHA_TABLES = {
-    "memalpha_table1": PaperTable("table1", "Mem-α Table 1: validation, Perf. (%) and Mem. (K)"),
-    "memalpha_table2": PaperTable("table2", "Mem-α Table 2: MemoryAgentBench, Perf. and Mem."),
-    "memalpha_table3": PaperTable("table3", "Mem-α Table 3: the framework with three policies"),
-    "memalpha_table4": PaperTable("table4", "Mem-α Table 4: the (β, γ) ablation, validation"),
-    "memalpha_table9": PaperTable("table9", "Mem-α Table 9: the (β, γ) ablation, MemoryAgentBench"),
-    TRACE_TABLE: PaperTable("table5", "Mem-α Table 5: final memories side by side"),
-    "memalpha_table6": PaperTable("table6", "Mem-α Table 6: dataset statistics (validation)"),
-    "memalpha_table7": PaperTable("table7", "Mem-α Table 7: dataset statistics (train, valid.)"),
-    "memalpha_table8": PaperTable("table8", "Mem-α Table 8: MemoryAgentBench statistics"),
+    "memalpha_table1": PaperTable("table1", CAPTIONS["memalpha_table1"]),
+    "memalpha_table2": PaperTable("table2", CAPTIONS["memalpha_table2"]),
+    "memalpha_table3": PaperTable("table3", CAPTIONS["memalpha_table3"]),
+    "memalpha_table4": PaperTable("table4", CAPTIONS["memalpha_table4"]),
+    "memalpha_table9": PaperTable("table9", CAPTIONS["memalpha_table9"]),
+    TRACE_TABLE: PaperTable("table5", CAPTIONS[TRACE_TABLE]),
+    "memalpha_table6": PaperTable("table6", CAPTIONS["memalpha_table6"]),
+    "memalpha_table7": PaperTable("table7", CAPTIONS["memalpha_table7"]),
+    "memalpha_table8": PaperTable("table8", CAPTIONS["memalpha_table8"]),
 }
 
 
@@ -230,7 +232,7 @@ def build_memalpha_table(
     for row, printed in spec.get("printed_names", {}).items():
         notes.append(f"The paper prints the row {row!r} as {printed!r} in this table.")
     notes += training_recipe_notes(selected)
-    return assemble(
+    table = assemble(
         found,
         selected,
         rows,
@@ -241,6 +243,8 @@ def build_memalpha_table(
         table=spec["caption"].split(":")[0],
         notes=[*notes, *row_notes],
     )
+    table.attrs["claims"] = table_claims(table, paper.get("claims", []), name)
+    return table
 
 
 STAT_FIELDS = {  # record key -> the paper's header

@@ -16,6 +16,7 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
 from memrl.data.io import atomic_path
+from memrl.report.claims import ClaimCheck, claim_lines
 from memrl.report.render import column_mean_tokens
 
 # Deterministic files: no creation date in the PDF, no software stamp in the PNG.
@@ -74,35 +75,6 @@ def figure_legend(
         labels += ["ours", "paper"]
     if handles:
         fig.legend(handles, labels, fontsize="small", loc=loc, ncols=2 if "lower" in loc else 1)
-
-
-@dataclass(frozen=True)
-class ClaimCheck:
-    """One paper claim against one of our systems (or alone, when it has no number)."""
-
-    claim_id: str
-    text: str
-    system: str | None  # display name
-    value: float | None  # our statistic
-    holds: bool | None  # None: not checkable (no number, or lengths not run)
-    detail: str
-
-
-OPS = {">": lambda a, b: a > b, ">=": lambda a, b: a >= b, "<": lambda a, b: a < b}
-
-
-def claim_lines(checks: Sequence[ClaimCheck]) -> list[str]:
-    """Footer lines: each claim once, then our check per system (wrapped by the figure)."""
-    lines: list[str] = []
-    seen: set[str] = set()
-    verdicts = {True: "holds", False: "does NOT hold", None: "not checked"}
-    for check in checks:
-        if check.claim_id not in seen:
-            seen.add(check.claim_id)
-            lines.append(f'Paper claim (no numbers printed): "{check.text}"')
-        if check.system is not None:
-            lines.append(f"    ours, {check.system}: {check.detail} -> {verdicts[check.holds]}")
-    return lines
 
 
 def claims_footer(fig: Figure, checks: Sequence[ClaimCheck]) -> None:

@@ -11,6 +11,8 @@ import pandas as pd
 
 from memrl.data.io import atomic_path, write_text_atomic
 from memrl.report.cells import DASH, FAILED_MARK, PARTIAL_MARK, Cell
+from memrl.report.claims import claim_lines
+from memrl.scoring.intervals import ABOVE, BELOW, WITHIN
 
 CSV_COLUMNS = [
     "system",
@@ -19,6 +21,9 @@ CSV_COLUMNS = [
     "ours",
     "paper",
     "delta",
+    "ci_low",  # our 95 % interval
+    "ci_high",
+    "verdict",  # the paper's number against it: within, above (ours higher), below
     "system_id",
     "paper_row",
     "mean_tokens",
@@ -103,16 +108,27 @@ def _signed(value: float) -> str:
     return f"{0.0 if rounded == 0 else rounded:+.1f}"
 
 
-def format_cell(cell: Cell) -> str:
-    """'81.2 (paper 80.5, +0.8)', '12.5 (paper —)', '— (paper 80.5)', '—';
-    with extras: '72.5 (paper 79.0, -6.5; F1 60.1)'."""
+VERDICT_MARKS = {WITHIN: "✓", ABOVE: "↑", BELOW: "↓"}
+VERDICTS_LINE = "Verdicts "  # how the verdict footnote begins
+MADE_BY_LINE = "Made by "  # how the provenance footnote begins (the table job's)
+
+
+def format_cell(cell: Cell, with_paper: bool = True) -> str:
+    """'81.2 [74–87] (paper 80.5, +0.8 ✓)', '12.5 (paper —)', '— (paper 80.5)', '—';
+    with extras: '72.5 [64–80] (paper 79.0, -6.5 ↓; F1 60.1)'. The brackets hold our 95 %
+    interval, the mark is the verdict (VERDICT_MARKS). A table the paper prints no numbers
+    for (`with_paper` False) shows ours alone."""
     if cell.ours is None:
         return DASH if cell.paper is None else f"{DASH} (paper {cell.paper:.1f})"
-    ours = f"{cell.ours:.1f}{FAILED_MARK if cell.n_dropped else ''}{cell.mark}"
+    spread = "" if cell.ci is None else f" [{cell.ci[0]:.0f}–{cell.ci[1]:.0f}]"
+    ours = f"{cell.ours:.1f}{FAILED_MARK if cell.n_dropped else ''}{cell.mark}{spread}"
+    if not with_paper:
+        return ours
     if cell.paper is None or cell.delta is None:
         inside = f"paper {DASH}"
     else:
-        inside = f"paper {cell.paper:.1f}, {_signed(cell.delta)}"
+        mark = f" {VERDICT_MARKS[cell.verdict]}" if cell.verdict else ""
+        inside = f"paper {cell.paper:.1f}, {_signed(cell.delta)}{mark}"
     extras = [f"{label} {value:.1f}" for label, value in cell.extras.items() if value is not None]
     return f"{ours} ({'; '.join([inside, *extras])})"
 
@@ -132,7 +148,39 @@ def _notes(table: pd.DataFrame) -> list[str]:
     lines += [f"{PARTIAL_MARK} {note}" for note in table.attrs.get("partial_notes", [])]
     lines += [f"{FAILED_MARK} {note}" for note in failure_notes(table)]
     lines += table.attrs.get("scoring_notes", [])
-    return lines
+    lines += claim_lines(table.attrs.get("claims", ()))
+    lines += [note for note in (verdict_note(table), paper_rows_note(table)) if note]
+    return lines + ([table.attrs["provenance"]] if "provenance" in table.attrs else [])
+
+
+def verdict_counts(table: pd.DataFrame) -> dict[str, int]:
+    """How many cells' paper numbers lie within our interval, below or above it."""
+    counts = dict.fromkeys(VERDICT_MARKS, 0)
+    for _, row in table.iterrows():
+        for cell in row:
+            if cell.verdict:
+                counts[cell.verdict] += 1
+    return counts
+
+
+def verdict_note(table: pd.DataFrame) -> str:
+    counts = verdict_counts(table)
+    compared = sum(counts.values())
+    if not compared:
+        return f"{VERDICTS_LINE}none: no cell has both our interval and a paper number."
+    return (
+        f"{VERDICTS_LINE}({compared} cells with a paper number): the paper's number lies "
+        f"within our 95 % interval in {counts[WITHIN]} ({VERDICT_MARKS[WITHIN]}); ours is "
+        f"above it in {counts[ABOVE]} ({VERDICT_MARKS[ABOVE]}), below it in {counts[BELOW]} "
+        f"({VERDICT_MARKS[BELOW]})."
+    )
+
+
+def paper_rows_note(table: pd.DataFrame) -> str:
+    """Which row of the paper each of our rows is compared with."""
+    rows = table.attrs.get("paper_rows", {})
+    pairs = [f"{ours} ← {row if row else DASH}" for ours, row in rows.items()]
+    return "Paper rows compared: " + "; ".join(pairs) + "." if pairs else ""
 
 
 def tidy(table: pd.DataFrame) -> pd.DataFrame:
@@ -153,6 +201,9 @@ def tidy(table: pd.DataFrame) -> pd.DataFrame:
                     "ours": cell.ours,
                     "paper": cell.paper,
                     "delta": None if cell.delta is None else round(cell.delta, 4),
+                    "ci_low": None if cell.ci is None else cell.ci[0],
+                    "ci_high": None if cell.ci is None else cell.ci[1],
+                    "verdict": cell.verdict,
                     "system_id": table.attrs["system_ids"][display],
                     "paper_row": table.attrs["paper_rows"][display],
                     "mean_tokens": cell.mean_tokens,
@@ -168,8 +219,9 @@ def tidy(table: pd.DataFrame) -> pd.DataFrame:
 
 
 _LEGEND = (
-    "Cells: ours (paper value, ours − paper), scores in %; failed requests count as wrong. "
-    f"{DASH} = not run here / not reported in the paper."
+    "Cells: ours [our 95 % interval] (paper value, ours − paper, verdict: ✓ the paper's value "
+    "within our interval, ↑ ours above it, ↓ below), scores in %; failed requests count as "
+    f"wrong. {DASH} = not run here / not reported in the paper."
 )
 
 
@@ -186,7 +238,8 @@ def to_markdown(table: pd.DataFrame, caption: str) -> str:
         "|" + "|".join([":---", *("---:" for _ in table.columns)]) + "|",
     ]
     for display, row in table.iterrows():
-        cells = [str(display).replace("|", "\\|"), *(format_cell(c) for c in row)]
+        shown = (format_cell(c, table.attrs.get("paper", True)) for c in row)
+        cells = [str(display).replace("|", "\\|"), *shown]
         lines.append("| " + " | ".join(cells) + " |")
     lines += ["", table.attrs.get("legend", _LEGEND), *_notes(table)]
     return "\n".join(lines) + "\n"
@@ -205,8 +258,13 @@ _LATEX_SPECIAL = {
     "^": r"\textasciicircum{}",
     DASH: "---",
     "−": "--",
+    "–": "--",
     FAILED_MARK: r"$^\dagger$",
     PARTIAL_MARK: r"$^{*}$",
+    "✓": r"$\surd$",
+    "↑": r"$\uparrow$",
+    "↓": r"$\downarrow$",
+    "←": r"$\leftarrow$",
 }
 
 
@@ -214,8 +272,8 @@ def latex_escape(text: str) -> str:
     return "".join(_LATEX_SPECIAL.get(ch, ch) for ch in text)
 
 
-def _latex_cell(cell: Cell) -> str:
-    text = format_cell(cell)
+def _latex_cell(cell: Cell, with_paper: bool = True) -> str:
+    text = format_cell(cell, with_paper)
     value, sep, rest = text.partition(" (")
     if not sep:
         return latex_escape(value)
@@ -237,7 +295,8 @@ def to_latex(table: pd.DataFrame, caption: str, label: str) -> str:
         r"\midrule",
     ]
     for display, row in table.iterrows():
-        cells = [latex_escape(str(display)), *(_latex_cell(c) for c in row)]
+        shown = (_latex_cell(c, table.attrs.get("paper", True)) for c in row)
+        cells = [latex_escape(str(display)), *shown]
         lines.append(" & ".join(cells) + r" \\")
     lines += [r"\bottomrule", r"\end{tabular}", r"\par\smallskip\footnotesize"]
     legend = table.attrs.get("legend", _LEGEND)

@@ -11,7 +11,7 @@ from typing import Any
 import pandas as pd
 
 from memrl.benchmarks import RULER_HQA_TASK
-from memrl.config import SUITES_TABLE
+from memrl.config import CAPTIONS, SUITES_TABLE
 from memrl.report.cells import (
     BENCHMARK,
     DASH,
@@ -31,7 +31,7 @@ from memrl.report.cells import (
 
 # The cross-paper table
 SUITES_TABLES = {
-    SUITES_TABLE: PaperTable("", "Every system on RULER-HQA and MemoryAgentBench"),
+    SUITES_TABLE: PaperTable("", CAPTIONS[SUITES_TABLE]),
 }
 
 

@@ -16,11 +16,13 @@ from memrl.config import (
     ABLATION_TABLES,
     MEMALPHA_SCORE_TABLES,
     NIAH_CONFIG_TABLE,
+    PATTERNS_TABLE,
     STATS_TABLES,
     SUITES_TABLE,
     TRACE_TABLE,
 )
 from memrl.report.cells import Systems, load_metrics
+from memrl.report.claims import CLAIMS_SUFFIX, write_claims
 from memrl.report.memagent_tables import (
     MEMAGENT_TABLES,
     build_longbench_qa_table,
@@ -44,6 +46,7 @@ from memrl.report.memalpha_tables import (
     load_memories,
     load_stats,
 )
+from memrl.report.memory_patterns import build_pattern_table
 from memrl.report.render import write_table, write_text_table
 from memrl.report.suites import SUITES_TABLES, build_suites_table
 
@@ -79,9 +82,11 @@ def build_paper_table(
         return build_memory_traces(records, systems, paper)
     if name in MEMALPHA_SCORE_TABLES or name in ABLATION_TABLES:
         return build_memalpha_table(records, systems, paper, name)
-    if name in ("table1", "table10"):
+    if name in ("table1", "table10", PATTERNS_TABLE):
         labels = {int(k): v for k, v in paper.get("length_labels", {}).items()}
         labels.update({int(k): v for k, v in (length_labels or {}).items()})
+        if name == PATTERNS_TABLE:
+            return build_pattern_table(records, systems, labels)
         builder = build_table1 if name == "table1" else build_rag_ruler_hqa_table
         return builder(records, systems, paper[PAPER_TABLES[name].paper_key], labels)
     if name == "table4":
@@ -116,6 +121,8 @@ def load_table_records(name: str, paths: Iterable[str | Path]) -> list[dict[str,
 def write_paper_table(
     name: str, table: pd.DataFrame, out_prefix: str | Path, caption: str
 ) -> list[Path]:
-    """CSV, Markdown and LaTeX of a built table (Table 5's cells are text, the others scores)."""
+    """CSV, Markdown and LaTeX of a built table (Table 5's cells are text, the others scores),
+    and the paper claims it checks (`.claims.json`, empty for most)."""
     writer = write_text_table if name in (TRACE_TABLE, NIAH_CONFIG_TABLE) else write_table
-    return writer(table, out_prefix, caption)
+    claims = write_claims(table.attrs.get("claims", []), Path(f"{out_prefix}{CLAIMS_SUFFIX}"))
+    return [*writer(table, out_prefix, caption), claims]

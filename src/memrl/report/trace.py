@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from memrl.agents.memagent import NO_MEMORY
+from memrl.scoring.evidence import evidence_pattern, evidence_strings, memory_pattern, replay
 
 DEFAULT_FIRST = 5  # samples per task when none are named
 SNIPPET_CHARS = 160  # context kept on each side of the first evidence hit in a gold chunk
@@ -56,34 +57,10 @@ def memory_after_chunks(trace: Sequence[Mapping[str, Any]], n_chunks: int) -> li
 
 
 def _replayed(changes: Mapping[int, str], n_chunks: int) -> list[str]:
-    memories, memory = [], NO_MEMORY
-    for chunk in range(n_chunks):
-        memory = changes.get(chunk, memory)
-        memories.append(memory)
-    return memories
+    return replay(changes, n_chunks, before=NO_MEMORY)
 
 
 # --- where the gold evidence is --------------------------------------------------------------
-
-
-def evidence_strings(answers: Iterable[str], given: Iterable[str] | None = None) -> tuple[str, ...]:
-    """What marks a chunk as holding gold evidence: the caller's strings for the sample if given,
-    else its gold answers; blanks dropped, duplicates (ignoring case) once."""
-    chosen = answers if given is None else given
-    seen: dict[str, str] = {}
-    for text in chosen:
-        text = str(text).strip()
-        if text and text.casefold() not in seen:
-            seen[text.casefold()] = text
-    return tuple(seen.values())
-
-
-def _pattern(strings: Sequence[str]) -> re.Pattern[str] | None:
-    """One case-insensitive pattern for any of `strings`, longest first (None for none)."""
-    if not strings:
-        return None
-    ordered = sorted(strings, key=len, reverse=True)
-    return re.compile("|".join(map(re.escape, ordered)), re.IGNORECASE)
 
 
 def find_evidence(
@@ -92,7 +69,7 @@ def find_evidence(
     """{chunk index: a snippet around its first hit} for each chunk that contains one of
     `strings` (case-insensitive). A string cut by a chunk boundary is found in neither chunk.
     The chunks are streamed: only the snippets are kept."""
-    pattern = _pattern(strings)
+    pattern = evidence_pattern(strings)
     found: dict[int, str] = {}
     for i, chunk in enumerate(chunks):
         hit = pattern.search(chunk) if pattern is not None else None
@@ -317,6 +294,10 @@ def _summary(study: CaseStudy) -> list[tuple[str, str]]:
             for c in sorted(study.evidence)
         )
     facts.append(("Gold evidence in", gold))
+    found = memory_pattern(p)  # as the run recorded its gold chunks (the failure-pattern table)
+    if found is not None:
+        kind, primacy = found
+        facts.append(("Memory pattern", kind.replace("_", " ") + (", primacy" if primacy else "")))
     if study.evidence_strings:
         facts.append(("Evidence strings", "; ".join(study.evidence_strings)))
     return facts
@@ -423,7 +404,7 @@ def _marked(text: str, pattern: re.Pattern[str] | None) -> str:
 def render_html_study(study: CaseStudy) -> str:
     p = study.prediction
     esc = html.escape
-    pattern = _pattern(study.evidence_strings)
+    pattern = evidence_pattern(study.evidence_strings)
     facts = [
         ("Question", esc(str(p.get("input") or ""))),
         ("Gold answers", "; ".join(esc(str(a)) for a in p.get("answers") or [])),

@@ -26,6 +26,7 @@ from memrl.evaluation import (
     question,
     row_chunks,
 )
+from memrl.scoring.evidence import GoldChunks, evidence_strings
 from memrl.systems.base import Config, Settings, SystemKind, baseline_protocol
 
 
@@ -33,25 +34,30 @@ def memagent_system(
     task: Task, tokenizer: Any, pool: Sequence[str] | None, agent: MemAgentConfig
 ) -> WorkflowFactory:
     """MemAgent over the row's context in `agent.chunk_tokens`-token chunks; its record gains
-    the memory after every chunk (`trace_fields`)."""
+    the memory after every chunk and the chunks holding a gold answer (`trace_fields`)."""
 
     def build(row: dict[str, Any]) -> Traced:
-        chunks = row_chunks(row, pool, tokenizer, agent.chunk_tokens)
+        strings = evidence_strings(row.get("answers") or [])
+        chunks = GoldChunks(row_chunks(row, pool, tokenizer, agent.chunk_tokens), strings)
         trace = MemoryTrace()
         return Traced(
-            memagent(question(task, row), chunks, agent, trace), lambda: trace_fields(trace)
+            memagent(question(task, row), chunks, agent, trace),
+            lambda: trace_fields(trace, chunks.found),
         )
 
     return build
 
 
-def trace_fields(trace: MemoryTrace) -> dict[str, Any]:
+def trace_fields(trace: MemoryTrace, evidence_chunks: list[int]) -> dict[str, Any]:
     """A MemAgent record's `memory_trace` ({chunk, memory} for each chunk, from 0, after which
-    the memory changed; "No previous memory" before chunk 0 is implicit) and `n_chunks` (the
-    chunks read: all of them unless the sample failed). memrl.report.trace renders them."""
+    the memory changed; "No previous memory" before chunk 0 is implicit), `n_chunks` (the
+    chunks read: all of them unless the sample failed) and `evidence_chunks` (those read that
+    hold a gold answer). memrl.report.trace renders them; memrl.scoring.evidence classifies
+    what the memory did with the evidence."""
     return {
         "memory_trace": [{"chunk": i, "memory": memory} for i, memory in trace.changes],
         "n_chunks": trace.n_chunks,
+        "evidence_chunks": list(evidence_chunks),
     }
 
 

@@ -1,0 +1,164 @@
+"""`memrl lineage PATH`: the jobs that made a file, back to the raw downloads and base models.
+
+Every job's provenance record (memrl.tracking) names the digests of what it read and wrote,
+computed the same way by the producer and by every reader (memrl.digests). From a file's current
+digest this walks producer → its inputs → their producers, until it reaches inputs no job of
+the run wrote (data and models fetched from outside, packaged fixtures). Each job is shown
+once, with its record, its MLflow run (once the records were loaded), the commit and the
+software it ran on; a job reached again is shown as `(above)`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from memrl import tracking
+from memrl.data.io import read_json
+from memrl.digests import file_digest
+
+SHOWN_TAGS = ("git.commit", "git.dirty", "host", "accelerator", "pkg.torch", "pkg.transformers")
+SHOWN_TAGS += ("pkg.vllm", "pkg.verl", "container.digest")
+
+
+def results_of(path: Path) -> Path:
+    """The results directory a path lies in: the nearest parent holding `provenance/`."""
+    for parent in [path, *path.parents]:
+        if tracking.invocations_dir(parent).is_dir():
+            return parent
+    raise SystemExit(f"{path}: not inside a results directory (no provenance/ above it)")
+
+
+def lineage(path: Path, records: list[dict[str, Any]]) -> dict[str, Any]:
+    """The producers of `path`'s current content and of everything they read, as a graph:
+    `target` (path, digest, producing record id or None), `jobs` (record id -> job, its inputs
+    each with digest and producer), `sources` (absolute path -> digest: read, written by none).
+    A file changed since its producer wrote it has no producer; `rewritten` names who wrote
+    the path last, with that digest."""
+    index = tracking.producer_index(records)
+    target = os.path.normpath(os.path.abspath(path))
+    digest = file_digest(path)
+    producer = index.get((target, digest))
+    graph: dict[str, Any] = {
+        "target": {"path": target, "digest": digest, "producer": _id(producer)},
+        "jobs": {},
+        "sources": {},
+    }
+    if producer is None:
+        graph["target"]["rewritten"] = _last_writer(target, index)
+    pending = [producer] if producer else []
+    while pending:
+        record = pending.pop()
+        if record["record"] in graph["jobs"]:
+            continue
+        inputs = {}
+        for name, source in tracking.producers_of(record, index).items():
+            absolute = tracking.absolute(record, name)
+            inputs[absolute] = {"digest": record["inputs"][name], "producer": _id(source)}
+            if source is None:
+                graph["sources"][absolute] = record["inputs"][name]
+            else:
+                pending.append(source)
+        graph["jobs"][record["record"]] = {**_job(record), "inputs": inputs}
+    return graph
+
+
+def _id(record: Mapping[str, Any] | None) -> str | None:
+    return record["record"] if record else None
+
+
+def _last_writer(path: str, index: Mapping[tuple[str, str], dict[str, Any]]) -> dict | None:
+    writers = [(r["end_ms"], r["record"], d) for (p, d), r in index.items() if p == path]
+    if not writers:
+        return None
+    _, record, digest = max(writers)
+    return {"record": record, "digest": digest}
+
+
+def _job(record: Mapping[str, Any]) -> dict[str, Any]:
+    label = ",".join(f"{k}={v}" for k, v in record["wildcards"].items())
+    return {
+        "name": f"{record['rule']}[{label}]" if label else record["rule"],
+        "status": record.get("status", "KILLED"),
+        "ended": record.get("end_ms"),
+        "tags": {key: record["tags"][key] for key in SHOWN_TAGS if record["tags"].get(key)},
+        "log": record["log"],
+    }
+
+
+def render(graph: Mapping[str, Any], runs: Mapping[str, str], base: Path) -> str:
+    """The graph as an indented tree from the target; `runs`: record id -> MLflow run id."""
+    lines: list[str] = []
+    shown: set[str] = set()
+
+    def show_path(path: str, digest: str, producer: str | None, depth: int) -> None:
+        lines.append(f"{'  ' * depth}{_relative(path, base)}  {_short(digest)}")
+        if producer is None:
+            lines.append(f"{'  ' * (depth + 1)}(source: written by no job of this run)")
+        else:
+            show_job(producer, depth + 1)
+
+    def show_job(record: str, depth: int) -> None:
+        job = graph["jobs"][record]
+        if record in shown:
+            lines.append(f"{'  ' * depth}<- {job['name']}  (above)")
+            return
+        shown.add(record)
+        ended = time.strftime("%Y-%m-%d %H:%M", time.localtime(job["ended"] / 1000))
+        run = f"  mlflow run {runs[record]}" if record in runs else ""
+        lines.append(f"{'  ' * depth}<- {job['name']}  {job['status']} {ended}{run}")
+        facts = "  ".join(f"{k}={v}" for k, v in job["tags"].items())
+        lines.append(f"{'  ' * (depth + 1)}record {record}  {facts}")
+        for path, edge in sorted(job["inputs"].items()):
+            show_path(path, edge["digest"], edge["producer"], depth + 1)
+
+    target = graph["target"]
+    lines.append(f"{_relative(target['path'], base)}  {_short(target['digest'])}")
+    rewritten = target.get("rewritten")
+    if target["producer"]:
+        show_job(target["producer"], 1)
+    elif rewritten:
+        lines.append(
+            f"  (changed since record {rewritten['record']} wrote it as "
+            f"{_short(rewritten['digest'])})"
+        )
+    else:
+        lines.append("  (no job of this run wrote this file)")
+    sources = graph["sources"]
+    lines.append(f"\n{len(graph['jobs'])} jobs; {len(sources)} sources written by none:")
+    lines += [f"  {_relative(p, base)}  {_short(d)}" for p, d in sorted(sources.items())]
+    return "\n".join(lines)
+
+
+def _short(digest: str) -> str:
+    kind, _, value = digest.partition(":")
+    return f"{kind}:{value[:12]}"
+
+
+def _relative(path: str, base: Path) -> str:
+    relative = os.path.relpath(path, base)
+    return path if relative.startswith("..") else relative
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(
+        prog="memrl lineage", description=__doc__.split("\n\n")[0].split(": ", 1)[1]
+    )
+    parser.add_argument("path", type=Path, help="a table, a metrics file, a checkpoint, ...")
+    parser.add_argument("--json", action="store_true", help="the graph as JSON")
+    args = parser.parse_args(argv)
+    if not args.path.exists():
+        raise SystemExit(f"{args.path}: no such file or directory")
+    results = results_of(args.path.resolve())
+    graph = lineage(args.path, tracking.records_under(results))
+    runs_file = tracking.invocations_dir(results) / tracking.RUNS_FILE
+    runs = read_json(runs_file) if runs_file.is_file() else {}
+    if args.json:
+        print(json.dumps({**graph, "runs": runs}, indent=1))
+    else:
+        print(render(graph, runs, Path.cwd()))

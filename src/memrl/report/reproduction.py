@@ -1,0 +1,281 @@
+"""The reproduction report: per paper and table, how many cells reproduced, the largest misses,
+the footnotes, and links to every table, figure and case study with the command that traces
+each back to the models and data that made it (`memrl lineage`). Markdown and HTML.
+
+It reads what the table jobs wrote: each table's tidy CSV (a `verdict` per cell: the paper's
+number within our 95 % interval, or ours above or below it) and its Markdown (the footnotes).
+"""
+
+from __future__ import annotations
+
+import csv
+import html
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from memrl.data.io import read_json, write_text_atomic
+from memrl.report.claims import CHECK_LINE, CLAIM_LINE, CLAIMS_SUFFIX
+from memrl.report.figures import PAPER_FIGURES
+from memrl.report.memagent_tables import MEMAGENT_TABLES
+from memrl.report.memalpha_tables import MEMALPHA_TABLES
+from memrl.report.render import MADE_BY_LINE, VERDICT_MARKS, VERDICTS_LINE
+from memrl.report.suites import SUITES_TABLES
+from memrl.report.tables import PAPER_TABLES
+from memrl.scoring.intervals import ABOVE, BELOW, WITHIN
+
+PAPERS = ("MemAgent", "Mem-α", "Both papers")
+MEMALPHA_FIGURES = ("memalpha_frontier",)
+MISSES_SHOWN = 3
+LINEAGE_WHAT = "the jobs, models and data behind it"
+LEGEND_START = "Cells:"  # the legend line of a table's Markdown (not a footnote)
+
+
+@dataclass(frozen=True)
+class TableSummary:
+    name: str
+    paper: str
+    caption: str
+    markdown: Path
+    counts: Mapping[str, int]  # verdict -> cells
+    misses: Sequence[str]  # the largest, as text
+    notes: Sequence[str]
+
+
+def paper_of_table(name: str) -> str:
+    if name in MEMAGENT_TABLES:
+        return PAPERS[0]
+    if name in MEMALPHA_TABLES:
+        return PAPERS[1]
+    if name in SUITES_TABLES:
+        return PAPERS[2]
+    raise ValueError(f"unknown table {name!r}; expected one of {', '.join(PAPER_TABLES)}")
+
+
+def paper_of_figure(name: str) -> str:
+    return PAPERS[1] if name in MEMALPHA_FIGURES else PAPERS[0]
+
+
+def figure_caption(name: str) -> str:
+    if name.startswith("training_"):
+        return f"Training curve of run {name.removeprefix('training_')}"
+    if name not in PAPER_FIGURES:
+        raise ValueError(f"unknown figure {name!r}; expected one of {', '.join(PAPER_FIGURES)}")
+    return PAPER_FIGURES[name]
+
+
+def summarize_table(markdown: Path) -> TableSummary:
+    """A table's verdict counts, largest misses and footnotes, from its CSV and Markdown."""
+    name = markdown.stem
+    with markdown.with_suffix(".csv").open(newline="", encoding="utf-8") as handle:
+        rows = list(csv.DictReader(handle))
+    judged = [row for row in rows if row.get("verdict")]
+    counts = {verdict: sum(r["verdict"] == verdict for r in judged) for verdict in VERDICT_MARKS}
+    misses = sorted(
+        (r for r in judged if r["verdict"] != WITHIN), key=lambda r: -abs(float(r["delta"]))
+    )
+    return TableSummary(
+        name=name,
+        paper=paper_of_table(name),
+        caption=PAPER_TABLES[name].caption,
+        markdown=markdown,
+        counts=counts,
+        misses=[_miss(row) for row in misses[:MISSES_SHOWN]],
+        notes=footnotes(markdown.read_text(encoding="utf-8")),
+    )
+
+
+def _miss(row: Mapping[str, str]) -> str:
+    ours, low, high = (float(row[k]) for k in ("ours", "ci_low", "ci_high"))
+    return (
+        f"{row['system']} @ {row['label']}: ours {ours:.1f} [{low:.1f}, {high:.1f}], "
+        f"paper {float(row['paper']):.1f} ({float(row['delta']):+.1f}, {row['verdict']})"
+    )
+
+
+def footnotes(markdown: str) -> list[str]:
+    """The lines under a table's Markdown table: its notes, without what the report shows
+    otherwise (the cell legend, the verdict count, the claims, the provenance line)."""
+    lines = markdown.splitlines()
+    last_row = max((i for i, line in enumerate(lines) if line.startswith("|")), default=-1)
+    shown_elsewhere = (LEGEND_START, VERDICTS_LINE, MADE_BY_LINE, CLAIM_LINE, CHECK_LINE)
+    return [
+        line.strip()
+        for line in lines[last_row + 1 :]
+        if line.strip() and not line.startswith(shown_elsewhere)
+    ]
+
+
+@dataclass(frozen=True)
+class Claim:
+    """A paper claim checked on one of our systems (a figure's or table's `.claims.json`)."""
+
+    paper: str
+    source: str  # the figure or table that checks it
+    text: str
+    system: str | None
+    holds: bool | None
+    detail: str
+
+    @property
+    def verdict(self) -> str:
+        return {True: "holds", False: "does not hold", None: "not checked"}[self.holds]
+
+
+def read_claims(path: Path, paper: str) -> list[Claim]:
+    """The checks a figure or table wrote (memrl.report.plots.ClaimCheck as JSON)."""
+    source = path.name.removesuffix(CLAIMS_SUFFIX)
+    return [
+        Claim(paper, source, c["text"], c["system"], c["holds"], c["detail"])
+        for c in read_json(path)
+    ]
+
+
+def totals(tables: Sequence[TableSummary]) -> dict[str, int]:
+    return {v: sum(t.counts.get(v, 0) for t in tables) for v in VERDICT_MARKS}
+
+
+def _verdict_text(counts: Mapping[str, int]) -> str:
+    compared = sum(counts.values())
+    if not compared:
+        return "no cell compared (no paper number or no interval)"
+    return (
+        f"{counts[WITHIN]} of {compared} cells reproduced (the paper's number within our 95 % "
+        f"interval); ours above in {counts[ABOVE]}, below in {counts[BELOW]}"
+    )
+
+
+def _claims_text(claims: Sequence[Claim]) -> str:
+    checked = [c for c in claims if c.holds is not None]
+    if not claims:
+        return "no claim checked"
+    return f"{sum(bool(c.holds) for c in checked)} of {len(checked)} claim checks hold"
+
+
+def _claim_line(claim: Claim) -> str:
+    ours = f"ours, {claim.system}: " if claim.system else ""
+    return f"[{claim.verdict}] {claim.text} ({claim.source}) {ours}{claim.detail}"
+
+
+@dataclass(frozen=True)
+class Reproduction:
+    """What the report shows; links relative to `base` (the report's folder)."""
+
+    run: str
+    tables: Sequence[TableSummary]
+    figures: Sequence[Path]
+    claims: Sequence[Claim]
+    case_studies: Sequence[Path]
+    base: Path
+
+    def of(self, paper: str) -> tuple[list[TableSummary], list[Path], list[Claim]]:
+        """The paper's tables, figures and claims."""
+        return (
+            [t for t in self.tables if t.paper == paper],
+            [f for f in self.figures if paper_of_figure(f.stem) == paper],
+            [c for c in self.claims if c.paper == paper],
+        )
+
+    def summary(self, paper: str) -> str:
+        tables, _, claims = self.of(paper)
+        return f"{_verdict_text(totals(tables))}; {_claims_text(claims)}"
+
+    def link(self, path: Path) -> str:
+        return os.path.relpath(path, self.base)
+
+
+def render_markdown(report: Reproduction) -> str:
+    lines = [f"# Reproduction report: run {report.run}", ""]
+    lines += [f"- **{paper}**: {report.summary(paper)}" for paper in PAPERS]
+    lines += [
+        "",
+        "Lineage of any file: `memrl lineage PATH` (the jobs, models and data behind it).",
+    ]
+    for paper in PAPERS:
+        tables, figures, claims = report.of(paper)
+        lines += ["", f"## {paper}", ""]
+        if claims:
+            lines += ["### Claims", ""] + [f"- {_claim_line(c)}" for c in claims] + [""]
+        for table in tables:
+            link = report.link(table.markdown)
+            lines += [f"### [{table.name}]({link}): {table.caption}", ""]
+            lines += [f"{_verdict_text(table.counts)}.", ""]
+            lines += [f"- Largest miss: {miss}" for miss in table.misses]
+            lines += [f"- Note: {note}" for note in table.notes]
+            lines += [f"- Lineage: `memrl lineage {table.markdown}`", ""]
+        if figures:
+            lines += ["### Figures", ""]
+            lines += [f"- [{f.stem}]({report.link(f)}): {figure_caption(f.stem)}" for f in figures]
+    if report.case_studies:
+        lines += ["", "## Case studies (the memory after every chunk)", ""]
+        lines += [f"- [{report.link(c)}]({report.link(c)})" for c in report.case_studies]
+    return "\n".join(lines) + "\n"
+
+
+def render_html(report: Reproduction) -> str:
+    """The same report as one HTML page, the figures shown inline."""
+    esc = html.escape
+    body = [f"<h1>Reproduction report: run {esc(report.run)}</h1>", "<ul>"]
+    body += [f"<li><b>{esc(p)}</b>: {esc(report.summary(p))}</li>" for p in PAPERS]
+    body.append(
+        f"</ul><p>Lineage of any file: <code>memrl lineage PATH</code> ({LINEAGE_WHAT}).</p>"
+    )
+    for paper in PAPERS:
+        tables, figures, claims = report.of(paper)
+        body.append(f"<h2>{esc(paper)}</h2>")
+        if claims:
+            items = "".join(f"<li>{esc(_claim_line(c))}</li>" for c in claims)
+            body.append(f"<h3>Claims</h3><ul>{items}</ul>")
+        for table in tables:
+            href = esc(report.link(table.markdown))
+            body.append(f'<h3><a href="{href}">{esc(table.name)}</a>: {esc(table.caption)}</h3>')
+            body.append(f"<p>{esc(_verdict_text(table.counts))}.</p><ul>")
+            body += [f"<li>Largest miss: {esc(miss)}</li>" for miss in table.misses]
+            body.append(f"<li>Lineage: <code>memrl lineage {esc(str(table.markdown))}</code></li>")
+            body.append("</ul>")
+            if table.notes:
+                notes = "".join(f"<li>{esc(note)}</li>" for note in table.notes)
+                body.append(f"<details><summary>Notes</summary><ul>{notes}</ul></details>")
+        for figure in figures:
+            body.append(
+                f"<figure><img src='{esc(report.link(figure))}' alt='{esc(figure.stem)}' "
+                f"style='max-width:100%'><figcaption>{esc(figure.stem)}: "
+                f"{esc(figure_caption(figure.stem))}</figcaption></figure>"
+            )
+    if report.case_studies:
+        links = [esc(report.link(c)) for c in report.case_studies]
+        body.append("<h2>Case studies</h2><ul>")
+        body += [f'<li><a href="{link}">{link}</a></li>' for link in links]
+        body.append("</ul>")
+    head = '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
+    head += f"<title>{esc(report.run)}</title>\n</head>"
+    return f"{head}\n<body>\n" + "\n".join(body) + "\n</body>\n</html>\n"
+
+
+def paper_of(name: str) -> str:
+    """The paper a table or figure belongs to."""
+    return paper_of_table(name) if name in PAPER_TABLES else paper_of_figure(name)
+
+
+def write_reproduction(
+    run: str,
+    tables: Sequence[Path],
+    figures: Sequence[Path],
+    claim_files: Sequence[Path],
+    case_studies: Sequence[Path],
+    out_prefix: Path,
+) -> list[Path]:
+    """`<prefix>.md` and `<prefix>.html` from the tables' Markdown files (their CSVs beside),
+    the figures, the claim checks the figures and tables wrote, and the case studies."""
+    summaries = [summarize_table(path) for path in tables]
+    claims = [
+        claim
+        for path in claim_files
+        for claim in read_claims(path, paper_of(path.name.removesuffix(CLAIMS_SUFFIX)))
+    ]
+    report = Reproduction(run, summaries, figures, claims, case_studies, out_prefix.parent)
+    md, page = (out_prefix.with_name(out_prefix.name + ext) for ext in (".md", ".html"))
+    write_text_atomic(md, render_markdown(report))
+    write_text_atomic(page, render_html(report))
+    return [md, page]

@@ -1,0 +1,80 @@
+"""95 % intervals of a score over items, and the verdict of a paper's number against them.
+
+An item scores in [0, 1] (a question right or wrong, an F1, an instance's mean over its
+questions); a score is their mean in %. Items that are all 0 or 1 get the Wilson score interval;
+others a percentile bootstrap over items (seeded, so a rerun writes the same interval). The
+mean of several scores (a table's average column) gets the normal approximation from their
+intervals, side by side, the scores taken as independent.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+
+Z95 = 1.959963984540054
+RESAMPLES = 2000
+SEED = 0
+Interval = tuple[float, float]  # in %
+
+WITHIN, ABOVE, BELOW = "within", "above", "below"  # ours vs the paper's number
+
+
+def wilson(successes: int, n: int) -> Interval:
+    """The Wilson score interval of successes/n, in %."""
+    if n <= 0:
+        raise ValueError("an interval needs at least one item")
+    p = successes / n
+    denominator = 1 + Z95**2 / n
+    centre = (p + Z95**2 / (2 * n)) / denominator
+    half = Z95 * math.sqrt(p * (1 - p) / n + Z95**2 / (4 * n * n)) / denominator
+    return _percent(max(0.0, centre - half), min(1.0, centre + half))
+
+
+def bootstrap(values: Sequence[float], seed: int = SEED, resamples: int = RESAMPLES) -> Interval:
+    """The 2.5th and 97.5th percentiles of the mean over `resamples` resamplings of the items."""
+    if not values:
+        raise ValueError("an interval needs at least one item")
+    items = np.asarray(values, dtype=float)
+    rng = np.random.default_rng(seed)
+    means = items[rng.integers(0, len(items), size=(resamples, len(items)))].mean(axis=1)
+    low, high = np.percentile(means, [2.5, 97.5])
+    return _percent(float(low), float(high))
+
+
+def interval(values: Sequence[float]) -> Interval | None:
+    """Wilson for right/wrong items, else the bootstrap; None without items."""
+    if not values:
+        return None
+    if all(v in (0.0, 1.0) for v in values):
+        return wilson(int(sum(values)), len(values))
+    return bootstrap(values)
+
+
+def mean_interval(means: Sequence[float], intervals: Sequence[Interval]) -> Interval:
+    """The interval of the mean of independent scores: on each side, the root of the summed
+    squares of each score's distance to that bound, over their number (so a Wilson interval's
+    asymmetry near 0 or 100 % carries over)."""
+    if not means or len(means) != len(intervals):
+        raise ValueError("one interval per score")
+    centre = sum(means) / len(means)
+    pairs = list(zip(means, intervals, strict=True))
+    below = math.sqrt(sum((m - lo) ** 2 for m, (lo, _) in pairs)) / len(means)
+    above = math.sqrt(sum((hi - m) ** 2 for m, (_, hi) in pairs)) / len(means)
+    return (round(max(0.0, centre - below), 4), round(min(100.0, centre + above), 4))
+
+
+def verdict(paper: float, ours: Interval) -> str:
+    """Whether the paper's number lies within our interval, or ours lies above or below it."""
+    low, high = ours
+    if paper < low:
+        return ABOVE
+    if paper > high:
+        return BELOW
+    return WITHIN
+
+
+def _percent(low: float, high: float) -> Interval:
+    return (round(100 * low, 4), round(100 * high, 4))

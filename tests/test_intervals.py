@@ -1,0 +1,141 @@
+"""95 % intervals and verdicts: hand-computed cases, then through a metrics record to a table."""
+
+from __future__ import annotations
+
+import csv
+import json
+
+import pytest
+
+from memrl.evaluation import summarize
+from memrl.report.cells import load_metrics
+from memrl.report.memagent_tables import build_table1
+from memrl.report.render import format_cell, to_markdown, verdict_counts, write_table
+from memrl.scoring.intervals import (
+    ABOVE,
+    BELOW,
+    WITHIN,
+    bootstrap,
+    interval,
+    mean_interval,
+    verdict,
+    wilson,
+)
+
+
+def test_wilson_matches_the_hand_computed_interval():
+    # 8/10: centre (0.8 + z²/20) / (1 + z²/10) = 0.71674, half-width 0.22658
+    assert wilson(8, 10) == pytest.approx((49.016, 94.332), abs=1e-3)
+    assert wilson(0, 4) == pytest.approx((0.0, 48.99), abs=1e-2)  # never below 0
+    assert wilson(4, 4) == pytest.approx((51.01, 100.0), abs=1e-2)
+    low, high = wilson(102, 128)  # the papers' 128 questions at 80 %: about ±7 points
+    assert (high - low) / 2 == pytest.approx(6.9, abs=0.1)
+    with pytest.raises(ValueError):
+        wilson(0, 0)
+
+
+def test_bootstrap_is_seeded_and_hand_checkable():
+    # resampling [0, 0.5] twice: means 0, 0.25, 0.5 with probabilities 1/4, 1/2, 1/4
+    assert bootstrap([0.0, 0.5]) == (0.0, 50.0)
+    assert bootstrap([0.3] * 7) == (30.0, 30.0)
+    values = [0.1, 0.9, 0.4, 0.55, 0.7, 0.2]
+    assert bootstrap(values) == bootstrap(values)  # a rerun writes the same interval
+    low, high = bootstrap(values)
+    assert low < 100 * sum(values) / len(values) < high
+
+
+def test_right_or_wrong_items_get_wilson_and_graded_items_the_bootstrap():
+    assert interval([1.0, 0.0, 1.0, 1.0]) == wilson(3, 4)
+    assert interval([0.0, 0.5]) == bootstrap([0.0, 0.5])
+    assert interval([]) is None
+
+
+def test_the_mean_of_scores_combines_their_intervals_side_by_side():
+    # distances 10 and 10 on each side: sqrt(10² + 10²) / 2 = 7.0711 around the mean 60
+    assert mean_interval([50.0, 70.0], [(40.0, 60.0), (60.0, 80.0)]) == pytest.approx(
+        (52.9289, 67.0711)
+    )
+    # three items each 0 of 1 right, Wilson [0, 79.35]: the mean's interval keeps its asymmetry
+    high = wilson(0, 1)[1]
+    assert mean_interval([0.0] * 3, [wilson(0, 1)] * 3) == pytest.approx(
+        (0.0, high / 3**0.5), abs=1e-3
+    )
+
+
+def test_verdicts():
+    assert verdict(55.0, (40.0, 60.0)) == WITHIN
+    assert verdict(60.0, (40.0, 60.0)) == WITHIN  # the bounds belong to the interval
+    assert verdict(65.0, (40.0, 60.0)) == BELOW  # ours is below the paper's number
+    assert verdict(35.0, (40.0, 60.0)) == ABOVE
+
+
+def prediction(score: float, f1: float, failed: bool = False) -> dict:
+    return {"score": score, "f1": f1, "failed": failed, "response": "x", "n_calls": 1}
+
+
+def test_a_metrics_record_carries_each_scores_interval_over_its_items():
+    predictions = [prediction(1.0, 1.0), prediction(0.0, 0.5), prediction(1.0, 0.25)]
+    predictions.append(prediction(0.0, 0.0, failed=True))
+    record = summarize(predictions, "ruler_hqa", "hqa", "s", 50)
+    assert record["ci95"]["accuracy"] == pytest.approx(list(wilson(2, 4)))
+    assert record["ci95"]["accuracy_official"] == pytest.approx(list(wilson(2, 3)))
+    assert record["ci95"]["f1"] == pytest.approx(list(bootstrap([1.0, 0.5, 0.25])))
+
+
+SYSTEMS = {
+    "ours": {
+        "display": "RL-MemAgent-14B (ours)",
+        "paper_row": "RL-MEMAGENT-14B",
+        "kind": "memagent",
+    }
+}
+PAPER = {"RL-MEMAGENT-14B": {50: 80.47, 100: 83.59, 200: 40.0, 400: 95.0}}
+
+
+def record(n_docs: int, right: int, n: int = 128) -> dict:
+    return {
+        "benchmark": "ruler_hqa",
+        "task": "hqa",
+        "system": "ours",
+        "length": n_docs,
+        "mean_tokens": 140.0 * n_docs,
+        "n_items": n,
+        "n_failed": 0,
+        "accuracy": 100 * right / n,
+        "accuracy_official": 100 * right / n,
+        "ci95": {"accuracy": list(wilson(right, n))},
+    }
+
+
+def test_each_cell_gets_our_interval_and_a_verdict_and_the_table_counts_them(tmp_path):
+    path = tmp_path / "metrics.json"
+    # 103/128 = 80.5 [72.8, 86.4] holds 80.47; 107/128 = 83.6 holds 83.59;
+    # 64/128 = 50.0 [41.5, 58.5] is above the paper's 40.0; 100/128 = 78.1 [70.2, 84.5] below 95
+    path.write_text(
+        json.dumps([record(50, 103), record(100, 107), record(200, 64), record(400, 100)])
+    )
+    table = build_table1(load_metrics([path]), SYSTEMS, PAPER, {})
+    cells = table.loc["RL-MemAgent-14B (ours)"]
+    assert [cells[n].verdict for n in (50, 100, 200, 400)] == [WITHIN, WITHIN, ABOVE, BELOW]
+    assert verdict_counts(table) == {WITHIN: 2, ABOVE: 1, BELOW: 1}
+    assert format_cell(cells[50]) == "80.5 [73–86] (paper 80.5, +0.0 ✓)"
+    assert format_cell(cells[200]) == "50.0 [41–59] (paper 40.0, +10.0 ↑)"
+    markdown = to_markdown(table, "Table 1")
+    assert "lies within our 95 % interval in 2 (✓); ours is above it in 1 (↑), below it in 1" in (
+        markdown
+    )
+    assert "Paper rows compared: RL-MemAgent-14B (ours) ← RL-MEMAGENT-14B." in markdown
+    csv_path, _, tex_path = write_table(table, tmp_path / "table1", "Table 1")
+    rows = list(csv.DictReader(csv_path.open()))
+    assert [row["verdict"] for row in rows[:4]] == [WITHIN, WITHIN, ABOVE, BELOW]
+    assert float(rows[2]["ci_low"]) == pytest.approx(wilson(64, 128)[0])
+    assert r"$\uparrow$" in tex_path.read_text()
+
+
+def test_a_record_with_a_bad_interval_is_named(tmp_path):
+    path = tmp_path / "m.json"
+    bad = record(50, 10)
+    bad["ci95"] = {"accuracy": [30.0, 20.0]}
+    path.write_text(json.dumps([bad]))
+    with pytest.raises(ValueError, match=r"m.json: ci95\['accuracy'\]=\[30.0, 20.0\]"):
+        load_metrics([path])

@@ -1,0 +1,120 @@
+"""`memrl lineage`: from a file back through the jobs that made it, by recorded digests."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from memrl import cli, tracking
+from memrl.digests import file_digest
+from memrl.lineage import lineage, render
+
+
+@pytest.fixture
+def run(tmp_path, monkeypatch) -> Path:
+    """A miniature run as Snakemake leaves it: download → train → two evaluations → table, each
+    job writing its record; paths relative to the working directory, as in a real run."""
+    monkeypatch.setenv("MEMRL_TRACKING", "on")
+    monkeypatch.delenv(tracking.ENV_INVOCATION, raising=False)
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "results/r/provenance").mkdir(parents=True)
+    raw = Path("data/hotpot.json")
+    raw.parent.mkdir()
+    raw.write_text("[]")
+    job("download_model", {}, [], ["results/r/models/base"], lambda: write_dir("models/base"))
+    job(
+        "train",
+        {"stage": "2"},
+        ["results/r/models/base", str(raw)],
+        ["results/r/checkpoints/rl"],
+        lambda: write_dir("checkpoints/rl"),
+    )
+    # Snakemake marks a directory output after its job ended; readers must still match
+    Path("results/r/checkpoints/rl/.snakemake_timestamp").write_text("")
+    for length in ("50", "100"):
+        job(
+            "evaluate",
+            {"length": length},
+            ["results/r/checkpoints/rl", str(raw)],
+            [f"results/r/metrics/{length}.json"],
+            lambda length=length: Path(f"results/r/metrics/{length}.json").write_text(length),
+        )
+    job(
+        "make_table",
+        {"table": "table3"},
+        ["results/r/metrics/50.json", "results/r/metrics/100.json"],
+        ["results/r/tables/table3.md"],
+        lambda: Path("results/r/tables/table3.md").write_text("| a |"),
+    )
+    return tmp_path
+
+
+def write_dir(name: str) -> None:
+    out = Path("results/r") / name
+    out.mkdir(parents=True)
+    (out / "model.safetensors").write_bytes(name.encode())
+
+
+def job(rule, wildcards, inputs, outputs, body) -> None:
+    label = "_".join(wildcards.values()) or "all"
+    log = Path(f"results/r/logs/{rule}/{label}.log")
+    log.parent.mkdir(parents=True, exist_ok=True)
+    for out in outputs:
+        Path(out).parent.mkdir(parents=True, exist_ok=True)
+    paths = [Path(p) for p in inputs]
+    with tracking.job_run(rule, wildcards, {}, paths, [Path(p) for p in outputs], log):
+        body()
+
+
+def names(graph) -> list[str]:
+    return sorted(job["name"] for job in graph["jobs"].values())
+
+
+def test_a_table_leads_back_through_the_checkpoint_to_the_base_model_and_the_raw_data(run):
+    records = tracking.records_under(run / "results/r")
+    graph = lineage(Path("results/r/tables/table3.md"), records)
+    assert names(graph) == [
+        "download_model",
+        "evaluate[length=100]",
+        "evaluate[length=50]",
+        "make_table[table=table3]",
+        "train[stage=2]",
+    ]
+    assert graph["sources"] == {
+        str(run / "data/hotpot.json"): file_digest(run / "data/hotpot.json")
+    }
+    train = next(j for j in graph["jobs"].values() if j["name"] == "train[stage=2]")
+    base = str(run / "results/r/models/base")
+    assert graph["jobs"][train["inputs"][base]["producer"]]["name"] == "download_model"
+    assert train["tags"]["git.commit"] and "accelerator" in train["tags"]
+    text = render(graph, {graph["target"]["producer"]: "abc123"}, run)
+    assert text.startswith("results/r/tables/table3.md  sha256:")
+    assert "<- make_table[table=table3]  FINISHED" in text and "mlflow run abc123" in text
+    assert text.count("<- train[stage=2]") == 2 and "<- train[stage=2]  (above)" in text
+    assert "5 jobs; 1 sources written by none:\n  data/hotpot.json  sha256:" in text
+
+
+def test_a_file_changed_after_its_job_has_no_producer_and_says_who_wrote_it(run):
+    records = tracking.records_under(run / "results/r")
+    table = Path("results/r/tables/table3.md")
+    written = file_digest(table)
+    table.write_text("| edited by hand |")
+    graph = lineage(table, records)
+    assert graph["target"]["producer"] is None and graph["jobs"] == {}
+    assert graph["target"]["rewritten"]["digest"] == written
+    assert "(changed since record" in render(graph, {}, run)
+
+
+def test_memrl_lineage_prints_the_chain_or_json(run, capsys):
+    cli.main(["lineage", "results/r/checkpoints/rl"])
+    text = capsys.readouterr().out
+    assert text.splitlines()[1].startswith("  <- train[stage=2]  FINISHED")
+    cli.main(["lineage", "--json", "results/r/metrics/50.json"])
+    graph = json.loads(capsys.readouterr().out)
+    assert names(graph) == ["download_model", "evaluate[length=50]", "train[stage=2]"]
+    with pytest.raises(SystemExit, match="not inside a results directory"):
+        cli.main(["lineage", "data/hotpot.json"])
+    with pytest.raises(SystemExit, match="no such file"):
+        cli.main(["lineage", "results/r/tables/nothing.md"])

@@ -1,0 +1,84 @@
+"""The reproduction report: verdict counts, misses and notes per table, grouped by paper."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from test_intervals import PAPER, SYSTEMS, record
+
+from memrl.report.cells import load_metrics
+from memrl.report.memagent_tables import build_table1
+from memrl.report.render import write_table
+from memrl.report.reproduction import footnotes, summarize_table, write_reproduction
+from memrl.scoring.intervals import ABOVE, BELOW, WITHIN
+
+
+def write_table1(results: Path) -> Path:
+    metrics = results / "metrics.json"
+    metrics.write_text(
+        json.dumps([record(50, 103), record(100, 107), record(200, 64), record(400, 100)])
+    )
+    table = build_table1(load_metrics([metrics]), SYSTEMS, PAPER, {})
+    table.attrs["notes"] = ["Erratum: the paper's 25,600-document cell is read from its figure."]
+    write_table(table, results / "tables/table1", "Table 1")
+    return results / "tables/table1.md"
+
+
+def test_a_table_summary_counts_verdicts_and_lists_the_largest_misses_first(tmp_path):
+    summary = summarize_table(write_table1(tmp_path))
+    assert summary.paper == "MemAgent" and summary.counts == {WITHIN: 2, ABOVE: 1, BELOW: 1}
+    # 78.1 vs 95.0 (−16.9) is a larger miss than 50.0 vs 40.0 (+10.0)
+    assert summary.misses[0].startswith("RL-MemAgent-14B (ours) @ 56K: ours 78.1 [70.2, 84.4]")
+    assert summary.misses[0].endswith("paper 95.0 (-16.9, below)")
+    assert "above" in summary.misses[1] and len(summary.misses) == 2
+    assert summary.notes[0].startswith("Erratum:")
+    assert not any(note.startswith("Cells:") for note in summary.notes)  # the legend is no note
+
+
+def test_footnotes_are_the_lines_under_the_table():
+    text = "**T**\n\n| a | b |\n|---|---|\n| 1 | 2 |\n\nCells: legend\nnote one\n\nnote two\n"
+    assert footnotes(text) == ["note one", "note two"]
+
+
+def test_the_report_groups_tables_by_paper_and_links_figures_and_lineage(tmp_path):
+    table = write_table1(tmp_path)
+    figure = tmp_path / "figures/figure1.png"
+    figure.parent.mkdir()
+    figure.write_bytes(b"png")
+    study = tmp_path / "case_studies/ruler_hqa/ours/50.md"
+    claims = tmp_path / "figures/figure5.claims.json"
+    claims.write_text(
+        json.dumps(
+            [
+                {
+                    "claim_id": "niah-95",
+                    "text": "RL-MemAgent keeps NIAH above 95 %",
+                    "system": "RL-MemAgent (ours)",
+                    "value": 97.0,
+                    "holds": True,
+                    "detail": "min 97.0 from 8K to 512K",
+                }
+            ]
+        )
+    )
+    md, page = write_reproduction(
+        "smoke", [table], [figure], [claims], [study], tmp_path / "reproduction"
+    )
+    text = md.read_text()
+    assert "- **MemAgent**: 2 of 4 cells reproduced" in text
+    assert "above in 1, below in 1; 1 of 1 claim checks hold" in text
+    assert (
+        "- **Mem-α**: no cell compared (no paper number or no interval); no claim checked" in text
+    )
+    assert (
+        "- [holds] RL-MemAgent keeps NIAH above 95 % (figure5) ours, RL-MemAgent (ours): "
+        "min 97.0 from 8K to 512K" in text
+    )
+    assert "### [table1](tables/table1.md): " in text
+    assert f"- Lineage: `memrl lineage {table}`" in text
+    assert "- [figure1](figures/figure1.png): RULER-HQA accuracy" in text
+    assert "(case_studies/ruler_hqa/ours/50.md)" in text
+    html = page.read_text()
+    assert "<img src='figures/figure1.png'" in html and "<details><summary>Notes" in html
+    assert html.count("<h2>") == 4  # the three groups and the case studies

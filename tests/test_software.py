@@ -1,0 +1,63 @@
+"""What a job ran on, read without importing the libraries it names."""
+
+from __future__ import annotations
+
+import importlib.metadata
+import json
+import os
+import subprocess
+import sys
+import types
+
+from memrl import software
+
+
+def test_software_tags_name_the_installed_versions_and_import_nothing_heavy():
+    script = (
+        "import sys, json\n"
+        "from memrl.software import software_tags\n"
+        "tags = software_tags()\n"
+        "assert 'torch' not in sys.modules and 'transformers' not in sys.modules\n"
+        "print(json.dumps(tags))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    tags = json.loads(done.stdout)
+    assert tags["pkg.torch"] == importlib.metadata.version("torch")
+    assert tags["pkg.transformers"] == importlib.metadata.version("transformers")
+    assert tags["python"] == ".".join(map(str, sys.version_info[:3]))
+    assert tags["torch.cuda"] == "cpu"  # this machine's wheel: torch==2.13.0+cpu
+    assert "pkg.vllm" not in tags  # not installed in this venv: left out, not "unknown"
+    assert tags["accelerator"].startswith("cpu: ")
+
+
+def test_the_cuda_build_is_read_from_torch_version_file(tmp_path, monkeypatch):
+    (tmp_path / "version.py").write_text(
+        "__version__ = '2.13.0+cu128'\ncuda: Optional[str] = '12.8'\nhip = None\n"
+    )
+    spec = types.SimpleNamespace(origin=str(tmp_path / "__init__.py"))
+    monkeypatch.setattr(software.importlib.util, "find_spec", lambda name: spec)
+    assert software.torch_cuda_build() == "12.8"
+
+
+def test_the_accelerator_counts_the_gpus_nvidia_smi_lists(tmp_path, monkeypatch):
+    """No GPU here: a stand-in `nvidia-smi` prints what the real one prints on a 2-GPU box."""
+    smi = tmp_path / "nvidia-smi"
+    gpu = "echo 'NVIDIA H100 80GB HBM3, 81559 MiB'\n"
+    smi.write_text(f"#!/bin/sh\n{gpu}{gpu}")
+    smi.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}{os.environ['PATH']}")
+    assert software.accelerator() == "2 x NVIDIA H100 80GB HBM3, 81559 MiB"
+    smi.write_text("#!/bin/sh\nexit 9\n")  # a driver that fails: the CPU, not an error
+    assert software.accelerator().startswith("cpu: ")
+
+
+def test_a_job_in_a_container_names_its_image_and_digest(tmp_path, monkeypatch):
+    image = tmp_path / "infer.sif"
+    image.write_bytes(b"sif")
+    monkeypatch.setenv("APPTAINER_CONTAINER", str(image))
+    tags = software.container_tags()
+    assert tags["container.image"] == str(image)
+    assert tags["container.digest"].startswith("sha256:6d27")
+    monkeypatch.delenv("APPTAINER_CONTAINER")
+    assert software.container_tags() == {}
