@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import csv
 import json
+from pathlib import Path
 
 import pytest
+import yaml
 
 from memrl.evaluation import summarize
 from memrl.report.cells import load_metrics
 from memrl.report.memagent_tables import build_table1
-from memrl.report.render import format_cell, to_markdown, verdict_counts, write_table
+from memrl.report.render import format_cell, tidy, to_markdown, verdict_counts, write_table
+from memrl.report.tables import build_paper_table
 from memrl.scoring.intervals import (
     ABOVE,
     BELOW,
@@ -125,11 +128,13 @@ def test_each_cell_gets_our_interval_and_a_verdict_and_the_table_counts_them(tmp
         markdown
     )
     assert "Paper rows compared: RL-MemAgent-14B (ours) ← RL-MEMAGENT-14B." in markdown
-    csv_path, _, tex_path = write_table(table, tmp_path / "table1", "Table 1")
+    csv_path, _, tex_path, html_path = write_table(table, tmp_path / "table1", "Table 1")
     rows = list(csv.DictReader(csv_path.open()))
     assert [row["verdict"] for row in rows[:4]] == [WITHIN, WITHIN, ABOVE, BELOW]
     assert float(rows[2]["ci_low"]) == pytest.approx(wilson(64, 128)[0])
     assert r"$\uparrow$" in tex_path.read_text()
+    page = html_path.read_text()  # what the Snakemake report shows: cells and every footnote
+    assert "<td>50.0 [41–59]<br>(paper 40.0, +10.0 ↑)</td>" in page and "<p>Verdicts (" in page
 
 
 def test_a_record_with_a_bad_interval_is_named(tmp_path):
@@ -139,3 +144,16 @@ def test_a_record_with_a_bad_interval_is_named(tmp_path):
     path.write_text(json.dumps([bad]))
     with pytest.raises(ValueError, match=r"m.json: ci95\['accuracy'\]=\[30.0, 20.0\]"):
         load_metrics([path])
+
+
+def test_the_papers_own_interval_comes_from_the_items_it_counts(tmp_path):
+    """Table 1's numbers are k/128 (config/paper/memagent.yaml `sources.ruler_hqa.items`)."""
+    paper = yaml.safe_load((Path(__file__).parents[1] / "config/paper/memagent.yaml").read_text())
+    path = tmp_path / "metrics.json"
+    path.write_text(json.dumps([record(50, 103)]))
+    table = build_paper_table("table1", load_metrics([path]), SYSTEMS, paper)
+    [row] = tidy(table).to_dict("records")
+    printed = paper["ruler_hqa"]["RL-MEMAGENT-14B"][50]  # 80.47 = 103/128
+    assert row["paper"] == printed and row["paper_n"] == 128
+    assert (row["paper_ci_low"], row["paper_ci_high"]) == wilson(103, 128)
+    assert "The paper's numbers are k/128" in to_markdown(table, "Table 1")

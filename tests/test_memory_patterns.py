@@ -125,6 +125,7 @@ def test_the_table_has_a_row_per_system_and_length_with_wilson_intervals(tmp_pat
     kept = table.loc["RL-MemAgent @ 7K", "kept"]
     assert kept.ours == 75.0 and kept.n_items == 8 and kept.ci == wilson(6, 8)
     markdown = to_markdown(table, "Failure patterns")
+    assert "Verdicts" not in markdown and "Paper rows compared" not in markdown  # none printed
     assert (
         "| RL-MemAgent @ 7K | 75.0 [41–93] |" in markdown and "paper" not in markdown.split("\n")[4]
     )

@@ -251,7 +251,7 @@ def test_duplicate_metrics_are_an_error(metrics: list[dict]):
 
 def test_write_table_csv_md_tex(table: pd.DataFrame, tmp_path: Path):
     paths = write_table(table, tmp_path / "tables" / "table1", caption="RULER-HQA 100% _test_")
-    assert [p.name for p in paths] == ["table1.csv", "table1.md", "table1.tex"]
+    assert [p.name for p in paths] == ["table1.csv", "table1.md", "table1.tex", "table1.html"]
     assert sorted(p.name for p in (tmp_path / "tables").iterdir()) == sorted(p.name for p in paths)
 
     csv = pd.read_csv(paths[0])
@@ -813,7 +813,7 @@ def test_build_paper_table_writes_every_table(paper: dict, tmp_path: Path, name:
     filled = [cell for _, row in table.iterrows() for cell in row if cell.ours is not None]
     assert filled and all(cell.delta is not None for cell in filled if cell.paper is not None)
     paths = write_table(table, tmp_path / name, caption=PAPER_TABLES[name].caption)
-    assert [p.stat().st_size > 100 for p in paths] == [True] * 3
+    assert [p.stat().st_size > 100 for p in paths] == [True] * 4
     assert len(pd.read_csv(paths[0])) == table.size
 
 
@@ -836,7 +836,7 @@ def test_build_paper_table_unknown_name(paper: dict):
 def test_longbench_markdown_and_csv_extras(paper: dict, tmp_path: Path):
     records = qa_records("rl-14b", dict.fromkeys(QA_TASKS, 60.0), f1=45.0)
     table = build_longbench_qa_table(records, REPORT_SYSTEMS[:1], paper["longbench_qa"])
-    csv_path, md_path, tex_path = write_table(table, tmp_path / "table3", caption="LongBench-QA")
+    csv_path, md_path, tex_path, _ = write_table(table, tmp_path / "table3", caption="LongBench-QA")
     md = md_path.read_text()
     assert "| System | 2Wiki | HQA | MuSiQue | NQA | Qasper | AVG |" in md
     assert "60.0 (paper 79.0, -19.0; F1 45.0)" in md
@@ -1553,7 +1553,10 @@ def test_table7_describes_the_niah_sets_that_ran(paper: dict, tmp_path: Path):
     assert upstream.loc["niah_single_1", "Haystack"] == "noise (paper: repeat)"  # RULER HEAD's
     assert upstream.loc["niah_single_3", "Haystack"] == "essay"
     assert "1 cell(s) differ" in upstream.attrs["notes"][1]
-    csv, md, _, claims = write_paper_table(NIAH_CONFIG_TABLE, table, tmp_path / "t7", "Table 7")
+    csv, md, _, page, claims = write_paper_table(
+        NIAH_CONFIG_TABLE, table, tmp_path / "t7", "Table 7"
+    )
+    assert "<th>Task</th><th>Haystack</th>" in page.read_text()
     assert json.loads(claims.read_text()) == []
     assert len(pd.read_csv(csv)) == table.size and "| Task | Haystack |" in md.read_text()
     with pytest.raises(ValueError, match="needs the RULER settings"):

@@ -81,4 +81,4 @@ def test_the_report_groups_tables_by_paper_and_links_figures_and_lineage(tmp_pat
     assert "(case_studies/ruler_hqa/ours/50.md)" in text
     html = page.read_text()
     assert "<img src='figures/figure1.png'" in html and "<details><summary>Notes" in html
-    assert html.count("<h2>") == 4  # the three groups and the case studies
+    assert html.count("<h2>") == 5  # both papers, both at once, training curves, case studies

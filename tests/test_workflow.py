@@ -356,6 +356,30 @@ def test_smoke_lineage_leads_from_table3_to_the_checkpoint_and_the_base_model(sm
     assert {Path(p).name for p in graph["sources"]} == {"memagent.yaml"}  # the paper's numbers
 
 
+def test_smoke_reproduction_report_shows_every_table_figure_and_claim(smoke):
+    results = smoke / "results/smoke"
+    report = (results / "reproduction.md").read_text()
+    tables = sorted((results / "tables").glob("*.md"))
+    figures = sorted((results / "figures").glob("*.png"))
+    assert len(tables) == 21 and len(figures) == 11  # both papers' tables; 9 figures, 2 curves
+    for table in tables:
+        assert f"### [{table.stem}](tables/{table.name}): " in report
+        assert f"- Lineage: `memrl lineage results/smoke/tables/{table.name}`" in report
+    for figure in figures:
+        assert f"- [{figure.stem}](figures/{figure.name}): " in report
+    claims = [json.loads(p.read_text()) for p in results.glob("*/*.claims.json")]
+    checks = sum(len(c) for c in claims)
+    assert (
+        checks
+        and report.count("\n- [holds] ")
+        + report.count("\n- [does not hold] ")
+        + (report.count("\n- [not checked] "))
+        == checks
+    )
+    assert (results / "reproduction.html").read_text().count("<img ") == len(figures)
+    assert "failure_patterns" in report and "## Training curves" in report
+
+
 def test_smoke_rerun_is_up_to_date_and_one_target_reruns_alone(smoke):
     again = snakemake("--profile", "profiles/smoke", cwd=smoke)
     assert again.returncode == 0 and "Nothing to be done" in again.stderr + again.stdout

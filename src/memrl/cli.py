@@ -191,7 +191,7 @@ COMMANDS: dict[str, Command] = {
         cmd_table,
         REPORT_OPTIONS,
         ["metrics", "paper"],
-        prefixed(".csv", ".md", ".tex", ".claims.json"),
+        prefixed(".csv", ".md", ".tex", ".html", ".claims.json"),
     ),
     "figure": Command(
         cmd_figure, REPORT_OPTIONS, ["metrics", "paper"], prefixed(".png", ".pdf", ".claims.json")

@@ -6,14 +6,15 @@ rule make_table:
         metrics=get_report_metrics,
         paper=get_paper,
     output:
-        csv=report(
-            f"{R}/tables/{{table}}.csv",
+        csv=f"{R}/tables/{{table}}.csv",
+        md=f"{R}/tables/{{table}}.md",
+        tex=f"{R}/tables/{{table}}.tex",
+        html=report(  # the table with its footnotes, as the report shows it
+            f"{R}/tables/{{table}}.html",
             caption="../report/tables.rst",
             category="Tables",
             labels={"table": "{table}"},
         ),
-        md=f"{R}/tables/{{table}}.md",
-        tex=f"{R}/tables/{{table}}.tex",
         claims=f"{R}/tables/{{table}}.claims.json",  # the paper claims it checks (Mem-α's)
     log:
         f"{R}/logs/make_table/{{table}}.log",

@@ -497,6 +497,7 @@ def assemble(
         "partial_notes": partial_notes,
         "failure_notes": failure_notes,
         "scoring_notes": scoring_notes,
+        "average_parts": {a.key: len(a.of) for a in averages},  # columns each average spans
     }
     return frame
 

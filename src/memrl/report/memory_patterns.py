@@ -52,7 +52,12 @@ def build_pattern_table(
         key=lambda item: item[:2],
     )
     if not found:
-        raise ValueError("no RULER-HQA metrics record counts memory patterns (a MemAgent run)")
+        read = sorted({str(r.get("path", r["system"])) for r in records})
+        raise ValueError(
+            f"no RULER-HQA metrics record counts memory patterns (read: {', '.join(read)}); "
+            "metrics written before MemAgent predictions recorded their gold chunks count none: "
+            "run those evaluations again (snakemake --forcerun evaluate merge_eval ...)"
+        )
     rows, ids = {}, {}
     for _, length, record in found:
         display = f"{specs[record['system']]['display']} @ {label(length, [])}"

@@ -26,8 +26,11 @@ from memrl.report.tables import PAPER_TABLES
 from memrl.scoring.intervals import ABOVE, BELOW, WITHIN
 
 PAPERS = ("MemAgent", "Mem-α", "Both papers")
+TRAINING = "Training curves"  # a section of its own: our runs of either paper
+SECTIONS = (*PAPERS, TRAINING)
 MEMALPHA_FIGURES = ("memalpha_frontier",)
 MISSES_SHOWN = 3
+PAGE_CSS = "body{font-family:sans-serif;max-width:75em;margin:1em auto;line-height:1.4}"
 LINEAGE_WHAT = "the jobs, models and data behind it"
 LEGEND_START = "Cells:"  # the legend line of a table's Markdown (not a footnote)
 
@@ -54,6 +57,9 @@ def paper_of_table(name: str) -> str:
 
 
 def paper_of_figure(name: str) -> str:
+    """The section a figure is shown in."""
+    if name.startswith("training_"):
+        return TRAINING
     return PAPERS[1] if name in MEMALPHA_FIGURES else PAPERS[0]
 
 
@@ -192,7 +198,7 @@ def render_markdown(report: Reproduction) -> str:
         "",
         "Lineage of any file: `memrl lineage PATH` (the jobs, models and data behind it).",
     ]
-    for paper in PAPERS:
+    for paper in SECTIONS:
         tables, figures, claims = report.of(paper)
         lines += ["", f"## {paper}", ""]
         if claims:
@@ -221,14 +227,14 @@ def render_html(report: Reproduction) -> str:
     body.append(
         f"</ul><p>Lineage of any file: <code>memrl lineage PATH</code> ({LINEAGE_WHAT}).</p>"
     )
-    for paper in PAPERS:
+    for paper in SECTIONS:
         tables, figures, claims = report.of(paper)
         body.append(f"<h2>{esc(paper)}</h2>")
         if claims:
             items = "".join(f"<li>{esc(_claim_line(c))}</li>" for c in claims)
             body.append(f"<h3>Claims</h3><ul>{items}</ul>")
         for table in tables:
-            href = esc(report.link(table.markdown))
+            href = esc(report.link(table.markdown.with_suffix(".html")))
             body.append(f'<h3><a href="{href}">{esc(table.name)}</a>: {esc(table.caption)}</h3>')
             body.append(f"<p>{esc(_verdict_text(table.counts))}.</p><ul>")
             body += [f"<li>Largest miss: {esc(miss)}</li>" for miss in table.misses]
@@ -249,7 +255,7 @@ def render_html(report: Reproduction) -> str:
         body += [f'<li><a href="{link}">{link}</a></li>' for link in links]
         body.append("</ul>")
     head = '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
-    head += f"<title>{esc(report.run)}</title>\n</head>"
+    head += f"<title>{esc(report.run)}</title>\n<style>{PAGE_CSS}</style>\n</head>"
     return f"{head}\n<body>\n" + "\n".join(body) + "\n</body>\n</html>\n"
 
 

@@ -62,6 +62,25 @@ def build_paper_table(
     niah_config: Mapping[str, Any] | None = None,
     probe: Mapping[str, Any] | None = None,
 ) -> pd.DataFrame:
+    """Build `name` (see `_build`); where the paper says how many items each of its numbers
+    counts (`sources.<key>.items`), the table keeps it (`paper_items`) for the paper's own
+    interval."""
+    table = _build(name, records, systems, paper, length_labels, niah_config, probe)
+    items = paper.get("sources", {}).get(PAPER_TABLES[name].paper_key, {}).get("items")
+    if items is not None:
+        table.attrs["paper_items"] = int(items)
+    return table
+
+
+def _build(
+    name: str,
+    records: Iterable[Mapping[str, Any]],
+    systems: Systems,
+    paper: Mapping[str, Any],
+    length_labels: Mapping[int, str] | None = None,
+    niah_config: Mapping[str, Any] | None = None,
+    probe: Mapping[str, Any] | None = None,
+) -> pd.DataFrame:
     """Build `name` (a PAPER_TABLES key) from metrics records and the whole paper file.
 
     `length_labels` override the paper's (RULER-HQA n_docs labels for table1/table10, RULER
