@@ -152,9 +152,7 @@ def report_outputs(name):
     """The files of one table (CSV, Markdown, LaTeX, HTML) or figure (PNG, PDF), and the paper
     claims each checks."""
     if name in cfg.TABLES:
-        return expand(
-            f"{R}/tables/{name}.{{ext}}", ext=["csv", "md", "tex", "html", "claims.json"]
-        )
+        return expand(f"{R}/tables/{name}.{{ext}}", ext=["csv", "md", "tex", "html", "claims.json"])
     return expand(f"{R}/figures/{name}.{{ext}}", ext=["png", "pdf", "claims.json"])
 
 
