@@ -57,6 +57,7 @@ def _json(text: str) -> Any:
 
 
 class Command(NamedTuple):
+    summary: str  # one line in `memrl --help`
     handler: Handler
     options: dict[str, dict[str, Any]]  # the subcommand's arguments beyond --settings
     inputs: list[str]  # argument names holding input paths (hashed into the MLflow run)
@@ -82,18 +83,28 @@ REPORT_OPTIONS: dict[str, dict[str, Any]] = {
 
 COMMANDS: dict[str, Command] = {
     "download-data": Command(
-        cmd_download_data, {"--out": {}, "--manifest": {}}, [], named("out", "manifest")
+        "fetch one public data source (or its packaged fixture) and check its digest",
+        cmd_download_data,
+        {"--out": {}, "--manifest": {}},
+        [],
+        named("out", "manifest"),
     ),
     "download-model": Command(
-        cmd_download_model, {"--out": {}, "--manifest": {}}, [], named("out", "manifest")
+        "fetch one model from the Hugging Face hub (or build the tiny one)",
+        cmd_download_model,
+        {"--out": {}, "--manifest": {}},
+        [],
+        named("out", "manifest"),
     ),
     "synthesize": Command(
+        "build RULER-HQA train/dev rows from HotpotQA (token lengths recorded)",
         cmd_synthesize,
         {"--train": {}, "--dev": {}, "--tokenizer": {}, "--out-train": {}, "--out-dev": {}},
         ["train", "dev", "tokenizer"],
         named("out_train", "out_dev"),
     ),
     "filter": Command(
+        "drop questions any filter model answers without the context (MemAgent's filter)",
         cmd_filter,
         {
             "--train": {},
@@ -107,36 +118,42 @@ COMMANDS: dict[str, Command] = {
         named("out_train", "out_dev", "report"),
     ),
     "hqa-pool": Command(
+        "the dev document pool every RULER-HQA eval set draws from",
         cmd_hqa_pool,
         {"--dev-raw": {}, "--tokenizer": {}, "--out-docs": {}, "--out-questions": {}},
         ["dev_raw", "tokenizer"],
         named("out_docs", "out_questions"),
     ),
     "eval-set": Command(
+        "one RULER-HQA evaluation set at a document count",
         cmd_eval_set,
         {"--pool-docs": {}, "--pool-questions": {}, "--dev": {}, "--tokenizer": {}, "--out": {}},
         ["pool_docs", "pool_questions", "dev", "tokenizer"],
         named("out"),
     ),
     "ruler-set": Command(
+        "one RULER (task, length) set",
         cmd_ruler_set,
         {"--essays": {}, "--squad": {}, "--hotpotqa": {}, "--tokenizer": {}, "--out": {}},
         ["essays", "squad", "hotpotqa", "tokenizer"],
         named("out"),
     ),
     "stage2-data": Command(
+        "stage II's training mix: DocQA rows that fit, plus stage I's",
         cmd_stage2_data,
         {"--hqa": {}, "--docqa": {}, "--tokenizer": {}, "--out": {}},
         ["hqa", "docqa", "tokenizer"],
         named("out"),
     ),
     "train": Command(
+        "MemAgent's Multi-Conv DAPO: one stage, on the CPU trainer or verl",
         cmd_train,
         {"--data": {}, "--dev": {}, "--model": {}, "--out": {}, "launch": {"nargs": "*"}},
         ["data", "dev", "model"],
         named("out"),
     ),
     "train-memalpha": Command(
+        "Mem-α's GRPO: one (β, γ) run, on the CPU trainer or verl",
         cmd_train_memalpha,
         {
             "--data": {},
@@ -151,6 +168,7 @@ COMMANDS: dict[str, Command] = {
         named("out"),
     ),
     "evaluate": Command(
+        "one system on one benchmark at one length, every task (or one shard)",
         cmd_evaluate,
         {
             "--data": {"nargs": "+"},
@@ -164,12 +182,14 @@ COMMANDS: dict[str, Command] = {
         named("predictions", "metrics"),
     ),
     "dataset-stats": Command(
+        "Mem-α's dataset statistics of one downloaded split",
         cmd_dataset_stats,
         {"--data": {}, "--tokenizer": {}, "--out": {}},
         ["data", "tokenizer"],
         named("out"),
     ),
     "memorize": Command(
+        "a two-job system's first job: its model reads every Mem-α instance",
         cmd_memorize,
         {
             "--data": {"nargs": "+"},
@@ -182,21 +202,28 @@ COMMANDS: dict[str, Command] = {
         named("memories"),
     ),
     "merge-eval": Command(
+        "merge an evaluation's shards into its predictions and metrics",
         cmd_merge_eval,
         {"--shards": {"nargs": "+"}, "--predictions": {}, "--metrics": {}},
         ["shards"],
         named("predictions", "metrics"),
     ),
     "table": Command(
+        "one paper table: ours beside the paper's numbers, with intervals and verdicts",
         cmd_table,
         REPORT_OPTIONS,
         ["metrics", "paper"],
         prefixed(".csv", ".md", ".tex", ".html", ".claims.json"),
     ),
     "figure": Command(
-        cmd_figure, REPORT_OPTIONS, ["metrics", "paper"], prefixed(".png", ".pdf", ".claims.json")
+        "one paper figure (PNG, PDF) and the claims it checks",
+        cmd_figure,
+        REPORT_OPTIONS,
+        ["metrics", "paper"],
+        prefixed(".png", ".pdf", ".claims.json"),
     ),
     "reproduction": Command(
+        "the reproduction report of a run (Markdown and HTML)",
         cmd_reproduction,
         {
             "--tables": {"nargs": "+"},  # each table's Markdown and CSV
@@ -209,12 +236,14 @@ COMMANDS: dict[str, Command] = {
         prefixed(".md", ".html"),
     ),
     "training-curve": Command(
+        "reward, KL and clipping per step of training runs",
         cmd_training_curve,
         {"--metrics": {"nargs": "+"}, "--out-prefix": {}},
         ["metrics"],
         prefixed(".png", ".pdf"),
     ),
     "trace": Command(
+        "case studies: the memory after every chunk of chosen MemAgent samples",
         cmd_trace,
         {
             "--predictions": {},
@@ -229,6 +258,15 @@ COMMANDS: dict[str, Command] = {
 }
 
 
+def version() -> str:
+    """`memrl <package version> (commit <short hash>[, with uncommitted changes])`."""
+    import importlib.metadata
+
+    git = tracking.git_state()
+    dirty = ", with uncommitted changes" if git["git.dirty"] == "true" else ""
+    return f"memrl {importlib.metadata.version('memrl')} (commit {git['git.commit'][:12]}{dirty})"
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="memrl", description=__doc__.splitlines()[0])
     parser.add_argument(
@@ -238,11 +276,12 @@ def build_parser() -> argparse.ArgumentParser:
         help='JSON {"rule": ..., "wildcards": {...}} of the Snakemake job (MLflow tags)',
     )
     parser.add_argument("--log", type=Path, help="the job's log file, attached to its MLflow run")
+    parser.add_argument("--version", action="version", version=version())
     sub = parser.add_subparsers(dest="command", required=True)
     for name, (_, summary) in TOOLS.items():
         sub.add_parser(name, help=summary, add_help=False)  # listed; parsed by the tool itself
     for name, spec in COMMANDS.items():
-        command = sub.add_parser(name)
+        command = sub.add_parser(name, help=spec.summary, description=spec.summary)
         command.add_argument("--settings", type=_json, required=True, help="resolved job settings")
         for flag, extra in spec.options.items():
             if not flag.startswith("--"):  # positional: the launch command after `--`

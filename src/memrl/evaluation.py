@@ -20,14 +20,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tqdm import tqdm
-
 from memrl.agents.chunking import token_chunks
 from memrl.agents.driver import Rollout, Workflow, run_batched
 from memrl.benchmarks import PROBE_BENCHMARK
 from memrl.data.io import append_jsonl, jsonl_row
 from memrl.data.ruler_hqa import context_pieces
 from memrl.engines.base import ChatEngine, ChatRequest, SamplingParams
+from memrl.progress import on_engine_call, progress
 from memrl.scoring.evidence import pattern_counts
 from memrl.scoring.intervals import interval
 from memrl.secrets import redact
@@ -444,9 +443,8 @@ def workflow_runner(
 
 
 def drive(workflows: Sequence[Workflow], engine: ChatEngine, sampling: Any) -> list[Rollout]:
-    """`run_batched` with a progress bar of engine calls."""
-    with tqdm(desc="engine calls", unit="call", leave=False) as calls:
-        return run_batched(workflows, engine, sampling, on_step=_ticker(calls))
+    """`run_batched`, its engine calls counted in the running loop's progress line."""
+    return run_batched(workflows, engine, sampling, on_step=on_engine_call)
 
 
 def evaluate(
@@ -455,9 +453,11 @@ def evaluate(
     predictions: Path,
     batch_size: int,
     on_wave: Callable[[dict[str, float]], None] | None = None,
+    label: str = "samples",
 ) -> list[dict[str, Any]]:
     """Evaluate the rows not yet in `predictions`, `batch_size` at a time through `run_wave`
-    (one record per row, its `index` kept); return all predictions (old and new)."""
+    (one record per row, its `index` kept), a progress line headed `label` on the console and in
+    the log; return all predictions (old and new)."""
     wanted = {row["index"] for row in rows}
     latest = {r["index"]: r for r in load_finished(predictions) if r["index"] in wanted}
     finished = [r for r in latest.values() if not r.get("failed")]
@@ -470,34 +470,25 @@ def evaluate(
             len(rows),
             len(latest) - len(done),
         )
-    bar = tqdm(total=len(rows), initial=len(rows) - len(todo), desc="samples", unit="sample")
-    for start in range(0, len(todo), batch_size):
-        wave = todo[start : start + batch_size]
-        began = time.perf_counter()
-        records = run_wave(wave)
-        append_jsonl(predictions, records)
-        finished += records
-        bar.update(len(wave))
-        seconds = time.perf_counter() - began
-        n_tokens = sum(row.get("num_tokens") or 0 for row in wave)
-        log.info(
-            "wave of %d samples: %.1f s, %.0f context tokens/s",
-            len(wave),
-            seconds,
-            n_tokens / seconds,
-        )
-        if on_wave is not None:
-            on_wave({"wave_seconds": seconds, "context_tokens_per_s": n_tokens / seconds})
-    bar.close()
+    with progress(label, total=len(rows), done=len(rows) - len(todo)) as shown:
+        for start in range(0, len(todo), batch_size):
+            wave = todo[start : start + batch_size]
+            began = time.perf_counter()
+            records = run_wave(wave)
+            append_jsonl(predictions, records)
+            finished += records
+            seconds = time.perf_counter() - began
+            n_tokens = sum(row.get("num_tokens") or 0 for row in wave)
+            log.info(
+                "wave of %d samples: %.1f s, %.0f context tokens/s",
+                len(wave),
+                seconds,
+                n_tokens / seconds,
+            )
+            shown.advance(len(wave))
+            if on_wave is not None:
+                on_wave({"wave_seconds": seconds, "context_tokens_per_s": n_tokens / seconds})
     return finished
-
-
-def _ticker(bar: tqdm) -> Callable[[int, int], None]:
-    def tick(n_requests: int, n_unfinished: int) -> None:
-        bar.update()
-        bar.set_postfix(requests=n_requests, unfinished=n_unfinished)
-
-    return tick
 
 
 def check_failures(records: Sequence[dict[str, Any]], allowed: float, what: str) -> None:

@@ -1,5 +1,6 @@
 # Config validation, the experiment matrix and every input function (no logic lives in rules).
 import json
+import os
 import re
 import shlex
 import shutil
@@ -23,6 +24,7 @@ if not workflow.remote_exec:
     slurm.report_cancelled_jobs()
 
 cfg.check_config_files(workflow.configfiles)
+cfg.apply_overrides(config, os.environ.get(cfg.ENV_OVERRIDES))  # ./pipeline --config a.b=c
 cfg.validate_config(config, Path(workflow.basedir) / "workflow/schemas/config.schema.yaml")
 
 R = str(cfg.results_dir(config))

@@ -31,7 +31,9 @@ from memrl.config.base import (
     uses_qa_server,
 )
 from memrl.config.load import (
+    ENV_OVERRIDES,
     SCHEMA,
+    apply_overrides,
     check_config_files,
     load_yaml,
     main,
@@ -97,6 +99,7 @@ __all__ = [
     "ABLATION_ROLES",
     "ABLATION_TABLES",
     "CAPTIONS",
+    "ENV_OVERRIDES",
     "FIGURES",
     "FLOPS_FIGURE",
     "HQA_POOL_FORMAT",
@@ -116,6 +119,7 @@ __all__ = [
     "TRACE_TABLE",
     "ConfigError",
     "EvalJob",
+    "apply_overrides",
     "case_studies",
     "case_study_settings",
     "check_config_files",

@@ -3,6 +3,7 @@ definition of what a config may say), then the cross-reference checks."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -86,6 +87,23 @@ def _describe(error: jsonschema.ValidationError) -> str:
         unknown = sorted(set(error.instance) - set(error.schema.get("properties", {})))
         return f"config key {key}: unknown key(s) {', '.join(map(str, unknown))}"
     return f"config key {key}: {error.message}"
+
+
+ENV_OVERRIDES = "MEMRL_CONFIG_OVERRIDES"  # JSON {"dotted.key": value}, set by ./pipeline
+
+
+def apply_overrides(config: dict[str, Any], overrides: str | None) -> None:
+    """Set each `a.b.c` of `overrides` (JSON, from `./pipeline --config a.b.c=VALUE`) in the
+    nested config, before it is validated; a part that is not a mapping is an error naming it."""
+    for dotted, value in json.loads(overrides or "{}").items():
+        *parents, leaf = dotted.split(".")
+        node = config
+        for i, part in enumerate(parents):
+            node = node.setdefault(part, {})
+            if not isinstance(node, dict):
+                where = ".".join(parents[: i + 1])
+                raise ConfigError(f"--config {dotted}: {where} is not a mapping in the config")
+        node[leaf] = value
 
 
 def check_config_files(paths: Sequence[str | Path]) -> None:

@@ -171,8 +171,15 @@ def _run_tasks(
         partial = output.with_name(f"{output.name}.{safe}.{key.hexdigest()[:12]}.partial")
         partials.append(partial)
         log.info("%s: %d samples", name, len(rows))
+        shard = f" shard {s['shard'] + 1}/{s['shards']}" if s.get("shards", 1) > 1 else ""
+        label = f"{name} ({s['system']} {s['benchmark']}@{s['length']}{shard})"
         records[name] = evaluate(
-            rows, runner_of(name, rows), partial, s["wave_size"], on_wave=run.log_metrics
+            rows,
+            runner_of(name, rows),
+            partial,
+            s["wave_size"],
+            on_wave=run.log_metrics,
+            label=label,
         )
     for name, lines in records.items():
         check_failures(lines, s["allow_failures"], f"{s['system']} on {s['benchmark']}/{name}")

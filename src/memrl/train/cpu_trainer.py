@@ -35,7 +35,6 @@ from typing import Any
 
 import torch
 from torch import Tensor
-from tqdm import tqdm
 from transformers import AutoModelForCausalLM
 
 from memrl.agents.memagent import MemAgentConfig
@@ -43,6 +42,7 @@ from memrl.data.io import publish_directory
 from memrl.engines.base import SamplingParams
 from memrl.engines.hf import HFEngine
 from memrl.models import load_named, load_tokenizer
+from memrl.progress import progress
 from memrl.scoring.verifier import DEFAULT_VERIFIER, Verifier, check_verifier
 from memrl.train.algorithms import (
     agg_token_mean,
@@ -503,9 +503,11 @@ def train(
     began = time.perf_counter()
     history: list[dict[str, float]] = []
     best: tuple[float, int, dict[str, Tensor]] | None = None  # (val_reward, step, weights)
-    with (staging / METRICS_FILE).open("a", encoding="utf-8") as metrics_file:
-        progress = tqdm(enumerate(batches), total=settings.steps, desc="train", unit="step")
-        for step, positions in progress:
+    with (
+        (staging / METRICS_FILE).open("a", encoding="utf-8") as metrics_file,
+        progress(f"train {out.parent.name}/{out.name}", settings.steps, unit="step") as shown,
+    ):
+        for step, positions in enumerate(batches):
             metrics = train_step(
                 step, [rows[i] for i in positions], engine, reference, optimizer, settings, collect
             )
@@ -522,7 +524,7 @@ def train(
             metrics_file.flush()
             if log_metrics is not None:
                 log_metrics(metrics, step)
-            progress.set_postfix(reward=f"{metrics['reward_mean']:.3f}", lr=f"{metrics['lr']:.2e}")
+            shown.advance(1)
             log.info(
                 "step %d: reward %.3f, %d conversations, %d response tokens, %.1f s",
                 step,

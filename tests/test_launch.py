@@ -1,0 +1,73 @@
+"""`./pipeline`: Snakemake without activating the venv, and the command-line mistakes it answers."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from memrl import config as cfg
+from memrl.launch import check_targets, split_overrides
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def test_nested_config_entries_become_typed_overrides_and_plain_ones_stay():
+    args, overrides = split_overrides(
+        ["-n", "--config", "evaluation.allow_failures=0.5", "run=x", "report.flag=true", "-p"]
+    )
+    assert args == ["-n", "--config", "run=x", "-p"]
+    assert overrides == {"evaluation.allow_failures": 0.5, "report.flag": True}
+    args, overrides = split_overrides(["--config", "a.b=[1, 2]", "--profile", "profiles/smoke"])
+    assert args == ["--profile", "profiles/smoke"] and overrides == {"a.b": [1, 2]}
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--configfile", "config/smoke.yaml", "table3"], "'table3' after --configfile is read"),
+        (["--config", "seed=1", "table3"], "'table3' after --config is read as one of its values"),
+        (["--configfile", "configs/mine.yaml"], "--configfile configs/mine.yaml: no such file"),
+    ],
+)
+def test_a_target_after_a_list_option_or_a_missing_file_is_named(argv, message, monkeypatch):
+    monkeypatch.chdir(REPO)
+    with pytest.raises(SystemExit, match=message):
+        split_overrides(argv)
+
+
+def test_a_misspelt_target_gets_the_closest_names():
+    check_targets(["table3", "results/smoke/tables/table3.md", "all"], listed=[])
+    with pytest.raises(SystemExit, match="no target 'tabel3': did you mean table3"):
+        check_targets(["tabel3"], listed=["table3", "stage2_data"])
+    check_targets(["stage2_data"], listed=["table3", "stage2_data"])  # a rule of no table
+
+
+def test_overrides_set_nested_keys_and_name_a_key_that_is_no_mapping():
+    config = {"evaluation": {"allow_failures": 0.0}, "run": "smoke"}
+    cfg.apply_overrides(config, '{"evaluation.allow_failures": 0.5, "evaluation.new.x": 1}')
+    assert config["evaluation"] == {"allow_failures": 0.5, "new": {"x": 1}}
+    with pytest.raises(cfg.ConfigError, match=r"--config run\.x: run is not a mapping"):
+        cfg.apply_overrides(config, '{"run.x": 1}')
+
+
+def pipeline(*args: str) -> subprocess.CompletedProcess[str]:
+    """The script itself, from the repository, with no venv on PATH."""
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(Path.home())}
+    return subprocess.run(
+        [str(REPO / "pipeline"), *args], cwd=REPO, env=env, capture_output=True, text=True
+    )
+
+
+@pytest.mark.workflow
+def test_the_script_plans_with_a_nested_override_and_the_schema_checks_it():
+    done = pipeline(
+        "-n", "--profile", "profiles/smoke", "table3", "--config", "evaluation.allow_failures=2"
+    )
+    assert done.returncode != 0
+    assert "config key evaluation.allow_failures: 2 is greater than the maximum of 1" in (
+        done.stdout + done.stderr
+    )
+    misspelt = pipeline("-n", "--profile", "profiles/smoke", "tabel3")
+    assert misspelt.returncode == 1 and "did you mean table3" in misspelt.stderr
