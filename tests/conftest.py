@@ -54,3 +54,22 @@ def dev():
     records = load_hotpotqa(fixture_path("hotpot_dev_fixture.json"))
     pool = build_pool(records)
     return records, pool, question_records(records, pool)
+
+
+@pytest.fixture
+def checked_figures(monkeypatch):
+    """Every figure the test saves, checked when it ends (figure_checks.figure_problems)."""
+    from figure_checks import figure_problems
+    from matplotlib.figure import Figure
+
+    saved: dict[int, Figure] = {}
+    original = Figure.savefig
+
+    def savefig(self, *args, **kwargs):
+        saved[id(self)] = self
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(Figure, "savefig", savefig)
+    yield saved
+    problems = [p for fig in saved.values() for p in figure_problems(fig)]
+    assert not problems, problems

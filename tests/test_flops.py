@@ -32,6 +32,8 @@ TINY_CONFIG = {
     "vocab_size": 10,
 }
 
+pytestmark = pytest.mark.usefixtures("checked_figures")  # every saved figure checked
+
 
 def test_dense_parameters_by_hand():
     # per layer: q 8x8 + k 8x4 + v 8x4 + o 8x8 = 192; MLP 3 x 8 x 16 = 384; embedding + head 160

@@ -86,6 +86,8 @@ SYSTEMS = {
 PAPER = {"RL-MEMAGENT-14B": {50: 80.47, 200: 82.03, 12800: 78.91, 25600: None}}
 LABELS = {50: "7K", 200: "28K"}
 
+pytestmark = pytest.mark.usefixtures("checked_figures")  # every saved figure checked
+
 
 def metric(system: str, n_docs: int, accuracy: float, **extra) -> dict:
     """A RULER-HQA metrics record (length = n_docs) in the evaluation's schema."""
@@ -1649,3 +1651,13 @@ def test_load_memories_needs_each_line_to_name_its_system(tmp_path):
     path.write_text(json.dumps(line) + "\n")
     with pytest.raises(ValueError, match=r"0\.memories\.jsonl: line 1 lacks system"):
         load_memories([path])
+
+
+def test_the_lengths_note_names_only_columns_labelled_otherwise_than_by_documents(
+    metrics: list[dict],
+):
+    named = to_markdown(build_table1(metrics, SYSTEMS, PAPER, LABELS), "t")
+    assert "Lengths: 7K = 50 docs, 28K = 200 docs, 1.79M = 12800 docs." in named
+    plain = to_markdown(build_table1(metrics, SYSTEMS, PAPER, {50: "50 docs"}), "t")
+    # 200 and 12,800 documents are labelled by our measured tokens: they are named
+    assert "Lengths: 28K = 200 docs, 1.79M = 12800 docs." in plain and "50 docs =" not in plain

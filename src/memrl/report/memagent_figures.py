@@ -28,10 +28,14 @@ from memrl.report.cells import AVG, Key, Systems, index_metrics, system_specs
 from memrl.report.claims import OPS, ClaimCheck, claim_lines
 from memrl.report.memagent_tables import NIAH_TASKS, token_label
 from memrl.report.plots import (
+    OURS_STYLE,
+    PAPER_STYLE,
     claims_footer,
     figure_legend,
     figure_series,
+    plain_log_ticks,
     save,
+    series_style,
 )
 from memrl.report.render import length_label
 
@@ -51,26 +55,20 @@ def _draw_accuracy_vs_length(ax: Any, table: pd.DataFrame) -> bool:
     """One line per row of a Table 1 DataFrame: ours solid at our measured mean tokens, the
     paper's dashed at the column's mean; whether any paper line was drawn."""
     series, column_x = figure_series(table)
-    palette = [f"C{i % 10}" for i in range(len(series))]
-    for line, colour in zip(series, palette, strict=True):
+    for i, line in enumerate(series):
+        colour, style = f"C{i % 10}", series_style(i)
         if line.xs:
-            ax.plot(line.xs, line.ys, "-o", color=colour, label=line.display, markersize=4)
+            ax.plot(line.xs, line.ys, OURS_STYLE, color=colour, label=line.display, **style)
         if line.paper_xs:
-            ax.plot(
-                line.paper_xs,
-                line.paper_ys,
-                "--x",
-                color=colour,
-                markersize=4,
-                label=None if line.xs else line.display,
-            )
+            label = None if line.xs else line.display
+            ax.plot(line.paper_xs, line.paper_ys, PAPER_STYLE, color=colour, label=label, **style)
     ax.set_xscale("log")
     if column_x:
         ticks = sorted(column_x.items(), key=lambda item: item[1])
         ax.set_xticks([x for _, x in ticks], [length_label(table, n) for n, _ in ticks])
         ax.xaxis.set_minor_locator(NullLocator())
     ax.set_ylim(-2, 102)
-    ax.set_xlabel("Context length (tokens, log scale)")
+    ax.set_xlabel("Context length (log scale, at our measured mean tokens)")
     ax.set_ylabel("Accuracy (%)")
     ax.grid(True, alpha=0.3)
     return any(line.paper_xs for line in series)
@@ -520,11 +518,12 @@ def draw_by_column(ax: Any, panel: pd.DataFrame) -> bool:
     for i, (label, row) in enumerate(panel.iterrows()):
         ours = [(x, c.ours) for x, c in enumerate(row) if c.ours is not None]
         paper = [(x, c.paper) for x, c in enumerate(row) if c.paper is not None]
+        colour, style = f"C{i}", series_style(i)
         if ours:
-            ax.plot(*zip(*ours, strict=True), "-o", color=f"C{i}", markersize=4, label=str(label))
+            ax.plot(*zip(*ours, strict=True), OURS_STYLE, color=colour, label=str(label), **style)
         if paper:
             paper_drawn = True
-            ax.plot(*zip(*paper, strict=True), "--x", color=f"C{i}", markersize=4)
+            ax.plot(*zip(*paper, strict=True), PAPER_STYLE, color=colour, **style)
     ax.set_xticks(range(len(columns)), [length_label(panel, c) for c in columns])
     ax.set_ylim(-2, 102)
     ax.set_xlabel("Context length (tokens)")
@@ -678,6 +677,7 @@ def plot_flops(
         ax.grid(True, alpha=0.3)
         if ax.get_legend_handles_labels()[0]:
             ax.legend(fontsize="x-small", loc="upper left")
+    plain_log_ticks(measured_ax)
     fig.suptitle(title)
     if notes:
         fig.supxlabel("\n".join(notes), x=0.0, ha="left", fontsize="x-small")

@@ -38,13 +38,25 @@ def plot_memory_frontier(
         table = build_paper_table(table_name, records, systems, paper)
         for display, row in table.iterrows():
             perf, mem = row["avg"], row["avg.mem"]
-            colour = colours.setdefault(str(display), f"C{len(colours) % 10}")
+            paper_row = table.attrs["paper_rows"].get(display)
             ours = (mem.ours, perf.ours) if None not in (mem.ours, perf.ours) else None
             theirs = (mem.paper, perf.paper) if None not in (mem.paper, perf.paper) else None
+            if not (ours or theirs):
+                continue  # nothing to draw: no legend entry either
+            name = str(display) + (f" (paper row: {paper_row})" if paper_row else "")
+            colour = colours.setdefault(name, f"C{len(colours) % 10}")
             if ours:
                 ax.plot(*ours, "o", color=colour, markersize=7)
-            if theirs:
+            if theirs:  # the paper's point, named by the paper's own row
                 ax.plot(*theirs, "o", color=colour, markersize=7, fillstyle="none")
+                ax.annotate(
+                    str(paper_row),
+                    theirs,
+                    xytext=(4, 4),
+                    textcoords="offset points",
+                    fontsize="x-small",
+                    color=colour,
+                )
             if ours and theirs:
                 ax.plot(*zip(ours, theirs, strict=True), ":", color=colour, linewidth=0.8)
         ax.set_xlabel("Memory (thousand QA-model tokens)")
@@ -58,6 +70,6 @@ def plot_memory_frontier(
         Line2D([], [], color="black", marker="o", linestyle="", label="ours"),
         Line2D([], [], color="black", marker="o", fillstyle="none", linestyle="", label="paper"),
     ]
-    fig.legend(handles=handles, fontsize="small", loc="outside lower center", ncols=4)
+    fig.legend(handles=handles, fontsize="small", loc="outside lower center", ncols=2)
     fig.suptitle(title)
     return save(fig, out_prefix)

@@ -60,17 +60,26 @@ def figure_series(table: pd.DataFrame) -> tuple[list[Series], dict[int, float]]:
     return series, column_x
 
 
+OURS_STYLE, PAPER_STYLE = "-o", "--x"  # how ours and the paper's numbers are drawn as lines
+
+
+def series_style(i: int) -> dict[str, Any]:
+    """Series i's marker size and width, shrinking with i: a later series drawn exactly over an
+    earlier one (equal scores) leaves the earlier visible around it."""
+    return {"markersize": max(3.0, 7.0 - 1.5 * i), "linewidth": max(1.0, 2.6 - 0.5 * i)}
+
+
 def figure_legend(
     fig: Figure, ax: Any, paper_drawn: bool, loc: str = "outside lower center"
 ) -> None:
     """The axes' legend, by default below them (curves that meet at high accuracy stay
-    visible; to the right when claims fill the foot), with the ours/paper line styles when the
-    paper's values are drawn."""
+    visible; to the right when claims fill the foot), with the ours/paper styles as drawn
+    (OURS_STYLE, PAPER_STYLE) when the paper's values are drawn."""
     handles, labels = ax.get_legend_handles_labels()
     if paper_drawn:
         handles += [
-            Line2D([], [], color="black", linestyle="-", label="ours"),
-            Line2D([], [], color="black", linestyle="--", label="paper"),
+            Line2D([], [], color="black", linestyle="-", marker="o", label="ours"),
+            Line2D([], [], color="black", linestyle="--", marker="x", label="paper"),
         ]
         labels += ["ours", "paper"]
     if handles:
@@ -100,3 +109,13 @@ def save(fig: Figure, out_prefix: str | Path) -> list[Path]:
             fig.savefig(tmp, format=ext, dpi=200, metadata=_METADATA[ext])
         written.append(path)
     return written
+
+
+def plain_log_ticks(ax: Any) -> None:
+    """Log axes labelled 600, 1,000, 2 and 0.6 rather than 6×10², 10³, 2×10⁰ (a log axis over
+    less than a decade or two, as measured times are)."""
+    from matplotlib.ticker import LogFormatter
+
+    for axis in (ax.xaxis, ax.yaxis):
+        axis.set_major_formatter(LogFormatter())
+        axis.set_minor_formatter(LogFormatter(minor_thresholds=(2, 0.5)))

@@ -176,15 +176,17 @@ def failure_notes(table: pd.DataFrame) -> list[str]:
 def _notes(table: pd.DataFrame) -> list[str]:
     """Every footnote: the table's notes, partial averages (*), failed requests (†)."""
     lines = list(table.attrs.get("notes", []))
-    if table.columns.name == "n_docs" and len(table.columns):
+    if table.columns.name == "n_docs":  # columns named by tokens: their document counts
         lengths = [n for n in table.columns if isinstance(n, int)]  # not AVG
-        docs = ", ".join(f"{length_label(table, n)} = {n} docs" for n in lengths)
-        lines.append(f"Lengths: {docs}.")
+        named = [n for n in lengths if length_label(table, n) != f"{n} docs"]
+        if named:
+            docs = ", ".join(f"{length_label(table, n)} = {n} docs" for n in named)
+            lines.append(f"Lengths: {docs}.")
     lines += [f"{PARTIAL_MARK} {note}" for note in table.attrs.get("partial_notes", [])]
     lines += [f"{FAILED_MARK} {note}" for note in failure_notes(table)]
     lines += table.attrs.get("scoring_notes", [])
     lines += claim_lines(table.attrs.get("claims", ()))
-    if table.attrs.get("paper", True):  # a table the paper prints numbers for
+    if shows_paper(table):
         lines += [note for note in (verdict_note(table), paper_rows_note(table)) if note]
     if "paper_items" in table.attrs:
         n = table.attrs["paper_items"]
@@ -198,6 +200,12 @@ def _notes(table: pd.DataFrame) -> list[str]:
 
 def _half(interval: Interval) -> float:
     return (interval[1] - interval[0]) / 2
+
+
+def shows_paper(table: pd.DataFrame) -> bool:
+    """Whether the table sets the paper's numbers beside ours (attrs `paper`, default True):
+    not where the paper prints none (failure patterns) or prints them elsewhere (suites)."""
+    return bool(table.attrs.get("paper", True))
 
 
 def verdict_counts(table: pd.DataFrame) -> dict[str, int]:
@@ -297,7 +305,7 @@ def to_markdown(table: pd.DataFrame, caption: str) -> str:
         "|" + "|".join([":---", *("---:" for _ in table.columns)]) + "|",
     ]
     for display, row in table.iterrows():
-        shown = (format_cell(c, table.attrs.get("paper", True)) for c in row)
+        shown = (format_cell(c, shows_paper(table)) for c in row)
         cells = [str(display).replace("|", "\\|"), *shown]
         lines.append("| " + " | ".join(cells) + " |")
     lines += ["", table.attrs.get("legend", _LEGEND), *_notes(table)]
@@ -354,7 +362,7 @@ def to_latex(table: pd.DataFrame, caption: str, label: str) -> str:
         r"\midrule",
     ]
     for display, row in table.iterrows():
-        shown = (_latex_cell(c, table.attrs.get("paper", True)) for c in row)
+        shown = (_latex_cell(c, shows_paper(table)) for c in row)
         cells = [latex_escape(str(display)), *shown]
         lines.append(" & ".join(cells) + r" \\")
     lines += [r"\bottomrule", r"\end{tabular}", r"\par\smallskip\footnotesize"]
@@ -374,7 +382,7 @@ def write_table(table: pd.DataFrame, out_prefix: str | Path, caption: str) -> li
         tidy(table).to_csv(tmp, index=False)
     write_text_atomic(md_path, to_markdown(table, caption))
     write_text_atomic(tex_path, to_latex(table, caption, label=f"tab:{prefix.name}"))
-    with_paper = table.attrs.get("paper", True)
+    with_paper = shows_paper(table)
     header = [_row_header(table), *(length_label(table, n) for n in table.columns)]
     rows = [  # ours on one line, the paper's number and the verdict on the next
         [str(d), *(format_cell(c, with_paper).replace(" (", "\n(", 1) for c in row)]

@@ -91,6 +91,8 @@ def build_suites_table(
         ],
     )
     frame.attrs["legend"] = (
-        f"Cells: ours; each paper's numbers are in its own tables. {DASH} = not run here."
+        f"Cells: ours [our 95 % interval]; each paper's numbers are in its own tables. {DASH} = "
+        "not run here."
     )
+    frame.attrs["paper"] = False  # shown without a paper column (render.format_cell)
     return frame

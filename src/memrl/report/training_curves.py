@@ -10,6 +10,7 @@ from pathlib import Path
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
+from matplotlib.ticker import MaxNLocator
 
 from memrl.data.io import iter_jsonl
 from memrl.report.plots import number, save
@@ -112,26 +113,25 @@ def plot_training_curve(
     axes = fig.subplots(len(panels), 1, sharex=True)
     keys = [key for key, _ in panels]
     clip_panel = axes[keys.index("pg_clipfrac")] if "pg_clipfrac" in keys else None
+    offset = 0  # a later curve (stage II) continues where the one before it ended
     for i, (label, curve) in enumerate(curves.items()):
         colour = f"C{i % 10}"
         marker = "o" if len(curve["step"]) <= 50 else None
+        steps = [offset + step for step in curve["step"]]
         for ax, (key, _) in zip(axes, panels, strict=True):
-            ax.plot(
-                curve["step"],
-                curve[key],
-                "-",
-                marker=marker,
-                markersize=3,
-                color=colour,
-                label=label,
-            )
+            ax.plot(steps, curve[key], "-", marker=marker, markersize=3, color=colour, label=label)
+            if i > 0:
+                ax.axvline(offset - 0.5, color="grey", linestyle=":", linewidth=0.8)
         if CLIPFRAC_LOWER in curve and clip_panel is not None:
-            clip_panel.plot(curve["step"], curve[CLIPFRAC_LOWER], ":", color=colour)
+            clip_panel.plot(steps, curve[CLIPFRAC_LOWER], ":", color=colour)
+        offset = (max(steps) if steps else offset - 1) + 1
     for ax, (_, ylabel) in zip(axes, panels, strict=True):
         ax.set_ylabel(ylabel)
         ax.grid(True, alpha=0.3)
     axes[0].set_title(title)
-    axes[-1].set_xlabel("Training step")
+    axes[-1].xaxis.set_major_locator(MaxNLocator(integer=True))
+    consecutive = " (one after another, dotted at each start)" if len(curves) > 1 else ""
+    axes[-1].set_xlabel(f"Training step{consecutive}")
     handles, labels = axes[0].get_legend_handles_labels()
     if clip_panel is not None and any(CLIPFRAC_LOWER in curve for curve in curves.values()):
         handles += [
