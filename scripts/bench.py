@@ -79,7 +79,9 @@ def bench_provenance(work: Path, repeats: int) -> None:
 
     from memrl import tracking
 
-    tracking.start_invocation(results, f"sqlite:///{results}/mlflow.db", {"run": "bench"}, "-")
+    tracking.start_invocation(
+        results, f"sqlite:///{results}/mlflow.db", {"run": "bench"}, "-", sys.argv, ["bench"]
+    )
     on, off = [], []
     for i in range(repeats):  # paired, alternating
         on.append(job(i, "on"))

@@ -93,7 +93,7 @@ def test_a_table_leads_back_through_the_checkpoint_to_the_base_model_and_the_raw
     assert text.startswith("results/r/tables/table3.md  sha256:")
     assert "<- make_table[table=table3]  FINISHED" in text and "mlflow run abc123" in text
     assert text.count("<- train[stage=2]") == 2 and "<- train[stage=2]  (above)" in text
-    assert "5 jobs; 1 sources written by none:\n  data/hotpot.json  sha256:" in text
+    assert "5 jobs; 1 source written by none:\n  data/hotpot.json  sha256:" in text
 
 
 def test_a_file_changed_after_its_job_has_no_producer_and_says_who_wrote_it(run):

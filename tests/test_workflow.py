@@ -87,6 +87,13 @@ def test_slurm_profile_plans_every_paper_job(repo):
     # MemAgent's 10 and its failure patterns, Mem-α's 9, the suites; 8 figures and the frontier
     assert counts["make_table"] == 11 + 9 + 1 and counts["plot_figure"] == 8 + 1
     assert counts["case_study"] == 3 and counts["reproduction"] == 1
+    # the README's numbers of this plan are this plan's
+    readme = (repo / "README.md").read_text()
+    evaluations = counts["evaluate"] + counts["merge_eval"]
+    assert f"({counts['total']:,} jobs in about" in readme
+    assert f"in {evaluations} evaluation jobs: {counts['evaluate']} `evaluate` jobs" in readme
+    assert f"{counts['memorize']} memorize jobs" in readme
+    assert f"{counts['make_table']} tables, {counts['plot_figure']} figures" in readme
     assert counts["dataset_stats"] == 3  # Mem-α's train, validation and MemoryAgentBench
     # baselines reach vLLM with their context extension; RAG systems expand over their grid
     assert '"context_extension": "yarn"' in done.stdout
@@ -317,6 +324,9 @@ def test_smoke_records_one_mlflow_child_run_per_job(smoke):
     assert rules.count("download_model") == 2 and rules.count("synthesize_ruler") == 11
     records = list(results.glob("logs/**/*.provenance.jsonl"))
     assert len(children) == len(runs) - 1 == len(records) == 147  # every job but `all`
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    # the README's smoke job count: the quickstart, the speed table, what was verified
+    assert readme.count(f"{len(records) + 1} jobs") == 3
     for run in children:
         for key in ("git.commit", "git.dirty", "config.hash", "snakemake.version", "host"):
             assert tags[run][key], key

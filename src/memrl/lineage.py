@@ -130,7 +130,8 @@ def render(graph: Mapping[str, Any], runs: Mapping[str, str], base: Path) -> str
     else:
         lines.append("  (no job of this run wrote this file)")
     sources = graph["sources"]
-    lines.append(f"\n{len(graph['jobs'])} jobs; {len(sources)} sources written by none:")
+    plural = "" if len(sources) == 1 else "s"
+    lines.append(f"\n{len(graph['jobs'])} jobs; {len(sources)} source{plural} written by none:")
     lines += [f"  {_relative(p, base)}  {_short(d)}" for p, d in sorted(sources.items())]
     return "\n".join(lines)
 
