@@ -6,7 +6,8 @@ and the writers in `render`.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+import functools
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -53,26 +54,23 @@ from memrl.report.suites import SUITES_TABLES, build_suites_table
 PAPER_TABLES = {**MEMAGENT_TABLES, **MEMALPHA_TABLES, **SUITES_TABLES}  # name -> PaperTable
 
 
+def _keeping_paper_items(build: Callable[..., pd.DataFrame]) -> Callable[..., pd.DataFrame]:
+    """Where the paper says how many items each of its numbers counts (`sources.<key>.items`),
+    the built table keeps it (`paper_items`) for the paper's own interval."""
+
+    @functools.wraps(build)
+    def built(name: str, records: Any, systems: Any, paper: Mapping[str, Any], *args, **kwargs):
+        table = build(name, records, systems, paper, *args, **kwargs)
+        items = paper.get("sources", {}).get(PAPER_TABLES[name].paper_key, {}).get("items")
+        if items is not None:
+            table.attrs["paper_items"] = int(items)
+        return table
+
+    return built
+
+
+@_keeping_paper_items
 def build_paper_table(
-    name: str,
-    records: Iterable[Mapping[str, Any]],
-    systems: Systems,
-    paper: Mapping[str, Any],
-    length_labels: Mapping[int, str] | None = None,
-    niah_config: Mapping[str, Any] | None = None,
-    probe: Mapping[str, Any] | None = None,
-) -> pd.DataFrame:
-    """Build `name` (see `_build`); where the paper says how many items each of its numbers
-    counts (`sources.<key>.items`), the table keeps it (`paper_items`) for the paper's own
-    interval."""
-    table = _build(name, records, systems, paper, length_labels, niah_config, probe)
-    items = paper.get("sources", {}).get(PAPER_TABLES[name].paper_key, {}).get("items")
-    if items is not None:
-        table.attrs["paper_items"] = int(items)
-    return table
-
-
-def _build(
     name: str,
     records: Iterable[Mapping[str, Any]],
     systems: Systems,
