@@ -259,12 +259,10 @@ COMMANDS: dict[str, Command] = {
 
 
 def version() -> str:
-    """`memrl <package version> (commit <short hash>[, with uncommitted changes])`."""
+    """`memrl <package version> (commit <short hash>[ with uncommitted changes])`."""
     import importlib.metadata
 
-    git = tracking.git_state()
-    dirty = ", with uncommitted changes" if git["git.dirty"] == "true" else ""
-    return f"memrl {importlib.metadata.version('memrl')} (commit {git['git.commit'][:12]}{dirty})"
+    return f"memrl {importlib.metadata.version('memrl')} ({tracking.commit_text()})"
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -79,44 +79,45 @@ def now_ms() -> int:
     return int(time.time() * 1000)
 
 
+def _git(repo: Path | None, *args: str) -> str:
+    """A git command's output in the MemRL source tree (`repo`), "" if it fails."""
+    repo = repo or Path(memrl.__file__).resolve().parents[2]
+    done = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True)
+    return done.stdout if done.returncode == 0 else ""
+
+
 def git_state(repo: Path | None = None) -> dict[str, str]:
     """The commit of the MemRL source tree and whether it has uncommitted changes (the
     invocation's, from the environment, when a Snakemake run exported it)."""
     if ENV_GIT_COMMIT in os.environ:
         return {"git.commit": os.environ[ENV_GIT_COMMIT], "git.dirty": os.environ[ENV_GIT_DIRTY]}
-    repo = repo or Path(memrl.__file__).resolve().parents[2]
-
-    def git(*args: str) -> str:
-        done = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True)
-        return done.stdout.strip() if done.returncode == 0 else ""
-
-    commit = git("rev-parse", "HEAD")
+    commit = _git(repo, "rev-parse", "HEAD").strip()
     if not commit:
         return {"git.commit": "unknown", "git.dirty": "unknown"}
-    return {"git.commit": commit, "git.dirty": str(bool(git("status", "--porcelain"))).lower()}
+    dirty = bool(_git(repo, "status", "--porcelain").strip())
+    return {"git.commit": commit, "git.dirty": str(dirty).lower()}
+
+
+def commit_text() -> str:
+    """`commit <short hash>[ with uncommitted changes]`, for footnotes and --version."""
+    git = git_state()
+    dirty = " with uncommitted changes" if git["git.dirty"] == "true" else ""
+    return f"commit {git['git.commit'][:12]}{dirty}"
 
 
 def made_by() -> str:
     """One line naming what made an output: commit, config hash, invocation (for footnotes)."""
-    git = git_state()
-    dirty = " with uncommitted changes" if git["git.dirty"] == "true" else ""
     return (
-        f"commit {git['git.commit'][:12]}{dirty}, config {os.environ.get(ENV_CONFIG_HASH, '?')}, "
+        f"{commit_text()}, config {os.environ.get(ENV_CONFIG_HASH, '?')}, "
         f"invocation {os.environ.get(ENV_INVOCATION) or 'none (run by hand)'}"
     )
 
 
 def git_diff(repo: Path | None = None) -> str:
     """The uncommitted changes of the source tree: `git diff HEAD`, then the untracked files."""
-    repo = repo or Path(memrl.__file__).resolve().parents[2]
-
-    def git(*args: str) -> str:
-        done = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True)
-        return done.stdout if done.returncode == 0 else ""
-
-    untracked = git("ls-files", "--others", "--exclude-standard").splitlines()
+    untracked = _git(repo, "ls-files", "--others", "--exclude-standard").splitlines()
     listing = "".join(f"# untracked: {name}\n" for name in untracked)
-    return git("diff", "HEAD") + listing
+    return _git(repo, "diff", "HEAD") + listing
 
 
 def flatten(settings: Mapping[str, Any], prefix: str = "") -> dict[str, str]:

@@ -88,6 +88,7 @@ def cmd_figure(args: argparse.Namespace, run: tracking.JobRecord) -> None:
             rl_ablation=s.get("rl_ablation"),
             flops=s.get("flops"),
             agent=s.get("agent"),
+            checks=checks,
         )
 
 

@@ -6,7 +6,7 @@ drawn from the records it reads. MemAgent's live in `memagent_figures`, Mem-α's
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -60,6 +60,7 @@ def plot_paper_figure(
     rl_ablation: Groups | None = None,
     flops: Mapping[str, Any] | None = None,
     agent: Mapping[str, int] | None = None,
+    checks: Sequence[ClaimCheck] | None = None,
 ) -> list[Path]:
     """Plot `name` (a PAPER_FIGURES key) from metrics records and the whole paper file.
 
@@ -83,7 +84,8 @@ def plot_paper_figure(
             raise ValueError("figure10 needs its settings (flops): agent, groups, models")
         shapes = {group: model_shape(path) for group, path in flops["models"].items()}
         return plot_flops(shapes, measured_costs(records, flops), flops, out_prefix, title)
-    checks = figure_claims(name, records, systems, paper, length_labels, rl_ablation)
+    if checks is None:  # the figure job computes them once, for the footer and its claims file
+        checks = figure_claims(name, records, systems, paper, length_labels, rl_ablation)
     if name in ABLATION_FIGURES:
         _, plot = ABLATION_FIGURES[name]
         panels = _ablation_panels(name, records, systems, paper, length_labels, rl_ablation)

@@ -102,11 +102,16 @@ def html_page(
 
     body = [cells("th", header), *(cells("td", row) for row in rows)]
     foot = "".join(f"<p>{esc(note)}</p>" for note in notes)
+    table = f"<table>\n<caption>{esc(caption)}</caption>\n" + "\n".join(body) + "\n</table>"
+    return html_document(caption, TABLE_CSS, f"{table}\n{foot}")
+
+
+def html_document(title: str, css: str, body: str) -> str:
+    """A self-contained HTML page: its title, its style sheet, the body as given."""
     return (
         '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
-        f"<title>{esc(caption)}</title>\n<style>{TABLE_CSS}</style>\n</head>\n<body>\n"
-        f"<table>\n<caption>{esc(caption)}</caption>\n" + "\n".join(body) + "\n</table>\n"
-        f"{foot}\n</body>\n</html>\n"
+        f"<title>{html.escape(title)}</title>\n<style>{css}</style>\n</head>\n<body>\n"
+        f"{body}\n</body>\n</html>\n"
     )
 
 

@@ -20,7 +20,7 @@ from memrl.report.claims import CHECK_LINE, CLAIM_LINE, CLAIMS_SUFFIX
 from memrl.report.figures import PAPER_FIGURES
 from memrl.report.memagent_tables import MEMAGENT_TABLES
 from memrl.report.memalpha_tables import MEMALPHA_TABLES
-from memrl.report.render import MADE_BY_LINE, VERDICT_MARKS, VERDICTS_LINE
+from memrl.report.render import MADE_BY_LINE, VERDICT_MARKS, VERDICTS_LINE, html_document
 from memrl.report.suites import SUITES_TABLES
 from memrl.report.tables import PAPER_TABLES
 from memrl.scoring.intervals import ABOVE, BELOW, WITHIN
@@ -254,9 +254,7 @@ def render_html(report: Reproduction) -> str:
         body.append("<h2>Case studies</h2><ul>")
         body += [f'<li><a href="{link}">{link}</a></li>' for link in links]
         body.append("</ul>")
-    head = '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
-    head += f"<title>{esc(report.run)}</title>\n<style>{PAGE_CSS}</style>\n</head>"
-    return f"{head}\n<body>\n" + "\n".join(body) + "\n</body>\n</html>\n"
+    return html_document(report.run, PAGE_CSS, "\n".join(body))
 
 
 def paper_of(name: str) -> str:

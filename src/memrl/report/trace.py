@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from memrl.agents.memagent import NO_MEMORY
+from memrl.report.render import html_document
 from memrl.scoring.evidence import evidence_pattern, evidence_strings, memory_pattern, replay
 
 DEFAULT_FIRST = 5  # samples per task when none are named
@@ -53,11 +54,7 @@ def trace_changes(trace: Sequence[Mapping[str, Any]], n_chunks: int) -> dict[int
 
 def memory_after_chunks(trace: Sequence[Mapping[str, Any]], n_chunks: int) -> list[str]:
     """The memory after each of the `n_chunks` chunks read, rebuilt from the changes."""
-    return _replayed(trace_changes(trace, n_chunks), n_chunks)
-
-
-def _replayed(changes: Mapping[int, str], n_chunks: int) -> list[str]:
-    return replay(changes, n_chunks, before=NO_MEMORY)
+    return replay(trace_changes(trace, n_chunks), n_chunks, before=NO_MEMORY)
 
 
 # --- where the gold evidence is --------------------------------------------------------------
@@ -174,7 +171,7 @@ class CaseStudy:
 
     def memories(self) -> list[str]:
         """The memory after each chunk read."""
-        return _replayed(self.changes, self.n_read or 0)
+        return replay(self.changes, self.n_read or 0, before=NO_MEMORY)
 
     def steps(self) -> list[Step]:
         """The rendered lines: notable chunks alone, the other runs collapsed."""
@@ -459,11 +456,7 @@ def render_html(studies: Sequence[CaseStudy], title: str) -> str:
     items = "\n".join(f'<li><a href="#{_anchor(s)}">{esc(_heading(s))}</a></li>' for s in studies)
     body = "\n".join(render_html_study(s) for s in studies)
     empty = "" if studies else "<p>No sample was selected.</p>"
-    return (
-        '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
-        f"<title>{esc(title)}</title>\n<style>{_CSS}</style>\n</head>\n<body>\n"
-        f"<h1>{esc(title)}</h1>\n{empty}<ul>\n{items}\n</ul>\n{body}\n</body>\n</html>\n"
-    )
+    return html_document(title, _CSS, f"<h1>{esc(title)}</h1>\n{empty}<ul>\n{items}\n</ul>\n{body}")
 
 
 def write_report(studies: Sequence[CaseStudy], out_prefix: str | Path, title: str) -> list[Path]:
