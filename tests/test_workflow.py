@@ -135,6 +135,33 @@ def test_slurm_profile_plans_every_paper_job(repo):
         assert override in stage1_14b, override
 
 
+def test_one_machine_plans_the_released_checkpoints_and_refuses_multi_node_training(repo):
+    released = snakemake(
+        "-n",
+        "--profile",
+        "profiles/local",
+        "all",
+        "--configfile",
+        "config/config.yaml",
+        "config/eval-released.yaml",
+        cwd=repo,
+    )
+    assert released.returncode == 0, released.stderr
+    counts = job_counts(released.stdout)
+    assert not {"train_stage1", "train_stage2", "train_memalpha"} & set(counts)
+    assert counts["evaluate"] > 100 and counts["memorize"] > 0
+    assert "results/released/tables/table1.md" in released.stdout
+    # every GPU job claims the machine's 8 GPUs: Snakemake runs them one at a time
+    gpus = set(re.findall(r"\bgpu=(\d+)", released.stdout))
+    assert gpus == {"8"}
+    paper = snakemake("-n", "--profile", "profiles/local", "table1", cwd=repo)
+    assert paper.returncode != 0
+    assert (
+        "needs 4 nodes with 32 GPUs (training.runs.rl-memagent-7b.nodes and .gpus_per_node), "
+        "but this profile runs on 1 node with 8 GPUs"
+    ) in paper.stdout + paper.stderr
+
+
 def test_mini_profile_plans_its_slice_with_the_infer_jobs_in_the_vllm_venv(repo, tmp_path):
     copy_workflow(repo, tmp_path)  # planned from scratch, whatever results/mini holds
     done = snakemake("-n", "-p", "--profile", "profiles/mini", "all", cwd=tmp_path)

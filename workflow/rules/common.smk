@@ -489,12 +489,25 @@ def get_report_benchmarks(wildcards):
     return [path for paths in flops_inputs()["benchmarks"].values() for path in paths]
 
 
+# The machine a one-machine profile declares (`resources: gpu, nodes`): a job that does not fit is
+# refused while planning, and each GPU job claims all of its GPUs (memrl.config.machine).
+MACHINE = cfg.Machine.from_resources(workflow.global_resources)
+
+
 def get_filter_gpus(wildcards):
-    return max(cfg.model_gpus(config, name) for name in config["filter"]["models"])
+    models = config["filter"]["models"]
+    gpus = max(cfg.model_gpus(config, name) for name in models)
+    keys = " / ".join(cfg.gpu_keys(config, name) for name in models)
+    return MACHINE.claim("filter_questions", gpus, 1, keys)
 
 
 def get_train_gpus(wildcards):
-    return cfg.train_gpus(config, wildcards.train_run)
+    return train_gpu_claim(wildcards.train_run)
+
+
+def train_gpu_claim(run):
+    gpus, nodes = cfg.train_gpus(config, run), cfg.train_nodes(config, run)
+    return MACHINE.claim(f"training run {run}", gpus, nodes, cfg.train_keys(config, run))
 
 
 def get_train_nodes(wildcards):
@@ -515,8 +528,11 @@ def get_memalpha_launch(wildcards, input, output):
 
 def get_eval_gpus(wildcards):
     model = cfg.eval_model(config, SYSTEMS[wildcards.system], wildcards.benchmark)
-    return cfg.model_gpus(config, model)
+    job = f"evaluation {wildcards.benchmark}/{wildcards.system}"
+    return MACHINE.claim(job, cfg.model_gpus(config, model), 1, cfg.gpu_keys(config, model))
 
 
 def get_memorize_gpus(wildcards):
-    return cfg.model_gpus(config, SYSTEMS[wildcards.system]["model"])
+    model = SYSTEMS[wildcards.system]["model"]
+    job = f"memorize {wildcards.benchmark}/{wildcards.system}"
+    return MACHINE.claim(job, cfg.model_gpus(config, model), 1, cfg.gpu_keys(config, model))

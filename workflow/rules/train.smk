@@ -123,7 +123,7 @@ rule train_memalpha:
     container:
         CONTAINERS["train"]
     resources:
-        gpu=lambda wildcards: cfg.train_gpus(config, wildcards.memalpha_run),
+        gpu=lambda wildcards: train_gpu_claim(wildcards.memalpha_run),
         nodes=lambda wildcards: cfg.train_nodes(config, wildcards.memalpha_run),
         runtime=5760,
     params:

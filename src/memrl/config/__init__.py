@@ -7,7 +7,8 @@ modules, each importing only those above it:
 - `matrix`: the systems (each as its kind expands it, memrl.systems) and their evaluation jobs;
 - `settings`: exactly what one job may read;
 - `reports`: the tables and figures, and the jobs each reads;
-- `checks`, `load`: the cross-reference checks, and loading a file through the schema.
+- `select`, `checks`, `load`: narrowing to `evaluation.select`, the cross-reference checks, and
+  loading a file through the schema.
 The names below are the package's interface (what the workflow, the CLI and the reports use).
 """
 
@@ -39,6 +40,7 @@ from memrl.config.load import (
     main,
     validate_config,
 )
+from memrl.config.machine import Machine, gpu_keys, train_keys
 from memrl.config.matrix import (
     EvalJob,
     case_studies,
@@ -119,6 +121,7 @@ __all__ = [
     "TRACE_TABLE",
     "ConfigError",
     "EvalJob",
+    "Machine",
     "apply_overrides",
     "case_studies",
     "case_study_settings",
@@ -133,6 +136,7 @@ __all__ = [
     "filter_settings",
     "flops_models",
     "flops_settings",
+    "gpu_keys",
     "hqa_pool_settings",
     "infer_memrl",
     "load_yaml",
@@ -165,6 +169,7 @@ __all__ = [
     "table_settings",
     "tracking_uri",
     "train_gpus",
+    "train_keys",
     "train_nodes",
     "train_settings",
     "uses_qa_server",

@@ -14,6 +14,7 @@ import yaml
 from memrl.config.base import ConfigError
 from memrl.config.checks import check_references
 from memrl.config.matrix import eval_jobs
+from memrl.config.select import apply_selection
 
 
 class _StrictLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]
@@ -71,13 +72,15 @@ def _yaml_error(path: str | Path, text: str, exc: yaml.MarkedYAMLError) -> str:
 
 
 def validate_config(config: dict[str, Any], schema_path: str | Path) -> None:
-    """Validate against the workflow schema, then check that every cross-reference resolves."""
+    """Validate against the workflow schema, narrow the config to `evaluation.select`
+    (memrl.config.select), then check that every cross-reference resolves."""
     schema = load_yaml(schema_path)
     errors = sorted(
         jsonschema.Draft202012Validator(schema).iter_errors(config), key=lambda e: list(e.path)
     )
     if errors:
         raise ConfigError(_describe(errors[0]))
+    apply_selection(config)
     check_references(config)
 
 
