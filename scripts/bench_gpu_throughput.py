@@ -5,62 +5,43 @@ models through transformers in bfloat16: the measured rates `memrl cost` states 
     python scripts/bench_gpu_throughput.py --shapes tiny --device cpu --out x.json  # a check on CPU
 
 The weights are random (no download is needed, and speed does not depend on their values): each
-model is built from Qwen2.5-{7B,14B,32B}-Instruct's published config.json sizes. Prefill runs the
+model has Qwen2.5-{7B,14B,32B}-Instruct's published sizes (memrl.report.flops). Prefill runs the
 decoder on one sequence of L tokens and the LM head on its last position only, as a chat engine
 does; decode is `model.generate` (the HF engine's call) for a batch of prompts, greedy, a fixed
-number of new tokens. vLLM is faster than this (paged attention, CUDA graphs), so these rates bound
-its cost from above.
+number of new tokens. `memrl cost` prices work at the FLOP rate the prefill points achieve.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import sys
 import time
 from pathlib import Path
 
 import torch
 from transformers import Qwen2Config, Qwen2ForCausalLM
 
-SHAPES = {  # Qwen2.5-*-Instruct config.json
-    "7b": dict(
-        hidden_size=3584,
-        intermediate_size=18944,
-        num_hidden_layers=28,
-        num_attention_heads=28,
-        num_key_value_heads=4,
-        vocab_size=152064,
-    ),
-    "14b": dict(
-        hidden_size=5120,
-        intermediate_size=13824,
-        num_hidden_layers=48,
-        num_attention_heads=40,
-        num_key_value_heads=8,
-        vocab_size=152064,
-    ),
-    "32b": dict(
-        hidden_size=5120,
-        intermediate_size=27648,
-        num_hidden_layers=64,
-        num_attention_heads=40,
-        num_key_value_heads=8,
-        vocab_size=152064,
-    ),
-    "tiny": dict(
-        hidden_size=64,
-        intermediate_size=128,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        vocab_size=1000,
-    ),
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))  # runs without installing
+from memrl.report.flops import PUBLISHED_SHAPES, Qwen2Shape
+
+SHAPES = {
+    "7b": PUBLISHED_SHAPES["qwen2.5", "7b"],
+    "14b": PUBLISHED_SHAPES["qwen2.5", "14b"],
+    "32b": PUBLISHED_SHAPES["qwen2.5", "32b"],
+    "tiny": Qwen2Shape(64, 128, 2, 4, 2, 1000),
 }
 
 
 def build(shape: str, device: str, max_positions: int) -> Qwen2ForCausalLM:
+    sizes = SHAPES[shape]
     config = Qwen2Config(
-        **SHAPES[shape],
+        hidden_size=sizes.hidden_size,
+        intermediate_size=sizes.intermediate_size,
+        num_hidden_layers=sizes.num_layers,
+        num_attention_heads=sizes.num_heads,
+        num_key_value_heads=sizes.num_kv_heads,
+        vocab_size=sizes.vocab_size,
         max_position_embeddings=max_positions,
         rope_theta=1_000_000.0,
         tie_word_embeddings=False,

@@ -151,6 +151,11 @@ def test_one_machine_plans_the_released_checkpoints_and_refuses_multi_node_train
     assert not {"train_stage1", "train_stage2", "train_memalpha"} & set(counts)
     assert counts["evaluate"] > 100 and counts["memorize"] > 0
     assert "results/released/tables/table1.md" in released.stdout
+    readme = (repo / "README.md").read_text()
+    assert (
+        f"`all` under it\nplans {counts['total']} jobs ({counts['evaluate']} `evaluate`, "
+        f"{counts['evaluate_shard']} shards, {counts['memorize']} `memorize`; no training)"
+    ) in readme
     # every GPU job claims the machine's 8 GPUs: Snakemake runs them one at a time
     gpus = set(re.findall(r"\bgpu=(\d+)", released.stdout))
     assert gpus == {"8"}
@@ -160,6 +165,48 @@ def test_one_machine_plans_the_released_checkpoints_and_refuses_multi_node_train
         "needs 4 nodes with 32 GPUs (training.runs.rl-memagent-7b.nodes and .gpus_per_node), "
         "but this profile runs on 1 node with 8 GPUs"
     ) in paper.stdout + paper.stderr
+
+
+def memrl_cost(repo: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [str(Path(sys.executable).parent / "memrl"), "cost", *args],
+        cwd=repo,
+        env=snakemake_env(),
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+
+
+def test_cost_of_the_paper_plan_is_the_readmes(repo):
+    done = memrl_cost(repo, "--profile", "profiles/slurm", "all", "--markdown")
+    assert done.returncode == 0, done.stderr
+    readme = (repo / "README.md").read_text()
+    block = readme.split("<!-- cost:paper -->\n")[1].split("<!-- /cost:paper -->")[0]
+    assert block.strip() == done.stdout.strip()
+    rows = {line.split(" | ")[0].strip("| `*"): line.split(" | ") for line in block.splitlines()}
+    # the SLURM limits: 12 h per evaluation GPU, 4 days for stage I, ...; training is estimated
+    assert rows["total"][5] == "59,208" and rows["train_stage1"][3] == "2"
+    released = memrl_cost(
+        repo,
+        "--profile",
+        "profiles/local",
+        "table1",
+        "table2",
+        "table3",
+        "memalpha_table1",
+        "memalpha_table2",
+        "--configfile",
+        "config/config.yaml",
+        "config/eval-released.yaml",
+        "--json",
+    )
+    assert released.returncode == 0, released.stderr
+    found = json.loads(released.stdout)["rows"]
+    estimate = sum(row["estimate_gpu_h"] for row in found)
+    downloads = sum(row["download_gb"] for row in found)
+    assert f"costs about {estimate:.0f} GPU-hours" in readme
+    assert f"and\n{downloads:.0f} GB of weights" in readme
 
 
 def test_mini_profile_plans_its_slice_with_the_infer_jobs_in_the_vllm_venv(repo, tmp_path):

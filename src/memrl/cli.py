@@ -46,6 +46,7 @@ Handler = Callable[[argparse.Namespace, tracking.JobRecord], None]
 # Subcommands a person runs, not Snakemake jobs: their own arguments, no settings, no record.
 TOOLS: dict[str, tuple[str, str]] = {
     "lineage": ("memrl.lineage", "the jobs that made a file, back to the downloads and models"),
+    "cost": ("memrl.cost", "GPU-hours, downloads and checkpoints of a target, before it runs"),
 }
 
 

@@ -105,11 +105,18 @@ def target_rules() -> list[str]:
 def main(argv: Sequence[str] | None = None) -> None:
     args, overrides = split_overrides(sys.argv[1:] if argv is None else argv)
     check_targets(targets(args))
+    env = snakemake_env(overrides)
+    os.execvpe(sys.executable, [sys.executable, "-m", "snakemake", *args], env)
+
+
+def snakemake_env(overrides: dict[str, object]) -> dict[str, str]:
+    """This environment with this interpreter's directory (its `memrl`) first on PATH and the
+    nested `--config` overrides for the workflow to apply."""
     env = dict(os.environ)
     env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
     if overrides:
         env[ENV_OVERRIDES] = json.dumps(overrides)
-    os.execvpe(sys.executable, [sys.executable, "-m", "snakemake", *args], env)
+    return env
 
 
 if __name__ == "__main__":

@@ -33,6 +33,17 @@ LONGBENCH_QA = ("2wikimqa", "hotpotqa", "musique", "narrativeqa", "qasper")
 LONGBENCH_SUM = ("gov_report", "qmsum")
 LONGBENCH_TASKS = LONGBENCH_QA + LONGBENCH_SUM
 
+# LongBench's published sizes (Bai et al., 2023, Table 1): samples per task and their average
+# length in words, for pricing an evaluation before the data is downloaded (`memrl cost`).
+PUBLISHED_SIZES = {
+    "2wikimqa": (200, 4887),
+    "hotpotqa": (200, 9151),
+    "musique": (200, 11214),
+    "narrativeqa": (200, 18409),
+    "qasper": (200, 3619),
+    "gov_report": (200, 8734),
+    "qmsum": (200, 10614),
+}
 HF_DATASET = "THUDM/LongBench"
 # The "Delete loading script" commit of the hub's parquet conversion: every config as
 # <config>/test-00000-of-00001.parquet (read from the hub's commit pages; not downloaded here).

@@ -22,6 +22,7 @@ exponent from 1.65 to 1.74; MemAgent's stays at 0.94.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -64,6 +65,29 @@ class Qwen2Shape:
     @property
     def attention_dim(self) -> int:
         return self.head_dim or self.hidden_size // self.num_heads
+
+
+# Published config.json sizes of the model families the configs name, for pricing a model before
+# it is downloaded (`memrl cost`; the figure reads the downloaded config instead). Keyed by family
+# and size as Hugging Face ids spell them; fine-tunes (R1-Distill, QwenLong-L1, MEM1, the 1M
+# variants, RL-MemoryAgent, Memalpha) keep their base model's shape.
+PUBLISHED_SHAPES = {
+    ("qwen2.5", "7b"): Qwen2Shape(3584, 18944, 28, 28, 4, 152064),
+    ("qwen2.5", "14b"): Qwen2Shape(5120, 13824, 48, 40, 8, 152064),
+    ("qwen2.5", "32b"): Qwen2Shape(5120, 27648, 64, 40, 8, 152064),
+    ("qwen3", "4b"): Qwen2Shape(2560, 9728, 36, 32, 8, 151936, head_dim=128),
+    ("qwen3", "32b"): Qwen2Shape(5120, 25600, 64, 64, 8, 151936, head_dim=128),
+}
+BASE_FAMILIES = {"memalpha": "qwen3", "qwen3": "qwen3"}  # id fragment -> family; else Qwen2.5
+
+
+def published_shape(model_id: str) -> Qwen2Shape | None:
+    """The shape of a Hugging Face id's family and size (`Qwen/Qwen2.5-14B-Instruct`,
+    `YuWangX/Memalpha-4B`), or None for a size not listed."""
+    name = model_id.lower()
+    size = re.search(r"(?<![\d.])(\d+(?:\.\d+)?b)\b", name)
+    family = next((f for part, f in BASE_FAMILIES.items() if part in name), "qwen2.5")
+    return PUBLISHED_SHAPES.get((family, size[1])) if size else None
 
 
 def dense_parameters(shape: Qwen2Shape) -> int:

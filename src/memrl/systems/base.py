@@ -32,6 +32,9 @@ Workflows = Callable[[Task, Settings, Any, list[str] | None], WorkflowFactory]
 Memorizer = Callable[[Settings, ChatEngine, SamplingParams, Path | None], WaveRunner]
 Questions = Callable[[Settings, ChatEngine, Judge], tuple[Prepare, SamplingParams, str]]
 SpecSettings = Callable[[Config, Settings], Settings]
+Call = tuple[int, int]  # one engine call: (prompt tokens, output tokens)
+Calls = Callable[[Settings, int], list[Call]]
+QUESTION_TOKENS = 100  # a question with its prompt template, where no budget says otherwise
 
 
 def no_settings(config: Config, system: Settings) -> Settings:
@@ -66,6 +69,11 @@ class SystemKind:
     - `memorizer(settings, engine, sampling, memory_tokenizer)`: the memorize job's wave runner;
     - `questions(settings, engine, judge)`: (how an instance's questions are prepared, the QA
       sampling, the scoring protocol) on a Mem-α benchmark.
+    What its jobs cost (`memrl cost`):
+    - `calls(settings, context_tokens)`: the engine calls, (prompt, output) tokens at their
+      budgets, that one question over a context of that many tokens takes on MemAgent's
+      benchmarks, from the evaluate job's settings; a kind without it is priced by its
+      allocation alone.
     """
 
     name: str
@@ -82,6 +90,7 @@ class SystemKind:
     workflows: Workflows | None = None
     memorizer: Memorizer | None = None
     questions: Questions | None = None
+    calls: Calls | None = None
 
     def __post_init__(self) -> None:
         if (self.memorizer is None) != (self.memorize_settings is None):

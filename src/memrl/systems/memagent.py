@@ -5,6 +5,7 @@ where the source needs it.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -26,8 +27,9 @@ from memrl.evaluation import (
     question,
     row_chunks,
 )
+from memrl.report.flops import FINAL_PROMPT_TOKENS, WORKFLOW_PROMPT_TOKENS
 from memrl.scoring.evidence import GoldChunks, evidence_strings
-from memrl.systems.base import Config, Settings, SystemKind, baseline_protocol
+from memrl.systems.base import Call, Config, Settings, SystemKind, baseline_protocol
 
 
 def memagent_system(
@@ -159,6 +161,16 @@ def memorize_settings(config: Config, system: Settings) -> Settings:
     return config["memalpha"]["baselines"]["memagent"]
 
 
+def calls(settings: Settings, context_tokens: int) -> list[Call]:
+    """A memory update per chunk (query, chunk and memory in, the memory out), then the final
+    answer over the memory; each at its budget."""
+    agent = settings["agent"]
+    query, chunk, memory = agent["query_tokens"], agent["chunk_tokens"], agent["memory_tokens"]
+    update = (query + WORKFLOW_PROMPT_TOKENS + chunk + memory, memory)
+    final = (query + FINAL_PROMPT_TOKENS + memory, agent["final_tokens"])
+    return [update] * math.ceil(context_tokens / chunk) + [final]
+
+
 KIND = SystemKind(
     "memagent",
     job_settings=job_settings,
@@ -167,4 +179,5 @@ KIND = SystemKind(
     workflows=workflows,
     memorizer=memorizer,
     questions=questions,
+    calls=calls,
 )

@@ -22,7 +22,14 @@ from memrl.evaluation import (
     output_tokens,
     question,
 )
-from memrl.systems.base import Config, Settings, SystemKind, context_baseline_settings
+from memrl.systems.base import (
+    QUESTION_TOKENS,
+    Call,
+    Config,
+    Settings,
+    SystemKind,
+    context_baseline_settings,
+)
 
 
 def rag_system(
@@ -139,6 +146,14 @@ def instance_settings(config: Config, system: Settings) -> Settings:
 
 # Tables 10 and 11: the paper ran RAG on RULER-HQA and LongBench's QA tasks only; a sample reads
 # its top-k units, so its cost does not grow with the context and its jobs are not sharded
+def calls(settings: Settings, context_tokens: int) -> list[Call]:
+    """One call over the top-K units: whole documents (the context's mean document) or chunks."""
+    unit = settings["unit_tokens"] or context_tokens / max(settings["length"], 1)
+    retrieved = min(context_tokens, round(settings["top_k"] * unit))
+    prompt = min(retrieved + QUESTION_TOKENS, settings["max_input_tokens"])
+    return [(prompt, settings["max_output_tokens"])]
+
+
 KIND = SystemKind(
     "rag",
     benchmarks=("ruler_hqa", "longbench"),
@@ -151,4 +166,5 @@ KIND = SystemKind(
     instance_settings=instance_settings,
     workflows=workflows,
     questions=questions,
+    calls=calls,
 )

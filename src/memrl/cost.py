@@ -1,0 +1,463 @@
+"""memrl cost: what a target costs before it runs: GPU-hours per rule, downloads and checkpoints.
+
+    memrl cost --profile profiles/slurm all
+    memrl cost --profile profiles/local table1 \
+        --configfile config/config.yaml config/eval-released.yaml
+
+It takes a dry run's arguments, plans them with Snakemake (so only the jobs still to run are
+priced) and reads each job's rule, wildcards, resources and settings from the plan. Per GPU job:
+
+- **estimate**: the FLOPs of its work (verl's Qwen2 count, memrl.report.flops: forward only for
+  inference, forward and backward plus the rollout, old-policy, reference and recomputed forwards
+  for training) at the FLOP rate measured for prefill on one GPU (src/memrl/measured/, by
+  scripts/bench_gpu_throughput.py). Every call is counted at its token budgets and generated
+  tokens at the prefill rate, a compute-bound pace that a well-batched engine approaches and
+  decoding one sequence at a time does not. Jobs whose work is not modelled (Mem-α's memorize and
+  QA jobs, Mem-α training, RL for Mem-α) have none;
+- **allocation**: its runtime limit times the GPUs it requests (the profile's resources), the
+  upper bound a scheduler would charge.
+
+Downloads: model weights at 2 bytes per parameter (bf16 safetensors), from the published shape of
+the model's family; datasets only where a manifest already records them. Checkpoints: verl keeps
+`max_checkpoints` states of 14 bytes per parameter (bf16 weights, fp32 master weights and two
+Adam moments) per training stage, plus the merged bf16 model.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import re
+import shlex
+import subprocess
+import sys
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from memrl import config as cfg
+from memrl.data.longbench import PUBLISHED_SIZES as LONGBENCH_SIZES
+from memrl.report.flops import Qwen2Shape, dense_parameters, published_shape, sequence_flops
+from memrl.systems import system_kind
+
+MEASURED = Path(__file__).resolve().parent / "measured" / "gpu_throughput_h200.json"
+DEFAULT_CONFIG = "config/smoke.yaml"  # the Snakefile's embedded default
+LONGBENCH_TOKENS_PER_WORD = 1.3  # Qwen2.5's tokenizer on English prose, about
+BF16_BYTES, TRAINING_STATE_BYTES = 2, 14  # per parameter
+GB = 1e9
+
+
+# ---------------------------------------------------------------- the plan, as Snakemake prints it
+
+
+@dataclass(frozen=True)
+class PlannedJob:
+    rule: str
+    wildcards: dict[str, str] = field(default_factory=dict)
+    resources: dict[str, str] = field(default_factory=dict)
+    settings: dict[str, Any] | None = None  # `--settings` of its shell command
+
+
+def parse_plan(text: str) -> list[PlannedJob]:
+    """The jobs of `snakemake -n -p` output (Snakemake 9): one block per job, `rule NAME:` then
+    indented `key: value` lines, then `Shell command:` where the rule has one."""
+    jobs: list[PlannedJob] = []
+    for block in re.split(r"^(?=(?:local)?rule \S+:$)", text, flags=re.MULTILINE):
+        head = re.match(r"(?:local)?rule (\S+):$", block, flags=re.MULTILINE)
+        if not head:
+            continue
+        fields = dict(re.findall(r"^    (\w+): (.*)$", block, flags=re.MULTILINE))
+        command = re.search(r"^Shell command: (.*)$", block, flags=re.MULTILINE)
+        jobs.append(
+            PlannedJob(
+                head[1],
+                _pairs(fields.get("wildcards", "")),
+                _pairs(fields.get("resources", "")),
+                _settings(command[1]) if command else None,
+            )
+        )
+    return jobs
+
+
+def _pairs(text: str) -> dict[str, str]:
+    return dict(part.split("=", 1) for part in text.split(", ") if "=" in part)
+
+
+def _settings(command: str) -> dict[str, Any] | None:
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        return None
+    if "--settings" not in words:
+        return None
+    return json.loads(words[words.index("--settings") + 1])
+
+
+# ---------------------------------------------------------------- the measured rate
+
+
+def prefill_flop_rate(measured: dict[str, Any]) -> float:
+    """FLOP/s the measured prefill points achieve: their forward FLOPs (causal attention, the
+    decoder only) over their seconds, the median over every model and length."""
+    rates = []
+    for model in measured["models"]:
+        shape = published_shape(f"qwen2.5-{model['shape']}")
+        for point in model["prefill"]:
+            if shape and "seconds" in point:
+                rates.append(forward_flops(shape, [point["tokens"]]) / point["seconds"])
+    if not rates:
+        raise ValueError(f"{MEASURED}: no prefill measurement of a known shape")
+    return sorted(rates)[len(rates) // 2]
+
+
+def forward_flops(shape: Qwen2Shape, lengths: Iterable[int]) -> float:
+    """One forward pass: a third of verl's forward-and-backward count with causal attention."""
+    return sequence_flops(shape, lengths, attention="verl") / 3
+
+
+# ---------------------------------------------------------------- what one job does
+
+
+def context_tokens(config: dict[str, Any], benchmark: str, length: int) -> list[tuple[int, int]]:
+    """(questions, context tokens) per task of an evaluation at `length` on MemAgent's
+    benchmarks, from the config's sizes and LongBench's published ones."""
+    if benchmark in ("ruler_hqa", "ruler_hqa_probe"):
+        return [(config["ruler_hqa"]["eval_questions"], hqa_tokens(config, length))]
+    if benchmark == "ruler":
+        return [(config["ruler"]["samples"], length)]
+    raise KeyError(benchmark)
+
+
+def hqa_tokens(config: dict[str, Any], n_docs: int) -> int:
+    """RULER-HQA's context at `n_docs` documents: its length label ("7K", "3.5M"), or the tokens
+    per document of the labelled lengths."""
+    labels = {
+        int(n): _label_tokens(label) for n, label in config["ruler_hqa"]["length_labels"].items()
+    }
+    if labels.get(n_docs):
+        return labels[n_docs]
+    per_doc = [tokens / n for n, tokens in labels.items() if tokens]
+    return round(n_docs * (sum(per_doc) / len(per_doc) if per_doc else 140))
+
+
+def _label_tokens(label: str) -> int | None:
+    match = re.fullmatch(r"([\d.]+)\s*([KM])", str(label).strip())
+    return round(float(match[1]) * {"K": 1e3, "M": 1e6}[match[2]]) if match else None
+
+
+def job_questions(config: dict[str, Any], settings: dict[str, Any]) -> list[tuple[int, int]]:
+    """(questions, context tokens) of one evaluate job, over its tasks and its shard."""
+    benchmark, tasks = settings["benchmark"], settings["tasks"]
+    if benchmark == "longbench":
+        sizes = [LONGBENCH_SIZES[task] for task in tasks]
+        work = [(n, round(words * LONGBENCH_TOKENS_PER_WORD)) for n, words in sizes]
+    else:
+        (n, tokens), *_ = context_tokens(config, benchmark, int(settings["length"]))
+        work = [(n, tokens)] * len(tasks)
+    shards = settings.get("shards", 1)
+    return [(math.ceil(n / shards), tokens) for n, tokens in work]
+
+
+def evaluation_flops(
+    config: dict[str, Any], settings: dict[str, Any], shape: Qwen2Shape
+) -> float | None:
+    kind = system_kind(settings["kind"])
+    if kind.calls is None or settings["benchmark"] not in (
+        "ruler_hqa",
+        "ruler_hqa_probe",
+        "ruler",
+        "longbench",
+    ):
+        return None
+    total = 0.0
+    for questions, tokens in job_questions(config, settings):
+        calls = kind.calls(settings, tokens)
+        total += questions * forward_flops(shape, [prompt + output for prompt, output in calls])
+    return total
+
+
+def training_flops(config: dict[str, Any], settings: dict[str, Any], shape: Qwen2Shape) -> float:
+    """A MemAgent training stage: steps x rollout questions x group conversations over its
+    data's context (stage I: RULER-HQA's training documents; stage II: the mix's longest rows),
+    each call at its budgets, with verl's passes: the rollout, old-policy and reference forwards
+    (the reference only with a KL loss), the actor's forward and backward and, with gradient
+    checkpointing, its recomputed forward."""
+    agent = settings["agent"]
+    longest = settings["max_chunks"] * agent["chunk_tokens"]
+    if settings["stage"] == "stage1":
+        context = min(hqa_tokens(config, config["ruler_hqa"]["train_docs"]), longest)
+    else:
+        context = min(config["training"]["stage2_data"]["max_context_tokens"], longest)
+    calls = system_kind("memagent").calls({"agent": agent}, context)
+    lengths = [prompt + output for prompt, output in calls]
+    backward = sequence_flops(shape, lengths, attention="verl")
+    forwards = 2 + (settings["kl_coef"] > 0) + settings["verl"]["gradient_checkpointing"]
+    per_rollout = backward + forwards * backward / 3
+    return settings["steps"] * settings["rollout_batch"] * settings["group_size"] * per_rollout
+
+
+@dataclass
+class Price:
+    rule: str
+    estimate_gpu_h: float | None = None
+    allocation_gpu_h: float | None = None
+    download_gb: float = 0.0
+    checkpoint_gb: float = 0.0
+    gpu: bool = False
+
+
+def price_job(
+    job: PlannedJob, config: dict[str, Any], rate: float, shapes: dict[str, Qwen2Shape | None]
+) -> Price:
+    gpus = int(job.resources.get("gpu", 0) or 0)
+    price = Price(job.rule, gpu=gpus > 0)
+    if gpus and "runtime" in job.resources:
+        price.allocation_gpu_h = int(job.resources["runtime"]) / 60 * gpus
+    settings = job.settings or {}
+    if job.rule in ("evaluate", "evaluate_shard") and settings:
+        model = cfg.eval_model(
+            config, cfg.eval_systems(config)[settings["system"]], settings["benchmark"]
+        )
+        shape = shapes.get(model)
+        flops = evaluation_flops(config, settings, shape) if shape else None
+        price.estimate_gpu_h = None if flops is None else flops / rate / 3600
+    elif job.rule in ("train_stage1", "train_stage2") and settings:
+        run = cfg.memagent_runs(config)[settings["run"]]
+        shape = shapes.get(run["base"])
+        if shape:
+            price.estimate_gpu_h = training_flops(config, settings, shape) / rate / 3600
+            parameters = dense_parameters(shape)
+            kept = settings["verl"]["max_checkpoints"] or 1
+            price.checkpoint_gb = parameters * (kept * TRAINING_STATE_BYTES + BF16_BYTES) / GB
+    elif job.rule == "download_model":
+        shape = shapes.get(job.wildcards.get("model", ""))
+        if shape and config["models"][job.wildcards["model"]].get("source") != "api":
+            price.download_gb = dense_parameters(shape) * BF16_BYTES / GB
+    elif job.rule == "download_data":
+        price.download_gb = _recorded_size(config, job.wildcards.get("source", "")) / GB
+    return price
+
+
+def _recorded_size(config: dict[str, Any], source: str) -> float:
+    """A dataset's size in bytes where a manifest of an earlier download records it, else 0."""
+    if source not in config["sources"]:
+        return 0.0
+    manifest = Path(f"{cfg.raw_file(config, source)}.manifest.json")
+    if not manifest.is_file():
+        return 0.0
+    return float(json.loads(manifest.read_text()).get("bytes", 0))
+
+
+def model_shapes(config: dict[str, Any]) -> dict[str, Qwen2Shape | None]:
+    """Each model's shape: its downloaded config.json, else its family's published one; trained
+    runs take their base model's."""
+    shapes: dict[str, Qwen2Shape | None] = {}
+    for name, spec in config["models"].items():
+        downloaded = cfg.model_dir(config, name) / "config.json"
+        if downloaded.is_file():
+            shapes[name] = Qwen2Shape.from_config(json.loads(downloaded.read_text()))
+        else:
+            shapes[name] = published_shape(spec.get("id") or spec.get("tokenizer") or name)
+    for run, spec in {**cfg.memagent_runs(config), **cfg.memalpha_runs(config)}.items():
+        shapes[run] = shapes.get(spec["base"])
+    return shapes
+
+
+# ---------------------------------------------------------------- the report
+
+
+def summarise(prices: Sequence[Price]) -> list[dict[str, Any]]:
+    """One row per rule with GPU jobs, downloads or checkpoints, by rule name."""
+    rows: dict[str, dict[str, Any]] = {}
+    for price in prices:
+        row = rows.setdefault(
+            price.rule,
+            {
+                "rule": price.rule,
+                "jobs": 0,
+                "gpu_jobs": 0,
+                "estimated_jobs": 0,
+                "estimate_gpu_h": 0.0,
+                "allocation_gpu_h": 0.0,
+                "download_gb": 0.0,
+                "checkpoint_gb": 0.0,
+            },
+        )
+        row["jobs"] += 1
+        row["gpu_jobs"] += price.gpu
+        if price.estimate_gpu_h is not None:
+            row["estimated_jobs"] += 1
+            row["estimate_gpu_h"] += price.estimate_gpu_h
+        row["allocation_gpu_h"] += price.allocation_gpu_h or 0.0
+        row["download_gb"] += price.download_gb
+        row["checkpoint_gb"] += price.checkpoint_gb
+    kept = [r for r in rows.values() if r["gpu_jobs"] or r["download_gb"] or r["checkpoint_gb"]]
+    return sorted(kept, key=lambda row: row["rule"])
+
+
+def render(
+    rows: Sequence[dict[str, Any]], planned: int, measured: dict[str, Any], rate: float
+) -> str:
+    columns = (
+        ("rule", 22, "rule"),
+        ("jobs", 6, "jobs"),
+        ("GPU jobs", 10, "gpu_jobs"),
+        ("estimated", 11, "estimated_jobs"),
+        ("estimate GPU-h", 16, "estimate_gpu_h"),
+        ("allocation GPU-h", 18, "allocation_gpu_h"),
+        ("downloads GB", 14, "download_gb"),
+        ("checkpoints GB", 16, "checkpoint_gb"),
+    )
+
+    def line(row: dict[str, Any]) -> str:
+        cells = []
+        for _, width, key in columns:
+            value = row[key]
+            if key == "estimate_gpu_h" and not row["estimated_jobs"]:
+                value = "—"
+            elif key.endswith("_gpu_h"):
+                value = _hours(value)
+            elif key.endswith("_gb"):
+                value = f"{value:,.0f}"
+            cells.append(f"{value:<{width}}" if key == "rule" else f"{value:>{width}}")
+        return "".join(cells)
+
+    header = "".join(
+        f"{title:<{width}}" if key == "rule" else f"{title:>{width}}"
+        for title, width, key in columns
+    )
+    lines = [header, "-" * len(header), *map(line, rows)]
+    total = {key: sum(row[key] for row in rows) for _, _, key in columns[1:]}
+    other = planned - total["jobs"]
+    lines += [
+        "-" * len(header),
+        line({"rule": "total", **total}),
+        f"(and {other} other jobs: CPU work, downloads of data, tables and figures)",
+        "",
+        f"estimate: FLOPs at {rate / 1e12:,.0f} TFLOP/s, the prefill rate measured on one "
+        f"{measured['device']} ({measured['dtype']}, transformers {measured['transformers']}); "
+        "every call at its token budgets; — : work not modelled (allocation only).",
+        "allocation: each job's runtime limit x the GPUs it requests, the scheduler's upper bound.",
+        "downloads: model weights at 2 bytes per parameter, datasets where a manifest records "
+        "them; checkpoints: verl's kept training states and the merged model.",
+    ]
+    return "\n".join(lines)
+
+
+def markdown(rows: Sequence[dict[str, Any]]) -> str:
+    """The rows and their total as a Markdown table (the README's)."""
+    keys = ("jobs", "gpu_jobs", "estimated_jobs", "estimate_gpu_h", "allocation_gpu_h")
+    lines = [
+        "| rule | jobs | GPU jobs | estimated | estimate GPU-h | allocation GPU-h | downloads GB "
+        "| checkpoints GB |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    total = {key: sum(row[key] for row in rows) for key in (*keys, "download_gb", "checkpoint_gb")}
+    for row in [*rows, {"rule": "**total**", **total}]:
+        estimate = _hours(row["estimate_gpu_h"]) if row["estimated_jobs"] else "—"
+        cells = [
+            f"`{row['rule']}`" if not row["rule"].startswith("*") else row["rule"],
+            *(f"{row[key]:,}" for key in keys[:3]),
+            estimate,
+            _hours(row["allocation_gpu_h"]),
+            f"{row['download_gb']:,.0f}",
+            f"{row['checkpoint_gb']:,.0f}",
+        ]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def _hours(value: float) -> str:
+    return f"{value:,.0f}" if value >= 10 else f"{value:,.1f}"
+
+
+# ---------------------------------------------------------------- the command
+
+
+def config_files(args: Sequence[str]) -> list[str]:
+    """The config files Snakemake reads for these arguments: --configfile's, else the profile's,
+    else the Snakefile's default."""
+    if "--configfile" in args:
+        words = list(args)[list(args).index("--configfile") + 1 :]
+        return list(_leading_words(words))
+    if "--profile" in args:
+        profile = Path(args[list(args).index("--profile") + 1]) / "config.yaml"
+        files = cfg.load_yaml(profile).get("configfile", DEFAULT_CONFIG)
+        return [files] if isinstance(files, str) else list(files)
+    return [DEFAULT_CONFIG]
+
+
+def _leading_words(words: Iterable[str]) -> Iterator[str]:
+    for word in words:
+        if word.startswith("-"):
+            return
+        yield word
+
+
+def merged_config(files: Sequence[str], overrides: dict[str, Any]) -> dict[str, Any]:
+    """The files merged key by key, as Snakemake merges them, then the overrides, validated."""
+    config: dict[str, Any] = {}
+    for path in files:
+        _merge(config, cfg.load_yaml(path))
+    cfg.apply_overrides(config, json.dumps(overrides))
+    cfg.validate_config(config, cfg.SCHEMA)
+    return config
+
+
+def _merge(into: dict[str, Any], update: dict[str, Any]) -> None:
+    for key, value in update.items():
+        if isinstance(value, dict) and isinstance(into.get(key), dict):
+            _merge(into[key], value)
+        else:
+            into[key] = value
+
+
+def dry_run(args: Sequence[str], overrides: dict[str, Any]) -> str:
+    from memrl.launch import snakemake_env
+
+    done = subprocess.run(
+        [sys.executable, "-m", "snakemake", "-n", "-p", *args],
+        capture_output=True,
+        text=True,
+        env=snakemake_env(overrides),
+        check=False,
+    )
+    if done.returncode != 0:
+        raise SystemExit(
+            f"memrl cost: the dry run failed:\n{done.stdout[-3000:]}{done.stderr[-3000:]}"
+        )
+    return done.stdout
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    from memrl.launch import split_overrides
+
+    parser = argparse.ArgumentParser(
+        prog="memrl cost",
+        description=__doc__.split("\n\n")[0].split(": ", 1)[1],
+        epilog="Other arguments are a dry run's: --profile, targets, --configfile, --config.",
+    )
+    output = parser.add_mutually_exclusive_group()
+    output.add_argument("--json", action="store_true", help="the rows as JSON")
+    output.add_argument("--markdown", action="store_true", help="the rows as a Markdown table")
+    parser.add_argument("--measured", type=Path, default=MEASURED, help="throughput measurements")
+    known, rest = parser.parse_known_args(argv)
+    args, overrides = split_overrides(rest)
+    config = merged_config(config_files(args), overrides)
+    measured = json.loads(known.measured.read_text())
+    rate = prefill_flop_rate(measured)
+    shapes = model_shapes(config)
+    prices = [price_job(job, config, rate, shapes) for job in parse_plan(dry_run(args, overrides))]
+    rows = summarise(prices)
+    if known.json:
+        print(json.dumps({"rows": rows, "flop_rate": rate, "device": measured["device"]}, indent=1))
+    elif known.markdown:
+        print(markdown(rows))
+    else:
+        print(render(rows, len(prices), measured, rate))
+
+
+if __name__ == "__main__":
+    main()
