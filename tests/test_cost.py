@@ -142,3 +142,13 @@ def test_the_readmes_training_estimates_are_these(repo, paper):
 
 
 RATE = cost.prefill_flop_rate(json.loads(cost.MEASURED.read_text()))
+
+
+def test_the_readmes_gpu_measurements_are_the_packaged_ones(repo):
+    readme = " ".join((repo / "README.md").read_text().split())
+    measured = json.loads(cost.MEASURED.read_text())
+    rates = [point["tokens_per_s"] for model in measured["models"] for point in model["prefill"]]
+    assert f"prefill reached {min(rates):,}–{max(rates):,} tokens/s" in readme
+    peaks = [model["prefill"][-1]["peak_gb"] for model in measured["models"]]
+    expected = "peaked at {:.1f} GB (7B), {:.1f} GB (14B) and {:.1f} GB (32B)".format(*peaks)
+    assert expected in readme

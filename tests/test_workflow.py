@@ -209,6 +209,26 @@ def test_cost_of_the_paper_plan_is_the_readmes(repo):
     assert f"and\n{downloads:.0f} GB of weights" in readme
 
 
+def test_the_readmes_added_model_plans_its_evaluations(repo, tmp_path):
+    readme = (repo / "README.md").read_text()
+    example = "# my-model.yaml" + readme.split("```yaml\n# my-model.yaml")[1].split("```")[0]
+    (tmp_path / "my-model.yaml").write_text(example)
+    done = snakemake(
+        "-n",
+        "--profile",
+        "profiles/local",
+        "table1",
+        "--configfile",
+        "config/config.yaml",
+        "config/eval-released.yaml",
+        str(tmp_path / "my-model.yaml"),
+        cwd=repo,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "eval/ruler_hqa/memagent-qwen2.5-7b-1m/50.metrics.json" in done.stdout
+    assert "results/released/models/qwen2.5-7b-instruct-1m" in done.stdout
+
+
 def test_mini_profile_plans_its_slice_with_the_infer_jobs_in_the_vllm_venv(repo, tmp_path):
     copy_workflow(repo, tmp_path)  # planned from scratch, whatever results/mini holds
     done = snakemake("-n", "-p", "--profile", "profiles/mini", "all", cwd=tmp_path)
