@@ -1318,6 +1318,14 @@ def test_memalpha_table1_cells_averages_categories_and_the_printed_average_note(
     assert "RL-MemoryAgent-14B is the paper's 'MemAgent' row" in notes
     labels = table.attrs["column_labels"]
     assert labels["squad.mem"] == "SQuAD Mem." and "‡" not in "".join(labels.values())
+    # Markdown: Perf. and Mem. as two grids of the same rows, not one 19-column row
+    from memrl.report.render import to_markdown
+
+    text = to_markdown(table, "t1")
+    perf, mem = text.split("*Perf. (%)*")[1].split("*Mem. (K tokens)*")
+    assert "| Avg. |" in perf and "Mem." not in perf.split("\n\n")[1]
+    assert "| SQuAD Mem. |" in mem and "| Avg. Mem. |" in mem
+    assert perf.count("| Mem-α |") == mem.count("| Mem-α |") == 1
 
 
 def test_memalpha_table2_flags_the_contaminated_columns_and_table3_keeps_memalpha_systems():
@@ -1437,6 +1445,9 @@ def test_memalpha_table7_puts_each_split_beside_the_paper_with_printed_totals():
     text = to_markdown(table, "t7")
     assert "| Source | Training Ins. |" in text and "sum to 567" in text
     assert "QA model's tokenizer" in text and "scores in %" not in text
+    # counts are whole numbers, means keep their decimal
+    assert "| SQuAD | 100 (paper 100, +0) | 9.9 (paper 9.9, +0.0) |" in text
+    assert "| Total | 100 (paper 562, -462) |" in text
 
 
 def test_memalpha_table8_reports_a_measured_source_the_paper_lacks():

@@ -91,6 +91,7 @@ class Cell:
     mark: str = ""
     extras: Mapping[str, float | None] = field(default_factory=dict)
     ci: Interval | None = None  # our 95 % interval (memrl.scoring.intervals)
+    decimals: int = 1  # shown with this many decimals (0: a count)
 
     @property
     def verdict(self) -> str | None:

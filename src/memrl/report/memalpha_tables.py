@@ -244,6 +244,11 @@ def build_memalpha_table(
         notes=[*notes, *row_notes],
     )
     table.attrs["claims"] = table_claims(table, paper.get("claims", []), name)
+    memory = [column for column in table.columns if str(column).endswith(".mem")]
+    table.attrs["column_parts"] = {
+        "Perf. (%)": [column for column in table.columns if column not in memory],
+        f"{MEM_LABEL} (K tokens)": memory,
+    }
     return table
 
 
@@ -301,7 +306,7 @@ def build_memalpha_stats_table(
             ours = None if record is None else float(record[stat])
             theirs = None if printed is None else float(printed[list(STAT_FIELDS).index(stat)])
             n = 0 if record is None else record["instances"]
-            data[f"{split}.{stat}"].append(_stat_cell(ours, theirs, n))
+            data[f"{split}.{stat}"].append(_stat_cell(ours, theirs, n, stat))
     for split, stat in keys:  # the total row: instances only
         ours = theirs = None
         if stat == "instances":
@@ -309,7 +314,7 @@ def build_memalpha_stats_table(
             printed = splits[split]["stats"].values()
             ours = float(sum(counts)) if counts else None
             theirs = float(splits[split].get("total", sum(v[0] for v in printed)))
-        data[f"{split}.{stat}"].append(_stat_cell(ours, theirs, int(ours or 0)))
+        data[f"{split}.{stat}"].append(_stat_cell(ours, theirs, int(ours or 0), stat))
     labels = [paper["sources"].get(s, {}).get("label", s) for s in sources] + [TOTAL]
     frame = pd.DataFrame(data, index=pd.Index(labels, name="source"), dtype=object)
     frame.columns.name = "column"
@@ -327,9 +332,12 @@ def build_memalpha_stats_table(
     return frame
 
 
-def _stat_cell(ours: float | None, paper: float | None, n_items: int) -> Cell:
+COUNTS = ("instances",)  # shown as whole numbers
+
+
+def _stat_cell(ours: float | None, paper: float | None, n_items: int, stat: str) -> Cell:
     delta = None if ours is None or paper is None else ours - paper
-    return Cell(ours, paper, delta, n_items=n_items)
+    return Cell(ours, paper, delta, n_items=n_items, decimals=0 if stat in COUNTS else 1)
 
 
 MEMORY_STORES = ("core", "semantic", "episodic")

@@ -143,9 +143,9 @@ def length_label(table: pd.DataFrame, column: Any) -> str:
     return str(label) if label is not None else str(column)
 
 
-def _signed(value: float) -> str:
-    rounded = round(value, 1)
-    return f"{0.0 if rounded == 0 else rounded:+.1f}"
+def _signed(value: float, decimals: int = 1) -> str:
+    rounded = round(value, decimals)
+    return f"{0.0 if rounded == 0 else rounded:+.{decimals}f}"
 
 
 VERDICT_MARKS = {WITHIN: "✓", ABOVE: "↑", BELOW: "↓"}
@@ -158,17 +158,18 @@ def format_cell(cell: Cell, with_paper: bool = True) -> str:
     with extras: '72.5 [64–80] (paper 79.0, -6.5 ↓; F1 60.1)'. The brackets hold our 95 %
     interval, the mark is the verdict (VERDICT_MARKS). A table the paper prints no numbers
     for (`with_paper` False) shows ours alone."""
+    places = cell.decimals
     if cell.ours is None:
-        return DASH if cell.paper is None else f"{DASH} (paper {cell.paper:.1f})"
+        return DASH if cell.paper is None else f"{DASH} (paper {cell.paper:.{places}f})"
     spread = "" if cell.ci is None else f" [{cell.ci[0]:.0f}–{cell.ci[1]:.0f}]"
-    ours = f"{cell.ours:.1f}{FAILED_MARK if cell.n_dropped else ''}{cell.mark}{spread}"
+    ours = f"{cell.ours:.{places}f}{FAILED_MARK if cell.n_dropped else ''}{cell.mark}{spread}"
     if not with_paper:
         return ours
     if cell.paper is None or cell.delta is None:
         inside = f"paper {DASH}"
     else:
         mark = f" {VERDICT_MARKS[cell.verdict]}" if cell.verdict else ""
-        inside = f"paper {cell.paper:.1f}, {_signed(cell.delta)}{mark}"
+        inside = f"paper {cell.paper:.{places}f}, {_signed(cell.delta, places)}{mark}"
     extras = [f"{label} {value:.1f}" for label, value in cell.extras.items() if value is not None]
     return f"{ours} ({'; '.join([inside, *extras])})"
 
@@ -302,19 +303,29 @@ def _row_header(table: pd.DataFrame) -> str:
 
 
 def to_markdown(table: pd.DataFrame, caption: str) -> str:
-    headers = [_row_header(table), *(length_label(table, n) for n in table.columns)]
+    """The caption, the cells (one grid per part where `attrs["column_parts"]` splits the
+    columns, {title: columns}, so a wide table reads as two), the legend and the footnotes."""
+    parts = table.attrs.get("column_parts") or {"": list(table.columns)}
+    lines = [f"**{caption}**", ""]
+    for title, columns in parts.items():
+        if title:
+            lines += [f"*{title}*", ""]
+        lines += [*_markdown_grid(table, columns), ""]
+    lines += [table.attrs.get("legend", _LEGEND), *_notes(table)]
+    return "\n".join(lines) + "\n"
+
+
+def _markdown_grid(table: pd.DataFrame, columns: list[Any]) -> list[str]:
+    headers = [_row_header(table), *(length_label(table, n) for n in columns)]
     lines = [
-        f"**{caption}**",
-        "",
         "| " + " | ".join(h.replace("|", "\\|") for h in headers) + " |",
-        "|" + "|".join([":---", *("---:" for _ in table.columns)]) + "|",
+        "|" + "|".join([":---", *("---:" for _ in columns)]) + "|",
     ]
-    for display, row in table.iterrows():
+    for display, row in table[columns].iterrows():
         shown = (format_cell(c, shows_paper(table)) for c in row)
         cells = [str(display).replace("|", "\\|"), *shown]
         lines.append("| " + " | ".join(cells) + " |")
-    lines += ["", table.attrs.get("legend", _LEGEND), *_notes(table)]
-    return "\n".join(lines) + "\n"
+    return lines
 
 
 _LATEX_SPECIAL = {
