@@ -1149,6 +1149,35 @@ def test_plot_memory_figures(paper: dict, tmp_path: Path, name: str):
         plot_paper_figure(name, memory_records(), MEMORY_SYSTEMS, paper, tmp_path / name, "t")
 
 
+def test_bars_show_a_zero_and_put_the_papers_mark_in_its_bars_colour(tmp_path: Path):
+    from matplotlib.colors import to_rgba
+
+    from memrl.report import memagent_figures
+    from memrl.report.cells import Cell
+
+    panel = pd.DataFrame(
+        {"hotpotqa": [Cell(0.0, 70.0, -70.0), Cell(None, 60.0, None)]},
+        index=pd.Index(["m256", "m4096"]),
+        dtype=object,
+    )
+    figures = []
+    original = memagent_figures.save
+    memagent_figures.save = lambda fig, prefix: figures.append(fig) or original(fig, prefix)
+    try:
+        memagent_figures.plot_bar_panels({"14B": panel}, tmp_path / "bars", "t")
+    finally:
+        memagent_figures.save = original
+    [ax] = [ax for ax in figures[0].axes if ax.patches]
+    assert [text.get_text() for text in ax.texts] == ["0", "—"]  # a zero bar still says so
+    marks = [line for line in ax.get_lines() if line.get_marker() == "D"]
+    bars = {round(patch.get_x() + patch.get_width() / 2, 6): patch for patch in ax.patches}
+    for mark in marks:  # each paper value sits on its own bar, filled in that bar's colour
+        [x] = mark.get_xdata()
+        bar = bars[round(x, 6)]
+        assert to_rgba(mark.get_markerfacecolor()) == to_rgba(bar.get_facecolor())
+    assert len(marks) == 2
+
+
 # --- Table 4: the probe -----------------------------------------------------------------------
 
 PROBE = {"systems": {"rl-14b": "14B"}, "placements": [[0, 20], [40, 60]]}

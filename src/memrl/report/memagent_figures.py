@@ -24,7 +24,7 @@ from matplotlib.ticker import NullLocator
 
 from memrl.config import ABLATION_ROLES
 from memrl.data.ruler import RULER_TASKS
-from memrl.report.cells import AVG, Key, Systems, index_metrics, system_specs
+from memrl.report.cells import AVG, DASH, Key, Systems, index_metrics, system_specs
 from memrl.report.claims import OPS, ClaimCheck, claim_lines
 from memrl.report.memagent_tables import NIAH_TASKS, token_label
 from memrl.report.plots import (
@@ -399,6 +399,9 @@ def plot_curve_panels(
     return save(fig, out_prefix)
 
 
+PAPER_MARK = {"color": "black", "marker": "D", "linestyle": "", "markersize": 5}  # on a bar
+
+
 def plot_bar_panels(
     panels: Mapping[str, pd.DataFrame],
     out_prefix: str | Path,
@@ -406,8 +409,9 @@ def plot_bar_panels(
     checks: Sequence[ClaimCheck] = (),
 ) -> list[Path]:
     """One panel per group, bars of our score per column (Figures 7 and 9: LongBench-QA per
-    dataset and AVG) for each row of its table; the paper's value, where it prints one, as a
-    black mark on the bar."""
+    dataset and AVG) for each row of its table, each labelled with its value (a score of 0 is
+    a bar of no height; "—" marks one not run); the paper's value, where it prints one, as a
+    black-edged diamond filled in its row's colour, over the bar it belongs to."""
     fig = Figure(figsize=(6.0 * max(1, len(panels)) + 4.0, 5.5), layout="constrained")
     FigureCanvasAgg(fig)
     axes = fig.subplots(1, max(1, len(panels)), squeeze=False)[0]
@@ -418,11 +422,14 @@ def plot_bar_panels(
         for i, (role, row) in enumerate(panel.iterrows()):
             xs = np.arange(len(columns)) + (i - (len(panel) - 1) / 2) * width
             ours = [np.nan if c.ours is None else c.ours for c in row]
-            ax.bar(xs, ours, width, color=f"C{i}", label=str(role))
+            heights = np.nan_to_num(ours)  # a bar of no height for one not run: its label says
+            bars = ax.bar(xs, heights, width, color=f"C{i}", label=str(role))
+            values = [DASH if np.isnan(v) else f"{v:.0f}" for v in ours]
+            ax.bar_label(bars, labels=values, fontsize="x-small", padding=1)
             paper = [(x, c.paper) for x, c in zip(xs, row, strict=True) if c.paper is not None]
             if paper:
                 paper_drawn = True
-                ax.plot(*zip(*paper, strict=True), "kx", markersize=6)
+                ax.plot(*zip(*paper, strict=True), **PAPER_MARK, markerfacecolor=f"C{i}")
         ax.set_xticks(range(len(columns)), [length_label(panel, c) for c in columns])
         ax.set_ylim(0, 100)
         ax.set_ylabel("Score (%)")
@@ -431,8 +438,8 @@ def plot_bar_panels(
     fig.suptitle(title)
     handles, labels = axes[0].get_legend_handles_labels()
     if paper_drawn:
-        handles.append(Line2D([], [], color="black", marker="x", linestyle="", label="paper"))
-        labels.append("paper")
+        handles.append(Line2D([], [], **PAPER_MARK, markerfacecolor="white"))
+        labels.append("paper (in its bar's colour)")
     fig.legend(handles, labels, fontsize="small", loc="outside right center")
     claims_footer(fig, checks)
     return save(fig, out_prefix)
