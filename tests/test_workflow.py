@@ -50,6 +50,12 @@ def job_counts(output: str) -> dict[str, int]:
     return {m[1]: int(m[2]) for m in re.finditer(r"^(\w+)\s+(\d+)$", table, re.MULTILINE)}
 
 
+def planned_settings(output: str, cwd: Path) -> str:
+    """The settings files the planned commands pass by reference (`--settings @FILE`)."""
+    files = dict.fromkeys(re.findall(r"--settings @(\S+)", output))
+    return "\n".join((cwd / name).read_text() for name in files)
+
+
 def test_slurm_profile_plans_every_paper_job(repo):
     # The profile runs jobs in apptainer images; planning needs no apptainer (nor conda, nor GPU).
     done = snakemake("-n", "-p", "--profile", "profiles/slurm", "all", cwd=repo)
@@ -96,8 +102,11 @@ def test_slurm_profile_plans_every_paper_job(repo):
     assert f"{counts['make_table']} tables, {counts['plot_figure']} figures" in readme
     assert counts["dataset_stats"] == 3  # Mem-α's train, validation and MemoryAgentBench
     # baselines reach vLLM with their context extension; RAG systems expand over their grid
-    assert '"context_extension": "yarn"' in done.stdout
-    assert '"context_extension": "no_dca"' in done.stdout
+    # every job's settings by reference: one short command line each, the JSON in a file
+    assert "--settings '" not in done.stdout
+    settings = planned_settings(done.stdout, repo)
+    assert '"context_extension": "yarn"' in settings
+    assert '"context_extension": "no_dca"' in settings
     assert "eval/ruler_hqa/rl-memagent-14b/25600.shard3of4.jsonl" in done.stdout
     assert "eval/longbench/rag-qwen2.5-7b.dense-k8-c2048/0.metrics.json" in done.stdout
     # 16 nodes x 8 GPUs for RL-MemAgent-14B: the job's total GPU count goes to SLURM
@@ -242,7 +251,8 @@ def test_mini_profile_plans_its_slice_with_the_infer_jobs_in_the_vllm_venv(repo,
     infer = re.findall(pattern, done.stdout)
     assert len(infer) == 18 + 2 + 1
     assert {launcher for launcher, _ in infer} == {".venv-vllm/bin/memrl"}
-    assert '"kind": "served"' in done.stdout  # Mem-α's QA model: a server its job starts
+    # Mem-α's QA model: a server its job starts
+    assert '"kind": "served"' in planned_settings(done.stdout, tmp_path)
     # tables whose evaluations this slice does not run are not planned, and asking names why
     assert "table4" not in done.stdout and "memalpha_table4" not in done.stdout
     probe = snakemake("-n", "--profile", "profiles/mini", "table4", cwd=tmp_path)
@@ -491,6 +501,27 @@ def test_smoke_rerun_is_up_to_date_and_one_target_reruns_alone(smoke):
     table = snakemake("--profile", "profiles/smoke", "table1", cwd=smoke)
     assert table.returncode == 0, table.stderr
     assert job_counts(table.stdout + table.stderr) == {"make_table": 1, "table1": 1, "total": 2}
+
+
+def test_smoke_reruns_a_job_whose_settings_changed(smoke):
+    overrides = {cfg_env(): json.dumps({"evaluation.allow_failures": 0.5})}
+    changed = subprocess.run(
+        [sys.executable, "-m", "snakemake", "-n", "--profile", "profiles/smoke", "table3"],
+        cwd=smoke,
+        env={**snakemake_env(), **overrides},
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert changed.returncode == 0, changed.stderr
+    assert "Params have changed since last execution" in changed.stdout
+    assert job_counts(changed.stdout)["evaluate"] > 0
+
+
+def cfg_env() -> str:
+    from memrl import config as cfg
+
+    return cfg.ENV_OVERRIDES
 
 
 def test_smoke_html_report_builds(smoke):

@@ -40,6 +40,7 @@ from memrl.jobs.report import (
     cmd_training_curve,
 )
 from memrl.jobs.train import cmd_train, cmd_train_memalpha
+from memrl.settings_files import read_settings
 
 Handler = Callable[[argparse.Namespace, tracking.JobRecord], None]
 
@@ -55,6 +56,13 @@ def _json(text: str) -> Any:
         return json.loads(text)
     except json.JSONDecodeError as exc:
         raise argparse.ArgumentTypeError(f"not valid JSON: {exc}") from exc
+
+
+def _settings(text: str) -> Any:
+    try:
+        return read_settings(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from exc
 
 
 class Command(NamedTuple):
@@ -281,7 +289,9 @@ def build_parser() -> argparse.ArgumentParser:
         sub.add_parser(name, help=summary, add_help=False)  # listed; parsed by the tool itself
     for name, spec in COMMANDS.items():
         command = sub.add_parser(name, help=spec.summary, description=spec.summary)
-        command.add_argument("--settings", type=_json, required=True, help="resolved job settings")
+        command.add_argument(
+            "--settings", type=_settings, required=True, help="resolved job settings: JSON or @FILE"
+        )
         for flag, extra in spec.options.items():
             if not flag.startswith("--"):  # positional: the launch command after `--`
                 command.add_argument(flag, **extra)

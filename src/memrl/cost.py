@@ -40,6 +40,7 @@ from typing import Any
 from memrl import config as cfg
 from memrl.data.longbench import PUBLISHED_SIZES as LONGBENCH_SIZES
 from memrl.report.flops import Qwen2Shape, dense_parameters, published_shape, sequence_flops
+from memrl.settings_files import read_settings
 from memrl.systems import system_kind
 
 MEASURED = Path(__file__).resolve().parent / "measured" / "gpu_throughput_h200.json"
@@ -92,7 +93,7 @@ def _settings(command: str) -> dict[str, Any] | None:
         return None
     if "--settings" not in words:
         return None
-    return json.loads(words[words.index("--settings") + 1])
+    return read_settings(words[words.index("--settings") + 1])
 
 
 # ---------------------------------------------------------------- the measured rate

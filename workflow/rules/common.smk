@@ -14,7 +14,7 @@ from snakemake.settings.types import DeploymentMethod
 
 from memrl import config as cfg
 from memrl.benchmarks import EVAL_BENCHMARKS, MEMALPHA_BENCHMARKS, PROBE_BENCHMARK
-from memrl import locks, slurm, tracking
+from memrl import locks, settings_files, slurm, tracking
 
 # A run killed by SIGKILL leaves Snakemake's lock; the plain command resumes (memrl.locks).
 if not workflow.remote_exec:
@@ -97,6 +97,12 @@ onerror:
 
 def as_json(value):
     return json.dumps(value, sort_keys=True)  # a reordered YAML key must not rerun jobs
+
+
+def settings_ref(value):
+    """A job's `settings` param: `@<file named by their digest>` (memrl.settings_files), so the
+    printed command stays short and a change of settings still reruns the job."""
+    return settings_files.settings_reference(value)
 
 
 def job(rule_name):
@@ -183,7 +189,7 @@ def get_case_study_inputs(wildcards):
 
 
 def get_case_study_settings(wildcards):
-    return as_json(cfg.case_study_settings(config, eval_job(wildcards)))
+    return settings_ref(cfg.case_study_settings(config, eval_job(wildcards)))
 
 
 def get_reports():
@@ -306,7 +312,7 @@ def get_train_memalpha_inputs(wildcards):
 
 
 def get_train_memalpha_settings(wildcards):
-    return as_json(cfg.memalpha_train_settings(config, wildcards.memalpha_run))
+    return settings_ref(cfg.memalpha_train_settings(config, wildcards.memalpha_run))
 
 
 def get_memorize_tokenizer_arg(wildcards, input):
@@ -338,7 +344,7 @@ def get_ruler_tokenizer_dir(wildcards):
 
 
 def get_source_settings(wildcards):
-    return as_json(config["sources"][wildcards.source])
+    return settings_ref(config["sources"][wildcards.source])
 
 
 def get_memalpha_split(wildcards):
@@ -350,33 +356,33 @@ def get_qa_tokenizer_dir(wildcards):
 
 
 def get_model_settings(wildcards):
-    return as_json(cfg.model_fetch_settings(config, wildcards.model))
+    return settings_ref(cfg.model_fetch_settings(config, wildcards.model))
 
 
 def get_synthesize_settings(wildcards):
-    return as_json(cfg.synthesize_settings(config))
+    return settings_ref(cfg.synthesize_settings(config))
 
 
 def get_filter_settings(wildcards):
-    return as_json(cfg.filter_settings(config))
+    return settings_ref(cfg.filter_settings(config))
 
 
 def get_eval_set_settings(wildcards):
-    return as_json(cfg.eval_set_settings(config, int(wildcards.n_docs)))
+    return settings_ref(cfg.eval_set_settings(config, int(wildcards.n_docs)))
 
 
 def get_probe_set_settings(wildcards):
     n_docs = int(wildcards.n_docs)
-    return as_json(cfg.probe_set_settings(config, wildcards.placement, n_docs))
+    return settings_ref(cfg.probe_set_settings(config, wildcards.placement, n_docs))
 
 
 def get_stage2_data_settings(wildcards):
-    return as_json(cfg.stage2_data_settings(config))
+    return settings_ref(cfg.stage2_data_settings(config))
 
 
 def get_train_settings(stage):
     def settings(wildcards):
-        return as_json(cfg.train_settings(config, wildcards.train_run, stage))
+        return settings_ref(cfg.train_settings(config, wildcards.train_run, stage))
 
     return settings
 
@@ -397,12 +403,12 @@ def get_train_launch(stage):
 
 def get_training_curve_settings(wildcards):
     title = f"Multi-Conv DAPO, {wildcards.train_run} (run {config['run']})"
-    return as_json({"title": title, "labels": ["stage I", "stage II"]})
+    return settings_ref({"title": title, "labels": ["stage I", "stage II"]})
 
 
 def get_eval_settings(wildcards):
     shard = int(wildcards.get("shard", 0))
-    return as_json(cfg.eval_settings(config, eval_job(wildcards), shard, SYSTEMS))
+    return settings_ref(cfg.eval_settings(config, eval_job(wildcards), shard, SYSTEMS))
 
 
 def get_eval_metrics_arg(wildcards, output):
@@ -411,15 +417,15 @@ def get_eval_metrics_arg(wildcards, output):
 
 
 def get_memorize_settings(wildcards):
-    return as_json(cfg.memorize_settings(config, eval_job(wildcards), SYSTEMS))
+    return settings_ref(cfg.memorize_settings(config, eval_job(wildcards), SYSTEMS))
 
 
 def get_merge_settings(wildcards):
-    return as_json(cfg.merge_settings(eval_job(wildcards)))
+    return settings_ref(cfg.merge_settings(eval_job(wildcards)))
 
 
 def get_ruler_set_settings(wildcards):
-    return as_json(cfg.ruler_set_settings(config, wildcards.task, int(wildcards.length)))
+    return settings_ref(cfg.ruler_set_settings(config, wildcards.task, int(wildcards.length)))
 
 
 def report_name(wildcards):
@@ -452,7 +458,7 @@ def get_report_settings(wildcards):
     settings = {"name": name, **cfg.report_settings(config), **cfg.table_settings(config, name)}
     if name == cfg.FLOPS_FIGURE:
         settings["flops"] = {**cfg.flops_settings(config), **flops_inputs()}
-    return as_json(settings)
+    return settings_ref(settings)
 
 
 def get_report_caption(wildcards):

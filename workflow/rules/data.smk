@@ -56,7 +56,7 @@ rule dataset_stats:  # Mem-α Tables 6-8 in the QA model's (Qwen3-32B's) tokens
         runtime=60,
     params:
         job=job("dataset_stats"),
-        settings=lambda wildcards: as_json({"split": wildcards.memalpha_split}),
+        settings=lambda wildcards: settings_ref({"split": wildcards.memalpha_split}),
     shell:
         "memrl --job {params.job:q} --log {log:q} dataset-stats --settings {params.settings:q}"
         " --data {input.data:q} --tokenizer {input.tokenizer:q} --out {output:q} 2> {log:q}"
@@ -145,7 +145,7 @@ rule ruler_hqa_pool:
         mem_mb=16000,
     params:
         job=job("ruler_hqa_pool"),
-        settings=as_json(cfg.hqa_pool_settings()),
+        settings=settings_ref(cfg.hqa_pool_settings()),
     shell:
         "memrl --job {params.job:q} --log {log:q} hqa-pool --settings {params.settings:q}"
         " --dev-raw {input.dev_raw:q}"

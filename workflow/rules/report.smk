@@ -111,7 +111,7 @@ rule reproduction:
         CONTAINERS["core"]
     params:
         job=job("reproduction"),
-        settings=as_json({"run": config["run"]}),
+        settings=settings_ref({"run": config["run"]}),
         prefix=get_output_prefix,
     shell:
         "memrl --job {params.job:q} --log {log:q} reproduction --settings {params.settings:q}"

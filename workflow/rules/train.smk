@@ -156,7 +156,7 @@ rule plot_memalpha_training_curve:
         CONTAINERS["core"]
     params:
         job=job("plot_memalpha_training_curve"),
-        settings=lambda wildcards: as_json(
+        settings=lambda wildcards: settings_ref(
             {
                 "title": f"Mem-α GRPO, {wildcards.memalpha_run} (run {config['run']})",
                 "labels": ["GRPO"],
