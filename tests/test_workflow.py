@@ -321,7 +321,7 @@ def test_smoke_evaluates_every_benchmark_system_and_table(smoke):
         assert (results / f"tables/{name}.md").read_text().strip(), name
     assert "TREC-C‡" in (results / "tables/memalpha_table2.md").read_text()
     stats = (results / "tables/memalpha_table7.md").read_text()  # measured on the fixtures
-    assert "| LME-Train | 1.0 (paper 50.0, -49.0) |" in stats
+    assert "| LME-Train | 1 (paper 50, -49) |" in stats
     files = list((results / "eval").rglob("*.metrics.json"))
     metrics = [record for path in files for record in json.loads(path.read_text())]
     # one file per job, a record per task; beyond the 37 jobs of Tables 1-3, 10, 11 and Mem-α's:

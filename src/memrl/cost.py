@@ -12,8 +12,8 @@ priced) and reads each job's rule, wildcards, resources and settings from the pl
   for training) at the FLOP rate measured for prefill on one GPU (src/memrl/measured/, by
   scripts/bench_gpu_throughput.py). Every call is counted at its token budgets and generated
   tokens at the prefill rate, a compute-bound pace that a well-batched engine approaches and
-  decoding one sequence at a time does not. Jobs whose work is not modelled (Mem-α's memorize and
-  QA jobs, Mem-α training, RL for Mem-α) have none;
+  decoding one sequence at a time does not. Jobs whose work is not modelled (Mem-α's memorize,
+  QA and GRPO jobs, the question filter) have none;
 - **allocation**: its runtime limit times the GPUs it requests (the profile's resources), the
   upper bound a scheduler would charge.
 
