@@ -340,7 +340,7 @@ def get_ruler_tokenizer_dir(wildcards):
     return str(cfg.model_dir(config, config["ruler"]["tokenizer"]))
 
 
-# --- per-job settings (JSON handed to `memrl --settings`) and resources ----------------------
+# --- per-job settings (by reference: `memrl --settings @FILE`) and resources -----------------
 
 
 def get_source_settings(wildcards):
