@@ -31,7 +31,7 @@ localrule make_table:
 
 @pytest.fixture
 def paper(repo):
-    return cost.merged_config([str(repo / "config/config.yaml")], {})
+    return cfg.load_config([repo / "config/config.yaml"])
 
 
 def test_the_plan_gives_each_jobs_rule_wildcards_resources_and_settings():
@@ -58,7 +58,7 @@ def test_the_rate_is_what_the_measured_prefill_achieved():
 def test_contexts_come_from_the_length_labels(paper):
     assert cost.hqa_tokens(paper, 50) == 7000 and cost.hqa_tokens(paper, 25600) == 3_500_000
     assert cost.hqa_tokens(paper, 75) == pytest.approx(75 * 140, rel=0.05)  # between labels
-    settings = {"benchmark": "longbench", "tasks": ["hotpotqa", "qasper"], "shards": 1}
+    settings = {"benchmark": "longbench", "tasks": ["hotpotqa", "qasper"], "length": 0}
     assert cost.job_questions(paper, settings) == [(200, 11896), (200, 4705)]
     sharded = {"benchmark": "ruler_hqa", "tasks": ["hqa"], "length": 6400, "shards": 4}
     assert cost.job_questions(paper, sharded) == [(32, 896000)]
@@ -92,7 +92,7 @@ def test_a_training_stage_counts_every_pass_of_every_conversation(paper):
     job = cost.PlannedJob(
         "train_stage1", {"train_run": "rl-memagent-7b"}, {"gpu": "32", "runtime": "5760"}, settings
     )
-    price = cost.price_job(job, paper, 5e14, cost.model_shapes(paper))
+    price = cost.price_job(job, cost.Pricing.of(paper, 5e14))
     assert price.estimate_gpu_h == pytest.approx(expected / 5e14 / 3600)
     assert price.allocation_gpu_h == 96 * 32
     # two kept training states and the merged model, 14 and 2 bytes per parameter
@@ -124,13 +124,13 @@ def test_a_model_is_priced_by_its_downloaded_config_before_its_family(tmp_path, 
 
 def test_the_readmes_training_estimates_are_these(repo, paper):
     readme = " ".join((repo / "README.md").read_text().split())
-    shapes = cost.model_shapes(paper)
+    pricing = cost.Pricing.of(paper, RATE)
     hours = {}
     for run in ("rl-memagent-7b", "rl-memagent-14b"):
         for stage in ("stage1", "stage2"):
             settings = cfg.train_settings(paper, run, stage)
             job = cost.PlannedJob(f"train_{stage}", {"train_run": run}, {}, settings)
-            hours[run, stage] = round(cost.price_job(job, paper, RATE, shapes).estimate_gpu_h)
+            hours[run, stage] = round(cost.price_job(job, pricing).estimate_gpu_h)
     seven = hours["rl-memagent-7b", "stage1"], hours["rl-memagent-7b", "stage2"]
     fourteen = hours["rl-memagent-14b", "stage1"], hours["rl-memagent-14b", "stage2"]
     assert (

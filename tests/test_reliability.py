@@ -286,6 +286,13 @@ def test_the_config_checker_reports_like_snakemake_would_not(tmp_path, capsys):
         cfg.main([str(path)])
     cfg.main([str(REPO / "config/smoke.yaml")])
     assert "valid" in capsys.readouterr().out
+    # several files merge as Snakemake merges them: the released overlay plans fewer evaluations
+    cfg.main([str(REPO / "config/config.yaml")])
+    paper = capsys.readouterr().out
+    cfg.main([str(REPO / "config/config.yaml"), str(REPO / "config/eval-released.yaml")])
+    released = capsys.readouterr().out
+    assert "config.yaml + " in released
+    assert int(released.split("(")[1].split()[0]) < int(paper.split("(")[1].split()[0])
 
 
 # --- corrupt inputs: every reader names the file (and the line) --------------------------------

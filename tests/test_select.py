@@ -11,12 +11,7 @@ from memrl.config.select import apply_selection
 @pytest.fixture
 def released(repo):
     """The paper config with config/eval-released.yaml laid over it, as Snakemake merges them."""
-    paper = cfg.load_yaml(repo / "config/config.yaml")
-    overlay = cfg.load_yaml(repo / "config/eval-released.yaml")
-    paper["run"] = overlay["run"]
-    paper["evaluation"]["select"] = overlay["evaluation"]["select"]
-    cfg.validate_config(paper, cfg.SCHEMA)
-    return paper
+    return cfg.load_config([repo / "config/config.yaml", repo / "config/eval-released.yaml"])
 
 
 def test_released_config_evaluates_only_the_released_checkpoints(released):

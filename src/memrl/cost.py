@@ -32,12 +32,13 @@ import re
 import shlex
 import subprocess
 import sys
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from memrl import config as cfg
+from memrl.benchmarks import MEMAGENT_BENCHMARKS, PROBE_BENCHMARK
 from memrl.data.longbench import PUBLISHED_SIZES as LONGBENCH_SIZES
 from memrl.report.flops import Qwen2Shape, dense_parameters, published_shape, sequence_flops
 from memrl.settings_files import read_settings
@@ -87,10 +88,7 @@ def _pairs(text: str) -> dict[str, str]:
 
 
 def _settings(command: str) -> dict[str, Any] | None:
-    try:
-        words = shlex.split(command)
-    except ValueError:
-        return None
+    words = shlex.split(command)
     if "--settings" not in words:
         return None
     return read_settings(words[words.index("--settings") + 1])
@@ -121,26 +119,20 @@ def forward_flops(shape: Qwen2Shape, lengths: Iterable[int]) -> float:
 # ---------------------------------------------------------------- what one job does
 
 
-def context_tokens(config: dict[str, Any], benchmark: str, length: int) -> list[tuple[int, int]]:
-    """(questions, context tokens) per task of an evaluation at `length` on MemAgent's
-    benchmarks, from the config's sizes and LongBench's published ones."""
-    if benchmark in ("ruler_hqa", "ruler_hqa_probe"):
-        return [(config["ruler_hqa"]["eval_questions"], hqa_tokens(config, length))]
-    if benchmark == "ruler":
-        return [(config["ruler"]["samples"], length)]
-    raise KeyError(benchmark)
+PRICED_BENCHMARKS = (*MEMAGENT_BENCHMARKS, PROBE_BENCHMARK)  # the sizes below know these
+HQA_TOKENS_PER_DOC = 140  # RULER-HQA's documents: the paper's 7K tokens at 50
 
 
 def hqa_tokens(config: dict[str, Any], n_docs: int) -> int:
     """RULER-HQA's context at `n_docs` documents: its length label ("7K", "3.5M"), or the tokens
-    per document of the labelled lengths."""
+    per document of the labelled lengths (the paper's where none reads as tokens)."""
     labels = {
         int(n): _label_tokens(label) for n, label in config["ruler_hqa"]["length_labels"].items()
     }
     if labels.get(n_docs):
         return labels[n_docs]
     per_doc = [tokens / n for n, tokens in labels.items() if tokens]
-    return round(n_docs * (sum(per_doc) / len(per_doc) if per_doc else 140))
+    return round(n_docs * (sum(per_doc) / len(per_doc) if per_doc else HQA_TOKENS_PER_DOC))
 
 
 def _label_tokens(label: str) -> int | None:
@@ -149,14 +141,16 @@ def _label_tokens(label: str) -> int | None:
 
 
 def job_questions(config: dict[str, Any], settings: dict[str, Any]) -> list[tuple[int, int]]:
-    """(questions, context tokens) of one evaluate job, over its tasks and its shard."""
-    benchmark, tasks = settings["benchmark"], settings["tasks"]
+    """(questions, context tokens) per task of one evaluate job on MemAgent's benchmarks, in
+    its shard: the config's sizes, LongBench's published ones."""
+    benchmark, tasks, length = settings["benchmark"], settings["tasks"], int(settings["length"])
     if benchmark == "longbench":
         sizes = [LONGBENCH_SIZES[task] for task in tasks]
         work = [(n, round(words * LONGBENCH_TOKENS_PER_WORD)) for n, words in sizes]
-    else:
-        (n, tokens), *_ = context_tokens(config, benchmark, int(settings["length"]))
-        work = [(n, tokens)] * len(tasks)
+    elif benchmark == "ruler":
+        work = [(config["ruler"]["samples"], length)] * len(tasks)
+    else:  # RULER-HQA, and the probe's placements of it
+        work = [(config["ruler_hqa"]["eval_questions"], hqa_tokens(config, length))] * len(tasks)
     shards = settings.get("shards", 1)
     return [(math.ceil(n / shards), tokens) for n, tokens in work]
 
@@ -165,12 +159,7 @@ def evaluation_flops(
     config: dict[str, Any], settings: dict[str, Any], shape: Qwen2Shape
 ) -> float | None:
     kind = system_kind(settings["kind"])
-    if kind.calls is None or settings["benchmark"] not in (
-        "ruler_hqa",
-        "ruler_hqa_probe",
-        "ruler",
-        "longbench",
-    ):
+    if kind.calls is None or settings["benchmark"] not in PRICED_BENCHMARKS:
         return None
     total = 0.0
     for questions, tokens in job_questions(config, settings):
@@ -209,18 +198,31 @@ class Price:
     gpu: bool = False
 
 
-def price_job(
-    job: PlannedJob, config: dict[str, Any], rate: float, shapes: dict[str, Qwen2Shape | None]
-) -> Price:
+@dataclass(frozen=True)
+class Pricing:
+    """What pricing reads, worked out once per plan: the config, its concrete systems, each
+    model's shape and the measured FLOP rate."""
+
+    config: dict[str, Any]
+    rate: float
+    shapes: dict[str, Qwen2Shape | None]
+    systems: dict[str, dict[str, Any]]
+
+    @classmethod
+    def of(cls, config: dict[str, Any], rate: float) -> Pricing:
+        return cls(config, rate, model_shapes(config), cfg.eval_systems(config))
+
+
+def price_job(job: PlannedJob, pricing: Pricing) -> Price:
     gpus = int(job.resources.get("gpu", 0) or 0)
     price = Price(job.rule, gpu=gpus > 0)
     if gpus and "runtime" in job.resources:
         price.allocation_gpu_h = int(job.resources["runtime"]) / 60 * gpus
+    config, rate, shapes = pricing.config, pricing.rate, pricing.shapes
     settings = job.settings or {}
     if job.rule in ("evaluate", "evaluate_shard") and settings:
-        model = cfg.eval_model(
-            config, cfg.eval_systems(config)[settings["system"]], settings["benchmark"]
-        )
+        system = pricing.systems[settings["system"]]
+        model = cfg.eval_model(config, system, settings["benchmark"])
         shape = shapes.get(model)
         flops = evaluation_flops(config, settings, shape) if shape else None
         price.estimate_gpu_h = None if flops is None else flops / rate / 3600
@@ -234,7 +236,7 @@ def price_job(
             price.checkpoint_gb = parameters * (kept * TRAINING_STATE_BYTES + BF16_BYTES) / GB
     elif job.rule == "download_model":
         shape = shapes.get(job.wildcards.get("model", ""))
-        if shape and config["models"][job.wildcards["model"]].get("source") != "api":
+        if shape:
             price.download_gb = dense_parameters(shape) * BF16_BYTES / GB
     elif job.rule == "download_data":
         price.download_gb = _recorded_size(config, job.wildcards.get("source", "")) / GB
@@ -252,15 +254,17 @@ def _recorded_size(config: dict[str, Any], source: str) -> float:
 
 
 def model_shapes(config: dict[str, Any]) -> dict[str, Qwen2Shape | None]:
-    """Each model's shape: its downloaded config.json, else its family's published one; trained
-    runs take their base model's."""
+    """Each local model's shape: its downloaded config.json, else its family's published one
+    (a hosted model has none: it runs on no GPU of ours); trained runs take their base's."""
     shapes: dict[str, Qwen2Shape | None] = {}
     for name, spec in config["models"].items():
         downloaded = cfg.model_dir(config, name) / "config.json"
-        if downloaded.is_file():
+        if spec.get("source") == "api":
+            shapes[name] = None
+        elif downloaded.is_file():
             shapes[name] = Qwen2Shape.from_config(json.loads(downloaded.read_text()))
         else:
-            shapes[name] = published_shape(spec.get("id") or spec.get("tokenizer") or name)
+            shapes[name] = published_shape(spec.get("id") or name)
     for run, spec in {**cfg.memagent_runs(config), **cfg.memalpha_runs(config)}.items():
         shapes[run] = shapes.get(spec["base"])
     return shapes
@@ -298,44 +302,55 @@ def summarise(prices: Sequence[Price]) -> list[dict[str, Any]]:
     return sorted(kept, key=lambda row: row["rule"])
 
 
+COLUMNS = (  # (heading, text width, row key)
+    ("rule", 22, "rule"),
+    ("jobs", 6, "jobs"),
+    ("GPU jobs", 10, "gpu_jobs"),
+    ("estimated", 11, "estimated_jobs"),
+    ("estimate GPU-h", 16, "estimate_gpu_h"),
+    ("allocation GPU-h", 18, "allocation_gpu_h"),
+    ("downloads GB", 14, "download_gb"),
+    ("checkpoints GB", 16, "checkpoint_gb"),
+)
+
+
+def with_total(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    total = {key: sum(row[key] for row in rows) for _, _, key in COLUMNS[1:]}
+    return [*rows, {"rule": "total", **total}]
+
+
+def cells(row: dict[str, Any]) -> list[str]:
+    """A row's values as shown: hours and gigabytes rounded, "—" for an estimate of no job."""
+    shown = []
+    for _, _, key in COLUMNS:
+        value = row[key]
+        if key == "estimate_gpu_h" and not row["estimated_jobs"]:
+            shown.append("—")
+        elif key.endswith("_gpu_h"):
+            shown.append(_hours(value))
+        elif key.endswith("_gb"):
+            shown.append(f"{value:,.0f}")
+        else:
+            shown.append(f"{value:,}" if isinstance(value, int) else str(value))
+    return shown
+
+
 def render(
     rows: Sequence[dict[str, Any]], planned: int, measured: dict[str, Any], rate: float
 ) -> str:
-    columns = (
-        ("rule", 22, "rule"),
-        ("jobs", 6, "jobs"),
-        ("GPU jobs", 10, "gpu_jobs"),
-        ("estimated", 11, "estimated_jobs"),
-        ("estimate GPU-h", 16, "estimate_gpu_h"),
-        ("allocation GPU-h", 18, "allocation_gpu_h"),
-        ("downloads GB", 14, "download_gb"),
-        ("checkpoints GB", 16, "checkpoint_gb"),
-    )
+    def line(values: Sequence[str]) -> str:
+        return values[0].ljust(COLUMNS[0][1]) + "".join(
+            value.rjust(width) for value, (_, width, _) in zip(values[1:], COLUMNS[1:], strict=True)
+        )
 
-    def line(row: dict[str, Any]) -> str:
-        cells = []
-        for _, width, key in columns:
-            value = row[key]
-            if key == "estimate_gpu_h" and not row["estimated_jobs"]:
-                value = "—"
-            elif key.endswith("_gpu_h"):
-                value = _hours(value)
-            elif key.endswith("_gb"):
-                value = f"{value:,.0f}"
-            cells.append(f"{value:<{width}}" if key == "rule" else f"{value:>{width}}")
-        return "".join(cells)
-
-    header = "".join(
-        f"{title:<{width}}" if key == "rule" else f"{title:>{width}}"
-        for title, width, key in columns
-    )
-    lines = [header, "-" * len(header), *map(line, rows)]
-    total = {key: sum(row[key] for row in rows) for _, _, key in columns[1:]}
-    other = planned - total["jobs"]
+    header = line([title for title, _, _ in COLUMNS])
+    *body, total = with_total(rows)
+    lines = [header, "-" * len(header), *(line(cells(row)) for row in body)]
     lines += [
         "-" * len(header),
-        line({"rule": "total", **total}),
-        f"(and {other} other jobs: CPU work, downloads of data, tables and figures)",
+        line(cells(total)),
+        f"(and {planned - total['jobs']} other jobs: CPU work, downloads of data, tables and "
+        "figures)",
         "",
         f"estimate: FLOPs at {rate / 1e12:,.0f} TFLOP/s, the prefill rate measured on one "
         f"{measured['device']} ({measured['dtype']}, transformers {measured['transformers']}); "
@@ -349,24 +364,16 @@ def render(
 
 def markdown(rows: Sequence[dict[str, Any]]) -> str:
     """The rows and their total as a Markdown table (the README's)."""
-    keys = ("jobs", "gpu_jobs", "estimated_jobs", "estimate_gpu_h", "allocation_gpu_h")
     lines = [
-        "| rule | jobs | GPU jobs | estimated | estimate GPU-h | allocation GPU-h | downloads GB "
-        "| checkpoints GB |",
-        "|---|---|---|---|---|---|---|---|",
+        "| " + " | ".join(title for title, _, _ in COLUMNS) + " |",
+        "|" + "---|" * len(COLUMNS),
     ]
-    total = {key: sum(row[key] for row in rows) for key in (*keys, "download_gb", "checkpoint_gb")}
-    for row in [*rows, {"rule": "**total**", **total}]:
-        estimate = _hours(row["estimate_gpu_h"]) if row["estimated_jobs"] else "—"
-        cells = [
-            f"`{row['rule']}`" if not row["rule"].startswith("*") else row["rule"],
-            *(f"{row[key]:,}" for key in keys[:3]),
-            estimate,
-            _hours(row["allocation_gpu_h"]),
-            f"{row['download_gb']:,.0f}",
-            f"{row['checkpoint_gb']:,.0f}",
-        ]
-        lines.append("| " + " | ".join(cells) + " |")
+    *body, total = with_total(rows)
+    for row in body:
+        rule, *rest = cells(row)
+        lines.append("| " + " | ".join([f"`{rule}`", *rest]) + " |")
+    rule, *rest = cells(total)
+    lines.append("| " + " | ".join([f"**{rule}**", *rest]) + " |")
     return "\n".join(lines)
 
 
@@ -380,39 +387,16 @@ def _hours(value: float) -> str:
 def config_files(args: Sequence[str]) -> list[str]:
     """The config files Snakemake reads for these arguments: --configfile's, else the profile's,
     else the Snakefile's default."""
-    if "--configfile" in args:
-        words = list(args)[list(args).index("--configfile") + 1 :]
-        return list(_leading_words(words))
-    if "--profile" in args:
-        profile = Path(args[list(args).index("--profile") + 1]) / "config.yaml"
-        files = cfg.load_yaml(profile).get("configfile", DEFAULT_CONFIG)
+    from memrl.launch import parsed_arguments
+
+    parsed = parsed_arguments(args)
+    if parsed.configfile:
+        return [str(path) for path in parsed.configfile]
+    if parsed.profile:
+        profile = cfg.load_yaml(Path(parsed.profile[-1]) / "config.yaml")
+        files = profile.get("configfile", DEFAULT_CONFIG)
         return [files] if isinstance(files, str) else list(files)
     return [DEFAULT_CONFIG]
-
-
-def _leading_words(words: Iterable[str]) -> Iterator[str]:
-    for word in words:
-        if word.startswith("-"):
-            return
-        yield word
-
-
-def merged_config(files: Sequence[str], overrides: dict[str, Any]) -> dict[str, Any]:
-    """The files merged key by key, as Snakemake merges them, then the overrides, validated."""
-    config: dict[str, Any] = {}
-    for path in files:
-        _merge(config, cfg.load_yaml(path))
-    cfg.apply_overrides(config, json.dumps(overrides))
-    cfg.validate_config(config, cfg.SCHEMA)
-    return config
-
-
-def _merge(into: dict[str, Any], update: dict[str, Any]) -> None:
-    for key, value in update.items():
-        if isinstance(value, dict) and isinstance(into.get(key), dict):
-            _merge(into[key], value)
-        else:
-            into[key] = value
 
 
 def dry_run(args: Sequence[str], overrides: dict[str, Any]) -> str:
@@ -446,11 +430,11 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--measured", type=Path, default=MEASURED, help="throughput measurements")
     known, rest = parser.parse_known_args(argv)
     args, overrides = split_overrides(rest)
-    config = merged_config(config_files(args), overrides)
+    config = cfg.load_config(config_files(args), overrides)
     measured = json.loads(known.measured.read_text())
     rate = prefill_flop_rate(measured)
-    shapes = model_shapes(config)
-    prices = [price_job(job, config, rate, shapes) for job in parse_plan(dry_run(args, overrides))]
+    pricing = Pricing.of(config, rate)
+    prices = [price_job(job, pricing) for job in parse_plan(dry_run(args, overrides))]
     rows = summarise(prices)
     if known.json:
         print(json.dumps({"rows": rows, "flop_rate": rate, "device": measured["device"]}, indent=1))

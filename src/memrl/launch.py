@@ -10,6 +10,7 @@ answers with a traceback or a bare exception:
 
 from __future__ import annotations
 
+import argparse
 import difflib
 import json
 import os
@@ -71,11 +72,16 @@ def _drop_empty_options(args: list[str]) -> list[str]:
     return out
 
 
-def targets(argv: Sequence[str]) -> list[str]:
-    """The positional targets of a Snakemake command line (as Snakemake's own parser reads it)."""
+def parsed_arguments(argv: Sequence[str]) -> argparse.Namespace:
+    """A Snakemake command line as Snakemake's own parser reads it (without its profile)."""
     from snakemake.cli import get_argument_parser
 
-    return list(get_argument_parser().parse_args(list(argv)).targets)
+    return get_argument_parser().parse_args(list(argv))
+
+
+def targets(argv: Sequence[str]) -> list[str]:
+    """The positional targets of a Snakemake command line."""
+    return list(parsed_arguments(argv).targets)
 
 
 def check_targets(names: Sequence[str], listed: Sequence[str] | None = None) -> None:

@@ -6,6 +6,7 @@ modules, each importing only those above it:
 - `base`: the config's error, the results' paths, training runs and models;
 - `matrix`: the systems (each as its kind expands it, memrl.systems) and their evaluation jobs;
 - `settings`: exactly what one job may read;
+- `machine`: the machine a one-machine profile declares, and the GPU jobs that fit on it;
 - `reports`: the tables and figures, and the jobs each reads;
 - `select`, `checks`, `load`: narrowing to `evaluation.select`, the cross-reference checks, and
   loading a file through the schema.
@@ -36,6 +37,7 @@ from memrl.config.load import (
     SCHEMA,
     apply_overrides,
     check_config_files,
+    load_config,
     load_yaml,
     main,
     validate_config,
@@ -139,6 +141,7 @@ __all__ = [
     "gpu_keys",
     "hqa_pool_settings",
     "infer_memrl",
+    "load_config",
     "load_yaml",
     "longbench_source",
     "main",

@@ -109,6 +109,27 @@ def apply_overrides(config: dict[str, Any], overrides: str | None) -> None:
         node[leaf] = value
 
 
+def load_config(
+    paths: Sequence[str | Path], overrides: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """Config files merged as Snakemake merges several `--configfile`s (key by key, the later
+    file winning), then the nested overrides, validated (memrl.config.select applied)."""
+    config: dict[str, Any] = {}
+    for path in paths:
+        _merge(config, load_yaml(path))
+    apply_overrides(config, json.dumps(overrides or {}))
+    validate_config(config, SCHEMA)
+    return config
+
+
+def _merge(into: dict[str, Any], update: dict[str, Any]) -> None:
+    for key, value in update.items():
+        if isinstance(value, dict) and isinstance(into.get(key), dict):
+            _merge(into[key], value)
+        else:
+            into[key] = value
+
+
 def check_config_files(paths: Sequence[str | Path]) -> None:
     """Read each config file strictly: Snakemake's own reading keeps the last of duplicate keys."""
     for path in dict.fromkeys(map(str, paths)):
@@ -119,19 +140,19 @@ SCHEMA = Path(__file__).resolve().parents[3] / "workflow" / "schemas" / "config.
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    """`python -m memrl.config FILE`: check a config without Snakemake (which, on a YAML syntax
-    error, names neither the line nor the column)."""
+    """`python -m memrl.config FILE...`: check a config, or several merged as Snakemake merges
+    them, without Snakemake (which, on a YAML syntax error, names neither the line nor the
+    column)."""
     import argparse
 
     parser = argparse.ArgumentParser(prog="python -m memrl.config", description=main.__doc__)
-    parser.add_argument("config", type=Path)
+    parser.add_argument("configs", type=Path, nargs="+")
     args = parser.parse_args(argv)
+    named = " + ".join(map(str, args.configs))
     try:
-        config = load_yaml(args.config)
-        validate_config(config, SCHEMA)
+        config = load_config(args.configs)
     except ConfigError as exc:
         message = str(exc)
-        raise SystemExit(
-            message if str(args.config) in message else f"{args.config}: {message}"
-        ) from None
-    print(f"{args.config}: valid ({len(eval_jobs(config))} evaluation jobs)")
+        named_file = any(str(path) in message for path in args.configs)
+        raise SystemExit(message if named_file else f"{named}: {message}") from None
+    print(f"{named}: valid ({len(eval_jobs(config))} evaluation jobs)")

@@ -14,7 +14,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from memrl.config.base import ConfigError, memalpha_runs, trained_runs, uses_qa_server
+from memrl.config.base import ConfigError, memalpha_runs, uses_qa_server
+from memrl.config.matrix import gpus_model
 
 
 @dataclass(frozen=True)
@@ -58,8 +59,7 @@ def _count(n: int, noun: str) -> str:
 
 def gpu_keys(config: dict[str, Any], model: str) -> str:
     """The config key that sets an inference job's GPUs (a trained run's base model's)."""
-    runs = trained_runs(config)
-    return f"models.{runs[model]['base'] if model in runs else model}.gpus"
+    return f"models.{gpus_model(config, model)}.gpus"
 
 
 def train_keys(config: dict[str, Any], run: str) -> str:

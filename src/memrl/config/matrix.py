@@ -161,11 +161,15 @@ def eval_shards(config: dict[str, Any], system: dict[str, Any], benchmark: str, 
     return next((count for start, count in reversed(steps) if length >= start), 1)
 
 
+def gpus_model(config: dict[str, Any], name: str) -> str:
+    """The model whose `gpus` an inference job on `name` takes: a trained run's base model."""
+    runs = trained_runs(config)
+    return runs[name]["base"] if name in runs else name
+
+
 def model_gpus(config: dict[str, Any], name: str) -> int:
     """GPUs an inference job on this model needs (a trained run inherits its base model's)."""
-    runs = trained_runs(config)
-    base = runs[name]["base"] if name in runs else name
-    return int(config["models"][base].get("gpus", 0))
+    return int(config["models"][gpus_model(config, name)].get("gpus", 0))
 
 
 def train_gpus(config: dict[str, Any], run: str) -> int:

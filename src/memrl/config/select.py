@@ -14,6 +14,7 @@ later step (matrix, jobs, reports) sees only what the selection keeps.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from memrl.config.base import ConfigError
@@ -55,7 +56,9 @@ def apply_selection(config: dict[str, Any]) -> None:
     _keep_evaluated_runs(config)
 
 
-def _narrow_mapping(section: dict[str, Any], name: str, swap: Any, kept: set[str]) -> None:
+def _narrow_mapping(
+    section: dict[str, Any], name: str, swap: Callable[[str], str], kept: set[str]
+) -> None:
     """A `{system: label}` block (probe, memory ablation): swapped, narrowed, dropped if empty."""
     block = section.get(name)
     if not block:

@@ -37,6 +37,13 @@ Calls = Callable[[Settings, int], list[Call]]
 QUESTION_TOKENS = 100  # a question with its prompt template, where no budget says otherwise
 
 
+def one_answer(settings: Settings, context_tokens: int) -> list[Call]:
+    """`calls` of a system that answers once over a context: the question beside it, cut to
+    the input budget, and the output budget."""
+    prompt = min(context_tokens + QUESTION_TOKENS, settings["max_input_tokens"])
+    return [(prompt, settings["max_output_tokens"])]
+
+
 def no_settings(config: Config, system: Settings) -> Settings:
     return {}
 

@@ -21,12 +21,11 @@ from memrl.evaluation import (
     output_tokens,
 )
 from memrl.systems.base import (
-    QUESTION_TOKENS,
-    Call,
     Config,
     Settings,
     SystemKind,
     context_baseline_settings,
+    one_answer,
 )
 
 
@@ -64,17 +63,11 @@ def job_settings(config: Config, system: Settings) -> Settings:
     return {key: system.get(key) for key in keys}
 
 
-def calls(settings: Settings, context_tokens: int) -> list[Call]:
-    """One call over the whole context, middle-truncated to the input budget."""
-    prompt = min(context_tokens + QUESTION_TOKENS, settings["max_input_tokens"])
-    return [(prompt, settings["max_output_tokens"])]
-
-
 KIND = SystemKind(
     "longcontext",
     job_settings=job_settings,
     instance_settings=context_baseline_settings,
     workflows=workflows,
     questions=questions,
-    calls=calls,
+    calls=one_answer,  # over the whole context, middle-truncated
 )

@@ -23,12 +23,12 @@ from memrl.evaluation import (
     question,
 )
 from memrl.systems.base import (
-    QUESTION_TOKENS,
     Call,
     Config,
     Settings,
     SystemKind,
     context_baseline_settings,
+    one_answer,
 )
 
 
@@ -149,9 +149,7 @@ def instance_settings(config: Config, system: Settings) -> Settings:
 def calls(settings: Settings, context_tokens: int) -> list[Call]:
     """One call over the top-K units: whole documents (the context's mean document) or chunks."""
     unit = settings["unit_tokens"] or context_tokens / max(settings["length"], 1)
-    retrieved = min(context_tokens, round(settings["top_k"] * unit))
-    prompt = min(retrieved + QUESTION_TOKENS, settings["max_input_tokens"])
-    return [(prompt, settings["max_output_tokens"])]
+    return one_answer(settings, min(context_tokens, round(settings["top_k"] * unit)))
 
 
 KIND = SystemKind(
