@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from memrl.config import load_config
+
 pytestmark = pytest.mark.workflow
 
 WORKFLOW_FILES = ("Snakefile", "workflow", "config", "profiles", "envs")
@@ -160,11 +162,19 @@ def test_one_machine_plans_the_released_checkpoints_and_refuses_multi_node_train
     assert not {"train_stage1", "train_stage2", "train_memalpha"} & set(counts)
     assert counts["evaluate"] > 100 and counts["memorize"] > 0
     assert "results/released/tables/table1.md" in released.stdout
+    # only the models its jobs read: the released checkpoints, not the paper's other backbones
+    downloaded = set(
+        re.findall(r"results/released/models/([\w.-]+)\.manifest\.json", released.stdout)
+    )
+    assert {"rl-memoryagent-14b", "rl-memoryagent-7b", "memalpha-4b"} <= downloaded
+    assert "qwen2.5-14b-instruct" not in downloaded
     readme = (repo / "README.md").read_text()
     assert (
         f"`all` under it\nplans {counts['total']} jobs ({counts['evaluate']} `evaluate`, "
         f"{counts['evaluate_shard']} shards, {counts['memorize']} `memorize`; no training)"
     ) in readme
+    paper_models = load_config([repo / "config/config.yaml"])["models"]
+    assert f"downloaded ({len(downloaded)} of the paper config's {len(paper_models)})" in readme
     # every GPU job claims the machine's 8 GPUs: Snakemake runs them one at a time
     gpus = set(re.findall(r"\bgpu=(\d+)", released.stdout))
     assert gpus == {"8"}

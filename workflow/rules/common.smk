@@ -128,8 +128,12 @@ def raw(source):
 
 
 def get_manifests():
-    """Checksums of every downloaded file and model (also pulls in data nothing else reads yet)."""
+    """Checksums of every downloaded file and model (also pulls in data nothing else reads yet).
+    Under `evaluation.select` the models come only with the jobs that read them: the paper
+    config lists every model of every system, most of which a selection leaves out."""
     sources = [f"{raw(source)}.manifest.json" for source in config["sources"]]
+    if config["evaluation"].get("select"):
+        return sources
     models = [f"{R}/models/{model}.manifest.json" for model in config["models"]]
     return [*sources, *models]
 
