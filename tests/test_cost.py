@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import json
 
 import pytest
@@ -10,6 +11,8 @@ from memrl import config as cfg
 from memrl import cost
 from memrl.report.flops import published_shape
 from memrl.systems import system_kind
+from memrl.systems.base import InstanceShape
+from memrl.systems.memalpha import ITEM_TOKENS
 
 PLAN = """\
 [Thu Nov 26 06:54:07 2026]
@@ -77,7 +80,7 @@ def test_each_kind_says_what_one_question_asks_of_the_engine():
     assert system_kind("longcontext").calls(long, 500_000) == [(120_000, 10_000)]
     rag = {**long, "top_k": 4, "unit_tokens": None, "length": 100}
     assert system_kind("rag").calls(rag, 14_000) == [(4 * 140 + 100, 10_000)]
-    assert system_kind("memalpha").calls is None  # priced by its allocation alone
+    assert system_kind("memalpha").calls is None  # it runs on Mem-α's instances only
 
 
 def test_a_training_stage_counts_every_pass_of_every_conversation(paper):
@@ -92,11 +95,92 @@ def test_a_training_stage_counts_every_pass_of_every_conversation(paper):
     job = cost.PlannedJob(
         "train_stage1", {"train_run": "rl-memagent-7b"}, {"gpu": "32", "runtime": "5760"}, settings
     )
-    price = cost.price_job(job, cost.Pricing.of(paper, 5e14))
+    pricing = cost.Pricing.of(paper, 5e14)
+    price = cost.price_job(job, pricing)
     assert price.estimate_gpu_h == pytest.approx(expected / 5e14 / 3600)
+    on_cpu = cost.price_job(cost.PlannedJob("train_stage1", {}, {"gpu": "0"}, settings), pricing)
+    assert on_cpu.estimate_gpu_h is None  # no GPU-hours for a job on no GPU
     assert price.allocation_gpu_h == 96 * 32
     # two kept training states and the merged model, 14 and 2 bytes per parameter
     assert price.checkpoint_gb == pytest.approx(cost.dense_parameters(shape) * 30 / 1e9)
+
+
+def test_mem_alphas_instances_are_the_papers_tables(paper):
+    published = cost.Pricing.of(paper, RATE).instances
+    # Table 8 (MemoryAgentBench), Table 7's decimals, Table 6's LME-Train (Table 7 prints "-")
+    assert cost.split_instances(published, "mab", ["ruler_qa2_421K"]) == [
+        (1, InstanceShape(219, 2164, 100), "ruler_qa2_421K")
+    ]
+    assert published["memalpha"]["hotpotqa"] == [219, 9.2, 1051.6, 17.0]
+    assert published["memalpha"]["lme_train"] == [5, 13.4, 1576, 4.0]
+    assert cost.split_instances(published, "mab", ["ruler_qa2_421K", "my_source"]) is None
+
+
+def test_each_kind_says_what_one_instance_asks_of_its_models():
+    instance = InstanceShape(chunks=3, chunk_tokens=1000, questions=2)
+    memagent = {"memory_tokens": 1024, "final_tokens": 512}
+    update, final = (100 + 200 + 1000 + 1024, 1024), (100 + 100 + 1024, 512)
+    assert system_kind("memagent").memorize_calls(memagent, instance) == [update] * 3 + [final] * 2
+    assert system_kind("memagent").instance_calls({}, instance) == []  # the answers are given
+    mem1 = {"memory_tokens": 1024, "max_input_tokens": 30_000, "max_output_tokens": 2048}
+    assert system_kind("mem1").memorize_calls(mem1, instance) == [(2124, 1024)] * 3
+    after = {**mem1, "memorized": {"memory_tokens": 256}}  # the summary is the context
+    assert system_kind("mem1").instance_calls(after, instance) == [(356, 2048)] * 2
+    baseline = {"max_input_tokens": 2500, "max_output_tokens": 64, "top_k": 2}
+    assert system_kind("longcontext").instance_calls(baseline, instance) == [(2500, 64)] * 2
+    assert system_kind("rag").instance_calls(baseline, instance) == [(2100, 64)] * 2
+    agent = {"max_new_tokens": 2048, "visible_items": 5, "prompt_cap": None}
+    (prompt, output), *rest = system_kind("memalpha").memorize_calls({"agent": agent}, instance)
+    # its template with the tool schemas (~1,250 tokens), the core's 512, 10 items, the chunk
+    assert 1200 + 512 + 1000 + 1000 < prompt < 1400 + 512 + 1000 + 1000 and output == 2048
+    assert len(rest) == 2
+    capped = {"agent": {**agent, "prompt_cap": 3000}, "disabled_memory": ["core"]}
+    assert system_kind("memalpha").memorize_calls(capped, instance)[0] == (3000, 2048)
+    qa = {"qa": {"top_k": 20, "prompt_cap": 30_000, "max_tokens": 2048}}
+    (prompt, output), _ = system_kind("memalpha").instance_calls(qa, instance)
+    assert 512 + 40 * 100 + 100 < prompt < 512 + 40 * 100 + 100 + 300 and output == 2048
+
+
+def test_an_evaluation_after_a_memorize_job_runs_on_the_qa_model(paper):
+    pricing = cost.Pricing.of(paper, RATE)
+    job = cfg.EvalJob("mab", "mem1-7b", 0, ("longmemeval_s*",), 1)
+    settings = cfg.eval_settings(paper, job, 0)
+    (n, instance, source), *_ = cost.job_instances(pricing, settings)
+    assert (n, instance.questions, source) == (5, 60, "longmemeval_s*")
+    answer = (100 + 1024, 2048)  # over MEM1's 1,024-token summary
+    judge = cost.template_tokens(cost.JUDGE_TEMPLATE) + 100 + 2048
+    calls = [answer] * 60 + [(judge, 256)] * 60  # LongMemEval's answers are judged
+    qwen3_32b = published_shape("Qwen/Qwen3-32B")
+    expected = 5 * cost.forward_flops(qwen3_32b, cost.lengths(calls))
+    assert cost.evaluate_job_flops(pricing, settings) == pytest.approx(expected)
+    memorize = cfg.memorize_settings(paper, job)
+    price = cost.price_job(cost.PlannedJob("memorize", {}, {"gpu": "1"}, memorize), pricing)
+    summaries = [(100 + 1591 + 1024, 1024)] * 219  # 218.6 chunks of 1,591.4 tokens
+    seven_b = published_shape("Qwen/Qwen2.5-7B")
+    assert price.estimate_gpu_h * RATE * 3600 == pytest.approx(
+        5 * cost.forward_flops(seven_b, cost.lengths(summaries))
+    )
+
+
+def test_mem_alphas_training_counts_rollouts_and_the_qa_models_rewards(paper):
+    pricing = cost.Pricing.of(paper, RATE)
+    policy, qa = published_shape("Qwen/Qwen3-4B"), published_shape("Qwen/Qwen3-32B")
+    with_judge = cfg.memalpha_train_settings(paper, "memalpha-4b-b0.05-g0.1")
+    without = cfg.memalpha_train_settings(paper, "memalpha-4b-b0.05-g0")
+    # the same rollouts; γ = 0 leaves r4's content judge out
+    judged = cost.memalpha_training_flops(pricing, with_judge, policy, qa)
+    assert judged > cost.memalpha_training_flops(pricing, without, policy, qa)
+    # one source alone: 85 steps x 32 x 8 rollouts of its instance
+    only = {**without, "sources": ["booksum"]}
+    ((_, instance, _),) = cost.split_instances(pricing.instances, "train", ["booksum"])
+    rollout = system_kind("memalpha").memorize_calls(only, instance)
+    assert len(rollout) == 8 and all(prompt <= 6144 for prompt, _ in rollout)  # 7.8 chunks
+    answer = system_kind("memalpha").instance_calls(only, instance)
+    expected = cost.policy_update_flops(policy, rollout, only)
+    expected += cost.forward_flops(qa, cost.lengths(answer))
+    assert cost.memalpha_training_flops(pricing, only, policy, qa) == pytest.approx(
+        85 * 32 * 8 * expected
+    )
 
 
 def test_config_files_follow_snakemakes_order(repo):
@@ -129,7 +213,7 @@ def test_the_readmes_training_estimates_are_these(repo, paper):
     for run in ("rl-memagent-7b", "rl-memagent-14b"):
         for stage in ("stage1", "stage2"):
             settings = cfg.train_settings(paper, run, stage)
-            job = cost.PlannedJob(f"train_{stage}", {"train_run": run}, {}, settings)
+            job = cost.PlannedJob(f"train_{stage}", {"train_run": run}, {"gpu": "1"}, settings)
             hours[run, stage] = round(cost.price_job(job, pricing).estimate_gpu_h)
     seven = hours["rl-memagent-7b", "stage1"], hours["rl-memagent-7b", "stage2"]
     fourteen = hours["rl-memagent-14b", "stage1"], hours["rl-memagent-14b", "stage2"]
@@ -142,6 +226,37 @@ def test_the_readmes_training_estimates_are_these(repo, paper):
 
 
 RATE = cost.prefill_flop_rate(json.loads(cost.MEASURED.read_text()))
+
+
+def test_the_readmes_mem_alpha_training_estimates_are_these(repo, paper):
+    readme = " ".join((repo / "README.md").read_text().split())
+
+    def hours(config, run):
+        settings = cfg.memalpha_train_settings(config, run)
+        job = cost.PlannedJob("train_memalpha", {}, {"gpu": "1"}, settings)
+        return cost.price_job(job, cost.Pricing.of(config, RATE)).estimate_gpu_h
+
+    main, no_content = hours(paper, "memalpha-4b-b0.05-g0.1"), hours(paper, "memalpha-4b-b0.05-g0")
+    settings = cfg.memalpha_train_settings(paper, "memalpha-4b-b0.05-g0.1")
+    pricing = cost.Pricing.of(paper, RATE)
+    work = cost.split_instances(pricing.instances, "train", settings["sources"])
+    kind, policy = system_kind("memalpha"), published_shape("Qwen/Qwen3-4B")
+    rollouts = settings["steps"] * settings["rollout_batch"] * settings["group_size"]
+    on_policy = sum(
+        n * cost.policy_update_flops(policy, kind.memorize_calls(settings, instance), settings)
+        for n, instance, _ in work
+    ) / sum(n for n, _, _ in work)
+    qa_share = 1 - rollouts * on_policy / RATE / 3600 / main
+    paper_recipe = copy.deepcopy(paper)
+    paper_recipe["memalpha"]["training"]["recipe"] = "paper"
+    longer = hours(paper_recipe, "memalpha-4b-b0.05-g0.1")
+    assert (
+        f"a run of the official recipe ({settings['steps']} steps) is estimated at {main:,.0f} "
+        f"GPU-hours ({no_content:,.0f} with γ = 0, which drops r4's content judge), "
+        f"{qa_share:.0%} of it on the QA model"
+    ) in readme
+    assert f"the paper's 205 steps would take {longer:,.0f}" in readme
+    assert f"no budget caps, is taken as {ITEM_TOKENS} tokens" in readme
 
 
 def test_the_readmes_gpu_measurements_are_the_packaged_ones(repo):

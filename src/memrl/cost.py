@@ -12,8 +12,10 @@ priced) and reads each job's rule, wildcards, resources and settings from the pl
   for training) at the FLOP rate measured for prefill on one GPU (src/memrl/measured/, by
   scripts/bench_gpu_throughput.py). Every call is counted at its token budgets and generated
   tokens at the prefill rate, a compute-bound pace that a well-batched engine approaches and
-  decoding one sequence at a time does not. Jobs whose work is not modelled (Mem-α's memorize,
-  QA and GRPO jobs, the question filter) have none;
+  decoding one sequence at a time does not. The work: MemAgent's benchmarks at the config's
+  sizes (LongBench's published ones); Mem-α's instances at the sizes the paper's Tables 6-8
+  print (RULER-HQA's samples cut into chunks); each system kind's calls (memrl.systems). Jobs
+  whose work is not modelled (the question filter, a kind without calls) have none;
 - **allocation**: its runtime limit times the GPUs it requests (the profile's resources), the
   upper bound a scheduler would charge.
 
@@ -38,11 +40,20 @@ from pathlib import Path
 from typing import Any
 
 from memrl import config as cfg
-from memrl.benchmarks import MEMAGENT_BENCHMARKS, PROBE_BENCHMARK
+from memrl.benchmarks import MEMAGENT_BENCHMARKS, MEMALPHA_BENCHMARKS, PROBE_BENCHMARK
 from memrl.data.longbench import PUBLISHED_SIZES as LONGBENCH_SIZES
 from memrl.report.flops import Qwen2Shape, dense_parameters, published_shape, sequence_flops
+from memrl.scoring.memalpha import JUDGE_TEMPLATE, is_judged
 from memrl.settings_files import read_settings
 from memrl.systems import system_kind
+from memrl.systems.base import (
+    QUESTION_TOKENS,
+    Call,
+    InstanceShape,
+    Settings,
+    SystemKind,
+    template_tokens,
+)
 
 MEASURED = Path(__file__).resolve().parent / "measured" / "gpu_throughput_h200.json"
 DEFAULT_CONFIG = "config/smoke.yaml"  # the Snakefile's embedded default
@@ -164,16 +175,27 @@ def evaluation_flops(
     total = 0.0
     for questions, tokens in job_questions(config, settings):
         calls = kind.calls(settings, tokens)
-        total += questions * forward_flops(shape, [prompt + output for prompt, output in calls])
+        total += questions * forward_flops(shape, lengths(calls))
     return total
+
+
+def lengths(calls: Iterable[Call]) -> list[int]:
+    return [prompt + output for prompt, output in calls]
+
+
+def policy_update_flops(shape: Qwen2Shape, calls: list[Call], settings: dict[str, Any]) -> float:
+    """verl's passes over one rollout's calls: the rollout, old-policy and reference forwards
+    (the reference only with a KL loss), the actor's forward and backward and, with gradient
+    checkpointing, its recomputed forward."""
+    backward = sequence_flops(shape, lengths(calls), attention="verl")
+    forwards = 2 + (settings["kl_coef"] > 0) + settings["verl"]["gradient_checkpointing"]
+    return backward + forwards * backward / 3
 
 
 def training_flops(config: dict[str, Any], settings: dict[str, Any], shape: Qwen2Shape) -> float:
     """A MemAgent training stage: steps x rollout questions x group conversations over its
     data's context (stage I: RULER-HQA's training documents; stage II: the mix's longest rows),
-    each call at its budgets, with verl's passes: the rollout, old-policy and reference forwards
-    (the reference only with a KL loss), the actor's forward and backward and, with gradient
-    checkpointing, its recomputed forward."""
+    each call at its budgets, through verl's passes."""
     agent = settings["agent"]
     longest = settings["max_chunks"] * agent["chunk_tokens"]
     if settings["stage"] == "stage1":
@@ -181,10 +203,127 @@ def training_flops(config: dict[str, Any], settings: dict[str, Any], shape: Qwen
     else:
         context = min(config["training"]["stage2_data"]["max_context_tokens"], longest)
     calls = system_kind("memagent").calls({"agent": agent}, context)
-    lengths = [prompt + output for prompt, output in calls]
-    backward = sequence_flops(shape, lengths, attention="verl")
-    forwards = 2 + (settings["kl_coef"] > 0) + settings["verl"]["gradient_checkpointing"]
-    per_rollout = backward + forwards * backward / 3
+    per_rollout = policy_update_flops(shape, calls, settings)
+    return settings["steps"] * settings["rollout_batch"] * settings["group_size"] * per_rollout
+
+
+# ---------------------------------------------------------------- Mem-α's instances
+
+
+Instances = list[tuple[int, InstanceShape, str]]  # (instances, their shape, source) per source
+
+
+def published_instances(paper: dict[str, Any]) -> dict[str, dict[str, list[float]]]:
+    """Per Mem-α split, per source: [instances, chunks per instance, tokens per chunk, questions
+    per instance] as the paper's Tables 6-8 print them (Table 7's decimals over Table 6's)."""
+    stats: dict[str, dict[str, list[float]]] = {}
+    for table in ("table6", "table7", "table8"):
+        for split, part in paper.get(table, {}).get("splits", {}).items():
+            stats.setdefault(split, {}).update(part["stats"])
+    return stats
+
+
+def split_instances(
+    published: dict[str, dict[str, list[float]]], split: str, sources: Iterable[str]
+) -> Instances | None:
+    """The instances of these sources of a split; None if the paper gives one no size."""
+    sizes = published.get(split, {})
+    if any(source not in sizes for source in sources):
+        return None
+    work = []
+    for source in sources:
+        instances, chunks, tokens, questions = sizes[source]
+        shape = InstanceShape(max(round(chunks), 1), round(tokens), max(round(questions), 1))
+        work.append((int(instances), shape, source))
+    return work
+
+
+def job_instances(pricing: Pricing, settings: dict[str, Any]) -> Instances | None:
+    """The instances one memorize or evaluate job reads: RULER-HQA's samples at its length cut
+    into chunks (one question each, asked as a MemoryAgentBench source), else its tasks'."""
+    if settings["benchmark"] != "ruler_hqa":
+        return split_instances(pricing.instances, settings["benchmark"], settings["tasks"])
+    hqa = settings["ruler_hqa"]
+    chunks = math.ceil(hqa_tokens(pricing.config, int(settings["length"])) / hqa["chunk_tokens"])
+    samples = pricing.config["ruler_hqa"]["eval_questions"]
+    return [(samples, InstanceShape(chunks, hqa["chunk_tokens"], 1), hqa["source"])]
+
+
+def on_instances(kind: SystemKind, benchmark: str) -> bool:
+    return kind.instances_only or benchmark in MEMALPHA_BENCHMARKS
+
+
+def judge_calls(qa: Settings, instance: InstanceShape, source: str) -> list[Call]:
+    """The QA model judging each answer of a LongMemEval-style source (rubric, question and
+    the answer at the QA budget)."""
+    if not is_judged(source):
+        return []
+    prompt = template_tokens(JUDGE_TEMPLATE) + QUESTION_TOKENS + qa["max_tokens"]
+    return [(prompt, qa["judge_max_tokens"])] * instance.questions
+
+
+def memorize_flops(pricing: Pricing, settings: dict[str, Any], shape: Qwen2Shape) -> float | None:
+    kind = system_kind(settings["kind"])
+    work = job_instances(pricing, settings)
+    if kind.memorize_calls is None or work is None:
+        return None
+    return sum(
+        n * forward_flops(shape, lengths(kind.memorize_calls(settings, instance)))
+        for n, instance, _ in work
+    )
+
+
+def instance_evaluation_flops(
+    pricing: Pricing, settings: dict[str, Any], memorized: Settings | None, shape: Qwen2Shape
+) -> float | None:
+    """An evaluate job on Mem-α's instances: the kind's calls (after a memorize job, with its
+    settings as "memorized") and the judge's."""
+    kind = system_kind(settings["kind"])
+    work = job_instances(pricing, settings)
+    if kind.instance_calls is None or work is None:
+        return None
+    if memorized is not None:
+        settings = {**settings, "memorized": memorized}
+    total = 0.0
+    for n, instance, source in work:
+        asked = kind.instance_calls(settings, instance)
+        judged = judge_calls(settings["qa"], instance, source)
+        total += n * forward_flops(shape, lengths([*asked, *judged]))
+    return total
+
+
+def content_judge_calls(settings: dict[str, Any], instance: InstanceShape) -> list[Call]:
+    """With γ > 0, the judge of each chunk's written content (r4): its longest rubric and the
+    content at the response budget."""
+    from memrl.train.memalpha_rewards import CONTENT_JUDGE_PROMPTS
+
+    if settings["gamma"] <= 0:
+        return []
+    rubric = max(template_tokens(prompt) for prompt in CONTENT_JUDGE_PROMPTS.values())
+    prompt = rubric + QUESTION_TOKENS + settings["agent"]["max_new_tokens"]
+    return [(prompt, settings["judge"]["max_tokens"])] * instance.chunks
+
+
+def memalpha_training_flops(
+    pricing: Pricing, settings: dict[str, Any], policy: Qwen2Shape, qa: Qwen2Shape
+) -> float | None:
+    """Mem-α's GRPO: steps x rollout batch x group rollouts, each the memorisation of a training
+    instance (the paper's Table 7 mix, by its counts) through verl's passes, and on the QA model
+    the questions of r1, the judge of LongMemEval's and the content judge of r4."""
+    kind = system_kind("memalpha")
+    work = split_instances(pricing.instances, "train", settings["sources"])
+    if not work:
+        return None
+    per_rollout = 0.0
+    for n, instance, source in work:
+        rollout = kind.memorize_calls(settings, instance)
+        rewards = [
+            *kind.instance_calls(settings, instance),
+            *judge_calls(settings["qa"], instance, source),
+            *content_judge_calls(settings, instance),
+        ]
+        flops = policy_update_flops(policy, rollout, settings) + forward_flops(qa, lengths(rewards))
+        per_rollout += n * flops / sum(count for count, _, _ in work)
     return settings["steps"] * settings["rollout_batch"] * settings["group_size"] * per_rollout
 
 
@@ -201,16 +340,23 @@ class Price:
 @dataclass(frozen=True)
 class Pricing:
     """What pricing reads, worked out once per plan: the config, its concrete systems, each
-    model's shape and the measured FLOP rate."""
+    model's shape, the measured FLOP rate and the sizes of Mem-α's instances."""
 
     config: dict[str, Any]
     rate: float
     shapes: dict[str, Qwen2Shape | None]
     systems: dict[str, dict[str, Any]]
+    instances: dict[str, dict[str, list[float]]]
 
     @classmethod
     def of(cls, config: dict[str, Any], rate: float) -> Pricing:
-        return cls(config, rate, model_shapes(config), cfg.eval_systems(config))
+        paper = config["report"].get("memalpha_paper")
+        instances = published_instances(cfg.load_yaml(Path(paper))) if paper else {}
+        return cls(config, rate, model_shapes(config), cfg.eval_systems(config), instances)
+
+
+def gpu_hours(flops: float | None, rate: float) -> float | None:
+    return None if flops is None else flops / rate / 3600
 
 
 def price_job(job: PlannedJob, pricing: Pricing) -> Price:
@@ -218,22 +364,16 @@ def price_job(job: PlannedJob, pricing: Pricing) -> Price:
     price = Price(job.rule, gpu=gpus > 0)
     if gpus and "runtime" in job.resources:
         price.allocation_gpu_h = int(job.resources["runtime"]) / 60 * gpus
-    config, rate, shapes = pricing.config, pricing.rate, pricing.shapes
+    config, shapes = pricing.config, pricing.shapes
     settings = job.settings or {}
-    if job.rule in ("evaluate", "evaluate_shard") and settings:
-        system = pricing.systems[settings["system"]]
-        model = cfg.eval_model(config, system, settings["benchmark"])
-        shape = shapes.get(model)
-        flops = evaluation_flops(config, settings, shape) if shape else None
-        price.estimate_gpu_h = None if flops is None else flops / rate / 3600
-    elif job.rule in ("train_stage1", "train_stage2") and settings:
-        run = cfg.memagent_runs(config)[settings["run"]]
-        shape = shapes.get(run["base"])
+    if gpus and settings:
+        price.estimate_gpu_h = gpu_hours(job_flops(job.rule, settings, pricing), pricing.rate)
+    if job.rule in ("train_stage1", "train_stage2") and "verl" in settings:
+        shape = shapes.get(cfg.memagent_runs(config)[settings["run"]]["base"])
         if shape:
-            price.estimate_gpu_h = training_flops(config, settings, shape) / rate / 3600
-            parameters = dense_parameters(shape)
             kept = settings["verl"]["max_checkpoints"] or 1
-            price.checkpoint_gb = parameters * (kept * TRAINING_STATE_BYTES + BF16_BYTES) / GB
+            bytes_per_parameter = kept * TRAINING_STATE_BYTES + BF16_BYTES
+            price.checkpoint_gb = dense_parameters(shape) * bytes_per_parameter / GB
     elif job.rule == "download_model":
         shape = shapes.get(job.wildcards.get("model", ""))
         if shape:
@@ -241,6 +381,39 @@ def price_job(job: PlannedJob, pricing: Pricing) -> Price:
     elif job.rule == "download_data":
         price.download_gb = _recorded_size(config, job.wildcards.get("source", "")) / GB
     return price
+
+
+def job_flops(rule: str, settings: dict[str, Any], pricing: Pricing) -> float | None:
+    """The FLOPs of one GPU job's work; None where it is not modelled."""
+    config, shapes = pricing.config, pricing.shapes
+    if rule in ("evaluate", "evaluate_shard"):
+        return evaluate_job_flops(pricing, settings)
+    if rule == "memorize":
+        shape = shapes.get(pricing.systems[settings["system"]]["model"])
+        return memorize_flops(pricing, settings, shape) if shape else None
+    if rule == "train_memalpha":
+        policy, qa = shapes.get(settings["base"]), shapes.get(cfg.qa_model(config))
+        return memalpha_training_flops(pricing, settings, policy, qa) if policy and qa else None
+    if rule in ("train_stage1", "train_stage2"):
+        shape = shapes.get(cfg.memagent_runs(config)[settings["run"]]["base"])
+        return training_flops(config, settings, shape) if shape else None
+    return None
+
+
+def evaluate_job_flops(pricing: Pricing, settings: dict[str, Any]) -> float | None:
+    """An evaluate job on the model it loads: MemAgent's benchmarks, or Mem-α's instances."""
+    system = pricing.systems[settings["system"]]
+    benchmark = settings["benchmark"]
+    shape = pricing.shapes.get(cfg.eval_model(pricing.config, system, benchmark))
+    kind = system_kind(system["kind"])
+    if shape is None:
+        return None
+    if not on_instances(kind, benchmark):
+        return evaluation_flops(pricing.config, settings, shape)
+    memorized = None
+    if kind.memorizes(benchmark) and kind.memorize_settings is not None:
+        memorized = kind.memorize_settings(pricing.config, system)  # what its input was made by
+    return instance_evaluation_flops(pricing, settings, memorized, shape)
 
 
 def _recorded_size(config: dict[str, Any], source: str) -> float:

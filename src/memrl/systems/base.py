@@ -35,6 +35,28 @@ SpecSettings = Callable[[Config, Settings], Settings]
 Call = tuple[int, int]  # one engine call: (prompt tokens, output tokens)
 Calls = Callable[[Settings, int], list[Call]]
 QUESTION_TOKENS = 100  # a question with its prompt template, where no budget says otherwise
+CHARS_PER_TOKEN = 4  # a prompt template's English and JSON, about
+
+
+def template_tokens(text: str) -> int:
+    """A prompt template's tokens, about, from its characters."""
+    return -(-len(text) // CHARS_PER_TOKEN)
+
+
+@dataclass(frozen=True)
+class InstanceShape:
+    """One Mem-α instance as `memrl cost` sizes it: its chunks, their tokens, its questions."""
+
+    chunks: int
+    chunk_tokens: int
+    questions: int
+
+    @property
+    def context_tokens(self) -> int:
+        return self.chunks * self.chunk_tokens
+
+
+InstanceCalls = Callable[[Settings, InstanceShape], list[Call]]
 
 
 def one_answer(settings: Settings, context_tokens: int) -> list[Call]:
@@ -42,6 +64,11 @@ def one_answer(settings: Settings, context_tokens: int) -> list[Call]:
     the input budget, and the output budget."""
     prompt = min(context_tokens + QUESTION_TOKENS, settings["max_input_tokens"])
     return [(prompt, settings["max_output_tokens"])]
+
+
+def answers_over_context(settings: Settings, instance: InstanceShape) -> list[Call]:
+    """`instance_calls` of a system that answers each question over the instance's context."""
+    return one_answer(settings, instance.context_tokens) * instance.questions
 
 
 def no_settings(config: Config, system: Settings) -> Settings:
@@ -79,8 +106,12 @@ class SystemKind:
     What its jobs cost (`memrl cost`):
     - `calls(settings, context_tokens)`: the engine calls, (prompt, output) tokens at their
       budgets, that one question over a context of that many tokens takes on MemAgent's
-      benchmarks, from the evaluate job's settings; a kind without it is priced by its
-      allocation alone.
+      benchmarks, from the evaluate job's settings;
+    - `memorize_calls(settings, instance)`: the calls its memorize job makes for one Mem-α
+      instance, on its own model; `instance_calls(settings, instance)`: those its evaluate job
+      makes for one instance (on the QA model after a memorize job, whose settings it finds
+      under "memorized"), the judge's aside.
+    A kind without the one a job needs is priced by that job's allocation alone.
     """
 
     name: str
@@ -98,6 +129,8 @@ class SystemKind:
     memorizer: Memorizer | None = None
     questions: Questions | None = None
     calls: Calls | None = None
+    memorize_calls: InstanceCalls | None = None
+    instance_calls: InstanceCalls | None = None
 
     def __post_init__(self) -> None:
         if (self.memorizer is None) != (self.memorize_settings is None):

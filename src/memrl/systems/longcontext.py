@@ -24,6 +24,7 @@ from memrl.systems.base import (
     Config,
     Settings,
     SystemKind,
+    answers_over_context,
     context_baseline_settings,
     one_answer,
 )
@@ -70,4 +71,5 @@ KIND = SystemKind(
     workflows=workflows,
     questions=questions,
     calls=one_answer,  # over the whole context, middle-truncated
+    instance_calls=answers_over_context,  # cut from the left
 )

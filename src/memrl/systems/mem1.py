@@ -18,7 +18,16 @@ from memrl.evaluation import (
     counts,
     drive,
 )
-from memrl.systems.base import Config, Settings, SystemKind, baseline_protocol
+from memrl.systems.base import (
+    QUESTION_TOKENS,
+    Call,
+    Config,
+    InstanceShape,
+    Settings,
+    SystemKind,
+    baseline_protocol,
+    one_answer,
+)
 
 
 def mem1_memorize_runner(
@@ -88,6 +97,18 @@ def memorize_settings(config: Config, system: Settings) -> Settings:
     return {"sampling": mem1["sampling"], "memory_tokens": mem1["memory_tokens"]}
 
 
+def memorize_calls(settings: Settings, instance: InstanceShape) -> list[Call]:
+    """Its summary loop: per chunk the task, the summary so far and the chunk in, the new
+    summary out, at its budget."""
+    memory = settings["memory_tokens"]
+    return [(QUESTION_TOKENS + instance.chunk_tokens + memory, memory)] * instance.chunks
+
+
+def instance_calls(settings: Settings, instance: InstanceShape) -> list[Call]:
+    """Each question over the final summary (its memorize job's budget) as the context."""
+    return one_answer(settings, settings["memorized"]["memory_tokens"]) * instance.questions
+
+
 # a baseline of Mem-α's framework: one memorize job reads each instance whole
 KIND = SystemKind(
     "mem1",
@@ -99,4 +120,6 @@ KIND = SystemKind(
     memorize_settings=memorize_settings,
     memorizer=memorizer,
     questions=questions,
+    memorize_calls=memorize_calls,
+    instance_calls=instance_calls,
 )

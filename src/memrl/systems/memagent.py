@@ -29,7 +29,15 @@ from memrl.evaluation import (
 )
 from memrl.report.flops import FINAL_PROMPT_TOKENS, WORKFLOW_PROMPT_TOKENS
 from memrl.scoring.evidence import GoldChunks, evidence_strings
-from memrl.systems.base import Call, Config, Settings, SystemKind, baseline_protocol
+from memrl.systems.base import (
+    QUESTION_TOKENS,
+    Call,
+    Config,
+    InstanceShape,
+    Settings,
+    SystemKind,
+    baseline_protocol,
+)
 
 
 def memagent_system(
@@ -171,6 +179,20 @@ def calls(settings: Settings, context_tokens: int) -> list[Call]:
     return [update] * math.ceil(context_tokens / chunk) + [final]
 
 
+def memorize_calls(settings: Settings, instance: InstanceShape) -> list[Call]:
+    """On a Mem-α instance: a memory update per chunk with the task prompt as the problem, then
+    each question answered over the final memory; each at its budget."""
+    memory = settings["memory_tokens"]
+    update = (QUESTION_TOKENS + WORKFLOW_PROMPT_TOKENS + instance.chunk_tokens + memory, memory)
+    final = (QUESTION_TOKENS + FINAL_PROMPT_TOKENS + memory, settings["final_tokens"])
+    return [update] * instance.chunks + [final] * instance.questions
+
+
+def judged_only(settings: Settings, instance: InstanceShape) -> list[Call]:
+    """Its evaluate job asks nothing: the answers are given (the QA model only judges)."""
+    return []
+
+
 KIND = SystemKind(
     "memagent",
     job_settings=job_settings,
@@ -180,4 +202,6 @@ KIND = SystemKind(
     memorizer=memorizer,
     questions=questions,
     calls=calls,
+    memorize_calls=memorize_calls,
+    instance_calls=judged_only,
 )

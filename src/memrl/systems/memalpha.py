@@ -23,7 +23,19 @@ from memrl.evaluation import (
     drive,
     instance_qa_runner,
 )
-from memrl.systems.base import Config, Settings, SystemKind
+from memrl.systems.base import (
+    QUESTION_TOKENS,
+    Call,
+    Config,
+    InstanceShape,
+    Settings,
+    SystemKind,
+    template_tokens,
+)
+
+# an assumption of `memrl cost`: a semantic or episodic item is a fact or an event in a sentence
+# or two (no budget caps it)
+ITEM_TOKENS = 100
 
 
 def memorize_runner(
@@ -152,6 +164,46 @@ def memorize_settings(config: Config, system: Settings) -> Settings:
     }
 
 
+def memorize_calls(settings: Settings, instance: InstanceShape) -> list[Call]:
+    """Per chunk the memorisation prompt (its template with the tool schemas, the core at its
+    cap, the last `visible_items` items of each store, the chunk), cut to `prompt_cap` where set
+    (training), and the response at its budget."""
+    from memrl.agents.memalpha import memorize_system_prompt, memorize_user_prompt
+    from memrl.agents.structured_memory import (
+        CORE,
+        CORE_MAX_TOKENS,
+        EPISODIC,
+        SEMANTIC,
+        StructuredMemory,
+    )
+
+    agent = settings["agent"]
+    disabled = frozenset(settings.get("disabled_memory", []))
+    empty = StructuredMemory(len, disabled, seed=0)
+    template = memorize_system_prompt(empty, agent["visible_items"])
+    template += memorize_user_prompt("", agent["max_new_tokens"])
+    core = 0 if CORE in disabled else CORE_MAX_TOKENS
+    stores = len({SEMANTIC, EPISODIC} - disabled)
+    items = stores * agent["visible_items"] * ITEM_TOKENS
+    prompt = template_tokens(template) + core + items + instance.chunk_tokens
+    if agent.get("prompt_cap"):
+        prompt = min(prompt, agent["prompt_cap"])
+    return [(prompt, agent["max_new_tokens"])] * instance.chunks
+
+
+def qa_calls(settings: Settings, instance: InstanceShape) -> list[Call]:
+    """Each question over its retrieved memory (the core at its cap and the top-k items of
+    the semantic and episodic stores), cut to the QA prompt cap; the answer at its budget."""
+    from memrl.agents.memalpha import qa_system_prompt
+    from memrl.agents.structured_memory import CORE_MAX_TOKENS, EPISODIC, SEMANTIC
+
+    qa = settings["qa"]
+    template = template_tokens(qa_system_prompt("", {SEMANTIC: [], EPISODIC: []}))
+    memory = CORE_MAX_TOKENS + 2 * qa["top_k"] * ITEM_TOKENS
+    prompt = min(template + memory + QUESTION_TOKENS, qa["prompt_cap"])
+    return [(prompt, qa["max_tokens"])] * instance.questions
+
+
 # its memorize job reads each instance whole (one job), the QA step scored by its own protocol
 KIND = SystemKind(
     "memalpha",
@@ -162,4 +214,6 @@ KIND = SystemKind(
     memorize_settings=memorize_settings,
     memorizer=memorizer,
     questions=questions,
+    memorize_calls=memorize_calls,
+    instance_calls=qa_calls,
 )

@@ -25,6 +25,7 @@ from memrl.evaluation import (
 from memrl.systems.base import (
     Call,
     Config,
+    InstanceShape,
     Settings,
     SystemKind,
     context_baseline_settings,
@@ -152,6 +153,12 @@ def calls(settings: Settings, context_tokens: int) -> list[Call]:
     return one_answer(settings, min(context_tokens, round(settings["top_k"] * unit)))
 
 
+def instance_calls(settings: Settings, instance: InstanceShape) -> list[Call]:
+    """Each question over its top-K of the instance's chunks."""
+    retrieved = min(instance.context_tokens, settings["top_k"] * instance.chunk_tokens)
+    return one_answer(settings, retrieved) * instance.questions
+
+
 KIND = SystemKind(
     "rag",
     benchmarks=("ruler_hqa", "longbench"),
@@ -165,4 +172,5 @@ KIND = SystemKind(
     workflows=workflows,
     questions=questions,
     calls=calls,
+    instance_calls=instance_calls,
 )
