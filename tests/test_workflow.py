@@ -174,7 +174,7 @@ def test_one_machine_plans_the_released_checkpoints_and_refuses_multi_node_train
         f"{counts['evaluate_shard']} shards, {counts['memorize']} `memorize`; no training)"
     ) in readme
     paper_models = load_config([repo / "config/config.yaml"])["models"]
-    assert f"downloaded ({len(downloaded)} of the paper config's {len(paper_models)})" in readme
+    assert f"downloads {len(downloaded)} of the paper config's {len(paper_models)}" in readme
     # every GPU job claims the machine's 8 GPUs: Snakemake runs them one at a time
     gpus = set(re.findall(r"\bgpu=(\d+)", released.stdout))
     assert gpus == {"8"}

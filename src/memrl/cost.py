@@ -40,9 +40,10 @@ from pathlib import Path
 from typing import Any
 
 from memrl import config as cfg
-from memrl.benchmarks import MEMAGENT_BENCHMARKS, MEMALPHA_BENCHMARKS, PROBE_BENCHMARK
+from memrl.benchmarks import MEMAGENT_BENCHMARKS, PROBE_BENCHMARK
 from memrl.data.longbench import PUBLISHED_SIZES as LONGBENCH_SIZES
 from memrl.report.flops import Qwen2Shape, dense_parameters, published_shape, sequence_flops
+from memrl.report.memalpha_tables import STAT_FIELDS
 from memrl.scoring.memalpha import JUDGE_TEMPLATE, is_judged
 from memrl.settings_files import read_settings
 from memrl.systems import system_kind
@@ -51,7 +52,6 @@ from memrl.systems.base import (
     Call,
     InstanceShape,
     Settings,
-    SystemKind,
     template_tokens,
 )
 
@@ -203,8 +203,12 @@ def training_flops(config: dict[str, Any], settings: dict[str, Any], shape: Qwen
     else:
         context = min(config["training"]["stage2_data"]["max_context_tokens"], longest)
     calls = system_kind("memagent").calls({"agent": agent}, context)
-    per_rollout = policy_update_flops(shape, calls, settings)
-    return settings["steps"] * settings["rollout_batch"] * settings["group_size"] * per_rollout
+    return rollouts(settings) * policy_update_flops(shape, calls, settings)
+
+
+def rollouts(settings: dict[str, Any]) -> int:
+    """A training run's rollouts: steps x prompts per step x group size."""
+    return settings["steps"] * settings["rollout_batch"] * settings["group_size"]
 
 
 # ---------------------------------------------------------------- Mem-α's instances
@@ -232,9 +236,13 @@ def split_instances(
         return None
     work = []
     for source in sources:
-        instances, chunks, tokens, questions = sizes[source]
-        shape = InstanceShape(max(round(chunks), 1), round(tokens), max(round(questions), 1))
-        work.append((int(instances), shape, source))
+        stats = dict(zip(STAT_FIELDS, sizes[source], strict=True))
+        shape = InstanceShape(
+            max(round(stats["chunks_per_instance"]), 1),
+            round(stats["tokens_per_chunk"]),
+            max(round(stats["questions_per_instance"]), 1),
+        )
+        work.append((int(stats["instances"]), shape, source))
     return work
 
 
@@ -247,10 +255,6 @@ def job_instances(pricing: Pricing, settings: dict[str, Any]) -> Instances | Non
     chunks = math.ceil(hqa_tokens(pricing.config, int(settings["length"])) / hqa["chunk_tokens"])
     samples = pricing.config["ruler_hqa"]["eval_questions"]
     return [(samples, InstanceShape(chunks, hqa["chunk_tokens"], 1), hqa["source"])]
-
-
-def on_instances(kind: SystemKind, benchmark: str) -> bool:
-    return kind.instances_only or benchmark in MEMALPHA_BENCHMARKS
 
 
 def judge_calls(qa: Settings, instance: InstanceShape, source: str) -> list[Call]:
@@ -314,6 +318,7 @@ def memalpha_training_flops(
     work = split_instances(pricing.instances, "train", settings["sources"])
     if not work:
         return None
+    instances = sum(n for n, _, _ in work)
     per_rollout = 0.0
     for n, instance, source in work:
         rollout = kind.memorize_calls(settings, instance)
@@ -323,8 +328,8 @@ def memalpha_training_flops(
             *content_judge_calls(settings, instance),
         ]
         flops = policy_update_flops(policy, rollout, settings) + forward_flops(qa, lengths(rewards))
-        per_rollout += n * flops / sum(count for count, _, _ in work)
-    return settings["steps"] * settings["rollout_batch"] * settings["group_size"] * per_rollout
+        per_rollout += n / instances * flops
+    return rollouts(settings) * per_rollout
 
 
 @dataclass
@@ -408,7 +413,7 @@ def evaluate_job_flops(pricing: Pricing, settings: dict[str, Any]) -> float | No
     kind = system_kind(system["kind"])
     if shape is None:
         return None
-    if not on_instances(kind, benchmark):
+    if not kind.reads_instances(benchmark):
         return evaluation_flops(pricing.config, settings, shape)
     memorized = None
     if kind.memorizes(benchmark) and kind.memorize_settings is not None:

@@ -128,14 +128,10 @@ def raw(source):
 
 
 def get_manifests():
-    """Checksums of every downloaded file and model (also pulls in data nothing else reads yet).
-    Under `evaluation.select` the models come only with the jobs that read them: the paper
-    config lists every model of every system, most of which a selection leaves out."""
-    sources = [f"{raw(source)}.manifest.json" for source in config["sources"]]
-    if config["evaluation"].get("select"):
-        return sources
-    models = [f"{R}/models/{model}.manifest.json" for model in config["models"]]
-    return [*sources, *models]
+    """Checksums of every downloaded file (also pulls in data nothing else reads yet). Models
+    come with the jobs that read them, so a selection (`evaluation.select`) fetches only its
+    own; their manifests are written beside them."""
+    return [f"{raw(source)}.manifest.json" for source in config["sources"]]
 
 
 def eval_prefix(job):

@@ -5,9 +5,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from memrl.benchmarks import (
-    MEMALPHA_BENCHMARKS,
-)
 from memrl.config.base import MEMALPHA_STAGE, ConfigError, memagent_runs, memalpha_runs, qa_model
 from memrl.config.matrix import (
     EvalJob,
@@ -162,7 +159,7 @@ def eval_settings(
     """Everything one evaluation (shard) reads: the job, the system and the engine."""
     system = (systems or eval_systems(config))[job.system]
     evaluation = config["evaluation"]
-    if job.benchmark in MEMALPHA_BENCHMARKS or memorizes(system, job.benchmark):
+    if system_kind(system["kind"]).reads_instances(job.benchmark):
         return _memalpha_eval_settings(config, job, shard, system)
     engine = engine_settings(config, system.get("engine"), system["model"])
     if system.get("max_model_len") is not None:

@@ -35,8 +35,6 @@ def cmd_evaluate(args: argparse.Namespace, run: tracking.JobRecord) -> None:
     merge-eval. `--data` holds one eval set per task of the settings, in their order. On a
     Mem-α benchmark, a job after a memorize job (`--memories`) runs the QA model on what that
     job wrote."""
-    from memrl.benchmarks import MEMALPHA_BENCHMARKS
-    from memrl.config import memorizes
     from memrl.engines.base import SamplingParams
     from memrl.evaluation import Task, merge_shards, workflow_runner
     from memrl.systems import system_kind
@@ -46,7 +44,7 @@ def cmd_evaluate(args: argparse.Namespace, run: tracking.JobRecord) -> None:
         raise SystemExit(f"--metrics goes with an unsharded evaluation (shards={s['shards']})")
     kind = system_kind(s["kind"])
     engine = build_engine(args.model, _engine_spec(s), args.log)
-    if s["benchmark"] in MEMALPHA_BENCHMARKS or memorizes(s, s["benchmark"]):
+    if kind.reads_instances(s["benchmark"]):
         rows_of, runner = _memalpha_evaluation(s, kind, engine, args.memories, args.pool)
 
         def runner_of(name: str, rows: list[dict[str, Any]]) -> Any:

@@ -143,6 +143,11 @@ class SystemKind:
             return False
         return self.instances_only or benchmark in MEMALPHA_BENCHMARKS
 
+    def reads_instances(self, benchmark: str) -> bool:
+        """Whether its evaluation on `benchmark` reads Mem-α instances, asking each instance's
+        questions (Mem-α's benchmarks, and any its memorize job has read first)."""
+        return benchmark in MEMALPHA_BENCHMARKS or self.memorizes(benchmark)
+
 
 def baseline_protocol(config: Config) -> Settings:
     """A baseline's scoring on Mem-α's benchmarks (as the official long-context evaluation)."""
