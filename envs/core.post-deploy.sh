@@ -1,5 +1,4 @@
 #!/usr/bin/env bash
-# Run by Snakemake inside the freshly created envs/core.yaml env (--sdm conda), and by
-# envs/apptainer/core.def after it builds the same env.
+# Run by Snakemake inside the freshly created envs/core.yaml env (--sdm conda): the `memrl` launcher.
 set -euo pipefail
-bash "$(dirname "${BASH_SOURCE[0]}")/memrl-launcher.sh"
+python "$(dirname "${BASH_SOURCE[0]}")/envtool.py" launcher

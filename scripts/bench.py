@@ -5,10 +5,13 @@ MLflow; planning the paper DAG under the SLURM profile; RULER-HQA eval-set synth
 official algorithm (scripts/bench_synthesis.py) with peak RSS; the evaluation path streaming
 doc-id contexts against stored text, per token (scripts/bench_eval_memory.py); the agent loop's
 overhead over raw generation on real vLLM (scripts/bench_agent_overhead.py, in .venv-vllm); the
-smoke DAG; the per-job wall time of the last `make mini` run, if there is one.
+smoke DAG in the venv and with every job in its container image (their ratio, and whether they
+computed the same files); the images' sizes (and, with --rebuild-images, build times from nothing);
+the per-job wall time of the last `make mini` run, if there is one.
 Every ratio compares two measurements of this run on this machine. Nothing is asserted.
 
-    python scripts/bench.py                     # everything, ~10 min on 2 cores
+    python scripts/bench.py                     # everything, ~20 min on 2 cores (images built)
+    python scripts/bench.py --rebuild-images    # + each image from nothing, ~12 min more
     python scripts/bench.py --skip-smoke --sizes 200 3200 --repeats 3
 """
 
@@ -45,7 +48,13 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--questions", type=int, default=EVAL_QUESTIONS)
     parser.add_argument("--dev-questions", type=int, default=DEV_QUESTIONS)
     parser.add_argument("--repeats", type=int, default=5, help="paired runs of the trivial job")
-    parser.add_argument("--skip-smoke", action="store_true", help="skip the ~5 min smoke DAG")
+    parser.add_argument("--skip-smoke", action="store_true", help="skip the smoke DAG runs")
+    parser.add_argument(
+        "--skip-containers", action="store_true", help="no images, no smoke run in containers"
+    )
+    parser.add_argument(
+        "--rebuild-images", action="store_true", help="time each image's build from nothing"
+    )
     return parser.parse_args(argv)
 
 
@@ -182,24 +191,86 @@ def bench_eval_streaming(work: Path, n_docs: int = 3200, questions: int = 4) -> 
     print(f"doc-id streaming / text, per token: {ratio:.2f}x")
 
 
-def bench_smoke(work: Path) -> None:
-    heading("The smoke DAG: snakemake --profile profiles/smoke (a scratch copy, 2 cores)")
-    for name in ("Snakefile", "workflow", "config", "profiles", "envs"):
+def bench_smoke(work: Path, containers: bool) -> None:
+    """The smoke DAG in the venv and, with the `core` image built, with every job in its
+    container (profiles/containers, one scratch copy): wall times, their ratio, and whether the
+    two runs computed the same files (memrl.run_compare)."""
+    heading(
+        "The smoke DAG: profiles/smoke (venv) and profiles/containers (a scratch copy, 2 cores)"
+    )
+    for name in ("Snakefile", "workflow", "config", "profiles", "envs", "src"):
         source = REPO / name
         (shutil.copytree if source.is_dir() else shutil.copy)(source, work / name)
-    began = time.perf_counter()
     path = os.pathsep.join([str(Path(sys.executable).parent), os.environ["PATH"]])  # `memrl`
-    done = subprocess.run(
-        [sys.executable, "-m", "snakemake", "--profile", "profiles/smoke"],
-        cwd=work,
-        env={**os.environ, "PATH": path},
-        capture_output=True,
-        text=True,
+    walls = {}
+    for profile in ("smoke", "containers") if containers else ("smoke",):
+        began = time.perf_counter()
+        done = subprocess.run(
+            [sys.executable, "-m", "memrl.launch", "--profile", f"profiles/{profile}"],
+            cwd=work,
+            env={**os.environ, "PATH": path},
+            capture_output=True,
+            text=True,
+        )
+        walls[profile] = time.perf_counter() - began
+        jobs = re.search(r"^total\s+(\d+)$", done.stdout + done.stderr, re.MULTILINE)
+        state = "ok" if done.returncode == 0 else f"FAILED:\n{done.stderr[-3000:]}"
+        print(f"{profile:10} {walls[profile] / 60:.1f} min wall, "
+              f"{jobs.group(1) if jobs else '?'} jobs: {state}")  # fmt: skip
+    if len(walls) == 2:
+        from memrl.run_compare import differences
+
+        found = differences(work / "results" / "smoke", work / "results" / "smoke-containers")
+        unequal = sum(len(found[k]) for k in ("differ", "only_a", "only_b"))
+        print(f"containers / venv: {walls['containers'] / walls['smoke']:.2f}x wall; computed "
+              f"files: {len(found['equal'])} equal, {unequal} not")  # fmt: skip
+
+
+IMAGES = ("core", "infer-cpu", "train-cpu")
+
+
+def container_engine() -> str | None:
+    return shutil.which("podman") or shutil.which("docker")
+
+
+def has_core_image() -> bool:
+    engine = container_engine()
+    return (
+        bool(engine)
+        and subprocess.run([engine, "image", "exists", "localhost/memrl-core"]).returncode == 0
     )
-    seconds = time.perf_counter() - began
-    jobs = re.search(r"^total\s+(\d+)$", done.stdout + done.stderr, re.MULTILINE)
-    state = "ok" if done.returncode == 0 else f"FAILED:\n{done.stderr[-3000:]}"
-    print(f"{seconds / 60:.1f} min wall, {jobs.group(1) if jobs else '?'} jobs: {state}")
+
+
+def bench_images(rebuild: bool) -> None:
+    """Each image's size and, with --rebuild-images, its build time from nothing (no layer
+    cache, on the local base: `make base-image`)."""
+    heading("Images (envs/Containerfile): size, and build time from nothing on the local base")
+    engine = container_engine()
+    if engine is None:
+        print("skipped: neither podman nor docker")
+        return
+    for env in IMAGES:
+        reference = f"localhost/memrl-{env}"
+        seconds = None
+        if rebuild:
+            began = time.perf_counter()
+            command = [sys.executable, str(REPO / "envs" / "envtool.py"), "build", env]
+            command += ["--base", "localhost/memrl-base:bookworm", "--no-cache"]
+            built = subprocess.run(command, capture_output=True, text=True)
+            seconds = time.perf_counter() - began if built.returncode == 0 else None
+            if built.returncode != 0:
+                print(f"{env}: build FAILED\n{built.stderr[-2000:]}")
+        inspected = subprocess.run(
+            [engine, "image", "inspect", "--format", "{{.Size}}", reference],
+            capture_output=True,
+            text=True,
+        )
+        if inspected.returncode != 0:
+            print(f"{env:10} not built (make images BASE=local)")
+            continue
+        size = int(inspected.stdout.strip()) / 1e9
+        took = f", built in {seconds / 60:.1f} min" if seconds else ""
+        print(f"{env:10} {size:.2f} GB{took}")
 
 
 VLLM_PYTHON = REPO / ".venv-vllm" / "bin" / "python"
@@ -242,9 +313,11 @@ def main(argv: Sequence[str] | None = None) -> None:
         bench_synthesis_rows(work / "synthesis", args.sizes, args.questions, args.dev_questions)
         bench_eval_streaming(work / "synthesis")
         bench_agent_overhead()
+        if not args.skip_containers:
+            bench_images(args.rebuild_images)
         if not args.skip_smoke:
             (work / "smoke").mkdir()
-            bench_smoke(work / "smoke")
+            bench_smoke(work / "smoke", containers=not args.skip_containers and has_core_image())
     bench_mini_jobs()
 
 

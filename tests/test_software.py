@@ -10,6 +10,7 @@ import sys
 import types
 
 from memrl import software
+from memrl.digests import file_digest
 
 
 def test_software_tags_name_the_installed_versions_and_import_nothing_heavy():
@@ -60,4 +61,24 @@ def test_a_job_in_a_container_names_its_image_and_digest(tmp_path, monkeypatch):
     assert tags["container.image"] == str(image)
     assert tags["container.digest"].startswith("sha256:6d27")
     monkeypatch.delenv("APPTAINER_CONTAINER")
-    assert software.container_tags() == {}
+    assert software.container_tags() == {"container.image": f"none (ran in {sys.prefix})"}
+
+
+def test_a_job_on_the_podman_route_names_the_image_its_launcher_passed(monkeypatch):
+    monkeypatch.delenv("APPTAINER_CONTAINER", raising=False)
+    monkeypatch.setenv("MEMRL_IMAGE", "localhost/memrl-core")
+    monkeypatch.setenv("MEMRL_IMAGE_DIGEST", "sha256:" + "a" * 64)
+    monkeypatch.setenv("MEMRL_IMAGE_ID", "sha256:" + "b" * 64)
+    assert software.container_tags() == {
+        "container.image": "localhost/memrl-core",
+        "container.digest": "sha256:" + "a" * 64,
+        "container.id": "sha256:" + "b" * 64,
+    }
+
+
+def test_the_lock_an_environment_was_installed_from_is_named_with_its_digest(tmp_path):
+    assert software.lock_tags(tmp_path)["env.lock"].startswith("none (")
+    (tmp_path / "memrl.lock").write_text("torch==2.13.0+cpu\n")
+    tags = software.lock_tags(tmp_path)
+    assert tags["env.lock"] == str(tmp_path / "memrl.lock")
+    assert tags["env.lock.digest"] == file_digest(tmp_path / "memrl.lock")

@@ -341,3 +341,20 @@ def test_a_killed_attempt_reaches_mlflow_after_its_job_is_rerun(results):
         r["status"] for r in mlflow_runs(results).values() if r["name"] == "rule_a[k=a]"
     )
     assert statuses == ["FINISHED", "KILLED"]
+
+
+def test_the_commit_is_unknown_with_the_reason_where_git_cannot_answer(tmp_path, monkeypatch):
+    monkeypatch.delenv(tracking.ENV_GIT_COMMIT, raising=False)
+    state = tracking.git_state(tmp_path)  # not a checkout
+    assert state["git.commit"] == "unknown" and "not a git checkout" in state["git.unknown_reason"]
+    monkeypatch.setenv("PATH", str(tmp_path))  # no git at all, as in a minimal image
+    state = tracking.git_state()
+    assert state == {
+        "git.commit": "unknown",
+        "git.dirty": "unknown",
+        "git.unknown_reason": "no git here",
+    }
+    assert tracking.commit_text() == "commit unknown (no git here)"
+    monkeypatch.setenv(tracking.ENV_GIT_COMMIT, "0123456789abcdef")  # the invocation's, exported
+    monkeypatch.setenv(tracking.ENV_GIT_DIRTY, "false")
+    assert tracking.commit_text() == "commit 0123456789ab"

@@ -19,6 +19,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
+import memrl
 from memrl import tracking
 from memrl.jobs.data import (
     cmd_dataset_stats,
@@ -268,10 +269,9 @@ COMMANDS: dict[str, Command] = {
 
 
 def version() -> str:
-    """`memrl <package version> (commit <short hash>[ with uncommitted changes])`."""
-    import importlib.metadata
-
-    return f"memrl {importlib.metadata.version('memrl')} ({tracking.commit_text()})"
+    """`memrl <version> (commit <short hash>[ with uncommitted changes])`. The version is the source
+    tree's own, so `memrl` runs where the package is not installed (images, conda envs)."""
+    return f"memrl {memrl.__version__} ({tracking.commit_text()})"
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -115,11 +115,16 @@ def main(argv: Sequence[str] | None = None) -> None:
     os.execvpe(sys.executable, [sys.executable, "-m", "snakemake", *args], env)
 
 
+PODMAN_APPTAINER = Path(__file__).resolve().parents[2] / "envs" / "podman"
+
+
 def snakemake_env(overrides: dict[str, object]) -> dict[str, str]:
     """This environment with this interpreter's directory (its `memrl`) first on PATH and the
-    nested `--config` overrides for the workflow to apply."""
+    podman route's `apptainer` last (a real apptainer earlier on PATH wins), and the nested
+    `--config` overrides for the workflow to apply."""
     env = dict(os.environ)
-    env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
+    path = [str(Path(sys.executable).parent), env.get("PATH", ""), str(PODMAN_APPTAINER)]
+    env["PATH"] = os.pathsep.join(path)
     if overrides:
         env[ENV_OVERRIDES] = json.dumps(overrides)
     return env

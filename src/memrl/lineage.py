@@ -23,7 +23,7 @@ from memrl.data.io import read_json
 from memrl.digests import file_digest
 
 SHOWN_TAGS = ("git.commit", "git.dirty", "host", "accelerator", "pkg.torch", "pkg.transformers")
-SHOWN_TAGS += ("pkg.vllm", "pkg.verl", "container.digest")
+SHOWN_TAGS += ("pkg.vllm", "pkg.verl", "env.lock.digest", "container.image", "container.digest")
 
 
 def results_of(path: Path) -> Path:

@@ -12,6 +12,7 @@ import platform
 import re
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 from memrl.digests import file_digest
@@ -28,12 +29,17 @@ PACKAGES = (
     "snakemake",
     "mlflow",
 )
-CONTAINER_ENV = ("APPTAINER_CONTAINER", "SINGULARITY_CONTAINER")
+APPTAINER_ENV = ("APPTAINER_CONTAINER", "SINGULARITY_CONTAINER")  # the SIF file apptainer runs
+# set by envs/podman/apptainer (the podman route): the image's reference, digest and id
+PODMAN_ENV = {"container.image": "MEMRL_IMAGE", "container.digest": "MEMRL_IMAGE_DIGEST"}
+PODMAN_ENV["container.id"] = "MEMRL_IMAGE_ID"
+LOCK_NAME = "memrl.lock"  # an environment installed from a lock keeps a copy in its prefix
 
 
 def software_tags() -> dict[str, str]:
-    """`python`, `pkg.<name>` per installed package, `torch.cuda`, `accelerator` and, inside a
-    container, `container.image` and `container.digest`."""
+    """`python`, `pkg.<name>` per installed package, `torch.cuda`, `accelerator`, the
+    environment's lock (`env.lock`, `env.lock.digest`) and the container (`container.image`:
+    the image, or "none" with where the job ran)."""
     tags = {"python": platform.python_version()}
     for name in PACKAGES:
         try:
@@ -44,6 +50,7 @@ def software_tags() -> dict[str, str]:
     if cuda:
         tags["torch.cuda"] = cuda
     tags["accelerator"] = accelerator()
+    tags.update(lock_tags())
     tags.update(container_tags())
     return tags
 
@@ -91,12 +98,23 @@ def cpu_model() -> str:
     return platform.processor() or platform.machine()
 
 
+def lock_tags(prefix: Path | None = None) -> dict[str, str]:
+    """The lock this Python environment was installed from (envs/envtool.py install), if any."""
+    lock = (prefix or Path(sys.prefix)) / LOCK_NAME
+    if not lock.is_file():
+        return {"env.lock": f"none ({sys.prefix} was not installed from a lock)"}
+    return {"env.lock": str(lock), "env.lock.digest": file_digest(lock)}
+
+
 def container_tags() -> dict[str, str]:
-    """The Apptainer/Singularity image the job runs in, and its digest when it is readable."""
-    image = next((os.environ[key] for key in CONTAINER_ENV if os.environ.get(key)), None)
-    if image is None:
-        return {}
-    tags = {"container.image": image}
-    if Path(image).is_file():
-        tags["container.digest"] = file_digest(Path(image))
-    return tags
+    """The image the job runs in: an apptainer SIF file and its digest, or the podman route's
+    image reference, digest and id; "none" with the environment's path outside any container."""
+    sif = next((os.environ[key] for key in APPTAINER_ENV if os.environ.get(key)), None)
+    if sif is not None:
+        tags = {"container.image": sif}
+        if Path(sif).is_file():
+            tags["container.digest"] = file_digest(Path(sif))
+        return tags
+    if os.environ.get(PODMAN_ENV["container.image"]):
+        return {tag: os.environ[key] for tag, key in PODMAN_ENV.items() if os.environ.get(key)}
+    return {"container.image": f"none (ran in {sys.prefix})"}

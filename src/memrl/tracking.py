@@ -79,30 +79,42 @@ def now_ms() -> int:
     return int(time.time() * 1000)
 
 
-def _git(repo: Path | None, *args: str) -> str:
-    """A git command's output in the MemRL source tree (`repo`), "" if it fails."""
+def _git(repo: Path | None, *args: str) -> subprocess.CompletedProcess[str] | str:
+    """A git command run in the MemRL source tree (`repo`), or why it could not run."""
     repo = repo or Path(memrl.__file__).resolve().parents[2]
-    done = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True)
-    return done.stdout if done.returncode == 0 else ""
+    try:
+        return subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True)
+    except FileNotFoundError:  # a minimal image
+        return "no git here"
+    except OSError as error:
+        return f"git cannot run here: {error.strerror or error}"
+
+
+def _git_output(repo: Path | None, *args: str) -> str:
+    done = _git(repo, *args)
+    return done.stdout if not isinstance(done, str) and done.returncode == 0 else ""
 
 
 def git_state(repo: Path | None = None) -> dict[str, str]:
-    """The commit of the MemRL source tree and whether it has uncommitted changes (the
-    invocation's, from the environment, when a Snakemake run exported it)."""
+    """The commit of the MemRL source tree and whether it has uncommitted changes: the
+    invocation's, from the environment, when a Snakemake run exported it (so a job in a container
+    without git or .git records the host's); else asked of git; else "unknown" with the reason."""
     if ENV_GIT_COMMIT in os.environ:
         return {"git.commit": os.environ[ENV_GIT_COMMIT], "git.dirty": os.environ[ENV_GIT_DIRTY]}
-    commit = _git(repo, "rev-parse", "HEAD").strip()
-    if not commit:
-        return {"git.commit": "unknown", "git.dirty": "unknown"}
-    dirty = bool(_git(repo, "status", "--porcelain").strip())
-    return {"git.commit": commit, "git.dirty": str(dirty).lower()}
+    done = _git(repo, "rev-parse", "HEAD")
+    if isinstance(done, str) or done.returncode != 0:
+        reason = done if isinstance(done, str) else f"not a git checkout: {done.stderr.strip()}"
+        return {"git.commit": "unknown", "git.dirty": "unknown", "git.unknown_reason": reason}
+    dirty = bool(_git_output(repo, "status", "--porcelain").strip())
+    return {"git.commit": done.stdout.strip(), "git.dirty": str(dirty).lower()}
 
 
 def commit_text() -> str:
     """`commit <short hash>[ with uncommitted changes]`, for footnotes and --version."""
     git = git_state()
     dirty = " with uncommitted changes" if git["git.dirty"] == "true" else ""
-    return f"commit {git['git.commit'][:12]}{dirty}"
+    why = f" ({git['git.unknown_reason']})" if "git.unknown_reason" in git else ""
+    return f"commit {git['git.commit'][:12]}{dirty}{why}"
 
 
 def made_by() -> str:
@@ -115,9 +127,9 @@ def made_by() -> str:
 
 def git_diff(repo: Path | None = None) -> str:
     """The uncommitted changes of the source tree: `git diff HEAD`, then the untracked files."""
-    untracked = _git(repo, "ls-files", "--others", "--exclude-standard").splitlines()
+    untracked = _git_output(repo, "ls-files", "--others", "--exclude-standard").splitlines()
     listing = "".join(f"# untracked: {name}\n" for name in untracked)
-    return _git(repo, "diff", "HEAD") + listing
+    return _git_output(repo, "diff", "HEAD") + listing
 
 
 def flatten(settings: Mapping[str, Any], prefix: str = "") -> dict[str, str]:

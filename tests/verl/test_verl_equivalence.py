@@ -1,9 +1,7 @@
 """Our Multi-Conv DAPO functions compute verl 0.9.1's numbers (skipped where verl is absent).
 
-verl pins a transformers older than ours, so it lives in its own environment:
-    python3 -m venv /tmp/verlvenv && /tmp/verlvenv/bin/pip install torch==2.13.0
-    /tmp/verlvenv/bin/pip install --no-deps -r tests/requirements-verl.txt
-    PYTHONPATH=src /tmp/verlvenv/bin/python -m pytest tests/verl/test_verl_equivalence.py
+verl pins a transformers older than ours, so it lives in its own environment (the train-cpu lock):
+    make verl-tests
 """
 
 from __future__ import annotations

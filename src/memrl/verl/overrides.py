@@ -69,6 +69,9 @@ VERL_KEYS: dict[str, tuple[type, ...]] = {
     "optimizer_offload": (bool,),  # FSDP optimizer state to CPU (true)
     "ref_param_offload": (bool,),  # FSDP reference params to CPU (true)
     "gradient_checkpointing": (bool,),  # (true)
+    # the actor's attention (sdpa: the train lock has no flash-attn, an sdist that would compile on
+    # the cluster; verl's padding-free path then uses its own torch helpers. envs/README.md)
+    "attn_implementation": (str,),
     "fsdp_size": (int,),  # FSDP shard group, -1 = all GPUs (official: 8 for 7B, 16 for 14B)
     "filter_groups": (bool,),  # DAPO dynamic sampling (official: off)
     "agent_workers": (int,),  # verl agent-loop worker actors (8)
@@ -427,6 +430,10 @@ def _pairs(settings: Mapping[str, Any], paths: VerlPaths, recipe: Recipe) -> lis
         ("actor_rollout_ref.model.path", paths.model),
         ("actor_rollout_ref.model.enable_gradient_checkpointing", verl["gradient_checkpointing"]),
         ("actor_rollout_ref.model.use_remove_padding", True),
+        (
+            "+actor_rollout_ref.model.override_config.attn_implementation",
+            verl["attn_implementation"],
+        ),
         # actor update: exactly mini_batches_per_step updates (MemAgentTrainer), token-mean
         (f"{actor}.ppo_mini_batch_size", mini_batch),
         (f"{actor}.ppo_epochs", 1),

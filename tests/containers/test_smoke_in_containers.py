@@ -1,0 +1,80 @@
+"""The whole smoke DAG with every job in the `core` image (profiles/containers, the podman route),
+against the same DAG in the venv: the container changes no number, and every job's record names
+the image it ran in, with its digest and its lock's."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import REPO, image
+
+from memrl.run_compare import differences
+
+pytestmark = [pytest.mark.containers, pytest.mark.workflow]
+
+COPIED = ("Snakefile", "workflow", "config", "profiles", "envs", "src")  # src: the jobs' memrl
+RUN_TIMEOUT_S = 2400
+
+
+def pipeline(root: Path, profile: str) -> subprocess.CompletedProcess[str]:
+    env = {
+        **os.environ,
+        "PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ["PATH"]]),
+    }
+    return subprocess.run(
+        [sys.executable, "-m", "memrl.launch", "--profile", f"profiles/{profile}"],
+        cwd=root, env=env, capture_output=True, text=True, timeout=RUN_TIMEOUT_S,
+    )  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def both_runs(tmp_path_factory, built) -> Path:
+    built("core")
+    root = tmp_path_factory.mktemp("smoke")
+    for name in COPIED:
+        (shutil.copytree if (REPO / name).is_dir() else shutil.copy)(REPO / name, root / name)
+    for profile in ("smoke", "containers"):
+        done = pipeline(root, profile)
+        assert done.returncode == 0, f"{profile}:\n{done.stderr[-4000:]}"
+    return root / "results"
+
+
+def records(results: Path) -> list[dict]:
+    starts = []
+    for path in sorted((results / "logs").rglob("*.provenance.jsonl")):
+        for line in path.read_text().splitlines():
+            record = json.loads(line)
+            if "tags" in record:
+                starts.append(record)
+    return starts
+
+
+def test_every_computed_file_is_byte_identical_to_the_venv_runs(both_runs):
+    found = differences(both_runs / "smoke", both_runs / "smoke-containers")
+    assert (found["differ"], found["only_a"], found["only_b"]) == ([], [], [])
+    kinds = {Path(p).parts[0] for p in found["equal"]}
+    assert {"data", "eval", "tables", "checkpoints", "models"} <= kinds
+    assert sum(p.endswith(".predictions.jsonl") for p in found["equal"]) > 20
+
+
+def test_every_containerised_job_names_its_image_digest_and_lock(both_runs, podman):
+    inspected = json.loads(
+        subprocess.run(
+            [podman, "image", "inspect", image("core")], capture_output=True, check=True
+        ).stdout
+    )[0]
+    jobs = records(both_runs / "smoke-containers")
+    assert len(jobs) > 100
+    for record in jobs:
+        tags = record["tags"]
+        assert tags["container.image"] == image("core"), record["rule"]
+        assert tags["container.digest"] == inspected["Digest"]
+        assert tags["env.lock.digest"] == inspected["Labels"]["memrl.lock.digest"]
+    for record in records(both_runs / "smoke"):  # the venv run says it ran in no container
+        assert record["tags"]["container.image"].startswith("none (ran in ")
