@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 from memrl import config as cfg
+from memrl import launch
 from memrl.launch import check_targets, split_overrides
 
 REPO = Path(__file__).resolve().parents[1]
@@ -71,3 +74,21 @@ def test_the_script_plans_with_a_nested_override_and_the_schema_checks_it():
     )
     misspelt = pipeline("-n", "--profile", "profiles/smoke", "tabel3")
     assert misspelt.returncode == 1 and "did you mean table3" in misspelt.stderr
+
+
+def fake_tools(root: Path, *names: str) -> str:
+    """A PATH directory holding executables of these names (only their presence is read)."""
+    root.mkdir()
+    for name in names:
+        (root / name).write_text("#!/bin/sh\n")
+        (root / name).chmod(0o755)
+    return str(root)
+
+
+def test_the_podman_route_is_added_only_where_podman_is_and_apptainer_is_not(tmp_path, monkeypatch):
+    route = str(launch.PODMAN_APPTAINER)
+    for tools, added in ((("podman",), True), (("podman", "apptainer"), False), ((), False)):
+        monkeypatch.setenv("PATH", fake_tools(tmp_path / "-".join(tools or ("none",)), *tools))
+        path = launch.snakemake_env({})["PATH"].split(os.pathsep)
+        assert (path[-1] == route) is added, tools
+        assert path[0] == str(Path(sys.executable).parent)

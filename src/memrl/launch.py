@@ -14,6 +14,7 @@ import argparse
 import difflib
 import json
 import os
+import shutil
 import subprocess
 import sys
 from collections.abc import Sequence
@@ -118,12 +119,20 @@ def main(argv: Sequence[str] | None = None) -> None:
 PODMAN_APPTAINER = Path(__file__).resolve().parents[2] / "envs" / "podman"
 
 
+def podman_route(path: str) -> bool:
+    """Containers through podman: podman on PATH, apptainer and singularity not."""
+    found = {name: shutil.which(name, path=path) for name in ("podman", "apptainer", "singularity")}
+    return bool(found["podman"]) and not (found["apptainer"] or found["singularity"])
+
+
 def snakemake_env(overrides: dict[str, object]) -> dict[str, str]:
-    """This environment with this interpreter's directory (its `memrl`) first on PATH and the
-    podman route's `apptainer` last (a real apptainer earlier on PATH wins), and the nested
-    `--config` overrides for the workflow to apply."""
+    """This environment with this interpreter's directory (its `memrl`) first on PATH, the
+    podman route's `apptainer` last where podman is installed and apptainer is not, and the
+    nested `--config` overrides for the workflow to apply."""
     env = dict(os.environ)
-    path = [str(Path(sys.executable).parent), env.get("PATH", ""), str(PODMAN_APPTAINER)]
+    path = [str(Path(sys.executable).parent), env.get("PATH", "")]
+    if podman_route(env.get("PATH", "")):
+        path.append(str(PODMAN_APPTAINER))
     env["PATH"] = os.pathsep.join(path)
     if overrides:
         env[ENV_OVERRIDES] = json.dumps(overrides)
