@@ -169,7 +169,6 @@ def lock_differences(committed: Path, resolved: Path) -> str:
 
 def resolution_order(names: list[str]) -> list[str]:
     """Each environment after the one whose lock constrains it."""
-    envs = environments()
     ordered: list[str] = []
 
     def visit(name: str) -> None:
@@ -180,9 +179,8 @@ def resolution_order(names: list[str]) -> list[str]:
             ordered.append(name)
 
     for name in names:
-        environment(name)
         visit(name)
-    return [name for name in ordered if name in envs]
+    return ordered
 
 
 def certificates() -> str:

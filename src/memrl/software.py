@@ -31,8 +31,11 @@ PACKAGES = (
 )
 APPTAINER_ENV = ("APPTAINER_CONTAINER", "SINGULARITY_CONTAINER")  # the SIF file apptainer runs
 # set by envs/podman/apptainer (the podman route): the image's reference, digest and id
-PODMAN_ENV = {"container.image": "MEMRL_IMAGE", "container.digest": "MEMRL_IMAGE_DIGEST"}
-PODMAN_ENV["container.id"] = "MEMRL_IMAGE_ID"
+PODMAN_ENV = {
+    "container.image": "MEMRL_IMAGE",
+    "container.digest": "MEMRL_IMAGE_DIGEST",
+    "container.id": "MEMRL_IMAGE_ID",
+}
 LOCK_NAME = "memrl.lock"  # an environment installed from a lock keeps a copy in its prefix
 
 
