@@ -22,6 +22,7 @@ Definitions: environments.toml beside this file. README: envs/README.md.
 from __future__ import annotations
 
 import argparse
+import functools
 import hashlib
 import json
 import os
@@ -89,16 +90,21 @@ def lock_digest(name: str) -> str:
     return "sha256:" + hashlib.sha256(lock_path(name).read_bytes()).hexdigest()
 
 
-def pip_find_links() -> list[str]:
-    """The local wheel directories that pip's own configuration names (`pip config`), if any."""
+@functools.cache
+def pip_settings() -> tuple[tuple[str, str], ...]:
+    """pip's own configuration (`pip config list`) as (key, value) pairs, read once."""
     done = subprocess.run(
         [sys.executable, "-m", "pip", "config", "list"], capture_output=True, text=True
     )
-    links = []
-    for line in done.stdout.splitlines():
-        key, _, value = line.partition("=")
-        if key.strip().endswith("find-links"):
-            links += shlex.split(value.strip().strip("'\""))
+    pairs = (line.partition("=") for line in done.stdout.splitlines())
+    return tuple((key.strip(), value.strip().strip("'\"")) for key, _, value in pairs)
+
+
+def pip_find_links() -> list[str]:
+    """The local wheel directories that pip's own configuration names, if any."""
+    links = [
+        d for key, value in pip_settings() if key.endswith("find-links") for d in shlex.split(value)
+    ]
     links += os.environ.get("PIP_FIND_LINKS", "").split()
     return [link for link in dict.fromkeys(links) if Path(link).is_dir()]
 
@@ -315,14 +321,10 @@ def container_engine() -> str:
 
 def pip_cert() -> str | None:
     """The CA bundle pip is configured with (a site's TLS proxy), if any."""
-    done = subprocess.run(
-        [sys.executable, "-m", "pip", "config", "list"], capture_output=True, text=True
-    )
-    for line in done.stdout.splitlines():
-        key, _, value = line.partition("=")
-        if key.strip().endswith(".cert") and Path(value.strip().strip("'\"")).is_file():
-            return value.strip().strip("'\"")
-    return os.environ.get("PIP_CERT")
+    found = [
+        value for key, value in pip_settings() if key.endswith(".cert") and Path(value).is_file()
+    ]
+    return found[0] if found else os.environ.get("PIP_CERT")
 
 
 def commit() -> str:
