@@ -91,7 +91,7 @@ lint: $(STAMP)
 unit: $(STAMP)  ## everything but tests/verl, tests/vllm (each needs its own venv), tests/cluster, tests/containers
 	pytest -q --ignore=tests/verl --ignore=tests/cluster --ignore=tests/vllm --ignore=tests/containers
 
-cluster-test: $(STAMP) $(VERL_STAMP)  ## real local services: MLflow server; as root a 2-node SLURM cluster, Ray on it (.venv-verl's)
+cluster-test: $(STAMP) $(VERL_STAMP)  ## real local services: MLflow server; as root a 2-node SLURM cluster, Ray on it (.venv-verl's, and the train-cpu image's: make images)
 	pytest -q -m cluster tests/cluster
 
 # verl 0.9.1 pins transformers < 5.11, so it lives in a venv of its own, from the train-cpu lock:

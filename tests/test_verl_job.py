@@ -155,6 +155,33 @@ def test_run_fails_without_the_last_checkpoint_and_on_a_stale_command(tmp_path, 
         job.run(settings, ROWS, ROWS, Path("base"), out, [*launch, "extra=1"], {})
 
 
+def test_in_the_train_image_ray_verl_and_the_merger_run_in_it_srun_and_the_job_on_the_host(
+    tmp_path, monkeypatch
+):
+    settings = {**paper_settings(), "steps": 3}
+    out = tmp_path / "stage1"
+    image = "/shared/images/train.sif"
+    launch = job.launch_command(settings, str(out), "base", container=image)
+    assert launch[: launch.index("--")][-2:] == ["--container", image]
+    assert job.launch_container(launch) == image
+    assert job.launch_container(job.launch_command(settings, str(out), "base")) is None
+    calls = fake_verl(monkeypatch, final_step=3)
+    env = {"PATH": "/bin", "MEMRL_CONTAINER_ARGS": "--nv --bind /scratch"}
+    job.run(settings, ROWS, ROWS[:1], Path("base"), out, launch, env)
+    assert calls[0] == launch  # ray_job.sh on the host; it puts Ray and verl in the image
+    merger = calls[1]
+    assert merger[:6] == ["apptainer", "exec", "--nv", "--bind", "/scratch", image]
+    assert merger[6:9] == ["python", "-m", "verl.model_merger"]
+    # memrl is not installed in the image: its Python (and Ray's workers) find this source tree
+    assert job.image_env(image, env)["APPTAINERENV_PYTHONPATH"] == str(job.SOURCE_ROOT)
+    assert (job.SOURCE_ROOT / "memrl" / "verl" / "main.py").is_file()
+    assert "APPTAINERENV_PYTHONPATH" not in job.image_env(None, env)
+    # the default exec options give the image the node's GPUs, as ray_job.sh does
+    assert job.in_image(image, {}) == ["apptainer", "exec", "--nv", image]
+    bare = {"MEMRL_APPTAINER": "singularity", "MEMRL_CONTAINER_ARGS": ""}
+    assert job.in_image(image, bare) == ["singularity", "exec", image]
+
+
 @pytest.mark.parametrize(
     ("extra", "verifier"), [({}, "official"), ({"verifier": "extended"}, "extended")]
 )

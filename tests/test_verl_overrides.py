@@ -359,6 +359,7 @@ def _fake_tools(bin_dir: Path, log: Path) -> None:
         '  echo "NodeName=$3 Arch=x86_64 NodeAddr=10.0.0.${3#gpu0} NodeHostName=$3"\n'
         'else printf "gpu01\\ngpu02\\ngpu03\\n"; fi\n',
         "ray": "exit 0\n",
+        "apptainer": "exit 0\n",
     }
     for name, body in tools.items():
         path = bin_dir / name
@@ -378,10 +379,15 @@ def test_one_node_runs_the_command_itself() -> None:
         (["--nodes", "0", "--gpus-per-node", "8", "--", "true"], "--nodes must be"),
         (["--nodes", "1", "--gpus-per-node", "8"], "no command after --"),
         (["--nodes", "1", "--gpu", "8", "--", "true"], "unknown argument '--gpu'"),
+        (
+            ["--nodes", "1", "--gpus-per-node", "8", "--container", "t.sif", "--", "true"],
+            "no-such-apptainer not found (MEMRL_APPTAINER): --container t.sif needs apptainer",
+        ),
     ],
 )
 def test_launcher_errors(args: list[str], message: str) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("SLURM_")}
+    env["MEMRL_APPTAINER"] = "no-such-apptainer"
     done = _ray_job(args, env)
     assert done.returncode == 2
     assert message in done.stderr
@@ -405,6 +411,31 @@ def test_multi_node_symmetric_run_advertises_the_heads_slurm_address(tmp_path: P
         "-w gpu01,gpu02 ray symmetric-run --address 10.0.0.1:6379 --min-nodes 2 "
         "--num-cpus=64 --num-gpus=8 -- python -m x"
     ]
+
+
+def test_with_an_image_srun_stays_on_the_host_and_ray_runs_in_the_image(tmp_path: Path) -> None:
+    log = tmp_path / "srun.log"
+    _fake_tools(tmp_path / "bin", log)
+    (tmp_path / "bin" / "ray").unlink()  # the host has no Ray: the image has
+    env = {
+        "PATH": f"{tmp_path / 'bin'}:/usr/bin:/bin",
+        "SLURM_JOB_ID": "1",
+        "SLURM_JOB_NODELIST": "gpu[01-03]",
+        "MEMRL_RAY_LAUNCH": "symmetric",
+    }
+    args = ["--nodes", "2", "--gpus-per-node", "8", "--container", "/c/train.sif", "--", "x"]
+    done = _ray_job(args, env)
+    assert done.returncode == 0, done.stderr
+    assert (
+        log.read_text()
+        .split(" -w gpu01,gpu02 ")[1]
+        .startswith("apptainer exec --nv /c/train.sif ray symmetric-run --address 10.0.0.1:6379")
+    )
+    log.unlink()
+    done = _ray_job(args, {**env, "MEMRL_CONTAINER_ARGS": "--nv --bind /scratch"})
+    assert (
+        " -w gpu01,gpu02 apptainer exec --nv --bind /scratch /c/train.sif ray " in log.read_text()
+    )
 
 
 def test_multi_node_needs_enough_nodes(tmp_path: Path) -> None:
@@ -459,6 +490,19 @@ def test_a_multi_node_runs_qa_server_takes_the_node_after_rays() -> None:
     assert plan.command[plan.command.index("--host") + 1] == "0.0.0.0"
     with pytest.raises(SettingsError, match="need 5 nodes"):
         qa_server_plan(settings, "m", {}, 8001, nodes[:4])
+
+
+def test_in_the_train_image_the_qa_server_runs_in_it_with_the_images_python() -> None:
+    from memrl.verl.job import qa_server_plan
+
+    image = "containers/train.sif"
+    one = {**memalpha_paper_settings(), "nodes": 1, "gpus_per_node": 4}
+    env = {"CUDA_VISIBLE_DEVICES": "0,1,2,3,4,5,6,7"}
+    plan = qa_server_plan(one, "m", env, 8001, [], image)
+    assert plan.command[:6] == ["apptainer", "exec", "--nv", image, "python", "-m"]
+    nodes = ["gpu01", "gpu02", "gpu03", "gpu04", "gpu05"]
+    plan = qa_server_plan(memalpha_paper_settings(), "m", {}, 8001, nodes, image)
+    assert plan.command[0] == "srun" and plan.command[7:11] == ["apptainer", "exec", "--nv", image]
 
 
 def test_a_memalpha_verl_run_requests_its_qa_servers_gpus_and_node() -> None:

@@ -1,15 +1,21 @@
 """The Ray launcher, for real: workflow/scripts/ray_job.sh inside a 2-node allocation of
 the SLURM test cluster (two hosts of their own: host names, IPs, process tables, /tmp) starts a
-Ray cluster of the train environment's Ray (.venv-verl), and a CPU driver checks the cluster's
-nodes and resources and runs a task pinned to each node. Then its failure paths: a driver that
-fails, a worker that cannot reach the head, a head that dies under the driver. Each ends the job
-with ray_job.sh's message and a non-zero exit, in bounded time, with no Ray process left."""
+Ray cluster of the train environment, and a CPU driver checks the cluster's nodes and resources
+and runs a task pinned to each node. Then its failure paths: a driver that fails, a worker that
+cannot reach the head, a head that dies under the driver. Each ends the job with ray_job.sh's
+message and a non-zero exit, in bounded time, with no Ray process left.
+
+Every case runs two ways: Ray from the train venv (.venv-verl) on PATH, and `--container` with
+the train-cpu image (`make images`), srun on the host and each node's Ray and the driver in the
+image through envs/podman/apptainer; each node then has podman state of its own (in its /tmp, as
+a node's local disk) over the host's image store (read-only, as images on a shared filesystem)."""
 
 from __future__ import annotations
 
 import json
 import os
 import re
+import shutil
 import subprocess
 import time
 from pathlib import Path
@@ -24,26 +30,60 @@ JOB_TIMEOUT_S = 240  # no case may take longer: every wait in ray_job.sh is boun
 RAY_PROCESSES = r"ray/core/src/ray|ray start|symmetric-run|ray_driver\.py|default_worker"
 
 
-def submit(repo: Path, work: Path, *driver_args: str, **env: str) -> tuple[str, Path]:
+TRAIN_IMAGE = "localhost/memrl-train-cpu"
+RAY_WAYS = ["venv", "image"]
+
+
+@pytest.fixture(params=RAY_WAYS)
+def ray_way(request, repo, shared_dir) -> tuple[list[str], dict[str, str]]:
+    """ray_job.sh's extra arguments and the job's environment for one way of running Ray."""
+    if request.param == "venv":
+        venv = repo / ".venv-verl" / "bin"
+        assert (venv / "ray").exists(), "make cluster-test builds .venv-verl (Ray) first"
+        return [], {"PATH": f"{venv}:{os.environ['PATH']}"}
+    podman = shutil.which("podman")
+    assert podman, "podman is not installed: apt-get install podman (envs/README.md)"
+    exists = subprocess.run([podman, "image", "exists", TRAIN_IMAGE])
+    assert exists.returncode == 0, f"{TRAIN_IMAGE} is not built: make images IMAGES=train-cpu"
+    storage = shared_dir / "storage.conf"
+    storage.write_text(
+        '[storage]\ndriver = "overlay"\ngraphroot = "/tmp/podman/storage"\n'
+        'runroot = "/tmp/podman/run"\n[storage.options]\n'
+        'additionalimagestores = ["/var/lib/containers/storage"]\n'
+    )
+    conf = shared_dir / "containers.conf"
+    base = Path(os.environ.get("CONTAINERS_CONF", repo / "envs/podman/containers.conf"))
+    conf.write_text(
+        base.read_text().replace("[engine]", '[engine]\ntmp_dir = "/tmp/podman/libpod"')
+    )
+    return ["--container", f"docker://{TRAIN_IMAGE}"], {
+        "PATH": f"{os.environ['PATH']}:{repo / 'envs' / 'podman'}",  # apptainer: the shim
+        "CONTAINERS_CONF": str(conf),
+        "CONTAINERS_STORAGE_CONF": str(storage),
+        "MEMRL_CONTAINER_ARGS": "",  # no --nv: the test nodes' GPUs are /dev/null
+    }
+
+
+def submit(repo: Path, work: Path, way, *driver_args: str, **env: str) -> tuple[str, Path]:
     """sbatch ray_job.sh with the CPU driver on both nodes; (job id, its output file)."""
-    venv = repo / ".venv-verl" / "bin"
-    assert (venv / "ray").exists(), "make cluster-test builds .venv-verl (Ray) first"
+    launcher_args, way_env = way
     script = work / "ray.sbatch"
     script.write_text(
         "#!/bin/bash\n"
         f"cd {repo}\n"
-        "exec bash workflow/scripts/ray_job.sh --nodes 2 --gpus-per-node 1 -- "
-        "python tests/cluster/ray_driver.py --nodes 2 --gpus-per-node 1 "
+        "exec bash workflow/scripts/ray_job.sh --nodes 2 --gpus-per-node 1 "
+        + " ".join(launcher_args)
+        + " -- python tests/cluster/ray_driver.py --nodes 2 --gpus-per-node 1 "
         + " ".join(driver_args)
         + "\n"
     )
     out = work / "ray.out"
     job_env = {
         **os.environ,
-        "PATH": f"{venv}:{os.environ['PATH']}",
         "RAY_USAGE_STATS_ENABLED": "0",  # nothing leaves the test cluster
         "MEMRL_RAY_WAIT": "30",
         "MEMRL_RAY_STOP_WAIT": "30",
+        **way_env,
         **env,
     }
     job = sbatch(
@@ -74,11 +114,11 @@ def driver_report(out: Path) -> dict:
 
 
 @pytest.mark.parametrize("launch", ["manual", "symmetric"])
-def test_ray_spans_both_nodes_and_runs_a_task_on_each(cluster, repo, shared_dir, launch):
+def test_ray_spans_both_nodes_and_runs_a_task_on_each(cluster, repo, shared_dir, ray_way, launch):
     # symmetric: a worker outlives the head by a minute, until its raylet gives up on the GCS
     # (gcs_rpc_server_reconnect_timeout_s; lowering it kills the head's own symmetric-run, whose
     # driver connection outlives the GCS while `ray stop` waits)
-    job, out = submit(repo, shared_dir, MEMRL_RAY_LAUNCH=launch)
+    job, out = submit(repo, shared_dir, ray_way, MEMRL_RAY_LAUNCH=launch)
     assert finished(job, JOB_TIMEOUT_S) == ("COMPLETED", "0:0"), out.read_text()[-3000:]
     report = driver_report(out)
     assert report["driver"] == HEAD
@@ -88,15 +128,15 @@ def test_ray_spans_both_nodes_and_runs_a_task_on_each(cluster, repo, shared_dir,
     assert_nothing_left()
 
 
-def test_a_failing_driver_fails_the_job_with_its_status(cluster, repo, shared_dir):
-    job, out = submit(repo, shared_dir, "--fail")
+def test_a_failing_driver_fails_the_job_with_its_status(cluster, repo, shared_dir, ray_way):
+    job, out = submit(repo, shared_dir, ray_way, "--fail")
     assert finished(job, JOB_TIMEOUT_S) == ("FAILED", "3:0")
     driver_report(out)  # it ran on a full cluster, then failed
     assert f"ray_job.sh: the command exited with status 3 on {HEAD}" in out.read_text()
     assert_nothing_left()
 
 
-def test_a_worker_that_cannot_reach_the_head_fails_the_job(cluster, repo, shared_dir):
+def test_a_worker_that_cannot_reach_the_head_fails_the_job(cluster, repo, shared_dir, ray_way):
     # a firewall on the worker: no TCP to the head's GCS port
     nft = ["ip", "netns", "exec", WORKER, "nft"]
     run(*nft, "add table inet memrl_test")
@@ -105,7 +145,7 @@ def test_a_worker_that_cannot_reach_the_head_fails_the_job(cluster, repo, shared
         run(
             *nft, f"add rule inet memrl_test out ip daddr {NODE_IP[HEAD]} tcp dport {GCS_PORT} drop"
         )
-        job, out = submit(repo, shared_dir, MEMRL_RAY_WAIT="20")
+        job, out = submit(repo, shared_dir, ray_way, MEMRL_RAY_WAIT="20")
         state, _ = finished(job, JOB_TIMEOUT_S)
     finally:
         run(*nft, "delete table inet memrl_test")
@@ -120,8 +160,8 @@ def test_a_worker_that_cannot_reach_the_head_fails_the_job(cluster, repo, shared
     assert_nothing_left()
 
 
-def test_a_head_that_dies_under_the_driver_fails_the_job(cluster, repo, shared_dir):
-    job, out = submit(repo, shared_dir, "--hold", "120")
+def test_a_head_that_dies_under_the_driver_fails_the_job(cluster, repo, shared_dir, ray_way):
+    job, out = submit(repo, shared_dir, ray_way, "--hold", "120")
     deadline = time.monotonic() + JOB_TIMEOUT_S
     while not (out.exists() and "RAY_DRIVER" in out.read_text()):
         assert time.monotonic() < deadline, out.read_text()[-3000:] if out.exists() else job

@@ -5,8 +5,11 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import shutil
 import subprocess
+import sys
+import time
 
 import pytest
 from conftest import IMAGES, REPO, SHIM, image, shim
@@ -112,3 +115,44 @@ def test_a_stale_image_a_missing_image_and_a_sif_are_refused_before_anything_run
     assert "localhost/memrl-nothing is not in podman's store" in missing.stderr
     option = shim("exec", "--writable-tmpfs", f"docker://{image('core')}", "true", cwd=tmp_path)
     assert "--writable-tmpfs is not implemented" in option.stderr
+
+
+def test_a_job_sees_the_hosts_processes_and_ends_with_a_launcher_killed_outright(
+    tmp_path, podman, built
+):
+    """As under apptainer, the job shares the host's process table (Ray finds its node's raylet
+    there); podman's container outlives its client, so a launcher SIGKILLed (how srun ends a step)
+    leaves a watcher that stops it."""
+    reference = built("core")
+    marker = f"memrl-watch-{os.getpid()}"
+    job = subprocess.Popen(
+        [str(SHIM), "exec", f"docker://{reference}", "sh", "-c",
+         f"grep -ls {marker}-hos[t] /proc/[0-9]*/cmdline >seen; exec sleep 300 # {marker}"],
+        cwd=tmp_path,
+    )  # fmt: skip
+    host = subprocess.Popen(
+        [sys.executable, "-c", "import time; time.sleep(300)", f"{marker}-host"]
+    )
+    try:
+        deadline = time.monotonic() + 120
+        while not (tmp_path / "seen").exists() or not in_container(podman, marker):
+            assert time.monotonic() < deadline and job.poll() is None
+            time.sleep(0.5)
+        job.kill()  # no signal handler runs, as when srun kills its step
+        job.wait()
+        deadline = time.monotonic() + 60
+        while in_container(podman, marker):
+            assert time.monotonic() < deadline, "the container outlived its killed launcher"
+            time.sleep(1)
+    finally:
+        host.kill()
+    assert (tmp_path / "seen").read_text().strip()  # the host's process, from inside
+
+
+def in_container(podman: str, marker: str) -> bool:
+    """Whether a running container's command carries `marker`."""
+    listed = subprocess.run(
+        [podman, "ps", "--no-trunc", "--format", "{{.Command}}"],
+        capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    return marker in listed.stdout

@@ -39,6 +39,9 @@ if not WANTS_APPTAINER or HAS_APPTAINER or workflow.remote_exec:
     CONTAINERS = config["containers"]
 else:
     CONTAINERS = dict.fromkeys(config["containers"])
+# Under apptainer a verl job runs on the host, where srun is: its ray_job.sh runs every node's
+# Ray and verl in the train image (`--container`, get_train_launch); every other job in its image.
+VERL_IMAGE = CONTAINERS["train"] if WANTS_APPTAINER else None
 # The infer jobs' `memrl` (their `params.memrl`): a virtualenv's (infer_venv) or the one on PATH.
 INFER_MEMRL = cfg.infer_memrl(config)
 SYSTEMS = cfg.eval_systems(config)
@@ -397,9 +400,20 @@ def get_train_launch(stage):
             return ""
         from memrl.verl.job import launch_command
 
-        return f"-- {shlex.join(launch_command(settings, output[0], input.model))}"
+        command = launch_command(settings, output[0], input.model, container=VERL_IMAGE)
+        return f"-- {shlex.join(command)}"
 
     return launch
+
+
+def get_train_container(stage):
+    """The train image, or none for a verl job under apptainer (VERL_IMAGE: on the host)."""
+
+    def container(wildcards):
+        settings = cfg.train_settings(config, wildcards.train_run, stage)
+        return None if settings["backend"] == "verl" and VERL_IMAGE else CONTAINERS["train"]
+
+    return container
 
 
 def get_training_curve_settings(wildcards):
@@ -529,8 +543,13 @@ def get_memalpha_launch(wildcards, input, output):
     from memrl.verl.overrides import MEMALPHA
 
     settings = cfg.memalpha_train_settings(config, wildcards.memalpha_run)
-    command = launch_command(settings, output[0], input.model, MEMALPHA)
+    command = launch_command(settings, output[0], input.model, MEMALPHA, VERL_IMAGE)
     return f"--qa-model {shlex.quote(input.qa_model)} -- {shlex.join(command)}"
+
+
+def get_memalpha_container(wildcards):
+    """As get_train_container: Mem-α's verl runs (the QA server too) go through ray_job.sh."""
+    return None if cfg.uses_qa_server(config) and VERL_IMAGE else CONTAINERS["train"]
 
 
 def get_eval_gpus(wildcards):

@@ -39,7 +39,7 @@ rule train_stage1:
     conda:
         "../../envs/train.yaml"
     container:
-        CONTAINERS["train"]
+        get_train_container("stage1")
     resources:
         gpu=get_train_gpus,
         nodes=get_train_nodes,
@@ -67,7 +67,7 @@ rule train_stage2:
     conda:
         "../../envs/train.yaml"
     container:
-        CONTAINERS["train"]
+        get_train_container("stage2")
     resources:
         gpu=get_train_gpus,
         nodes=get_train_nodes,
@@ -121,7 +121,7 @@ rule train_memalpha:
     conda:
         "../../envs/train.yaml"
     container:
-        CONTAINERS["train"]
+        get_memalpha_container
     resources:
         gpu=lambda wildcards: train_gpu_claim(wildcards.memalpha_run),
         nodes=lambda wildcards: cfg.train_nodes(config, wildcards.memalpha_run),

@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
 # Run a command on a Ray cluster spanning a job's nodes (the verl trainer: memrl.verl.overrides).
 #
-#   ray_job.sh --nodes N --gpus-per-node G -- cmd [args...]
+#   ray_job.sh --nodes N --gpus-per-node G [--container IMAGE] -- cmd [args...]
 #
-# N == 1: exec cmd; verl's run_ppo starts a local Ray itself.
+# --container IMAGE: srun stays on the host and everything of Ray's runs in IMAGE (the train
+#   environment's), through `apptainer exec $MEMRL_CONTAINER_ARGS IMAGE ...`: each node's
+#   `ray start`, the health checks and cmd. Without it Ray and cmd come from PATH.
+# N == 1: exec cmd (in IMAGE with --container); verl's run_ppo starts a local Ray itself.
 # N > 1: inside a SLURM allocation of at least N nodes, start Ray on the first N, run cmd on the
 #   head (the first node) only, stop Ray. Two ways, chosen by MEMRL_RAY_LAUNCH:
 #   manual (default)  `ray start --block` on the head, then on every worker, each one srun step
@@ -11,9 +14,10 @@
 #                     apart can share nodes); cmd on the head (srun) with RAY_ADDRESS set once
 #                     all N nodes are alive. Every step is watched: Ray exiting on any node
 #                     before or while cmd runs ends the job with that node's name; waits are
-#                     bounded by MEMRL_RAY_WAIT. On exit the Ray steps get SIGTERM through srun,
-#                     which ends them (SLURM kills what is left of a step), and their srun is
-#                     killed if it outlives MEMRL_RAY_STOP_WAIT.
+#                     bounded by MEMRL_RAY_WAIT. On exit each Ray step's srun gets SIGTERM,
+#                     on which SLURM kills the step (its processes get SIGKILL; a container
+#                     launcher's image ends with it), and srun is killed if it outlives
+#                     MEMRL_RAY_STOP_WAIT.
 #   symmetric         one `srun ... ray symmetric-run` (Ray >= 2.49): every node starts Ray, the
 #                     head runs cmd, then stops the cluster. Ray's own waits (30 s for the
 #                     nodes: RAY_SYMMETRIC_RUN_CLUSTER_WAIT_TIMEOUT); it exits 0 when Ray itself
@@ -30,6 +34,8 @@
 #   RAY_NETWORK_INTERFACE  interface whose IPv4 address the head advertises (e.g. ib0); also the
 #                          default of NCCL_SOCKET_IFNAME and GLOO_SOCKET_IFNAME
 #   MEMRL_SRUN_ARGS        extra srun arguments for the site (word-split), e.g. "--mpi=none"
+#   MEMRL_APPTAINER        the container launcher (apptainer; singularity; envs/podman/apptainer)
+#   MEMRL_CONTAINER_ARGS   its exec options (word-split; default --nv: the node's GPUs inside)
 # srun inherits this environment (--export=ALL), so MLFLOW_*, HF_*, NCCL_*, GLOO_* and the rest
 # reach every node's Ray processes; memrl.verl.main also forwards MLFLOW_*/HF_* to Ray actors.
 set -euo pipefail
@@ -41,6 +47,7 @@ die() {
 
 nodes=""
 gpus=""
+image=""
 while (($#)); do
     case "$1" in
     --nodes)
@@ -51,26 +58,40 @@ while (($#)); do
         gpus="${2:-}"
         shift 2 || die "--gpus-per-node needs a value"
         ;;
+    --container)
+        image="${2:-}"
+        shift 2 || die "--container needs an image"
+        ;;
     --)
         shift
         break
         ;;
-    *) die "unknown argument '$1' (usage: ray_job.sh --nodes N --gpus-per-node G -- cmd...)" ;;
+    *) die "unknown argument '$1' (usage: ray_job.sh --nodes N --gpus-per-node G [--container IMAGE] -- cmd...)" ;;
     esac
 done
 [[ "$nodes" =~ ^[1-9][0-9]*$ ]] || die "--nodes must be a positive integer, got '$nodes'"
 [[ "$gpus" =~ ^[1-9][0-9]*$ ]] || die "--gpus-per-node must be a positive integer, got '$gpus'"
 (($#)) || die "no command after --"
 
+in_image=() # the prefix that runs a command in the image; none without --container
+if [[ -n "$image" ]]; then
+    launcher="${MEMRL_APPTAINER:-apptainer}"
+    command -v "$launcher" >/dev/null ||
+        die "$launcher not found (MEMRL_APPTAINER): --container $image needs apptainer on every node"
+    read -r -a container_args <<<"${MEMRL_CONTAINER_ARGS---nv}"
+    in_image=("$launcher" exec "${container_args[@]}" "$image")
+fi
+
 if ((nodes == 1)); then
-    exec "$@"
+    exec "${in_image[@]}" "$@"
 fi
 
 [[ -n "${SLURM_JOB_ID:-}" && -n "${SLURM_JOB_NODELIST:-}" ]] ||
     die "--nodes $nodes needs a SLURM allocation of $nodes nodes (SLURM_JOB_ID is not set);" \
         "run multi-node training through the slurm profile, or set training.runs.<run>.nodes: 1"
 command -v srun >/dev/null || die "srun not found"
-command -v ray >/dev/null || die "ray not found on PATH (activate the train environment)"
+[[ -n "$image" ]] || command -v ray >/dev/null ||
+    die "ray not found on PATH (activate the train environment, or give --container IMAGE)"
 
 mapfile -t all_nodes < <(scontrol show hostnames "$SLURM_JOB_NODELIST")
 ((${#all_nodes[@]} >= nodes)) ||
@@ -113,7 +134,7 @@ case "${MEMRL_RAY_LAUNCH:-manual}" in
 symmetric)
     exec srun "${srun_args[@]}" --nodes="$nodes" --ntasks="$nodes" --ntasks-per-node=1 \
         -w "$node_list" \
-        ray symmetric-run --address "$address" --min-nodes "$nodes" \
+        "${in_image[@]}" ray symmetric-run --address "$address" --min-nodes "$nodes" \
         "${cpu_args[@]}" --num-gpus="$gpus" -- "$@"
     ;;
 manual) ;;
@@ -138,7 +159,7 @@ declare -A ray_pid # node -> pid of the srun step running `ray start --block` th
 stop_ray() {
     local node deadline=$((SECONDS + ${MEMRL_RAY_STOP_WAIT:-60}))
     for node in "${!ray_pid[@]}"; do
-        kill -TERM "${ray_pid[$node]}" 2>/dev/null || true # srun ends its step
+        kill -TERM "${ray_pid[$node]}" 2>/dev/null || true # srun kills its step
     done
     for node in "${!ray_pid[@]}"; do
         while kill -0 "${ray_pid[$node]}" 2>/dev/null && ((SECONDS < deadline)); do
@@ -154,7 +175,7 @@ start_ray() { # start_ray NODE ARGS...: `ray start --block` as a background step
     local node=$1
     shift
     srun "${srun_args[@]}" --nodes=1 --ntasks=1 -w "$node" \
-        ray start "$@" "${port_args[@]}" "${cpu_args[@]}" --num-gpus="$gpus" --block &
+        "${in_image[@]}" ray start "$@" "${port_args[@]}" "${cpu_args[@]}" --num-gpus="$gpus" --block &
     ray_pid[$node]=$!
 }
 
@@ -188,12 +209,12 @@ wait_until() { # wait_until WHAT COMMAND...: poll COMMAND until it succeeds, Ray
 }
 
 alive_nodes_at_least() {
-    RAY_ADDRESS="$address" python -c "import ray, sys; ray.init(logging_level='ERROR')
+    RAY_ADDRESS="$address" "${in_image[@]}" python -c "import ray, sys; ray.init(logging_level='ERROR')
 sys.exit(sum(n['Alive'] for n in ray.nodes()) < $1)"
 }
 
 start_ray "$head_node" --head --node-ip-address="$head_ip" --port="$port" --include-dashboard=false
-wait_until "the Ray head on $head_node at $address" ray health-check --address "$address"
+wait_until "the Ray head on $head_node at $address" "${in_image[@]}" ray health-check --address "$address"
 for node in "${job_nodes[@]:1}"; do
     ip="$(node_ip "$node")"
     [[ -n "$ip" ]] || die "could not find the IP address of node $node"
@@ -202,7 +223,7 @@ done
 wait_until "all $nodes Ray nodes (can every node reach $address?)" alive_nodes_at_least "$nodes"
 echo "ray_job.sh: Ray is up on $nodes nodes, running on $head_node: $*" >&2
 
-srun "${srun_args[@]}" --nodes=1 --ntasks=1 -w "$head_node" env RAY_ADDRESS="$address" "$@" &
+srun "${srun_args[@]}" --nodes=1 --ntasks=1 -w "$head_node" env RAY_ADDRESS="$address" "${in_image[@]}" "$@" &
 command_pid=$!
 while kill -0 "$command_pid" 2>/dev/null; do
     wait -n "$command_pid" "${ray_pid[@]}" || true

@@ -13,7 +13,9 @@ import json
 import logging
 import os
 import re
+import shlex
 import subprocess
+import sys
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -28,6 +30,8 @@ from memrl.verl.overrides import MEMAGENT, MEMALPHA, Recipe, SettingsError, Verl
 log = logging.getLogger(__name__)
 
 METRICS_FILE = "train_metrics.jsonl"
+# this working tree's src/: memrl is not installed in the train image, so its Python finds it here
+SOURCE_ROOT = Path(__file__).resolve().parents[2]
 # verl's validation score of one data source: the mean over its items of the final row's reward
 # (MemAgent: the trajectory's accuracy on RULER-HQA dev; Mem-α: r1 on a Memalpha source), @n
 VAL_CORE = re.compile(r"val-core/(?P<source>.+)/reward/mean@\d+")
@@ -68,9 +72,36 @@ def job_paths(out: str | os.PathLike[str], model: str | os.PathLike[str]) -> Ver
 
 
 def launch_command(
-    settings: Mapping[str, Any], out: str, model: str, recipe: Recipe = MEMAGENT
+    settings: Mapping[str, Any],
+    out: str,
+    model: str,
+    recipe: Recipe = MEMAGENT,
+    container: str | None = None,
 ) -> list[str]:
-    return verl_command(dict(settings), job_paths(out, model), recipe)
+    return verl_command(dict(settings), job_paths(out, model), recipe, container)
+
+
+def launch_container(launch: Sequence[str]) -> str | None:
+    """The train image a launch command runs Ray and verl in (`ray_job.sh --container`), if any."""
+    head = list(launch[: launch.index("--")] if "--" in launch else launch)
+    return head[head.index("--container") + 1] if "--container" in head[:-1] else None
+
+
+def in_image(container: str | None, env: Mapping[str, str]) -> list[str]:
+    """The prefix that runs a command in the train image as ray_job.sh does (its launcher
+    $MEMRL_APPTAINER, options $MEMRL_CONTAINER_ARGS, default --nv); none without an image."""
+    if container is None:
+        return []
+    options = shlex.split(env.get("MEMRL_CONTAINER_ARGS", "--nv"))
+    return [env.get("MEMRL_APPTAINER", "apptainer"), "exec", *options, container]
+
+
+def image_env(container: str | None, env: Mapping[str, str]) -> dict[str, str]:
+    """The job's environment; with an image, memrl's source for the Python inside it (apptainer
+    sets X from APPTAINERENV_X), which every node's `ray start` passes on to its workers."""
+    if container is None:
+        return dict(env)
+    return {**env, "APPTAINERENV_PYTHONPATH": str(SOURCE_ROOT)}
 
 
 def stores(paths: VerlPaths) -> tuple[Path, Path]:
@@ -122,9 +153,10 @@ def run(
     """MemAgent: prepare data, run the launch command until it exits, merge its last
     checkpoint into out."""
     paths = job_paths(out, model)
-    _check_launch(launch, launch_command(settings, str(out), str(model)))
+    container = launch_container(launch)
+    _check_launch(launch, launch_command(settings, str(out), str(model), container=container))
     prepare_data(settings, rows, dev_rows, paths)
-    return _train_and_merge(settings, paths, out, launch, env, "last")
+    return _train_and_merge(settings, paths, out, launch, image_env(container, env), "last")
 
 
 def run_memalpha(
@@ -145,7 +177,9 @@ def run_memalpha(
     from memrl.verl.dataset import memalpha_loop_settings, write_memalpha_verl_dataset
 
     paths = job_paths(out, model)
-    _check_launch(launch, launch_command(settings, str(out), str(model), MEMALPHA))
+    container = launch_container(launch)
+    _check_launch(launch, launch_command(settings, str(out), str(model), MEMALPHA, container))
+    env = image_env(container, env)
     counter = "o200k_base" if memory_tokenizer is None else str(Path(memory_tokenizer).resolve())
     for rows, parquet, store in zip(
         (instances, validation), (paths.train_files, paths.val_files), stores(paths), strict=True
@@ -161,7 +195,7 @@ def run_memalpha(
         log.info("%s: %s", parquet, summary)
     # free here; on another node it is only likely free (the server fails fast, with its log)
     port = free_port()
-    plan = qa_server_plan(settings, qa_model, env, port, allocation_nodes(env))
+    plan = qa_server_plan(settings, qa_model, env, port, allocation_nodes(env), container)
     log.info("starting the QA server on %s:%d: %s", plan.host, port, " ".join(plan.command))
     server_log = work_dir(out) / "qa_server.log"
     with served(
@@ -212,7 +246,9 @@ def _train_and_merge(
             )
         log.info("merging step %d, the best validated (val_reward %.4f)", step, score)
     staging = out.parent / f".{out.name}.partial"
-    subprocess.run(merge_command(paths.checkpoints, step, staging), check=True)
+    container = launch_container(launch)
+    merge = [*in_image(container, env), *merge_command(paths.checkpoints, step, staging)]
+    subprocess.run(merge, env=dict(env), check=True)
     with (staging / METRICS_FILE).open("w", encoding="utf-8") as handle:
         handle.writelines(json.dumps(row) + "\n" for row in curve)
     publish_directory(staging, out)
@@ -252,8 +288,10 @@ def qa_server_plan(
     environ: Mapping[str, str],
     port: int,
     nodes: Sequence[str],
+    container: str | None = None,
 ) -> ServerPlan:
-    """The QA server's placement (`qa_server` settings):
+    """The QA server's placement (`qa_server` settings), in the train image where verl runs in
+    one (`container`):
     - one training node: on that node, the last `qa_server.gpus` of the job's GPUs
       (CUDA_VISIBLE_DEVICES, else 0..n-1), verl the first `gpus_per_node`;
     - N > 1 training nodes: alone on node N + 1 of the allocation (Ray takes the first N,
@@ -270,7 +308,8 @@ def qa_server_plan(
         )
 
     def serve(host: str) -> list[str]:
-        return vllm_server_command(
+        python = "python" if container else sys.executable  # the image's, or this environment's
+        return in_image(container, environ) + vllm_server_command(
             qa_model,
             server["served_name"],
             port,
@@ -278,6 +317,7 @@ def qa_server_plan(
             tensor_parallel_size=server["tensor_parallel_size"],
             gpu_memory_utilization=server["gpu_memory_utilization"],
             max_model_len=server["max_model_len"],
+            python=python,
         )
 
     if train_nodes == 1:

@@ -529,10 +529,15 @@ def verl_overrides(
 
 
 def verl_command(
-    settings: Mapping[str, Any], paths: VerlPaths, recipe: Recipe = MEMAGENT
+    settings: Mapping[str, Any],
+    paths: VerlPaths,
+    recipe: Recipe = MEMAGENT,
+    container: str | None = None,
 ) -> list[str]:
-    """The job's full argv: Ray across the job's nodes, `python -m memrl.verl.main` on the head."""
+    """The job's full argv: Ray across the job's nodes, `python -m memrl.verl.main` on the head;
+    with `container` (the train image) Ray and verl run in it, srun on the host."""
     overrides = verl_overrides(settings, paths, recipe)
+    in_image = ["--container", container] if container else []
     return [
         "bash",
         RAY_JOB_SCRIPT,
@@ -540,6 +545,7 @@ def verl_command(
         str(settings["nodes"]),
         "--gpus-per-node",
         str(settings["gpus_per_node"]),
+        *in_image,
         "--",
         "python",
         "-u",
