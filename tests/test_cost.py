@@ -192,6 +192,15 @@ def test_config_files_follow_snakemakes_order(repo):
     assert cost.config_files(["all"]) == [cost.DEFAULT_CONFIG]
 
 
+def test_a_missing_profile_or_a_config_directory_is_one_sentence(repo, monkeypatch):
+    monkeypatch.chdir(repo)
+    with pytest.raises(SystemExit, match=r"--profile profiles/nope: no such profile \(profiles: "):
+        cost.main(["--profile", "profiles/nope", "all"])
+    assert cost.config_files(["--profile", "slurm", "all"]) == ["config/config.yaml"]
+    with pytest.raises(SystemExit, match="--configfile config: a directory, not a config file"):
+        cost.main(["--configfile", "config", "all"])
+
+
 def test_a_model_is_priced_by_its_downloaded_config_before_its_family(tmp_path, monkeypatch, paper):
     monkeypatch.chdir(tmp_path)
     shapes = cost.model_shapes(paper)

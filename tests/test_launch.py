@@ -32,12 +32,44 @@ def test_nested_config_entries_become_typed_overrides_and_plain_ones_stay():
         (["--configfile", "config/smoke.yaml", "table3"], "'table3' after --configfile is read"),
         (["--config", "seed=1", "table3"], "'table3' after --config is read as one of its values"),
         (["--configfile", "configs/mine.yaml"], "--configfile configs/mine.yaml: no such file"),
+        # every option of Snakemake's that takes every word after it, not a hand list
+        (
+            ["--forcerun", "evaluate", "results/smoke/tables/table1.md"],
+            "'results/smoke/tables/table1.md' after --forcerun is read as one of its values",
+        ),
+        (["-R", "evaluate", "table1"], "'table1' after -R is read as one of its values"),
+        (["--until", "make_table", "table3"], "'table3' after --until is read"),
+        (["--configfile", "config"], "--configfile config: a directory, not a config file: give"),
+        (["--configfile=config"], "--configfile config: a directory"),
+        (["--config", "evaluation.x=@file"], r"evaluation.x=@file: the value is not YAML \("),
+        (["--config", "evaluation.x=*alias"], "the value is not YAML"),
+        (["--config", "evaluation.x=[unclosed"], "the value is not YAML"),
+        (
+            ["--config", "evaluation.x=2026-01-01"],
+            "YAML reads the value as date, which a config cannot hold; quote it for a string: "
+            """evaluation.x='"2026-01-01"'""",
+        ),
+        (["--config", "evaluation.x=!!binary aGk="], "reads the value as bytes"),
+        (
+            ["--config", "evaluation..allow_failures=0.5"],
+            "the key 'evaluation..allow_failures' has",
+        ),
     ],
 )
 def test_a_target_after_a_list_option_or_a_missing_file_is_named(argv, message, monkeypatch):
     monkeypatch.chdir(REPO)
     with pytest.raises(SystemExit, match=message):
         split_overrides(argv)
+
+
+def test_targets_first_keep_list_options_free_and_the_equals_form_is_spaced(monkeypatch):
+    monkeypatch.chdir(REPO)
+    args, _ = split_overrides(["table1", "--forcerun", "evaluate", "results/x/y.md"])
+    assert args == ["table1", "--forcerun", "evaluate", "results/x/y.md"]
+    args, overrides = split_overrides(["--config=evaluation.allow_failures=0.5", "run=x"])
+    assert args == ["--config", "run=x"] and overrides == {"evaluation.allow_failures": 0.5}
+    args, _ = split_overrides(["--forcerun", "evaluate"])  # a rule, no target: every target
+    assert args == ["--forcerun", "evaluate"]
 
 
 def test_a_misspelt_target_gets_the_closest_names():

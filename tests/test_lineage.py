@@ -118,3 +118,49 @@ def test_memrl_lineage_prints_the_chain_or_json(run, capsys):
         cli.main(["lineage", "data/hotpot.json"])
     with pytest.raises(SystemExit, match="no such file"):
         cli.main(["lineage", "results/r/tables/nothing.md"])
+
+
+def test_a_damaged_record_line_is_skipped_and_named_never_read_as_no_producer(run, capsys):
+    record = Path("results/r/logs/evaluate/50.provenance.jsonl")
+    lines = record.read_text().splitlines(keepends=True)
+    # a bad line that is not the last (a metrics line: the job's outputs stay known)
+    record.write_text(lines[0] + "not json\n" + "".join(lines[1:]))
+    train = Path("results/r/logs/train/2.provenance.jsonl")
+    data = train.read_bytes()
+    train.write_bytes(data[: data.rindex(b"\n", 0, -1) + 20])  # its end line cut mid-write
+    cli.main(["lineage", "results/r/tables/table3.md"])
+    text = capsys.readouterr().out
+    assert "<- evaluate[length=50]  FINISHED" in text  # the rest of the damaged record is used
+    assert f"{record}:2: not a JSON line" in text
+    cli.main(["lineage", "results/r/checkpoints/rl"])
+    text = capsys.readouterr().out
+    assert "no readable record wrote this file; the damaged lines below may have" in text
+    assert f"{train}:2: cut mid-line (the job was killed while writing it)" in text
+    assert "0 jobs" not in text
+
+
+def test_a_file_no_job_wrote_says_so_without_an_empty_summary(run, capsys):
+    Path("results/r/notes.txt").write_text("by hand")
+    cli.main(["lineage", "results/r/notes.txt"])
+    text = capsys.readouterr().out
+    assert text.splitlines()[1:] == ["  (no job of this run wrote this file)"]
+
+
+def test_lineage_into_a_closed_pipe_ends_quietly(run):
+    """As `memrl lineage … | head`, whose reader is gone before the report is written."""
+    import subprocess
+    import sys
+
+    for extra in ([], ["--json"]):
+        command = [
+            sys.executable,
+            "-m",
+            "memrl.cli",
+            "lineage",
+            *extra,
+            "results/r/tables/table3.md",
+        ]
+        job = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        job.stdout.close()  # long before the process has imported anything
+        stderr = job.stderr.read().decode()
+        assert job.wait() == 141 and stderr == ""

@@ -193,7 +193,15 @@ MUTATIONS: list[tuple[tuple[Any, ...], Any, str | None]] = [
     (("evaluation", "probe", "n_docs"), [0], "probe.n_docs"),
     (("evaluation", "probe", "placements"), [[0, 101]], "probe.placements"),
     (("evaluation", "probe", "placements"), [[0, 100, 5]], "probe.placements"),
+    # a selection: what `replace` names must be systems too (a misspelt key swapped nothing)
+    (
+        ("evaluation", "select"),
+        {"systems": ["rl-memagent-tiny"], "replace": {"rl-memagent-tny": "rl-memagent-tiny"}},
+        "evaluation.select.replace: unknown system(s) rl-memagent-tny (did you mean",
+    ),
+    (("evaluation", "select"), {"replace": {}}, "evaluation.select: 'systems' is a required"),
     # Accepted on purpose:
+    (("evaluation", "select"), None, None),  # no selection: what clears a file's from the CLI
     (("evaluation", "probe", "placements"), [[60, 40]], None),  # the second group first
     (("evaluation", "memory_ablation", "systems"), {"memagent-tiny-instruct": "7B"}, None),
     (("evaluation", "allow_failures"), 0.05, None),  # tolerate 5% failed samples
@@ -357,9 +365,23 @@ def test_corrupt_metrics_and_provenance_records_name_the_file(tmp_path):
     metrics = write(tmp_path / "m.json", b'[{"benchmark": "ruler_hqa"}]')
     with pytest.raises(ValueError, match=rf"{metrics}: missing key"):
         load_metrics([metrics])
-    record = write(tmp_path / "r.provenance.jsonl", b'{"event": "start"}\ngarbage\n{"event": 1}\n')
-    with pytest.raises(ValueError, match=rf"{record}:2: invalid JSON line"):
-        read_record(record)
+    record = write(
+        tmp_path / "r.provenance.jsonl",
+        b'{"event": "start", "record": "r"}\ngarbage\n{"event": 1}\n{"x": "\xff"}\n'
+        b'{"event": "end", "status": "FINISHED"}\n',
+    )
+    damaged: list[str] = []
+    read = read_record(record, damaged)  # each bad line skipped, named; the rest kept
+    assert read["record"] == "r" and read["status"] == "FINISHED"
+    assert (
+        damaged
+        == read["damaged"]
+        == [
+            f"{record}:2: not a JSON line (Expecting value, column 1)",
+            f"{record}:3: not a record line (no `event`)",
+            f"{record}:4: not UTF-8 at byte 62 of the file",
+        ]
+    )
 
 
 READERS = {

@@ -68,6 +68,19 @@ def test_a_selected_trained_run_is_still_trained(repo):
             "config key evaluation.select.replace: unknown system(s) nope",
         ),
         ({"systems": []}, "config key evaluation.select.systems: [] should be non-empty"),
+        (  # a misspelt key: nothing would be swapped, and the probe & co. silently dropped
+            {"systems": ["rl-memagent-7b"], "replace": {"rl-memagent-7": "rl-memagent-7b"}},
+            "config key evaluation.select.replace: unknown system(s) rl-memagent-7 (did you mean",
+        ),
+        (  # spelt right, but what it puts in a key the user never wrote is refused there
+            {
+                "systems": ["rl-memoryagent-7b-released", "memalpha-4b-released"],
+                "replace": {"rl-memagent-7b": "memalpha-4b-released"},
+            },
+            "config key evaluation.memory_ablation.systems: 'memalpha-4b-released' is not a "
+            "memagent system (put there by evaluation.select.replace.rl-memagent-7b → "
+            "memalpha-4b-released)",
+        ),
     ],
 )
 def test_a_bad_selection_names_its_key(repo, select, message):
@@ -109,3 +122,11 @@ def test_on_one_machine_a_gpu_job_claims_every_gpu_and_a_cpu_job_none():
     assert machine.claim("evaluation", 0, 1, "k") == 0
     # a cluster profile declares no machine: SLURM gets the job's own count
     assert cfg.Machine().claim("training", 128, 16, "k") == 128
+
+
+def test_a_selection_made_by_a_config_file_can_be_cleared_from_the_command_line(repo):
+    files = [repo / "config/config.yaml", repo / "config/eval-released.yaml"]
+    cleared = cfg.load_config(files, {"evaluation.select": None})
+    assert "select" not in cleared["evaluation"]
+    paper = cfg.load_config(files[:1])
+    assert set(cleared["evaluation"]["systems"]) == set(paper["evaluation"]["systems"])

@@ -124,21 +124,32 @@ def test_failed_and_interrupted_jobs_say_so(results):
     assert tracking.read_record(results / "logs/rule_i/i.provenance.jsonl")["status"] == "KILLED"
 
 
-def test_a_rerun_keeps_the_earlier_attempt_and_a_torn_last_line_is_ignored(results):
+def test_a_rerun_keeps_the_earlier_attempt_even_a_damaged_one(results, caplog):
     first = tracking.read_record(run_job(results, "a"))
     path = run_job(results, "a")
     second = tracking.read_record(path)
     assert second["record"] != first["record"] and len(second["metrics"]) == 1
     kept = path.with_name(f"a.{first['record']}{tracking.RECORD_SUFFIX}")
     assert tracking.read_record(kept)["record"] == first["record"]
+    # a damaged line costs that line: the attempt is kept under its id, the rest readable
     path.write_text('{"event": "start", "record": "x"}\ngarbage\n{"event": "end"}\n')
     third = tracking.read_record(run_job(results, "a"))  # a damaged record never stops a job
     assert third["record"] not in (first["record"], second["record"])
+    kept_aside = path.with_name(f"a.x{tracking.RECORD_SUFFIX}")
+    aside = tracking.read_record(kept_aside)
+    assert aside["damaged"] == [f"{kept_aside}:2: not a JSON line (Expecting value, column 1)"]
+    # one without a readable start line is set aside, out of the loader's way
+    path.write_text('garbage\n{"event": "end"}\n')
+    run_job(results, "a")
     [damaged] = path.parent.glob("a.damaged-*")
     assert "garbage" in damaged.read_text() and not damaged.name.endswith(tracking.RECORD_SUFFIX)
+    assert f"{path}:1: not a JSON line" in caplog.text
+    # a job killed mid-write: the cut line is reported, what came before is kept
     with path.open("a") as handle:
-        handle.write('{"event": "metr')  # killed mid-write
-    assert tracking.read_record(path)["record"] == third["record"]
+        handle.write('{"event": "metr')
+    cut = tracking.read_record(path)
+    assert cut["status"] == "FINISHED"
+    assert cut["damaged"] == [f"{path}:4: cut mid-line (the job was killed while writing it)"]
 
 
 def test_one_parent_per_invocation_one_child_per_job_and_loading_twice_adds_nothing(results):
@@ -168,6 +179,22 @@ def test_one_parent_per_invocation_one_child_per_job_and_loading_twice_adds_noth
     assert "pkg.mlflow" in a["tags"] and a["tags"]["accelerator"]
     record_ids = json.loads((results / "provenance" / tracking.RUNS_FILE).read_text())
     assert sorted(record_ids.values()) == sorted(r for r in runs if r != parent)
+
+
+def test_a_damaged_line_is_skipped_by_the_load_and_marked_on_its_run(results, caplog):
+    tracking.start_invocation(results, "sqlite:///results/t/mlflow.db", CONFIG, "9.0", **INVOKED)
+    path = run_job(results, "a", metrics=({"accuracy": 50.0}, {"accuracy": 75.0}))
+    lines = path.read_bytes().split(b"\n")
+    lines[1] = b'{"event": "metrics", "values": {"accuracy": \xff}}'  # not UTF-8, not the last
+    path.write_bytes(b"\n".join(lines))
+    run_job(results, "b")
+    mark_ended(results)
+    assert tracking.load(results) == {"invocations": 1, "jobs": 2, "waiting": 0}
+    assert f"skipped damaged provenance lines: {path}:2: not UTF-8 at byte" in caplog.text
+    [a] = [run for run in mlflow_runs(results).values() if run["name"] == "rule_a[k=a]"]
+    assert a["metrics"] == {**a["metrics"], ("accuracy", 1): 75.0}  # the rest is loaded
+    assert ("accuracy", 0) not in a["metrics"]
+    assert a["tags"]["memrl.damaged"].startswith(f"{path}:2: not UTF-8 at byte")
 
 
 def test_a_job_run_names_the_runs_that_made_its_inputs_and_the_parent_keeps_diff_and_log(
@@ -358,3 +385,18 @@ def test_the_commit_is_unknown_with_the_reason_where_git_cannot_answer(tmp_path,
     monkeypatch.setenv(tracking.ENV_GIT_COMMIT, "0123456789abcdef")  # the invocation's, exported
     monkeypatch.setenv(tracking.ENV_GIT_DIRTY, "false")
     assert tracking.commit_text() == "commit 0123456789ab"
+
+
+def test_a_checkout_with_its_virtualenvs_symlinked_is_not_dirty(repo, tmp_path, monkeypatch):
+    monkeypatch.delenv(tracking.ENV_GIT_COMMIT, raising=False)
+    checkout = tmp_path / "checkout"
+    checkout.mkdir()
+    shutil.copy(repo / ".gitignore", checkout / ".gitignore")
+    git = ["git", "-C", str(checkout), "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run([*git, "init", "-q"], check=True)
+    subprocess.run([*git, "add", "."], check=True)
+    subprocess.run([*git, "commit", "-q", "-m", "x"], check=True)
+    for name in (".venv", ".venv-verl", ".venv-vllm"):  # e.g. on a faster disk
+        (tmp_path / name).mkdir()
+        (checkout / name).symlink_to(tmp_path / name)
+    assert tracking.git_state(checkout)["git.dirty"] == "false"

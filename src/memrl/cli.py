@@ -13,6 +13,7 @@ import argparse
 import importlib
 import json
 import logging
+import os
 import signal
 import sys
 from collections.abc import Callable, Sequence
@@ -310,6 +311,17 @@ def _paths(args: argparse.Namespace, names: list[str]) -> list[Path]:
     return paths
 
 
+def run_tool(module: str, argv: list[str]) -> None:
+    """A report command; its reader closing the pipe early (`| head`) ends it quietly, as for
+    any Unix filter."""
+    try:
+        importlib.import_module(module).main(argv)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error at exit
+        sys.exit(141)  # 128 + SIGPIPE, what a shell reports for a filter ended this way
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     from memrl.secrets import RedactingStream
 
@@ -324,7 +336,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     signal.signal(signal.SIGTERM, signal.default_int_handler)
     argv = sys.argv[1:] if argv is None else list(argv)
     if argv and argv[0] in TOOLS:
-        importlib.import_module(TOOLS[argv[0]][0]).main(argv[1:])
+        run_tool(TOOLS[argv[0]][0], argv[1:])
         return
     args = build_parser().parse_args(argv)
     command = COMMANDS[args.command]

@@ -571,10 +571,20 @@ def config_files(args: Sequence[str]) -> list[str]:
     if parsed.configfile:
         return [str(path) for path in parsed.configfile]
     if parsed.profile:
-        profile = cfg.load_yaml(Path(parsed.profile[-1]) / "config.yaml")
+        profile = cfg.load_yaml(profile_dir(parsed.profile[-1]) / "config.yaml")
         files = profile.get("configfile", DEFAULT_CONFIG)
         return [files] if isinstance(files, str) else list(files)
     return [DEFAULT_CONFIG]
+
+
+def profile_dir(name: str) -> Path:
+    """A `--profile` as Snakemake finds it (a directory, or one under profiles/), else an error
+    listing the profiles there are."""
+    for path in (Path(name), Path("profiles") / name):
+        if (path / "config.yaml").is_file():
+            return path
+    known = sorted(str(p.parent) for p in Path("profiles").glob("*/config.yaml"))
+    raise SystemExit(f"--profile {name}: no such profile (profiles: {', '.join(known)})")
 
 
 def dry_run(args: Sequence[str], overrides: dict[str, Any]) -> str:
@@ -612,7 +622,11 @@ def main(argv: Sequence[str] | None = None) -> None:
     measured = json.loads(known.measured.read_text())
     rate = prefill_flop_rate(measured)
     pricing = Pricing.of(config, rate)
-    prices = [price_job(job, pricing) for job in parse_plan(dry_run(args, overrides))]
+    try:
+        jobs = parse_plan(dry_run(args, overrides))
+    except ValueError as exc:  # a job's settings file that cannot be read
+        raise SystemExit(f"memrl cost: {exc}") from None
+    prices = [price_job(job, pricing) for job in jobs]
     rows = summarise(prices)
     if known.json:
         print(json.dumps({"rows": rows, "flop_rate": rate, "device": measured["device"]}, indent=1))

@@ -2,9 +2,13 @@
 it (the jobs find `memrl` on PATH), after catching the command-line mistakes that Snakemake
 answers with a traceback or a bare exception:
 
-- a target written after `--configfile` or `--config`, which take every word after them;
+- a target written after an option that takes every word after it (`--configfile`, `--config`,
+  `--forcerun`, `-R`, `--until`, ...: the list comes from Snakemake's own parser);
 - `--config a.b=VALUE`, a nested key, which Snakemake's `--config` cannot set: it is passed to
-  the workflow instead (memrl.config.apply_overrides), VALUE read as YAML;
+  the workflow instead (memrl.config.apply_overrides), VALUE read as YAML, refused with its key
+  when it is not YAML or holds what JSON cannot (a date, bytes);
+- `--config=...`/`--configfile=...` (Snakemake takes only the spaced form), a config file that is
+  a directory;
 - a target that is neither a rule nor a path (a misspelt table name), answered with the closest.
 """
 
@@ -12,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import difflib
+import functools
 import json
 import os
 import shutil
@@ -24,35 +29,118 @@ import yaml
 
 from memrl.config import ENV_OVERRIDES, FIGURES, TABLES
 
-LIST_OPTIONS = ("--configfile", "--configfiles", "--config", "-C")  # each takes every word after it
+CONFIG_OPTIONS = ("--config", "-C")
+CONFIGFILE_OPTIONS = ("--configfile", "--configfiles")
 KNOWN_TARGETS = ("all", "evaluations", "case_studies", "training_curves", *TABLES, *FIGURES)
+
+
+@functools.cache
+def list_options() -> frozenset[str]:
+    """Snakemake's options that take every word after them (nargs * or +), from its parser."""
+    from snakemake.cli import get_argument_parser
+
+    actions = get_argument_parser()._actions
+    return frozenset(o for a in actions if a.nargs in ("*", "+") for o in a.option_strings)
 
 
 def split_overrides(argv: Sequence[str]) -> tuple[list[str], dict[str, object]]:
     """The arguments without nested `--config` entries, and those entries as {key: value}. A
     word without `=` after `--config`, or one naming no file after `--configfile`, that is not
-    a path is a target written in the wrong place: an error that says so."""
+    a path is a target written in the wrong place: an error that says so; so is a path or a
+    target name after another list option when the line has no target before it."""
     kept: list[str] = []
     overrides: dict[str, object] = {}
     option = None
-    for arg in argv:
+    for arg in _spaced(argv):
         if arg.startswith("-"):
-            option = arg if arg in LIST_OPTIONS else None
+            option = arg if arg in list_options() else None
             kept.append(arg)
             continue
-        if option in ("--config", "-C"):
+        if option in CONFIG_OPTIONS:
             key, sep, value = arg.partition("=")
             if not sep:
                 raise SystemExit(_misplaced(arg, option))
             if "." in key:
-                overrides[key] = yaml.safe_load(value) if value else None
+                overrides[_dotted_key(key, arg)] = _yaml_value(value, arg)
                 continue
-        elif option is not None and not Path(arg).exists():
-            if "/" in arg or "." in arg:
-                raise SystemExit(f"{option} {arg}: no such file")
-            raise SystemExit(_misplaced(arg, option))
+        elif option in CONFIGFILE_OPTIONS:
+            _check_config_file(arg, option)
         kept.append(arg)
-    return _drop_empty_options(kept), overrides
+    kept = _drop_empty_options(kept)
+    _check_swallowed(kept)
+    return kept, overrides
+
+
+def _spaced(argv: Sequence[str]) -> list[str]:
+    """`--config=a=b` and `--configfile=f` as Snakemake takes them: `--config a=b`."""
+    out: list[str] = []
+    for arg in argv:
+        option, sep, value = arg.partition("=")
+        out += (
+            [option, value] if sep and option in (*CONFIG_OPTIONS, *CONFIGFILE_OPTIONS) else [arg]
+        )
+    return out
+
+
+def _dotted_key(key: str, arg: str) -> str:
+    if any(not part for part in key.split(".")):
+        raise SystemExit(f"--config {arg}: the key {key!r} has an empty part (two dots, or an end)")
+    return key
+
+
+def _yaml_value(value: str, arg: str) -> object:
+    """VALUE of `--config a.b=VALUE` as YAML; what JSON cannot hold is refused with the key."""
+    if not value:
+        return None
+    try:
+        parsed = yaml.safe_load(value)
+    except yaml.YAMLError as exc:
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise SystemExit(
+            f"--config {arg}: the value is not YAML ({problem}); quote a string, e.g. "
+            f"{arg.partition('=')[0]}='\"{value}\"'"
+        ) from None
+    if not _json_like(parsed):
+        raise SystemExit(
+            f"--config {arg}: YAML reads the value as {type(parsed).__name__}, which a config "
+            f"cannot hold; quote it for a string: {arg.partition('=')[0]}='\"{value}\"'"
+        )
+    return parsed
+
+
+def _json_like(value: object) -> bool:
+    if isinstance(value, dict):
+        return all(isinstance(k, str) and _json_like(v) for k, v in value.items())
+    if isinstance(value, list):
+        return all(_json_like(item) for item in value)
+    return value is None or isinstance(value, str | int | float | bool)  # no date, bytes
+
+
+def _check_config_file(arg: str, option: str) -> None:
+    path = Path(arg)
+    if path.is_dir():
+        files = sorted(str(f) for f in path.glob("*.yaml"))
+        hint = f": give one of its files ({', '.join(files[:6])})" if files else ""
+        raise SystemExit(f"{option} {arg}: a directory, not a config file{hint}")
+    if not path.exists():
+        if "/" in arg or "." in arg:
+            raise SystemExit(f"{option} {arg}: no such file")
+        raise SystemExit(_misplaced(arg, option))
+
+
+def _check_swallowed(args: list[str]) -> None:
+    """A line without targets whose list option holds a path or a target name: the user's
+    target, swallowed by the option (Snakemake would run `all`)."""
+    if targets(args):
+        return
+    option = None
+    for arg in args:
+        if arg.startswith("-"):
+            option = arg if arg in list_options() else None
+        elif option not in (None, *CONFIG_OPTIONS, *CONFIGFILE_OPTIONS) and (
+            "/" in arg or arg in KNOWN_TARGETS
+        ):
+            raise SystemExit(_misplaced(arg, option))
 
 
 def _misplaced(word: str, option: str) -> str:
@@ -67,7 +155,7 @@ def _drop_empty_options(args: list[str]) -> list[str]:
     out = []
     for i, arg in enumerate(args):
         following = args[i + 1] if i + 1 < len(args) else "-"
-        if arg in ("--config", "-C") and following.startswith("-"):
+        if arg in CONFIG_OPTIONS and following.startswith("-"):
             continue
         out.append(arg)
     return out

@@ -34,10 +34,13 @@ def results_of(path: Path) -> Path:
     raise SystemExit(f"{path}: not inside a results directory (no provenance/ above it)")
 
 
-def lineage(path: Path, records: list[dict[str, Any]]) -> dict[str, Any]:
+def lineage(
+    path: Path, records: list[dict[str, Any]], damaged: list[str] | None = None
+) -> dict[str, Any]:
     """The producers of `path`'s current content and of everything they read, as a graph:
     `target` (path, digest, producing record id or None), `jobs` (record id -> job, its inputs
-    each with digest and producer), `sources` (absolute path -> digest: read, written by none).
+    each with digest and producer), `sources` (absolute path -> digest: read, written by none),
+    `damaged` (record lines that could not be read: a producer may be among them).
     A file changed since its producer wrote it has no producer; `rewritten` names who wrote
     the path last, with that digest."""
     index = tracking.producer_index(records)
@@ -48,6 +51,7 @@ def lineage(path: Path, records: list[dict[str, Any]]) -> dict[str, Any]:
         "target": {"path": target, "digest": digest, "producer": _id(producer)},
         "jobs": {},
         "sources": {},
+        "damaged": list(damaged or []),
     }
     if producer is None:
         graph["target"]["rewritten"] = _last_writer(target, index)
@@ -127,12 +131,18 @@ def render(graph: Mapping[str, Any], runs: Mapping[str, str], base: Path) -> str
             f"  (changed since record {rewritten['record']} wrote it as "
             f"{_short(rewritten['digest'])})"
         )
+    elif graph["damaged"]:
+        lines.append("  (no readable record wrote this file; the damaged lines below may have)")
     else:
         lines.append("  (no job of this run wrote this file)")
     sources = graph["sources"]
-    plural = "" if len(sources) == 1 else "s"
-    lines.append(f"\n{len(graph['jobs'])} jobs; {len(sources)} source{plural} written by none:")
-    lines += [f"  {_relative(p, base)}  {_short(d)}" for p, d in sorted(sources.items())]
+    if graph["jobs"]:
+        plural = "" if len(sources) == 1 else "s"
+        lines.append(f"\n{len(graph['jobs'])} jobs; {len(sources)} source{plural} written by none:")
+        lines += [f"  {_relative(p, base)}  {_short(d)}" for p, d in sorted(sources.items())]
+    if graph["damaged"]:
+        lines.append(f"\n{len(graph['damaged'])} record lines could not be read (skipped):")
+        lines += [f"  {_relative(note, base)}" for note in graph["damaged"]]
     return "\n".join(lines)
 
 
@@ -156,7 +166,8 @@ def main(argv: list[str] | None = None) -> None:
     if not args.path.exists():
         raise SystemExit(f"{args.path}: no such file or directory")
     results = results_of(args.path.resolve())
-    graph = lineage(args.path, tracking.records_under(results))
+    damaged: list[str] = []
+    graph = lineage(args.path, tracking.records_under(results, damaged), damaged)
     runs_file = tracking.invocations_dir(results) / tracking.RUNS_FILE
     runs = read_json(runs_file) if runs_file.is_file() else {}
     if args.json:

@@ -165,17 +165,15 @@ def keep_attempt(path: Path) -> None:
     if not path.is_file():
         return
     stem = path.name.removesuffix(RECORD_SUFFIX)
-    try:
-        earlier = read_record(path)
-    except ValueError as exc:
+    events, damage = read_events(path)
+    if events and events[0].get("event") == "start" and events[0].get("record"):
+        path.rename(path.with_name(f"{stem}.{events[0]['record']}{RECORD_SUFFIX}"))
+    elif damage:
         aside = path.with_name(f"{stem}.damaged-{uuid.uuid4().hex}")
-        log.warning("%s; set aside as %s, not loaded into MLflow", exc, aside.name)
+        log.warning("%s; set aside as %s, not loaded into MLflow", "; ".join(damage), aside.name)
         path.rename(aside)
-        return
-    if earlier is None:
+    else:
         path.unlink()
-        return
-    path.rename(path.with_name(f"{stem}.{earlier['record']}{RECORD_SUFFIX}"))
 
 
 def invocations_dir(results: Path) -> Path:
@@ -403,20 +401,52 @@ def job_run(
 # --- loading records into MLflow ------------------------------------------------------------------
 
 
-def read_record(path: Path) -> dict[str, Any] | None:
-    """A job's record as one dict (start fields, `metrics` lines, end fields); None if it has
-    no start line. A torn last line (a job killed mid-write) is ignored."""
-    lines = path.read_text(encoding="utf-8").splitlines()
-    events = []
-    for i, line in enumerate(lines):
+def read_events(path: Path) -> tuple[list[dict[str, Any]], list[str]]:
+    """A record's readable lines, and what was wrong with the others (`path:line: why`): one
+    damaged line costs that line only. A last line without its newline is a write cut short
+    (the job killed mid-write): also reported, as what it held is lost."""
+    data = path.read_bytes()
+    events: list[dict[str, Any]] = []
+    damage: list[str] = []
+    offset = 0
+    lines = data.split(b"\n")
+    for number, raw in enumerate(lines, 1):
+        where = f"{path}:{number}"
+        start, offset = offset, offset + len(raw) + 1
+        if not raw.strip():
+            continue
+        if number == len(lines):
+            damage.append(f"{where}: cut mid-line (the job was killed while writing it)")
+            continue
         try:
-            events.append(json.loads(line))
-        except json.JSONDecodeError:
-            if i < len(lines) - 1:
-                raise ValueError(f"{path}:{i + 1}: invalid JSON line") from None
+            event = json.loads(raw.decode("utf-8"))
+        except UnicodeDecodeError as exc:
+            damage.append(f"{where}: not UTF-8 at byte {start + exc.start} of the file")
+            continue
+        except json.JSONDecodeError as exc:
+            damage.append(f"{where}: not a JSON line ({exc.msg}, column {exc.colno})")
+            continue
+        if not isinstance(event, dict) or not isinstance(event.get("event"), str):
+            damage.append(f"{where}: not a record line (no `event`)")
+            continue
+        events.append(event)
+    return events, damage
+
+
+def read_record(path: Path, damaged: list[str] | None = None) -> dict[str, Any] | None:
+    """A job's record as one dict (start fields, `metrics` lines, end fields); None if it has
+    no start line. Damaged lines are skipped with one warning naming the file and lines, and
+    added to `damaged`; the record then carries them as `damaged`."""
+    events, damage = read_events(path)
+    if damage:
+        log.warning("skipped damaged provenance lines: %s", "; ".join(damage))
+        if damaged is not None:
+            damaged.extend(damage)
     if not events or events[0].get("event") != "start":
         return None
     record: dict[str, Any] = {"metrics": [], "path": str(path)}
+    if damage:
+        record["damaged"] = damage
     for event in events:
         kind = event.pop("event")
         if kind == "metrics":
@@ -637,9 +667,11 @@ def _close_parent(client: Any, run_id: str, results: Path, info: Mapping[str, An
     client.set_terminated(run_id, info["status"], end_time=info["end_ms"])
 
 
-def records_under(results: Path) -> list[dict[str, Any]]:
-    """Every job record under `results` (reruns' earlier attempts included)."""
-    return [r for p in sorted(results.glob(f"logs/**/*{RECORD_SUFFIX}")) if (r := read_record(p))]
+def records_under(results: Path, damaged: list[str] | None = None) -> list[dict[str, Any]]:
+    """Every job record under `results` (reruns' earlier attempts included); what could not be
+    read of them (each warned about) is added to `damaged`."""
+    paths = sorted(results.glob(f"logs/**/*{RECORD_SUFFIX}"))
+    return [record for path in paths if (record := read_record(path, damaged))]
 
 
 def absolute(record: Mapping[str, Any], path: str) -> str:
@@ -703,6 +735,8 @@ def _load_job(client: Any, experiment: str, record: dict[str, Any], parent: str 
         **{f"input.{p}": d for p, d in record["inputs"].items()},
         **{f"output.{p}": d for p, d in record.get("outputs", {}).items()},
     }
+    if record.get("damaged"):  # the lines of the record that could not be read
+        tags["memrl.damaged"] = "; ".join(record["damaged"])[:5000]
     if parent:
         tags["mlflow.parentRunId"] = parent
     run_id = record.get("run_id")  # a live run the job's own process logged into (verl)

@@ -106,7 +106,7 @@ def as_json(value):
 def settings_ref(value):
     """A job's `settings` param: `@<file named by their digest>` (memrl.settings_files), so the
     printed command stays short and a change of settings still reruns the job."""
-    return settings_files.settings_reference(value)
+    return settings_files.settings_reference(value, say=logger.warning)
 
 
 def job(rule_name):

@@ -80,8 +80,14 @@ def validate_config(config: dict[str, Any], schema_path: str | Path) -> None:
     )
     if errors:
         raise ConfigError(_describe(errors[0]))
-    apply_selection(config)
-    check_references(config)
+    swapped = apply_selection(config)
+    try:
+        check_references(config)
+    except ConfigError as exc:
+        put = [note for key, notes in swapped.items() if f"key {key}" in str(exc) for note in notes]
+        if not put:
+            raise
+        raise ConfigError(f"{exc} (put there by {', '.join(put)})") from None
 
 
 def _describe(error: jsonschema.ValidationError) -> str:

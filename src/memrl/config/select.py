@@ -14,6 +14,7 @@ later step (matrix, jobs, reports) sees only what the selection keeps.
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Callable
 from typing import Any
 
@@ -22,21 +23,27 @@ from memrl.config.base import ConfigError
 KEY = "evaluation.select"
 
 
-def apply_selection(config: dict[str, Any]) -> None:
-    """Narrow `config` in place to `evaluation.select` (nothing to do without it)."""
+def apply_selection(config: dict[str, Any]) -> dict[str, list[str]]:
+    """Narrow `config` in place to `evaluation.select` (nothing to do without it, or with it set
+    to null). Returns where `replace` put a system: config key -> ["old → new", ...], so that an
+    error found there later can name the `replace` entry the user wrote."""
     select = config["evaluation"].get("select")
     if not select:
-        return
+        config["evaluation"].pop("select", None)
+        return {}
     systems = config["evaluation"]["systems"]
     chosen = list(select["systems"])
     replace = select.get("replace", {})
-    for key, names in (("systems", chosen), ("replace", list(replace.values()))):
+    for key, names in (("systems", chosen), ("replace", [*replace, *replace.values()])):
         if unknown := sorted(set(names) - set(systems)):
-            raise ConfigError(f"config key {KEY}.{key}: unknown system(s) {', '.join(unknown)}")
+            raise ConfigError(f"config key {KEY}.{key}: {_unknown(unknown, systems)}")
     config["evaluation"]["systems"] = {name: systems[name] for name in chosen}
     kept = set(chosen)
+    swapped: dict[str, list[str]] = {}
 
-    def swap(name: str) -> str:
+    def swap(name: str, key: str) -> str:
+        if name in replace:
+            swapped.setdefault(key, []).append(f"{KEY}.replace.{name} → {replace[name]}")
         return replace.get(name, name)
 
     _narrow_mapping(config["evaluation"], "probe", swap, kept)
@@ -44,26 +51,43 @@ def apply_selection(config: dict[str, Any]) -> None:
     report = config["report"]
     if "rl_ablation" in report:
         groups = {
-            group: {role: swap(name) for role, name in roles.items()}
+            group: {role: swap(name, f"report.rl_ablation.{group}") for role, name in roles.items()}
             for group, roles in report["rl_ablation"].items()
         }
         report["rl_ablation"] = {
             group: roles for group, roles in groups.items() if set(roles.values()) <= kept
         }
     if "case_studies" in report:
-        studies = [{**study, "system": swap(study["system"])} for study in report["case_studies"]]
-        report["case_studies"] = [study for study in studies if study["system"] in kept]
+        studies = []
+        for study in report["case_studies"]:
+            system = swap(study["system"], f"report.case_studies.{len(studies)}")
+            if system in kept:
+                studies.append({**study, "system": system})
+            else:
+                swapped.pop(f"report.case_studies.{len(studies)}", None)
+        report["case_studies"] = studies
     _keep_evaluated_runs(config)
+    return swapped
+
+
+def _unknown(names: list[str], systems: dict[str, Any]) -> str:
+    """`unknown system(s) a, b`, with the closest system names where there are some."""
+    close = {
+        name: difflib.get_close_matches(name, list(systems), n=2, cutoff=0.6) for name in names
+    }
+    hints = [f"{name} (did you mean {' or '.join(c)}?)" if c else name for name, c in close.items()]
+    return f"unknown system(s) {', '.join(hints)}"
 
 
 def _narrow_mapping(
-    section: dict[str, Any], name: str, swap: Callable[[str], str], kept: set[str]
+    section: dict[str, Any], name: str, swap: Callable[[str, str], str], kept: set[str]
 ) -> None:
     """A `{system: label}` block (probe, memory ablation): swapped, narrowed, dropped if empty."""
     block = section.get(name)
     if not block:
         return
-    narrowed = {swap(system): label for system, label in block["systems"].items()}
+    key = f"evaluation.{name}.systems"
+    narrowed = {swap(system, key): label for system, label in block["systems"].items()}
     narrowed = {system: label for system, label in narrowed.items() if system in kept}
     if narrowed:
         section[name] = {**block, "systems": narrowed}
