@@ -7,19 +7,20 @@ from pathlib import Path
 
 from test_intervals import PAPER, SYSTEMS, record
 
-from memrl.report.cells import load_metrics
+from memrl.report.cells import load_metrics, mark_machinery_only
 from memrl.report.memagent_tables import build_table1
-from memrl.report.render import write_table
+from memrl.report.render import NOT_COMPARABLE, write_table
 from memrl.report.reproduction import footnotes, summarize_table, write_reproduction
 from memrl.scoring.intervals import ABOVE, BELOW, WITHIN
 
 
-def write_table1(results: Path) -> Path:
+def write_table1(results: Path, systems=SYSTEMS) -> Path:
     metrics = results / "metrics.json"
     metrics.write_text(
         json.dumps([record(50, 103), record(100, 107), record(200, 64), record(400, 100)])
     )
-    table = build_table1(load_metrics([metrics]), SYSTEMS, PAPER, {})
+    table = build_table1(load_metrics([metrics]), systems, PAPER, {})
+    mark_machinery_only(table, systems)
     table.attrs["notes"] = ["Erratum: the paper's 25,600-document cell is read from its figure."]
     write_table(table, results / "tables/table1", "Table 1")
     return results / "tables/table1.md"
@@ -27,7 +28,8 @@ def write_table1(results: Path) -> Path:
 
 def test_a_table_summary_counts_verdicts_and_lists_the_largest_misses_first(tmp_path):
     summary = summarize_table(write_table1(tmp_path))
-    assert summary.paper == "MemAgent" and summary.counts == {WITHIN: 2, ABOVE: 1, BELOW: 1}
+    assert summary.paper == "MemAgent"
+    assert summary.counts == {WITHIN: 2, ABOVE: 1, BELOW: 1, NOT_COMPARABLE: 0}
     # 78.1 vs 95.0 (−16.9) is a larger miss than 50.0 vs 40.0 (+10.0)
     assert summary.misses[0].startswith("RL-MemAgent-14B (ours) @ 56K: ours 78.1 [70.2, 84.4]")
     assert summary.misses[0].endswith("paper 95.0 (-16.9, below)")
@@ -82,3 +84,26 @@ def test_the_report_groups_tables_by_paper_and_links_figures_and_lineage(tmp_pat
     html = page.read_text()
     assert "<img src='figures/figure1.png'" in html and "<details><summary>Notes" in html
     assert html.count("<h2>") == 5  # both papers, both at once, training curves, case studies
+
+
+def test_a_run_that_cannot_reproduce_opens_with_its_banner_and_counts_nothing(tmp_path):
+    """The same numbers from a model that cannot reproduce (a random tiny model, SmolLM2):
+    the table, its CSV and the report say so first, and no cell counts as reproduced."""
+    random = {sid: {**spec, "reproduces": False} for sid, spec in SYSTEMS.items()}
+    table = write_table1(tmp_path, random)
+    markdown = table.read_text()
+    assert markdown.splitlines()[2].startswith("> Machinery check only: every system here runs")
+    assert ", not comparable)" in markdown
+    assert "✓" not in markdown.split("Cells:")[0]
+    assert "Verdicts none: the cells are not comparable (machinery check only)." in markdown
+    html = table.with_suffix(".html").read_text()
+    assert html.index('class="banner"') < html.index("<table>")
+    summary = summarize_table(table)
+    assert summary.counts == {WITHIN: 0, ABOVE: 0, BELOW: 0, NOT_COMPARABLE: 4}
+    assert summary.misses == [] and summary.banner.startswith("Machinery check only: ")
+    md, page = write_reproduction("smoke", [table], [], [], [], tmp_path / "reproduction")
+    text = md.read_text()
+    assert text.splitlines()[2].startswith("> Machinery check only: 1 of this run's 1 tables")
+    assert "- **MemAgent**: no cell compared: 4 not comparable (machinery check only)" in text
+    assert "cells reproduced" not in text
+    assert '<p class="banner">Machinery check only: ' in page.read_text()

@@ -105,6 +105,18 @@ def model_dir(config: dict[str, Any], name: str) -> Path:
     raise ConfigError(f"unknown model {name!r}")
 
 
+def model_reproduces(config: dict[str, Any], name: str) -> bool:
+    """Whether results of this model can be compared with the papers': not a tiny model (random
+    weights), not one marked `reproduces: false`, nor a run trained from one of those."""
+    run = trained_runs(config).get(name)
+    if run is not None:
+        return model_reproduces(config, run["base"])
+    model = config["models"].get(name)
+    if model is None:  # a system's model the cross-reference checks report
+        return True
+    return model["source"] != "tiny" and model.get("reproduces", True)
+
+
 def uses_qa_server(config: dict[str, Any]) -> bool:
     """Mem-α GRPO on verl serves the frozen QA model / judge next to the trainer."""
     return config["training"]["backend"] == "verl"

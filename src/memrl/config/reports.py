@@ -10,7 +10,7 @@ from memrl.benchmarks import (
     MEMALPHA_BENCHMARKS,
     PROBE_BENCHMARK,
 )
-from memrl.config.base import ConfigError, memalpha_runs, trained_runs
+from memrl.config.base import ConfigError, memalpha_runs, model_reproduces, trained_runs
 from memrl.config.matrix import EvalJob, eval_jobs, eval_systems, rl_ablation_groups, ruler_sets
 from memrl.config.settings import memalpha_recipe
 from memrl.data.longbench import LONGBENCH_SUM  # Table 2; the other tasks are QA (Table 3)
@@ -51,6 +51,7 @@ def _report_systems(config: dict[str, Any], variants: bool) -> list[dict[str, An
             "id": system_id,
             "display": spec["display"],
             "paper_row": spec.get("paper_row"),
+            "reproduces": model_reproduces(config, spec["model"]) if "model" in spec else True,
             **{key: spec[key] for key in REPORTED_SYSTEM_KEYS if key in spec},
             **_reward_weights(config, spec),
         }

@@ -16,6 +16,8 @@ from memrl.models import load_tokenizer
 def cmd_table(args: argparse.Namespace, run: tracking.JobRecord) -> None:
     """A paper table (settings `name`): ours beside the paper's numbers, as CSV, Markdown, LaTeX."""
     from memrl.config import load_yaml
+    from memrl.report.cells import mark_machinery_only
+    from memrl.report.claims import not_comparable
     from memrl.report.render import MADE_BY_LINE
     from memrl.report.tables import (
         PAPER_TABLES,
@@ -39,6 +41,9 @@ def cmd_table(args: argparse.Namespace, run: tracking.JobRecord) -> None:
             niah_config=s.get("niah_config"),
             probe=s.get("probe"),
         )
+    mark_machinery_only(table, s["systems"])
+    if table.attrs.get("banner"):
+        table.attrs["claims"] = not_comparable(table.attrs.get("claims", []))
     caption = f"{PAPER_TABLES[name].caption}, run {s['run']}"
     table.attrs["provenance"] = (
         f"{MADE_BY_LINE}{tracking.made_by()}; its lineage: memrl lineage {args.out_prefix}.md"
@@ -64,17 +69,21 @@ def cmd_reproduction(args: argparse.Namespace, run: tracking.JobRecord) -> None:
 def cmd_figure(args: argparse.Namespace, run: tracking.JobRecord) -> None:
     """A paper figure (settings `name`) as PNG and PDF."""
     from memrl.config import load_yaml
-    from memrl.report.cells import load_metrics
-    from memrl.report.claims import CLAIMS_SUFFIX, write_claims
+    from memrl.report.cells import MACHINERY_ONLY, load_metrics, not_reproducing
+    from memrl.report.claims import CLAIMS_SUFFIX, not_comparable, write_claims
     from memrl.report.figures import PAPER_FIGURES, figure_claims, plot_paper_figure
 
     s = args.settings
     name = s["name"]
     records, paper = load_metrics(args.metrics), load_yaml(args.paper)
+    title = f"{PAPER_FIGURES[name]}, run {s['run']}"
     with _reading_paper(args.paper, name):
         checks = figure_claims(
             name, records, s["systems"], paper, s["length_labels"], s.get("rl_ablation")
         )
+        if not_reproducing(s["systems"]):  # the figure opens with it; no claim holds or fails
+            checks = not_comparable(checks)
+            title = f"{MACHINERY_ONLY}no comparison with the paper\n{title}"
         write_claims(checks, Path(f"{args.out_prefix}{CLAIMS_SUFFIX}"))
         plot_paper_figure(
             name,
@@ -82,7 +91,7 @@ def cmd_figure(args: argparse.Namespace, run: tracking.JobRecord) -> None:
             s["systems"],
             paper,
             args.out_prefix,
-            f"{PAPER_FIGURES[name]}, run {s['run']}",
+            title,
             length_labels=s["length_labels"],
             ruler_length_labels=s["ruler_length_labels"],
             rl_ablation=s.get("rl_ablation"),

@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -92,13 +92,57 @@ class Cell:
     extras: Mapping[str, float | None] = field(default_factory=dict)
     ci: Interval | None = None  # our 95 % interval (memrl.scoring.intervals)
     decimals: int = 1  # shown with this many decimals (0: a count)
+    comparable: bool = True  # False: a model that cannot reproduce the papers (mark_machinery_only)
 
     @property
     def verdict(self) -> str | None:
         """The paper's number against our interval: within, above (ours higher) or below."""
-        if self.paper is None or self.ci is None or self.ours is None:
+        if not self.comparable or self.paper is None or self.ci is None or self.ours is None:
             return None
         return verdict(self.paper, self.ci)
+
+
+MACHINERY_ONLY = "Machinery check only: "  # how a table's, figure's or report's banner begins
+
+
+def machinery_banner(names: Sequence[str], everything: bool) -> str:
+    """The line a table, figure or report opens with when systems in it cannot reproduce."""
+    who = "every system here runs" if everything else f"{', '.join(names)} run"
+    return (
+        f"{MACHINERY_ONLY}{who} a model that cannot reproduce the papers (random weights, or "
+        "marked `reproduces: false`): beside the paper's numbers they test the pipeline, not the "
+        "method; their cells are not comparable and count in no verdict."
+    )
+
+
+def not_reproducing(systems: Systems) -> list[str]:
+    """The display names of the report systems whose model cannot reproduce the papers."""
+    specs = system_specs(systems).values()
+    return [spec["display"] for spec in specs if not spec.get("reproduces", True)]
+
+
+def mark_machinery_only(table: pd.DataFrame, systems: Systems) -> None:
+    """In place: the rows of systems that cannot reproduce (a memory-ablation variant's row too)
+    get cells compared with nothing, and the table its banner (attrs `banner`)."""
+    names = not_reproducing(systems)
+
+    def machinery(label: Any) -> bool:  # the system's row, or one of its rows ("X: random")
+        text = str(label)
+        return any(
+            text.startswith(name) and not text[len(name) : len(name) + 1].isalnum()
+            for name in names
+        )
+
+    rows = [machinery(label) for label in table.index]
+    if not any(rows):
+        return
+    for column in table.columns:
+        table[column] = [
+            replace(cell, comparable=False) if hit and isinstance(cell, Cell) else cell
+            for cell, hit in zip(table[column], rows, strict=True)
+        ]
+    shown = [str(label) for label, hit in zip(table.index, rows, strict=True) if hit]
+    table.attrs["banner"] = machinery_banner(shown, all(rows))
 
 
 def _check_metrics(data: Any, path: Path) -> dict[str, Any]:

@@ -6,7 +6,7 @@ report. MemAgent's are checked by its figures (memagent_figures), Mem-α's by it
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -50,6 +50,12 @@ def claim_lines(checks: Sequence[ClaimCheck]) -> list[str]:
         if check.system is not None:
             lines.append(f"{CHECK_LINE}{check.system}: {check.detail} -> {verdicts[check.holds]}")
     return lines
+
+
+def not_comparable(checks: Sequence[ClaimCheck]) -> list[ClaimCheck]:
+    """The checks of a table or figure whose systems cannot reproduce: none holds or fails."""
+    prefix = "not comparable (machinery check only): "
+    return [replace(check, holds=None, detail=prefix + check.detail) for check in checks]
 
 
 def write_claims(checks: Sequence[ClaimCheck], path: Path) -> Path:

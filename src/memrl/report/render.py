@@ -90,10 +90,14 @@ def write_text_table(table: pd.DataFrame, out_prefix: str | Path, caption: str) 
 
 
 def html_page(
-    caption: str, header: Sequence[str], rows: Sequence[Sequence[str]], notes: Sequence[str]
+    caption: str,
+    header: Sequence[str],
+    rows: Sequence[Sequence[str]],
+    notes: Sequence[str],
+    banner: Sequence[str] = (),
 ) -> str:
-    """A table as a standalone HTML page (the Snakemake report shows it as it is): the caption,
-    the cells (line breaks kept) and every footnote."""
+    """A table as a standalone HTML page (the Snakemake report shows it as it is): the banner
+    lines, the caption, the cells (line breaks kept) and every footnote."""
     esc = html.escape
 
     def cells(tag: str, values: Sequence[str]) -> str:
@@ -103,7 +107,8 @@ def html_page(
     body = [cells("th", header), *(cells("td", row) for row in rows)]
     foot = "".join(f"<p>{esc(note)}</p>" for note in notes)
     table = f"<table>\n<caption>{esc(caption)}</caption>\n" + "\n".join(body) + "\n</table>"
-    return html_document(caption, TABLE_CSS, f"{table}\n{foot}")
+    top = "".join(f'<p class="banner">{esc(line)}</p>\n' for line in banner)
+    return html_document(caption, TABLE_CSS, f"{top}{table}\n{foot}")
 
 
 def html_document(title: str, css: str, body: str) -> str:
@@ -120,7 +125,7 @@ TABLE_CSS = (
     "caption{font-weight:bold;text-align:left;padding:4px}"
     "th,td{border:1px solid #ccc;padding:3px 6px;vertical-align:top}"
     "td{text-align:right;white-space:nowrap}td:first-child{text-align:left;white-space:normal}"
-    "p{max-width:70em}"
+    "p{max-width:70em}p.banner{font-weight:bold;background:#fff3cd;padding:6px}"
 )
 
 
@@ -149,6 +154,7 @@ def _signed(value: float, decimals: int = 1) -> str:
 
 
 VERDICT_MARKS = {WITHIN: "✓", ABOVE: "↑", BELOW: "↓"}
+NOT_COMPARABLE = "not comparable"  # a cell of a system that cannot reproduce (its CSV verdict)
 VERDICTS_LINE = "Verdicts "  # how the verdict footnote begins
 MADE_BY_LINE = "Made by "  # how the provenance footnote begins (the table job's)
 
@@ -169,6 +175,7 @@ def format_cell(cell: Cell, with_paper: bool = True) -> str:
         inside = f"paper {DASH}"
     else:
         mark = f" {VERDICT_MARKS[cell.verdict]}" if cell.verdict else ""
+        mark = mark if cell.comparable else f", {NOT_COMPARABLE}"
         inside = f"paper {cell.paper:.{places}f}, {_signed(cell.delta, places)}{mark}"
     extras = [f"{label} {value:.1f}" for label, value in cell.extras.items() if value is not None]
     return f"{ours} ({'; '.join([inside, *extras])})"
@@ -227,6 +234,8 @@ def verdict_counts(table: pd.DataFrame) -> dict[str, int]:
 def verdict_note(table: pd.DataFrame) -> str:
     counts = verdict_counts(table)
     compared = sum(counts.values())
+    if not compared and table.attrs.get("banner"):
+        return f"{VERDICTS_LINE}none: the cells are not comparable (machinery check only)."
     if not compared:
         return f"{VERDICTS_LINE}none: no cell has both our interval and a paper number."
     return (
@@ -264,7 +273,7 @@ def tidy(table: pd.DataFrame) -> pd.DataFrame:
                     "delta": None if cell.delta is None else round(cell.delta, 4),
                     "ci_low": None if cell.ci is None else cell.ci[0],
                     "ci_high": None if cell.ci is None else cell.ci[1],
-                    "verdict": cell.verdict,
+                    "verdict": cell.verdict or _not_compared(cell),
                     "system_id": table.attrs["system_ids"][display],
                     "paper_row": table.attrs["paper_rows"][display],
                     "mean_tokens": cell.mean_tokens,
@@ -298,6 +307,15 @@ _LEGEND = (
 )
 
 
+def _not_compared(cell: Cell) -> str | None:
+    return NOT_COMPARABLE if not cell.comparable and cell.paper is not None else None
+
+
+def opening(table: pd.DataFrame) -> list[str]:
+    """What a table opens with under its caption: its banner, where it has one."""
+    return [table.attrs["banner"]] if table.attrs.get("banner") else []
+
+
 def _row_header(table: pd.DataFrame) -> str:
     return str(table.index.name or "system").capitalize()
 
@@ -307,6 +325,7 @@ def to_markdown(table: pd.DataFrame, caption: str) -> str:
     columns, {title: columns}, so a wide table reads as two), the legend and the footnotes."""
     parts = table.attrs.get("column_parts") or {"": list(table.columns)}
     lines = [f"**{caption}**", ""]
+    lines += [line for banner in opening(table) for line in (f"> {banner}", "")]
     for title, columns in parts.items():
         if title:
             lines += [f"*{title}*", ""]
@@ -371,6 +390,7 @@ def to_latex(table: pd.DataFrame, caption: str, label: str) -> str:
         r"\centering",
         rf"\caption{{{latex_escape(caption)}}}",
         rf"\label{{{label}}}",
+        *(rf"\textbf{{{latex_escape(banner)}}}\par\smallskip" for banner in opening(table)),
         r"\small",
         r"\begin{tabular}{l" + "r" * len(table.columns) + "}",
         r"\toprule",
@@ -405,5 +425,6 @@ def write_table(table: pd.DataFrame, out_prefix: str | Path, caption: str) -> li
         for d, row in table.iterrows()
     ]
     legend = table.attrs.get("legend", _LEGEND)
-    write_text_atomic(html_path, html_page(caption, header, rows, [legend, *_notes(table)]))
+    notes = [legend, *_notes(table)]
+    write_text_atomic(html_path, html_page(caption, header, rows, notes, opening(table)))
     return [csv_path, md_path, tex_path, html_path]

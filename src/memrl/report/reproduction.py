@@ -16,11 +16,18 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from memrl.data.io import read_json, write_text_atomic
+from memrl.report.cells import MACHINERY_ONLY
 from memrl.report.claims import CHECK_LINE, CLAIM_LINE, CLAIMS_SUFFIX
 from memrl.report.figures import PAPER_FIGURES
 from memrl.report.memagent_tables import MEMAGENT_TABLES
 from memrl.report.memalpha_tables import MEMALPHA_TABLES
-from memrl.report.render import MADE_BY_LINE, VERDICT_MARKS, VERDICTS_LINE, html_document
+from memrl.report.render import (
+    MADE_BY_LINE,
+    NOT_COMPARABLE,
+    VERDICT_MARKS,
+    VERDICTS_LINE,
+    html_document,
+)
 from memrl.report.suites import SUITES_TABLES
 from memrl.report.tables import PAPER_TABLES
 from memrl.scoring.intervals import ABOVE, BELOW, WITHIN
@@ -30,7 +37,10 @@ TRAINING = "Training curves"  # a section of its own: our runs of either paper
 SECTIONS = (*PAPERS, TRAINING)
 MEMALPHA_FIGURES = ("memalpha_frontier",)
 MISSES_SHOWN = 3
-PAGE_CSS = "body{font-family:sans-serif;max-width:75em;margin:1em auto;line-height:1.4}"
+PAGE_CSS = (
+    "body{font-family:sans-serif;max-width:75em;margin:1em auto;line-height:1.4}"
+    "p.banner{font-weight:bold;background:#fff3cd;padding:6px}"
+)
 LINEAGE_WHAT = "the jobs, models and data behind it"
 LEGEND_START = "Cells:"  # the legend line of a table's Markdown (not a footnote)
 
@@ -41,9 +51,10 @@ class TableSummary:
     paper: str
     caption: str
     markdown: Path
-    counts: Mapping[str, int]  # verdict -> cells
+    counts: Mapping[str, int]  # verdict (or NOT_COMPARABLE) -> cells
     misses: Sequence[str]  # the largest, as text
     notes: Sequence[str]
+    banner: str | None = None  # the table's machinery-only line
 
 
 def paper_of_table(name: str) -> str:
@@ -76,8 +87,12 @@ def summarize_table(markdown: Path) -> TableSummary:
     name = markdown.stem
     with markdown.with_suffix(".csv").open(newline="", encoding="utf-8") as handle:
         rows = list(csv.DictReader(handle))
-    judged = [row for row in rows if row.get("verdict")]
-    counts = {verdict: sum(r["verdict"] == verdict for r in judged) for verdict in VERDICT_MARKS}
+    judged = [row for row in rows if row.get("verdict") in VERDICT_MARKS]
+    counts = {v: sum(r.get("verdict") == v for r in rows) for v in [*VERDICT_MARKS, NOT_COMPARABLE]}
+    text = markdown.read_text(encoding="utf-8")
+    banner = next(
+        (line[2:] for line in text.splitlines() if line.startswith("> " + MACHINERY_ONLY)), None
+    )
     misses = sorted(
         (r for r in judged if r["verdict"] != WITHIN), key=lambda r: -abs(float(r["delta"]))
     )
@@ -88,7 +103,8 @@ def summarize_table(markdown: Path) -> TableSummary:
         markdown=markdown,
         counts=counts,
         misses=[_miss(row) for row in misses[:MISSES_SHOWN]],
-        notes=footnotes(markdown.read_text(encoding="utf-8")),
+        notes=footnotes(text),
+        banner=banner,
     )
 
 
@@ -139,23 +155,29 @@ def read_claims(path: Path, paper: str) -> list[Claim]:
 
 
 def totals(tables: Sequence[TableSummary]) -> dict[str, int]:
-    return {v: sum(t.counts.get(v, 0) for t in tables) for v in VERDICT_MARKS}
+    return {v: sum(t.counts.get(v, 0) for t in tables) for v in [*VERDICT_MARKS, NOT_COMPARABLE]}
 
 
 def _verdict_text(counts: Mapping[str, int]) -> str:
-    compared = sum(counts.values())
+    compared = sum(counts.get(v, 0) for v in VERDICT_MARKS)
+    aside = counts.get(NOT_COMPARABLE, 0)
     if not compared:
+        if aside:
+            return f"no cell compared: {aside} not comparable (machinery check only)"
         return "no cell compared (no paper number or no interval)"
-    return (
+    text = (
         f"{counts[WITHIN]} of {compared} cells reproduced (the paper's number within our 95 % "
         f"interval); ours above in {counts[ABOVE]}, below in {counts[BELOW]}"
     )
+    return f"{text}; {aside} not comparable (machinery check only)" if aside else text
 
 
 def _claims_text(claims: Sequence[Claim]) -> str:
     checked = [c for c in claims if c.holds is not None]
     if not claims:
         return "no claim checked"
+    if not checked:
+        return f"no claim judged ({len(claims)} checks not checkable or not comparable)"
     return f"{sum(bool(c.holds) for c in checked)} of {len(checked)} claim checks hold"
 
 
@@ -175,6 +197,19 @@ class Reproduction:
     case_studies: Sequence[Path]
     base: Path
 
+    @property
+    def banner(self) -> str | None:
+        """The report's opening line when any table is a machinery check only."""
+        machinery = [t for t in self.tables if t.banner]
+        if not machinery:
+            return None
+        return (
+            f"{MACHINERY_ONLY}{len(machinery)} of this run's {len(self.tables)} tables show "
+            "systems whose model cannot reproduce the papers (random weights, or marked "
+            "`reproduces: false`): their comparisons test the pipeline, not the method, and none "
+            "is counted as reproduced."
+        )
+
     def of(self, paper: str) -> tuple[list[TableSummary], list[Path], list[Claim]]:
         """The paper's tables, figures and claims."""
         return (
@@ -193,6 +228,7 @@ class Reproduction:
 
 def render_markdown(report: Reproduction) -> str:
     lines = [f"# Reproduction report: run {report.run}", ""]
+    lines += [f"> {report.banner}", ""] if report.banner else []
     lines += [f"- **{paper}**: {report.summary(paper)}" for paper in PAPERS]
     lines += [
         "",
@@ -222,7 +258,10 @@ def render_markdown(report: Reproduction) -> str:
 def render_html(report: Reproduction) -> str:
     """The same report as one HTML page, the figures shown inline."""
     esc = html.escape
-    body = [f"<h1>Reproduction report: run {esc(report.run)}</h1>", "<ul>"]
+    body = [f"<h1>Reproduction report: run {esc(report.run)}</h1>"]
+    if report.banner:
+        body.append(f'<p class="banner">{esc(report.banner)}</p>')
+    body.append("<ul>")
     body += [f"<li><b>{esc(p)}</b>: {esc(report.summary(p))}</li>" for p in PAPERS]
     body.append(
         f"</ul><p>Lineage of any file: <code>memrl lineage PATH</code> ({LINEAGE_WHAT}).</p>"

@@ -26,11 +26,16 @@ def wilson(successes: int, n: int) -> Interval:
     """The Wilson score interval of successes/n, in %."""
     if n <= 0:
         raise ValueError("an interval needs at least one item")
+    return _percent(*wilson_bounds(successes, n))
+
+
+def wilson_bounds(successes: float, n: int, z: float = Z95) -> tuple[float, float]:
+    """The Wilson score interval of successes/n as rates, at the two-sided level of `z`."""
     p = successes / n
-    denominator = 1 + Z95**2 / n
-    centre = (p + Z95**2 / (2 * n)) / denominator
-    half = Z95 * math.sqrt(p * (1 - p) / n + Z95**2 / (4 * n * n)) / denominator
-    return _percent(max(0.0, centre - half), min(1.0, centre + half))
+    denominator = 1 + z**2 / n
+    centre = (p + z**2 / (2 * n)) / denominator
+    half = z * math.sqrt(p * (1 - p) / n + z**2 / (4 * n * n)) / denominator
+    return max(0.0, centre - half), min(1.0, centre + half)
 
 
 def bootstrap(values: Sequence[float], seed: int = SEED, resamples: int = RESAMPLES) -> Interval:
