@@ -587,3 +587,17 @@ def test_mem0_runs_ruler_hqa_and_longbench_qa_with_its_settings(paper):
     del bad["evaluation"]["systems"]["mem0-gpt-5.1"]["mem0"]
     with pytest.raises(cfg.ConfigError, match="'mem0' is a required property"):
         cfg.validate_config(bad, SCHEMA)
+
+
+def test_a_tiny_model_a_marked_one_and_runs_trained_from_them_reproduce_nothing(repo, paper):
+    smoke = cfg.load_config([repo / "config/smoke.yaml"])
+    assert not cfg.model_reproduces(smoke, "tiny-instruct")  # random weights
+    assert not cfg.model_reproduces(smoke, "rl-memagent-tiny")  # trained from one
+    assert not cfg.model_reproduces(smoke, "memalpha-tiny-grpo")
+    mini = cfg.load_config([repo / "config/mini.yaml"])
+    assert not cfg.model_reproduces(mini, "smollm2-135m-instruct")  # reproduces: false
+    assert cfg.model_reproduces(paper, "qwen2.5-7b-instruct")
+    assert cfg.model_reproduces(paper, "rl-memagent-14b")  # trained from a real base
+    marked = copy.deepcopy(paper)
+    marked["models"]["qwen2.5-14b-instruct"]["reproduces"] = False
+    assert not cfg.model_reproduces(marked, "rl-memagent-14b")

@@ -200,7 +200,9 @@ MUTATIONS: list[tuple[tuple[Any, ...], Any, str | None]] = [
         "evaluation.select.replace: unknown system(s) rl-memagent-tny (did you mean",
     ),
     (("evaluation", "select"), {"replace": {}}, "evaluation.select: 'systems' is a required"),
+    (("models", "tiny-base", "reproduces"), "no", "models.tiny-base.reproduces"),
     # Accepted on purpose:
+    (("models", "tiny-base", "reproduces"), False, None),  # a tiny model never does anyway
     (("evaluation", "select"), None, None),  # no selection: what clears a file's from the CLI
     (("evaluation", "probe", "placements"), [[60, 40]], None),  # the second group first
     (("evaluation", "memory_ablation", "systems"), {"memagent-tiny-instruct": "7B"}, None),
