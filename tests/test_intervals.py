@@ -21,6 +21,7 @@ from memrl.scoring.intervals import (
     bootstrap,
     interval,
     mean_interval,
+    nested_interval,
     verdict,
     wilson,
 )
@@ -83,6 +84,29 @@ def test_a_metrics_record_carries_each_scores_interval_over_its_items():
     assert record["ci95"]["accuracy"] == pytest.approx(list(wilson(2, 4)))
     assert record["ci95"]["accuracy_official"] == pytest.approx(list(wilson(2, 3)))
     assert record["ci95"]["f1"] == pytest.approx(list(bootstrap([1.0, 0.5, 0.25])))
+
+
+def test_instances_of_questions_get_a_two_level_interval_never_of_zero_width():
+    # one instance (7 of MemoryAgentBench's 9 sources): its questions' spread, not [73, 73]
+    one = nested_interval([[1.0] * 73 + [0.0] * 27])
+    assert one[0] < 73 < one[1] and one[1] - one[0] > 10
+    assert one == nested_interval([[1.0] * 73 + [0.0] * 27])  # seeded
+    # every question of the instance wrong: the pooled Wilson interval, not [0, 0]
+    assert nested_interval([[0.0] * 20]) == wilson(0, 20)
+    # several instances: their spread too (wider than the questions alone, pooled)
+    spread = nested_interval([[1.0] * 10, [0.0] * 10, [1.0] * 5 + [0.0] * 5])
+    assert spread[1] - spread[0] > wilson(15, 30)[1] - wilson(15, 30)[0]
+    with pytest.raises(ValueError, match="at least one item in every group"):
+        nested_interval([[1.0], []])
+
+
+def test_a_memalpha_record_takes_the_interval_over_instances_and_their_questions():
+    instances = [
+        {"score": 0.73, "scores": [1.0] * 73 + [0.0] * 27, "failed": False, "n_calls": 1},
+    ]
+    record = summarize(instances, "mab", "banking77", "s", 0)
+    low, high = record["ci95"]["accuracy"]
+    assert record["accuracy"] == pytest.approx(73.0) and low < 73 < high and high - low > 10
 
 
 SYSTEMS = {

@@ -28,7 +28,7 @@ from memrl.data.ruler_hqa import context_pieces
 from memrl.engines.base import ChatEngine, ChatRequest, SamplingParams
 from memrl.progress import on_engine_call, progress
 from memrl.scoring.evidence import pattern_counts
-from memrl.scoring.intervals import interval
+from memrl.scoring.intervals import interval, nested_interval
 from memrl.secrets import redact
 
 log = logging.getLogger(__name__)
@@ -517,6 +517,15 @@ def merge_shards(shards: Iterable[Sequence[dict[str, Any]]]) -> list[dict[str, A
     return [merged[i] for i in sorted(merged)]
 
 
+def _interval(items: Sequence[dict[str, Any]], key: str) -> tuple[float, float] | None:
+    """A score's 95 % interval over the items; for instances of several questions (Mem-α: each
+    record's `scores`) the two-level bootstrap over instances and their questions, so that a
+    source of one instance still gets the spread of its questions."""
+    if key == "score" and items and all(p.get("scores") for p in items):
+        return nested_interval([p["scores"] for p in items])
+    return interval([p[key] for p in items])
+
+
 def summarize(
     predictions: Sequence[dict[str, Any]], benchmark: str, task: str, system: str, length: int
 ) -> dict[str, Any]:
@@ -543,7 +552,7 @@ def summarize(
     scored = {"accuracy": predictions, "accuracy_official": answered}
     scored |= dict.fromkeys(metric_keys, answered)
     ci95 = {
-        key: interval([p["score" if key.startswith("accuracy") else key] for p in items])
+        key: _interval(items, "score" if key.startswith("accuracy") else key)
         for key, items in scored.items()
     }
     return {

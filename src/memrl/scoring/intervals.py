@@ -49,6 +49,33 @@ def bootstrap(values: Sequence[float], seed: int = SEED, resamples: int = RESAMP
     return _percent(float(low), float(high))
 
 
+def nested_interval(
+    groups: Sequence[Sequence[float]], seed: int = SEED, resamples: int = RESAMPLES
+) -> Interval:
+    """The 95 % interval of the mean of group means (Mem-α: instances of questions) by a
+    two-level bootstrap: the groups resampled, then each chosen group's items; one group is
+    resampled within. Never of zero width: where every resample gives the same mean (all items
+    equal, e.g. every question of one instance wrong) the Wilson interval of the pooled items'
+    sum over their number stands in."""
+    if not groups or any(len(group) == 0 for group in groups):
+        raise ValueError("an interval needs at least one item in every group")
+    rng = np.random.default_rng(seed)
+    # each group's mean under `resamples` resamplings of its items: (groups, resamples)
+    inner = np.stack(
+        [
+            np.asarray(g, dtype=float)[rng.integers(0, len(g), size=(resamples, len(g)))].mean(1)
+            for g in groups
+        ]
+    )
+    chosen = rng.integers(0, len(groups), size=(resamples, len(groups)))
+    means = inner[chosen, np.arange(resamples)[:, None]].mean(axis=1)
+    low, high = np.percentile(means, [2.5, 97.5])
+    if high > low:
+        return _percent(float(low), float(high))
+    items = [value for group in groups for value in group]
+    return wilson(round(sum(items)), len(items))
+
+
 def interval(values: Sequence[float]) -> Interval | None:
     """Wilson for right/wrong items, else the bootstrap; None without items."""
     if not values:
