@@ -36,6 +36,17 @@ def test_memory_half_is_our_ratio_to_the_baselines_mean_and_the_papers_own():
     assert table_claims(cells, [CLAIMS["memory_half"]], "memalpha_table3") == []  # not its table
 
 
+def test_a_ratio_over_no_memory_at_all_is_not_checkable_never_holds():
+    # a model that wrote nothing has 0.00× the baselines' memory: not "about half"
+    cells = table(
+        "avg.mem",
+        {"Mem-α": (0.0, 7.9), "Long-Context": (10.0, 10.8), "RAG-Top2": (12.0, 11.3)},
+    )
+    [check] = table_claims(cells, [CLAIMS["memory_half"]], "memalpha_table1")
+    assert check.holds is None and check.value is None
+    assert check.detail.startswith("not checkable: this run has no (non-zero) avg.mem")
+
+
 def test_a_claim_whose_rows_did_not_run_is_not_checked():
     cells = table("ruler_qa2_421K.perf", {"Mem-α": (60.0, 68.0), "RAG-Top2": (50.0, 45.0)})
     [check] = table_claims(cells, [CLAIMS["length_generalisation"]], "memalpha_table2")

@@ -98,7 +98,11 @@ def table_claims(
 
 
 def _combine(statistic, values: tuple[float, list[float]] | None) -> float | None:
+    """The statistic, or None where it says nothing: a ratio whose numerator is 0 (ours wrote no
+    memory at all: 0.00× is not "half the memory") or whose denominator is."""
     if values is None:
+        return None
+    if statistic is STATISTICS["ratio_to_mean"][0] and values[0] == 0:
         return None
     try:
         return statistic(*values)
