@@ -41,7 +41,8 @@ else:
     CONTAINERS = dict.fromkeys(config["containers"])
 # Under apptainer a verl job runs on the host, where srun is: its ray_job.sh runs every node's
 # Ray and verl in the train image (`--container`, get_train_launch); every other job in its image.
-VERL_IMAGE = CONTAINERS["train"] if WANTS_APPTAINER else None
+# The reference comes from the config, so a plan made without apptainer shows the same command.
+VERL_IMAGE = config["containers"]["train"] if WANTS_APPTAINER else None
 # The infer jobs' `memrl` (their `params.memrl`): a virtualenv's (infer_venv) or the one on PATH.
 INFER_MEMRL = cfg.infer_memrl(config)
 SYSTEMS = cfg.eval_systems(config)

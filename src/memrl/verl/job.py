@@ -156,7 +156,8 @@ def run(
     container = launch_container(launch)
     _check_launch(launch, launch_command(settings, str(out), str(model), container=container))
     prepare_data(settings, rows, dev_rows, paths)
-    return _train_and_merge(settings, paths, out, launch, image_env(container, env), "last")
+    env = image_env(container, env)
+    return _train_and_merge(settings, paths, out, launch, env, "last", container)
 
 
 def run_memalpha(
@@ -208,7 +209,8 @@ def run_memalpha(
     ) as url:
         log.info("QA server healthy at %s (log: %s)", url, server_log)
         trainer_env = {**env, **plan.trainer_env, QA_URL_ENV: url}
-        return _train_and_merge(settings, paths, out, launch, trainer_env, settings["checkpoint"])
+        checkpoint = settings["checkpoint"]
+        return _train_and_merge(settings, paths, out, launch, trainer_env, checkpoint, container)
 
 
 def _train_and_merge(
@@ -218,9 +220,10 @@ def _train_and_merge(
     launch: Sequence[str],
     env: Mapping[str, str],
     checkpoint: str,
+    container: str | None,
 ) -> dict[str, Any]:
-    """Run verl to its last step, then merge the `checkpoint` one: the last, or the best
-    validated (`best_validated_step`)."""
+    """Run verl to its last step, then merge the `checkpoint` one (the last, or the best
+    validated: `best_validated_step`), in the train image where verl ran in one."""
     from memrl.data.io import publish_directory
     from memrl.verl.checkpoints import latest_step, merge_command, step_dir
 
@@ -246,7 +249,6 @@ def _train_and_merge(
             )
         log.info("merging step %d, the best validated (val_reward %.4f)", step, score)
     staging = out.parent / f".{out.name}.partial"
-    container = launch_container(launch)
     merge = [*in_image(container, env), *merge_command(paths.checkpoints, step, staging)]
     subprocess.run(merge, env=dict(env), check=True)
     with (staging / METRICS_FILE).open("w", encoding="utf-8") as handle:
