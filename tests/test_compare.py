@@ -10,12 +10,27 @@ from memrl.scoring.compare import (
     CONSISTENT,
     DIFFERS_ABOVE,
     DIFFERS_BELOW,
+    OUTCOMES,
     REPRODUCED,
     compare_proportions,
     compare_scores,
     detectable_difference,
-    simulate,
 )
+
+
+def simulate(
+    p: float, n: int, paper_n: int, delta: float, shift: float = 0.0, trials: int = 2000, seed=0
+) -> dict[str, float]:
+    """How often each outcome comes out when our true rate is p + shift and the paper's p (both
+    right/wrong items, seeded): shift 0 is a perfect reproduction."""
+    rng = np.random.default_rng(seed)
+    ours = rng.binomial(n, p + shift, size=trials)
+    papers = rng.binomial(paper_n, p, size=trials) / paper_n * 100
+    counts = dict.fromkeys(OUTCOMES, 0)
+    for x, paper in zip(ours, papers, strict=True):
+        counts[compare_proportions(int(x), n, float(paper), paper_n, delta).outcome] += 1
+    return {name: count / trials for name, count in counts.items()}
+
 
 TRIALS = 3000
 MC = 3 * np.sqrt(0.05 * 0.95 / TRIALS)  # three Monte-Carlo standard errors at 5 %

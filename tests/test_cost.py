@@ -6,6 +6,7 @@ import copy
 import json
 
 import pytest
+from conftest import docs_text
 
 from memrl import config as cfg
 from memrl import cost
@@ -216,7 +217,7 @@ def test_a_model_is_priced_by_its_downloaded_config_before_its_family(tmp_path, 
 
 
 def test_the_readmes_training_estimates_are_these(repo, paper):
-    readme = " ".join((repo / "README.md").read_text().split())
+    readme = " ".join(docs_text(repo).split())
     pricing = cost.Pricing.of(paper, RATE)
     hours = {}
     for run in ("rl-memagent-7b", "rl-memagent-14b"):
@@ -238,7 +239,7 @@ RATE = cost.prefill_flop_rate(json.loads(cost.MEASURED.read_text()))
 
 
 def test_the_readmes_mem_alpha_training_estimates_are_these(repo, paper):
-    readme = " ".join((repo / "README.md").read_text().split())
+    readme = " ".join(docs_text(repo).split())
 
     def hours(config, run):
         settings = cfg.memalpha_train_settings(config, run)
@@ -269,7 +270,7 @@ def test_the_readmes_mem_alpha_training_estimates_are_these(repo, paper):
 
 
 def test_the_readmes_gpu_measurements_are_the_packaged_ones(repo):
-    readme = " ".join((repo / "README.md").read_text().split())
+    readme = " ".join(docs_text(repo).split())
     measured = json.loads(cost.MEASURED.read_text())
     rates = [point["tokens_per_s"] for model in measured["models"] for point in model["prefill"]]
     assert f"prefill reached {min(rates):,}–{max(rates):,} tokens/s" in readme

@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import docs_text
 
 from memrl.config import load_config
 
@@ -96,7 +97,7 @@ def test_slurm_profile_plans_every_paper_job(repo):
     assert counts["make_table"] == 11 + 9 + 1 and counts["plot_figure"] == 8 + 1
     assert counts["case_study"] == 3 and counts["reproduction"] == 1
     # the README's numbers of this plan are this plan's
-    readme = (repo / "README.md").read_text()
+    readme = docs_text(repo)
     evaluations = counts["evaluate"] + counts["merge_eval"]
     assert f"({counts['total']:,} jobs in about" in readme
     assert f"in {evaluations} evaluation jobs: {counts['evaluate']} `evaluate` jobs" in readme
@@ -171,7 +172,7 @@ def test_one_machine_plans_the_released_checkpoints_and_refuses_multi_node_train
     )
     assert {"rl-memoryagent-14b", "rl-memoryagent-7b", "memalpha-4b"} <= downloaded
     assert "qwen2.5-14b-instruct" not in downloaded
-    readme = (repo / "README.md").read_text()
+    readme = docs_text(repo)
     assert (
         f"`all` under it\nplans {counts['total']} jobs ({counts['evaluate']} `evaluate`, "
         f"{counts['evaluate_shard']} shards, {counts['memorize']} `memorize`; no training)"
@@ -209,7 +210,7 @@ def memrl_cost(repo: Path, *args: str) -> subprocess.CompletedProcess[str]:
 def test_cost_of_the_paper_plan_is_the_readmes(repo):
     done = memrl_cost(repo, "--profile", "profiles/slurm", "all", "--markdown")
     assert done.returncode == 0, done.stderr
-    readme = (repo / "README.md").read_text()
+    readme = docs_text(repo)
     block = readme.split("<!-- cost:paper -->\n")[1].split("<!-- /cost:paper -->")[0]
     assert block.strip() == done.stdout.strip()
     rows = {line.split(" | ")[0].strip("| `*"): line.split(" | ") for line in block.splitlines()}
@@ -249,7 +250,7 @@ def test_cost_of_the_smoke_plan_has_no_gpu_hours(repo):
 
 
 def test_the_readmes_added_model_plans_its_evaluations(repo, tmp_path):
-    readme = (repo / "README.md").read_text()
+    readme = docs_text(repo)
     example = "# my-model.yaml" + readme.split("```yaml\n# my-model.yaml")[1].split("```")[0]
     (tmp_path / "my-model.yaml").write_text(example)
     done = snakemake(
@@ -458,7 +459,7 @@ def test_smoke_records_one_mlflow_child_run_per_job(smoke):
     assert rules.count("download_model") == 2 and rules.count("synthesize_ruler") == 11
     records = list(results.glob("logs/**/*.provenance.jsonl"))
     assert len(children) == len(runs) - 1 == len(records) == 147  # every job but `all`
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    readme = docs_text(Path(__file__).resolve().parents[1])
     # the README's smoke job count: the quickstart, the speed table, what was verified
     assert readme.count(f"{len(records) + 1} jobs") == 3
     for run in children:
