@@ -90,6 +90,9 @@ lint: $(STAMP)
 
 unit: $(STAMP)  ## everything but tests/verl, tests/vllm (each needs its own venv), tests/cluster, tests/containers
 	pytest -q --ignore=tests/verl --ignore=tests/cluster --ignore=tests/vllm --ignore=tests/containers
+	@# the suites CI runs later must at least import here: a broken import fails in seconds, not after an hour
+	@for suite in cluster containers vllm; do \
+	    out=$$(pytest --collect-only -q -p no:cacheprovider tests/$$suite) || { echo "$$out"; exit 1; }; done
 
 cluster-test: $(STAMP) $(VERL_STAMP)  ## real local services: MLflow server; as root a 2-node SLURM cluster, Ray on it (.venv-verl's, and the train-cpu image's: make images)
 	pytest -q -m cluster tests/cluster

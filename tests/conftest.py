@@ -73,9 +73,3 @@ def checked_figures(monkeypatch):
     yield saved
     problems = [p for fig in saved.values() for p in figure_problems(fig)]
     assert not problems, problems
-
-
-def docs_text(repo: Path) -> str:
-    """The README and every page of docs/, as one text: where the numbers a test checks live."""
-    pages = [repo / "README.md", *sorted((repo / "docs").glob("*.md"))]
-    return "\n".join(page.read_text() for page in pages)

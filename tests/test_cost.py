@@ -6,7 +6,7 @@ import copy
 import json
 
 import pytest
-from conftest import docs_text
+from docs_pages import docs_text
 
 from memrl import config as cfg
 from memrl import cost

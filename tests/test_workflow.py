@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import docs_text
+from docs_pages import docs_text
 
 from memrl.config import load_config
 
