@@ -3,33 +3,29 @@ papers' sample sizes (seeded: the same numbers every run)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
+from docs_pages import docs_text
 
+from memrl.report.cells import Cell
 from memrl.scoring.compare import (
     CONSISTENT,
     DIFFERS_ABOVE,
     DIFFERS_BELOW,
-    OUTCOMES,
     REPRODUCED,
+    compare_graded,
     compare_proportions,
-    compare_scores,
     detectable_difference,
+    error_rate_table,
+    outcome_rates,
 )
+from memrl.scoring.intervals import nested_interval
 
 
-def simulate(
-    p: float, n: int, paper_n: int, delta: float, shift: float = 0.0, trials: int = 2000, seed=0
-) -> dict[str, float]:
-    """How often each outcome comes out when our true rate is p + shift and the paper's p (both
-    right/wrong items, seeded): shift 0 is a perfect reproduction."""
-    rng = np.random.default_rng(seed)
-    ours = rng.binomial(n, p + shift, size=trials)
-    papers = rng.binomial(paper_n, p, size=trials) / paper_n * 100
-    counts = dict.fromkeys(OUTCOMES, 0)
-    for x, paper in zip(ours, papers, strict=True):
-        counts[compare_proportions(int(x), n, float(paper), paper_n, delta).outcome] += 1
-    return {name: count / trials for name, count in counts.items()}
+def simulate(p, n, paper_n, delta, shift=0.0, trials=2000, seed=0) -> dict[str, float]:
+    return outcome_rates(p, n, paper_n, delta, shift, trials, seed)
 
 
 TRIALS = 3000
@@ -69,7 +65,8 @@ def test_graded_items_differ_in_five_percent_of_perfect_reproductions():
     for _ in range(TRIALS):
         ours = rng.beta(2, 3, size=200)
         paper = 100 * rng.beta(2, 3, size=200).mean()
-        outcome = compare_scores(ours.tolist(), float(paper), 200, delta=5.0).outcome
+        se = 100 * ours.std(ddof=1) / np.sqrt(200)
+        outcome = compare_graded(100 * ours.mean(), se, 200, float(paper), 200, delta=5.0).outcome
         differs += outcome in (DIFFERS_ABOVE, DIFFERS_BELOW)
     assert abs(differs / TRIALS - 0.05) < MC
 
@@ -115,3 +112,23 @@ def test_a_score_at_zero_or_one_hundred_still_gets_a_real_interval():
 def test_bad_input_is_named(args, message):
     with pytest.raises(ValueError, match=message):
         compare_proportions(*args)
+
+
+def test_the_docs_state_the_error_rates_this_code_computes():
+    """docs/evaluation.md prints `python -m memrl.scoring.compare`'s table (seeded)."""
+    assert error_rate_table() in docs_text(Path(__file__).resolve().parents[1])
+
+
+def test_a_one_instance_memalpha_cell_differs_in_about_five_percent_of_perfect_reproductions():
+    """Through the table's own path: a MemoryAgentBench source of one instance of 100 questions,
+    its two-level interval, a Cell graded against the paper's one instance."""
+    rng = np.random.default_rng(11)
+    trials, differs = 400, 0
+    for _ in range(trials):
+        ours = rng.binomial(1, 0.6, size=100).astype(float)
+        paper = 100 * rng.binomial(1, 0.6, size=100).mean()
+        mean = 100 * ours.mean()
+        ci = nested_interval([ours.tolist()])
+        cell = Cell(mean, paper, mean - paper, ci=ci, n_scored=1, paper_n=1)
+        differs += cell.verdict in (DIFFERS_ABOVE, DIFFERS_BELOW)
+    assert abs(differs / trials - 0.05) < 3 * np.sqrt(0.05 * 0.95 / trials) + 0.01

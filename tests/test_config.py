@@ -159,6 +159,18 @@ def test_validating_a_config_imports_no_ml_framework(repo, name):
             lambda c: c["evaluation"]["systems"]["rl-memagent-7b"].update(max_docs=800),
             "config key evaluation.probe.n_docs: above 'rl-memagent-7b'",
         ),
+        (
+            lambda c: c["report"]["equivalence_margin"].update(table1=-2),
+            "config key report.equivalence_margin.table1: -2 is less than the minimum of 0",
+        ),
+        (
+            lambda c: c["report"]["equivalence_margin"].update(default="five"),
+            "config key report.equivalence_margin.default: 'five' is not of type 'number'",
+        ),
+        (
+            lambda c: c["report"]["equivalence_margin"].update(tabel1=3),
+            "config key report.equivalence_margin.tabel1: not a table (tables: table1, ",
+        ),
     ],
 )
 def test_bad_config_fails_with_one_line_naming_the_key(paper, mutate, message):
@@ -601,3 +613,12 @@ def test_a_tiny_model_a_marked_one_and_runs_trained_from_them_reproduce_nothing(
     marked = copy.deepcopy(paper)
     marked["models"]["qwen2.5-14b-instruct"]["reproduces"] = False
     assert not cfg.model_reproduces(marked, "rl-memagent-14b")
+
+
+def test_each_table_job_gets_its_margin_and_figures_none(paper):
+    paper["report"]["equivalence_margin"] = {"default": 4.0, "memalpha_table2": 10}
+    assert cfg.table_settings(paper, "table1")["margin"] == 4.0
+    assert cfg.table_settings(paper, "memalpha_table2")["margin"] == 10.0
+    assert "margin" not in cfg.table_settings(paper, "figure1")
+    del paper["report"]["equivalence_margin"]
+    assert cfg.table_settings(paper, "table3")["margin"] == 5.0  # the documented default

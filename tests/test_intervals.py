@@ -10,21 +10,27 @@ import pytest
 import yaml
 
 from memrl.evaluation import summarize
-from memrl.report.cells import load_metrics
-from memrl.report.memagent_tables import build_table1
-from memrl.report.render import format_cell, tidy, to_markdown, verdict_counts, write_table
-from memrl.report.tables import build_paper_table
-from memrl.scoring.intervals import (
-    ABOVE,
-    BELOW,
-    WITHIN,
-    bootstrap,
-    interval,
-    mean_interval,
-    nested_interval,
-    verdict,
-    wilson,
+from memrl.report.cells import NOT_SAMPLED, Cell, load_metrics
+from memrl.report.render import (
+    NOT_COMPARABLE,
+    format_cell,
+    tidy,
+    to_markdown,
+    verdict_counts,
+    write_table,
 )
+from memrl.report.tables import build_paper_table
+from memrl.scoring.compare import (
+    CONSISTENT,
+    DIFFERS_ABOVE,
+    DIFFERS_BELOW,
+    REPRODUCED,
+    compare_graded,
+    compare_proportions,
+    detectable_difference,
+    standard_error,
+)
+from memrl.scoring.intervals import bootstrap, interval, mean_interval, nested_interval, wilson
 
 
 def test_wilson_matches_the_hand_computed_interval():
@@ -66,13 +72,6 @@ def test_the_mean_of_scores_combines_their_intervals_side_by_side():
     )
 
 
-def test_verdicts():
-    assert verdict(55.0, (40.0, 60.0)) == WITHIN
-    assert verdict(60.0, (40.0, 60.0)) == WITHIN  # the bounds belong to the interval
-    assert verdict(65.0, (40.0, 60.0)) == BELOW  # ours is below the paper's number
-    assert verdict(35.0, (40.0, 60.0)) == ABOVE
-
-
 def prediction(score: float, f1: float, failed: bool = False) -> dict:
     return {"score": score, "f1": f1, "failed": failed, "response": "x", "n_calls": 1}
 
@@ -84,6 +83,7 @@ def test_a_metrics_record_carries_each_scores_interval_over_its_items():
     assert record["ci95"]["accuracy"] == pytest.approx(list(wilson(2, 4)))
     assert record["ci95"]["accuracy_official"] == pytest.approx(list(wilson(2, 3)))
     assert record["ci95"]["f1"] == pytest.approx(list(bootstrap([1.0, 0.5, 0.25])))
+    assert record["right_wrong"] == ["accuracy", "accuracy_official"]  # f1 is graded
 
 
 def test_instances_of_questions_get_a_two_level_interval_never_of_zero_width():
@@ -107,6 +107,8 @@ def test_a_memalpha_record_takes_the_interval_over_instances_and_their_questions
     record = summarize(instances, "mab", "banking77", "s", 0)
     low, high = record["ci95"]["accuracy"]
     assert record["accuracy"] == pytest.approx(73.0) and low < 73 < high and high - low > 10
+    assert record["right_wrong"] == []  # an instance's mean is graded
+    assert record["n_items"] == 1 and record["n_questions"] == 100
 
 
 SYSTEMS = {
@@ -116,7 +118,10 @@ SYSTEMS = {
         "kind": "memagent",
     }
 }
-PAPER = {"RL-MEMAGENT-14B": {50: 80.47, 100: 83.59, 200: 40.0, 400: 95.0}}
+PAPER = {
+    "ruler_hqa": {"RL-MEMAGENT-14B": {50: 80.47, 100: 83.59, 200: 25.0, 400: 95.0}},
+    "sources": {"ruler_hqa": {"items": 128}},
+}
 
 
 def record(n_docs: int, right: int, n: int = 128) -> dict:
@@ -131,34 +136,61 @@ def record(n_docs: int, right: int, n: int = 128) -> dict:
         "accuracy": 100 * right / n,
         "accuracy_official": 100 * right / n,
         "ci95": {"accuracy": list(wilson(right, n))},
+        "right_wrong": ["accuracy", "accuracy_official"],
     }
 
 
-def test_each_cell_gets_our_interval_and_a_verdict_and_the_table_counts_them(tmp_path):
+def test_each_cell_is_compared_with_both_sampling_errors_and_the_table_counts_them(tmp_path):
     path = tmp_path / "metrics.json"
-    # 103/128 = 80.5 [72.8, 86.4] holds 80.47; 107/128 = 83.6 holds 83.59;
-    # 64/128 = 50.0 [41.5, 58.5] is above the paper's 40.0; 100/128 = 78.1 [70.2, 84.5] below 95
+    # 103/128 = 80.5 against 80.47 and 107/128 against 83.59: no difference shown, and 128 items
+    # a side cannot show agreement within ±5; 64/128 = 50.0 is far above 25.0, 100/128 below 95
     path.write_text(
         json.dumps([record(50, 103), record(100, 107), record(200, 64), record(400, 100)])
     )
-    table = build_table1(load_metrics([path]), SYSTEMS, PAPER, {})
+    table = build_paper_table("table1", load_metrics([path]), SYSTEMS, PAPER)
     cells = table.loc["RL-MemAgent-14B (ours)"]
-    assert [cells[n].verdict for n in (50, 100, 200, 400)] == [WITHIN, WITHIN, ABOVE, BELOW]
-    assert verdict_counts(table) == {WITHIN: 2, ABOVE: 1, BELOW: 1}
-    assert format_cell(cells[50]) == "80.5 [73–86] (paper 80.5, +0.0 ✓)"
-    assert format_cell(cells[200]) == "50.0 [41–59] (paper 40.0, +10.0 ↑)"
+    verdicts = [CONSISTENT, CONSISTENT, DIFFERS_ABOVE, DIFFERS_BELOW]
+    assert [cells[n].verdict for n in (50, 100, 200, 400)] == verdicts
+    assert cells[200].comparison == compare_proportions(64, 128, 25.0, 128, 5.0)
+    counts = {CONSISTENT: 2, DIFFERS_ABOVE: 1, DIFFERS_BELOW: 1, REPRODUCED: 0}
+    assert verdict_counts(table) == {**counts, NOT_COMPARABLE: 0}
+    assert format_cell(cells[50]) == "80.5 [73–86] (paper 80.5, +0.0 ○)"
+    assert format_cell(cells[200]) == "50.0 [41–59] (paper 25.0, +25.0 ↑)"
     markdown = to_markdown(table, "Table 1")
-    assert "lies within our 95 % interval in 2 (✓); ours is above it in 1 (↑), below it in 1" in (
+    assert "reproduced within the margin in 0 (✓); consistent, neither a difference nor " in (
         markdown
     )
+    assert "ours differs above in 1 (↑), below in 1 (↓)" in markdown
+    assert "(the paper's n 128): a difference shows only beyond " in markdown
     assert "Paper rows compared: RL-MemAgent-14B (ours) ← RL-MEMAGENT-14B." in markdown
     csv_path, _, tex_path, html_path = write_table(table, tmp_path / "table1", "Table 1")
     rows = list(csv.DictReader(csv_path.open()))
-    assert [row["verdict"] for row in rows[:4]] == [WITHIN, WITHIN, ABOVE, BELOW]
+    assert [row["verdict"] for row in rows[:4]] == verdicts
     assert float(rows[2]["ci_low"]) == pytest.approx(wilson(64, 128)[0])
-    assert r"$\uparrow$" in tex_path.read_text()
+    compared = cells[200].comparison
+    assert (float(rows[2]["diff_low"]), float(rows[2]["diff_high"])) == compared.ci95
+    assert float(rows[2]["detectable"]) == compared.detectable and rows[2]["paper_n"] == "128"
+    assert rows[2]["margin"] == "5.0"
+    tex = tex_path.read_text()
+    assert r"$\uparrow$" in tex and r"$\circ$" in tex
     page = html_path.read_text()  # what the Snakemake report shows: cells and every footnote
-    assert "<td>50.0 [41–59]<br>(paper 40.0, +10.0 ↑)</td>" in page and "<p>Verdicts (" in page
+    assert '<td class="differs-above" title="ours − paper +25.0, 95 % interval [' in page
+    assert "50.0 [41–59]<br>(paper 25.0, +25.0 differs ↑)</td>" in page
+    assert "(paper 80.5, +0.0 consistent)" in page and "<p>Verdicts (" in page
+
+
+def test_reproduced_needs_agreement_shown_within_the_margin():
+    ours = {"ci": wilson(5000, 10000), "n_scored": 10000, "right_wrong": True}
+    assert Cell(50.0, 50.3, -0.3, **ours, paper_n=128).verdict == CONSISTENT  # the paper's 128
+    big = Cell(50.0, 50.3, -0.3, **ours, paper_n=10000, margin=2.0)
+    assert big.verdict == REPRODUCED and big.comparison.ci90[1] < 2
+    alone = Cell(50.0, 50.3, -0.3, **ours, margin=2.0).comparison  # paper n unknown: ours alone
+    assert alone.note == "paper n unknown: our sampling error alone" and alone.outcome == REPRODUCED
+    graded = Cell(60.0, 55.0, 5.0, ci=(50.0, 70.0), n_scored=40, paper_n=40)
+    expected = compare_graded(60.0, standard_error((50.0, 70.0)), 40, 55.0, 40, 5.0)
+    assert graded.comparison == expected and graded.verdict == CONSISTENT
+    memory = Cell(3.1, 2.2, 0.9, n_scored=4)  # no interval of ours: not sampled, no verdict
+    assert memory.verdict is None and memory.unjudged == NOT_SAMPLED
 
 
 def test_a_record_with_a_bad_interval_is_named(tmp_path):
@@ -170,7 +202,7 @@ def test_a_record_with_a_bad_interval_is_named(tmp_path):
         load_metrics([path])
 
 
-def test_the_papers_own_interval_comes_from_the_items_it_counts(tmp_path):
+def test_the_papers_n_comes_from_the_items_it_counts(tmp_path):
     """Table 1's numbers are k/128 (config/paper/memagent.yaml `sources.ruler_hqa.items`)."""
     paper = yaml.safe_load((Path(__file__).parents[1] / "config/paper/memagent.yaml").read_text())
     path = tmp_path / "metrics.json"
@@ -179,5 +211,5 @@ def test_the_papers_own_interval_comes_from_the_items_it_counts(tmp_path):
     [row] = tidy(table).to_dict("records")
     printed = paper["ruler_hqa"]["RL-MEMAGENT-14B"][50]  # 80.47 = 103/128
     assert row["paper"] == printed and row["paper_n"] == 128
-    assert (row["paper_ci_low"], row["paper_ci_high"]) == wilson(103, 128)
-    assert "The paper's numbers are k/128" in to_markdown(table, "Table 1")
+    expected = 100 * detectable_difference(0.8047, 128, 128)
+    assert row["detectable"] == pytest.approx(expected, abs=1e-3)

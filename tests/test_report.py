@@ -26,7 +26,8 @@ from memrl.report.cells import (
     rag_paper_row,
     system_kind,
 )
-from memrl.report.figures import plot_paper_figure
+from memrl.report.claims import FAILS, HOLDS, NOT_CHECKABLE, UNDECIDED
+from memrl.report.figures import figure_claims, plot_paper_figure
 from memrl.report.memagent_figures import (
     ablation_rows,
     check_ablation_claims,
@@ -68,6 +69,7 @@ from memrl.report.training_curves import (
     read_training_curve,
     training_metrics_files,
 )
+from memrl.scoring.intervals import wilson
 
 REPO = Path(__file__).resolve().parents[1]
 # their own inputs: below, and in test_memory_patterns.py
@@ -963,8 +965,8 @@ def test_plot_heatmaps_without_ruler_metrics_is_an_error(tmp_path: Path):
     assert not list(tmp_path.iterdir())
 
 
-@pytest.mark.parametrize(("good", "holds", "value"), [(97.0, True, 95.5), (96.0, False, 94.5)])
-def test_check_ood_claim(paper: dict, good: float, holds: bool, value: float):
+@pytest.mark.parametrize(("good", "outcome", "value"), [(97.0, HOLDS, 95.5), (96.0, FAILS, 94.5)])
+def test_check_ood_claim(paper: dict, good: float, outcome: str, value: float):
     checks = check_claims(
         ruler_records(good),
         HEAT_SYSTEMS,
@@ -973,8 +975,8 @@ def test_check_ood_claim(paper: dict, good: float, holds: bool, value: float):
     )
     by_id = {(c.claim_id, c.system): c for c in checks}
     check = by_id[("ood_avg_over_95_14b", "RL-14B")]
-    assert (check.holds, check.value) == (holds, pytest.approx(value))  # the min over tasks' means
-    assert by_id[("ood_squad_stable", None)].holds is None  # a claim without a number
+    assert (check.outcome, check.value) == (outcome, pytest.approx(value))  # min of tasks' means
+    assert by_id[("ood_squad_stable", None)].outcome == NOT_CHECKABLE  # no number
     lines = claim_lines(checks)
     assert any("over 95% accuracy" in line for line in lines)
     assert any(line.strip().startswith("ours, RL-14B: min over 8K–512K") for line in lines)
@@ -984,13 +986,13 @@ def test_check_niah_claims_need_every_length(paper: dict):
     records = [r for r in ruler_records() if r["length"] != 524288]
     checks = check_claims(records, HEAT_SYSTEMS, paper["niah"]["claims"])
     check = next(c for c in checks if c.claim_id == "niah_512k_over_95")
-    assert check.holds is None and "not all of 512K run" in check.detail
+    assert check.outcome == NOT_CHECKABLE and "not all of 512K run" in check.detail
     drop = next(
         c
         for c in check_claims(ruler_records(), HEAT_SYSTEMS, paper["niah"]["claims"])
         if c.claim_id == "niah_loss_under_5"
     )
-    assert drop.holds is True and drop.value == pytest.approx(1.0)  # 8K minus 512K
+    assert drop.outcome == HOLDS and drop.value == pytest.approx(1.0)  # 8K minus 512K
 
 
 @pytest.mark.parametrize("name", ["figure1", "figure5", "figure_ood"])
@@ -1041,17 +1043,17 @@ def test_ablation_claims_are_checked_per_group(paper: dict):
     by_id = {c.claim_id: c for c in hqa}
     # RULER-HQA: the workflow is 10 points above the backbone, RL 30.5 above the workflow
     assert by_id["workflow_beats_backbone_hqa"].value == pytest.approx(10.0)
-    assert by_id["workflow_beats_backbone_hqa"].holds is True
+    assert by_id["workflow_beats_backbone_hqa"].outcome == HOLDS
     assert by_id["rl_improves_hqa"].value == pytest.approx(30.5)
     declines = by_id["workflow_declines_hqa"]  # no number in the paper: reported only
-    assert declines.value == pytest.approx(40.0) and declines.holds is None
+    assert declines.value == pytest.approx(40.0) and declines.outcome == NOT_CHECKABLE
     assert "gives no number" in declines.detail and declines.system == "14B"
     qa = check_ablation_claims(
         ablation_panels("table3", paper),
         [claims["workflow_marginal_longbench"], claims["rl_improves_longbench"]],
     )
     assert [c.value for c in qa] == pytest.approx([-2.0, 22.0])  # AVG left out
-    assert [c.holds for c in qa] == [None, True]
+    assert [c.outcome for c in qa] == [NOT_CHECKABLE, HOLDS]
 
 
 def test_ablation_claim_fails_when_rl_does_not_help(paper: dict):
@@ -1060,7 +1062,7 @@ def test_ablation_claim_fails_when_rl_does_not_help(paper: dict):
     table = build_paper_table("table1", records, REPORT_SYSTEMS, paper, {})
     claim = next(c for c in paper["rl_ablation"]["claims"] if c["id"] == "rl_improves_hqa")
     (check,) = check_ablation_claims(ablation_rows(table, GROUPS), [claim])
-    assert check.holds is False and check.value == pytest.approx(-40.0)
+    assert check.outcome == FAILS and check.value == pytest.approx(-40.0)
 
 
 def test_ablation_rows_name_a_system_the_table_lacks(paper: dict):
@@ -1701,3 +1703,41 @@ def test_the_lengths_note_names_only_columns_labelled_otherwise_than_by_document
     plain = to_markdown(build_table1(metrics, SYSTEMS, PAPER, {50: "50 docs"}), "t")
     # 200 and 12,800 documents are labelled by our measured tokens: they are named
     assert "Lengths: 28K = 200 docs, 1.79M = 12800 docs." in plain and "50 docs =" not in plain
+
+
+def hqa_record(system: str, n_docs: int, right: int) -> dict:
+    """A RULER-HQA record of `right` of 128 with its Wilson interval, as the evaluation writes."""
+    return metric(system, n_docs, 100 * right / 128, ci95={"accuracy": list(wilson(right, 128))})
+
+
+@pytest.mark.parametrize(
+    ("last", "outcome"),
+    # drops of -15.6, 50.8 and 3.9 points: at 128 questions a side the last is ±13 points wide
+    [(125, HOLDS), (40, FAILS), (100, UNDECIDED)],
+)
+def test_figure1_checks_the_abstracts_loss_under_10_points_on_its_interval(paper, last, outcome):
+    records = [hqa_record("rl-14b", 50, 105), hqa_record("rl-14b", 25600, last)]
+    [check] = figure_claims("figure1", records, HEAT_SYSTEMS, paper)
+    assert check.claim_id == "extrapolate_under_10" and check.system == "RL-14B"
+    assert check.outcome == outcome and check.value == pytest.approx(100 * (105 - last) / 128)
+    assert check.detail.startswith(f"drop over 50–25600 = {check.value:.1f} [")
+
+
+def test_a_claim_against_another_system_takes_the_margin_at_every_length(paper):
+    systems = [
+        {"id": "rl-7b", "display": "RL-7B", "paper_row": "RL-MEMAGENT-7B", "kind": "memagent"},
+        {"id": "q32", "display": "Qwen 32B", "paper_row": "Qwen2.5-Instruct-32B", "kind": "x"},
+    ]
+    claim = next(c for c in paper["ood"]["claims"] if c["id"] == "ood_7b_beats_32b")
+    records = [
+        niah_record(sid, task, n, score - (n == 524288) * 5)
+        for sid, score in (("rl-7b", 90.0), ("q32", 70.0))
+        for task in TEN_TASKS
+        for n in (8192, 524288)
+    ]
+    [check] = check_claims(records, systems, [claim], average_tasks=TEN_TASKS)
+    assert check.value == pytest.approx(20.0) and check.outcome == HOLDS  # no interval: the value
+    assert "margin over Qwen2.5-Instruct-32B" in check.detail
+    mine = records[: len(records) // 2]  # RL-7B's alone
+    [alone] = check_claims(mine, systems[:1], [claim], average_tasks=TEN_TASKS)
+    assert alone.outcome == NOT_CHECKABLE and alone.detail == "no system of Qwen2.5-Instruct-32B"

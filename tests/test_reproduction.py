@@ -8,10 +8,10 @@ from pathlib import Path
 from test_intervals import PAPER, SYSTEMS, record
 
 from memrl.report.cells import load_metrics, mark_machinery_only
-from memrl.report.memagent_tables import build_table1
 from memrl.report.render import NOT_COMPARABLE, write_table
 from memrl.report.reproduction import footnotes, summarize_table, write_reproduction
-from memrl.scoring.intervals import ABOVE, BELOW, WITHIN
+from memrl.report.tables import build_paper_table
+from memrl.scoring.compare import CONSISTENT, DIFFERS_ABOVE, DIFFERS_BELOW, REPRODUCED
 
 
 def write_table1(results: Path, systems=SYSTEMS) -> Path:
@@ -19,7 +19,7 @@ def write_table1(results: Path, systems=SYSTEMS) -> Path:
     metrics.write_text(
         json.dumps([record(50, 103), record(100, 107), record(200, 64), record(400, 100)])
     )
-    table = build_table1(load_metrics([metrics]), systems, PAPER, {})
+    table = build_paper_table("table1", load_metrics([metrics]), systems, PAPER)
     mark_machinery_only(table, systems)
     table.attrs["notes"] = ["Erratum: the paper's 25,600-document cell is read from its figure."]
     write_table(table, results / "tables/table1", "Table 1")
@@ -29,13 +29,22 @@ def write_table1(results: Path, systems=SYSTEMS) -> Path:
 def test_a_table_summary_counts_verdicts_and_lists_the_largest_misses_first(tmp_path):
     summary = summarize_table(write_table1(tmp_path))
     assert summary.paper == "MemAgent"
-    assert summary.counts == {WITHIN: 2, ABOVE: 1, BELOW: 1, NOT_COMPARABLE: 0}
-    # 78.1 vs 95.0 (−16.9) is a larger miss than 50.0 vs 40.0 (+10.0)
-    assert summary.misses[0].startswith("RL-MemAgent-14B (ours) @ 56K: ours 78.1 [70.2, 84.4]")
-    assert summary.misses[0].endswith("paper 95.0 (-16.9, below)")
-    assert "above" in summary.misses[1] and len(summary.misses) == 2
+    counts = {REPRODUCED: 0, CONSISTENT: 2, DIFFERS_ABOVE: 1, DIFFERS_BELOW: 1}
+    assert summary.counts == {**counts, NOT_COMPARABLE: 0}
+    # 50.0 vs 25.0 (+25.0) is a larger miss than 78.1 vs 95.0 (−16.9); consistent cells are none
+    assert summary.misses[0].startswith(
+        "RL-MemAgent-14B (ours) @ 28K: ours 50.0, paper 25.0, differs above: ours − paper +25.0 ["
+    )
+    assert (
+        "@ 56K: ours 78.1, paper 95.0, differs below: ours − paper -16.9 [-" in (summary.misses[1])
+    )
+    assert len(summary.misses) == 2
     assert summary.notes[0].startswith("Erratum:")
     assert not any(note.startswith("Cells:") for note in summary.notes)  # the legend is no note
+
+
+def counts_keys() -> tuple[str, ...]:
+    return (REPRODUCED, CONSISTENT, DIFFERS_ABOVE, DIFFERS_BELOW)
 
 
 def test_footnotes_are_the_lines_under_the_table():
@@ -68,8 +77,8 @@ def test_the_report_groups_tables_by_paper_and_links_figures_and_lineage(tmp_pat
         "smoke", [table], [figure], [claims], [study], tmp_path / "reproduction"
     )
     text = md.read_text()
-    assert "- **MemAgent**: 2 of 4 cells reproduced" in text
-    assert "above in 1, below in 1; 1 of 1 claim checks hold" in text
+    assert "- **MemAgent**: 0 of 4 cells reproduced within the margin; 2 consistent" in text
+    assert "2 differ (ours above in 1, below in 1); 1 of 1 claim checks hold" in text
     assert (
         "- **Mem-α**: no cell compared (no paper number or no interval); no claim checked" in text
     )
@@ -99,7 +108,7 @@ def test_a_run_that_cannot_reproduce_opens_with_its_banner_and_counts_nothing(tm
     html = table.with_suffix(".html").read_text()
     assert html.index('class="banner"') < html.index("<table>")
     summary = summarize_table(table)
-    assert summary.counts == {WITHIN: 0, ABOVE: 0, BELOW: 0, NOT_COMPARABLE: 4}
+    assert summary.counts == {**dict.fromkeys(counts_keys(), 0), NOT_COMPARABLE: 4}
     assert summary.misses == [] and summary.banner.startswith("Machinery check only: ")
     md, page = write_reproduction("smoke", [table], [], [], [], tmp_path / "reproduction")
     text = md.read_text()

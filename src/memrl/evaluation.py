@@ -517,13 +517,24 @@ def merge_shards(shards: Iterable[Sequence[dict[str, Any]]]) -> list[dict[str, A
     return [merged[i] for i in sorted(merged)]
 
 
+def _nested(items: Sequence[dict[str, Any]], key: str) -> bool:
+    """Whether the items are instances of several questions (Mem-α: each record's `scores`)."""
+    return key == "score" and bool(items) and all(p.get("scores") for p in items)
+
+
 def _interval(items: Sequence[dict[str, Any]], key: str) -> tuple[float, float] | None:
-    """A score's 95 % interval over the items; for instances of several questions (Mem-α: each
-    record's `scores`) the two-level bootstrap over instances and their questions, so that a
-    source of one instance still gets the spread of its questions."""
-    if key == "score" and items and all(p.get("scores") for p in items):
+    """A score's 95 % interval over the items; for instances of questions the two-level
+    bootstrap over instances and their questions, so that a source of one instance still gets
+    the spread of its questions."""
+    if _nested(items, key):
         return nested_interval([p["scores"] for p in items])
     return interval([p[key] for p in items])
+
+
+def _right_wrong(items: Sequence[dict[str, Any]], key: str) -> bool:
+    """Whether every item scores 0 or 1 (a proportion: the comparison with the paper uses
+    Newcombe's interval), not a graded score or instances' means."""
+    return bool(items) and not _nested(items, key) and all(p[key] in (0.0, 1.0) for p in items)
 
 
 def summarize(
@@ -533,8 +544,10 @@ def summarize(
     empty outputs as wrong; `accuracy_official` and every side metric (sub_em, em, f1, ...) drop
     them from the denominator as the official evaluator does (it skips every item whose raw
     output is ""); `n_dropped` counts them. `ci95`: each score's 95 % interval over its items
-    (memrl.scoring.intervals); `memory_patterns`: what a MemAgent's memory did with the gold
-    evidence, in samples (memrl.scoring.evidence), where the predictions carry its traces."""
+    (memrl.scoring.intervals); `right_wrong`: the scores whose items are all 0 or 1;
+    `n_questions`: the questions of instances (Mem-α: each prediction an instance);
+    `memory_patterns`: what a MemAgent's memory did with the gold evidence, in samples
+    (memrl.scoring.evidence), where the predictions carry its traces."""
     n = len(predictions)
     answered = [p for p in predictions if not (p["failed"] or p.get("response") == "")]
     metric_keys = sorted(
@@ -547,6 +560,7 @@ def summarize(
     lenient = {}  # answers normalising to "" that the official sub_em counts as correct
     if "sub_em_strict" in metric_keys:
         lenient["n_lenient_sub_em"] = sum(p["sub_em"] != p["sub_em_strict"] for p in predictions)
+    nested = _nested(predictions, "score")  # instances of questions (Mem-α)
     tokens = [p["num_tokens"] for p in predictions if p.get("num_tokens") is not None]
     memory = [p["memory_tokens"] for p in predictions if p.get("memory_tokens") is not None]
     scored = {"accuracy": predictions, "accuracy_official": answered}
@@ -571,5 +585,11 @@ def summarize(
         "mean_memory_tokens": sum(memory) / len(memory) if memory else None,
         "mean_calls": sum(p["n_calls"] for p in predictions) / n if n else 0.0,
         "ci95": {key: list(bounds) for key, bounds in ci95.items() if bounds is not None},
+        **({"n_questions": sum(len(p["scores"]) for p in predictions)} if nested else {}),
+        "right_wrong": sorted(
+            key
+            for key, items in scored.items()
+            if _right_wrong(items, "score" if key.startswith("accuracy") else key)
+        ),
         **({"memory_patterns": patterns} if (patterns := pattern_counts(predictions)) else {}),
     }

@@ -21,7 +21,7 @@ from memrl.config.base import (
     uses_qa_server,
 )
 from memrl.config.matrix import eval_jobs, eval_systems, rl_ablation_groups
-from memrl.config.reports import MEMALPHA_SPLITS, RL_ABLATION_FIGURES
+from memrl.config.reports import MEMALPHA_SPLITS, RL_ABLATION_FIGURES, TABLES
 from memrl.data.memalpha import QUERY_PROMPTS
 from memrl.systems import system_kind
 from memrl.systems.memagent import agent_settings
@@ -91,6 +91,17 @@ def check_references(config: dict[str, Any]) -> None:
     _check_disabled_memory(config)
     _check_rl_ablation(config)
     _check_case_studies(config)
+    _check_margins(config)
+
+
+def _check_margins(config: dict[str, Any]) -> None:
+    """report.equivalence_margin names `default` and tables (the schema checks the numbers)."""
+    for name in config["report"].get("equivalence_margin", {}):
+        if name != "default" and name not in TABLES:
+            raise ConfigError(
+                f"config key report.equivalence_margin.{name}: not a table "
+                f"(tables: {', '.join(TABLES)})"
+            )
 
 
 def _check_rl_ablation(config: dict[str, Any]) -> None:

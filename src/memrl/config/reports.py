@@ -15,6 +15,7 @@ from memrl.config.matrix import EvalJob, eval_jobs, eval_systems, rl_ablation_gr
 from memrl.config.settings import memalpha_recipe
 from memrl.data.longbench import LONGBENCH_SUM  # Table 2; the other tasks are QA (Table 3)
 from memrl.data.ruler import TASKS as RULER_TASK_SPECS
+from memrl.scoring.compare import DEFAULT_MARGIN
 from memrl.systems import system_kind
 
 REPORTED_SYSTEM_KEYS = (
@@ -338,10 +339,22 @@ def memory_ablation_members(config: dict[str, Any], name: str) -> list[str]:
     return members
 
 
+def equivalence_margin(config: dict[str, Any], name: str) -> float:
+    """±δ, in points, within which a cell of table `name` counts as reproduced
+    (`report.equivalence_margin`: the table's own, else `default`)."""
+    margins = config["report"].get("equivalence_margin", {})
+    return float(margins.get(name, margins.get("default", DEFAULT_MARGIN)))
+
+
 def table_settings(config: dict[str, Any], name: str) -> dict[str, Any]:
-    """What one table or figure reads beyond `report_settings`: Figures 6 and 7 their groups,
-    Table 4 its probe, Table 7 the RULER settings it reports, the memory ablation its own
-    systems (the only reports that show the variants)."""
+    """What one table or figure reads beyond `report_settings`: every table its margin ±δ,
+    Figures 6 and 7 their groups, Table 4 its probe, Table 7 the RULER settings it reports,
+    the memory ablation its own systems (the only reports that show the variants)."""
+    margin = {"margin": equivalence_margin(config, name)} if name in TABLES else {}
+    return {**margin, **_own_settings(config, name)}
+
+
+def _own_settings(config: dict[str, Any], name: str) -> dict[str, Any]:
     if name in MEMORY_ABLATION:
         members = set(memory_ablation_members(config, name))
         systems = [s for s in _report_systems(config, True) if s["id"] in members]

@@ -40,6 +40,7 @@ def cmd_table(args: argparse.Namespace, run: tracking.JobRecord) -> None:
             labels,
             niah_config=s.get("niah_config"),
             probe=s.get("probe"),
+            margin=s["margin"],
         )
     mark_machinery_only(table, s["systems"])
     if table.attrs.get("banner"):

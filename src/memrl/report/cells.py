@@ -11,6 +11,7 @@ names every printed one that disagrees.
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -22,7 +23,14 @@ import pandas as pd
 
 from memrl.benchmarks import MEMALPHA_BENCHMARKS
 from memrl.data.io import read_json
-from memrl.scoring.intervals import Interval, mean_interval, verdict
+from memrl.scoring.compare import (
+    DEFAULT_MARGIN,
+    Comparison,
+    compare_graded,
+    compare_proportions,
+    standard_error,
+)
+from memrl.scoring.intervals import Interval, mean_interval
 
 BENCHMARK = "ruler_hqa"
 UNLENGTHED = ("longbench", *MEMALPHA_BENCHMARKS)  # benchmarks whose records have length 0
@@ -79,7 +87,8 @@ _SCORE_FIELDS = (
 @dataclass(frozen=True)
 class Cell:
     """One (system, column) entry; percentages. `mark` flags a partial average, `extras` are
-    scores shown beside ours (e.g. {"F1": 61.2})."""
+    scores shown beside ours (e.g. {"F1": 61.2}). The comparison with the paper's number
+    (memrl.scoring.compare) needs our interval, the items behind ours and the paper's n."""
 
     ours: float | None
     paper: float | None
@@ -93,13 +102,72 @@ class Cell:
     ci: Interval | None = None  # our 95 % interval (memrl.scoring.intervals)
     decimals: int = 1  # shown with this many decimals (0: a count)
     comparable: bool = True  # False: a model that cannot reproduce the papers (mark_machinery_only)
+    n_scored: int = 0  # the items behind `ours` (the dropped ones left out where they are)
+    n_questions: int | None = None  # the questions of its instances (Mem-α), where it has them
+    right_wrong: bool = False  # every item 0 or 1: a proportion (Newcombe), else graded
+    parts: tuple[Any, ...] = ()  # an average's columns (its paper n is theirs summed)
+    derived: bool = False  # an average the paper never printed: shown, never judged
+    paper_n: int | None = None  # the items behind the paper's number (None: unknown)
+    margin: float = DEFAULT_MARGIN  # ±δ of `reproduced`, in points
+
+    @functools.cached_property
+    def comparison(self) -> Comparison | None:
+        """Ours − paper with both sampling errors; None where there is nothing to judge."""
+        if self.ours is None or self.paper is None or self.ci is None or not self.n_scored:
+            return None
+        if not self.comparable or self.derived:
+            return None
+        if self.right_wrong:
+            successes = round(self.ours * self.n_scored / 100)
+            return compare_proportions(
+                successes, self.n_scored, self.paper, self.paper_n, self.margin
+            )
+        return compare_graded(
+            self.ours, standard_error(self.ci), self.n_scored, self.paper, self.paper_n, self.margin
+        )
 
     @property
     def verdict(self) -> str | None:
-        """The paper's number against our interval: within, above (ours higher) or below."""
-        if not self.comparable or self.paper is None or self.ci is None or self.ours is None:
+        """reproduced (within ±margin), consistent, differs above or below: None unjudged."""
+        return None if self.comparison is None else self.comparison.outcome
+
+    @property
+    def unjudged(self) -> str | None:
+        """Why a cell with ours and a paper number has no verdict (None: it has one, or it
+        lacks either number)."""
+        if self.ours is None or self.paper is None or self.verdict is not None:
             return None
-        return verdict(self.paper, self.ci)
+        if not self.comparable:
+            return NOT_COMPARABLE
+        if self.derived:
+            return DERIVED
+        return NOT_SAMPLED
+
+
+NOT_COMPARABLE = "not comparable"  # a system that cannot reproduce the papers
+DERIVED = "derived"  # an average the paper does not print: no verdict
+NOT_SAMPLED = "not sampled"  # no interval of ours (a memory size): no verdict
+PaperSizes = int | Mapping[Any, int] | None  # the paper's n: per table, per column, unknown
+
+
+def attach_paper_n(table: pd.DataFrame, sizes: PaperSizes, margin: float) -> None:
+    """In place: each cell learns the paper's n (an average: its columns' summed; None where
+    any is unknown) and the margin ±δ its verdict uses."""
+
+    def size(key: Any) -> int | None:
+        if sizes is None or isinstance(sizes, int):
+            return sizes
+        return sizes.get(key)
+
+    for column in table.columns:
+        cells = []
+        for cell in table[column]:
+            if isinstance(cell, Cell):
+                counts = [size(key) for key in cell.parts or (column,)]
+                n = None if None in counts else sum(c for c in counts if c is not None)
+                cell = replace(cell, paper_n=n, margin=margin)
+            cells.append(cell)
+        table[column] = cells
 
 
 MACHINERY_ONLY = "Machinery check only: "  # how a table's, figure's or report's banner begins
@@ -166,9 +234,13 @@ def _check_metrics(data: Any, path: Path) -> dict[str, Any]:
             raise ValueError(f"{path}: mean_memory_tokens must be >= 0, got {memory}")
     if data["mean_tokens"] is not None and data["mean_tokens"] <= 0:
         raise ValueError(f"{path}: mean_tokens must be positive, got {data['mean_tokens']}")
-    if "n_dropped" in data:
-        _check_type(path, "n_dropped", data["n_dropped"], (int,))
+    for key in ("n_dropped", "n_questions"):
+        if key in data:
+            _check_type(path, key, data[key], (int,))
     _check_intervals(path, data.get("ci95", {}))
+    right_wrong = data.get("right_wrong", [])
+    if not (isinstance(right_wrong, list) and all(isinstance(k, str) for k in right_wrong)):
+        raise ValueError(f"{path}: key 'right_wrong' must list score names, got {right_wrong!r}")
     patterns = data.get("memory_patterns", {})
     if not isinstance(patterns, dict) or not all(
         isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in patterns.values()
@@ -420,6 +492,9 @@ def _column_cell(
     bounds = record.get("ci95", {}).get(scored) if column.scale == 1.0 else None
     return Cell(
         ci=None if bounds is None else (float(bounds[0]), float(bounds[1])),
+        n_scored=int(record["n_items"]) - (0 if scored == "accuracy" else dropped),
+        right_wrong=scored in record.get("right_wrong", ()),
+        n_questions=record.get("n_questions"),
         ours=ours,
         paper=paper,
         delta=None if paper is None else ours - paper,
@@ -458,6 +533,7 @@ def _average_cell(
     }
     partial = len(present) < len(average.of)
     intervals = [parts[key].ci for key in present]
+    questions = [parts[key].n_questions for key in present]
     cell = Cell(
         ci=None
         if None in intervals
@@ -467,6 +543,10 @@ def _average_cell(
         delta=None if paper is None else ours - paper,
         n_items=sum(parts[key].n_items for key in present),
         n_dropped=sum(parts[key].n_dropped for key in present),
+        n_scored=sum(parts[key].n_scored for key in present),
+        n_questions=None if None in questions else sum(q for q in questions if q is not None),
+        parts=tuple(present),
+        derived=average.paper is None,
         mark=PARTIAL_MARK if partial else "",
         extras=extras,
     )
@@ -542,7 +622,6 @@ def assemble(
         "partial_notes": partial_notes,
         "failure_notes": failure_notes,
         "scoring_notes": scoring_notes,
-        "average_parts": {a.key: len(a.of) for a in averages},  # columns each average spans
     }
     return frame
 

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from memrl.config import CAPTIONS, FIGURES
-from memrl.report.cells import Systems
+from memrl.report.cells import BENCHMARK, Systems
 from memrl.report.claims import ClaimCheck
 from memrl.report.memagent_figures import (
     Groups,
@@ -92,7 +92,7 @@ def plot_paper_figure(
         return plot(panels, out_prefix, title, checks)
     if name == "figure1":
         table = build_paper_table("table1", records, systems, paper, length_labels)
-        return plot_accuracy_vs_length(table, out_prefix, title)
+        return plot_accuracy_vs_length(table, out_prefix, title, checks)
     if name == "figure5":
         niah = paper["niah"]
         return plot_niah_heatmaps(
@@ -131,6 +131,8 @@ def figure_claims(
     """The paper's claims that figure `name` checks, on our records: printed under the figure
     and written beside it for the reproduction report (none for a figure without claims)."""
     records = list(records)
+    if name == "figure1":
+        return check_claims(records, systems, paper["figure1"]["claims"], benchmark=BENCHMARK)
     if name == "figure5":
         niah = paper["niah"]
         return check_claims(records, systems, niah["claims"], niah_tasks=tuple(niah["tasks"]))

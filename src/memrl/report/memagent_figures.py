@@ -25,43 +25,66 @@ from matplotlib.ticker import NullLocator
 from memrl.config import ABLATION_ROLES
 from memrl.data.ruler import RULER_TASKS
 from memrl.report.cells import AVG, DASH, Key, Systems, index_metrics, system_specs
-from memrl.report.claims import OPS, ClaimCheck, claim_lines
+from memrl.report.claims import (
+    NOT_CHECKABLE,
+    ClaimCheck,
+    Estimate,
+    claim_lines,
+    described,
+    judge,
+    statistic_interval,
+)
 from memrl.report.memagent_tables import NIAH_TASKS, token_label
 from memrl.report.plots import (
     OURS_STYLE,
     PAPER_STYLE,
     claims_footer,
+    draw_band,
     figure_legend,
     figure_series,
+    overlap_note,
     plain_log_ticks,
     save,
     series_style,
 )
 from memrl.report.render import length_label
+from memrl.scoring.intervals import Interval, mean_interval
 
 
-def plot_accuracy_vs_length(table: pd.DataFrame, out_prefix: str | Path, title: str) -> list[Path]:
-    """Plot a Table 1 DataFrame (`build_table1`) to `<prefix>.png` and `<prefix>.pdf`."""
-    fig = Figure(figsize=(7.0, 5.0), layout="constrained")
+def plot_accuracy_vs_length(
+    table: pd.DataFrame,
+    out_prefix: str | Path,
+    title: str,
+    checks: Sequence[ClaimCheck] = (),
+) -> list[Path]:
+    """Plot a Table 1 DataFrame (`build_table1`) to `<prefix>.png` and `<prefix>.pdf`, the
+    paper's claims and our checks beneath."""
+    fig = Figure(figsize=(7.0, 5.0 + 0.25 * len(claim_lines(checks))), layout="constrained")
     FigureCanvasAgg(fig)
     ax = fig.add_subplot()
     paper_drawn = _draw_accuracy_vs_length(ax, table)
     ax.set_title(title)
-    figure_legend(fig, ax, paper_drawn)
+    figure_legend(
+        fig, ax, paper_drawn, "outside right center" if checks else "outside lower center"
+    )
+    claims_footer(fig, checks)
     return save(fig, out_prefix)
 
 
 def _draw_accuracy_vs_length(ax: Any, table: pd.DataFrame) -> bool:
-    """One line per row of a Table 1 DataFrame: ours solid at our measured mean tokens, the
-    paper's dashed at the column's mean; whether any paper line was drawn."""
+    """One line per row of a Table 1 DataFrame: ours solid at our measured mean tokens over the
+    band of our 95 % intervals, the paper's dashed at the column's mean, a note where series
+    coincide; whether any paper line was drawn."""
     series, column_x = figure_series(table)
     for i, line in enumerate(series):
         colour, style = f"C{i % 10}", series_style(i)
         if line.xs:
+            draw_band(ax, line.xs, line.lows, line.highs, colour)
             ax.plot(line.xs, line.ys, OURS_STYLE, color=colour, label=line.display, **style)
         if line.paper_xs:
             label = None if line.xs else line.display
             ax.plot(line.paper_xs, line.paper_ys, PAPER_STYLE, color=colour, label=label, **style)
+    overlap_note(ax, [(line.display, line.xs, line.ys) for line in series])
     ax.set_xscale("log")
     if column_x:
         ticks = sorted(column_x.items(), key=lambda item: item[1])
@@ -102,17 +125,26 @@ def ruler_records(
     return specs, index_metrics(records, specs, lambda r: r["benchmark"] == RULER)
 
 
-def _mean_over_tasks(
-    found: Mapping[Key, Mapping[str, Any]], system: str, tasks: Sequence[str], length: int
-) -> tuple[float | None, bool]:
-    scores = [
-        float(rec["accuracy"])
-        for task in tasks
-        if (rec := found.get((RULER, task, system, length))) is not None
+def _task_mean(
+    found: Mapping[Key, Mapping[str, Any]],
+    system: str,
+    tasks: Sequence[str],
+    length: int,
+    benchmark: str,
+) -> tuple[float | None, Interval | None, bool]:
+    """The mean accuracy over `tasks` at one length, its 95 % interval (None where a record has
+    none) and whether it covers fewer than all of them."""
+    records = [
+        rec for task in tasks if (rec := found.get((benchmark, task, system, length))) is not None
     ]
-    if not scores:
-        return None, False
-    return sum(scores) / len(scores), len(scores) < len(tasks)
+    if not records:
+        return None, None, False
+    scores = [float(rec["accuracy"]) for rec in records]
+    bounds = [rec.get("ci95", {}).get("accuracy") for rec in records]
+    interval = None
+    if None not in bounds:
+        interval = mean_interval(scores, [(float(b[0]), float(b[1])) for b in bounds])
+    return sum(scores) / len(scores), interval, len(records) < len(tasks)
 
 
 def heatmap(
@@ -132,9 +164,9 @@ def heatmap(
         lengths = sorted({key[3] for key in mine})
     values, partial = [], []
     for sid in rows:
-        cells = [_mean_over_tasks(found, sid, tasks, length) for length in lengths]
-        values.append([value for value, _ in cells])
-        partial.append([flag for _, flag in cells])
+        cells = [_task_mean(found, sid, tasks, length, RULER) for length in lengths]
+        values.append([value for value, _, _ in cells])
+        partial.append([flag for _, _, flag in cells])
     return Heatmap(title, [specs[sid]["display"] for sid in rows], list(lengths), values, partial)
 
 
@@ -267,12 +299,25 @@ def check_claims(
     *,
     average_tasks: Sequence[str] | None = None,
     niah_tasks: Sequence[str] = NIAH_TASKS,
+    benchmark: str = RULER,
 ) -> list[ClaimCheck]:
-    """Check the paper's claims on our RULER metrics records (see `_check_claims`); the
-    "average" panel is over `average_tasks` (default: as the OOD figure's)."""
-    specs, found = ruler_records(records, systems)
+    """Check the paper's claims on our metrics records of `benchmark` (RULER's, or RULER-HQA's
+    for Figure 1: see `_check_claims`); the "average" panel is over `average_tasks` (default:
+    as the OOD figure's)."""
+    specs = system_specs(systems)
+    found = index_metrics(records, specs, lambda r: r["benchmark"] == benchmark)
     average = _average_tasks(found, average_tasks)
-    return _check_claims(found, specs, claims, average_tasks=average, niah_tasks=niah_tasks)
+    return _check_claims(
+        found, specs, claims, average_tasks=average, niah_tasks=niah_tasks, benchmark=benchmark
+    )
+
+
+# A records claim's statistic over the per-length means, on draws x lengths (`against`: the
+# margin over the other system, length by length).
+LENGTH_STATISTICS: dict[str, Callable[[np.ndarray], np.ndarray]] = {
+    "min": lambda x: x.min(axis=1),
+    "drop": lambda x: x[:, 0] - x[:, -1],  # the first length minus the last
+}
 
 
 def _check_claims(
@@ -282,27 +327,40 @@ def _check_claims(
     *,
     average_tasks: Sequence[str] = (),
     niah_tasks: Sequence[str] = NIAH_TASKS,
+    benchmark: str = RULER,
 ) -> list[ClaimCheck]:
-    """Check each claim (config/paper/memagent.yaml `niah.claims`, `ood.claims`) on every system
-    whose paper_row is among the claim's `rows`: the per-length mean over the claim's `panel`
-    ("average" = `average_tasks`, "niah_mean" = `niah_tasks`, else one task), then `statistic`
-    ("min" over the lengths in range, "drop" = first minus last) compared by `op` to `value`."""
+    """Check each claim (config/paper/memagent.yaml `niah.claims`, `ood.claims`,
+    `figure1.claims`) on every system whose paper_row is among the claim's `rows`: the
+    per-length mean over the claim's `panel` ("average" = `average_tasks`, "niah_mean" =
+    `niah_tasks`, else one task; with `against`, its margin over that paper row's system), then
+    `statistic` ("min" over the lengths in range, "drop" = first minus last) with its 95 %
+    interval, judged by `op` against `value` (memrl.report.claims.judge)."""
     checks = []
     for claim in claims:
         claim_id, text = str(claim["id"]), " ".join(str(claim["text"]).split())
         if "statistic" not in claim:
-            checks.append(ClaimCheck(claim_id, text, None, None, None, "no number to check"))
+            checks.append(ClaimCheck(claim_id, text, None, None, NOT_CHECKABLE, NO_NUMBER))
             continue
+        if claim["statistic"] not in LENGTH_STATISTICS:
+            raise ValueError(
+                f"claim {claim_id!r}: unknown statistic {claim['statistic']!r} "
+                f"({', '.join(LENGTH_STATISTICS)})"
+            )
         panel = claim["panel"]
         tasks = {"average": tuple(average_tasks), "niah_mean": tuple(niah_tasks)}.get(
             panel, (panel,)
         )
         matched = [sid for sid, spec in specs.items() if spec.get("paper_row") in claim["rows"]]
         for sid in matched:
-            checks.append(_check_one(claim, claim_id, text, found, sid, specs[sid], tasks))
+            checks.append(_check_one(claim, claim_id, text, found, specs, sid, tasks, benchmark))
         if not matched:
-            checks.append(ClaimCheck(claim_id, text, None, None, None, "no system of its rows"))
+            checks.append(
+                ClaimCheck(claim_id, text, None, None, NOT_CHECKABLE, "no system of its rows")
+            )
     return checks
+
+
+NO_NUMBER = "no number to check"
 
 
 def _check_one(
@@ -310,40 +368,67 @@ def _check_one(
     claim_id: str,
     text: str,
     found: Mapping[Key, Mapping[str, Any]],
+    specs: Mapping[str, Mapping[str, Any]],
     sid: str,
-    spec: Mapping[str, Any],
     tasks: Sequence[str],
+    benchmark: str,
 ) -> ClaimCheck:
     low, high = (int(n) for n in claim["lengths"])
-    lengths = sorted({k[3] for k in found if k[2] == sid and k[1] in tasks and low <= k[3] <= high})
-    means = {n: _mean_over_tasks(found, sid, tasks, n) for n in lengths}
-    complete = {
-        n: value for n, (value, partial) in means.items() if value is not None and not partial
-    }
-    span = f"{token_label(low)}–{token_label(high)}" if low != high else token_label(low)
-    if not lengths or lengths[0] != low or lengths[-1] != high or len(complete) < len(lengths):
-        return ClaimCheck(
-            claim_id,
-            text,
-            spec["display"],
-            None,
-            None,
-            f"not all of {span} run on {len(tasks)} task(s)",
-        )
-    statistic = claim["statistic"]
-    if statistic == "min":
-        value = min(complete.values())
-    elif statistic == "drop":
-        value = complete[low] - complete[high]
+    name = token_label if benchmark == RULER else str
+    span = f"{name(low)}–{name(high)}" if low != high else name(low)
+    display = specs[sid]["display"]
+    rivals = [s for s, spec in specs.items() if spec.get("paper_row") in claim.get("against", ())]
+    if claim.get("against") and not rivals:
+        rows = ", ".join(claim["against"])
+        return ClaimCheck(claim_id, text, display, None, NOT_CHECKABLE, f"no system of {rows}")
+    series = [_length_series(found, s, tasks, low, high, benchmark) for s in [sid, *rivals]]
+    if any(s is None for s in series):
+        detail = f"not all of {span} run on {len(tasks)} task(s)"
+        return ClaimCheck(claim_id, text, display, None, NOT_CHECKABLE, detail)
+    ours, *others = [s for s in series if s is not None]
+    lengths = [n for n, _ in ours]
+    statistic = LENGTH_STATISTICS[claim["statistic"]]
+    if others:  # the margin over the rivals' best, length by length
+        inputs = [estimate for s in [ours, *others] for _, estimate in s]
+        k = len(lengths)
+
+        def measured(x: np.ndarray) -> np.ndarray:
+            blocks = x.reshape(len(x), len(others) + 1, k)
+            return statistic(blocks[:, 0, :] - blocks[:, 1:, :].max(axis=1))
     else:
-        raise ValueError(f"claim {claim_id!r}: unknown statistic {statistic!r} (min, drop)")
-    if claim["op"] not in OPS:
-        raise ValueError(f"claim {claim_id!r}: unknown op {claim['op']!r} ({', '.join(OPS)})")
-    holds = OPS[claim["op"]](value, float(claim["value"]))
+        inputs = [estimate for _, estimate in ours]
+        measured = statistic
+    value = float(measured(np.array([[v for v, _ in inputs]]))[0])
+    interval = statistic_interval(measured, inputs)
+    outcome = judge(claim["op"], float(claim["value"]), value, interval)
+    over = f" of the margin over {', '.join(claim['against'])}" if others else ""
     detail = (
-        f"{statistic} over {span} = {value:.1f} (claim: {claim['op']} {float(claim['value']):g})"
+        f"{claim['statistic']}{over} over {span} = {described(value, interval)} "
+        f"(claim: {claim['op']} {float(claim['value']):g})"
     )
-    return ClaimCheck(claim_id, text, spec["display"], value, holds, detail)
+    return ClaimCheck(claim_id, text, display, value, outcome, detail, interval)
+
+
+def _length_series(
+    found: Mapping[Key, Mapping[str, Any]],
+    sid: str,
+    tasks: Sequence[str],
+    low: int,
+    high: int,
+    benchmark: str,
+) -> list[tuple[int, Estimate]] | None:
+    """The system's complete per-length means over `tasks` from `low` to `high`, with their
+    intervals; None unless both ends and every length between are complete."""
+    lengths = sorted({k[3] for k in found if k[2] == sid and k[1] in tasks and low <= k[3] <= high})
+    if not lengths or lengths[0] != low or lengths[-1] != high:
+        return None
+    series = []
+    for n in lengths:
+        value, interval, partial = _task_mean(found, sid, tasks, n, benchmark)
+        if value is None or partial:
+            return None
+        series.append((n, (value, interval)))
+    return series
 
 
 # Each group of `report.rl_ablation` names its three systems by role, drawn in this order.
@@ -423,7 +508,21 @@ def plot_bar_panels(
             xs = np.arange(len(columns)) + (i - (len(panel) - 1) / 2) * width
             ours = [np.nan if c.ours is None else c.ours for c in row]
             heights = np.nan_to_num(ours)  # a bar of no height for one not run: its label says
-            bars = ax.bar(xs, heights, width, color=f"C{i}", label=str(role))
+            errors = [  # our 95 % interval as an error bar (none where the cell has none)
+                [0.0, 0.0]
+                if c.ci is None or c.ours is None
+                else [c.ours - c.ci[0], c.ci[1] - c.ours]
+                for c in row
+            ]
+            bars = ax.bar(
+                xs,
+                heights,
+                width,
+                color=f"C{i}",
+                label=str(role),
+                yerr=np.array(errors).T,
+                error_kw={"elinewidth": 0.8, "capsize": 2, "ecolor": "dimgray"},
+            )
             values = [DASH if np.isnan(v) else f"{v:.0f}" for v in ours]
             ax.bar_label(bars, labels=values, fontsize="x-small", padding=1)
             paper = [(x, c.paper) for x, c in zip(xs, row, strict=True) if c.paper is not None]
@@ -445,53 +544,73 @@ def plot_bar_panels(
     return save(fig, out_prefix)
 
 
+def _error_bar(cell: Any) -> list[float]:
+    """A bar's error bar below and above our score: its 95 % interval (none: no bar)."""
+    if cell.ci is None or cell.ours is None:
+        return [0.0, 0.0]
+    return [cell.ours - cell.ci[0], cell.ci[1] - cell.ours]
+
+
 def check_ablation_claims(
     panels: Mapping[str, pd.DataFrame], claims: Sequence[Mapping[str, Any]]
 ) -> list[ClaimCheck]:
     """Each claim (config/paper/memagent.yaml `rl_ablation.claims`) on every group: `gain` = the
     mean over the columns both have of `of[0]` minus `of[1]` (roles), `drop` = `of[0]` at its
-    first column minus its last; judged by `op` against `value` when the claim has a number,
-    else only reported. Average columns (AVG) are left out: they are means of the others."""
+    first column minus its last, each with its 95 % interval from the cells'; judged by `op`
+    against `value` when the claim has a number, else only reported. Average columns (AVG) are
+    left out: they are means of the others."""
     checks = []
     for claim in claims:
         claim_id, text = str(claim["id"]), " ".join(str(claim["text"]).split())
         for group, panel in panels.items():
-            value, detail = _ablation_statistic(claim, panel)
-            holds = None
+            value, interval, detail = _ablation_statistic(claim, panel)
+            outcome = NOT_CHECKABLE
             if value is not None and "op" in claim:
-                if claim["op"] not in OPS:
-                    raise ValueError(f"claim {claim_id!r}: unknown op {claim['op']!r}")
-                holds = OPS[claim["op"]](value, float(claim["value"]))
+                outcome = judge(claim["op"], float(claim["value"]), value, interval)
                 detail += f" (claim: {claim['op']} {float(claim['value']):g})"
             elif value is not None:
-                detail += " (the paper gives no number)"
-            checks.append(ClaimCheck(claim_id, text, group, value, holds, detail))
+                detail += " (the paper gives no number: reported, not judged)"
+            checks.append(ClaimCheck(claim_id, text, group, value, outcome, detail, interval))
     return checks
 
 
-def _ablation_statistic(claim: Mapping[str, Any], panel: pd.DataFrame) -> tuple[float | None, str]:
+def _ablation_statistic(
+    claim: Mapping[str, Any], panel: pd.DataFrame
+) -> tuple[float | None, Interval | None, str]:
     roles = [ROLE_LABELS[role] for role in claim["of"]]
     columns = [c for c in panel.columns if c != AVG]
-    ours = {
-        role: {c: cell.ours for c, cell in panel.loc[role].items() if c in columns}
-        for role in roles
-    }
+    cells = {role: {c: panel.loc[role, c] for c in columns} for role in roles}
     if claim["statistic"] == "gain":
         first, second = roles
-        shared = [c for c in columns if None not in (ours[first][c], ours[second][c])]
+        shared = [c for c in columns if None not in (cells[first][c].ours, cells[second][c].ours)]
         if not shared:
-            return None, f"{first} and {second} share no column"
-        gain = sum(ours[first][c] - ours[second][c] for c in shared) / len(shared)
-        return gain, f"{first} minus {second}, mean over {len(shared)} column(s) = {gain:+.1f}"
+            return None, None, f"{first} and {second} share no column"
+        inputs = [_estimate(cells[role][c]) for role in (first, second) for c in shared]
+        k = len(shared)
+
+        def gain(x: np.ndarray) -> np.ndarray:
+            return (x[:, :k] - x[:, k:]).mean(axis=1)
+
+        value = float(gain(np.array([[v for v, _ in inputs]]))[0])
+        interval = statistic_interval(gain, inputs)
+        mean = f"mean over {k} column(s) = {described(value, interval, '{:+.1f}')}"
+        return value, interval, f"{first} minus {second}, {mean}"
     if claim["statistic"] == "drop":
         (role,) = roles
-        present = [c for c in columns if ours[role][c] is not None]
+        present = [c for c in columns if cells[role][c].ours is not None]
         if len(present) < 2:
-            return None, f"{role}: fewer than two columns"
-        drop = ours[role][present[0]] - ours[role][present[-1]]
+            return None, None, f"{role}: fewer than two columns"
+        inputs = [_estimate(cells[role][c]) for c in (present[0], present[-1])]
+        drop = LENGTH_STATISTICS["drop"]
+        value = inputs[0][0] - inputs[1][0]
+        interval = statistic_interval(drop, inputs)
         span = f"{length_label(panel, present[0])} to {length_label(panel, present[-1])}"
-        return drop, f"{role}: {span} drop = {drop:.1f}"
+        return value, interval, f"{role}: {span} drop = {described(value, interval)}"
     raise ValueError(f"claim {claim['id']!r}: unknown statistic {claim['statistic']!r}")
+
+
+def _estimate(cell: Any) -> Estimate:
+    return float(cell.ours), cell.ci
 
 
 def memory_panels(
@@ -522,15 +641,22 @@ def draw_by_column(ax: Any, panel: pd.DataFrame) -> bool:
     whether any paper line was drawn."""
     columns = list(panel.columns)
     paper_drawn = False
+    drawn = []
     for i, (label, row) in enumerate(panel.iterrows()):
-        ours = [(x, c.ours) for x, c in enumerate(row) if c.ours is not None]
+        ours = [(x, c) for x, c in enumerate(row) if c.ours is not None]
         paper = [(x, c.paper) for x, c in enumerate(row) if c.paper is not None]
         colour, style = f"C{i}", series_style(i)
         if ours:
-            ax.plot(*zip(*ours, strict=True), OURS_STYLE, color=colour, label=str(label), **style)
+            xs, ys = [x for x, _ in ours], [c.ours for _, c in ours]
+            lows = [np.nan if c.ci is None else c.ci[0] for _, c in ours]
+            highs = [np.nan if c.ci is None else c.ci[1] for _, c in ours]
+            draw_band(ax, xs, lows, highs, colour)
+            ax.plot(xs, ys, OURS_STYLE, color=colour, label=str(label), **style)
+            drawn.append((str(label), xs, ys))
         if paper:
             paper_drawn = True
             ax.plot(*zip(*paper, strict=True), PAPER_STYLE, color=colour, **style)
+    overlap_note(ax, drawn)
     ax.set_xticks(range(len(columns)), [length_label(panel, c) for c in columns])
     ax.set_ylim(-2, 102)
     ax.set_xlabel("Context length (tokens)")

@@ -28,8 +28,8 @@ def plot_memory_frontier(
     title: str,
 ) -> list[Path]:
     """Each system's average score against its average memory (thousand QA-model tokens) on
-    both Mem-α suites, from Tables 1 and 2's Avg. columns: ours filled, the paper's hollow, a
-    line from one to the other."""
+    both Mem-α suites, from Tables 1 and 2's Avg. columns: ours filled with its 95 % interval
+    as a bar, the paper's hollow, a line from one to the other."""
     fig = Figure(figsize=(11.0, 4.8), layout="constrained")
     FigureCanvasAgg(fig)
     colours: dict[str, str] = {}
@@ -45,8 +45,10 @@ def plot_memory_frontier(
                 continue  # nothing to draw: no legend entry either
             name = str(display) + (f" (paper row: {paper_row})" if paper_row else "")
             colour = colours.setdefault(name, f"C{len(colours) % 10}")
-            if ours:
-                ax.plot(*ours, "o", color=colour, markersize=7)
+            if ours:  # our 95 % interval of the average score as a vertical bar
+                spread = perf.ci or (perf.ours, perf.ours)
+                bar = [[perf.ours - spread[0]], [spread[1] - perf.ours]]
+                ax.errorbar(*ours, yerr=bar, fmt="o", color=colour, markersize=7, capsize=3)
             if theirs:  # the paper's point, named by the paper's own row
                 ax.plot(*theirs, "o", color=colour, markersize=7, fillstyle="none")
                 ax.annotate(

@@ -148,6 +148,21 @@ def _memalpha_rows(
     return rows, notes
 
 
+STATS_PAPER_KEYS = ("table7", "table6", "table8")  # the printed instance counts, best first
+
+
+def memalpha_paper_sizes(paper: Mapping[str, Any], name: str) -> dict[str, int]:
+    """The instances behind each of the paper's Perf. numbers in a score table: the counts
+    Tables 6-8 print for its split (Table 7's where it prints one, as the official code reads)."""
+    spec = paper[MEMALPHA_TABLES[name].paper_key]
+    sizes: dict[str, int] = {}
+    for key in STATS_PAPER_KEYS:
+        split = paper.get(key, {}).get("splits", {}).get(spec["benchmark"], {})
+        for source, stats in split.get("stats", {}).items():
+            sizes.setdefault(f"{source}.perf", int(stats[0]))
+    return {f"{s}.perf": sizes[f"{s}.perf"] for s in spec["columns"] if f"{s}.perf" in sizes}
+
+
 def build_memalpha_table(
     records: Iterable[Mapping[str, Any]],
     systems: Systems,

@@ -5,9 +5,10 @@ saved atomically.
 
 from __future__ import annotations
 
+import math
 import textwrap
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +33,8 @@ class Series:
     ys: list[float]
     paper_xs: list[float]
     paper_ys: list[float]
+    lows: list[float] = field(default_factory=list)  # our 95 % interval per point (NaN: none)
+    highs: list[float] = field(default_factory=list)
 
 
 def figure_series(table: pd.DataFrame) -> tuple[list[Series], dict[int, float]]:
@@ -42,17 +45,17 @@ def figure_series(table: pd.DataFrame) -> tuple[list[Series], dict[int, float]]:
     column_x = {n: x for n in table.columns if (x := column_mean_tokens(table, n)) is not None}
     series = []
     for display, row in table.iterrows():
-        ours = [
-            (c.mean_tokens, c.ours) for c in row if c.ours is not None and c.mean_tokens is not None
-        ]
+        ours = [c for c in row if c.ours is not None and c.mean_tokens is not None]
         paper = [
             (column_x[n], c.paper) for n, c in row.items() if c.paper is not None and n in column_x
         ]
         series.append(
             Series(
                 display=str(display),
-                xs=[x for x, _ in ours],
-                ys=[y for _, y in ours],
+                xs=[c.mean_tokens for c in ours],
+                ys=[c.ours for c in ours],
+                lows=[math.nan if c.ci is None else c.ci[0] for c in ours],
+                highs=[math.nan if c.ci is None else c.ci[1] for c in ours],
                 paper_xs=[x for x, _ in paper],
                 paper_ys=[y for _, y in paper],
             )
@@ -67,6 +70,39 @@ def series_style(i: int) -> dict[str, Any]:
     """Series i's marker size and width, shrinking with i: a later series drawn exactly over an
     earlier one (equal scores) leaves the earlier visible around it."""
     return {"markersize": max(3.0, 7.0 - 1.5 * i), "linewidth": max(1.0, 2.6 - 0.5 * i)}
+
+
+def draw_band(
+    ax: Any, xs: Sequence[float], lows: Sequence[float], highs: Sequence[float], colour: str
+) -> None:
+    """Our 95 % intervals as a light band under a line (points without one leave a gap)."""
+    if any(not math.isnan(low) for low in lows):
+        ax.fill_between(xs, lows, highs, color=colour, alpha=0.15, linewidth=0)
+
+
+def overlap_note(ax: Any, lines: Sequence[tuple[str, Sequence[float], Sequence[float]]]) -> None:
+    """A note in the axes when series coincide point for point (equal scores: one is drawn over
+    the other), e.g. "3 series overlap at 0"."""
+    groups: dict[tuple[tuple[float, ...], tuple[float, ...]], list[str]] = {}
+    for name, xs, ys in lines:
+        if xs:
+            groups.setdefault((tuple(xs), tuple(ys)), []).append(name)
+    notes = []
+    for (_, ys), names in groups.items():
+        if len(names) > 1:
+            at = f" at {ys[0]:g}" if len(set(ys)) == 1 else ""
+            notes.append(f"{len(names)} series overlap{at} ({', '.join(names)})")
+    if notes:
+        ax.text(
+            0.01,
+            0.01,
+            "\n".join(notes),
+            transform=ax.transAxes,
+            fontsize="x-small",
+            va="bottom",
+            ha="left",
+            color="dimgray",
+        )
 
 
 def figure_legend(

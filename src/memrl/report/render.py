@@ -6,15 +6,24 @@ from __future__ import annotations
 
 import html
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
 from memrl.data.io import atomic_path, write_text_atomic
-from memrl.report.cells import DASH, FAILED_MARK, PARTIAL_MARK, Cell
+from memrl.report.cells import (
+    DASH,
+    DERIVED,
+    FAILED_MARK,
+    NOT_COMPARABLE,
+    NOT_SAMPLED,
+    PARTIAL_MARK,
+    Cell,
+)
 from memrl.report.claims import claim_lines
-from memrl.scoring.intervals import ABOVE, BELOW, WITHIN, Interval, wilson
+from memrl.scoring.compare import CONSISTENT, DIFFERS_ABOVE, DIFFERS_BELOW, REPRODUCED
 
 CSV_COLUMNS = [
     "system",
@@ -25,11 +34,17 @@ CSV_COLUMNS = [
     "delta",
     "ci_low",  # our 95 % interval
     "ci_high",
-    "verdict",  # the paper's number against it: within, above (ours higher), below
+    "verdict",  # reproduced, consistent, differs above/below; or why none (not comparable, ...)
+    "diff_low",  # the 95 % interval of ours − paper, both sampling errors
+    "diff_high",
+    "detectable",  # the smallest difference the two n show at 80 % power
+    "margin",  # ±δ of `reproduced`
+    "paper_n",  # the items behind the paper's number (empty: unknown)
     "system_id",
     "paper_row",
     "mean_tokens",
-    "n_items",
+    "n_items",  # items (Mem-α: instances)
+    "n_questions",  # Mem-α: the questions of those instances
     "n_dropped",
     "accuracy_official",
 ]
@@ -89,20 +104,36 @@ def write_text_table(table: pd.DataFrame, out_prefix: str | Path, caption: str) 
     return [csv_path, md_path, tex_path, html_path]
 
 
+@dataclass(frozen=True)
+class HtmlCell:
+    """A table cell of an HTML page: its text, a CSS class (its verdict) and a tooltip."""
+
+    text: str
+    kind: str = ""
+    tip: str = ""
+
+
 def html_page(
     caption: str,
     header: Sequence[str],
-    rows: Sequence[Sequence[str]],
+    rows: Sequence[Sequence[str | HtmlCell]],
     notes: Sequence[str],
     banner: Sequence[str] = (),
 ) -> str:
     """A table as a standalone HTML page (the Snakemake report shows it as it is): the banner
-    lines, the caption, the cells (line breaks kept) and every footnote."""
+    lines, the caption, the cells (line breaks kept; a cell's verdict as its colour, what it
+    could detect as its tooltip) and every footnote."""
     esc = html.escape
 
-    def cells(tag: str, values: Sequence[str]) -> str:
-        inner = "".join(f"<{tag}>{esc(str(v)).replace(chr(10), '<br>')}</{tag}>" for v in values)
-        return f"<tr>{inner}</tr>"
+    def cell(tag: str, value: str | HtmlCell) -> str:
+        shown = value if isinstance(value, HtmlCell) else HtmlCell(str(value))
+        attrs = (f' class="{esc(shown.kind)}"' if shown.kind else "") + (
+            f' title="{esc(shown.tip)}"' if shown.tip else ""
+        )
+        return f"<{tag}{attrs}>{esc(shown.text).replace(chr(10), '<br>')}</{tag}>"
+
+    def cells(tag: str, values: Sequence[str | HtmlCell]) -> str:
+        return "<tr>" + "".join(cell(tag, v) for v in values) + "</tr>"
 
     body = [cells("th", header), *(cells("td", row) for row in rows)]
     foot = "".join(f"<p>{esc(note)}</p>" for note in notes)
@@ -126,6 +157,8 @@ TABLE_CSS = (
     "th,td{border:1px solid #ccc;padding:3px 6px;vertical-align:top}"
     "td{text-align:right;white-space:nowrap}td:first-child{text-align:left;white-space:normal}"
     "p{max-width:70em}p.banner{font-weight:bold;background:#fff3cd;padding:6px}"
+    ".reproduced{background:#d4edda}.consistent{background:#f3f3f3}"
+    ".differs-above{background:#cfe2ff}.differs-below{background:#f8d7da}"
 )
 
 
@@ -153,17 +186,17 @@ def _signed(value: float, decimals: int = 1) -> str:
     return f"{0.0 if rounded == 0 else rounded:+.{decimals}f}"
 
 
-VERDICT_MARKS = {WITHIN: "✓", ABOVE: "↑", BELOW: "↓"}
-NOT_COMPARABLE = "not comparable"  # a cell of a system that cannot reproduce (its CSV verdict)
+VERDICT_MARKS = {REPRODUCED: "✓", CONSISTENT: "○", DIFFERS_ABOVE: "↑", DIFFERS_BELOW: "↓"}
 VERDICTS_LINE = "Verdicts "  # how the verdict footnote begins
 MADE_BY_LINE = "Made by "  # how the provenance footnote begins (the table job's)
 
 
-def format_cell(cell: Cell, with_paper: bool = True) -> str:
+def format_cell(cell: Cell, with_paper: bool = True, words: bool = False) -> str:
     """'81.2 [74–87] (paper 80.5, +0.8 ✓)', '12.5 (paper —)', '— (paper 80.5)', '—';
     with extras: '72.5 [64–80] (paper 79.0, -6.5 ↓; F1 60.1)'. The brackets hold our 95 %
-    interval, the mark is the verdict (VERDICT_MARKS). A table the paper prints no numbers
-    for (`with_paper` False) shows ours alone."""
+    interval, the mark is the verdict (VERDICT_MARKS; in `words`: 'reproduced ±5',
+    'consistent', 'differs ↓'). A table the paper prints no numbers for (`with_paper` False)
+    shows ours alone."""
     places = cell.decimals
     if cell.ours is None:
         return DASH if cell.paper is None else f"{DASH} (paper {cell.paper:.{places}f})"
@@ -174,11 +207,39 @@ def format_cell(cell: Cell, with_paper: bool = True) -> str:
     if cell.paper is None or cell.delta is None:
         inside = f"paper {DASH}"
     else:
-        mark = f" {VERDICT_MARKS[cell.verdict]}" if cell.verdict else ""
-        mark = mark if cell.comparable else f", {NOT_COMPARABLE}"
+        mark = ""
+        if cell.verdict:
+            mark = f" {verdict_words(cell) if words else VERDICT_MARKS[cell.verdict]}"
+        elif cell.unjudged == NOT_COMPARABLE:
+            mark = f", {NOT_COMPARABLE}"
         inside = f"paper {cell.paper:.{places}f}, {_signed(cell.delta, places)}{mark}"
     extras = [f"{label} {value:.1f}" for label, value in cell.extras.items() if value is not None]
     return f"{ours} ({'; '.join([inside, *extras])})"
+
+
+def verdict_words(cell: Cell) -> str:
+    """A judged cell's verdict in words, for HTML."""
+    if cell.verdict == REPRODUCED:
+        return f"reproduced ±{cell.margin:g}"
+    if cell.verdict == CONSISTENT:
+        return CONSISTENT
+    return f"differs {VERDICT_MARKS[str(cell.verdict)]}"
+
+
+def html_cell(cell: Cell, with_paper: bool) -> HtmlCell:
+    """A cell on an HTML page: the paper's number and verdict on a second line, the verdict
+    as the colour, the interval of the difference and what the n could detect as tooltip."""
+    text = format_cell(cell, with_paper, words=True).replace(" (", "\n(", 1)
+    compared = cell.comparison
+    if compared is None or not with_paper:
+        return HtmlCell(text, tip=cell.unjudged or "")
+    low, high = compared.ci95
+    tip = (
+        f"ours − paper {compared.difference:+.1f}, 95 % interval [{low:+.1f}, {high:+.1f}] "
+        f"(both sampling errors; paper n {compared.paper_n or 'unknown'}); the smallest "
+        f"difference these n detect at 80 % power: {compared.detectable:.1f} points"
+    )
+    return HtmlCell(text, compared.outcome.replace(" ", "-"), tip)
 
 
 def failure_notes(table: pd.DataFrame) -> list[str]:
@@ -201,18 +262,9 @@ def _notes(table: pd.DataFrame) -> list[str]:
     lines += claim_lines(table.attrs.get("claims", ()))
     if shows_paper(table):
         lines += [note for note in (verdict_note(table), paper_rows_note(table)) if note]
-    if "paper_items" in table.attrs:
-        n = table.attrs["paper_items"]
-        lines.append(
-            f"The paper's numbers are k/{n} ({n} items a cell; an average counts its columns' "
-            f"items): its own 95 % interval at 80 % is ±{_half(wilson(round(0.8 * n), n)):.0f} "
-            "points (CSV: paper_n, paper_ci_low, paper_ci_high)."
-        )
+    if shows_paper(table):
+        lines += [note for note in (comparison_note(table),) if note]
     return lines + ([table.attrs["provenance"]] if "provenance" in table.attrs else [])
-
-
-def _half(interval: Interval) -> float:
-    return (interval[1] - interval[0]) / 2
 
 
 def shows_paper(table: pd.DataFrame) -> bool:
@@ -222,28 +274,67 @@ def shows_paper(table: pd.DataFrame) -> bool:
 
 
 def verdict_counts(table: pd.DataFrame) -> dict[str, int]:
-    """How many cells' paper numbers lie within our interval, below or above it."""
-    counts = dict.fromkeys(VERDICT_MARKS, 0)
+    """How many cells each verdict has, and how many with both numbers are not comparable."""
+    counts = dict.fromkeys([*VERDICT_MARKS, NOT_COMPARABLE], 0)
     for _, row in table.iterrows():
         for cell in row:
-            if cell.verdict:
-                counts[cell.verdict] += 1
+            if cell.verdict or cell.unjudged == NOT_COMPARABLE:
+                counts[cell.verdict or NOT_COMPARABLE] += 1
     return counts
 
 
 def verdict_note(table: pd.DataFrame) -> str:
     counts = verdict_counts(table)
-    compared = sum(counts.values())
-    if not compared and table.attrs.get("banner"):
+    compared = sum(counts[v] for v in VERDICT_MARKS)
+    if not compared and counts[NOT_COMPARABLE]:
         return f"{VERDICTS_LINE}none: the cells are not comparable (machinery check only)."
     if not compared:
         return f"{VERDICTS_LINE}none: no cell has both our interval and a paper number."
     return (
-        f"{VERDICTS_LINE}({compared} cells with a paper number): the paper's number lies "
-        f"within our 95 % interval in {counts[WITHIN]} ({VERDICT_MARKS[WITHIN]}); ours is "
-        f"above it in {counts[ABOVE]} ({VERDICT_MARKS[ABOVE]}), below it in {counts[BELOW]} "
-        f"({VERDICT_MARKS[BELOW]})."
+        f"{VERDICTS_LINE}({compared} cells with a paper number): reproduced within the margin "
+        f"in {counts[REPRODUCED]} ({VERDICT_MARKS[REPRODUCED]}); consistent, neither a "
+        f"difference nor agreement shown, in {counts[CONSISTENT]} "
+        f"({VERDICT_MARKS[CONSISTENT]}); ours differs above in {counts[DIFFERS_ABOVE]} "
+        f"({VERDICT_MARKS[DIFFERS_ABOVE]}), below in {counts[DIFFERS_BELOW]} "
+        f"({VERDICT_MARKS[DIFFERS_BELOW]})."
     )
+
+
+def comparison_note(table: pd.DataFrame) -> str:
+    """What the verdicts could see: the paper's n, the margin, the range of detectable
+    differences, and the cells judged on our error alone or not at all."""
+    judged = [c.comparison for _, row in table.iterrows() for c in row if c.comparison]
+    unjudged = [c.unjudged for _, row in table.iterrows() for c in row if c.unjudged]
+    if not judged and not unjudged:
+        return ""
+    lines = []
+    if judged:
+        sizes = sorted({c.paper_n for c in judged if c.paper_n is not None})
+        unknown = sum(c.paper_n is None for c in judged)
+        detectable = sorted(c.detectable for c in judged)
+        margins = sorted({c.delta for c in judged})
+        said = f"the paper's n {_span(sizes)}" if sizes else "the paper's n unknown: ours alone"
+        if sizes and unknown:
+            said += f"; paper n unknown in {unknown} cells: ours alone"
+        lines.append(
+            f"Each verdict compares ours − paper with both sampling errors ({said}): "
+            f"a difference shows only beyond {detectable[0]:.0f}–{detectable[-1]:.0f} points "
+            f"(80 % power), and 'reproduced' needs the 90 % interval inside ±{_span(margins)} "
+            "points, so most cells at these n can be only 'consistent' (CSV: diff_low, "
+            "diff_high, detectable, margin, paper_n)."
+        )
+    for reason, meaning in (
+        (DERIVED, "averages the paper does not print: no verdict"),
+        (NOT_SAMPLED, "without an interval of ours (memory sizes): no verdict"),
+    ):
+        if count := unjudged.count(reason):
+            lines.append(f"{count} cells {meaning} (CSV verdict '{reason}').")
+    return " ".join(lines)
+
+
+def _span(values: Sequence[float]) -> str:
+    low, high = values[0], values[-1]
+    return f"{low:g}" if low == high else f"{low:g}–{high:g}"
 
 
 def paper_rows_note(table: pd.DataFrame) -> str:
@@ -273,11 +364,13 @@ def tidy(table: pd.DataFrame) -> pd.DataFrame:
                     "delta": None if cell.delta is None else round(cell.delta, 4),
                     "ci_low": None if cell.ci is None else cell.ci[0],
                     "ci_high": None if cell.ci is None else cell.ci[1],
-                    "verdict": cell.verdict or _not_compared(cell),
+                    "verdict": cell.verdict or cell.unjudged,
+                    **_comparison_columns(cell),
                     "system_id": table.attrs["system_ids"][display],
                     "paper_row": table.attrs["paper_rows"][display],
                     "mean_tokens": cell.mean_tokens,
                     "n_items": cell.n_items if cell.ours is not None else None,
+                    "n_questions": cell.n_questions if cell.ours is not None else None,
                     "n_dropped": cell.n_dropped if cell.ours is not None else None,
                     "accuracy_official": cell.accuracy_official,
                     "partial": bool(cell.mark),
@@ -286,29 +379,29 @@ def tidy(table: pd.DataFrame) -> pd.DataFrame:
             )
     header = [key_name if c == "column" else c for c in CSV_COLUMNS]
     frame = pd.DataFrame(rows, columns=[*header, "partial", *extra_names])
-    items = table.attrs.get("paper_items")
-    if items is not None:  # the paper's own interval: its value is k of n items
-        parts = table.attrs.get("average_parts", {})
-        n = frame[key_name].map(lambda key: items * parts.get(key, 1))
-        bounds = [
-            wilson(round(paper * count / 100), count) if pd.notna(paper) else (None, None)
-            for paper, count in zip(frame["paper"], n, strict=True)
-        ]
-        frame["paper_n"] = n.where(frame["paper"].notna())
-        frame["paper_ci_low"] = [low for low, _ in bounds]
-        frame["paper_ci_high"] = [high for _, high in bounds]
     return frame
 
 
+def _comparison_columns(cell: Cell) -> dict[str, Any]:
+    compared = cell.comparison
+    if compared is None:
+        return dict.fromkeys(("diff_low", "diff_high", "detectable", "margin", "paper_n"))
+    return {
+        "diff_low": compared.ci95[0],
+        "diff_high": compared.ci95[1],
+        "detectable": compared.detectable,
+        "margin": compared.delta,
+        "paper_n": compared.paper_n,
+    }
+
+
 _LEGEND = (
-    "Cells: ours [our 95 % interval] (paper value, ours − paper, verdict: ✓ the paper's value "
-    "within our interval, ↑ ours above it, ↓ below), scores in %; failed requests count as "
-    f"wrong. {DASH} = not run here / not reported in the paper."
+    "Cells: ours [our 95 % interval] (paper value, ours − paper, verdict: ✓ reproduced, the "
+    "90 % interval of the difference within ±δ; ○ consistent, neither shown; ↑/↓ ours differs "
+    "above/below, the 95 % interval of the difference, with both sampling errors, excludes 0), "
+    f"scores in %; failed requests count as wrong. {DASH} = not run here / not reported in the "
+    "paper."
 )
-
-
-def _not_compared(cell: Cell) -> str | None:
-    return NOT_COMPARABLE if not cell.comparable and cell.paper is not None else None
 
 
 def opening(table: pd.DataFrame) -> list[str]:
@@ -364,6 +457,7 @@ _LATEX_SPECIAL = {
     FAILED_MARK: r"$^\dagger$",
     PARTIAL_MARK: r"$^{*}$",
     "✓": r"$\surd$",
+    "○": r"$\circ$",
     "↑": r"$\uparrow$",
     "↓": r"$\downarrow$",
     "←": r"$\leftarrow$",
@@ -420,10 +514,7 @@ def write_table(table: pd.DataFrame, out_prefix: str | Path, caption: str) -> li
     write_text_atomic(tex_path, to_latex(table, caption, label=f"tab:{prefix.name}"))
     with_paper = shows_paper(table)
     header = [_row_header(table), *(length_label(table, n) for n in table.columns)]
-    rows = [  # ours on one line, the paper's number and the verdict on the next
-        [str(d), *(format_cell(c, with_paper).replace(" (", "\n(", 1) for c in row)]
-        for d, row in table.iterrows()
-    ]
+    rows = [[str(d), *(html_cell(c, with_paper) for c in row)] for d, row in table.iterrows()]
     legend = table.attrs.get("legend", _LEGEND)
     notes = [legend, *_notes(table)]
     write_text_atomic(html_path, html_page(caption, header, rows, notes, opening(table)))

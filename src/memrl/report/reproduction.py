@@ -2,8 +2,9 @@
 the footnotes, and links to every table, figure and case study with the command that traces
 each back to the models and data that made it (`memrl lineage`). Markdown and HTML.
 
-It reads what the table jobs wrote: each table's tidy CSV (a `verdict` per cell: the paper's
-number within our 95 % interval, or ours above or below it) and its Markdown (the footnotes).
+It reads what the table jobs wrote: each table's tidy CSV (a `verdict` per cell: reproduced
+within ±δ, consistent, or ours differs above or below the paper: memrl.scoring.compare) and its
+Markdown (the footnotes).
 """
 
 from __future__ import annotations
@@ -17,7 +18,14 @@ from pathlib import Path
 
 from memrl.data.io import read_json, write_text_atomic
 from memrl.report.cells import MACHINERY_ONLY
-from memrl.report.claims import CHECK_LINE, CLAIM_LINE, CLAIMS_SUFFIX
+from memrl.report.claims import (
+    CHECK_LINE,
+    CLAIM_LINE,
+    CLAIMS_SUFFIX,
+    FAILS,
+    HOLDS,
+    NOT_CHECKABLE,
+)
 from memrl.report.figures import PAPER_FIGURES
 from memrl.report.memagent_tables import MEMAGENT_TABLES
 from memrl.report.memalpha_tables import MEMALPHA_TABLES
@@ -30,7 +38,7 @@ from memrl.report.render import (
 )
 from memrl.report.suites import SUITES_TABLES
 from memrl.report.tables import PAPER_TABLES
-from memrl.scoring.intervals import ABOVE, BELOW, WITHIN
+from memrl.scoring.compare import CONSISTENT, DIFFERS_ABOVE, DIFFERS_BELOW, REPRODUCED
 
 PAPERS = ("MemAgent", "Mem-α", "Both papers")
 TRAINING = "Training curves"  # a section of its own: our runs of either paper
@@ -94,7 +102,8 @@ def summarize_table(markdown: Path) -> TableSummary:
         (line[2:] for line in text.splitlines() if line.startswith("> " + MACHINERY_ONLY)), None
     )
     misses = sorted(
-        (r for r in judged if r["verdict"] != WITHIN), key=lambda r: -abs(float(r["delta"]))
+        (r for r in judged if r["verdict"] in (DIFFERS_ABOVE, DIFFERS_BELOW)),
+        key=lambda r: -abs(float(r["delta"])),
     )
     return TableSummary(
         name=name,
@@ -109,10 +118,10 @@ def summarize_table(markdown: Path) -> TableSummary:
 
 
 def _miss(row: Mapping[str, str]) -> str:
-    ours, low, high = (float(row[k]) for k in ("ours", "ci_low", "ci_high"))
+    ours, low, high = (float(row[k]) for k in ("ours", "diff_low", "diff_high"))
     return (
-        f"{row['system']} @ {row['label']}: ours {ours:.1f} [{low:.1f}, {high:.1f}], "
-        f"paper {float(row['paper']):.1f} ({float(row['delta']):+.1f}, {row['verdict']})"
+        f"{row['system']} @ {row['label']}: ours {ours:.1f}, paper {float(row['paper']):.1f}, "
+        f"{row['verdict']}: ours − paper {float(row['delta']):+.1f} [{low:+.1f}, {high:+.1f}]"
     )
 
 
@@ -137,19 +146,24 @@ class Claim:
     source: str  # the figure or table that checks it
     text: str
     system: str | None
-    holds: bool | None
+    outcome: str  # memrl.report.claims.OUTCOMES
     detail: str
-
-    @property
-    def verdict(self) -> str:
-        return {True: "holds", False: "does not hold", None: "not checked"}[self.holds]
 
 
 def read_claims(path: Path, paper: str) -> list[Claim]:
-    """The checks a figure or table wrote (memrl.report.plots.ClaimCheck as JSON)."""
+    """The checks a figure or table wrote (memrl.report.claims.ClaimCheck as JSON); one written
+    before claims had outcomes gives its `holds` as one."""
     source = path.name.removesuffix(CLAIMS_SUFFIX)
+    legacy = {True: HOLDS, False: FAILS, None: NOT_CHECKABLE}
     return [
-        Claim(paper, source, c["text"], c["system"], c["holds"], c["detail"])
+        Claim(
+            paper,
+            source,
+            c["text"],
+            c["system"],
+            c["outcome"] if "outcome" in c else legacy[c.get("holds")],
+            c["detail"],
+        )
         for c in read_json(path)
     ]
 
@@ -165,25 +179,33 @@ def _verdict_text(counts: Mapping[str, int]) -> str:
         if aside:
             return f"no cell compared: {aside} not comparable (machinery check only)"
         return "no cell compared (no paper number or no interval)"
+    differs = counts[DIFFERS_ABOVE] + counts[DIFFERS_BELOW]
     text = (
-        f"{counts[WITHIN]} of {compared} cells reproduced (the paper's number within our 95 % "
-        f"interval); ours above in {counts[ABOVE]}, below in {counts[BELOW]}"
+        f"{counts[REPRODUCED]} of {compared} cells reproduced within the margin; "
+        f"{counts[CONSISTENT]} consistent (neither a difference nor agreement shown); "
+        f"{differs} differ (ours above in {counts[DIFFERS_ABOVE]}, below in "
+        f"{counts[DIFFERS_BELOW]})"
     )
     return f"{text}; {aside} not comparable (machinery check only)" if aside else text
 
 
 def _claims_text(claims: Sequence[Claim]) -> str:
-    checked = [c for c in claims if c.holds is not None]
+    judged = [c for c in claims if c.outcome != NOT_CHECKABLE]
     if not claims:
         return "no claim checked"
-    if not checked:
+    if not judged:
         return f"no claim judged ({len(claims)} checks not checkable or not comparable)"
-    return f"{sum(bool(c.holds) for c in checked)} of {len(checked)} claim checks hold"
+    counts = {outcome: sum(c.outcome == outcome for c in judged) for outcome in (HOLDS, FAILS)}
+    undecided = len(judged) - counts[HOLDS] - counts[FAILS]
+    return (
+        f"{counts[HOLDS]} of {len(judged)} claim checks hold, {counts[FAILS]} do not, "
+        f"{undecided} undecided (the 95 % interval across the claim's bound)"
+    )
 
 
 def _claim_line(claim: Claim) -> str:
     ours = f"ours, {claim.system}: " if claim.system else ""
-    return f"[{claim.verdict}] {claim.text} ({claim.source}) {ours}{claim.detail}"
+    return f"[{claim.outcome}] {claim.text} ({claim.source}) {ours}{claim.detail}"
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,7 @@ from memrl.config import (
     SUITES_TABLE,
     TRACE_TABLE,
 )
-from memrl.report.cells import Systems, load_metrics
+from memrl.report.cells import PaperSizes, Systems, attach_paper_n, load_metrics
 from memrl.report.claims import CLAIMS_SUFFIX, write_claims
 from memrl.report.memagent_tables import (
     MEMAGENT_TABLES,
@@ -46,30 +46,48 @@ from memrl.report.memalpha_tables import (
     build_memory_traces,
     load_memories,
     load_stats,
+    memalpha_paper_sizes,
 )
 from memrl.report.memory_patterns import build_pattern_table
 from memrl.report.render import write_table, write_text_table
 from memrl.report.suites import SUITES_TABLES, build_suites_table
+from memrl.scoring.compare import DEFAULT_MARGIN
 
 PAPER_TABLES = {**MEMAGENT_TABLES, **MEMALPHA_TABLES, **SUITES_TABLES}  # name -> PaperTable
 
 
-def _keeping_paper_items(build: Callable[..., pd.DataFrame]) -> Callable[..., pd.DataFrame]:
-    """Where the paper says how many items each of its numbers counts (`sources.<key>.items`),
-    the built table keeps it (`paper_items`) for the paper's own interval."""
+def paper_sizes(name: str, paper: Mapping[str, Any]) -> PaperSizes:
+    """The items behind the paper's numbers of a table: MemAgent's per table
+    (`sources.<key>.items`), Mem-α's per source (the instances Tables 6-8 print); None: the
+    paper does not say."""
+    if name in MEMALPHA_SCORE_TABLES or name in ABLATION_TABLES:
+        return memalpha_paper_sizes(paper, name)
+    items = paper.get("sources", {}).get(PAPER_TABLES[name].paper_key, {}).get("items")
+    return None if items is None else int(items)
+
+
+def _compared_with_paper(build: Callable[..., pd.DataFrame]) -> Callable[..., pd.DataFrame]:
+    """The built table's cells learn the paper's n (`paper_sizes`) and the margin ±δ of their
+    verdicts (`margin`, default DEFAULT_MARGIN points)."""
 
     @functools.wraps(build)
-    def built(name: str, records: Any, systems: Any, paper: Mapping[str, Any], *args, **kwargs):
+    def built(
+        name: str,
+        records: Any,
+        systems: Any,
+        paper: Mapping[str, Any],
+        *args,
+        margin: float = DEFAULT_MARGIN,
+        **kwargs,
+    ) -> pd.DataFrame:
         table = build(name, records, systems, paper, *args, **kwargs)
-        items = paper.get("sources", {}).get(PAPER_TABLES[name].paper_key, {}).get("items")
-        if items is not None:
-            table.attrs["paper_items"] = int(items)
+        attach_paper_n(table, paper_sizes(name, paper), margin)
         return table
 
     return built
 
 
-@_keeping_paper_items
+@_compared_with_paper
 def build_paper_table(
     name: str,
     records: Iterable[Mapping[str, Any]],

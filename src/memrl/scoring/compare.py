@@ -7,8 +7,9 @@ interval that carries both errors:
 - right/wrong items: Newcombe's hybrid score interval for a difference of two proportions
   (Newcombe 1998, method 10: the two Wilson intervals combined), the paper's successes taken as
   round(p_paper · n_paper);
-- graded items (an F1, an instance's mean): the normal interval of the difference, both
-  standard errors from our items' standard deviation (the paper prints no spread of its own);
+- graded items (an F1, an instance's mean, a table's average): the normal interval of the
+  difference, our standard error from our 95 % interval and the paper's taken as ours per item
+  (the paper prints no spread of its own);
 - the paper's n unknown: our error alone (our interval shifted by the paper's number), said so.
 
 Three outcomes:
@@ -22,8 +23,8 @@ power), so a reader sees why a cell is only `consistent`.
 
 from __future__ import annotations
 
+import functools
 import math
-from collections.abc import Sequence
 from dataclasses import dataclass
 
 from memrl.scoring.intervals import Z95, Interval, wilson_bounds
@@ -32,6 +33,7 @@ Z90 = 1.6448536269514722  # two-sided 90 %: the TOST at 5 % each side
 Z_POWER80 = 0.8416212335729143
 DIFFERS_ABOVE, DIFFERS_BELOW = "differs above", "differs below"
 REPRODUCED, CONSISTENT = "reproduced", "consistent"
+DEFAULT_MARGIN = 5.0  # ±δ in points: report.equivalence_margin's default
 OUTCOMES = (REPRODUCED, CONSISTENT, DIFFERS_ABOVE, DIFFERS_BELOW)
 
 
@@ -99,19 +101,25 @@ def detectable_difference(paper: float, n: int, paper_n: int | None) -> float:
     return max(solve(+1), solve(-1))
 
 
-def compare_scores(
-    values: Sequence[float], paper_percent: float, paper_n: int | None, delta: float
+def compare_graded(
+    mean: float, se: float, n: int, paper_percent: float, paper_n: int | None, delta: float
 ) -> Comparison:
-    """Our graded items (each in [0, 1]) against the paper's percentage over paper_n items."""
-    n = len(values)
+    """Our graded score (`mean` ± standard error `se`, in %, over n items) against the paper's
+    percentage over paper_n items: the normal interval of the difference, the paper's spread
+    taken as ours per item (it prints none of its own), i.e. se · sqrt(n / paper_n)."""
     _check(n, paper_percent, paper_n, delta)
-    mean = sum(values) / n
-    sd = math.sqrt(sum((v - mean) ** 2 for v in values) / (n - 1)) if n > 1 else 0.5
-    se = sd * math.sqrt(1 / n + (1 / paper_n if paper_n else 0))
-    difference = mean - paper_percent / 100
-    ci95, ci90 = ((difference - z * se, difference + z * se) for z in (Z95, Z90))
-    detectable = (Z95 + Z_POWER80) * se
+    if not (math.isfinite(se) and se >= 0):
+        raise ValueError(f"a standard error must be a number >= 0, got {se!r}")
+    spread = se / 100 * math.sqrt(1 + (n / paper_n if paper_n else 0))
+    difference = (mean - paper_percent) / 100
+    ci95, ci90 = ((difference - z * spread, difference + z * spread) for z in (Z95, Z90))
+    detectable = (Z95 + Z_POWER80) * spread
     return _comparison(difference, ci95, ci90, detectable, delta, paper_n)
+
+
+def standard_error(ci95: Interval) -> float:
+    """The standard error a 95 % interval implies (its half-width over 1.96), in its units."""
+    return (ci95[1] - ci95[0]) / (2 * Z95)
 
 
 def _comparison(
@@ -162,3 +170,61 @@ def _shift(interval: tuple[float, float], by: float) -> tuple[float, float]:
 
 def _points(interval: tuple[float, float]) -> Interval:
     return (round(100 * interval[0], 4), round(100 * interval[1], 4))
+
+
+def outcome_rates(
+    p: float,
+    n: int,
+    paper_n: int,
+    delta: float,
+    shift: float = 0.0,
+    trials: int = 2000,
+    seed: int = 0,
+) -> dict[str, float]:
+    """How often each outcome comes out when our true rate is p + shift and the paper's p, both
+    over right/wrong items (seeded): shift 0 is a perfect reproduction."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    ours = rng.binomial(n, p + shift, size=trials)
+    papers = rng.binomial(paper_n, p, size=trials)
+    judged = functools.cache(
+        lambda x, k: compare_proportions(x, n, 100 * k / paper_n, paper_n, delta).outcome
+    )
+    counts = dict.fromkeys(OUTCOMES, 0)
+    for x, k in zip(ours.tolist(), papers.tolist(), strict=True):
+        counts[judged(x, k)] += 1
+    return {name: count / trials for name, count in counts.items()}
+
+
+# The papers' sample sizes a cell compares (docs/evaluation.md prints their error rates).
+PAPER_SAMPLES = (
+    ("RULER-HQA (MemAgent Tables 1, 10)", 128),
+    ("LongBench-QA (MemAgent Tables 3, 11)", 200),
+    ("MemoryAgentBench, one instance of ~100 questions (Mem-α Table 2)", 100),
+)
+RATE_MARGINS = (5.0, 10.0, 15.0)
+
+
+def error_rate_table(trials: int = 2000) -> str:
+    """The Markdown table of what a cell can show at the papers' n: the detectable difference,
+    how often a perfect reproduction reads `differs`, and how often `reproduced` at each margin."""
+    margins = " | ".join(f"reproduced ±{m:g}" for m in RATE_MARGINS)
+    lines = [
+        f"| cells | n a side | true score | detectable (points) | differs | {margins} |",
+        "|---|---:|---:|---:|---:|" + "---:|" * len(RATE_MARGINS),
+    ]
+    for label, n in PAPER_SAMPLES:
+        for p in (0.5, 0.8):
+            rates = [outcome_rates(p, n, n, m, trials=trials, seed=n) for m in RATE_MARGINS]
+            differs = rates[0][DIFFERS_ABOVE] + rates[0][DIFFERS_BELOW]
+            reproduced = " | ".join(f"{r[REPRODUCED]:.0%}" for r in rates)
+            lines.append(
+                f"| {label} | {n} | {p:.0%} | {100 * detectable_difference(p, n, n):.1f} | "
+                f"{differs:.1%} | {reproduced} |"
+            )
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    print(error_rate_table())

@@ -1,4 +1,5 @@
-"""95 % intervals of a score over items, and the verdict of a paper's number against them.
+"""95 % intervals of a score over items (the comparison with the paper's number is
+memrl.scoring.compare).
 
 An item scores in [0, 1] (a question right or wrong, an F1, an instance's mean over its
 questions); a score is their mean in %. Items that are all 0 or 1 get the Wilson score interval;
@@ -18,8 +19,6 @@ Z95 = 1.959963984540054
 RESAMPLES = 2000
 SEED = 0
 Interval = tuple[float, float]  # in %
-
-WITHIN, ABOVE, BELOW = "within", "above", "below"  # ours vs the paper's number
 
 
 def wilson(successes: int, n: int) -> Interval:
@@ -96,16 +95,6 @@ def mean_interval(means: Sequence[float], intervals: Sequence[Interval]) -> Inte
     below = math.sqrt(sum((m - lo) ** 2 for m, (lo, _) in pairs)) / len(means)
     above = math.sqrt(sum((hi - m) ** 2 for m, (_, hi) in pairs)) / len(means)
     return (round(max(0.0, centre - below), 4), round(min(100.0, centre + above), 4))
-
-
-def verdict(paper: float, ours: Interval) -> str:
-    """Whether the paper's number lies within our interval, or ours lies above or below it."""
-    low, high = ours
-    if paper < low:
-        return ABOVE
-    if paper > high:
-        return BELOW
-    return WITHIN
 
 
 def _percent(low: float, high: float) -> Interval:
