@@ -27,6 +27,7 @@ localrules:
     training_curves,
     download_data,
     download_model,
+    download_official_hqa,
     merge_eval,
     make_table,
     plot_figure,

@@ -168,6 +168,18 @@ def test_validating_a_config_imports_no_ml_framework(repo, name):
             "config key report.equivalence_margin.default: 'five' is not of type 'number'",
         ),
         (
+            lambda c: c["ruler_hqa"]["official"].update(rows=100),
+            "config key ruler_hqa.eval_questions: exceeds the released sets' 100 questions",
+        ),
+        (
+            lambda c: c["ruler_hqa"].pop("official"),
+            "config key ruler_hqa.official: needed by ruler_hqa.questions: official",
+        ),
+        (
+            lambda c: c["ruler_hqa"].update(eval_sets="released"),
+            "config key ruler_hqa.eval_sets: 'released' is not one of ['official', 'synthesized']",
+        ),
+        (
             lambda c: c["report"]["equivalence_margin"].update(tabel1=3),
             "config key report.equivalence_margin.tabel1: not a table (tables: table1, ",
         ),

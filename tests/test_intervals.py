@@ -170,7 +170,7 @@ def test_each_cell_is_compared_with_both_sampling_errors_and_the_table_counts_th
     compared = cells[200].comparison
     assert (float(rows[2]["diff_low"]), float(rows[2]["diff_high"])) == compared.ci95
     assert float(rows[2]["detectable"]) == compared.detectable and rows[2]["paper_n"] == "128"
-    assert rows[2]["margin"] == "5.0"
+    assert rows[2]["margin"] == "5.0" and rows[2]["comparison_note"] == ""
     tex = tex_path.read_text()
     assert r"$\uparrow$" in tex and r"$\circ$" in tex
     page = html_path.read_text()  # what the Snakemake report shows: cells and every footnote

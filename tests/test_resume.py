@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from test_workflow import copy_workflow, snakemake
 
-from memrl.config import load_yaml
+from memrl.config import ENV_OVERRIDES, load_yaml
 
 pytestmark = [pytest.mark.workflow, pytest.mark.reliability]
 
@@ -34,6 +34,16 @@ def outputs(root: Path) -> dict[str, bytes]:
         for p in sorted((root / SYSTEM).glob("*"))
         if p.suffix in {".jsonl", ".json"}
     }
+
+
+@pytest.fixture(scope="module", autouse=True)
+def synthesized_sets():
+    """Eval sets built from the filtered questions (`ruler_hqa.eval_sets: synthesized`, as
+    `./pipeline --config` sets it), so the filter runs before any evaluation: its kill point
+    comes first. The released sets (the smoke default) need no filter."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv(ENV_OVERRIDES, json.dumps({"ruler_hqa.eval_sets": "synthesized"}))
+        yield
 
 
 @pytest.fixture(scope="module")

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from docs_pages import docs_text
 
-from memrl.config import load_config
+from memrl.config import ENV_OVERRIDES, load_config
 from memrl.report.claims import OUTCOMES
 
 pytestmark = pytest.mark.workflow
@@ -67,8 +67,13 @@ def test_slurm_profile_plans_every_paper_job(repo):
     counts = job_counts(done.stdout)
     # HotpotQA x2, SQuAD, DocQA, essays, 7 LongBench configs, Memalpha train and validation, MAB
     assert counts["download_data"] == 15
-    assert counts["download_model"] == 19  # gpt-4.1-mini, gpt-5.1: their tokenizer
-    assert counts["synthesize_eval"] == 10
+    # gpt-4.1-mini, gpt-5.1: their tokenizer; not Qwen2.5-7B base, which only the filter asks
+    assert counts["download_model"] == 18
+    # MemAgent's released questions (train, dev) and evaluation sets, one per length
+    n_docs = load_config([repo / "config/config.yaml"])["ruler_hqa"]["n_docs"]
+    assert counts["download_official_hqa"] == 2 + len(n_docs) == counts["official_eval_set"] + 2
+    assert counts["official_questions"] == 2 and "filter_questions" not in counts
+    assert "synthesize_eval" not in counts and "synthesize_ruler_hqa" not in counts
     assert counts["synthesize_ruler"] == 11 * 7 - 1  # qa_1 stops at 256K
     assert counts["stage2_data"] == 1
     assert counts["train_stage1"] == counts["train_stage2"] == counts["plot_training_curve"] == 2
@@ -166,6 +171,12 @@ def test_one_machine_plans_the_released_checkpoints_and_refuses_multi_node_train
     counts = job_counts(released.stdout)
     assert not {"train_stage1", "train_stage2", "train_memalpha"} & set(counts)
     assert counts["evaluate"] > 100 and counts["memorize"] > 0
+    # the paper's own evaluation sets and questions: no filter, no synthesis, no train questions
+    assert not {"filter_questions", "synthesize_ruler_hqa", "synthesize_eval"} & set(counts)
+    n_docs = load_config([repo / "config/config.yaml"])["ruler_hqa"]["n_docs"]
+    assert counts["official_eval_set"] == len(n_docs)
+    fetched = set(re.findall(r"raw/memagent_hotpotqa/([\w.]+)\.manifest\.json", released.stdout))
+    assert fetched == {"hotpotqa_dev.parquet", *(f"eval_{n}.json" for n in n_docs)}
     assert "results/released/tables/table1.md" in released.stdout
     # only the models its jobs read: the released checkpoints, not the paper's other backbones
     downloaded = set(
@@ -217,7 +228,21 @@ def test_cost_of_the_paper_plan_is_the_readmes(repo):
     rows = {line.split(" | ")[0].strip("| `*"): line.split(" | ") for line in block.splitlines()}
     assert rows["train_stage1"][3] == "2" and rows["evaluate"][4] != "—"  # both estimated
     assert rows["train_memalpha"][3] == "5" and rows["memorize"][4] != "—"  # Mem-α's too
-    assert rows["filter_questions"][4] == "—"  # not modelled: its allocation alone
+    assert "filter_questions" not in rows  # the released questions: nothing filtered here
+    rebuilt = memrl_cost(
+        repo,
+        "--profile",
+        "profiles/slurm",
+        "all",
+        "--config",
+        "ruler_hqa.questions=filtered",
+        "--json",
+    )
+    assert rebuilt.returncode == 0, rebuilt.stderr
+    by_rule = {row["rule"]: row for row in json.loads(rebuilt.stdout)["rows"]}
+    assert by_rule["filter_questions"]["estimated_jobs"] == 0  # not modelled: its allocation alone
+    assert by_rule["filter_questions"]["allocation_gpu_h"] > 0
+    assert by_rule["download_model"]["jobs"] == int(rows["download_model"][1]) + 1  # its base model
     released = memrl_cost(
         repo,
         "--profile",
@@ -459,7 +484,7 @@ def test_smoke_records_one_mlflow_child_run_per_job(smoke):
     assert rules.count("train_memalpha") == 1
     assert rules.count("download_model") == 2 and rules.count("synthesize_ruler") == 11
     records = list(results.glob("logs/**/*.provenance.jsonl"))
-    assert len(children) == len(runs) - 1 == len(records) == 147  # every job but `all`
+    assert len(children) == len(runs) - 1 == len(records) == 150  # every job but `all`
     readme = docs_text(Path(__file__).resolve().parents[1])
     # the README's smoke job count: the quickstart, the speed table, what was verified
     assert readme.count(f"{len(records) + 1} jobs") == 3
@@ -557,3 +582,34 @@ def test_smoke_html_report_builds(smoke):
     done = snakemake("--profile", "profiles/smoke", "--report", "report.zip", cwd=smoke)
     assert done.returncode == 0, done.stderr[-3000:]
     assert (smoke / "report.zip").stat().st_size > 10_000
+
+
+@pytest.mark.parametrize(
+    ("switches", "planned", "absent"),
+    [
+        ({}, {"official_eval_set", "filter_questions"}, {"synthesize_eval"}),
+        (
+            {"ruler_hqa.eval_sets": "synthesized"},
+            {"synthesize_eval", "filter_questions"},
+            {"official_eval_set"},
+        ),
+        ({"ruler_hqa.questions": "official"}, {"official_questions"}, {"filter_questions"}),
+    ],
+)
+def test_the_data_switches_plan_the_released_files_or_our_builds(
+    repo, tmp_path, switches, planned, absent
+):
+    """ruler_hqa.questions / eval_sets on the smoke config (filtered questions, the released
+    sets in miniature): each picks the job that writes the same file."""
+    copy_workflow(repo, tmp_path)
+    done = subprocess.run(
+        [sys.executable, "-m", "snakemake", "-n", "--profile", "profiles/smoke", "all"],
+        cwd=tmp_path,
+        env={**snakemake_env(), ENV_OVERRIDES: json.dumps(switches)},  # as ./pipeline --config
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    counts = set(job_counts(done.stdout))
+    assert planned <= counts and not absent & counts

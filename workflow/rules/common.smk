@@ -352,6 +352,10 @@ def get_source_settings(wildcards):
     return settings_ref(config["sources"][wildcards.source])
 
 
+def get_official_hqa_source(wildcards):
+    return settings_ref(cfg.official_hqa_settings(config, wildcards.file))
+
+
 def get_memalpha_split(wildcards):
     return str(cfg.memalpha_data(config, wildcards.memalpha_split))
 

@@ -39,6 +39,20 @@ rule download_model:
         " --out {output.model:q} --manifest {output.manifest:q} 2> {log:q}"
 
 
+# MemAgent's released RULER-HQA files (ruler_hqa.questions / eval_sets: official)
+use rule download_data as download_official_hqa with:
+    output:
+        data=f"{R}/raw/{cfg.OFFICIAL_HQA_DIR}/{{file}}",
+        manifest=f"{R}/raw/{cfg.OFFICIAL_HQA_DIR}/{{file}}.manifest.json",
+    log:
+        f"{R}/logs/download_official_hqa/{{file}}.log",
+    wildcard_constraints:
+        file=r"hotpotqa_(train|dev)\.parquet|eval_\d+\.json",
+    params:
+        job=job("download_official_hqa"),
+        settings=get_official_hqa_source,
+
+
 rule dataset_stats:  # Mem-α Tables 6-8 in the QA model's (Qwen3-32B's) tokens
     input:
         data=get_memalpha_split,
@@ -126,6 +140,39 @@ rule filter_questions:
         " --out-dev {output.dev:q} --report {output.report:q} 2> {log:q}"
 
 
+rule official_questions:
+    input:
+        questions=f"{R}/raw/{cfg.OFFICIAL_HQA_DIR}/hotpotqa_{{split}}.parquet",
+    output:
+        f"{R}/data/ruler_hqa/{{split}}.jsonl",
+    log:
+        f"{R}/logs/official_questions/{{split}}.log",
+    conda:
+        "../../envs/core.yaml"
+    container:
+        CONTAINERS["core"]
+    resources:
+        mem_mb=16000,
+    params:
+        job=job("official_questions"),
+        settings=lambda wildcards: settings_ref(
+            cfg.official_questions_settings(config, wildcards.split)
+        ),
+    shell:
+        "memrl --job {params.job:q} --log {log:q} official-questions"
+        " --settings {params.settings:q} --questions {input.questions:q} --out {output:q} 2> {log:q}"
+
+
+# ruler_hqa.questions picks who writes train/dev.jsonl: the released files or the filter
+if cfg.hqa_questions(config) == cfg.OFFICIAL_HQA:
+
+    ruleorder: official_questions > filter_questions
+
+else:
+
+    ruleorder: filter_questions > official_questions
+
+
 rule ruler_hqa_pool:
     input:
         dev_raw=raw("hotpotqa_dev"),
@@ -178,6 +225,46 @@ rule synthesize_eval:
         "memrl --job {params.job:q} --log {log:q} eval-set --settings {params.settings:q}"
         " --pool-docs {input.pool_docs:q} --pool-questions {input.pool_questions:q}"
         " --dev {input.dev:q} --tokenizer {input.tokenizer:q} --out {output:q} 2> {log:q}"
+
+
+rule official_eval_set:
+    input:
+        released=f"{R}/raw/{cfg.OFFICIAL_HQA_DIR}/eval_{{n_docs}}.json",
+        pool_docs=f"{R}/data/ruler_hqa/pool_docs.parquet",
+        pool_questions=f"{R}/data/ruler_hqa/pool_questions.parquet",
+        tokenizer=get_tokenizer_dir,
+    output:
+        f"{R}/data/ruler_hqa/eval_{{n_docs}}.jsonl",
+    log:
+        f"{R}/logs/official_eval_set/{{n_docs}}.log",
+    benchmark:
+        f"{R}/benchmarks/official_eval_set/{{n_docs}}.tsv"
+    conda:
+        "../../envs/core.yaml"
+    container:
+        CONTAINERS["core"]
+    resources:
+        mem_mb=16000,
+    params:
+        job=job("official_eval_set"),
+        settings=lambda wildcards: settings_ref(
+            cfg.official_eval_set_settings(config, int(wildcards.n_docs))
+        ),
+    shell:
+        "memrl --job {params.job:q} --log {log:q} official-eval-set --settings {params.settings:q}"
+        " --released {input.released:q} --pool-docs {input.pool_docs:q}"
+        " --pool-questions {input.pool_questions:q} --tokenizer {input.tokenizer:q}"
+        " --out {output:q} 2> {log:q}"
+
+
+# ruler_hqa.eval_sets picks who writes eval_<N>.jsonl: the released sets or our synthesis
+if cfg.hqa_eval_sets(config) == cfg.OFFICIAL_HQA:
+
+    ruleorder: official_eval_set > synthesize_eval
+
+else:
+
+    ruleorder: synthesize_eval > official_eval_set
 
 
 # Table 4's probe: the same samples with the two key-information groups at fixed depths

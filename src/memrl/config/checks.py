@@ -22,6 +22,7 @@ from memrl.config.base import (
 )
 from memrl.config.matrix import eval_jobs, eval_systems, rl_ablation_groups
 from memrl.config.reports import MEMALPHA_SPLITS, RL_ABLATION_FIGURES, TABLES
+from memrl.config.settings import OFFICIAL_HQA
 from memrl.data.memalpha import QUERY_PROMPTS
 from memrl.systems import system_kind
 from memrl.systems.memagent import agent_settings
@@ -86,6 +87,17 @@ def check_references(config: dict[str, Any]) -> None:
     ruler = config["ruler_hqa"]
     if ruler["eval_questions"] > config["filter"]["keep_dev"]:
         raise ConfigError("config key ruler_hqa.eval_questions: exceeds filter.keep_dev")
+    official = [key for key in ("questions", "eval_sets") if ruler.get(key) == OFFICIAL_HQA]
+    if official and "official" not in ruler:
+        raise ConfigError(
+            f"config key ruler_hqa.official: needed by ruler_hqa.{official[0]}: official "
+            "(the url of MemAgent's released files and their row count)"
+        )
+    if official and ruler["eval_questions"] > ruler["official"]["rows"]:
+        raise ConfigError(
+            "config key ruler_hqa.eval_questions: exceeds the released sets' "
+            f"{ruler['official']['rows']} questions (ruler_hqa.official.rows)"
+        )
     _check_coverage(config)
     _check_agent_window(config)
     _check_disabled_memory(config)

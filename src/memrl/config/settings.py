@@ -66,6 +66,46 @@ def eval_set_settings(config: dict[str, Any], n_docs: int) -> dict[str, Any]:
     }
 
 
+OFFICIAL_HQA = "official"  # ruler_hqa.questions / eval_sets: MemAgent's released files
+OFFICIAL_HQA_DIR = "memagent_hotpotqa"  # where they are downloaded, under raw/
+
+
+def hqa_questions(config: dict[str, Any]) -> str:
+    """`official` (MemAgent's released filtered questions) or `filtered` (filtered here)."""
+    return str(config["ruler_hqa"].get("questions", "filtered"))
+
+
+def hqa_eval_sets(config: dict[str, Any]) -> str:
+    """`official` (MemAgent's released evaluation sets) or `synthesized` (built here)."""
+    return str(config["ruler_hqa"].get("eval_sets", "synthesized"))
+
+
+def official_hqa_settings(config: dict[str, Any], file: str) -> dict[str, Any]:
+    """What download_data needs for one released file: its url and the sha256 pinned for it."""
+    official = config["ruler_hqa"]["official"]
+    return {
+        "url": f"{official['url'].rstrip('/')}/{file}",
+        "sha256": official.get("sha256", {}).get(file),
+    }
+
+
+def official_questions_settings(config: dict[str, Any], split: str) -> dict[str, Any]:
+    """The released questions of a split: dev holds the released sets' questions, so its row
+    count is theirs (`ruler_hqa.official.rows`); train any."""
+    return {"rows": config["ruler_hqa"]["official"]["rows"] if split == "dev" else None}
+
+
+def official_eval_set_settings(config: dict[str, Any], n_docs: int) -> dict[str, Any]:
+    """One released set: checked at its released row count, its first `eval_questions` kept."""
+    ruler = config["ruler_hqa"]
+    return {
+        "n_docs": n_docs,
+        "released_rows": ruler["official"]["rows"],
+        "rows": ruler["eval_questions"],
+        "store_ids_above": ruler["store_ids_above"],
+    }
+
+
 # Bumped when a code change alters what a job writes, so that Snakemake rebuilds it (its params
 # change): RULER rows 2 = the official key order and the fork's answer prefixes;
 # the RULER-HQA pool 2 = the questions' key-information groups (Table 4's probe).

@@ -124,6 +124,34 @@ def cmd_eval_set(args: argparse.Namespace, run: tracking.JobRecord) -> None:
     run.log_metrics({"rows": len(rows), "mean_tokens": sum(tokens) / max(1, len(tokens))})
 
 
+def cmd_official_questions(args: argparse.Namespace, run: tracking.JobRecord) -> None:
+    """MemAgent's released filtered questions of one split (hotpotqa_{train,dev}.parquet) as
+    the rows the filter would have written: no filter job runs."""
+    from memrl.data.io import write_jsonl_atomic
+    from memrl.data.official_hqa import read_question_rows
+
+    rows = read_question_rows(args.questions, args.settings["rows"])
+    write_jsonl_atomic(args.out, rows)
+    run.log_metrics({"rows": len(rows)})
+
+
+def cmd_official_eval_set(args: argparse.Namespace, run: tracking.JobRecord) -> None:
+    """MemAgent's released RULER-HQA set at one document count (eval_{N}.json) as our rows:
+    checked, its contexts resolved in the dev pool, its tokens counted."""
+    from memrl.data.io import write_jsonl_atomic
+    from memrl.data.official_hqa import convert_eval_rows, read_eval_file
+    from memrl.data.ruler_hqa import read_pool
+
+    s = args.settings
+    released = read_eval_file(args.released, s["n_docs"], s["released_rows"])[: s["rows"]]
+    pool = read_pool(args.pool_docs, args.pool_questions)
+    tokenizer = load_counting_tokenizer(args.tokenizer)
+    rows = convert_eval_rows(released, pool, tokenizer, s["store_ids_above"], str(args.released))
+    write_jsonl_atomic(args.out, rows)
+    tokens = [row["num_tokens"] for row in rows]
+    run.log_metrics({"rows": len(rows), "mean_tokens": sum(tokens) / len(tokens)})
+
+
 def cmd_ruler_set(args: argparse.Namespace, run: tracking.JobRecord) -> None:
     """One RULER (task, length) set; only the corpus the task needs is read."""
     from memrl.data.essays import load_essay_text

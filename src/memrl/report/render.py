@@ -40,6 +40,7 @@ CSV_COLUMNS = [
     "detectable",  # the smallest difference the two n show at 80 % power
     "margin",  # ±δ of `reproduced`
     "paper_n",  # the items behind the paper's number (empty: unknown)
+    "comparison_note",  # e.g. "paper n unknown: our sampling error alone"
     "system_id",
     "paper_row",
     "mean_tokens",
@@ -385,13 +386,15 @@ def tidy(table: pd.DataFrame) -> pd.DataFrame:
 def _comparison_columns(cell: Cell) -> dict[str, Any]:
     compared = cell.comparison
     if compared is None:
-        return dict.fromkeys(("diff_low", "diff_high", "detectable", "margin", "paper_n"))
+        names = ("diff_low", "diff_high", "detectable", "margin", "paper_n", "comparison_note")
+        return dict.fromkeys(names)
     return {
         "diff_low": compared.ci95[0],
         "diff_high": compared.ci95[1],
         "detectable": compared.detectable,
         "margin": compared.delta,
         "paper_n": compared.paper_n,
+        "comparison_note": compared.note,
     }
 
 

@@ -1,0 +1,210 @@
+"""MemAgent's released RULER-HotpotQA files, read, checked and converted to this pipeline's rows.
+
+MemAgent's README downloads them from the Hugging Face dataset `BytedTsinghua-SIA/hotpotqa`:
+
+- `hotpotqa_train.parquet`, `hotpotqa_dev.parquet`: the questions that survived the official
+  "answerable without context" filter, each at 200 documents, in verl's row layout
+  {data_source, prompt: [{role, content}], context, ability, reward_model: {style,
+  ground_truth: [answers]}, extra_info: {index, question, num_docs}} (the filter's own columns
+  beside them are ignored); `extra_info.index` is the question's position in HotpotQA's dev
+  (or train) file;
+- `eval_{N}.json`: the evaluation set at N documents, a JSON list of {context, input, answers,
+  num_docs, index}; up to 10,000 documents `context` is the rendered text, above it the
+  shuffled list of dev-pool doc ids (the official evaluator renders it at evaluation).
+
+Our rows are `ruler_hqa.build_split`'s {index, input, answers, num_docs, context | doc_ids,
+num_tokens}. A text context is parsed back into dev-pool doc ids (its "Document i:" sections
+looked up in the pool) and rendered again; a row is taken only if that gives its text byte for
+byte, so a converted row evaluates exactly as the released one; `num_tokens` is then counted
+from the pool's per-document counts (`ruler_hqa.ContextTokens`). A file whose checksum (the
+download checks it), fields or row count differ from the released ones stops the job, naming
+the file, the row and the field.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from memrl.data.ruler_hqa import (
+    SEPARATOR,
+    ContextTokens,
+    DocPool,
+    Tokenizer,
+    render_context,
+)
+
+EVAL_FIELDS: dict[str, tuple[type, ...]] = {
+    "context": (str, list),
+    "input": (str,),
+    "answers": (list,),
+    "num_docs": (int,),
+    "index": (int,),
+}
+QUESTION_COLUMNS = ("context", "reward_model", "extra_info")
+_HEADER = re.compile(r"Document (\d+):\n")
+
+
+def eval_file_name(n_docs: int) -> str:
+    """The released evaluation set at n_docs documents."""
+    return f"eval_{n_docs}.json"
+
+
+def read_eval_file(path: Path, n_docs: int, rows: int) -> list[dict[str, Any]]:
+    """A released `eval_{N}.json`, every row checked: the fields and their types, `num_docs`
+    equal to N, and `rows` rows (the released count: the paper's 128 questions)."""
+    text = path.read_text(encoding="utf-8")
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise ValueError(f"{path}: not JSON ({e}); expected the released eval_{{N}}.json") from e
+    if not isinstance(data, list):
+        raise ValueError(f"{path}: expected a JSON list of rows, got {type(data).__name__}")
+    for i, row in enumerate(data):
+        _check_eval_row(row, f"{path}: row {i}", n_docs)
+    if len(data) != rows:
+        raise ValueError(f"{path}: {len(data)} rows; the released set has {rows} (one a question)")
+    return data
+
+
+def _check_eval_row(row: Any, where: str, n_docs: int) -> None:
+    if not isinstance(row, dict):
+        raise ValueError(f"{where}: expected an object, got {type(row).__name__}")
+    for key, kinds in EVAL_FIELDS.items():
+        if key not in row:
+            raise ValueError(f"{where}: missing field {key!r}")
+        if isinstance(row[key], bool) or not isinstance(row[key], kinds):
+            names = " or ".join(kind.__name__ for kind in kinds)
+            raise ValueError(f"{where}: field {key!r} must be {names}, got {row[key]!r:.60}")
+    if not all(isinstance(a, str) for a in row["answers"]):
+        raise ValueError(f"{where}: field 'answers' must list strings")
+    if row["num_docs"] != n_docs:
+        raise ValueError(f"{where}: field 'num_docs' is {row['num_docs']}, the file's N {n_docs}")
+    if isinstance(row["context"], list):
+        ids = row["context"]
+        if not all(isinstance(d, int) and not isinstance(d, bool) for d in ids):
+            raise ValueError(f"{where}: field 'context' must be text or a list of doc ids")
+
+
+def convert_eval_rows(
+    rows: Sequence[Mapping[str, Any]],
+    pool: DocPool,
+    tokenizer: Tokenizer,
+    store_ids_above: int,
+    where: str,
+) -> list[dict[str, Any]]:
+    """Released rows as ours: their doc ids in the dev pool (parsed from a text context), text
+    up to `store_ids_above` documents and doc ids above, `num_tokens` counted; each row's
+    question must be the pool's question of that index."""
+    lookup = {doc: i for i, doc in enumerate(pool.docs)}
+    questions = {q["index"]: q for q in pool.questions}
+    samples = []
+    for i, row in enumerate(rows):
+        at = f"{where}: row {i} (question {row['index']})"
+        question = questions.get(row["index"])
+        if question is None:
+            raise ValueError(f"{at}: field 'index' names no question of the dev pool")
+        if row["input"] != question["question"]:
+            raise ValueError(f"{at}: field 'input' is not the dev file's question of that index")
+        samples.append(_doc_ids(row["context"], lookup, pool.docs, at))
+    counter = ContextTokens(tokenizer, pool.docs, pool.tokens)
+    counter.prepare(samples)
+    out = []
+    for row, doc_ids in zip(rows, samples, strict=True):
+        converted: dict[str, Any] = {
+            "index": row["index"],
+            "input": row["input"],
+            "answers": list(row["answers"]),
+            "num_docs": row["num_docs"],
+        }
+        if row["num_docs"] > store_ids_above:
+            converted["doc_ids"] = doc_ids
+        else:
+            converted["context"] = render_context(doc_ids, pool.docs)
+        converted["num_tokens"] = counter(doc_ids)
+        out.append(converted)
+    return out
+
+
+def _doc_ids(
+    context: str | list[int], lookup: Mapping[str, int], docs: Sequence[str], at: str
+) -> list[int]:
+    if isinstance(context, list):
+        bad = [d for d in context if not 0 <= d < len(docs)]
+        if bad:
+            raise ValueError(f"{at}: field 'context' holds doc ids outside the pool: {bad[:5]}")
+        return list(context)
+    ids = parse_context(context, lookup, at)
+    if render_context(ids, docs) != context:
+        raise ValueError(f"{at}: field 'context' does not render back from its documents")
+    return ids
+
+
+def parse_context(text: str, lookup: Mapping[str, int], at: str) -> list[int]:
+    """The pool doc ids of a rendered context "Document 1:\\n{d}\\n\\nDocument 2:\\n{d}…": each
+    section up to the next header of the following number."""
+    ids = []
+    position, number = 0, 1
+    while True:
+        header = f"Document {number}:\n"
+        if not text.startswith(header, position):
+            raise ValueError(f"{at}: field 'context' lacks the header {header.strip()!r}")
+        start = position + len(header)
+        following = text.find(f"{SEPARATOR}Document {number + 1}:\n", start)
+        end = len(text) if following < 0 else following
+        document = text[start:end]
+        if document not in lookup:
+            raise ValueError(
+                f"{at}: field 'context', document {number}: not a document of the dev pool"
+            )
+        ids.append(lookup[document])
+        if following < 0:
+            return ids
+        position, number = following + len(SEPARATOR), number + 1
+
+
+def read_question_rows(path: Path, rows: int | None) -> list[dict[str, Any]]:
+    """A released `hotpotqa_{train,dev}.parquet` as our question rows {index, input, answers,
+    num_docs, context, num_tokens: None}, in file order; `rows`: the count it must have (dev:
+    the paper's 128; None: any)."""
+    from memrl.data.io import read_parquet
+
+    table = read_parquet(path, QUESTION_COLUMNS)
+    out = []
+    for i, row in enumerate(table.select(list(QUESTION_COLUMNS)).to_pylist()):
+        out.append(_question_row(row, f"{path}: row {i}"))
+    if rows is not None and len(out) != rows:
+        raise ValueError(f"{path}: {len(out)} rows; the released file has {rows}")
+    if not out:
+        raise ValueError(f"{path}: no rows")
+    return out
+
+
+def _question_row(row: Mapping[str, Any], at: str) -> dict[str, Any]:
+    info, reward = row["extra_info"], row["reward_model"]
+    if not isinstance(info, dict) or not isinstance(reward, dict):
+        raise ValueError(f"{at}: fields 'extra_info' and 'reward_model' must be structs")
+    fields = {
+        "extra_info.index": (info.get("index"), int),
+        "extra_info.question": (info.get("question"), str),
+        "extra_info.num_docs": (info.get("num_docs"), int),
+        "reward_model.ground_truth": (reward.get("ground_truth"), list),
+        "context": (row["context"], str),
+    }
+    for name, (value, kind) in fields.items():
+        if isinstance(value, bool) or not isinstance(value, kind):
+            raise ValueError(f"{at}: field {name!r} must be {kind.__name__}, got {value!r:.60}")
+    answers = reward["ground_truth"]
+    if not answers or not all(isinstance(a, str) for a in answers):
+        raise ValueError(f"{at}: field 'reward_model.ground_truth' must list answer strings")
+    return {
+        "index": info["index"],
+        "input": info["question"],
+        "answers": list(answers),
+        "num_docs": info["num_docs"],
+        "context": row["context"],
+        "num_tokens": None,
+    }
