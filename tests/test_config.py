@@ -168,6 +168,10 @@ def test_validating_a_config_imports_no_ml_framework(repo, name):
             "config key report.equivalence_margin.default: 'five' is not of type 'number'",
         ),
         (
+            lambda c: c["evaluation"].update(shardz={}),
+            "config key evaluation: unknown key(s) shardz (did you mean shards?)",
+        ),
+        (
             lambda c: c["ruler_hqa"]["official"].update(rows=100),
             "config key ruler_hqa.eval_questions: exceeds the released sets' 100 questions",
         ),

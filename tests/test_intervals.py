@@ -177,6 +177,9 @@ def test_each_cell_is_compared_with_both_sampling_errors_and_the_table_counts_th
     assert '<td class="differs-above" title="ours − paper +25.0, 95 % interval [' in page
     assert "50.0 [41–59]<br>(paper 25.0, +25.0 differs ↑)</td>" in page
     assert "(paper 80.5, +0.0 consistent)" in page and "<p>Verdicts (" in page
+    # its title names the table; a wide table scrolls inside the page, the system column fixed
+    assert "<title>table1: Table 1</title>" in page and '<div class="scroll"><table>' in page
+    assert "td:first-child{text-align:left;white-space:nowrap;position:sticky;left:0" in page
 
 
 def test_reproduced_needs_agreement_shown_within_the_margin():

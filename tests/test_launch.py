@@ -124,3 +124,55 @@ def test_the_podman_route_is_added_only_where_podman_is_and_apptainer_is_not(tmp
         path = launch.snakemake_env({})["PATH"].split(os.pathsep)
         assert (path[-1] == route) is added, tools
         assert path[0] == str(Path(sys.executable).parent)
+
+
+def test_the_launchers_own_help_fits_a_screen_and_lists_the_profiles():
+    done = pipeline("--help")
+    assert done.returncode == 0 and len(done.stdout.splitlines()) <= 40
+    for name in ("containers", "local", "mini", "slurm", "smoke"):
+        assert f"\n  {name:<11} " in done.stdout
+    assert "./pipeline --snakemake-help" in done.stdout and "launch.py" not in done.stdout
+    full = pipeline("--snakemake-help")
+    assert full.returncode == 0 and "--forcerun" in full.stdout  # Snakemake's own page
+
+
+def test_a_profile_by_name_resolves_and_an_unknown_one_lists_them():
+    args = launch.resolve_profiles(["-n", "--profile", "smoke", "table3", "--profile=slurm"])
+    assert args == ["-n", "--profile", "profiles/smoke", "table3", "--profile=profiles/slurm"]
+    assert launch.resolve_profiles(["--profile", "profiles/mini"])[1] == "profiles/mini"
+    with pytest.raises(SystemExit, match=r"--profile smok: no such profile \(profiles: contai"):
+        launch.resolve_profiles(["--profile", "smok"])
+    with pytest.raises(SystemExit, match=r"did you mean smoke\?"):
+        launch.resolve_profiles(["--profile", "smok"])
+
+
+def test_a_config_file_that_is_not_yaml_is_named_with_its_line(tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("run: x\nevaluation:\n\tallow_failures: 1\n")
+    with pytest.raises(SystemExit, match=rf"--configfile {bad}: {bad}:3:1: .* holds a tab"):
+        launch.split_overrides(["table3", "--configfile", str(bad)])
+
+
+def test_a_real_run_under_a_profile_that_says_change_me_stops_naming_the_keys(tmp_path):
+    profile = tmp_path / "cluster"
+    profile.mkdir()
+    (profile / "config.yaml").write_text(
+        "executor: slurm\ndefault-resources:\n  slurm_account: CHANGE_ME\n  runtime: 60\n"
+    )
+    with pytest.raises(SystemExit, match=r"default-resources\.slurm_account still set to CHANGE"):
+        launch.check_placeholders(["--profile", str(profile), "table3"])
+    launch.check_placeholders(["-n", "--profile", str(profile), "table3"])  # a dry run plans
+    shipped = pipeline("--profile", "slurm", "table3")  # the repository's own slurm profile
+    assert shipped.returncode == 1 and "profiles/slurm/config.yaml: default-resources" in (
+        shipped.stderr
+    )
+
+
+def test_a_path_of_another_run_names_the_config_that_plans_it(monkeypatch):
+    monkeypatch.chdir(REPO)
+    with pytest.raises(SystemExit, match=r"run 'paper' is planned by config/config\.yaml"):
+        launch.check_run_paths(["-n", "--profile", "profiles/smoke", "results/paper/tables/t.md"])
+    launch.check_run_paths(["-n", "--profile", "profiles/smoke", "results/smoke/tables/t.md"])
+    files = ["--configfile", "config/config.yaml", "config/eval-released.yaml"]
+    assert launch.config_files(["table1", *files]) == [Path(f) for f in files[1:]]
+    launch.check_run_paths(["results/released/tables/table1.md", *files])

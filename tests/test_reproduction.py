@@ -90,6 +90,9 @@ def test_the_report_groups_tables_by_paper_and_links_figures_and_lineage(tmp_pat
     assert f"- Lineage: `memrl lineage {table}`" in text
     assert "- [figure1](figures/figure1.png): RULER-HQA accuracy" in text
     assert "(case_studies/ruler_hqa/ours/50.md)" in text
+    page_text = page.read_text()  # the page links each case study's page, not its Markdown
+    assert '<a href="case_studies/ruler_hqa/ours/50.html">' in page_text
+    assert "<title>Reproduction report: run smoke</title>" in page_text
     html = page.read_text()
     assert "<img src='figures/figure1.png'" in html and "<details><summary>Notes" in html
     assert html.count("<h2>") == 5  # both papers, both at once, training curves, case studies

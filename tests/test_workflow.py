@@ -613,3 +613,27 @@ def test_the_data_switches_plan_the_released_files_or_our_builds(
     assert done.returncode == 0, done.stderr[-3000:]
     counts = set(job_counts(done.stdout))
     assert planned <= counts and not absent & counts
+
+
+def test_the_readmes_one_command_jobs_plan_as_they_say(repo):
+    """Each command of the README's table, as a dry run: the released checkpoints' Table 3 plans
+    no training on either profile; `all` trains."""
+    readme = (repo / "README.md").read_text()
+    commands = re.findall(r"\| `(\./pipeline [^`]+)` \|", readme)
+    assert len(commands) == 3, commands
+    local = next(c for c in commands if "profile local" in c)
+    commands.append(f"{local} --resources gpu=2")  # "at least 2 GPUs": two suffice
+    for command in commands:
+        args = command.split()[1:]
+        env = {**snakemake_env(), "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
+        done = subprocess.run(
+            [sys.executable, "-m", "memrl.launch", "-n", *args],
+            cwd=repo,
+            env=env,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        assert done.returncode == 0, (command, done.stderr[-2000:])
+        counts = job_counts(done.stdout)
+        assert ("train_stage1" in counts) == (args[2:] == ["all"]), command

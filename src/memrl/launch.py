@@ -9,7 +9,12 @@ answers with a traceback or a bare exception:
   when it is not YAML or holds what JSON cannot (a date, bytes);
 - `--config=...`/`--configfile=...` (Snakemake takes only the spaced form), a config file that is
   a directory;
-- a target that is neither a rule nor a path (a misspelt table name), answered with the closest.
+- a target that is neither a rule nor a path (a misspelt table name), answered with the closest;
+- `--profile NAME` for `profiles/NAME`, an unknown profile answered with the list;
+- a `--configfile` that is not YAML: its file, line and column;
+- a real run (not `-n`) under a profile that still says CHANGE_ME: stopped, naming the keys.
+
+`./pipeline --help` is this launcher's page; `--snakemake-help` Snakemake's.
 """
 
 from __future__ import annotations
@@ -27,7 +32,7 @@ from pathlib import Path
 
 import yaml
 
-from memrl.config import ENV_OVERRIDES, FIGURES, TABLES
+from memrl.config import ENV_OVERRIDES, FIGURES, TABLES, ConfigError, load_yaml
 
 CONFIG_OPTIONS = ("--config", "-C")
 CONFIGFILE_OPTIONS = ("--configfile", "--configfiles")
@@ -126,6 +131,10 @@ def _check_config_file(arg: str, option: str) -> None:
         if "/" in arg or "." in arg:
             raise SystemExit(f"{option} {arg}: no such file")
         raise SystemExit(_misplaced(arg, option))
+    try:
+        load_yaml(path)  # file, line and column of a syntax error, a tab, a key given twice
+    except ConfigError as e:
+        raise SystemExit(f"{option} {arg}: {e}") from e
 
 
 def _check_swallowed(args: list[str]) -> None:
@@ -197,9 +206,164 @@ def target_rules() -> list[str]:
     return [line.strip() for line in done.stdout.splitlines() if line.strip()]
 
 
+PROFILES = Path("profiles")  # the project's profiles, relative to where ./pipeline runs
+HELP_FLAGS = ("-h", "--help")
+SNAKEMAKE_HELP = "--snakemake-help"
+DRY_RUN_FLAGS = ("-n", "--dry-run", "--dryrun", "--lint", "--list-target-rules", "--summary")
+PLACEHOLDER = "CHANGE_ME"
+
+
+def profiles() -> dict[str, str]:
+    """The project's profiles by name, each with the first line of its config's header."""
+    found = {}
+    for config in sorted(PROFILES.glob("*/config.yaml")):
+        lines = config.read_text(encoding="utf-8").splitlines()
+        first = lines[0].lstrip("# ").strip() if lines and lines[0].startswith("#") else ""
+        found[config.parent.name] = first.split(":  ")[0].rstrip(":.")
+    return found
+
+
+def help_text() -> str:
+    """This launcher's page: usage, the profiles, the common targets, what it adds, examples."""
+    listed = "\n".join(f"  {name:<11} {line}" for name, line in profiles().items())
+    tables = ", ".join(TABLES[:4]) + ", ..., " + TABLES[-1]
+    return f"""usage: ./pipeline --profile PROFILE [TARGET ...] [SNAKEMAKE OPTIONS]
+
+Snakemake for this project, run from its virtualenv (no activation; the jobs find `memrl`).
+
+Profiles (--profile NAME, or profiles/NAME):
+{listed}
+
+Targets: all (the default), evaluations, case_studies, training_curves, the tables
+({tables}) and figures ({", ".join(FIGURES[:3])}, ...); a results path.
+
+What it adds to Snakemake:
+  --config section.key=VALUE   set a nested config key (VALUE read as YAML)
+  a target after --config, --configfile, --forcerun, ...: named, never swallowed
+  a misspelt target or profile: the closest names; a --configfile YAML error: file, line, column
+  a real run under a profile that still says {PLACEHOLDER}: stopped, naming the keys
+
+Examples:
+  ./pipeline --profile smoke table3                    # one table of the smoke run
+  ./pipeline -n --profile slurm table1                 # plan only (a dry run)
+  ./pipeline --profile local table1 table3 --configfile config/config.yaml config/eval-released.yaml
+  .venv/bin/memrl cost --profile profiles/slurm all    # the bill before running
+
+Snakemake's own options: ./pipeline {SNAKEMAKE_HELP}"""
+
+
+def resolve_profiles(args: list[str]) -> list[str]:
+    """`--profile NAME` (or `=NAME`) for `profiles/NAME` when NAME is no folder here; a profile
+    found nowhere stops with the project's profiles and the closest."""
+    out = []
+    for i, arg in enumerate(args):
+        name = None
+        if arg.startswith("--profile="):
+            name = arg.partition("=")[2]
+        elif i and args[i - 1] == "--profile":
+            name = arg
+        if name is None or Path(name).is_dir() or _global_profile(name):
+            out.append(arg)
+            continue
+        if (PROFILES / name).is_dir():
+            resolved = str(PROFILES / name)
+            out.append(f"--profile={resolved}" if arg.startswith("--profile=") else resolved)
+            continue
+        known = list(profiles())
+        close = difflib.get_close_matches(Path(name).name, known, n=2, cutoff=0.5)
+        hint = f"; did you mean {' or '.join(close)}?" if close else ""
+        raise SystemExit(f"--profile {name}: no such profile (profiles: {', '.join(known)}){hint}")
+    return out
+
+
+def _global_profile(name: str) -> bool:
+    """A profile in Snakemake's per-user or system folders."""
+    homes = [os.environ.get("XDG_CONFIG_HOME", str(Path.home() / ".config")), "/etc/xdg"]
+    return any((Path(home) / "snakemake" / name).is_dir() for home in homes)
+
+
+def check_placeholders(args: Sequence[str]) -> None:
+    """A real run under a profile whose config still holds CHANGE_ME stops, naming the keys
+    (a dry run plans without them)."""
+    if any(arg in DRY_RUN_FLAGS for arg in args):
+        return
+    for profile in parsed_arguments(args).profile or ():  # Snakemake lists them
+        config = Path(profile) / "config.yaml"
+        keys = _placeholder_keys(load_yaml(config)) if config.is_file() else []
+        if keys:
+            raise SystemExit(
+                f"{config}: {', '.join(keys)} still set to {PLACEHOLDER}: set them to your "
+                "cluster's (profiles/README.md) before a real run; a dry run (-n) plans "
+                "without them"
+            )
+
+
+def _placeholder_keys(node: object, path: str = "") -> list[str]:
+    if isinstance(node, dict):
+        return [k for key, v in node.items() for k in _placeholder_keys(v, f"{path}{key}.")]
+    if isinstance(node, list):
+        return [k for i, v in enumerate(node) for k in _placeholder_keys(v, f"{path}{i}.")]
+    return [path.rstrip(".")] if isinstance(node, str) and PLACEHOLDER in node else []
+
+
+DEFAULT_CONFIG = Path("config/smoke.yaml")  # the Snakefile's embedded default
+
+
+def config_files(args: Sequence[str]) -> list[Path]:
+    """The config files a command line plans with: its --configfile ones, else its profile's,
+    else the embedded default."""
+    parsed = parsed_arguments(args)
+    if parsed.configfile:
+        return [Path(f) for f in parsed.configfile]
+    for profile in parsed.profile or ():
+        config = Path(profile) / "config.yaml"
+        files = load_yaml(config).get("configfile") if config.is_file() else None
+        if files:
+            return [Path(f) for f in ([files] if isinstance(files, str) else files)]
+    return [DEFAULT_CONFIG]
+
+
+def check_run_paths(args: Sequence[str]) -> None:
+    """A results path of another run (results/<run>/...) stops naming the config files that
+    plan that run, instead of Snakemake's MissingRuleException."""
+    paths = [Path(t) for t in targets(args) if t.startswith("results/")]
+    if not paths:
+        return
+    files = config_files(args)
+    runs = [load_yaml(f).get("run") for f in files if f.is_file()]
+    run = next((r for r in reversed(runs) if r), None)
+    for path in paths:
+        wanted = path.parts[1] if len(path.parts) > 1 else None
+        if run is None or wanted == run:
+            continue
+        planners = [
+            str(f)
+            for f in sorted(Path("config").glob("*.yaml"))
+            if load_yaml(f).get("run") == wanted
+        ]
+        where = (
+            f"run {wanted!r} is planned by {', '.join(planners)}"
+            if planners
+            else (f"no config in config/ plans a run {wanted!r}")
+        )
+        raise SystemExit(
+            f"{path}: this command plans run {run!r} ({', '.join(map(str, files))}), which writes "
+            f"results/{run}/; {where} (give it with --configfile after the targets, with the "
+            "file it is laid over, e.g. config/config.yaml config/eval-released.yaml)"
+        )
+
+
 def main(argv: Sequence[str] | None = None) -> None:
-    args, overrides = split_overrides(sys.argv[1:] if argv is None else argv)
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if any(arg in HELP_FLAGS for arg in argv):
+        print(help_text())
+        return
+    if SNAKEMAKE_HELP in argv:
+        argv = ["--help"]
+    args, overrides = split_overrides(resolve_profiles(argv))
     check_targets(targets(args))
+    check_run_paths(args)
+    check_placeholders(args)
     env = snakemake_env(overrides)
     os.execvpe(sys.executable, [sys.executable, "-m", "snakemake", *args], env)
 

@@ -31,6 +31,8 @@ MEMORY_HUNGRY = (
     "filter_questions",
     "ruler_hqa_pool",
     "synthesize_eval",
+    "official_eval_set",
+    "official_questions",
     "synthesize_probe",
     "synthesize_ruler",
 )
@@ -96,8 +98,8 @@ def test_a_smoke_slice_fails_visibly_resumes_and_matches_the_local_run(
     assert ran.returncode == 0, ran.stderr[-3000:]
     started = time.monotonic()
 
-    # a job that exits 1: the training set it reads is corrupt
-    raw = "results/smoke/raw/hotpotqa_train.json"
+    # a job that exits 1: the released evaluation set it reads is corrupt
+    raw = "results/smoke/raw/memagent_hotpotqa/eval_50.json"
     assert snakemake("--profile", "profiles/slurm-test", raw, cwd=remote).returncode == 0
     good = (remote / raw).read_bytes()
     (remote / raw).write_bytes(good[: len(good) // 2])
@@ -105,7 +107,7 @@ def test_a_smoke_slice_fails_visibly_resumes_and_matches_the_local_run(
     assert ran.returncode != 0
     failed = failed_job(ran.stderr, "FAILED")
     assert accounting([failed]) == {failed: ("FAILED", "1:0")}
-    assert "Error in rule synthesize_ruler_hqa" in ran.stderr
+    assert "Error in rule official_eval_set" in ran.stderr
     (remote / raw).write_bytes(good)  # the user fixes the data
 
     # a job killed by scancel: the first evaluation shard, mid-way

@@ -3,6 +3,7 @@ definition of what a config may say), then the cross-reference checks."""
 
 from __future__ import annotations
 
+import difflib
 import json
 from collections.abc import Sequence
 from pathlib import Path
@@ -93,8 +94,14 @@ def validate_config(config: dict[str, Any], schema_path: str | Path) -> None:
 def _describe(error: jsonschema.ValidationError) -> str:
     key = ".".join(str(part) for part in error.absolute_path) or "<top level>"
     if error.validator == "additionalProperties":
-        unknown = sorted(set(error.instance) - set(error.schema.get("properties", {})))
-        return f"config key {key}: unknown key(s) {', '.join(map(str, unknown))}"
+        known = list(error.schema.get("properties", {}))
+        unknown = sorted(set(error.instance) - set(known))
+        hints = [
+            f"{name} (did you mean {' or '.join(close)}?)" if close else str(name)
+            for name in unknown
+            for close in [difflib.get_close_matches(str(name), known, n=2, cutoff=0.6)]
+        ]
+        return f"config key {key}: unknown key(s) {', '.join(hints)}"
     return f"config key {key}: {error.message}"
 
 

@@ -35,6 +35,7 @@ from memrl.data.ruler_hqa import (
     DocPool,
     Tokenizer,
     render_context,
+    sample_row,
 )
 
 EVAL_FIELDS: dict[str, tuple[type, ...]] = {
@@ -112,21 +113,10 @@ def convert_eval_rows(
         samples.append(_doc_ids(row["context"], lookup, pool.docs, at))
     counter = ContextTokens(tokenizer, pool.docs, pool.tokens)
     counter.prepare(samples)
-    out = []
-    for row, doc_ids in zip(rows, samples, strict=True):
-        converted: dict[str, Any] = {
-            "index": row["index"],
-            "input": row["input"],
-            "answers": list(row["answers"]),
-            "num_docs": row["num_docs"],
-        }
-        if row["num_docs"] > store_ids_above:
-            converted["doc_ids"] = doc_ids
-        else:
-            converted["context"] = render_context(doc_ids, pool.docs)
-        converted["num_tokens"] = counter(doc_ids)
-        out.append(converted)
-    return out
+    return [
+        sample_row(row, row["num_docs"], doc_ids, pool.docs, store_ids_above, counter)
+        for row, doc_ids in zip(rows, samples, strict=True)
+    ]
 
 
 def _doc_ids(

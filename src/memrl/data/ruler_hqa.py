@@ -326,21 +326,37 @@ def build_split(
         counter.prepare(samples)
     rows = []
     for q, doc_ids in zip(selected, samples, strict=True):
-        row: dict[str, Any] = {
-            "index": q["index"],
-            "input": q["question"],
-            "answers": list(q["answers"]),
-            "num_docs": n_docs,
-        }
-        if n_docs > store_ids_above:
-            row["doc_ids"] = doc_ids.tolist()
-        else:
-            row["context"] = render_context(doc_ids, pool)
-        row["num_tokens"] = counter(doc_ids) if counter is not None else None
+        question = {"index": q["index"], "input": q["question"], "answers": q["answers"]}
+        row = sample_row(question, n_docs, doc_ids, pool, store_ids_above, counter)
         if depths is not None:
             row["placement"] = list(depths)
         rows.append(row)
     return rows
+
+
+def sample_row(
+    question: dict,
+    n_docs: int,
+    doc_ids: Sequence[int],
+    pool: Sequence[str],
+    store_ids_above: int,
+    counter: ContextTokens | None,
+) -> dict[str, Any]:
+    """One eval/train row {index, input, answers, num_docs, context | doc_ids, num_tokens} of a
+    question ({index, input, answers}) at n_docs: the text up to `store_ids_above` documents,
+    the doc ids above; `num_tokens` from `counter` (None without one)."""
+    row: dict[str, Any] = {
+        "index": question["index"],
+        "input": question["input"],
+        "answers": list(question["answers"]),
+        "num_docs": n_docs,
+    }
+    if n_docs > store_ids_above:
+        row["doc_ids"] = np.asarray(doc_ids, dtype=np.int64).tolist()
+    else:
+        row["context"] = render_context(doc_ids, pool)
+    row["num_tokens"] = counter(doc_ids) if counter is not None else None
+    return row
 
 
 def _sample(

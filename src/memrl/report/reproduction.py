@@ -311,11 +311,11 @@ def render_html(report: Reproduction) -> str:
                 f"{esc(figure_caption(figure.stem))}</figcaption></figure>"
             )
     if report.case_studies:
-        links = [esc(report.link(c)) for c in report.case_studies]
+        links = [esc(report.link(c.with_suffix(".html"))) for c in report.case_studies]
         body.append("<h2>Case studies</h2><ul>")
         body += [f'<li><a href="{link}">{link}</a></li>' for link in links]
         body.append("</ul>")
-    return html_document(report.run, PAGE_CSS, "\n".join(body))
+    return html_document(f"Reproduction report: run {report.run}", PAGE_CSS, "\n".join(body))
 
 
 def paper_of(name: str) -> str:
