@@ -173,7 +173,18 @@ def test_validating_a_config_imports_no_ml_framework(repo, name):
         ),
         (
             lambda c: c["ruler_hqa"]["official"].update(rows=100),
-            "config key ruler_hqa.eval_questions: exceeds the released sets' 100 questions",
+            "config key ruler_hqa.eval_questions: exceeds ruler_hqa.official.rows (100)",
+        ),
+        (
+            lambda c: (
+                c["ruler_hqa"].update(questions="filtered", eval_sets="synthesized")
+                or c["filter"].update(keep_dev=100)
+            ),
+            "config key ruler_hqa.eval_questions: exceeds filter.keep_dev (100)",
+        ),
+        (  # the released files feed the eval sets: the filter's count does not limit them
+            lambda c: c["filter"].update(keep_dev=100) or c["ruler_hqa"]["official"].update(rows=9),
+            "config key ruler_hqa.eval_questions: exceeds ruler_hqa.official.rows (9)",
         ),
         (
             lambda c: c["ruler_hqa"].pop("official"),

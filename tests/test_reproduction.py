@@ -8,6 +8,7 @@ from pathlib import Path
 from test_intervals import PAPER, SYSTEMS, record
 
 from memrl.report.cells import load_metrics, mark_machinery_only
+from memrl.report.claims import HOLDS, ClaimCheck, write_claims
 from memrl.report.render import NOT_COMPARABLE, write_table
 from memrl.report.reproduction import footnotes, summarize_table, write_reproduction
 from memrl.report.tables import build_paper_table
@@ -59,20 +60,16 @@ def test_the_report_groups_tables_by_paper_and_links_figures_and_lineage(tmp_pat
     figure.write_bytes(b"png")
     study = tmp_path / "case_studies/ruler_hqa/ours/50.md"
     claims = tmp_path / "figures/figure5.claims.json"
-    claims.write_text(
-        json.dumps(
-            [
-                {
-                    "claim_id": "niah-95",
-                    "text": "RL-MemAgent keeps NIAH above 95 %",
-                    "system": "RL-MemAgent (ours)",
-                    "value": 97.0,
-                    "holds": True,
-                    "detail": "min 97.0 from 8K to 512K",
-                }
-            ]
-        )
+    check = ClaimCheck(
+        "niah-95",
+        "RL-MemAgent keeps NIAH above 95 %",
+        "RL-MemAgent (ours)",
+        97.0,
+        HOLDS,
+        "min 97.0 from 8K to 512K",
+        (96.0, 98.0),
     )
+    write_claims([check], claims)  # as the figure job writes it
     md, page = write_reproduction(
         "smoke", [table], [figure], [claims], [study], tmp_path / "reproduction"
     )

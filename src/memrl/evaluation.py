@@ -565,10 +565,8 @@ def summarize(
     memory = [p["memory_tokens"] for p in predictions if p.get("memory_tokens") is not None]
     scored = {"accuracy": predictions, "accuracy_official": answered}
     scored |= dict.fromkeys(metric_keys, answered)
-    ci95 = {
-        key: _interval(items, "score" if key.startswith("accuracy") else key)
-        for key, items in scored.items()
-    }
+    field = {key: "score" if key.startswith("accuracy") else key for key in scored}  # per item
+    ci95 = {key: _interval(items, field[key]) for key, items in scored.items()}
     return {
         "benchmark": benchmark,
         "task": task,
@@ -586,10 +584,6 @@ def summarize(
         "mean_calls": sum(p["n_calls"] for p in predictions) / n if n else 0.0,
         "ci95": {key: list(bounds) for key, bounds in ci95.items() if bounds is not None},
         **({"n_questions": sum(len(p["scores"]) for p in predictions)} if nested else {}),
-        "right_wrong": sorted(
-            key
-            for key, items in scored.items()
-            if _right_wrong(items, "score" if key.startswith("accuracy") else key)
-        ),
+        "right_wrong": sorted(k for k, items in scored.items() if _right_wrong(items, field[k])),
         **({"memory_patterns": patterns} if (patterns := pattern_counts(predictions)) else {}),
     }

@@ -40,11 +40,17 @@ KNOWN_TARGETS = ("all", "evaluations", "case_studies", "training_curves", *TABLE
 
 
 @functools.cache
-def list_options() -> frozenset[str]:
-    """Snakemake's options that take every word after them (nargs * or +), from its parser."""
+def snakemake_parser() -> argparse.ArgumentParser:
+    """Snakemake's own argument parser, built once (about 0.2 s) per launch."""
     from snakemake.cli import get_argument_parser
 
-    actions = get_argument_parser()._actions
+    return get_argument_parser()
+
+
+@functools.cache
+def list_options() -> frozenset[str]:
+    """Snakemake's options that take every word after them (nargs * or +), from its parser."""
+    actions = snakemake_parser()._actions
     return frozenset(o for a in actions if a.nargs in ("*", "+") for o in a.option_strings)
 
 
@@ -172,9 +178,7 @@ def _drop_empty_options(args: list[str]) -> list[str]:
 
 def parsed_arguments(argv: Sequence[str]) -> argparse.Namespace:
     """A Snakemake command line as Snakemake's own parser reads it (without its profile)."""
-    from snakemake.cli import get_argument_parser
-
-    return get_argument_parser().parse_args(list(argv))
+    return snakemake_parser().parse_args(list(argv))
 
 
 def targets(argv: Sequence[str]) -> list[str]:

@@ -84,26 +84,31 @@ def check_references(config: dict[str, Any]) -> None:
                 f"config key {key}.context_extension: {spec['context_extension']} is a vLLM "
                 f"engine setting, but the system's engine is {engine!r}"
             )
-    ruler = config["ruler_hqa"]
-    if ruler["eval_questions"] > config["filter"]["keep_dev"]:
-        raise ConfigError("config key ruler_hqa.eval_questions: exceeds filter.keep_dev")
-    official = [key for key in ("questions", "eval_sets") if ruler.get(key) == OFFICIAL_HQA]
-    if official and "official" not in ruler:
-        raise ConfigError(
-            f"config key ruler_hqa.official: needed by ruler_hqa.{official[0]}: official "
-            "(the url of MemAgent's released files and their row count)"
-        )
-    if official and ruler["eval_questions"] > ruler["official"]["rows"]:
-        raise ConfigError(
-            "config key ruler_hqa.eval_questions: exceeds the released sets' "
-            f"{ruler['official']['rows']} questions (ruler_hqa.official.rows)"
-        )
+    _check_eval_questions(config["ruler_hqa"], config["filter"])
     _check_coverage(config)
     _check_agent_window(config)
     _check_disabled_memory(config)
     _check_rl_ablation(config)
     _check_case_studies(config)
     _check_margins(config)
+
+
+def _check_eval_questions(ruler: dict[str, Any], filter_spec: dict[str, Any]) -> None:
+    """The eval sets' questions come from the released files (`ruler_hqa.official.rows` of
+    them) or from the filter's dev questions (`filter.keep_dev`): no more than those."""
+    official = [key for key in ("questions", "eval_sets") if ruler.get(key) == OFFICIAL_HQA]
+    if official and "official" not in ruler:
+        raise ConfigError(
+            f"config key ruler_hqa.official: needed by ruler_hqa.{official[0]}: official "
+            "(the url of MemAgent's released files and their row count)"
+        )
+    key, limit = (
+        ("ruler_hqa.official.rows", ruler["official"]["rows"])
+        if official
+        else ("filter.keep_dev", filter_spec["keep_dev"])
+    )
+    if ruler["eval_questions"] > limit:
+        raise ConfigError(f"config key ruler_hqa.eval_questions: exceeds {key} ({limit})")
 
 
 def _check_margins(config: dict[str, Any]) -> None:

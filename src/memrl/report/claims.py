@@ -37,10 +37,6 @@ class ClaimCheck:
     detail: str
     interval: Interval | None = None  # our statistic's 95 % interval (None: no sampled input)
 
-    @property
-    def judged(self) -> bool:
-        return self.outcome in (HOLDS, FAILS, UNDECIDED)
-
 
 OPS = {
     ">": lambda a, b: a > b,
@@ -71,6 +67,14 @@ def statistic_interval(
         return None
     low, high = np.percentile(values, [2.5, 97.5])
     return (round(float(low), 4), round(float(high), 4))
+
+
+def estimate(
+    statistic: Callable[[np.ndarray], np.ndarray], inputs: Sequence[Estimate]
+) -> tuple[float, Interval | None]:
+    """A statistic of our numbers and its 95 % interval (`statistic_interval`)."""
+    value = float(statistic(np.array([[v for v, _ in inputs]], dtype=float))[0])
+    return value, statistic_interval(statistic, inputs)
 
 
 def judge(op: str, threshold: float, value: float, interval: Interval | None) -> str:

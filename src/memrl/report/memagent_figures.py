@@ -31,8 +31,8 @@ from memrl.report.claims import (
     Estimate,
     claim_lines,
     described,
+    estimate,
     judge,
-    statistic_interval,
 )
 from memrl.report.memagent_tables import NIAH_TASKS, token_label
 from memrl.report.plots import (
@@ -40,8 +40,10 @@ from memrl.report.plots import (
     PAPER_STYLE,
     claims_footer,
     draw_band,
+    error_bar,
     figure_legend,
     figure_series,
+    interval_bounds,
     overlap_note,
     plain_log_ticks,
     save,
@@ -118,11 +120,13 @@ class Heatmap:
 def ruler_records(
     records: Iterable[Mapping[str, Any]],
     systems: Systems,
+    benchmark: str = RULER,
 ) -> tuple[dict[str, dict[str, Any]], dict[Key, Mapping[str, Any]]]:
-    """The systems and the RULER records by (benchmark, task, system, length); records of an
-    unconfigured system, or two of one key, are errors naming the file."""
+    """The systems and the records of `benchmark` (RULER's, or RULER-HQA's for Figure 1) by
+    (benchmark, task, system, length); records of an unconfigured system, or two of one key,
+    are errors naming the file."""
     specs = system_specs(systems)
-    return specs, index_metrics(records, specs, lambda r: r["benchmark"] == RULER)
+    return specs, index_metrics(records, specs, lambda r: r["benchmark"] == benchmark)
 
 
 def _task_mean(
@@ -304,8 +308,7 @@ def check_claims(
     """Check the paper's claims on our metrics records of `benchmark` (RULER's, or RULER-HQA's
     for Figure 1: see `_check_claims`); the "average" panel is over `average_tasks` (default:
     as the OOD figure's)."""
-    specs = system_specs(systems)
-    found = index_metrics(records, specs, lambda r: r["benchmark"] == benchmark)
+    specs, found = ruler_records(records, systems, benchmark)
     average = _average_tasks(found, average_tasks)
     return _check_claims(
         found, specs, claims, average_tasks=average, niah_tasks=niah_tasks, benchmark=benchmark
@@ -398,8 +401,7 @@ def _check_one(
     else:
         inputs = [estimate for _, estimate in ours]
         measured = statistic
-    value = float(measured(np.array([[v for v, _ in inputs]]))[0])
-    interval = statistic_interval(measured, inputs)
+    value, interval = estimate(measured, inputs)
     outcome = judge(claim["op"], float(claim["value"]), value, interval)
     over = f" of the margin over {', '.join(claim['against'])}" if others else ""
     detail = (
@@ -508,12 +510,7 @@ def plot_bar_panels(
             xs = np.arange(len(columns)) + (i - (len(panel) - 1) / 2) * width
             ours = [np.nan if c.ours is None else c.ours for c in row]
             heights = np.nan_to_num(ours)  # a bar of no height for one not run: its label says
-            errors = [  # our 95 % interval as an error bar (none where the cell has none)
-                [0.0, 0.0]
-                if c.ci is None or c.ours is None
-                else [c.ours - c.ci[0], c.ci[1] - c.ours]
-                for c in row
-            ]
+            errors = [error_bar(c) for c in row]  # our 95 % intervals
             bars = ax.bar(
                 xs,
                 heights,
@@ -542,13 +539,6 @@ def plot_bar_panels(
     fig.legend(handles, labels, fontsize="small", loc="outside right center")
     claims_footer(fig, checks)
     return save(fig, out_prefix)
-
-
-def _error_bar(cell: Any) -> list[float]:
-    """A bar's error bar below and above our score: its 95 % interval (none: no bar)."""
-    if cell.ci is None or cell.ours is None:
-        return [0.0, 0.0]
-    return [cell.ours - cell.ci[0], cell.ci[1] - cell.ours]
 
 
 def check_ablation_claims(
@@ -591,8 +581,7 @@ def _ablation_statistic(
         def gain(x: np.ndarray) -> np.ndarray:
             return (x[:, :k] - x[:, k:]).mean(axis=1)
 
-        value = float(gain(np.array([[v for v, _ in inputs]]))[0])
-        interval = statistic_interval(gain, inputs)
+        value, interval = estimate(gain, inputs)
         mean = f"mean over {k} column(s) = {described(value, interval, '{:+.1f}')}"
         return value, interval, f"{first} minus {second}, {mean}"
     if claim["statistic"] == "drop":
@@ -601,9 +590,7 @@ def _ablation_statistic(
         if len(present) < 2:
             return None, None, f"{role}: fewer than two columns"
         inputs = [_estimate(cells[role][c]) for c in (present[0], present[-1])]
-        drop = LENGTH_STATISTICS["drop"]
-        value = inputs[0][0] - inputs[1][0]
-        interval = statistic_interval(drop, inputs)
+        value, interval = estimate(LENGTH_STATISTICS["drop"], inputs)
         span = f"{length_label(panel, present[0])} to {length_label(panel, present[-1])}"
         return value, interval, f"{role}: {span} drop = {described(value, interval)}"
     raise ValueError(f"claim {claim['id']!r}: unknown statistic {claim['statistic']!r}")
@@ -648,9 +635,7 @@ def draw_by_column(ax: Any, panel: pd.DataFrame) -> bool:
         colour, style = f"C{i}", series_style(i)
         if ours:
             xs, ys = [x for x, _ in ours], [c.ours for _, c in ours]
-            lows = [np.nan if c.ci is None else c.ci[0] for _, c in ours]
-            highs = [np.nan if c.ci is None else c.ci[1] for _, c in ours]
-            draw_band(ax, xs, lows, highs, colour)
+            draw_band(ax, xs, *interval_bounds([c for _, c in ours]), colour)
             ax.plot(xs, ys, OURS_STYLE, color=colour, label=str(label), **style)
             drawn.append((str(label), xs, ys))
         if paper:

@@ -11,7 +11,7 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
 from memrl.report.cells import Systems
-from memrl.report.plots import save
+from memrl.report.plots import error_bar, save
 from memrl.report.tables import build_paper_table
 
 FRONTIER_PANELS = (
@@ -46,8 +46,7 @@ def plot_memory_frontier(
             name = str(display) + (f" (paper row: {paper_row})" if paper_row else "")
             colour = colours.setdefault(name, f"C{len(colours) % 10}")
             if ours:  # our 95 % interval of the average score as a vertical bar
-                spread = perf.ci or (perf.ours, perf.ours)
-                bar = [[perf.ours - spread[0]], [spread[1] - perf.ours]]
+                bar = [[side] for side in error_bar(perf)]
                 ax.errorbar(*ours, yerr=bar, fmt="o", color=colour, markersize=7, capsize=3)
             if theirs:  # the paper's point, named by the paper's own row
                 ax.plot(*theirs, "o", color=colour, markersize=7, fillstyle="none")

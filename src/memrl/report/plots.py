@@ -46,6 +46,7 @@ def figure_series(table: pd.DataFrame) -> tuple[list[Series], dict[int, float]]:
     series = []
     for display, row in table.iterrows():
         ours = [c for c in row if c.ours is not None and c.mean_tokens is not None]
+        lows, highs = interval_bounds(ours)
         paper = [
             (column_x[n], c.paper) for n, c in row.items() if c.paper is not None and n in column_x
         ]
@@ -54,8 +55,8 @@ def figure_series(table: pd.DataFrame) -> tuple[list[Series], dict[int, float]]:
                 display=str(display),
                 xs=[c.mean_tokens for c in ours],
                 ys=[c.ours for c in ours],
-                lows=[math.nan if c.ci is None else c.ci[0] for c in ours],
-                highs=[math.nan if c.ci is None else c.ci[1] for c in ours],
+                lows=lows,
+                highs=highs,
                 paper_xs=[x for x, _ in paper],
                 paper_ys=[y for _, y in paper],
             )
@@ -70,6 +71,19 @@ def series_style(i: int) -> dict[str, Any]:
     """Series i's marker size and width, shrinking with i: a later series drawn exactly over an
     earlier one (equal scores) leaves the earlier visible around it."""
     return {"markersize": max(3.0, 7.0 - 1.5 * i), "linewidth": max(1.0, 2.6 - 0.5 * i)}
+
+
+def interval_bounds(cells: Sequence[Any]) -> tuple[list[float], list[float]]:
+    """Our 95 % interval's lows and highs of these cells (NaN where a cell has none)."""
+    lows = [math.nan if c.ci is None else c.ci[0] for c in cells]
+    return lows, [math.nan if c.ci is None else c.ci[1] for c in cells]
+
+
+def error_bar(cell: Any) -> list[float]:
+    """Our score's error bar, below and above it: its 95 % interval (none: a bar of zero)."""
+    if cell.ci is None or cell.ours is None:
+        return [0.0, 0.0]
+    return [cell.ours - cell.ci[0], cell.ci[1] - cell.ours]
 
 
 def draw_band(

@@ -23,7 +23,15 @@ from memrl.report.cells import (
     Cell,
 )
 from memrl.report.claims import claim_lines
-from memrl.scoring.compare import CONSISTENT, DIFFERS_ABOVE, DIFFERS_BELOW, REPRODUCED
+from memrl.scoring.compare import (
+    CONSISTENT,
+    DIFFERS_ABOVE,
+    DIFFERS_BELOW,
+    REPRODUCED,
+    Z90,
+    Z_POWER80,
+)
+from memrl.scoring.intervals import Z95
 
 CSV_COLUMNS = [
     "system",
@@ -271,9 +279,8 @@ def _notes(table: pd.DataFrame) -> list[str]:
     lines += table.attrs.get("scoring_notes", [])
     lines += claim_lines(table.attrs.get("claims", ()))
     if shows_paper(table):
-        lines += [note for note in (verdict_note(table), paper_rows_note(table)) if note]
-    if shows_paper(table):
-        lines += [note for note in (comparison_note(table),) if note]
+        notes = (verdict_note(table), paper_rows_note(table), comparison_note(table))
+        lines += [note for note in notes if note]
     return lines + ([table.attrs["provenance"]] if "provenance" in table.attrs else [])
 
 
@@ -330,8 +337,9 @@ def comparison_note(table: pd.DataFrame) -> str:
             f"Each verdict compares ours − paper with both sampling errors ({said}): "
             f"a difference shows only beyond {detectable[0]:.0f}–{detectable[-1]:.0f} points "
             f"(80 % power), and 'reproduced' needs the 90 % interval inside ±{_span(margins)} "
-            "points, so most cells at these n can be only 'consistent' (CSV: diff_low, "
-            "diff_high, detectable, margin, paper_n)."
+            "points, within reach only of a cell whose detectable difference is below about "
+            f"{REACH:.1f} times the margin (CSV: diff_low, diff_high, detectable, margin, "
+            "paper_n)."
         )
     for reason, meaning in (
         (DERIVED, "averages the paper does not print: no verdict"),
@@ -340,6 +348,11 @@ def comparison_note(table: pd.DataFrame) -> str:
         if count := unjudged.count(reason):
             lines.append(f"{count} cells {meaning} (CSV verdict '{reason}').")
     return " ".join(lines)
+
+
+# the 90 % interval's half-width fits in ±δ only if the detectable difference (the 95 % and 80 %
+# quantiles' sum of standard errors) is below this many δ
+REACH = (Z95 + Z_POWER80) / Z90
 
 
 def _span(values: Sequence[float]) -> str:

@@ -151,19 +151,10 @@ class Claim:
 
 
 def read_claims(path: Path, paper: str) -> list[Claim]:
-    """The checks a figure or table wrote (memrl.report.claims.ClaimCheck as JSON); one written
-    before claims had outcomes gives its `holds` as one."""
+    """The checks a figure or table wrote (memrl.report.claims.ClaimCheck as JSON)."""
     source = path.name.removesuffix(CLAIMS_SUFFIX)
-    legacy = {True: HOLDS, False: FAILS, None: NOT_CHECKABLE}
     return [
-        Claim(
-            paper,
-            source,
-            c["text"],
-            c["system"],
-            c["outcome"] if "outcome" in c else legacy[c.get("holds")],
-            c["detail"],
-        )
+        Claim(paper, source, c["text"], c["system"], c["outcome"], c["detail"])
         for c in read_json(path)
     ]
 

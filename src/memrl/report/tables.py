@@ -6,8 +6,7 @@ and the writers in `render`.
 
 from __future__ import annotations
 
-import functools
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -66,28 +65,6 @@ def paper_sizes(name: str, paper: Mapping[str, Any]) -> PaperSizes:
     return None if items is None else int(items)
 
 
-def _compared_with_paper(build: Callable[..., pd.DataFrame]) -> Callable[..., pd.DataFrame]:
-    """The built table's cells learn the paper's n (`paper_sizes`) and the margin ±δ of their
-    verdicts (`margin`, default DEFAULT_MARGIN points)."""
-
-    @functools.wraps(build)
-    def built(
-        name: str,
-        records: Any,
-        systems: Any,
-        paper: Mapping[str, Any],
-        *args,
-        margin: float = DEFAULT_MARGIN,
-        **kwargs,
-    ) -> pd.DataFrame:
-        table = build(name, records, systems, paper, *args, **kwargs)
-        attach_paper_n(table, paper_sizes(name, paper), margin)
-        return table
-
-    return built
-
-
-@_compared_with_paper
 def build_paper_table(
     name: str,
     records: Iterable[Mapping[str, Any]],
@@ -96,13 +73,29 @@ def build_paper_table(
     length_labels: Mapping[int, str] | None = None,
     niah_config: Mapping[str, Any] | None = None,
     probe: Mapping[str, Any] | None = None,
+    margin: float = DEFAULT_MARGIN,
 ) -> pd.DataFrame:
-    """Build `name` (a PAPER_TABLES key) from metrics records and the whole paper file.
+    """Build `name` (a PAPER_TABLES key) from metrics records and the whole paper file; its
+    cells learn the paper's n (`paper_sizes`) and the margin ±δ of their verdicts.
 
     `length_labels` override the paper's (RULER-HQA n_docs labels for table1/table10, RULER
     token labels for niah and table7). Table 7 reads RULER set records (`load_ruler_sets`) and
     the RULER settings that built them (`niah_config`).
     """
+    table = _build(name, records, systems, paper, length_labels, niah_config, probe)
+    attach_paper_n(table, paper_sizes(name, paper), margin)
+    return table
+
+
+def _build(
+    name: str,
+    records: Iterable[Mapping[str, Any]],
+    systems: Systems,
+    paper: Mapping[str, Any],
+    length_labels: Mapping[int, str] | None,
+    niah_config: Mapping[str, Any] | None,
+    probe: Mapping[str, Any] | None,
+) -> pd.DataFrame:
     if name not in PAPER_TABLES:
         raise ValueError(f"unknown table {name!r}; expected one of {', '.join(PAPER_TABLES)}")
     if name == SUITES_TABLE:
