@@ -94,7 +94,7 @@ unit: $(STAMP)  ## everything but tests/verl, tests/vllm (each needs its own ven
 	@for suite in cluster containers vllm; do \
 	    out=$$(pytest --collect-only -q -p no:cacheprovider tests/$$suite) || { echo "$$out"; exit 1; }; done
 
-cluster-test: $(STAMP) $(VERL_STAMP)  ## real local services: MLflow server; as root a 2-node SLURM cluster, Ray on it (.venv-verl's, and the train-cpu image's: make images)
+cluster-test: $(STAMP) $(VERL_STAMP)  ## real local services: MLflow server, its UI in Debian's chromium; as root a 2-node SLURM cluster, Ray on it (.venv-verl's, and the train-cpu image's: make images)
 	pytest -q -m cluster tests/cluster
 
 # verl 0.9.1 pins transformers < 5.11, so it lives in a venv of its own, from the train-cpu lock:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shlex
 import signal
 import socket
 import subprocess
@@ -24,35 +25,26 @@ def free_port(host: str) -> int:
 
 
 @contextlib.contextmanager
-def mlflow_server(root: Path, host: str):
-    """`mlflow server` as documented (SQLite backend, served artifacts) on host; yields its URI."""
-    port = free_port(host)
-    log = (root / "server.log").open("w")
-    command = [
-        sys.executable, "-m", "mlflow", "server",
-        "--backend-store-uri", f"sqlite:///{root / 'mlflow.db'}",
-        "--artifacts-destination", str(root / "artifacts"),
-        "--serve-artifacts",
-        "--host", host,
-        "--port", str(port),
-    ]  # fmt: skip
+def serving(command: list[str], log_path: Path, url: str, cwd: Path | None = None):
+    """Run an MLflow UI or server `command` until its `url`/health answers (failing with its log
+    if it never does); stop it and its workers at the end, however the test ends."""
+    log = log_path.open("w")
     process = subprocess.Popen(
-        command, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+        command, cwd=cwd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
     )
-    uri = f"http://{host}:{port}"
     try:
         deadline = time.monotonic() + STARTUP_S
         while True:
             try:
-                with urllib.request.urlopen(f"{uri}/health", timeout=2) as reply:
+                with urllib.request.urlopen(f"{url}/health", timeout=2) as reply:
                     if reply.status == 200:
                         break
             except OSError:
                 pass
             if process.poll() is not None or time.monotonic() > deadline:
-                pytest.fail(f"mlflow server did not start:\n{(root / 'server.log').read_text()}")
+                pytest.fail(f"{shlex.join(command)} did not start:\n{log_path.read_text()}")
             time.sleep(0.5)
-        yield uri
+        yield
     finally:
         os.killpg(process.pid, signal.SIGTERM)  # the server and its workers
         try:
@@ -61,3 +53,20 @@ def mlflow_server(root: Path, host: str):
             os.killpg(process.pid, signal.SIGKILL)
             process.wait()
         log.close()
+
+
+@contextlib.contextmanager
+def mlflow_server(root: Path, host: str):
+    """`mlflow server` as documented (SQLite backend, served artifacts) on host; yields its URI."""
+    port = free_port(host)
+    command = [
+        sys.executable, "-m", "mlflow", "server",
+        "--backend-store-uri", f"sqlite:///{root / 'mlflow.db'}",
+        "--artifacts-destination", str(root / "artifacts"),
+        "--serve-artifacts",
+        "--host", host,
+        "--port", str(port),
+    ]  # fmt: skip
+    uri = f"http://{host}:{port}"
+    with serving(command, root / "server.log", uri):
+        yield uri

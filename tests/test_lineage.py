@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import shutil
 from pathlib import Path
 
 import pytest
@@ -76,23 +78,23 @@ def test_a_table_leads_back_through_the_checkpoint_to_the_base_model_and_the_raw
     records = tracking.records_under(run / "results/r")
     graph = lineage(Path("results/r/tables/table3.md"), records)
     assert names(graph) == [
-        "download_model",
-        "evaluate[length=100]",
-        "evaluate[length=50]",
-        "make_table[table=table3]",
-        "train[stage=2]",
+        "download_model all",
+        "evaluate 100",
+        "evaluate 50",
+        "make_table table3",
+        "train 2",
     ]
     assert graph["sources"] == {
         str(run / "data/hotpot.json"): file_digest(run / "data/hotpot.json")
     }
-    train = next(j for j in graph["jobs"].values() if j["name"] == "train[stage=2]")
+    train = next(j for j in graph["jobs"].values() if j["name"] == "train 2")
     base = str(run / "results/r/models/base")
-    assert graph["jobs"][train["inputs"][base]["producer"]]["name"] == "download_model"
+    assert graph["jobs"][train["inputs"][base]["producer"]]["name"] == "download_model all"
     assert train["tags"]["git.commit"] and "accelerator" in train["tags"]
     text = render(graph, {graph["target"]["producer"]: "abc123"}, run)
     assert text.startswith("results/r/tables/table3.md  sha256:")
-    assert "<- make_table[table=table3]  FINISHED" in text and "mlflow run abc123" in text
-    assert text.count("<- train[stage=2]") == 2 and "<- train[stage=2]  (above)" in text
+    assert "<- make_table table3  FINISHED" in text and "mlflow run abc123" in text
+    assert text.count("<- train 2") == 2 and "<- train 2  (above)" in text
     assert "5 jobs; 1 source written by none:\n  data/hotpot.json  sha256:" in text
 
 
@@ -110,10 +112,10 @@ def test_a_file_changed_after_its_job_has_no_producer_and_says_who_wrote_it(run)
 def test_memrl_lineage_prints_the_chain_or_json(run, capsys):
     cli.main(["lineage", "results/r/checkpoints/rl"])
     text = capsys.readouterr().out
-    assert text.splitlines()[1].startswith("  <- train[stage=2]  FINISHED")
+    assert text.splitlines()[1].startswith("  <- train 2  FINISHED")
     cli.main(["lineage", "--json", "results/r/metrics/50.json"])
     graph = json.loads(capsys.readouterr().out)
-    assert names(graph) == ["download_model", "evaluate[length=50]", "train[stage=2]"]
+    assert names(graph) == ["download_model all", "evaluate 50", "train 2"]
     with pytest.raises(SystemExit, match="not inside a results directory"):
         cli.main(["lineage", "data/hotpot.json"])
     with pytest.raises(SystemExit, match="no such file"):
@@ -130,9 +132,11 @@ def test_a_damaged_record_line_is_skipped_and_named_never_read_as_no_producer(ru
     train.write_bytes(data[: data.rindex(b"\n", 0, -1) + 20])  # its end line cut mid-write
     cli.main(["lineage", "results/r/tables/table3.md"])
     text = capsys.readouterr().out
-    assert "<- evaluate[length=50]  FINISHED" in text  # the rest of the damaged record is used
+    assert "<- evaluate 50  FINISHED" in text  # the rest of the damaged record is used
     assert f"{record}:2: not a JSON line" in text
-    cli.main(["lineage", "results/r/checkpoints/rl"])
+    with pytest.raises(SystemExit) as exited:  # no lineage is never a success
+        cli.main(["lineage", "results/r/checkpoints/rl"])
+    assert exited.value.code == 1
     text = capsys.readouterr().out
     assert "no readable record wrote this file; the damaged lines below may have" in text
     assert f"{train}:2: cut mid-line (the job was killed while writing it)" in text
@@ -141,7 +145,8 @@ def test_a_damaged_record_line_is_skipped_and_named_never_read_as_no_producer(ru
 
 def test_a_file_no_job_wrote_says_so_without_an_empty_summary(run, capsys):
     Path("results/r/notes.txt").write_text("by hand")
-    cli.main(["lineage", "results/r/notes.txt"])
+    with pytest.raises(SystemExit, match="1"):
+        cli.main(["lineage", "results/r/notes.txt"])
     text = capsys.readouterr().out
     assert text.splitlines()[1:] == ["  (no job of this run wrote this file)"]
 
@@ -164,3 +169,19 @@ def test_lineage_into_a_closed_pipe_ends_quietly(run):
         job.stdout.close()  # long before the process has imported anything
         stderr = job.stderr.read().decode()
         assert job.wait() == 141 and stderr == ""
+
+
+def test_a_copy_elsewhere_with_the_original_gone_keeps_its_lineage(run, capsys, caplog):
+    """Records name paths as their jobs saw them: a copied or moved results directory is read
+    rebased onto where it lies now, and says so in one line."""
+    caplog.set_level("INFO", logger=tracking.log.name)
+    copy = run.with_name(f"{run.name}-laptop")
+    shutil.copytree(run, copy, symlinks=True)
+    shutil.rmtree(run / "results")
+    os.chdir(copy)
+    cli.main(["lineage", "--json", "results/r/tables/table3.md"])
+    graph = json.loads(capsys.readouterr().out)
+    assert len(graph["jobs"]) == 5 and graph["target"]["path"].startswith(str(copy))
+    checkpoint = str(copy / "results/r/checkpoints/rl")
+    assert any(checkpoint in job["inputs"] for job in graph["jobs"].values())
+    assert f"records written in {run / 'results/r'}, read here" in caplog.text

@@ -4,14 +4,17 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import sqlite3
 import subprocess
 import sys
 from pathlib import Path
+from unittest.mock import ANY
 
 import pytest
 
+from memrl import mlflow_notes as notes
 from memrl import tracking
 
 CONFIG = {"run": "t", "seed": 1}
@@ -76,6 +79,7 @@ def test_a_job_writes_its_record_next_to_its_log_without_importing_mlflow(tmp_pa
     script = f"""
 import sys
 from pathlib import Path
+from memrl import mlflow_notes as notes
 from memrl import tracking
 log = Path({str(tmp_path)!r}) / "logs/x.log"
 log.parent.mkdir(parents=True)
@@ -161,19 +165,23 @@ def test_one_parent_per_invocation_one_child_per_job_and_loading_twice_adds_noth
     assert tracking.load(results) == {"invocations": 1, "jobs": 2, "waiting": 0}
     assert tracking.load(results) == {"invocations": 0, "jobs": 0, "waiting": 0}
     runs = mlflow_runs(results)
-    [parent] = [r for r in runs if runs[r]["name"].startswith("pipeline-t 20")]
-    assert runs[parent]["name"].endswith(" table3")  # named by start time and targets
+    [parent] = [r for r in runs if "memrl.invocation.parent" in runs[r]["tags"]]
+    assert re.fullmatch(r"t \d\d-\d\d \d\d:\d\d table3", runs[parent]["name"])  # start, targets
     assert runs[parent]["tags"]["command"] == "snakemake --profile profiles/smoke table3"
     assert runs[parent]["tags"]["profile"] == "profiles/smoke"
+    described = runs[parent]["tags"][notes.NOTE_TAG]
+    assert "- command: `snakemake --profile profiles/smoke table3`" in described
+    assert "**Run `t`**: FINISHED; 2 jobs (2 finished)" in described
     children = {runs[r]["name"]: runs[r] for r in runs if r != parent}
-    assert set(children) == {"rule_a[k=a]", "rule_b[k=b]"}
-    a = children["rule_a[k=a]"]
+    assert set(children) == {"rule_a a", "rule_b b"}  # the rule, then the log's own path
+    a = children["rule_a a"]
     assert a["tags"]["mlflow.parentRunId"] == parent and a["status"] == "FINISHED"
     assert a["tags"]["git.commit"] == runs[parent]["tags"]["git.commit"]
     assert a["params"] == {"a.b": "1", "xs": "[1, 2]"}
     assert a["metrics"][("accuracy", 0)] == 50.0 and a["metrics"][("accuracy", 1)] == 75.0
     assert ("job.wall_s", 0) in a["metrics"] and ("job.peak_rss_mb", 0) in a["metrics"]
-    assert any(key.startswith("output.") for key in a["tags"])
+    assert "| `out/a.json` | `sha256:" in a["tags"][notes.NOTE_TAG]  # outputs with digests
+    assert "Metrics: `accuracy` 75" in a["tags"][notes.NOTE_TAG]  # each at its last value
     artifacts = results / "mlartifacts"
     assert list(artifacts.rglob("a.json")) and list(artifacts.rglob("log/a.log"))
     assert "pkg.mlflow" in a["tags"] and a["tags"]["accelerator"]
@@ -191,7 +199,7 @@ def test_a_damaged_line_is_skipped_by_the_load_and_marked_on_its_run(results, ca
     mark_ended(results)
     assert tracking.load(results) == {"invocations": 1, "jobs": 2, "waiting": 0}
     assert f"skipped damaged provenance lines: {path}:2: not UTF-8 at byte" in caplog.text
-    [a] = [run for run in mlflow_runs(results).values() if run["name"] == "rule_a[k=a]"]
+    [a] = [run for run in mlflow_runs(results).values() if run["name"] == "rule_a a"]
     assert a["metrics"] == {**a["metrics"], ("accuracy", 1): 75.0}  # the rest is loaded
     assert ("accuracy", 0) not in a["metrics"]
     assert a["tags"]["memrl.damaged"].startswith(f"{path}:2: not UTF-8 at byte")
@@ -219,10 +227,17 @@ def test_a_job_run_names_the_runs_that_made_its_inputs_and_the_parent_keeps_diff
     tracking.end_invocation(results, succeeded=True, snakemake_log=[str(snakemake_log)])
     runs = mlflow_runs(results)
     by_name = {run["name"]: run_id for run_id, run in runs.items()}
-    reader = runs[by_name["rule_r"]]["tags"]
-    assert reader[f"producer.{out}"] == by_name["rule_a[k=a]"]
-    assert not any(k.startswith("producer.") for k in runs[by_name["rule_s"]]["tags"])
+    experiment = "1"
+    reader = runs[by_name["rule_r r"]]["tags"][notes.NOTE_TAG]
+    link = f"[rule_a a]({notes.run_link(experiment, by_name['rule_a a'])})"
+    assert "| `out/a.json` | `sha256:" in reader and link in reader
+    later = runs[by_name["rule_s s"]]["tags"][notes.NOTE_TAG]
+    assert "| no job of this run (a source) |" in later and "rule_a" not in later
     artifacts = results / "mlartifacts"
+    [made] = artifacts.glob(f"{by_name['rule_r r']}/artifacts/provenance.json")
+    assert json.loads(made.read_text())["inputs"] == {
+        str(out): {"digest": ANY, "run": by_name["rule_a a"]}
+    }
     diffs = list(artifacts.rglob("git/*.diff"))  # the parent's and each job's
     assert len(diffs) == 4 and {d.read_text() for d in diffs} == {"--- a/x\n+++ b/x\n"}
     assert (next(artifacts.rglob("snakemake/snakemake.log"))).read_text() == "Finished jobs\n"
@@ -237,8 +252,8 @@ def test_a_killed_job_waits_while_its_invocation_runs_and_then_loads_as_killed(r
     mark_ended(results, "FAILED")
     assert tracking.load(results)["jobs"] == 1
     runs = mlflow_runs(results).values()
-    [job] = [r for r in runs if r["name"] == "rule_a[k=a]"]
-    [parent] = [r for r in runs if r["name"].startswith("pipeline-t ")]  # closed now
+    [job] = [r for r in runs if r["name"] == "rule_a a"]
+    [parent] = [r for r in runs if "memrl.invocation.parent" in r["tags"]]  # closed now
     assert job["status"] == "KILLED" and parent["status"] == "FAILED"
 
 
@@ -255,7 +270,7 @@ def test_a_job_that_logs_to_mlflow_itself_gets_a_live_run_that_the_loader_adopts
     tracking.end_invocation(results, succeeded=True)  # marks the end, loads in a subprocess
     runs = mlflow_runs(results)
     assert len(runs) == 2  # the parent and the adopted live run, nothing else
-    assert runs[seen["MLFLOW_RUN_ID"]]["name"] == "rule_train[k=train]"
+    assert runs[seen["MLFLOW_RUN_ID"]]["name"] == "rule_train train"
 
 
 def test_tracking_off_writes_nothing(results, monkeypatch):
@@ -290,24 +305,50 @@ def test_a_killed_invocation_and_its_live_runs_are_closed_as_killed_by_the_next_
     assert json.loads(invocation.read_text())["status"] == "KILLED"
 
 
-def test_a_copied_results_directory_keeps_its_artifacts_beside_itself(results, tmp_path):
+def test_a_moved_results_directory_reads_and_writes_its_own_records_store_and_artifacts(
+    results, tmp_path, caplog
+):
     tracking.start_invocation(results, "sqlite:///results/t/mlflow.db", CONFIG, "9.0", **INVOKED)
     run_job(results, "a")
     mark_ended(results)
     tracking.load(results)
-    copy = tmp_path / "elsewhere/t"
-    shutil.copytree(results, copy)
-    run_job(copy, "b")
-    tracking.load(copy, f"sqlite:///{copy}/mlflow.db")
-    db = sqlite3.connect(copy / "mlflow.db")
-    [(location,)] = db.execute("select artifact_location from experiments where name = 'memrl'")
-    uris = [uri for (uri,) in db.execute("select artifact_uri from runs")]
-    assert location == (copy / "mlartifacts").as_uri()
-    experiments = [loc for (loc,) in db.execute("select artifact_location from experiments")]
-    assert len(experiments) == 2 and set(experiments) == {location}  # MLflow's Default too
-    assert len(uris) == 3 and all(uri.startswith(location + "/") for uri in uris)
-    assert not list((results / "mlartifacts").rglob("b.log"))
-    assert list((copy / "mlartifacts").rglob("b.log"))
+    moved = tmp_path / "elsewhere/t"
+    shutil.copytree(results, moved)
+    shutil.rmtree(tmp_path / "results")  # the original is gone
+    out = moved / "out/a.json"
+    (moved / "logs/rule_r").mkdir()
+    (moved / "logs/rule_r/r.log").write_text("job log\n")
+    with tracking.job_run("rule_r", {}, {}, [out], [], moved / "logs/rule_r/r.log"):
+        pass  # a job of a new invocation reads the copy's file
+    os.chdir(tmp_path / "elsewhere")  # anywhere: the store is found in the directory itself
+    caplog.set_level("INFO", logger=tracking.log.name)
+    assert tracking.load(moved)["jobs"] == 1  # no --uri
+    assert "records written in " + str(tmp_path / "results/t") in caplog.text
+    assert not (tmp_path / "results").exists()  # nothing was written where the original lay
+    db = sqlite3.connect(moved / "mlflow.db")
+    locations = [loc for (loc,) in db.execute("select artifact_location from experiments")]
+    assert locations == ["mlartifacts", "mlartifacts"]  # ours and MLflow's Default
+    uris = {name: uri for name, uri in db.execute("select name, artifact_uri from runs")}
+    assert all(uri.startswith("mlartifacts/") for uri in uris.values()) and len(uris) == 3
+    assert list((moved / "mlartifacts").rglob("log/r.log"))  # the new job's, beside the copy
+    [record] = [r for r in tracking.records_under(moved) if r["rule"] == "rule_a"]
+    assert record["outputs"] == {str(out): ANY} and record["log"].startswith(str(moved))
+    readers = mlflow_runs(moved)
+    note = next(r for r in readers.values() if r["name"] == "rule_r r")["tags"][notes.NOTE_TAG]
+    assert "[rule_a a](#/experiments/" in note  # its input's producer, found in the copy
+
+
+def test_a_record_moved_away_from_its_log_is_named_with_the_fix(results, caplog):
+    tracking.start_invocation(results, "sqlite:///results/t/mlflow.db", CONFIG, "9.0", **INVOKED)
+    path = run_job(results, "a")
+    elsewhere = results / "logs/other" / path.name
+    elsewhere.parent.mkdir()
+    path.rename(elsewhere)
+    damaged: list[str] = []
+    assert tracking.records_under(results, damaged) == []
+    assert damaged == [f"{elsewhere}: its job logged to {results}/logs/rule_a/a.log (moved "
+                       "away from its log: put it back beside it)"]  # fmt: skip
+    assert "put each back beside its log" in caplog.text
 
 
 @pytest.mark.parametrize("store", ["sqlite", "server"])
@@ -364,9 +405,7 @@ def test_a_killed_attempt_reaches_mlflow_after_its_job_is_rerun(results):
     run_job(results, "a")
     mark_ended(results)
     assert tracking.load(results)["jobs"] == 2
-    statuses = sorted(
-        r["status"] for r in mlflow_runs(results).values() if r["name"] == "rule_a[k=a]"
-    )
+    statuses = sorted(r["status"] for r in mlflow_runs(results).values() if r["name"] == "rule_a a")
     assert statuses == ["FINISHED", "KILLED"]
 
 

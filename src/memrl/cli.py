@@ -52,6 +52,7 @@ Handler = Callable[[argparse.Namespace, tracking.JobRecord], None]
 TOOLS: dict[str, tuple[str, str]] = {
     "lineage": ("memrl.lineage", "the jobs that made a file, back to the downloads and models"),
     "cost": ("memrl.cost", "GPU-hours, downloads and checkpoints of a target, before it runs"),
+    "ui": ("memrl.ui", "MLflow's UI on a results directory's store, opened on its runs"),
 }
 
 

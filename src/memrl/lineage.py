@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import os
 import time
 from collections.abc import Mapping
@@ -21,6 +22,7 @@ from typing import Any
 from memrl import tracking
 from memrl.data.io import read_json
 from memrl.digests import file_digest
+from memrl.mlflow_notes import job_run_name
 
 SHOWN_TAGS = ("git.commit", "git.dirty", "host", "accelerator", "pkg.torch", "pkg.transformers")
 SHOWN_TAGS += ("pkg.vllm", "pkg.verl", "env.lock.digest", "container.image", "container.digest")
@@ -85,9 +87,8 @@ def _last_writer(path: str, index: Mapping[tuple[str, str], dict[str, Any]]) -> 
 
 
 def _job(record: Mapping[str, Any]) -> dict[str, Any]:
-    label = ",".join(f"{k}={v}" for k, v in record["wildcards"].items())
     return {
-        "name": f"{record['rule']}[{label}]" if label else record["rule"],
+        "name": job_run_name(record),
         "status": record.get("status", "KILLED"),
         "ended": record.get("end_ms"),
         "tags": {key: record["tags"][key] for key in SHOWN_TAGS if record["tags"].get(key)},
@@ -163,6 +164,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("path", type=Path, help="a table, a metrics file, a checkpoint, ...")
     parser.add_argument("--json", action="store_true", help="the graph as JSON")
     args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(message)s")  # e.g. a moved directory
     if not args.path.exists():
         raise SystemExit(f"{args.path}: no such file or directory")
     results = results_of(args.path.resolve())
@@ -174,3 +176,5 @@ def main(argv: list[str] | None = None) -> None:
         print(json.dumps({**graph, "runs": runs}, indent=1))
     else:
         print(render(graph, runs, Path.cwd()))
+    if graph["target"]["producer"] is None:
+        raise SystemExit(1)  # no job of the records vouches for this content: said above

@@ -16,11 +16,15 @@ SLURM jobs must not write one SQLite file on a network disk. Instead:
   and an `end` line (status, wall time, peak RSS, output digests). Each line is flushed, so a
   killed job leaves a record without `end` (loaded as KILLED).
 - `end_invocation` (`onsuccess`/`onerror`) marks the invocation finished and runs `load`, which
-  creates the runs not yet in MLflow, tags each job run with the runs that produced its inputs
-  (`producer.<path>`) and writes `provenance/mlflow/runs.json` (record id -> run id, for
-  `memrl lineage`). It is idempotent (runs are matched by record id) and can be run by hand:
-  `python -m memrl.tracking results/<run>` (e.g. after a killed invocation, or to fill a tracking
-  server from records written on a cluster).
+  creates the runs not yet in MLflow, describes each job run with its inputs linked to the runs
+  that produced them (memrl.mlflow_notes) and writes `provenance/mlflow/runs.json` (record id ->
+  run id, for `memrl lineage`). It is idempotent (runs are matched by record id) and can be run
+  by hand: `python -m memrl.tracking results/<run>` (e.g. after a killed invocation, or to fill
+  a tracking server from records written on a cluster).
+
+A results directory moves as a whole: records are read rebased onto where the directory lies now
+(`records_under`), the SQLite store's artifact locations are relative to its folder
+(`relative_artifacts`), and its URI is found in the directory itself (`store_uri`).
 
 A job whose process logs to MLflow itself (verl's tracker) asks `JobRecord.child_env()` for a live
 run; the loader then adopts that run as the job's child run. Tracking never decides whether a job
@@ -30,6 +34,7 @@ succeeds. Set MEMRL_TRACKING=off to disable it entirely.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import logging
 import os
@@ -42,11 +47,11 @@ import sys
 import time
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import memrl
+from memrl import mlflow_notes as notes
 from memrl.data.io import append_jsonl, read_json, write_json_atomic, write_text_atomic
 from memrl.digests import ENV_DIGEST_CACHE, file_digest
 from memrl.locks import is_dead, process_identity
@@ -66,6 +71,7 @@ RUNS_FILE = "mlflow/runs.json"  # in invocations_dir: each loaded record's MLflo
 # MLflow's UI opens an experiment on its runs, not on its GenAI traces view
 EXPERIMENT_TAGS = {"mlflow.experimentKind": "custom_model_development"}
 ARTIFACT_MAX_BYTES = 2 * 2**20
+ARTIFACTS = "mlartifacts"  # a SQLite store's artifacts: this folder beside the database
 PARAM_MAX_CHARS = 6000  # MLflow's limit on a param value
 _METRIC_NAME_UNSAFE = re.compile(r"[^\w\-. :/]")
 BATCH = {"params": 100, "tags": 100, "metrics": 1000}  # MLflow's limits per log_batch call
@@ -217,6 +223,8 @@ def start_invocation(
         {
             "invocation": invocation,
             "uri": uri,
+            "cwd": os.getcwd(),  # a relative store path is relative to it
+            "results": str(results.resolve()),  # where the results lay: a moved copy is rebased
             "start_ms": now_ms(),
             "process": process_identity(),  # a killed invocation is recognised by it
             "tags": tags,
@@ -329,7 +337,7 @@ class JobRecord:
         return {"MLFLOW_TRACKING_URI": uri, "MLFLOW_RUN_ID": self.mlflow_run_id}
 
 
-@contextmanager
+@contextlib.contextmanager
 def job_run(
     rule: str,
     wildcards: Mapping[str, str],
@@ -457,62 +465,59 @@ def read_record(path: Path, damaged: list[str] | None = None) -> dict[str, Any] 
 
 
 def experiment_id(client: Any, uri: str) -> str:
-    """The `memrl` experiment; with a SQLite store its artifacts go beside the database, also
-    after the results directory was copied or moved (`_rebase_artifacts`)."""
+    """The `memrl` experiment. In a SQLite store its artifact locations are relative to the
+    database's folder (`relative_artifacts`), so a results directory moves as a whole."""
     experiment = client.get_experiment_by_name(EXPERIMENT)
-    location = None
-    if uri.startswith("sqlite:///"):
-        database = Path(uri.removeprefix("sqlite:///")).resolve()
-        location = database.parent.joinpath("mlartifacts").as_uri()
-        if experiment is not None and experiment.artifact_location != location:
-            _rebase_artifacts(database, experiment.artifact_location, location)
-        _adopt_default_experiment(database, location)
-    if experiment is not None:
+    if experiment is None:
+        from mlflow.exceptions import MlflowException
+
+        try:
+            found = client.create_experiment(EXPERIMENT, tags=EXPERIMENT_TAGS)
+        except MlflowException:  # on a shared server, another job may have created it meanwhile
+            experiment = client.get_experiment_by_name(EXPERIMENT)
+            if experiment is None:
+                raise
+            found = experiment.experiment_id
+    else:
+        found = experiment.experiment_id
         for key, value in EXPERIMENT_TAGS.items():
             if experiment.tags.get(key) != value:  # a store made before the tag existed
-                client.set_experiment_tag(experiment.experiment_id, key, value)
-        return experiment.experiment_id
-    from mlflow.exceptions import MlflowException
-
-    try:
-        return client.create_experiment(
-            EXPERIMENT, artifact_location=location, tags=EXPERIMENT_TAGS
-        )
-    except MlflowException:  # on a shared server, another job may have created it meanwhile
-        experiment = client.get_experiment_by_name(EXPERIMENT)
-        if experiment is None:
-            raise
-        return experiment.experiment_id
+                client.set_experiment_tag(found, key, value)
+    if uri.startswith("sqlite:///"):
+        relative_artifacts(Path(uri.removeprefix("sqlite:///")))
+    return found
 
 
-def _adopt_default_experiment(database: Path, location: str) -> None:
-    """MLflow creates an unused `Default` experiment with an absolute artifact path of the
-    directory it was started in; point it beside the database too, so that no path in the store
-    leads out of the results directory (and `_rebase_artifacts` moves it with ours)."""
+def relative_artifacts(database: Path) -> None:
+    """Point our experiment, MLflow's `Default` and their runs at `mlartifacts/` relative to
+    the database's folder. MLflow records absolute locations: a copied results directory would
+    otherwise read (and write) the original's artifacts, or none once it is gone. Artifacts are
+    then written and served from that folder (`in_store_folder`, `memrl ui`). Plain SQL on
+    MLflow's tables: it has no API for it."""
     import sqlite3
 
+    ours = "SELECT experiment_id FROM experiments WHERE name IN (?, 'Default')"
     with sqlite3.connect(database) as db:
         db.execute(
-            "UPDATE experiments SET artifact_location = ? WHERE name = 'Default'", (location,)
+            f"UPDATE experiments SET artifact_location = ? WHERE experiment_id IN ({ours}) "
+            "AND artifact_location != ?",
+            (ARTIFACTS, EXPERIMENT, ARTIFACTS),
         )
+        moved = db.execute(
+            f"UPDATE runs SET artifact_uri = ? || '/' || run_uuid || '/artifacts' "
+            f"WHERE experiment_id IN ({ours}) AND artifact_uri != ? || '/' || run_uuid || "
+            "'/artifacts'",
+            (ARTIFACTS, EXPERIMENT, ARTIFACTS),
+        ).rowcount
+    if moved:
+        log.info("%s: %d runs' artifact locations made relative to its folder", database, moved)
 
 
-def _rebase_artifacts(database: Path, old: str, new: str) -> None:
-    """Point the experiment and its runs at the artifact store beside `database`. MLflow records
-    absolute artifact locations: without this, a copied results directory would write (and
-    read) the artifacts of the original. Plain SQL on MLflow's tables: it has no API for it."""
-    import sqlite3
-
-    log.warning("MLflow store moved: artifact location %s -> %s", old, new)
-    with sqlite3.connect(database) as db:
-        db.execute(
-            "UPDATE experiments SET artifact_location = ? WHERE artifact_location = ?", (new, old)
-        )
-        db.execute(
-            "UPDATE runs SET artifact_uri = ? || substr(artifact_uri, ?) "
-            "WHERE substr(artifact_uri, 1, ?) = ?",
-            (new, len(old) + 1, len(old), old),
-        )
+def in_store_folder(uri: str) -> contextlib.AbstractContextManager:
+    """Work in a SQLite store's folder, where its relative artifact locations lead."""
+    if not uri.startswith("sqlite:///"):
+        return contextlib.nullcontext()
+    return contextlib.chdir(Path(uri.removeprefix("sqlite:///")).parent)
 
 
 def _chunks(items: list[Any], size: int) -> Iterator[list[Any]]:
@@ -535,7 +540,7 @@ LOAD_LOCK = ".load.lock"  # in invocations_dir: one load of a results directory 
 LOAD_LOCK_WAIT_S = 1800  # a load of thousands of records takes minutes, not hours
 
 
-@contextmanager
+@contextlib.contextmanager
 def load_lock(results: Path, wait_s: float = LOAD_LOCK_WAIT_S) -> Iterator[None]:
     """Hold the results directory's load lock: a POSIX record lock (fcntl.lockf, which NFS
     honours too), released by the kernel when the holder exits however it exits. Another
@@ -577,11 +582,27 @@ def load(results: Path, uri: str | None = None) -> dict[str, int]:
         return _load(results, uri)
 
 
+def store_uri(results: Path, info: Mapping[str, Any]) -> str:
+    """The tracking URI an invocation (`info`) logged to, as seen from `results` now: a SQLite
+    store that lay in the results directory is the copy's own after a copy or move."""
+    uri = info.get("uri") or ""
+    if not uri.startswith("sqlite:///"):
+        return uri  # a tracking server is the same from anywhere
+    cwd = Path(info.get("cwd") or results.resolve().parents[1])  # older records: the workdir
+    database = Path(absolute_uri(uri, cwd).removeprefix("sqlite:///"))
+    origin = Path(info.get("results") or cwd / "results" / results.name)
+    if database.is_relative_to(origin):
+        database = results.resolve() / database.relative_to(origin)
+    return f"sqlite:///{database}"
+
+
 def _load(results: Path, uri: str | None) -> dict[str, int]:
+    results = results.resolve()
     invocations = {
         path.stem: read_json(path) for path in sorted(invocations_dir(results).glob("*.json"))
     }
-    uri = absolute_uri(uri or next(reversed(invocations.values()), {}).get("uri") or "")
+    last = next(reversed(invocations.values()), {})
+    uri = absolute_uri(uri) if uri else store_uri(results, last)
     if not uri:
         raise SystemExit(f"{results}: no invocation records and no --uri: nothing says where")
     records = records_under(results)
@@ -594,6 +615,19 @@ def _load(results: Path, uri: str | None) -> dict[str, int]:
     if uri.startswith("sqlite:///"):
         Path(uri.removeprefix("sqlite:///")).parent.mkdir(parents=True, exist_ok=True)
     client = mlflow.MlflowClient(uri)
+    with in_store_folder(uri):  # where a SQLite store's relative artifact locations lead
+        counts = _load_runs(client, uri, results, invocations, records)
+    log.info("provenance → %s: %s", uri, counts)
+    return counts
+
+
+def _load_runs(
+    client: Any,
+    uri: str,
+    results: Path,
+    invocations: Mapping[str, dict[str, Any]],
+    records: list[dict[str, Any]],
+) -> dict[str, int]:
     experiment = experiment_id(client, uri)
     loaded: dict[tuple[str, str], str] = {}
     closed = set()  # parents whose invocation ended when they were last loaded
@@ -606,6 +640,7 @@ def _load(results: Path, uri: str | None) -> dict[str, int]:
                 closed.add(run.info.run_id)
 
     parents: dict[str, str] = {}
+    closing = []  # parents whose invocation has ended since they were last loaded
     counts = {"invocations": 0, "jobs": 0, "waiting": 0}
     for invocation, info in invocations.items():
         run_id = loaded.get(("memrl.invocation.parent", invocation))
@@ -613,13 +648,13 @@ def _load(results: Path, uri: str | None) -> dict[str, int]:
             run_id = client.create_run(
                 experiment,
                 start_time=info["start_ms"],
-                run_name=parent_run_name(info),
+                run_name=notes.parent_run_name(info),
                 tags={**info["tags"], "memrl.invocation.parent": invocation},
             ).info.run_id
             client.log_dict(run_id, info["config"], "config.json")
             counts["invocations"] += 1
         if "end_ms" in info and run_id not in closed:  # also a parent loaded while it ran
-            _close_parent(client, run_id, results, info)
+            closing.append((run_id, info))
         parents[invocation] = run_id
 
     runs = {record_id: run for (key, record_id), run in loaded.items() if key == "memrl.record"}
@@ -638,25 +673,58 @@ def _load(results: Path, uri: str | None) -> dict[str, int]:
         counts["jobs"] += 1
     producers = producer_index(records)
     for record in new:  # every producer has a run by now: it finished before its reader began
-        tags = {
-            f"producer.{path}": runs[producer["record"]]
-            for path, producer in producers_of(record, producers).items()
-            if producer and producer["record"] in runs
-        }
-        _log_batch(client, runs[record["record"]], tags=tags.items())
+        _describe_job(client, experiment, results, record, producers, runs, parents)
+    for run_id, info in closing:
+        jobs = [
+            (r, runs[r["record"]])
+            for r in records
+            if r["invocation"] == info["invocation"] and r["record"] in runs
+        ]
+        _close_parent(client, run_id, results, info, experiment, jobs)
     write_json_atomic(invocations_dir(results) / RUNS_FILE, runs)
-    log.info("provenance → %s: %s", uri, counts)
     return counts
 
 
-def parent_run_name(info: Mapping[str, Any]) -> str:
-    """`pipeline-<run> <start time> <targets>`: one invocation among many of the same run."""
-    started = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(info["start_ms"] / 1000))
-    return f"pipeline-{info['tags']['run']} {started} {info['tags'].get('targets', '')}".strip()
+def _describe_job(
+    client: Any,
+    experiment: str,
+    results: Path,
+    record: Mapping[str, Any],
+    producers: Mapping[tuple[str, str], dict[str, Any]],
+    runs: Mapping[str, str],
+    parents: Mapping[str, str],
+) -> None:
+    """A job run's description (its inputs linked to the runs that made them) and its
+    `provenance.json` artifact (every input with its digest and producing run, every output)."""
+    made_by = producers_of(record, producers)
+    run_id = runs[record["record"]]
+    parent = parents.get(record["invocation"] or "")
+    note = notes.job_description(record, made_by, runs, experiment, results, parent)
+    client.set_tag(run_id, notes.NOTE_TAG, note)
+    inputs = {
+        path: {
+            "digest": digest,
+            "run": runs.get(made_by[path]["record"]) if made_by.get(path) else None,
+        }
+        for path, digest in record.get("inputs", {}).items()
+    }
+    client.log_dict(
+        run_id, {"inputs": inputs, "outputs": record.get("outputs", {})}, "provenance.json"
+    )
 
 
-def _close_parent(client: Any, run_id: str, results: Path, info: Mapping[str, Any]) -> None:
-    """End an invocation's parent run, with Snakemake's log and the uncommitted diff."""
+def _close_parent(
+    client: Any,
+    run_id: str,
+    results: Path,
+    info: Mapping[str, Any],
+    experiment: str,
+    jobs: list[tuple[Mapping[str, Any], str]],
+) -> None:
+    """End an invocation's parent run, with its description, Snakemake's log and the
+    uncommitted diff."""
+    note = notes.parent_description(info, jobs, experiment, results)
+    client.set_tag(run_id, notes.NOTE_TAG, note)
     for log_file in info.get("snakemake_logs", []):
         if Path(log_file).is_file():
             client.log_artifact(run_id, log_file, artifact_path="snakemake")
@@ -668,10 +736,63 @@ def _close_parent(client: Any, run_id: str, results: Path, info: Mapping[str, An
 
 
 def records_under(results: Path, damaged: list[str] | None = None) -> list[dict[str, Any]]:
-    """Every job record under `results` (reruns' earlier attempts included); what could not be
-    read of them (each warned about) is added to `damaged`."""
+    """Every job record under `results` (reruns' earlier attempts included), its paths made
+    absolute and, where the directory was copied or moved since, rebased onto where it lies now
+    (`relocated`). What could not be read or placed (each warned about) is added to `damaged`."""
+    results = results.resolve()
     paths = sorted(results.glob(f"logs/**/*{RECORD_SUFFIX}"))
-    return [record for path in paths if (record := read_record(path, damaged))]
+    records = [record for path in paths if (record := read_record(path, damaged))]
+    placed, moved, unplaced = [], set(), []
+    for record in records:
+        origin = written_in(record, results)
+        if origin is None:
+            unplaced.append(f"{record['path']}: its job logged to {record['log']}")
+            continue
+        placed.append(relocated(record, origin, results))
+        if origin != str(results):
+            moved.add(origin)
+    if moved:
+        log.info("%s: records written in %s, read here", results, ", ".join(sorted(moved)))
+    if unplaced:
+        note = "; ".join(unplaced[:3]) + (f"; and {len(unplaced) - 3} more" if unplaced[3:] else "")
+        log.warning(
+            "records moved away from their logs, left out: %s (put each back beside its log, "
+            "in the logs/ folder it names)",
+            note,
+        )
+        if damaged is not None:
+            damaged += [f"{u} (moved away from its log: put it back beside it)" for u in unplaced]
+    return placed
+
+
+def written_in(record: Mapping[str, Any], results: Path) -> str | None:
+    """The absolute results directory `record` was written in: its log's folder, less the
+    folders that lead from the results directory to where the record lies now (records lie
+    beside their logs). None if the two do not match (a record moved by hand)."""
+    logged = Path(absolute(record, record["log"])).parent
+    here = Path(record["path"]).parent.relative_to(results)
+    if logged.parts[len(logged.parts) - len(here.parts) :] != here.parts:
+        return None
+    return str(Path(*logged.parts[: len(logged.parts) - len(here.parts)]))
+
+
+def relocated(record: dict[str, Any], origin: str, results: Path) -> dict[str, Any]:
+    """`record` with every path it names absolute, those under `origin` moved under `results`
+    (a copy of a results directory reads its own files, never the original's)."""
+
+    def moved(path: str) -> str:
+        path = absolute(record, path)
+        inside = path == origin or path.startswith(origin + os.sep)
+        return str(results) + path[len(origin) :] if inside else path
+
+    record = dict(record)
+    for key in ("inputs", "outputs"):
+        record[key] = {moved(path): digest for path, digest in record.get(key, {}).items()}
+    record["artifacts"] = [moved(path) for path in record.get("artifacts", [])]
+    record["log"] = moved(record["log"])
+    if record.get("diff"):
+        record["diff"] = moved(record["diff"])
+    return record
 
 
 def absolute(record: Mapping[str, Any], path: str) -> str:
@@ -724,16 +845,16 @@ def _pages(client: Any, experiment: str) -> Iterator[list[Any]]:
 
 def _load_job(client: Any, experiment: str, record: dict[str, Any], parent: str | None) -> str:
     """The job's run (created, or the live run its process logged into), filled and ended."""
-    label = ",".join(f"{k}={v}" for k, v in record["wildcards"].items())
-    name = f"{record['rule']}[{label}]" if label else record["rule"]
     tags = {
         **record["tags"],
         "rule": record["rule"],
         "wildcards": json.dumps(record["wildcards"]),
         "memrl.record": record["record"],
-        "mlflow.runName": name,
-        **{f"input.{p}": d for p, d in record["inputs"].items()},
-        **{f"output.{p}": d for p, d in record.get("outputs", {}).items()},
+        "mlflow.runName": notes.job_run_name(record),
+        # the UI's Source and Version columns: the rule and the commit
+        "mlflow.source.type": "LOCAL",
+        "mlflow.source.name": record["rule"],
+        "mlflow.source.git.commit": record["tags"].get("git.commit", ""),
     }
     if record.get("damaged"):  # the lines of the record that could not be read
         tags["memrl.damaged"] = "; ".join(record["damaged"])[:5000]

@@ -1,0 +1,52 @@
+"""`memrl ui RESULTS`: MLflow's UI on a results directory's own store, opened on its runs.
+
+It is `mlflow ui` run in the results directory (where the store's artifact locations, relative
+to its folder, lead), after the store was opened once by memrl (which makes the locations of a
+store written before that relative), with the address that opens the experiment on its runs
+rather than on MLflow's GenAI overview. Bound to 127.0.0.1 unless told otherwise.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+from memrl import tracking
+from memrl.mlflow_notes import experiment_link
+
+
+def address(host: str, port: int, experiment: str) -> str:
+    return f"http://{host}:{port}/{experiment_link(experiment)}"
+
+
+def prepare(results: Path) -> str:
+    """Open the results directory's SQLite store (rebasing a moved one) and return the id of its
+    experiment; a directory without a store is named with what to do."""
+    database = results / "mlflow.db"
+    if not database.is_file():
+        raise SystemExit(
+            f"{database}: no MLflow store here. A run whose tracking_uri is a server logs there; "
+            f"records not loaded yet load with: python -m memrl.tracking {results}"
+        )
+    import mlflow
+
+    uri = f"sqlite:///{database.resolve()}"
+    return tracking.experiment_id(mlflow.MlflowClient(uri), uri)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(
+        prog="memrl ui", description=__doc__.split("\n\n")[0].split(": ", 1)[1]
+    )
+    parser.add_argument("results", type=Path, help="a results directory: results/<run>")
+    parser.add_argument("--port", type=int, default=5055)
+    parser.add_argument("--host", default="127.0.0.1", help="0.0.0.0 to let other hosts in")
+    args = parser.parse_args(argv)
+    experiment = prepare(args.results)
+    print(f"MLflow UI of {args.results}: {address(args.host, args.port, experiment)}", flush=True)
+    os.chdir(args.results)
+    command = ["mlflow", "ui", "--backend-store-uri", "sqlite:///mlflow.db"]
+    command += ["--host", args.host, "--port", str(args.port)]
+    os.execv(sys.executable, [sys.executable, "-m", *command])

@@ -1,0 +1,132 @@
+"""A finished run moved elsewhere, audited as a person does it: a smoke run of Table 3 is copied
+to another directory and the original deleted; on the copy, `memrl lineage` walks to the base
+model, a rerun has nothing to do, a load adds nothing, and MLflow's UI (`memrl ui`), driven in
+Debian's headless Chromium by Playwright, opens on the runs and leads by the links of each run's
+description from table3's run to the base model's download run, with the artifacts served from
+the copy."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+import sys
+import urllib.request
+from pathlib import Path
+
+import pytest
+from mlflow_server import free_port, serving
+from test_workflow import copy_workflow, snakemake, snakemake_env
+
+pytestmark = pytest.mark.cluster
+
+TABLE = "results/smoke/tables/table3.md"
+UI_START_S = 120
+# table3 -> an evaluation of the trained system -> its checkpoint's training -> the base model
+CHAIN = (r"^evaluate \S+\/rl-\S+$", r"^train_stage2 ", r"^train_stage1 ", r"^download_model ")
+
+
+@pytest.fixture(scope="module")
+def moved(tmp_path_factory, repo) -> Path:
+    """Table 3 of the smoke run, made in one directory and moved to another (the first gone)."""
+    made = tmp_path_factory.mktemp("made")
+    copy_workflow(repo, made)
+    done = snakemake("--profile", "profiles/smoke", "table3", cwd=made)
+    assert done.returncode == 0, done.stderr[-5000:]
+    elsewhere = tmp_path_factory.mktemp("elsewhere") / "memrl"
+    shutil.copytree(made, elsewhere, symlinks=True)  # file times kept, as cp -a and rsync -a do
+    shutil.rmtree(made)
+    return elsewhere
+
+
+def test_a_moved_run_keeps_its_lineage_and_nothing_is_left_to_do(moved):
+    lineage = subprocess.run(
+        [sys.executable, "-m", "memrl.cli", "lineage", "--json", TABLE],
+        cwd=moved,
+        env=snakemake_env(),
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert lineage.returncode == 0, lineage.stderr
+    assert "records written in " in lineage.stderr  # the rebase, said once
+    names = {job["name"] for job in json.loads(lineage.stdout)["jobs"].values()}
+    for step in CHAIN:
+        assert any(re.search(step, name) for name in names), step
+    again = snakemake("--profile", "profiles/smoke", "table3", cwd=moved)
+    assert again.returncode == 0 and "Nothing to be done" in again.stdout + again.stderr
+    load = subprocess.run(
+        [sys.executable, "-m", "memrl.tracking", "results/smoke"],
+        cwd=moved,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert load.returncode == 0 and "'jobs': 0" in load.stderr, load.stderr[-3000:]
+
+
+@pytest.fixture(scope="module")
+def ui(moved):
+    """`memrl ui` on the moved run's store; yields the address it prints."""
+    port = free_port("127.0.0.1")
+    command = [sys.executable, "-m", "memrl.cli", "ui", "results/smoke", "--port", str(port)]
+    log = moved / "ui.log"
+    with serving(command, log, f"http://127.0.0.1:{port}", cwd=moved):
+        [address] = re.findall(r"MLflow UI of results/smoke: (\S+)", log.read_text())
+        yield address
+
+
+@pytest.fixture(scope="module")
+def browser():
+    from playwright.sync_api import sync_playwright
+
+    chromium = shutil.which("chromium")
+    assert chromium, "Debian's chromium (apt-get install chromium): .ci/run installs it"
+    with sync_playwright() as playwright:
+        launched = playwright.chromium.launch(executable_path=chromium, args=["--no-sandbox"])
+        yield launched
+        launched.close()
+
+
+def artifacts(address: str, run_id: str) -> list[str]:
+    root = address.split("#")[0]
+    url = f"{root}ajax-api/2.0/mlflow/artifacts/list?run_id={run_id}"
+    with urllib.request.urlopen(url, timeout=30) as reply:
+        return [entry["path"] for entry in json.load(reply).get("files", [])]
+
+
+def follow(page, name: re.Pattern[str] | str, heading: str | None = None):
+    """Open the run page's whole description, click its link named `name` (MLflow opens a
+    description's links in a new tab) and return the new tab, once it shows the run's name
+    (`heading`, else the link's), and the link's text."""
+    page.get_by_text("Description", exact=True).first.wait_for()
+    more = page.get_by_text("Show more", exact=True)
+    if more.count():
+        more.first.click()
+    link = page.get_by_role("link", name=name, exact=isinstance(name, str)).first
+    text = link.inner_text()
+    with page.context.expect_page() as opened:
+        link.click()
+    run = opened.value
+    run.get_by_role("heading", name=heading or text, exact=True).wait_for()
+    return run, text
+
+
+def test_the_ui_leads_from_table3_to_the_base_model_by_the_descriptions_links(ui, browser):
+    page = browser.new_page(viewport={"width": 1600, "height": 1000})
+    page.set_default_timeout(60_000)
+    page.goto(ui)
+    # the runs, not MLflow's GenAI overview: the pipeline's run, named by run, time, targets
+    runs = page.get_by_role("link", name=re.compile(r"^smoke \d\d-\d\d \d\d:\d\d table3$"))
+    runs.first.click()
+    page.get_by_text(re.compile(r"^Run smoke: FINISHED; \d+ jobs")).wait_for()
+    page, _ = follow(page, "table3", heading="make_table table3")
+    run_id = page.url.split("/runs/", 1)[1].split("?")[0]
+    assert {"table3.md", "table3.csv", "provenance.json"} <= set(artifacts(ui, run_id))
+    followed = []
+    for step in CHAIN:
+        page, name = follow(page, re.compile(step))
+        followed.append(name)
+    assert followed[-1] == "download_model tiny-instruct", followed
+    page.get_by_text("models/tiny-instruct", exact=True).first.wait_for()  # what it wrote
