@@ -12,7 +12,8 @@ CHANGELOG = ("before this change", "Upgrading a run", "(was ", "; was ", ", was 
 
 def test_the_smoke_time_each_page_gives_is_the_last_bench_measurement(repo):
     speed = (repo / "docs/speed.md").read_text()
-    measured = float(re.search(r"^\| smoke DAG \| ([\d.]+) min", speed, re.MULTILINE)[1])
+    row = re.search(r"^\| smoke DAG \|(.*)$", speed, re.MULTILINE)[1]
+    measured = float(re.search(r"([\d.]+) min", row)[1])
     lines = [line for line in docs_text(repo).splitlines() if "smoke" in line or "151 jobs" in line]
     said = [int(n) for line in lines for n in re.findall(r"about (\d+) min", line)]
     assert len(said) >= 3 and set(said) == {round(measured)}, (said, measured)
