@@ -316,8 +316,8 @@ def test_ruler_hqa_samples_become_instances_chunked_in_the_policys_tokens(tmp_pa
     import pyarrow as pa
     import pyarrow.parquet as pq
 
+    from memrl.benchmarks.ruler_hqa import instance_rows
     from memrl.data.io import write_jsonl_atomic
-    from memrl.jobs.evaluate import _instance_rows
 
     pool = tmp_path / "pool_docs.parquet"
     pq.write_table(pa.table({"doc": ["Ada was born in Caldre.", "Varn has a port."]}), pool)
@@ -341,7 +341,7 @@ def test_ruler_hqa_samples_become_instances_chunked_in_the_policys_tokens(tmp_pa
     write_jsonl_atomic(data, rows)
     spec = {"source": "ruler_qa2_421K", "chunk_tokens": 16, "prompt": "Remember."}
     settings = {"benchmark": "ruler_hqa", "ruler_hqa": spec}
-    first, second = _instance_rows(settings, CharTokenizer(), pool)("hqa", data)
+    first, second = instance_rows(settings, CharTokenizer(), pool)("hqa", data)
     context = "Document 1:\nVarn has a port.\n\nDocument 2:\nAda was born in Caldre."
     assert "".join(first["chunks"]) == context and {len(c) for c in first["chunks"][:-1]} == {16}
     assert first["questions"] == ["Where was Ada born?"] and first["answers"] == [["Caldre"]]
@@ -352,4 +352,4 @@ def test_ruler_hqa_samples_become_instances_chunked_in_the_policys_tokens(tmp_pa
     )
     assert second["chunks"] == ["Varn has a port."]
     with pytest.raises(SystemExit, match="pass --pool"):
-        _instance_rows(settings, CharTokenizer(), None)("hqa", data)
+        instance_rows(settings, CharTokenizer(), None)("hqa", data)

@@ -40,8 +40,8 @@ from pathlib import Path
 from typing import Any
 
 from memrl import config as cfg
-from memrl.benchmarks import MEMAGENT_BENCHMARKS, PROBE_BENCHMARK
-from memrl.data.longbench import PUBLISHED_SIZES as LONGBENCH_SIZES
+from memrl.benchmarks import benchmark
+from memrl.benchmarks.ruler_hqa import context_tokens as hqa_tokens
 from memrl.report.flops import Qwen2Shape, dense_parameters, published_shape, sequence_flops
 from memrl.report.memalpha_tables import STAT_FIELDS
 from memrl.scoring.memalpha import JUDGE_TEMPLATE, is_judged
@@ -57,7 +57,6 @@ from memrl.systems.base import (
 
 MEASURED = Path(__file__).resolve().parent / "measured" / "gpu_throughput_h200.json"
 DEFAULT_CONFIG = "config/smoke.yaml"  # the Snakefile's embedded default
-LONGBENCH_TOKENS_PER_WORD = 1.3  # Qwen2.5's tokenizer on English prose, about
 BF16_BYTES, TRAINING_STATE_BYTES = 2, 14  # per parameter
 GB = 1e9
 
@@ -130,38 +129,11 @@ def forward_flops(shape: Qwen2Shape, lengths: Iterable[int]) -> float:
 # ---------------------------------------------------------------- what one job does
 
 
-PRICED_BENCHMARKS = (*MEMAGENT_BENCHMARKS, PROBE_BENCHMARK)  # the sizes below know these
-HQA_TOKENS_PER_DOC = 140  # RULER-HQA's documents: the paper's 7K tokens at 50
-
-
-def hqa_tokens(config: dict[str, Any], n_docs: int) -> int:
-    """RULER-HQA's context at `n_docs` documents: its length label ("7K", "3.5M"), or the tokens
-    per document of the labelled lengths (the paper's where none reads as tokens)."""
-    labels = {
-        int(n): _label_tokens(label) for n, label in config["ruler_hqa"]["length_labels"].items()
-    }
-    if labels.get(n_docs):
-        return labels[n_docs]
-    per_doc = [tokens / n for n, tokens in labels.items() if tokens]
-    return round(n_docs * (sum(per_doc) / len(per_doc) if per_doc else HQA_TOKENS_PER_DOC))
-
-
-def _label_tokens(label: str) -> int | None:
-    match = re.fullmatch(r"([\d.]+)\s*([KM])", str(label).strip())
-    return round(float(match[1]) * {"K": 1e3, "M": 1e6}[match[2]]) if match else None
-
-
 def job_questions(config: dict[str, Any], settings: dict[str, Any]) -> list[tuple[int, int]]:
-    """(questions, context tokens) per task of one evaluate job on MemAgent's benchmarks, in
-    its shard: the config's sizes, LongBench's published ones."""
-    benchmark, tasks, length = settings["benchmark"], settings["tasks"], int(settings["length"])
-    if benchmark == "longbench":
-        sizes = [LONGBENCH_SIZES[task] for task in tasks]
-        work = [(n, round(words * LONGBENCH_TOKENS_PER_WORD)) for n, words in sizes]
-    elif benchmark == "ruler":
-        work = [(config["ruler"]["samples"], length)] * len(tasks)
-    else:  # RULER-HQA, and the probe's placements of it
-        work = [(config["ruler_hqa"]["eval_questions"], hqa_tokens(config, length))] * len(tasks)
+    """(questions, context tokens) per task of one evaluate job on a benchmark that sizes its
+    samples (MemAgent's), in its shard."""
+    sizes = benchmark(settings["benchmark"]).sizes
+    work = sizes(config, settings["tasks"], int(settings["length"]))
     shards = settings.get("shards", 1)
     return [(math.ceil(n / shards), tokens) for n, tokens in work]
 
@@ -170,7 +142,7 @@ def evaluation_flops(
     config: dict[str, Any], settings: dict[str, Any], shape: Qwen2Shape
 ) -> float | None:
     kind = system_kind(settings["kind"])
-    if kind.calls is None or settings["benchmark"] not in PRICED_BENCHMARKS:
+    if kind.calls is None or benchmark(settings["benchmark"]).sizes is None:
         return None
     total = 0.0
     for questions, tokens in job_questions(config, settings):

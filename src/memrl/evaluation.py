@@ -22,7 +22,7 @@ from typing import Any
 
 from memrl.agents.chunking import token_chunks
 from memrl.agents.driver import Rollout, Workflow, run_batched
-from memrl.benchmarks import PROBE_BENCHMARK
+from memrl.benchmarks import benchmark
 from memrl.data.io import append_jsonl, jsonl_row
 from memrl.data.ruler_hqa import context_pieces
 from memrl.engines.base import ChatEngine, ChatRequest, SamplingParams
@@ -32,12 +32,6 @@ from memrl.scoring.intervals import interval, nested_interval
 from memrl.secrets import redact
 
 log = logging.getLogger(__name__)
-
-
-RULER_HQA_OUTPUT_TOKENS = 10000  # the official direct-generation MAX_OUTPUT_LEN
-
-
-MEMALPHA_OUTPUT_TOKENS = 2048  # long_context_eval.py's answers on Mem-α's benchmarks
 
 
 @dataclass(frozen=True)
@@ -53,63 +47,22 @@ class Task:
 
 def question(task: Task, row: dict[str, Any]) -> str:
     """The problem a memory agent (or a retriever) gets: the question without its context."""
-    if task.benchmark == "longbench":
-        from memrl.data.longbench import question_for_memagent
-
-        return question_for_memagent(task.task, row)
-    return row["input"]
+    return benchmark(task.benchmark).question(task, row)
 
 
 def direct_prompt(task: Task, row: dict[str, Any], context: str) -> str:
-    """The whole prompt of direct generation: LongBench's own template, else the official one.
-
-    RULER's upstream rows get RULER's own prompt (context inside the task template, answer prefix
-    last); MemAgent's fork (and so the paper) asks them the official way, without the prefix.
-    """
-    if task.benchmark == "longbench":
-        from memrl.data.longbench import prompt
-
-        return prompt(task.task, context, row["input"])
-    if task.benchmark == "ruler" and task.variant == "upstream":
-        from memrl.data.ruler import ruler_prompt
-
-        return ruler_prompt({**row, "context": context})
-    from memrl.baselines.longcontext import official_prompt
-
-    return official_prompt(context, row["input"])
+    """The whole prompt of direct generation, as the benchmark asks it."""
+    return benchmark(task.benchmark).direct_prompt(task, row, context)
 
 
 def output_tokens(task: Task, configured: int | None) -> int:
     """A direct-generation budget: the configured one, else the benchmark's own."""
-    if configured is not None:
-        return configured
-    if task.benchmark == "longbench":
-        from memrl.data.longbench import max_new_tokens
-
-        return max_new_tokens(task.task)
-    if task.benchmark == "ruler":
-        from memrl.data.ruler import tokens_to_generate
-
-        return tokens_to_generate(task.task)
-    if task.benchmark in ("memalpha", "mab"):
-        return MEMALPHA_OUTPUT_TOKENS
-    return RULER_HQA_OUTPUT_TOKENS
+    return configured if configured is not None else benchmark(task.benchmark).output_tokens(task)
 
 
 def score(task: Task, row: dict[str, Any], response: str) -> dict[str, Any]:
     """Per-sample scores; `score` in [0, 1] is the paper's metric, the rest are reported beside."""
-    if task.benchmark in ("ruler_hqa", PROBE_BENCHMARK):
-        from memrl.scoring.metrics import score_answer_is
-
-        scores = score_answer_is(response, row["answers"][0])
-        return {**scores, "score": scores["sub_em"]}
-    if task.benchmark == "ruler":
-        from memrl.scoring.ruler import score_ruler
-
-        return score_ruler(task.task, response, row["answers"], task.variant)
-    from memrl.scoring.longbench import score_longbench
-
-    return score_longbench(task.task, response, row["answers"], task.strip_think)
+    return benchmark(task.benchmark).score(task, row, response)
 
 
 def failed_scores(task: Task, row: dict[str, Any]) -> dict[str, Any]:

@@ -13,6 +13,7 @@ modules, each importing only those above it:
 The names below are the package's interface (what the workflow, the CLI and the reports use).
 """
 
+from memrl.benchmarks.ruler_hqa import probe_task
 from memrl.config.base import (
     O200K,
     RAW_FORMATS,
@@ -53,7 +54,6 @@ from memrl.config.matrix import (
     eval_systems,
     memorizes,
     model_gpus,
-    probe_task,
     train_gpus,
     train_nodes,
 )

@@ -3,17 +3,10 @@ shards and GPUs."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any, NamedTuple
 
-from memrl.benchmarks import (
-    MEMALPHA_BENCHMARKS,
-    NO_LENGTH,
-    PROBE_BENCHMARK,
-    RULER_HQA_TASK,
-)
+from memrl.benchmarks import registered
 from memrl.config.base import ablation_name, memalpha_runs, qa_model, trained_runs, uses_qa_server
-from memrl.data.longbench import LONGBENCH_SUM  # Table 2; the other tasks are QA (Table 3)
 from memrl.systems import system_kind
 
 
@@ -84,50 +77,19 @@ def eval_model(config: dict[str, Any], system: dict[str, Any], benchmark: str) -
     return qa_model(config) if memorizes(system, benchmark) else system["model"]
 
 
-def ruler_sets(config: dict[str, Any]) -> list[tuple[str, int]]:
-    """Every (task, length) RULER set, lengths above a task's `max_length` left out."""
-    ruler = config["ruler"]
-    caps = ruler.get("max_length", {})
-    return [
-        (task, length)
-        for task in ruler["tasks"]
-        for length in ruler["lengths"]
-        if length <= caps.get(task, length)
-    ]
-
-
 def eval_jobs(config: dict[str, Any], systems: Systems | None = None) -> list[EvalJob]:
     """Every evaluation job: systems (config order) x their benchmarks x lengths, each job
     covering the benchmark's tasks at that length. `systems`: `eval_systems(config)`, when the
     caller has it already."""
     jobs = []
     for system_id, system in (systems or eval_systems(config)).items():
-        tasks: dict[tuple[str, int], list[str]] = {}
-        if _runs_benchmark(system, "ruler_hqa"):
-            limit = system.get("max_docs")
-            for n in config["ruler_hqa"]["n_docs"]:
-                if limit is None or n <= limit:
-                    tasks[("ruler_hqa", n)] = [RULER_HQA_TASK]
-        only = system.get("tasks", {})  # a memory-ablation variant's tasks
-        if _runs_benchmark(system, "ruler"):
-            limit = system.get("max_length")
-            for task, length in ruler_sets(config):
-                if (limit is None or length <= limit) and task in only.get("ruler", (task,)):
-                    tasks.setdefault(("ruler", length), []).append(task)
-        if _runs_benchmark(system, "longbench"):
-            tasks[("longbench", NO_LENGTH)] = [
-                task
-                for task in config["longbench"]["tasks"]
-                if not (system_kind(system["kind"]).qa_only and task in LONGBENCH_SUM)
-                and task in only.get("longbench", (task,))
-            ]
-        for benchmark in MEMALPHA_BENCHMARKS:
-            if _runs_benchmark(system, benchmark):
-                tasks[(benchmark, NO_LENGTH)] = list(config["memalpha"][benchmark]["sources"])
-        probe = config["evaluation"].get("probe")
-        if probe and system_id in probe["systems"]:
-            for n in probe["n_docs"]:
-                tasks[(PROBE_BENCHMARK, n)] = [probe_task(p) for p in probe["placements"]]
+        kind = system_kind(system["kind"])
+        tasks = {
+            (name, length): names
+            for name, found in registered().items()
+            if found.chosen_per_system or _runs_benchmark(system, name)
+            for length, names in found.sets(config, system_id, system, kind).items()
+        }
         jobs += [
             EvalJob(
                 benchmark,
@@ -142,21 +104,15 @@ def eval_jobs(config: dict[str, Any], systems: Systems | None = None) -> list[Ev
     return jobs
 
 
-def probe_task(placement: Sequence[int]) -> str:
-    """A probe placement's task name: [0, 20] (percent depths of the two groups) -> p0_20."""
-    return f"p{placement[0]}_{placement[1]}"
-
-
 def eval_shards(config: dict[str, Any], system: dict[str, Any], benchmark: str, length: int) -> int:
     """Jobs one evaluation is split over: `evaluation.shards.<benchmark>` maps a length to the
     shard count from that length up (the longest such length wins); 1 below them all. A probe
     set is split as the RULER-HQA set of its length."""
     if not system_kind(system["kind"]).sharded:
         return 1
-    benchmark = "ruler_hqa" if benchmark == PROBE_BENCHMARK else benchmark
+    key = found.shards_as if (found := registered()[benchmark]).shards_as else benchmark
     steps = sorted(
-        (int(start), count)
-        for start, count in config["evaluation"]["shards"].get(benchmark, {}).items()
+        (int(start), count) for start, count in config["evaluation"]["shards"].get(key, {}).items()
     )
     return next((count for start, count in reversed(steps) if length >= start), 1)
 

@@ -10,8 +10,9 @@ from memrl.benchmarks import (
     MEMALPHA_BENCHMARKS,
     PROBE_BENCHMARK,
 )
+from memrl.benchmarks.ruler import ruler_sets
 from memrl.config.base import ConfigError, memalpha_runs, model_reproduces, trained_runs
-from memrl.config.matrix import EvalJob, eval_jobs, eval_systems, rl_ablation_groups, ruler_sets
+from memrl.config.matrix import EvalJob, eval_jobs, eval_systems, rl_ablation_groups
 from memrl.config.settings import memalpha_recipe
 from memrl.data.longbench import LONGBENCH_SUM  # Table 2; the other tasks are QA (Table 3)
 from memrl.data.ruler import TASKS as RULER_TASK_SPECS

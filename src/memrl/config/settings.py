@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from memrl.benchmarks import benchmark
 from memrl.config.base import MEMALPHA_STAGE, ConfigError, memagent_runs, memalpha_runs, qa_model
 from memrl.config.matrix import (
     EvalJob,
@@ -215,11 +216,7 @@ def eval_settings(
         "final_prompt": evaluation["final_prompt"],
         **system_kind(system["kind"]).job_settings(config, system),
     }
-    if job.benchmark == "ruler":
-        settings["variant"] = config["ruler"]["variant"]
-    if job.benchmark == "longbench" and evaluation.get("longbench_strip_think"):
-        settings["strip_think"] = True  # only when on: LongBench jobs rerun only then
-    return settings
+    return {**settings, **benchmark(job.benchmark).row_settings(config)}
 
 
 def _memalpha_eval_settings(
@@ -243,9 +240,7 @@ def _memalpha_eval_settings(
         "allow_failures": allowed_failures(config),
         **system_kind(system["kind"]).instance_settings(config, system),
     }
-    if job.benchmark == "ruler_hqa":
-        settings["ruler_hqa"] = spec["ruler_hqa"]
-    return settings
+    return {**settings, **benchmark(job.benchmark).instance_settings(config)}
 
 
 def allowed_failures(config: dict[str, Any]) -> float:
@@ -265,8 +260,7 @@ def memorize_settings(
         "wave_size": config["evaluation"]["wave_size"],
         "allow_failures": allowed_failures(config),
     }
-    if job.benchmark == "ruler_hqa":
-        settings["ruler_hqa"] = config["memalpha"]["ruler_hqa"]
+    settings.update(benchmark(job.benchmark).instance_settings(config))
     kind_settings = system_kind(system["kind"]).memorize_settings
     if kind_settings is None:
         raise ConfigError(f"system {job.system!r}: a {system['kind']} system has no memorize job")

@@ -13,6 +13,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from memrl import tracking
+from memrl.benchmarks import benchmark
+from memrl.benchmarks.ruler_hqa import pool_documents
 from memrl.digests import file_digest
 from memrl.jobs.common import build_engine, log, require_rows
 
@@ -194,52 +196,11 @@ def _memories_by_task(path: Path) -> dict[tuple[str, int], dict[str, Any]]:
 def _instance_rows(
     s: dict[str, Any], tokenizer: Any, pool: Path | None
 ) -> Callable[[str, Path], list[dict[str, Any]]]:
-    """Mem-α instances of a job's task: the Memalpha parquet's, or RULER-HQA's samples with
-    their contexts chunked in `tokenizer`'s tokens (settings `ruler_hqa`)."""
-    if s["benchmark"] != "ruler_hqa":
-        return _memalpha_rows(tokenizer)
-    from memrl.data.io import read_jsonl
-    from memrl.data.memalpha import ruler_hqa_instance
-    from memrl.evaluation import row_chunks
-
-    spec = s["ruler_hqa"]
-
-    def rows_of(name: str, data: Path) -> list[dict[str, Any]]:
-        rows = read_jsonl(data, required=EVAL_ROW_FIELDS)
-        docs = pool_documents(rows, pool)
-        return [
-            ruler_hqa_instance(
-                row,
-                list(row_chunks(row, docs, tokenizer, spec["chunk_tokens"])),
-                spec["source"],
-                spec["prompt"],
-            )
-            for row in rows
-        ]
-
-    return rows_of
-
-
-def _memalpha_rows(tokenizer: Any) -> Callable[[str, Path], list[dict[str, Any]]]:
-    """Rows of a Mem-α task (a data source): every task of a job names the same parquet, read
-    once; each instance measured in `tokenizer`'s tokens (its chunks)."""
-    from memrl.agents.chunking import count_tokens
-    from memrl.data.memalpha import instances_by_source
-
-    files: dict[Path, dict[str, list[dict[str, Any]]]] = {}
-
-    def rows_of(name: str, data: Path) -> list[dict[str, Any]]:
-        if data not in files:
-            files[data] = instances_by_source(data)
-        if name not in files[data]:
-            known = ", ".join(sorted(files[data]))
-            raise SystemExit(f"{data}: no instance of data source {name!r} (it has: {known})")
-        rows = files[data][name]
-        for row in rows:
-            row["num_tokens"] = sum(count_tokens(tokenizer, row["chunks"]))
-        return rows
-
-    return rows_of
+    """Mem-α instances of a job's tasks, as its benchmark makes them."""
+    make = benchmark(s["benchmark"]).instance_rows
+    if make is None:
+        raise SystemExit(f"benchmark {s['benchmark']!r} has no Mem-α instances")
+    return make(s, tokenizer, pool)
 
 
 def _memorized_rows(
@@ -314,32 +275,9 @@ def _write_predictions_and_metrics(
         )
 
 
-EVAL_ROW_FIELDS = ("index", "input", "answers")  # what scoring reads of a synthesized row
-
-
 def eval_rows(task: Any, data: Path, tokenizer: Any) -> list[dict[str, Any]]:
-    """The benchmark's rows; LongBench's are read from its parquet and measured in tokens."""
-    from memrl.data.io import read_jsonl
-
-    if task.benchmark != "longbench":
-        return read_jsonl(data, required=EVAL_ROW_FIELDS)
-    from memrl.data.longbench import load_longbench
-
-    rows = load_longbench(data, task.task)
-    for row in rows:
-        row["num_tokens"] = len(tokenizer.encode(row["context"], add_special_tokens=False))
-    return rows
-
-
-def pool_documents(rows: list[dict[str, Any]], pool_docs: Path | None) -> list[str] | None:
-    """RULER-HQA's document pool, needed only by rows that store doc ids instead of text."""
-    if not any("doc_ids" in row for row in rows):
-        return None
-    if pool_docs is None:
-        raise SystemExit("these rows store doc ids: pass --pool with the hqa-pool documents")
-    from memrl.data.io import read_parquet
-
-    return read_parquet(pool_docs, ["doc"])["doc"].to_pylist()
+    """A task's rows, as its benchmark reads them."""
+    return benchmark(task.benchmark).read_rows(task, data, tokenizer)
 
 
 def _engine_spec(s: dict[str, Any]) -> dict[str, Any]:

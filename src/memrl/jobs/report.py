@@ -9,7 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from memrl import tracking
-from memrl.jobs.evaluate import eval_rows, pool_documents
+from memrl.benchmarks.ruler_hqa import pool_documents
+from memrl.jobs.evaluate import eval_rows
 from memrl.models import load_tokenizer
 
 

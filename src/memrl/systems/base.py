@@ -22,7 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from memrl.benchmarks import BENCHMARKS, MEMAGENT_BENCHMARKS, MEMALPHA_BENCHMARKS
+from memrl.benchmarks import BENCHMARKS, MEMAGENT_BENCHMARKS
+from memrl.benchmarks import benchmark as benchmark_of
 from memrl.engines.base import ChatEngine, SamplingParams
 from memrl.evaluation import Judge, Prepare, Task, WaveRunner, WorkflowFactory
 
@@ -141,12 +142,12 @@ class SystemKind:
         instance first (`memorize`), then the evaluate job answers or judges on the QA model."""
         if self.memorizer is None:
             return False
-        return self.instances_only or benchmark in MEMALPHA_BENCHMARKS
+        return self.instances_only or benchmark_of(benchmark).instances
 
     def reads_instances(self, benchmark: str) -> bool:
         """Whether its evaluation on `benchmark` reads Mem-α instances, asking each instance's
         questions (Mem-α's benchmarks, and any its memorize job has read first)."""
-        return benchmark in MEMALPHA_BENCHMARKS or self.memorizes(benchmark)
+        return benchmark_of(benchmark).instances or self.memorizes(benchmark)
 
 
 def baseline_protocol(config: Config) -> Settings:

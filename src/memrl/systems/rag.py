@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from memrl.agents.driver import Workflow
-from memrl.benchmarks import MEMALPHA_BENCHMARKS
+from memrl.benchmarks import MEMALPHA_BENCHMARKS, benchmark
 from memrl.data.ruler_hqa import context_pieces
 from memrl.engines.base import ChatEngine, SamplingParams
 from memrl.evaluation import (
@@ -118,9 +118,10 @@ def expand(name: str, spec: Settings) -> dict[str, Settings]:
     return systems
 
 
-def runs(system: Settings, benchmark: str) -> bool:
-    """Whole documents everywhere (Mem-α's benchmarks: their chunks), fixed chunks on LongBench."""
-    return (system["unit"] == "doc") == (benchmark != "longbench")
+def runs(system: Settings, name: str) -> bool:
+    """A RAG system runs where it retrieves its benchmark's unit: whole documents (Mem-α's
+    benchmarks: their chunks), or fixed chunks (LongBench)."""
+    return (system["unit"] == "doc") == benchmark(name).retrieves_documents
 
 
 def retriever_options(config: Config, system: Settings) -> Settings:

@@ -1,0 +1,39 @@
+"""The benchmarks, one module each, registered by name: what an evaluation job asks of the
+one it reads is a `Benchmark` (memrl.benchmarks.base): the question a memory agent gets, the
+direct prompt, the output budget and the per-sample scores. The names below are the bottom of the
+package: the config, the system kinds, the evaluation loop and the reports name benchmarks
+through them; `benchmark(name)` gives the module's `Benchmark`."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from memrl.benchmarks.base import Benchmark
+
+BENCHMARKS = ("ruler_hqa", "ruler", "longbench", "memalpha", "mab")
+MEMAGENT_BENCHMARKS = BENCHMARKS[:3]  # MemAgent's suites
+MEMALPHA_BENCHMARKS = BENCHMARKS[3:]  # Mem-α's: Memalpha validation, MemoryAgentBench
+# what Mem-α's framework reads as instances: its benchmarks, and RULER-HQA's samples made
+# instances (memalpha.ruler_hqa)
+INSTANCE_BENCHMARKS = (*MEMALPHA_BENCHMARKS, "ruler_hqa")
+NO_LENGTH = 0  # the one "length" of a benchmark without a length axis (LongBench, Mem-α's)
+RULER_HQA_TASK = "hqa"  # RULER-HQA's one task
+PROBE_BENCHMARK = "ruler_hqa_probe"  # Table 4: RULER-HQA, the gold groups at given depths
+EVAL_BENCHMARKS = (*BENCHMARKS, PROBE_BENCHMARK)  # what an evaluation job may read
+
+
+def benchmark(name: str) -> Benchmark:
+    """The registered benchmark `name` (imported on first use: the modules compose
+    memrl.data and memrl.scoring); an unknown one names the known ones."""
+    known = registered()
+    if name not in known:
+        raise ValueError(f"unknown benchmark {name!r}; known: {', '.join(known)}")
+    return known[name]
+
+
+def registered() -> dict[str, Benchmark]:
+    """Every registered benchmark by name, in the order the plan lists its jobs."""
+    from memrl.benchmarks.registry import REGISTRY
+
+    return REGISTRY

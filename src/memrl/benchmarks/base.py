@@ -1,0 +1,103 @@
+"""What the plan and an evaluation ask of a benchmark. Each benchmark module declares one
+`Benchmark`; the plan (memrl.config), the evaluation loop (memrl.evaluation, memrl.jobs) and
+`memrl cost` call it through `memrl.benchmarks.benchmark(name)` and name no benchmark."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from memrl.evaluation import Task
+
+Row = dict[str, Any]
+RowsOf = Callable[[str, Path], list[Row]]  # a task's name and set -> its rows
+Sets = dict[int, list[str]]  # a length -> the tasks one evaluation job covers there
+
+
+def input_question(task: Task, row: Row) -> str:
+    """The row's `input`: the question without its context."""
+    return row["input"]
+
+
+def official_direct_prompt(task: Task, row: Row, context: str) -> str:
+    """MemAgent's official direct-generation prompt: the context, then the question."""
+    from memrl.baselines.longcontext import official_prompt
+
+    return official_prompt(context, row["input"])
+
+
+EVAL_ROW_FIELDS = ("index", "input", "answers")  # what scoring reads of a synthesized row
+
+
+def jsonl_rows(task: Task, data: Path, tokenizer: Any) -> list[Row]:
+    """The set's rows as our synthesis writes them (JSONL; each row knows its token count)."""
+    from memrl.data.io import read_jsonl
+
+    return read_jsonl(data, required=EVAL_ROW_FIELDS)
+
+
+def no_settings(config: Row) -> Row:
+    return {}
+
+
+def fixed_budget(tokens: int) -> Callable[[Task], int]:
+    """An output budget that is the same for every task of the benchmark."""
+
+    def budget(task: Task) -> int:
+        return tokens
+
+    return budget
+
+
+def no_sets(config: Row, system_id: str, system: Row, kind: Any) -> Sets:
+    return {}
+
+
+@dataclass(frozen=True)
+class Benchmark:
+    """A benchmark, as the plan and an evaluation job see it.
+
+    The plan:
+    - `sets(config, system_id, system, kind)`: length -> the tasks one evaluation job of the
+      system covers there (one job per length; an empty list plans none).
+    - `chosen_per_system`: its own config block lists the systems that run it (the probe),
+      rather than each system's `benchmarks`.
+    - `shards_as`: the benchmark whose `evaluation.shards` steps split its jobs (default: its own).
+    - `row_settings(config)`, `instance_settings(config)`: what its evaluation jobs read of the
+      config beyond the system's settings (per row; as instances, memorize jobs too). Only what
+      they read: a key it does not add cannot rerun its jobs.
+    - `sizes(config, tasks, length)`: (questions, context tokens) per task of an evaluation at
+      `length`, as `memrl cost` prices it; None where its instances' own shapes size it.
+    - `instances`: its sets are Mem-α instances (chunks, then the questions asked after them),
+      read by Mem-α's framework, MEM1 and the Mem-α baselines.
+    - `retrieves_documents`: a RAG baseline retrieves whole documents on it (else fixed chunks).
+
+    An evaluation:
+    - `read_rows(task, data, tokenizer)`: a task's rows, for the systems that answer per row.
+    - `instance_rows(settings, tokenizer, pool)`: its sets as Mem-α instances (its own, or its
+      samples made instances); None where they cannot be.
+    - `question(task, row)`: what a memory agent (or a retriever) is asked, without the context.
+    - `direct_prompt(task, row, context)`: the whole prompt of direct generation.
+    - `output_tokens(task)`: the direct-generation budget when the config sets none.
+    - `score(task, row, response)`: the per-sample scores; `score` in [0, 1] is the paper's
+      metric, the rest are reported beside it.
+    """
+
+    name: str
+    score: Callable[[Task, Row, str], dict[str, Any]]
+    output_tokens: Callable[[Task], int]
+    sets: Callable[[Row, str, Row, Any], Sets] = no_sets
+    chosen_per_system: bool = False
+    shards_as: str | None = None
+    row_settings: Callable[[Row], Row] = no_settings
+    instance_settings: Callable[[Row], Row] = no_settings
+    sizes: Callable[[Row, list[str], int], list[tuple[int, int]]] | None = None
+    instances: bool = False
+    retrieves_documents: bool = True
+    read_rows: Callable[[Task, Path, Any], list[Row]] = jsonl_rows
+    instance_rows: Callable[[Row, Any, Path | None], RowsOf] | None = None
+    question: Callable[[Task, Row], str] = input_question
+    direct_prompt: Callable[[Task, Row, str], str] = official_direct_prompt

@@ -1,0 +1,55 @@
+"""Memalpha's validation set (Mem-α's Table 1): instances of chunks and questions. Its QA model
+answers within `long_context_eval.py`'s budget; a per-sample answer is scored with LongBench's
+metric of the row's task."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from memrl.benchmarks import NO_LENGTH, longbench
+from memrl.benchmarks.base import Benchmark, RowsOf, Sets, fixed_budget
+
+OUTPUT_TOKENS = 2048  # long_context_eval.py's answers on Mem-α's benchmarks
+
+
+def instance_rows(s: dict[str, Any], tokenizer: Any, pool: Path | None) -> RowsOf:
+    """Rows of a task (a data source): every task of a job names the same parquet, read once;
+    each instance measured in `tokenizer`'s tokens (its chunks)."""
+    from memrl.agents.chunking import count_tokens
+    from memrl.data.memalpha import instances_by_source
+
+    files: dict[Path, dict[str, list[dict[str, Any]]]] = {}
+
+    def rows_of(name: str, data: Path) -> list[dict[str, Any]]:
+        if data not in files:
+            files[data] = instances_by_source(data)
+        if name not in files[data]:
+            known = ", ".join(sorted(files[data]))
+            raise SystemExit(f"{data}: no instance of data source {name!r} (it has: {known})")
+        rows = files[data][name]
+        for row in rows:
+            row["num_tokens"] = sum(count_tokens(tokenizer, row["chunks"]))
+        return rows
+
+    return rows_of
+
+
+def source_sets(name: str) -> Callable[..., Sets]:
+    """The plan of a Mem-α benchmark: one job of its data sources (`memalpha.<name>.sources`)."""
+
+    def sets(config: dict[str, Any], system_id: str, system: dict[str, Any], kind: Any) -> Sets:
+        return {NO_LENGTH: list(config["memalpha"][name]["sources"])}
+
+    return sets
+
+
+BENCHMARK = Benchmark(
+    "memalpha",
+    score=longbench.score,
+    output_tokens=fixed_budget(OUTPUT_TOKENS),
+    instances=True,
+    instance_rows=instance_rows,
+    sets=source_sets("memalpha"),
+)

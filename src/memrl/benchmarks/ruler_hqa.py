@@ -1,0 +1,130 @@
+"""RULER-HQA (MemAgent's main benchmark: HotpotQA questions among distractor documents, from 50
+to 6,400 documents) and its probe (Table 4: the gold documents at given depths), scored by
+sub-string exact match of the first answer, as the official `answer_is` check."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from memrl.benchmarks import PROBE_BENCHMARK, RULER_HQA_TASK
+from memrl.benchmarks.base import EVAL_ROW_FIELDS, Benchmark, RowsOf, Sets, fixed_budget
+
+if TYPE_CHECKING:
+    from memrl.evaluation import Task
+
+OUTPUT_TOKENS = 10000  # the official direct-generation MAX_OUTPUT_LEN
+TOKENS_PER_DOC = 140  # its documents: the paper's 7K tokens at 50
+
+
+def context_tokens(config: dict[str, Any], n_docs: int) -> int:
+    """The context at `n_docs` documents: its length label ("7K", "3.5M"), or the tokens per
+    document of the labelled lengths (the paper's where none reads as tokens)."""
+    labels = {
+        int(n): _label_tokens(label) for n, label in config["ruler_hqa"]["length_labels"].items()
+    }
+    if labels.get(n_docs):
+        return labels[n_docs]
+    per_doc = [tokens / n for n, tokens in labels.items() if tokens]
+    return round(n_docs * (sum(per_doc) / len(per_doc) if per_doc else TOKENS_PER_DOC))
+
+
+def _label_tokens(label: str) -> int | None:
+    match = re.fullmatch(r"([\d.]+)\s*([KM])", str(label).strip())
+    return round(float(match[1]) * {"K": 1e3, "M": 1e6}[match[2]]) if match else None
+
+
+def sizes(config: dict[str, Any], tasks: list[str], length: int) -> list[tuple[int, int]]:
+    """(questions, context tokens) per task at `length` documents, for `memrl cost`."""
+    return [(config["ruler_hqa"]["eval_questions"], context_tokens(config, length))] * len(tasks)
+
+
+def score(task: Task, row: dict[str, Any], response: str) -> dict[str, Any]:
+    from memrl.scoring.metrics import score_answer_is
+
+    scores = score_answer_is(response, row["answers"][0])
+    return {**scores, "score": scores["sub_em"]}
+
+
+def sets(config: dict[str, Any], system_id: str, system: dict[str, Any], kind: Any) -> Sets:
+    """One job per document count, up to the system's `max_docs`."""
+    limit = system.get("max_docs")
+    return {
+        n: [RULER_HQA_TASK] for n in config["ruler_hqa"]["n_docs"] if limit is None or n <= limit
+    }
+
+
+def probe_task(placement: Sequence[int]) -> str:
+    """A probe placement's task name: [0, 20] (percent depths of the two groups) -> p0_20."""
+    return f"p{placement[0]}_{placement[1]}"
+
+
+def probe_sets(config: dict[str, Any], system_id: str, system: dict[str, Any], kind: Any) -> Sets:
+    """The systems `evaluation.probe` names: one job per document count, a task per placement."""
+    probe = config["evaluation"].get("probe")
+    if not probe or system_id not in probe["systems"]:
+        return {}
+    return {n: [probe_task(p) for p in probe["placements"]] for n in probe["n_docs"]}
+
+
+def instance_settings(config: dict[str, Any]) -> dict[str, Any]:
+    """How Mem-α's framework reads the samples: chunk size, source, prompt."""
+    return {"ruler_hqa": config["memalpha"]["ruler_hqa"]}
+
+
+def pool_documents(rows: list[dict[str, Any]], pool_docs: Path | None) -> list[str] | None:
+    """The document pool, needed only by rows that store doc ids instead of text."""
+    if not any("doc_ids" in row for row in rows):
+        return None
+    if pool_docs is None:
+        raise SystemExit("these rows store doc ids: pass --pool with the hqa-pool documents")
+    from memrl.data.io import read_parquet
+
+    return read_parquet(pool_docs, ["doc"])["doc"].to_pylist()
+
+
+def instance_rows(s: dict[str, Any], tokenizer: Any, pool: Path | None) -> RowsOf:
+    """The set's samples as Mem-α instances: each context chunked in `tokenizer`'s tokens, its
+    question asked after them (settings `ruler_hqa`: chunk size, source, prompt)."""
+    from memrl.data.io import read_jsonl
+    from memrl.data.memalpha import ruler_hqa_instance
+    from memrl.evaluation import row_chunks
+
+    spec = s["ruler_hqa"]
+
+    def rows_of(name: str, data: Path) -> list[dict[str, Any]]:
+        rows = read_jsonl(data, required=EVAL_ROW_FIELDS)
+        docs = pool_documents(rows, pool)
+        return [
+            ruler_hqa_instance(
+                row,
+                list(row_chunks(row, docs, tokenizer, spec["chunk_tokens"])),
+                spec["source"],
+                spec["prompt"],
+            )
+            for row in rows
+        ]
+
+    return rows_of
+
+
+BENCHMARK = Benchmark(
+    "ruler_hqa",
+    score=score,
+    output_tokens=fixed_budget(OUTPUT_TOKENS),
+    instance_rows=instance_rows,
+    instance_settings=instance_settings,
+    sizes=sizes,
+    sets=sets,
+)
+PROBE = Benchmark(
+    PROBE_BENCHMARK,
+    score=score,
+    output_tokens=fixed_budget(OUTPUT_TOKENS),
+    sizes=sizes,
+    sets=probe_sets,
+    chosen_per_system=True,
+    shards_as="ruler_hqa",  # split as the RULER-HQA set of its length
+)
