@@ -110,7 +110,7 @@ def eval_shards(config: dict[str, Any], system: dict[str, Any], benchmark: str, 
     set is split as the RULER-HQA set of its length."""
     if not system_kind(system["kind"]).sharded:
         return 1
-    key = found.shards_as if (found := registered()[benchmark]).shards_as else benchmark
+    key = registered()[benchmark].shards_as or benchmark
     steps = sorted(
         (int(start), count) for start, count in config["evaluation"]["shards"].get(key, {}).items()
     )
