@@ -20,8 +20,6 @@ DISPATCH = re.compile(
 # modules that still dispatch on a benchmark's name, each to move into the benchmark modules
 STILL_DISPATCHING = {
     "config/reports.py",
-    "cost.py",
-    "report/cells.py",
     "report/memory_patterns.py",
     "report/memagent_tables.py",
     "report/memagent_figures.py",

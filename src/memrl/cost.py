@@ -219,14 +219,15 @@ def split_instances(
 
 
 def job_instances(pricing: Pricing, settings: dict[str, Any]) -> Instances | None:
-    """The instances one memorize or evaluate job reads: RULER-HQA's samples at its length cut
-    into chunks (one question each, asked as a MemoryAgentBench source), else its tasks'."""
-    if settings["benchmark"] != "ruler_hqa":
+    """The instances one memorize or evaluate job reads: a benchmark's samples made instances
+    as it shapes them (RULER-HQA's), else its own, as the measured split's statistics size them."""
+    shapes = benchmark(settings["benchmark"]).instance_shapes
+    if shapes is None:
         return split_instances(pricing.instances, settings["benchmark"], settings["tasks"])
-    hqa = settings["ruler_hqa"]
-    chunks = math.ceil(hqa_tokens(pricing.config, int(settings["length"])) / hqa["chunk_tokens"])
-    samples = pricing.config["ruler_hqa"]["eval_questions"]
-    return [(samples, InstanceShape(chunks, hqa["chunk_tokens"], 1), hqa["source"])]
+    return [
+        (count, InstanceShape(*shape), source)
+        for count, shape, source in shapes(pricing.config, settings)
+    ]
 
 
 def judge_calls(qa: Settings, instance: InstanceShape, source: str) -> list[Call]:

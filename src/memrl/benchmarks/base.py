@@ -4,8 +4,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -65,12 +65,17 @@ class Benchmark:
       system covers there (one job per length; an empty list plans none).
     - `chosen_per_system`: its own config block lists the systems that run it (the probe),
       rather than each system's `benchmarks`.
+    - `lengths`: its sets have a length axis (documents, tokens); without one every job and
+      record is at length 0 (`memrl.benchmarks.NO_LENGTH`).
     - `shards_as`: the benchmark whose `evaluation.shards` steps split its jobs (default: its own).
     - `row_settings(config)`, `instance_settings(config)`: what its evaluation jobs read of the
       config beyond the system's settings (per row; as instances, memorize jobs too). Only what
       they read: a key it does not add cannot rerun its jobs.
     - `sizes(config, tasks, length)`: (questions, context tokens) per task of an evaluation at
       `length`, as `memrl cost` prices it; None where its instances' own shapes size it.
+    - `instance_shapes(config, settings)`: for `memrl cost`, (count, (chunks, tokens per chunk,
+      questions), source) of the instances an evaluation of its samples made instances reads;
+      None where they are its own instances (sized by the measured split's statistics).
     - `instances`: its sets are Mem-α instances (chunks, then the questions asked after them),
       read by Mem-α's framework, MEM1 and the Mem-α baselines.
     - `retrieves_documents`: a RAG baseline retrieves whole documents on it (else fixed chunks).
@@ -84,6 +89,9 @@ class Benchmark:
     - `output_tokens(task)`: the direct-generation budget when the config sets none.
     - `score(task, row, response)`: the per-sample scores; `score` in [0, 1] is the paper's
       metric, the rest are reported beside it.
+
+    The reports:
+    - `task_labels`: a task's column header in the paper, where its tasks have one.
     """
 
     name: str
@@ -91,13 +99,16 @@ class Benchmark:
     output_tokens: Callable[[Task], int]
     sets: Callable[[Row, str, Row, Any], Sets] = no_sets
     chosen_per_system: bool = False
+    lengths: bool = True
     shards_as: str | None = None
     row_settings: Callable[[Row], Row] = no_settings
     instance_settings: Callable[[Row], Row] = no_settings
     sizes: Callable[[Row, list[str], int], list[tuple[int, int]]] | None = None
+    instance_shapes: Callable[[Row, Row], list[tuple[int, tuple[int, int, int], str]]] | None = None
     instances: bool = False
     retrieves_documents: bool = True
     read_rows: Callable[[Task, Path, Any], list[Row]] = jsonl_rows
     instance_rows: Callable[[Row, Any, Path | None], RowsOf] | None = None
     question: Callable[[Task, Row], str] = input_question
     direct_prompt: Callable[[Task, Row, str], str] = official_direct_prompt
+    task_labels: Mapping[str, str] = field(default_factory=dict)

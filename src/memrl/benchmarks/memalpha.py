@@ -50,6 +50,7 @@ BENCHMARK = Benchmark(
     score=longbench.score,
     output_tokens=fixed_budget(OUTPUT_TOKENS),
     instances=True,
+    lengths=False,
     instance_rows=instance_rows,
     sets=source_sets("memalpha"),
 )

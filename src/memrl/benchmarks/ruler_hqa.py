@@ -4,6 +4,7 @@ sub-string exact match of the first answer, as the official `answer_is` check.""
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Sequence
 from pathlib import Path
@@ -54,6 +55,17 @@ def sets(config: dict[str, Any], system_id: str, system: dict[str, Any], kind: A
     return {
         n: [RULER_HQA_TASK] for n in config["ruler_hqa"]["n_docs"] if limit is None or n <= limit
     }
+
+
+def instance_shapes(
+    config: dict[str, Any], s: dict[str, Any]
+) -> list[tuple[int, tuple[int, int, int], str]]:
+    """Its samples at the job's length as Mem-α instances, for `memrl cost`: (count, (chunks,
+    tokens per chunk, questions), source): the context cut into chunks, one question each."""
+    spec = s["ruler_hqa"]
+    chunks = math.ceil(context_tokens(config, int(s["length"])) / spec["chunk_tokens"])
+    shape = (chunks, spec["chunk_tokens"], 1)
+    return [(config["ruler_hqa"]["eval_questions"], shape, spec["source"])]
 
 
 def probe_task(placement: Sequence[int]) -> str:
@@ -116,6 +128,7 @@ BENCHMARK = Benchmark(
     output_tokens=fixed_budget(OUTPUT_TOKENS),
     instance_rows=instance_rows,
     instance_settings=instance_settings,
+    instance_shapes=instance_shapes,
     sizes=sizes,
     sets=sets,
 )

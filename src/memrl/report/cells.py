@@ -21,7 +21,7 @@ from typing import Any
 
 import pandas as pd
 
-from memrl.benchmarks import MEMALPHA_BENCHMARKS
+from memrl.benchmarks import registered
 from memrl.data.io import read_json
 from memrl.scoring.compare import (
     DEFAULT_MARGIN,
@@ -33,22 +33,13 @@ from memrl.scoring.compare import (
 from memrl.scoring.intervals import Interval, mean_interval
 
 BENCHMARK = "ruler_hqa"
-UNLENGTHED = ("longbench", *MEMALPHA_BENCHMARKS)  # benchmarks whose records have length 0
+# benchmarks without a length axis: their records have length 0
+UNLENGTHED = tuple(name for name, found in registered().items() if not found.lengths)
 DASH = "—"
 FAILED_MARK = "†"  # empty outputs (failed requests among them) dropped, as the official eval
 OVER_ALL = "over all"  # beside such a cell: ours with them counted wrong
 PARTIAL_MARK = "*"
 AVG = "avg"
-# The paper's column headers (Tables 2, 3, 9, 11).
-TASK_LABELS = {
-    "2wikimqa": "2Wiki",
-    "hotpotqa": "HQA",
-    "musique": "MuSiQue",
-    "narrativeqa": "NQA",
-    "qasper": "Qasper",
-    "gov_report": "GovReport",
-    "qmsum": "QMSum",
-}
 MEM_LABEL = "Mem."
 Key = tuple[str, str, str, int]  # a metrics record's (benchmark, task, system, length)
 # The report settings' list of system dicts {"id", "display", "paper_row", "kind", ...}, or a
@@ -690,8 +681,10 @@ def _lenient_note(display: str, column: Column, record: Mapping[str, Any]) -> st
 
 
 def _cell_name(display: str, column: Column) -> str:
-    """'<system> @ <column>' in a footnote (a LongBench column by its dataset's label)."""
-    where = column.label if column.benchmark != "longbench" else TASK_LABELS.get(column.task)
+    """'<system> @ <column>' in a footnote (a column of a benchmark whose tasks have labels,
+    LongBench's datasets, by its task's label)."""
+    found = registered().get(column.benchmark)
+    where = found.task_labels.get(column.task) if found and found.task_labels else column.label
     return f"{display} @ {where or column.task}"
 
 

@@ -23,6 +23,7 @@ from typing import Any
 import pandas as pd
 
 from memrl.benchmarks import PROBE_BENCHMARK, RULER_HQA_TASK
+from memrl.benchmarks.longbench import TASK_LABELS
 from memrl.config import (
     CAPTIONS,
     NIAH_CONFIG_TABLE,
@@ -35,7 +36,6 @@ from memrl.report.cells import (
     BENCHMARK,
     DASH,
     PARTIAL_MARK,
-    TASK_LABELS,
     Average,
     Cell,
     Column,
