@@ -338,6 +338,25 @@ def test_a_moved_results_directory_reads_and_writes_its_own_records_store_and_ar
     assert "[rule_a a](#/experiments/" in note  # its input's producer, found in the copy
 
 
+def test_a_copy_of_a_run_recorded_before_invocations_said_where_loads_into_its_own_store(
+    results, tmp_path
+):
+    """Invocation records of older runs hold only the configured URI (relative to where the
+    pipeline ran): the default one is the run's own store, wherever its directory lies now."""
+    tracking.start_invocation(results, "sqlite:///results/t/mlflow.db", CONFIG, "9.0", **INVOKED)
+    run_job(results, "a")
+    mark_ended(results)
+    [path] = (results / "provenance").glob("*.json")
+    info = json.loads(path.read_text())
+    path.write_text(json.dumps({k: v for k, v in info.items() if k not in ("cwd", "results")}))
+    copy = tmp_path / "archive/t-2026"  # another name, another depth
+    shutil.copytree(results, copy)
+    shutil.rmtree(tmp_path / "results")
+    os.chdir(tmp_path / "archive")
+    assert tracking.load(copy)["jobs"] == 1
+    assert (copy / "mlflow.db").is_file() and not (tmp_path / "archive/results").exists()
+
+
 def test_a_record_moved_away_from_its_log_is_named_with_the_fix(results, caplog):
     tracking.start_invocation(results, "sqlite:///results/t/mlflow.db", CONFIG, "9.0", **INVOKED)
     path = run_job(results, "a")

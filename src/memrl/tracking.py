@@ -588,9 +588,11 @@ def store_uri(results: Path, info: Mapping[str, Any]) -> str:
     uri = info.get("uri") or ""
     if not uri.startswith("sqlite:///"):
         return uri  # a tracking server is the same from anywhere
-    cwd = Path(info.get("cwd") or results.resolve().parents[1])  # older records: the workdir
-    database = Path(absolute_uri(uri, cwd).removeprefix("sqlite:///"))
-    origin = Path(info.get("results") or cwd / "results" / results.name)
+    if "results" not in info:  # written before invocations said where they ran
+        default = f"sqlite:///results/{info['tags']['run']}/mlflow.db"  # config.tracking_uri's
+        return f"sqlite:///{results.resolve() / 'mlflow.db'}" if uri == default else uri
+    database = Path(absolute_uri(uri, Path(info["cwd"])).removeprefix("sqlite:///"))
+    origin = Path(info["results"])
     if database.is_relative_to(origin):
         database = results.resolve() / database.relative_to(origin)
     return f"sqlite:///{database}"
