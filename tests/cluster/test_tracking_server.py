@@ -132,7 +132,7 @@ def pipelines_log_and_load(server: str, work: Path, monkeypatch, run_jobs) -> No
     parents = {
         r.data.tags["memrl.invocation.parent"]: r
         for r in runs
-        if r.info.run_name.startswith("pipeline-")
+        if "memrl.invocation.parent" in r.data.tags
     }
     assert sorted(parents) == sorted(invocations)
     children = [r for r in runs if r.data.tags.get("mlflow.parentRunId")]
