@@ -22,7 +22,7 @@ from typing import Any
 from memrl import tracking
 from memrl.data.io import read_json
 from memrl.digests import file_digest
-from memrl.mlflow_notes import job_run_name
+from memrl.mlflow_notes import job_run_name, short_digest, shown_path
 
 SHOWN_TAGS = ("git.commit", "git.dirty", "host", "accelerator", "pkg.torch", "pkg.transformers")
 SHOWN_TAGS += ("pkg.vllm", "pkg.verl", "env.lock.digest", "container.image", "container.digest")
@@ -102,7 +102,7 @@ def render(graph: Mapping[str, Any], runs: Mapping[str, str], base: Path) -> str
     shown: set[str] = set()
 
     def show_path(path: str, digest: str, producer: str | None, depth: int) -> None:
-        lines.append(f"{'  ' * depth}{_relative(path, base)}  {_short(digest)}")
+        lines.append(f"{'  ' * depth}{shown_path(path, base)}  {short_digest(digest)}")
         if producer is None:
             lines.append(f"{'  ' * (depth + 1)}(source: written by no job of this run)")
         else:
@@ -123,14 +123,14 @@ def render(graph: Mapping[str, Any], runs: Mapping[str, str], base: Path) -> str
             show_path(path, edge["digest"], edge["producer"], depth + 1)
 
     target = graph["target"]
-    lines.append(f"{_relative(target['path'], base)}  {_short(target['digest'])}")
+    lines.append(f"{shown_path(target['path'], base)}  {short_digest(target['digest'])}")
     rewritten = target.get("rewritten")
     if target["producer"]:
         show_job(target["producer"], 1)
     elif rewritten:
         lines.append(
             f"  (changed since record {rewritten['record']} wrote it as "
-            f"{_short(rewritten['digest'])})"
+            f"{short_digest(rewritten['digest'])})"
         )
     elif graph["damaged"]:
         lines.append("  (no readable record wrote this file; the damaged lines below may have)")
@@ -140,21 +140,11 @@ def render(graph: Mapping[str, Any], runs: Mapping[str, str], base: Path) -> str
     if graph["jobs"]:
         plural = "" if len(sources) == 1 else "s"
         lines.append(f"\n{len(graph['jobs'])} jobs; {len(sources)} source{plural} written by none:")
-        lines += [f"  {_relative(p, base)}  {_short(d)}" for p, d in sorted(sources.items())]
+        lines += [f"  {shown_path(p, base)}  {short_digest(d)}" for p, d in sorted(sources.items())]
     if graph["damaged"]:
         lines.append(f"\n{len(graph['damaged'])} record lines could not be read (skipped):")
-        lines += [f"  {_relative(note, base)}" for note in graph["damaged"]]
+        lines += [f"  {shown_path(note, base)}" for note in graph["damaged"]]
     return "\n".join(lines)
-
-
-def _short(digest: str) -> str:
-    kind, _, value = digest.partition(":")
-    return f"{kind}:{value[:12]}"
-
-
-def _relative(path: str, base: Path) -> str:
-    relative = os.path.relpath(path, base)
-    return path if relative.startswith("..") else relative
 
 
 def main(argv: list[str] | None = None) -> None:

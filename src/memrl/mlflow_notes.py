@@ -57,14 +57,15 @@ def parent_run_name(info: Mapping[str, Any]) -> str:
     return f"{info['tags']['run']} {started} {info['tags'].get('targets', '')}".strip()
 
 
-def shown_path(path: str, results: Path) -> str:
-    """A path as the description shows it: relative to the results directory where it lies
-    there (so the page reads the same for a moved copy), else as recorded."""
-    relative = os.path.relpath(path, results)
+def shown_path(path: str, base: Path) -> str:
+    """A path as a person reads it: relative to `base` (the results directory, so a moved
+    copy reads the same; the working directory) where it lies there, else as recorded."""
+    relative = os.path.relpath(path, base)
     return path if relative.startswith("..") else relative
 
 
-def _short(digest: str) -> str:
+def short_digest(digest: str) -> str:
+    """`sha256:<first 12 hex digits>`."""
     kind, _, value = digest.partition(":")
     return f"{kind}:{value[:12]}"
 
@@ -101,14 +102,14 @@ def job_description(
     linked, sources = [], []  # the inputs a job made (links to follow), the sources
     for path, digest in sorted(record.get("inputs", {}).items()):
         producer = producers.get(path)
-        shown = f"| `{_cell(shown_path(path, results))}` | `{_short(digest)}` |"
+        shown = f"| `{_cell(shown_path(path, results))}` | `{short_digest(digest)}` |"
         if producer and producer["record"] in runs:
             link = run_link(experiment, runs[producer["record"]])
             linked.append(f"{shown} [{_cell(job_run_name(producer))}]({link}) |")
         else:
             sources.append(f"{shown} no job of this run (a source) |")
     outputs = [
-        f"| `{_cell(shown_path(path, results))}` | `{_short(digest)}` |"
+        f"| `{_cell(shown_path(path, results))}` | `{short_digest(digest)}` |"
         for path, digest in sorted(record.get("outputs", {}).items())
     ]
     tail = []
