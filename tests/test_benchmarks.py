@@ -13,6 +13,7 @@ from memrl.benchmarks.registry import REGISTRY
 from memrl.evaluation import Task, direct_prompt, output_tokens, question, score
 
 SRC = Path(__file__).resolve().parents[1] / "src/memrl"
+WORKFLOW = SRC.parents[1] / "workflow"
 # a benchmark's name compared with a literal name or a constant naming benchmarks: a dispatch
 DISPATCH = re.compile(
     r"benchmark\W{0,3}\s*(==|!=|in|not in)\s*(\(\s*[\"']|[\"']|[A-Z_]*BENCHMARKS?\b)"
@@ -35,8 +36,8 @@ def test_every_benchmark_an_evaluation_reads_is_registered():
 
 def test_no_module_outside_the_benchmark_package_dispatches_on_a_benchmarks_name():
     found = set()
-    for path in SRC.rglob("*.py"):
-        name = path.relative_to(SRC).as_posix()
+    for path in [*SRC.rglob("*.py"), *WORKFLOW.rglob("*.smk"), WORKFLOW.parent / "Snakefile"]:
+        name = path.relative_to(SRC).as_posix() if path.is_relative_to(SRC) else path.name
         if not name.startswith("benchmarks/") and DISPATCH.search(path.read_text()):
             found.add(name)
     # a module moved out of the list must leave it: the list only shrinks

@@ -804,6 +804,8 @@ def test_build_paper_table_writes_every_table(paper: dict, tmp_path: Path, name:
     elif name == "suites":  # both papers' systems on both suites
         records = memagent_table_records() + memalpha_records("mab", ["rl-14b"])
         paper, systems = MEMALPHA_PAPER, REPORT_SYSTEMS
+    elif name == "custom":  # one's own datasets: the systems that ran them, no paper
+        records, systems = custom_records(), REPORT_SYSTEMS
     elif name in ABLATION_TABLES:  # systems of our own Mem-α runs, rows by (β, γ)
         records = memalpha_records(ABLATION_TABLES[name], ["b05g0", "b0g01"])
         paper, systems = MEMALPHA_PAPER, ABLATION_SYSTEMS
@@ -830,6 +832,25 @@ def memagent_table_records() -> list[dict]:
         record("longbench", "qmsum", "rl-14b", **{f"rouge_{k}_recall": 30.0 for k in "12l"}),
         niah_record("rl-14b", "niah_single_1", 8192, 100.0),
     ]
+
+
+def custom_records() -> list[dict]:
+    return [
+        record("custom", "long_qa", "rl-14b", accuracy=40.0, mean_memory_tokens=None),
+        record("custom", "minutes", "rl-14b", accuracy=20.0, mean_memory_tokens=None),
+        record("custom", "long_qa", "rag14.bm25-k4-doc", accuracy=30.0, mean_memory_tokens=1500.0),
+        record("custom", "minutes", "rag14.bm25-k4-doc", accuracy=10.0, mean_memory_tokens=500.0),
+    ]
+
+
+def test_the_custom_table_shows_each_dataset_their_average_and_memory(paper: dict):
+    table = build_paper_table("custom", custom_records(), REPORT_SYSTEMS, paper)
+    assert list(table.columns) == ["long_qa.perf", "minutes.perf", "perf", "mem"]
+    assert len(table) == 2  # only the systems that ran the datasets
+    agent, rag = table.loc["RL-14B"], table.loc["RAG bm25 K=4"]
+    assert (agent["long_qa.perf"].ours, agent["perf"].ours, agent["mem"].ours) == (40.0, 30.0, None)
+    assert rag["mem"].ours == pytest.approx(1.0) and rag["perf"].paper is None
+    assert table.attrs["paper"] is False
 
 
 def test_build_paper_table_unknown_name(paper: dict):

@@ -20,7 +20,8 @@ from memrl.report.claims import OUTCOMES
 
 pytestmark = pytest.mark.workflow
 
-WORKFLOW_FILES = ("Snakefile", "workflow", "config", "profiles", "envs")
+WORKFLOW_FILES = ("Snakefile", "workflow", "config", "profiles", "envs", "examples")
+CUSTOM_EXAMPLE = ("--configfile", "config/smoke.yaml", "examples/custom/config.yaml")
 
 
 def snakemake_env() -> dict[str, str]:
@@ -346,11 +347,14 @@ def test_running_with_apptainer_on_a_host_without_it_stops_before_any_job(repo, 
 
 @pytest.fixture(scope="module")
 def smoke(tmp_path_factory, repo) -> Path:
-    """The whole smoke DAG, run once in a scratch copy of the workflow."""
+    """The whole smoke DAG, run once in a scratch copy of the workflow, then the README's own
+    data example laid over it (its `custom` table)."""
     work = tmp_path_factory.mktemp("smoke")
     copy_workflow(repo, work)
     done = snakemake("--profile", "profiles/smoke", cwd=work)
     assert done.returncode == 0, done.stderr[-5000:]
+    custom = snakemake("custom", "--profile", "profiles/smoke", *CUSTOM_EXAMPLE, cwd=work)
+    assert custom.returncode == 0, custom.stderr[-5000:]
     return work
 
 
@@ -428,6 +432,27 @@ def test_smoke_runs_memalpha_memorisation_then_qa_on_every_source(smoke):
     assert len(mem1) == 9 and all(m["n_calls"] >= 1 and not m["failed"] for m in mem1)
 
 
+def test_smoke_runs_every_system_on_ones_own_data(smoke):
+    from memrl.config import eval_systems
+
+    results = smoke / "results/smoke"
+    systems = eval_systems(load_config([smoke / "config/smoke.yaml"]))
+    with open(results / "tables/custom.csv") as handle:
+        rows = list(csv.DictReader(handle))
+    # every system but the memory-ablation variants, RAG with both units of its grid
+    assert {row["system_id"] for row in rows} == {
+        sid for sid, spec in systems.items() if "ablation_of" not in spec
+    }
+    assert {row["label"] for row in rows} == {"long_qa", "minutes", "Avg.", "Mem. (K)"}
+    scores = [row for row in rows if row["label"] != "Mem. (K)"]
+    assert all(0.0 <= float(row["ours"]) <= 100.0 and row["ci_high"] for row in scores)
+    metrics = json.loads((results / "eval/custom/memalpha-tiny/0.metrics.json").read_text())
+    long_qa = next(m for m in metrics if m["task"] == "long_qa")
+    assert long_qa["n_items"] == 3 and long_qa["n_questions"] == 8  # 3 contexts, 8 questions
+    checked = (results / "data/custom/minutes.jsonl").read_text().splitlines()
+    assert json.loads(checked[0])["metric"] == "rouge"
+
+
 def test_smoke_figures_exist_as_png_and_pdf(smoke):
     figures = smoke / "results/smoke/figures"
     for name in (
@@ -472,8 +497,10 @@ def test_smoke_records_one_mlflow_child_run_per_job(smoke):
     for run, key, value in db.execute("select run_uuid, key, value from tags"):
         tags.setdefault(run, {})[key] = value
     parents = [r for r in runs if "memrl.invocation.parent" in tags[r]]
-    children = [r for r in runs if tags[r].get("mlflow.parentRunId") == parents[0]]
-    assert len(parents) == 1
+    # the smoke DAG's invocation, then the own-data example's (target custom)
+    assert len(parents) == 2 and sum(runs[r].endswith(" custom") for r in parents) == 1
+    [parent] = [r for r in parents if not runs[r].endswith(" custom")]
+    children = [r for r in runs if tags[r].get("mlflow.parentRunId") == parent]
     rules = sorted(tags[r]["rule"] for r in children)
     # 45 evaluation jobs: 38 score themselves, 7 (RULER-HQA and the probe from 20 docs) run in 2
     # shards each; 10 (Mem-α on its two sets and RULER-HQA's three lengths, after GRPO on both
@@ -483,8 +510,11 @@ def test_smoke_records_one_mlflow_child_run_per_job(smoke):
     assert rules.count("synthesize_probe") == 2
     assert rules.count("train_memalpha") == 1
     assert rules.count("download_model") == 2 and rules.count("synthesize_ruler") == 11
-    records = list(results.glob("logs/**/*.provenance.jsonl"))
-    assert len(children) == len(runs) - 1 == len(records) == 150  # every job but `all`
+    every_record = list(results.glob("logs/**/*.provenance.jsonl"))
+    own_data = [r for r in every_record if re.search(r"custom|long_qa|minutes", r.as_posix())]
+    records = [r for r in every_record if r not in own_data]
+    assert len(own_data) == 20  # 2 copies, 2 checks, 12 evaluations, 3 memorize jobs, its table
+    assert len(children) == len(runs) - 2 - len(own_data) == len(records) == 150  # all but `all`
     readme = docs_text(Path(__file__).resolve().parents[1])
     # the README's smoke job count: the quickstart, the speed table, what was verified
     assert readme.count(f"{len(records) + 1} jobs") == 3
@@ -637,3 +667,31 @@ def test_the_readmes_one_command_jobs_plan_as_they_say(repo):
         assert done.returncode == 0, (command, done.stderr[-2000:])
         counts = job_counts(done.stdout)
         assert ("train_stage1" in counts) == (args[2:] == ["all"]), command
+
+
+def test_the_readmes_own_data_example_plans_every_paper_system(repo):
+    """The README's paper-scale command for one's own data, as a dry run: a job of both datasets
+    for every system of both papers (the memorizing kinds: a memorize job first)."""
+    from memrl import config as cfg
+
+    readme = (repo / "README.md").read_text()
+    [command] = re.findall(r"^(\./pipeline custom -n --profile slurm .+)$", readme, re.MULTILINE)
+    done = subprocess.run(
+        [sys.executable, "-m", "memrl.launch", *command.split()[1:]],
+        cwd=repo,
+        env=snakemake_env(),
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    counts = job_counts(done.stdout)
+    config = load_config([repo / "config/config.yaml", repo / "examples/custom/config.yaml"])
+    systems = cfg.eval_systems(config)
+    jobs = [job for job in cfg.eval_jobs(config, systems) if job.benchmark == "custom"]
+    assert {job.system for job in jobs} == {
+        s for s, spec in systems.items() if "ablation_of" not in spec
+    }
+    memorized = [job for job in jobs if cfg.memorizes(systems[job.system], "custom")]
+    assert counts["custom_set"] == 2 and counts["memorize"] == len(memorized) >= 8
+    assert counts["evaluate"] == len(jobs) > 40 and "train_stage1" in counts

@@ -23,6 +23,7 @@ from typing import Any, NamedTuple
 import memrl
 from memrl import tracking
 from memrl.jobs.data import (
+    cmd_custom_set,
     cmd_dataset_stats,
     cmd_download_data,
     cmd_download_model,
@@ -163,6 +164,13 @@ COMMANDS: dict[str, Command] = {
             "--out": {},
         },
         ["released", "pool_docs", "pool_questions", "tokenizer"],
+        named("out"),
+    ),
+    "custom-set": Command(
+        "one dataset of one's own (custom.datasets), checked and written as evaluation rows",
+        cmd_custom_set,
+        {"--data": {}, "--out": {}},
+        ["data"],
         named("out"),
     ),
     "ruler-set": Command(

@@ -218,10 +218,7 @@ def instance_qa_runner(
                 scores[key] = metrics.judge_verdict(rollout.answer)
         for (i, j), response in responses.items():
             if (i, j) not in scores and (i, j) not in errors:
-                row = wave[i]
-                scores[(i, j)] = metrics.score_answer(
-                    row["task"], response, row["answers"][j], protocol
-                )
+                scores[(i, j)] = _question_score(wave[i], j, response, protocol)
         calls = [0] * len(wave)
         for i, _, _ in asked:
             calls[i] += 1
@@ -233,6 +230,17 @@ def instance_qa_runner(
         ]
 
     return run
+
+
+def _question_score(row: dict[str, Any], j: int, response: str, protocol: str) -> float:
+    """Question `j`'s score: by its dataset's metric (one's own datasets), else as its source
+    is scored under `protocol`."""
+    from memrl.scoring import memalpha as metrics
+    from memrl.scoring.answers import score_answers
+
+    if "metric" in row:
+        return score_answers(row["metric"], response, row["answers"][j])["score"]
+    return metrics.score_answer(row["task"], response, row["answers"][j], protocol)
 
 
 def _qa_record(

@@ -13,7 +13,7 @@ from snakemake.logging import logger
 from snakemake.settings.types import DeploymentMethod
 
 from memrl import config as cfg
-from memrl.benchmarks import EVAL_BENCHMARKS, MEMALPHA_BENCHMARKS, PROBE_BENCHMARK
+from memrl.benchmarks import EVAL_BENCHMARKS, benchmark, custom
 from memrl import locks, settings_files, slurm, tracking
 
 # A run killed by SIGKILL leaves Snakemake's lock; the plain command resumes (memrl.locks).
@@ -26,6 +26,8 @@ if not workflow.remote_exec:
 cfg.check_config_files(workflow.configfiles)
 cfg.apply_overrides(config, os.environ.get(cfg.ENV_OVERRIDES))  # ./pipeline --config a.b=c
 cfg.validate_config(config, Path(workflow.basedir) / "workflow/schemas/config.schema.yaml")
+if not workflow.remote_exec:  # a job's own process re-plans: checked once, by the main one
+    cfg.check_data(config)
 
 R = str(cfg.results_dir(config))
 
@@ -66,6 +68,7 @@ wildcard_constraints:
     split="train|dev",
     memalpha_split="|".join(cfg.MEMALPHA_SPLITS),
     n_docs=r"\d+",
+    dataset="|".join(custom.datasets(config)) or "^$",
     ext="|".join(ext.lstrip(".") for ext in cfg.RAW_FORMATS),
 
 
@@ -147,13 +150,9 @@ def get_paper(wildcards):
     return cfg.paper_file(config, report_name(wildcards))
 
 
-def get_eval_metrics(*benchmarks):
-    """Metrics files of every evaluation (of the given benchmarks only, if any)."""
-    return [
-        f"{eval_prefix(job)}.metrics.json"
-        for job in EVAL_JOBS.values()
-        if not benchmarks or job.benchmark in benchmarks
-    ]
+def get_eval_metrics():
+    """Metrics files of every evaluation."""
+    return [f"{eval_prefix(job)}.metrics.json" for job in EVAL_JOBS.values()]
 
 
 def get_training_curves():
@@ -188,9 +187,7 @@ def get_case_study_inputs(wildcards):
         "data": eval_data(job),
         "tokenizer": str(cfg.model_dir(config, SYSTEMS[job.system]["model"])),
     }
-    if job.benchmark == "ruler_hqa":
-        inputs["pool"] = f"{R}/data/ruler_hqa/pool_docs.parquet"
-    return inputs
+    return inputs | eval_pool(job)
 
 
 def get_case_study_settings(wildcards):
@@ -254,17 +251,15 @@ def eval_job(wildcards):
 
 
 def eval_data(job):
-    """The job's eval sets, one per task (RULER-HQA and RULER: built here; LongBench: the raw
-    parquet)."""
-    if job.benchmark == "ruler_hqa":
-        return [f"{R}/data/ruler_hqa/eval_{job.length}.jsonl"]
-    if job.benchmark == PROBE_BENCHMARK:
-        return [f"{R}/data/ruler_hqa/probe/{task}/eval_{job.length}.jsonl" for task in job.tasks]
-    if job.benchmark == "ruler":
-        return [f"{R}/data/ruler/{task}/{job.length}.jsonl" for task in job.tasks]
-    if job.benchmark in MEMALPHA_BENCHMARKS:  # one parquet holds every source
-        return [str(cfg.memalpha_data(config, job.benchmark))] * len(job.tasks)
-    return [raw(cfg.longbench_source(task)) for task in job.tasks]
+    """The job's eval sets, one per task, as its benchmark names them."""
+    return [str(path) for path in benchmark(job.benchmark).data(config, job.length, job.tasks)]
+
+
+def eval_pool(job):
+    """RULER-HQA's document pool, for a benchmark whose rows may store doc ids."""
+    if benchmark(job.benchmark).reads_pool:
+        return {"pool": f"{R}/data/ruler_hqa/pool_docs.parquet"}
+    return {}
 
 
 def get_eval_inputs(wildcards):
@@ -277,9 +272,7 @@ def get_eval_inputs(wildcards):
     inputs = {"data": eval_data(job), "model": model}
     if cfg.memorizes(system, job.benchmark):
         inputs["memories"] = f"{eval_prefix(job)}.memories.jsonl"
-    if job.benchmark in ("ruler_hqa", PROBE_BENCHMARK):
-        inputs["pool"] = f"{R}/data/ruler_hqa/pool_docs.parquet"
-    return inputs
+    return inputs | eval_pool(job)
 
 
 def get_memorize_inputs(wildcards):
@@ -288,8 +281,7 @@ def get_memorize_inputs(wildcards):
     job = eval_job(wildcards)
     system = SYSTEMS[job.system]
     inputs = {"data": eval_data(job), "model": str(cfg.model_dir(config, system["model"]))}
-    if job.benchmark == "ruler_hqa":
-        inputs["pool"] = f"{R}/data/ruler_hqa/pool_docs.parquet"
+    inputs |= eval_pool(job)
     if system["kind"] == "memalpha":
         inputs.update(memory_tokenizer_input())
     return inputs

@@ -278,3 +278,23 @@ use rule synthesize_eval as synthesize_probe with:
     params:
         job=job("synthesize_probe"),
         settings=get_probe_set_settings,
+
+
+# One's own datasets (custom.datasets): each file checked row by row, as the evaluation's rows
+rule custom_set:
+    input:
+        data=lambda wildcards: str(custom.source_file(config, wildcards.dataset)),
+    output:
+        f"{R}/data/custom/{{dataset}}.jsonl",
+    log:
+        f"{R}/logs/custom_set/{{dataset}}.log",
+    conda:
+        "../../envs/core.yaml"
+    container:
+        CONTAINERS["core"]
+    params:
+        job=job("custom_set"),
+        settings=lambda wildcards: settings_ref(custom.set_settings(config, wildcards.dataset)),
+    shell:
+        "memrl --job {params.job:q} --log {log:q} custom-set --settings {params.settings:q}"
+        " --data {input.data:q} --out {output:q} 2> {log:q}"

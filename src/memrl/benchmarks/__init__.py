@@ -11,16 +11,18 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from memrl.benchmarks.base import Benchmark
 
-BENCHMARKS = ("ruler_hqa", "ruler", "longbench", "memalpha", "mab")
-MEMAGENT_BENCHMARKS = BENCHMARKS[:3]  # MemAgent's suites
-MEMALPHA_BENCHMARKS = BENCHMARKS[3:]  # Mem-α's: Memalpha validation, MemoryAgentBench
+MEMAGENT_BENCHMARKS = ("ruler_hqa", "ruler", "longbench")  # MemAgent's suites
+MEMALPHA_BENCHMARKS = ("memalpha", "mab")  # Mem-α's: Memalpha validation, MemoryAgentBench
+BENCHMARKS = (*MEMAGENT_BENCHMARKS, *MEMALPHA_BENCHMARKS)  # what a system's `benchmarks` lists
 # what Mem-α's framework reads as instances: its benchmarks, and RULER-HQA's samples made
 # instances (memalpha.ruler_hqa)
 INSTANCE_BENCHMARKS = (*MEMALPHA_BENCHMARKS, "ruler_hqa")
 NO_LENGTH = 0  # the one "length" of a benchmark without a length axis (LongBench, Mem-α's)
 RULER_HQA_TASK = "hqa"  # RULER-HQA's one task
+# run by the systems their own config block names (evaluation.probe, custom), not `benchmarks`
 PROBE_BENCHMARK = "ruler_hqa_probe"  # Table 4: RULER-HQA, the gold groups at given depths
-EVAL_BENCHMARKS = (*BENCHMARKS, PROBE_BENCHMARK)  # what an evaluation job may read
+CUSTOM_BENCHMARK = "custom"  # one's own datasets (custom.datasets)
+EVAL_BENCHMARKS = (*BENCHMARKS, PROBE_BENCHMARK, CUSTOM_BENCHMARK)  # what an evaluation may read
 
 
 def benchmark(name: str) -> Benchmark:

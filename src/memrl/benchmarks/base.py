@@ -56,6 +56,10 @@ def no_sets(config: Row, system_id: str, system: Row, kind: Any) -> Sets:
     return {}
 
 
+def no_check(config: Row) -> None:
+    return None
+
+
 @dataclass(frozen=True)
 class Benchmark:
     """A benchmark, as the plan and an evaluation job see it.
@@ -67,6 +71,11 @@ class Benchmark:
       rather than each system's `benchmarks`.
     - `lengths`: its sets have a length axis (documents, tokens); without one every job and
       record is at length 0 (`memrl.benchmarks.NO_LENGTH`).
+    - `data(config, length, tasks)`: the files an evaluation job at `length` reads, one per
+      task (in the results directory: built by its data jobs, or downloaded).
+    - `reads_pool`: its rows may store document ids, resolved in RULER-HQA's document pool.
+    - `check_data(config)`: checks its data while the plan is made, where it can (a dataset on
+      this machine), so that bad rows stop the run before any job.
     - `shards_as`: the benchmark whose `evaluation.shards` steps split its jobs (default: its own).
     - `row_settings(config)`, `instance_settings(config)`: what its evaluation jobs read of the
       config beyond the system's settings (per row; as instances, memorize jobs too). Only what
@@ -78,7 +87,8 @@ class Benchmark:
       None where they are its own instances (sized by the measured split's statistics).
     - `instances`: its sets are Mem-α instances (chunks, then the questions asked after them),
       read by Mem-α's framework, MEM1 and the Mem-α baselines.
-    - `retrieves_documents`: a RAG baseline retrieves whole documents on it (else fixed chunks).
+    - `retrieves_documents`: a RAG baseline retrieves whole documents on it (False: fixed chunks;
+      None: either).
 
     An evaluation:
     - `read_rows(task, data, tokenizer)`: a task's rows, for the systems that answer per row.
@@ -97,7 +107,10 @@ class Benchmark:
     name: str
     score: Callable[[Task, Row, str], dict[str, Any]]
     output_tokens: Callable[[Task], int]
+    data: Callable[[Row, int, tuple[str, ...]], list[Path]]
     sets: Callable[[Row, str, Row, Any], Sets] = no_sets
+    reads_pool: bool = False
+    check_data: Callable[[Row], None] = no_check
     chosen_per_system: bool = False
     lengths: bool = True
     shards_as: str | None = None
@@ -106,7 +119,7 @@ class Benchmark:
     sizes: Callable[[Row, list[str], int], list[tuple[int, int]]] | None = None
     instance_shapes: Callable[[Row, Row], list[tuple[int, tuple[int, int, int], str]]] | None = None
     instances: bool = False
-    retrieves_documents: bool = True
+    retrieves_documents: bool | None = True
     read_rows: Callable[[Task, Path, Any], list[Row]] = jsonl_rows
     instance_rows: Callable[[Row, Any, Path | None], RowsOf] | None = None
     question: Callable[[Task, Row], str] = input_question

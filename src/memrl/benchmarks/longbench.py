@@ -31,6 +31,13 @@ def output_tokens(task: Task) -> int:
     return max_new_tokens(task.task)
 
 
+def data(config: dict[str, Any], length: int, tasks: tuple[str, ...]) -> list[Path]:
+    """Each task's parquet as downloaded (sources.longbench_<task>)."""
+    from memrl.config.base import longbench_source, raw_file
+
+    return [raw_file(config, longbench_source(task)) for task in tasks]
+
+
 def read_rows(task: Task, data: Path, tokenizer: Any) -> list[dict[str, Any]]:
     """A task's rows from LongBench's parquet, each measured in tokens."""
     from memrl.data.longbench import load_longbench
@@ -94,6 +101,7 @@ BENCHMARK = Benchmark(
     question=question,
     direct_prompt=direct_prompt,
     read_rows=read_rows,
+    data=data,
     retrieves_documents=False,  # the official RAG baseline cuts its contexts into chunks
     sizes=sizes,
     row_settings=row_settings,

@@ -6,4 +6,9 @@ import dataclasses
 
 from memrl.benchmarks import memalpha
 
-BENCHMARK = dataclasses.replace(memalpha.BENCHMARK, name="mab", sets=memalpha.source_sets("mab"))
+BENCHMARK = dataclasses.replace(
+    memalpha.BENCHMARK,
+    name="mab",
+    sets=memalpha.source_sets("mab"),
+    data=memalpha.split_file("mab"),
+)

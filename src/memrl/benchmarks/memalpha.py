@@ -36,6 +36,18 @@ def instance_rows(s: dict[str, Any], tokenizer: Any, pool: Path | None) -> RowsO
     return rows_of
 
 
+def split_file(name: str) -> Callable[..., list[Path]]:
+    """A Mem-α benchmark's parquet (`memalpha.<name>.source`): every task (a data source) of
+    a job reads it."""
+
+    def data(config: dict[str, Any], length: int, tasks: tuple[str, ...]) -> list[Path]:
+        from memrl.config.base import memalpha_data
+
+        return [memalpha_data(config, name)] * len(tasks)
+
+    return data
+
+
 def source_sets(name: str) -> Callable[..., Sets]:
     """The plan of a Mem-α benchmark: one job of its data sources (`memalpha.<name>.sources`)."""
 
@@ -53,4 +65,5 @@ BENCHMARK = Benchmark(
     lengths=False,
     instance_rows=instance_rows,
     sets=source_sets("memalpha"),
+    data=split_file("memalpha"),
 )

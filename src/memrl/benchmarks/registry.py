@@ -3,7 +3,7 @@ benchmark is one module beside these and its entry here."""
 
 from __future__ import annotations
 
-from memrl.benchmarks import longbench, mab, memalpha, ruler, ruler_hqa
+from memrl.benchmarks import custom, longbench, mab, memalpha, ruler, ruler_hqa
 from memrl.benchmarks.base import Benchmark
 
 REGISTRY: dict[str, Benchmark] = {
@@ -15,5 +15,6 @@ REGISTRY: dict[str, Benchmark] = {
         memalpha.BENCHMARK,
         mab.BENCHMARK,
         ruler_hqa.PROBE,
+        custom.BENCHMARK,
     )
 }

@@ -3,6 +3,7 @@ scoring; the upstream variant asks direct generation with RULER's own prompt."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from memrl.benchmarks.base import Benchmark, Sets, official_direct_prompt
@@ -25,6 +26,13 @@ def output_tokens(task: Task) -> int:
     from memrl.data.ruler import tokens_to_generate
 
     return tokens_to_generate(task.task)
+
+
+def data(config: dict[str, Any], length: int, tasks: tuple[str, ...]) -> list[Path]:
+    """Each task's set at `length` tokens (synthesize_ruler)."""
+    from memrl.config.base import results_dir
+
+    return [results_dir(config) / "data/ruler" / task / f"{length}.jsonl" for task in tasks]
 
 
 def sizes(config: dict[str, Any], tasks: list[str], length: int) -> list[tuple[int, int]]:
@@ -70,6 +78,7 @@ BENCHMARK = Benchmark(
     score=score,
     output_tokens=output_tokens,
     direct_prompt=direct_prompt,
+    data=data,
     sizes=sizes,
     row_settings=row_settings,
     sets=sets,

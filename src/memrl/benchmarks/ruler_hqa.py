@@ -68,6 +68,21 @@ def instance_shapes(
     return [(config["ruler_hqa"]["eval_questions"], shape, spec["source"])]
 
 
+def eval_set(config: dict[str, Any], length: int, tasks: tuple[str, ...]) -> list[Path]:
+    """Its set at `length` documents (built, or the released one converted)."""
+    from memrl.config.base import results_dir
+
+    return [results_dir(config) / "data/ruler_hqa" / f"eval_{length}.jsonl"]
+
+
+def probe_set(config: dict[str, Any], length: int, tasks: tuple[str, ...]) -> list[Path]:
+    """The probe's set of each placement at `length` documents."""
+    from memrl.config.base import results_dir
+
+    probe = results_dir(config) / "data/ruler_hqa/probe"
+    return [probe / task / f"eval_{length}.jsonl" for task in tasks]
+
+
 def probe_task(placement: Sequence[int]) -> str:
     """A probe placement's task name: [0, 20] (percent depths of the two groups) -> p0_20."""
     return f"p{placement[0]}_{placement[1]}"
@@ -126,6 +141,8 @@ BENCHMARK = Benchmark(
     "ruler_hqa",
     score=score,
     output_tokens=fixed_budget(OUTPUT_TOKENS),
+    data=eval_set,
+    reads_pool=True,
     instance_rows=instance_rows,
     instance_settings=instance_settings,
     instance_shapes=instance_shapes,
@@ -136,6 +153,8 @@ PROBE = Benchmark(
     PROBE_BENCHMARK,
     score=score,
     output_tokens=fixed_budget(OUTPUT_TOKENS),
+    data=probe_set,
+    reads_pool=True,
     sizes=sizes,
     sets=probe_sets,
     chosen_per_system=True,

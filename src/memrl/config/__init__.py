@@ -34,6 +34,7 @@ from memrl.config.base import (
     tracking_uri,
     uses_qa_server,
 )
+from memrl.config.checks import check_data
 from memrl.config.load import (
     ENV_OVERRIDES,
     SCHEMA,
@@ -61,6 +62,7 @@ from memrl.config.reports import (
     ABLATION_ROLES,
     ABLATION_TABLES,
     CAPTIONS,
+    CUSTOM_TABLE,
     FIGURES,
     FLOPS_FIGURE,
     MEMALPHA_SCORE_TABLES,
@@ -111,6 +113,7 @@ __all__ = [
     "ABLATION_ROLES",
     "ABLATION_TABLES",
     "CAPTIONS",
+    "CUSTOM_TABLE",
     "ENV_OVERRIDES",
     "FIGURES",
     "FLOPS_FIGURE",
@@ -138,6 +141,7 @@ __all__ = [
     "case_studies",
     "case_study_settings",
     "check_config_files",
+    "check_data",
     "config_hash",
     "eval_jobs",
     "eval_model",

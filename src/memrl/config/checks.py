@@ -8,6 +8,7 @@ from memrl.agents.structured_memory import STORES as MEMORY_STORES
 from memrl.benchmarks import (
     MEMAGENT_BENCHMARKS,
     MEMALPHA_BENCHMARKS,
+    registered,
 )
 from memrl.config.base import (
     O200K,
@@ -23,6 +24,7 @@ from memrl.config.base import (
 from memrl.config.matrix import eval_jobs, eval_systems, rl_ablation_groups
 from memrl.config.reports import MEMALPHA_SPLITS, RL_ABLATION_FIGURES, TABLES
 from memrl.config.settings import OFFICIAL_HQA
+from memrl.data.custom import FORMATS as CUSTOM_FORMATS
 from memrl.data.memalpha import QUERY_PROMPTS
 from memrl.systems import system_kind
 from memrl.systems.memagent import agent_settings
@@ -91,6 +93,42 @@ def check_references(config: dict[str, Any]) -> None:
     _check_rl_ablation(config)
     _check_case_studies(config)
     _check_margins(config)
+    _check_custom(config)
+
+
+def check_data(config: dict[str, Any]) -> None:
+    """Each benchmark's data that can be read while the plan is made (a dataset of one's own
+    on this machine): a bad row stops the run before any job, naming its file, line and field."""
+    for found in registered().values():
+        found.check_data(config)
+
+
+def _check_custom(config: dict[str, Any]) -> None:
+    """One's own datasets: their sources exist in a format the reader takes, `custom.systems`
+    names configured systems, and Mem-α's framework can ask the instances' questions."""
+    spec = config.get("custom")
+    if spec is None:
+        return
+    for name, dataset in spec["datasets"].items():
+        key = f"custom.datasets.{name}.source"
+        _require_source(config, key, dataset["source"])
+        suffix = raw_file(config, dataset["source"]).suffix
+        if suffix not in CUSTOM_FORMATS:
+            raise ConfigError(
+                f"config key {key}: sources.{dataset['source']}.url must end in one of "
+                f"{CUSTOM_FORMATS}, got {suffix!r}"
+            )
+    systems = config["evaluation"]["systems"]
+    if spec["systems"] != "all" and (unknown := sorted(set(spec["systems"]) - set(systems))):
+        raise ConfigError(
+            f"config key custom.systems: unknown systems {unknown} (known: {sorted(systems)})"
+        )
+    source = spec.get("instances", {}).get("source")
+    if source is not None and source not in QUERY_PROMPTS:
+        raise ConfigError(
+            f"config key custom.instances.source: no query prompt for {source!r} "
+            f"(known: {sorted(QUERY_PROMPTS)})"
+        )
 
 
 def _check_eval_questions(ruler: dict[str, Any], filter_spec: dict[str, Any]) -> None:

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from memrl.benchmarks import (
+    CUSTOM_BENCHMARK,
     MEMALPHA_BENCHMARKS,
     PROBE_BENCHMARK,
 )
@@ -136,7 +137,10 @@ MEMALPHA_TABLES = (*MEMALPHA_SCORE_TABLES, *ABLATION_TABLES, TRACE_TABLE, *STATS
 SUITES_TABLE = "suites"  # beyond the papers: every system on RULER-HQA and MemoryAgentBench
 
 
-TABLES = (*MEMAGENT_TABLES, *MEMALPHA_TABLES, SUITES_TABLE)
+CUSTOM_TABLE = "custom"  # beyond the papers: the chosen systems on one's own datasets
+
+
+TABLES = (*MEMAGENT_TABLES, *MEMALPHA_TABLES, SUITES_TABLE, CUSTOM_TABLE)
 
 
 MEMALPHA_FIGURES = ("memalpha_frontier",)  # beyond the paper: score against memory size
@@ -199,6 +203,7 @@ CAPTIONS = {
     "memalpha_table7": "Mem-α Table 7: dataset statistics (train, valid.)",
     "memalpha_table8": "Mem-α Table 8: MemoryAgentBench statistics",
     SUITES_TABLE: "Every system on RULER-HQA and MemoryAgentBench",
+    CUSTOM_TABLE: "Every chosen system on your own datasets",
     "figure1": "RULER-HQA accuracy against context length",
     "figure5": "NIAH (niah_single_1/2/3) accuracy",
     "figure_ood": "RULER out-of-distribution tasks",
@@ -217,6 +222,8 @@ def report_needs(name: str) -> str:
     """The config part whose evaluations a table or figure reads (for 'nothing to show' errors)."""
     if name == PROBE_TABLE:
         return "evaluation.probe"
+    if name == CUSTOM_TABLE:
+        return "custom"
     if name in MEMORY_ABLATION:
         return "evaluation.memory_ablation"
     if name in RL_ABLATION_FIGURES:
@@ -312,6 +319,7 @@ def report_jobs(config: dict[str, Any], name: str) -> list[EvalJob]:
         FLOPS_FIGURE: lambda: rl_ablation("ruler_hqa", FLOPS_ROLES),
         "memalpha_frontier": lambda: select("memalpha", rag=None) + select("mab", rag=None),
         SUITES_TABLE: lambda: select("ruler_hqa", rag=None) + select("mab", rag=None),
+        CUSTOM_TABLE: lambda: select(CUSTOM_BENCHMARK, rag=None),
         TRACE_TABLE: policies,
         NIAH_CONFIG_TABLE: list,  # no evaluation: the RULER sets (niah_sets)
     }

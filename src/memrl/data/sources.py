@@ -80,6 +80,13 @@ def _fetch_essays(dest: Path, sha256: str | None) -> dict:
     return entry
 
 
+def local_path(source: str) -> Path | None:
+    """The file a source names on this machine (not a URL, a fixture or the essays), else None."""
+    if source.startswith(("http://", "https://", FIXTURE_PREFIX, ESSAYS_PREFIX)):
+        return None
+    return Path(source)
+
+
 def _open_source(source: str, headers: dict[str, str]) -> Callable[[BinaryIO], None]:
     """A function that writes the bytes of `source` to a binary file object (and, for a
     Hugging Face download, the commit it served into `headers`)."""

@@ -135,6 +135,21 @@ def cmd_official_questions(args: argparse.Namespace, run: tracking.JobRecord) ->
     run.log_metrics({"rows": len(rows)})
 
 
+def cmd_custom_set(args: argparse.Namespace, run: tracking.JobRecord) -> None:
+    """One dataset of one's own, checked row by row (memrl.data.custom) and written as the
+    evaluation's rows, each tagged with the dataset's metric."""
+    from memrl.data.custom import CustomDataError, context_words, read_custom_rows
+    from memrl.data.io import write_jsonl_atomic
+
+    s = args.settings
+    try:
+        rows = read_custom_rows(args.data, s["max_context_words"])
+    except CustomDataError as exc:
+        raise SystemExit(f"custom dataset {s['dataset']}: {exc}") from None
+    write_jsonl_atomic(args.out, [{**row, "metric": s["metric"]} for row in rows])
+    run.log_metrics({"rows": len(rows), "mean_context_words": context_words(rows)})
+
+
 def cmd_official_eval_set(args: argparse.Namespace, run: tracking.JobRecord) -> None:
     """MemAgent's released RULER-HQA set at one document count (eval_{N}.json) as our rows:
     checked, its contexts resolved in the dev pool, its tokens counted."""

@@ -26,6 +26,7 @@ from memrl.report.claims import (
     HOLDS,
     NOT_CHECKABLE,
 )
+from memrl.report.custom import CUSTOM_TABLES
 from memrl.report.figures import PAPER_FIGURES
 from memrl.report.memagent_tables import MEMAGENT_TABLES
 from memrl.report.memalpha_tables import MEMALPHA_TABLES
@@ -40,7 +41,8 @@ from memrl.report.suites import SUITES_TABLES
 from memrl.report.tables import PAPER_TABLES
 from memrl.scoring.compare import CONSISTENT, DIFFERS_ABOVE, DIFFERS_BELOW, REPRODUCED
 
-PAPERS = ("MemAgent", "Mem-α", "Both papers")
+OWN_DATA = "Your datasets"
+PAPERS = ("MemAgent", "Mem-α", "Both papers", OWN_DATA)
 TRAINING = "Training curves"  # a section of its own: our runs of either paper
 SECTIONS = (*PAPERS, TRAINING)
 MEMALPHA_FIGURES = ("memalpha_frontier",)
@@ -72,6 +74,8 @@ def paper_of_table(name: str) -> str:
         return PAPERS[1]
     if name in SUITES_TABLES:
         return PAPERS[2]
+    if name in CUSTOM_TABLES:
+        return OWN_DATA
     raise ValueError(f"unknown table {name!r}; expected one of {', '.join(PAPER_TABLES)}")
 
 
@@ -239,15 +243,20 @@ class Reproduction:
         return os.path.relpath(path, self.base)
 
 
+def shown(report: Reproduction, sections: tuple[str, ...]) -> list[str]:
+    """The sections the report shows: each paper's always, one's own datasets' when it ran."""
+    return [s for s in sections if s != OWN_DATA or report.of(s)[0]]
+
+
 def render_markdown(report: Reproduction) -> str:
     lines = [f"# Reproduction report: run {report.run}", ""]
     lines += [f"> {report.banner}", ""] if report.banner else []
-    lines += [f"- **{paper}**: {report.summary(paper)}" for paper in PAPERS]
+    lines += [f"- **{paper}**: {report.summary(paper)}" for paper in shown(report, PAPERS)]
     lines += [
         "",
         "Lineage of any file: `memrl lineage PATH` (the jobs, models and data behind it).",
     ]
-    for paper in SECTIONS:
+    for paper in shown(report, SECTIONS):
         tables, figures, claims = report.of(paper)
         lines += ["", f"## {paper}", ""]
         if claims:
@@ -275,11 +284,11 @@ def render_html(report: Reproduction) -> str:
     if report.banner:
         body.append(f'<p class="banner">{esc(report.banner)}</p>')
     body.append("<ul>")
-    body += [f"<li><b>{esc(p)}</b>: {esc(report.summary(p))}</li>" for p in PAPERS]
+    body += [f"<li><b>{esc(p)}</b>: {esc(report.summary(p))}</li>" for p in shown(report, PAPERS)]
     body.append(
         f"</ul><p>Lineage of any file: <code>memrl lineage PATH</code> ({LINEAGE_WHAT}).</p>"
     )
-    for paper in SECTIONS:
+    for paper in shown(report, SECTIONS):
         tables, figures, claims = report.of(paper)
         body.append(f"<h2>{esc(paper)}</h2>")
         if claims:

@@ -14,6 +14,7 @@ import pandas as pd
 
 from memrl.config import (
     ABLATION_TABLES,
+    CUSTOM_TABLE,
     MEMALPHA_SCORE_TABLES,
     NIAH_CONFIG_TABLE,
     PATTERNS_TABLE,
@@ -23,6 +24,7 @@ from memrl.config import (
 )
 from memrl.report.cells import PaperSizes, Systems, attach_paper_n, load_metrics
 from memrl.report.claims import CLAIMS_SUFFIX, write_claims
+from memrl.report.custom import CUSTOM_TABLES, build_custom_table
 from memrl.report.memagent_tables import (
     MEMAGENT_TABLES,
     build_longbench_qa_table,
@@ -52,7 +54,8 @@ from memrl.report.render import write_table, write_text_table
 from memrl.report.suites import SUITES_TABLES, build_suites_table
 from memrl.scoring.compare import DEFAULT_MARGIN
 
-PAPER_TABLES = {**MEMAGENT_TABLES, **MEMALPHA_TABLES, **SUITES_TABLES}  # name -> PaperTable
+# name -> PaperTable
+PAPER_TABLES = {**MEMAGENT_TABLES, **MEMALPHA_TABLES, **SUITES_TABLES, **CUSTOM_TABLES}
 
 
 def paper_sizes(name: str, paper: Mapping[str, Any]) -> PaperSizes:
@@ -100,6 +103,8 @@ def _build(
         raise ValueError(f"unknown table {name!r}; expected one of {', '.join(PAPER_TABLES)}")
     if name == SUITES_TABLE:
         return build_suites_table(records, systems, paper, length_labels or {})
+    if name == CUSTOM_TABLE:
+        return build_custom_table(records, systems)
     if name == NIAH_CONFIG_TABLE:
         if niah_config is None:
             raise ValueError("table7 needs the RULER settings it describes (niah_config)")

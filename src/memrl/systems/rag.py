@@ -51,8 +51,8 @@ def rag_system(
 
     def units(row: dict[str, Any]) -> list[str]:
         pieces = context_pieces(row, pool)
-        if unit_tokens is None:
-            return document_units(pieces)
+        if unit_tokens is None:  # a row that lists its documents (one's own data) by them
+            return list(row["documents"]) if "documents" in row else document_units(pieces)
         return token_units(tokenizer, pieces, unit_tokens)
 
     def start(row: dict[str, Any]) -> Workflow:
@@ -120,8 +120,9 @@ def expand(name: str, spec: Settings) -> dict[str, Settings]:
 
 def runs(system: Settings, name: str) -> bool:
     """A RAG system runs where it retrieves its benchmark's unit: whole documents (Mem-α's
-    benchmarks: their chunks), or fixed chunks (LongBench)."""
-    return (system["unit"] == "doc") == benchmark(name).retrieves_documents
+    benchmarks: their chunks), or fixed chunks (LongBench); either on one's own datasets."""
+    documents = benchmark(name).retrieves_documents
+    return documents is None or (system["unit"] == "doc") == documents
 
 
 def retriever_options(config: Config, system: Settings) -> Settings:
