@@ -69,8 +69,8 @@ class Benchmark:
       system covers there (one job per length; an empty list plans none).
     - `chosen_per_system`: its own config block lists the systems that run it (the probe),
       rather than each system's `benchmarks`.
-    - `lengths`: its sets have a length axis (documents, tokens); without one every job and
-      record is at length 0 (`memrl.benchmarks.NO_LENGTH`).
+    - `lengths`: its sets have a length axis; without one every job and record is at length 0
+      (`memrl.benchmarks.NO_LENGTH`). `length_unit`: what a length counts (documents, tokens).
     - `data(config, length, tasks)`: the files an evaluation job at `length` reads, one per
       task (in the results directory: built by its data jobs, or downloaded).
     - `reads_pool`: its rows may store document ids, resolved in RULER-HQA's document pool.
@@ -113,6 +113,7 @@ class Benchmark:
     check_data: Callable[[Row], None] = no_check
     chosen_per_system: bool = False
     lengths: bool = True
+    length_unit: str = "documents"
     shards_as: str | None = None
     row_settings: Callable[[Row], Row] = no_settings
     instance_settings: Callable[[Row], Row] = no_settings

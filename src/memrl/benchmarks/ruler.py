@@ -78,6 +78,7 @@ BENCHMARK = Benchmark(
     score=score,
     output_tokens=output_tokens,
     direct_prompt=direct_prompt,
+    length_unit="tokens",
     data=data,
     sizes=sizes,
     row_settings=row_settings,

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import functools
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import Any
 
 from memrl.benchmarks import (
@@ -234,36 +234,44 @@ def report_needs(name: str) -> str:
 
 
 def report_jobs(config: dict[str, Any], name: str) -> list[EvalJob]:
-    """The evaluation jobs a table or figure reads (by benchmark, task and system kind); their
-    metrics files may hold other tasks too, which the tables ignore."""
+    """The evaluation jobs a table or figure reads, each declared by the benchmark it reads and
+    the systems, tasks and lengths it shows; their metrics files may hold other tasks too, which
+    the tables ignore."""
     kinds = eval_systems(config)
     every_job = eval_jobs(config, kinds)
-    if name == PROBE_TABLE:  # the probe sets, and RULER-HQA at their lengths (random)
-        probe = config["evaluation"].get("probe") or {"systems": {}, "n_docs": []}
-        lengths = set(probe["n_docs"])
-        return [
-            j
-            for j in every_job
-            if j.system in probe["systems"]
-            and (
-                j.benchmark == PROBE_BENCHMARK
-                or (j.benchmark == "ruler_hqa" and j.length in lengths)
-            )
-        ]
-    if name in MEMORY_ABLATION:  # the ablated systems and their variants
-        members = set(memory_ablation_members(config, name))
-        benchmark = MEMORY_ABLATION[name][0]
-        return [j for j in every_job if j.system in members and j.benchmark == benchmark]
-    jobs = [j for j in every_job if "ablation_of" not in kinds[j.system]]  # the rest: not theirs
+    jobs = [j for j in every_job if "ablation_of" not in kinds[j.system]]  # variants: their own
 
-    def select(benchmark: str, rag: bool | None, tasks: Sequence[str] | None = None) -> list:
+    def select(
+        benchmark: str,
+        rag: bool | None = None,
+        tasks: Sequence[str] | None = None,
+        kind: str | None = None,
+        systems: Collection[str] | None = None,
+        lengths: Collection[int] | None = None,
+        among: Sequence[EvalJob] = jobs,
+    ) -> list[EvalJob]:
+        """The jobs of `benchmark`: of RAG systems only (`rag`) or none, covering any of `tasks`,
+        of systems of `kind`, of `systems`, at `lengths`."""
         return [
             job
-            for job in jobs
+            for job in among
             if job.benchmark == benchmark
             and (tasks is None or not set(tasks).isdisjoint(job.tasks))
             and (rag is None or (kinds[job.system]["kind"] == "rag") == rag)
+            and (kind is None or kinds[job.system]["kind"] == kind)
+            and (systems is None or job.system in systems)
+            and (lengths is None or job.length in lengths)
         ]
+
+    def probe() -> list[EvalJob]:  # the probe sets, and RULER-HQA at their lengths (random)
+        spec = config["evaluation"].get("probe") or {"systems": {}, "n_docs": []}
+        chosen = set(select(PROBE_BENCHMARK, systems=spec["systems"]))
+        chosen |= set(select("ruler_hqa", systems=spec["systems"], lengths=spec["n_docs"]))
+        return [job for job in every_job if job in chosen]  # in the plan's order
+
+    def memory_ablation(name: str) -> list[EvalJob]:  # the ablated systems and their variants
+        members = memory_ablation_members(config, name)
+        return select(MEMORY_ABLATION[name][0], systems=members, among=every_job)
 
     def memagent_suite() -> list[EvalJob]:  # RULER-HQA without RAG and Mem-α's agents
         return [
@@ -274,53 +282,43 @@ def report_jobs(config: dict[str, Any], name: str) -> list[EvalJob]:
 
     def ablation(benchmark: str) -> list[EvalJob]:  # Mem-α systems of our own Mem-α runs
         runs = memalpha_runs(config)
-        return [
-            j
-            for j in select(benchmark, rag=False)
-            if kinds[j.system]["kind"] == "memalpha" and kinds[j.system]["model"] in runs
-        ]
+        ours = [sid for sid, spec in kinds.items() if spec.get("model") in runs]
+        return select(benchmark, kind="memalpha", systems=ours)
 
-    def rl_ablation(benchmark: str, roles: Sequence[str] = ABLATION_ROLES) -> list[EvalJob]:
+    def rl_ablation(
+        benchmark: str, roles: Sequence[str] = ABLATION_ROLES, tasks: Sequence[str] | None = None
+    ) -> list[EvalJob]:
         groups = rl_ablation_groups(config).values()  # report.rl_ablation's systems in `roles`
         ablated = {group[role] for group in groups for role in roles}
-        tasks = qa if benchmark == "longbench" else None
-        return [j for j in select(benchmark, rag=False, tasks=tasks) if j.system in ablated]
-
-    def policies() -> list[EvalJob]:  # Mem-α's framework with each policy, on validation
-        return [j for j in select("memalpha", rag=False) if kinds[j.system]["kind"] == "memalpha"]
+        return select(benchmark, rag=False, tasks=tasks, systems=ablated)
 
     qa = [t for t in config["longbench"]["tasks"] if t not in LONGBENCH_SUM]
-    memagent = [j for j in jobs if kinds[j.system]["kind"] == "memagent"]
     selections = {
+        PROBE_TABLE: probe,
+        **{name: functools.partial(memory_ablation, name) for name in MEMORY_ABLATION},
         "table1": memagent_suite,
         "figure1": memagent_suite,
         "table2": lambda: select("longbench", rag=False, tasks=LONGBENCH_SUM),
         "table3": lambda: select("longbench", rag=False, tasks=qa),
-        "table10": lambda: (
-            select("ruler_hqa", rag=True) + [j for j in memagent if j.benchmark == "ruler_hqa"]
-        ),
+        "table10": lambda: select("ruler_hqa", rag=True) + select("ruler_hqa", kind="memagent"),
         "table11": lambda: (
-            select("longbench", rag=True, tasks=qa)
-            + [
-                j
-                for j in memagent
-                if j.benchmark == "longbench" and not set(qa).isdisjoint(j.tasks)
-            ]
+            select("longbench", rag=True, tasks=qa) + select("longbench", kind="memagent", tasks=qa)
         ),
-        "figure5": lambda: select("ruler", rag=None, tasks=NIAH_FIGURE_TASKS),
-        "table_niah": lambda: select("ruler", rag=None, tasks=NIAH_FIGURE_TASKS),
-        PATTERNS_TABLE: lambda: [j for j in memagent if j.benchmark == "ruler_hqa"],
-        "figure_ood": lambda: select("ruler", rag=None),
-        "memalpha_table1": lambda: select("memalpha", rag=None),
-        "memalpha_table2": lambda: select("mab", rag=None),
-        "memalpha_table3": policies,
+        "figure5": lambda: select("ruler", tasks=NIAH_FIGURE_TASKS),
+        "table_niah": lambda: select("ruler", tasks=NIAH_FIGURE_TASKS),
+        PATTERNS_TABLE: lambda: select("ruler_hqa", kind="memagent"),
+        "figure_ood": lambda: select("ruler"),
+        "memalpha_table1": lambda: select("memalpha"),
+        "memalpha_table2": lambda: select("mab"),
+        "memalpha_table3": lambda: select("memalpha", kind="memalpha"),
         **{name: functools.partial(ablation, bench) for name, bench in ABLATION_TABLES.items()},
-        **{name: functools.partial(rl_ablation, b) for name, b in RL_ABLATION_FIGURES.items()},
+        "figure6": lambda: rl_ablation(RL_ABLATION_FIGURES["figure6"]),
+        "figure7": lambda: rl_ablation(RL_ABLATION_FIGURES["figure7"], tasks=qa),  # QA
         FLOPS_FIGURE: lambda: rl_ablation("ruler_hqa", FLOPS_ROLES),
-        "memalpha_frontier": lambda: select("memalpha", rag=None) + select("mab", rag=None),
-        SUITES_TABLE: lambda: select("ruler_hqa", rag=None) + select("mab", rag=None),
-        CUSTOM_TABLE: lambda: select(CUSTOM_BENCHMARK, rag=None),
-        TRACE_TABLE: policies,
+        "memalpha_frontier": lambda: select("memalpha") + select("mab"),
+        SUITES_TABLE: lambda: select("ruler_hqa") + select("mab"),
+        CUSTOM_TABLE: lambda: select(CUSTOM_BENCHMARK),
+        TRACE_TABLE: lambda: select("memalpha", kind="memalpha"),
         NIAH_CONFIG_TABLE: list,  # no evaluation: the RULER sets (niah_sets)
     }
     if name not in selections:

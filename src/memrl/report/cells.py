@@ -14,7 +14,7 @@ from __future__ import annotations
 import functools
 import math
 import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -377,6 +377,17 @@ class Average:
     label: str
     of: tuple[Any, ...]
     paper: tuple[Any, ...] | None
+
+
+def records_of(
+    benchmark: str, tasks: Collection[str] | None = None
+) -> Callable[[Mapping[str, Any]], bool]:
+    """Which metrics records a table reads: those of `benchmark` (of `tasks` only, if given)."""
+
+    def wanted(record: Mapping[str, Any]) -> bool:
+        return record["benchmark"] == benchmark and (tasks is None or record["task"] in tasks)
+
+    return wanted
 
 
 def index_metrics(

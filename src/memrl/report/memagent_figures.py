@@ -22,9 +22,19 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.ticker import NullLocator
 
+from memrl.benchmarks import benchmark as benchmark_of
 from memrl.config import ABLATION_ROLES
 from memrl.data.ruler import RULER_TASKS
-from memrl.report.cells import AVG, DASH, Key, Systems, index_metrics, system_specs
+from memrl.report.cells import (
+    AVG,
+    BENCHMARK,
+    DASH,
+    Key,
+    Systems,
+    index_metrics,
+    records_of,
+    system_specs,
+)
 from memrl.report.claims import (
     NOT_CHECKABLE,
     ClaimCheck,
@@ -100,6 +110,7 @@ def _draw_accuracy_vs_length(ax: Any, table: pd.DataFrame) -> bool:
 
 
 RULER = "ruler"
+on_hqa = records_of(BENCHMARK)  # Figure 10's measured cost: RULER-HQA's evaluations
 RULER_QA_TASKS = ("qa_1", "qa_2")
 RULER_TASK_ORDER = RULER_TASKS  # the average panel lists its tasks in RULER's order
 MISSING_COLOUR = "#d0d0d0"  # a cell we did not run: grey, never 0
@@ -126,7 +137,7 @@ def ruler_records(
     (benchmark, task, system, length); records of an unconfigured system, or two of one key,
     are errors naming the file."""
     specs = system_specs(systems)
-    return specs, index_metrics(records, specs, lambda r: r["benchmark"] == benchmark)
+    return specs, index_metrics(records, specs, records_of(benchmark))
 
 
 def _task_mean(
@@ -377,7 +388,7 @@ def _check_one(
     benchmark: str,
 ) -> ClaimCheck:
     low, high = (int(n) for n in claim["lengths"])
-    name = token_label if benchmark == RULER else str
+    name = token_label if benchmark_of(benchmark).length_unit == "tokens" else str
     span = f"{name(low)}–{name(high)}" if low != high else name(low)
     display = specs[sid]["display"]
     rivals = [s for s, spec in specs.items() if spec.get("paper_row") in claim.get("against", ())]
@@ -705,7 +716,7 @@ def measured_costs(
     by_key = {
         f"{r['system']}/{int(r['length'])}": r
         for r in records
-        if r["benchmark"] == "ruler_hqa" and r["mean_tokens"] is not None and r["n_items"]
+        if on_hqa(r) and r["mean_tokens"] is not None and r["n_items"]
     }
     measured: dict[str, dict[str, Measured]] = {}
     for group, roles in flops["groups"].items():

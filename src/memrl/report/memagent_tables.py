@@ -50,6 +50,7 @@ from memrl.report.cells import (
     n_dropped,
     official_accuracy,
     reads_instances,
+    records_of,
     resolve_paper_rows,
     select,
     system_kind,
@@ -102,7 +103,7 @@ def _ruler_hqa_length_table(
         metrics,
         systems,
         include,
-        lambda r: r["benchmark"] == benchmark and r["task"] == RULER_HQA_TASK,
+        records_of(benchmark, (RULER_HQA_TASK,)),
         benchmark,
     )
     rows, row_notes = resolve_paper_rows(selected, paper, table, strict=True)
@@ -217,7 +218,7 @@ def _longbench_table(
         records,
         systems,
         include,
-        lambda r: r["benchmark"] == "longbench" and r["task"] in tasks,
+        records_of("longbench", tasks),
         "longbench",
     )
     rows, row_notes = resolve_paper_rows(selected, paper_rows, table, strict=strict)
@@ -363,7 +364,7 @@ def build_niah_table(
         records,
         systems,
         lambda sid, spec: system_kind(sid, spec) != "rag",
-        lambda r: r["benchmark"] == "ruler" and r["task"] in tasks,
+        records_of("ruler", tasks),
         "ruler",
     )
     rows, row_notes = resolve_paper_rows(selected, paper_rows, "Table 8", strict=False)

@@ -28,6 +28,7 @@ from memrl.report.cells import (
     Systems,
     assemble,
     reads_instances,
+    records_of,
     select,
     system_kind,
     system_specs,
@@ -190,7 +191,7 @@ def build_memalpha_table(
         records,
         systems,
         wanted,
-        lambda r: r["benchmark"] == benchmark and r["task"] in columns,
+        records_of(benchmark, columns),
         benchmark,
     )
     paper_rows = memalpha_paper_rows(spec)

@@ -12,11 +12,12 @@ from typing import Any
 
 import pandas as pd
 
-from memrl.report.cells import BENCHMARK, Cell, Systems, hqa_label, system_specs
+from memrl.report.cells import BENCHMARK, Cell, Systems, hqa_label, records_of, system_specs
 from memrl.scoring.evidence import PATTERNS
 from memrl.scoring.intervals import wilson
 
 COLUMNS = (*PATTERNS, "primacy")
+on_hqa = records_of(BENCHMARK)  # whole RULER-HQA runs
 LABELS = {
     "kept": "kept",
     "overwritten": "overwritten (F.1)",
@@ -47,7 +48,7 @@ def build_pattern_table(
         (
             (list(specs).index(r["system"]), int(r["length"]), r)
             for r in records
-            if r["benchmark"] == BENCHMARK and r.get("memory_patterns") and r["system"] in specs
+            if on_hqa(r) and r.get("memory_patterns") and r["system"] in specs
         ),
         key=lambda item: item[:2],
     )

@@ -25,6 +25,7 @@ from memrl.report.cells import (
     index_metrics,
     is_rag_unit,
     length_columns,
+    records_of,
     system_kind,
     system_specs,
 )
@@ -58,10 +59,7 @@ def build_suites_table(
     found = index_metrics(
         records,
         specs,
-        lambda r: (
-            (r["benchmark"] == BENCHMARK and r["task"] == RULER_HQA_TASK)
-            or (r["benchmark"] == MAB and r["task"] in mab_sources)
-        ),
+        lambda r: records_of(BENCHMARK, (RULER_HQA_TASK,))(r) or records_of(MAB, mab_sources)(r),
     )
     found = {key: record for key, record in found.items() if key[2] in selected}
     columns = length_columns(found, BENCHMARK, RULER_HQA_TASK, hqa_label(length_labels))
