@@ -108,7 +108,8 @@ def test_an_update_moves_the_response_log_prob_with_the_sign_of_its_advantage(mo
     assert change * advantage > 0
 
 
-def test_micro_batches_give_the_same_update_as_one_pass(model):
+@pytest.mark.parametrize("loss_agg", ["token-mean", "seq-mean-token-mean"])
+def test_micro_batches_give_the_same_update_as_one_pass(model, loss_agg):
     prompts = [[5, 6, 7], [8, 9], [10, 11, 12, 13]]
     responses = [[20, 21], [22, 23, 24, 25], [26]]
     with torch.no_grad():
@@ -120,12 +121,42 @@ def test_micro_batches_give_the_same_update_as_one_pass(model):
         copy_ = copy.deepcopy(model)
         optimizer = torch.optim.SGD(copy_.parameters(), lr=1.0)
         update_policy(
-            copy_, optimizer, experience, [0, 1, 2], PAD, settings(micro_batch_rows=micro)
+            copy_,
+            optimizer,
+            experience,
+            [0, 1, 2],
+            PAD,
+            settings(micro_batch_rows=micro, loss_agg=loss_agg),
         )
         updated.append(torch.cat([p.detach().flatten() for p in copy_.parameters()]))
     original = torch.cat([p.detach().flatten() for p in model.parameters()])
     assert not torch.equal(updated[0], original)
     torch.testing.assert_close(updated[0], updated[1], rtol=1e-4, atol=1e-6)
+
+
+def test_the_row_mean_weighs_each_row_alike_the_token_mean_each_token(model):
+    """Eq. 2's per-action mean: a one-token row counts as much as a four-token row."""
+    prompts, responses = [[5, 6], [7, 8]], [[20], [21, 22, 23, 24]]
+    with torch.no_grad():
+        logp, mask = response_log_probs(model, prompts, responses, PAD)
+    advantages = torch.tensor([[3.0], [1.0]]) * mask
+    experience = Experience(prompts, responses, advantages, logp, logp, mask)
+    losses = {
+        mode: update_policy(
+            copy.deepcopy(model),
+            torch.optim.SGD(model.parameters(), lr=0.0),
+            experience,
+            [0, 1],
+            PAD,
+            settings(loss_agg=mode),
+        )["pg_loss"]
+        for mode in ("token-mean", "seq-mean-token-mean")
+    }
+    # ratio 1: minus the mean advantage, per token (3 + 4 x 1) / 5 or per row (3 + 1) / 2
+    assert losses == {
+        "token-mean": pytest.approx(-7 / 5),
+        "seq-mean-token-mean": pytest.approx(-2.0),
+    }
 
 
 def test_a_mini_batch_without_tokens_is_no_update(model):

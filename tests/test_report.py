@@ -1420,7 +1420,7 @@ def test_ablation_tables_pick_rows_by_reward_weights_and_tables_1_to_3_leave_the
     for table in (four, nine):  # which recipe trained our rows, beside the paper's
         assert (
             "Our Mem-α runs were trained with the recipe 'official': 85 steps, a KL loss of "
-            "0.001, the last checkpoint." in table.attrs["notes"]
+            "0.001, the last checkpoint, a token-mean loss." in table.attrs["notes"]
         )
         assert any(
             note.startswith("The paper's trained rows: 205 steps") for note in table.attrs["notes"]
@@ -1430,13 +1430,20 @@ def test_ablation_tables_pick_rows_by_reward_weights_and_tables_1_to_3_leave_the
 def test_the_recipe_note_names_every_recipe_of_the_tables_runs():
     from memrl.report.memalpha_tables import training_recipe_notes
 
-    paper = {"recipe": "paper", "steps": 205, "kl_coef": 0.0, "checkpoint": "best"}
+    paper = {
+        "recipe": "paper",
+        "steps": 205,
+        "kl_coef": 0.0,
+        "checkpoint": "best",
+        "loss_agg": "seq-mean-token-mean",
+    }
     notes = training_recipe_notes(
         {"a": {"training": paper}, "b": {"training": OFFICIAL_RECIPE}, "c": {"kind": "rag"}}
     )
     assert notes[0] == (
         "Our Mem-α runs were trained with the recipes 'official': 85 steps, a KL loss of 0.001, "
-        "the last checkpoint; 'paper': 205 steps, no KL term, the best checkpoint by validation."
+        "the last checkpoint, a token-mean loss; 'paper': 205 steps, no KL term, the best "
+        "checkpoint by validation, a per-action mean loss (Eq. 2)."
     )
     assert training_recipe_notes({"c": {"kind": "rag"}}) == []
 

@@ -80,8 +80,20 @@ def test_memalpha_paper_settings_give_the_official_grpo_run() -> None:
         "trainer.save_freq": "5",
         "trainer.max_actor_ckpt_to_keep": "2",
         "trainer.experiment_name": "memalpha-4b-b0.05-g0.1-grpo",
+        f"{actor}.loss_agg_mode": "token-mean",  # the script's; absent from the settings
     }
     assert {key: o[key] for key in expected} == expected
+    assert "loss_agg" not in memalpha_paper_settings()  # the default reruns no job
+
+
+def test_the_papers_per_action_loss_is_verls_seq_mean_token_mean() -> None:
+    config = load_yaml(REPO / "config" / "config.yaml")
+    config["memalpha"]["training"]["loss_agg"] = "seq-mean-token-mean"
+    settings = memalpha_train_settings(config, "memalpha-4b-b0.05-g0.1")
+    o = as_dict(verl_overrides(settings, PATHS, MEMALPHA))
+    assert o["actor_rollout_ref.actor.loss_agg_mode"] == "seq-mean-token-mean"
+    with pytest.raises(SettingsError, match=r"loss_agg must be one of"):
+        verl_overrides({**settings, "loss_agg": "token-sum"}, PATHS, MEMALPHA)
 
 
 def test_the_paper_recipe_trains_205_steps_without_kl_keeping_every_validated_checkpoint() -> None:

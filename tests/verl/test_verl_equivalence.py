@@ -18,6 +18,7 @@ from verl.workers.config import ActorConfig  # noqa: E402
 
 from memrl.train.algorithms import (  # noqa: E402
     agg_token_mean,
+    aggregate,
     broadcast_to_conversations,
     group_advantages,
     low_var_kl,
@@ -109,8 +110,17 @@ def test_multi_conversation_advantage_matches_verl_v1(seed):
     torch.testing.assert_close(ours, result.batch["advantages"])
 
 
-@pytest.mark.parametrize(("seed", "clip_high"), [(0, 0.2), (1, 0.28), (2, 0.28)])
-def test_policy_loss_matches_vanilla_ppo_token_mean(seed, clip_high):
+@pytest.mark.parametrize(
+    ("seed", "clip_high", "loss_agg"),
+    [
+        (0, 0.2, "token-mean"),
+        (1, 0.28, "token-mean"),
+        (2, 0.28, "token-mean"),
+        (3, 0.2, "seq-mean-token-mean"),  # Mem-α's Eq. 2
+        (4, 0.28, "seq-mean-token-mean"),
+    ],
+)
+def test_policy_loss_matches_vanilla_ppo(seed, clip_high, loss_agg):
     generator = torch.Generator().manual_seed(seed)
     rows, width = 9, 11
     old = -torch.rand(rows, width, generator=generator) * 3
@@ -126,13 +136,13 @@ def test_policy_loss_matches_vanilla_ppo_token_mean(seed, clip_high):
         clip_ratio_low=0.2,
         clip_ratio_high=clip_high,
         clip_ratio_c=3.0,
-        loss_agg_mode="token-mean",
+        loss_agg_mode=loss_agg,
     )
     expected, expected_metrics = core_algos.compute_policy_loss_vanilla(
-        old, new, adv, mask, loss_agg_mode="token-mean", config=config
+        old, new, adv, mask, loss_agg_mode=loss_agg, config=config
     )
     (expected_grad,) = torch.autograd.grad(expected, new)
-    ours, metrics = policy_loss(old, new, adv, mask, 0.2, clip_high, 3.0)
+    ours, metrics = policy_loss(old, new, adv, mask, 0.2, clip_high, 3.0, loss_agg)
     (our_grad,) = torch.autograd.grad(ours, new)
     torch.testing.assert_close(ours, expected)
     torch.testing.assert_close(our_grad, expected_grad)
@@ -152,3 +162,7 @@ def test_low_var_kl_and_token_mean_match_verl():
     torch.testing.assert_close(
         agg_token_mean(expected, mask), core_algos.agg_loss(expected, mask, "token-mean")
     )
+    for mode in ("token-mean", "seq-mean-token-mean"):
+        torch.testing.assert_close(
+            aggregate(expected, mask, mode), core_algos.agg_loss(expected, mask, mode)
+        )

@@ -14,7 +14,7 @@ from memrl.benchmarks import (
 from memrl.benchmarks.ruler import ruler_sets
 from memrl.config.base import ConfigError, memalpha_runs, model_reproduces, trained_runs
 from memrl.config.matrix import EvalJob, eval_jobs, eval_systems, rl_ablation_groups
-from memrl.config.settings import memalpha_recipe
+from memrl.config.settings import memalpha_loss_agg, memalpha_recipe
 from memrl.data.longbench import LONGBENCH_SUM  # Table 2; the other tasks are QA (Table 3)
 from memrl.data.ruler import TASKS as RULER_TASK_SPECS
 from memrl.scoring.compare import DEFAULT_MARGIN
@@ -76,7 +76,8 @@ def _reward_weights(config: dict[str, Any], system: dict[str, Any]) -> dict[str,
     run = memalpha_runs(config).get(system.get("model", ""))
     if system["kind"] != "memalpha" or run is None:
         return {}
-    return {"reward_weights": [run["beta"], run["gamma"]], "training": memalpha_recipe(config)}
+    training = {**memalpha_recipe(config), "loss_agg": memalpha_loss_agg(config)}
+    return {"reward_weights": [run["beta"], run["gamma"]], "training": training}
 
 
 def paper_file(config: dict[str, Any], name: str) -> str:

@@ -18,6 +18,7 @@ from memrl.config.matrix import (
 from memrl.scoring.verifier import DEFAULT_VERIFIER
 from memrl.systems import system_kind
 from memrl.systems.memagent import agent_settings
+from memrl.verl import TOKEN_MEAN
 
 
 def probe_set_settings(config: dict[str, Any], task: str, n_docs: int) -> dict[str, Any]:
@@ -162,6 +163,12 @@ def memalpha_recipe(config: dict[str, Any]) -> dict[str, Any]:
     return {"recipe": training["recipe"], **training["recipes"][training["recipe"]]}
 
 
+def memalpha_loss_agg(config: dict[str, Any]) -> str:
+    """How Mem-α's GRPO aggregates its loss (`memalpha.training.loss_agg`): token-mean, as the
+    official script, unless set."""
+    return config["memalpha"]["training"].get("loss_agg", TOKEN_MEAN)
+
+
 def memalpha_train_settings(config: dict[str, Any], run: str) -> dict[str, Any]:
     """Everything a Mem-α GRPO job reads: its run (base, β, γ), the chosen recipe (steps,
     warm-up, KL, checkpoint), the shared hyperparameters, validation on the Memalpha validation
@@ -170,6 +177,8 @@ def memalpha_train_settings(config: dict[str, Any], run: str) -> dict[str, Any]:
     spec = config["memalpha"]
     skip = ("runs", "recipe", "recipes")
     training = {key: value for key, value in spec["training"].items() if key not in skip}
+    if training.get("loss_agg") == TOKEN_MEAN:  # the default: its jobs rerun only when changed
+        del training["loss_agg"]
     agent = {**spec["agent"], "prompt_cap": training.pop("prompt_cap")}
     agent["cut_responses"] = training.pop("cut_responses")
     qa = {k: v for k, v in spec["qa"].items() if k not in ("engine", "model")}

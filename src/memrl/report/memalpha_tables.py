@@ -34,6 +34,7 @@ from memrl.report.cells import (
     system_specs,
 )
 from memrl.report.claims import table_claims
+from memrl.verl import ROW_MEAN, TOKEN_MEAN
 
 # Mem-α's tables by name: the key of their numbers in config/paper/memalpha.yaml, caption
 MEMALPHA_TABLES = {
@@ -58,9 +59,14 @@ MEMALPHA_NOTES = (
 
 
 CHECKPOINT_WORDS = {"last": "the last checkpoint", "best": "the best checkpoint by validation"}
+LOSS_AGG_WORDS = {  # memalpha.training.loss_agg
+    TOKEN_MEAN: "a token-mean loss",
+    ROW_MEAN: "a per-action mean loss (Eq. 2)",
+}
 PAPER_RECIPE_NOTE = (
     "The paper's trained rows: 205 steps without a KL term, the best checkpoint by validation "
-    "(its §4.1); its official script trains 85 steps with a KL loss of 0.001."
+    "(its §4.1), the loss averaged per action (its Eq. 2); its official script trains 85 steps "
+    "with a KL loss of 0.001 and averages over every token (verl's token-mean)."
 )
 
 
@@ -69,7 +75,7 @@ def training_recipe_notes(selected: Mapping[str, Mapping[str, Any]]) -> list[str
     the paper's; none without such a run."""
     recipes = sorted(
         {
-            (r["recipe"], r["steps"], r["kl_coef"], r["checkpoint"])
+            (r["recipe"], r["steps"], r["kl_coef"], r["checkpoint"], r.get("loss_agg", TOKEN_MEAN))
             for spec in selected.values()
             if (r := spec.get("training")) is not None
         }
@@ -79,8 +85,8 @@ def training_recipe_notes(selected: Mapping[str, Mapping[str, Any]]) -> list[str
     described = "; ".join(
         f"{name!r}: {steps} step{'' if steps == 1 else 's'}, "
         + (f"a KL loss of {kl:g}" if kl else "no KL term")
-        + f", {CHECKPOINT_WORDS[checkpoint]}"
-        for name, steps, kl, checkpoint in recipes
+        + f", {CHECKPOINT_WORDS[checkpoint]}, {LOSS_AGG_WORDS[loss_agg]}"
+        for name, steps, kl, checkpoint, loss_agg in recipes
     )
     plural = "s" if len(recipes) > 1 else ""
     return [f"Our Mem-α runs were trained with the recipe{plural} {described}.", PAPER_RECIPE_NOTE]

@@ -14,6 +14,8 @@ from collections.abc import Hashable, Sequence
 import torch
 from torch import Tensor
 
+from memrl.verl import LOSS_AGG_MODES, ROW_MEAN, TOKEN_MEAN
+
 STD_EPSILON = 1e-6  # verl's epsilon under the group std
 LOG_RATIO_CLAMP = 20.0  # |log r| bound before exp, for stability (verl's value)
 KL_CLAMP = 10.0  # low_var_kl is clamped to [-10, 10] (verl's value)
@@ -77,6 +79,25 @@ def agg_token_mean(values: Tensor, mask: Tensor) -> Tensor:
     return total / count if count > 0 else total
 
 
+def aggregate(values: Tensor, mask: Tensor, mode: str = TOKEN_MEAN) -> Tensor:
+    """`values` over the masked tokens by `mode` (LOSS_AGG_MODES); 0 with no masked token."""
+    if mode == TOKEN_MEAN:
+        return agg_token_mean(values, mask)
+    if mode != ROW_MEAN:
+        raise ValueError(f"unknown loss aggregation {mode!r}; known: {', '.join(LOSS_AGG_MODES)}")
+    mask = mask.to(values.dtype)
+    tokens = mask.sum(-1)
+    rows = tokens > 0
+    row_means = (values * mask).sum(-1)[rows] / tokens[rows]
+    return row_means.mean() if bool(rows.any()) else (values * mask).sum()
+
+
+def weight_of(mask: Tensor, mode: str = TOKEN_MEAN) -> float:
+    """What a micro-batch's aggregate counts for in its mini-batch: its tokens (token-mean) or
+    its rows with tokens (the row mean)."""
+    return float(mask.sum() if mode == TOKEN_MEAN else (mask.sum(-1) > 0).sum())
+
+
 def policy_loss(
     old_logp: Tensor,
     logp: Tensor,
@@ -85,8 +106,10 @@ def policy_loss(
     clip_low: float,
     clip_high: float,
     clip_c: float = 3.0,
+    loss_agg: str = TOKEN_MEAN,
 ) -> tuple[Tensor, dict[str, float]]:
-    """Eq. 2's clipped surrogate, token-mean over ALL response tokens of all conversations.
+    """Eq. 2's clipped surrogate, aggregated by `loss_agg` (default: token-mean over ALL
+    response tokens of all conversations; the metrics are always token means).
 
     Per token, with r = exp(logp − old_logp):  ℓ = max(−A·r, −A·clip(r, 1−ε_low, 1+ε_high)),
     and for A < 0 the dual clip ℓ = min(ℓ, −A·c) bounds the loss of very unlikely tokens.
@@ -103,7 +126,7 @@ def policy_loss(
     dual_bound = -adv * clip_c
     negative = adv < 0
     token_loss = torch.where(negative, torch.minimum(ppo_loss, dual_bound), ppo_loss)
-    loss = agg_token_mean(token_loss, mask)
+    loss = aggregate(token_loss, mask, loss_agg)
     with torch.no_grad():
         metrics = {
             "pg_loss": float(loss.detach()),

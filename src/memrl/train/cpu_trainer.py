@@ -45,14 +45,16 @@ from memrl.models import load_named, load_tokenizer
 from memrl.progress import progress
 from memrl.scoring.verifier import DEFAULT_VERIFIER, Verifier, check_verifier
 from memrl.train.algorithms import (
-    agg_token_mean,
+    aggregate,
     broadcast_to_conversations,
     group_advantages,
     low_var_kl,
     policy_loss,
     warmup_constant_lr,
+    weight_of,
 )
 from memrl.train.rollout import RolloutBatch, collect_rollouts, parse_row
+from memrl.verl import TOKEN_MEAN
 
 log = logging.getLogger(__name__)
 
@@ -91,6 +93,7 @@ class TrainSettings:
     norm_adv_by_std: bool = False  # Mem-α's GRPO divides by the group std; MemAgent's does not
     # Mem-α instead updates on a fixed number of rows (official 32): ceil(rows / it) updates
     mini_batch_rows: int | None = None
+    loss_agg: str = TOKEN_MEAN  # or ROW_MEAN, Mem-α's Eq. 2 (memalpha.training.loss_agg)
     # MemAgent's training reward: "official" (MemAgent's official code) or "extended"
     verifier: Verifier = DEFAULT_VERIFIER
 
@@ -151,6 +154,7 @@ def algorithm_settings(job: dict[str, Any]) -> dict[str, Any]:
         # MemAgent: updates per step; Mem-α: rows per update
         "mini_batches_per_step": job.get("mini_batches_per_step"),
         "mini_batch_rows": job.get("mini_batch_rows"),
+        "loss_agg": job.get("loss_agg", TOKEN_MEAN),
         "weight_decay": job.get("weight_decay", 0.0),
         "grad_clip": job.get("grad_clip", 1.0),
         "temperature": sampling["temperature"],
@@ -273,20 +277,22 @@ def update_policy(
 ) -> dict[str, float] | None:
     """One optimizer update on the conversations `rows` (a mini-batch); None if they hold no token.
 
-    The loss is a token-mean over the whole mini-batch: each micro-batch's token-mean is weighted
-    by its share of the mini-batch's tokens before backward (the official scaling). A step whose
-    gradient norm is not finite is skipped, as verl does.
+    The loss is aggregated over the whole mini-batch (`loss_agg`): each micro-batch's aggregate
+    is weighted by its share of the mini-batch's tokens (token-mean, the official scaling) or of
+    its rows with tokens (the row mean) before backward. A step whose gradient norm is not
+    finite is skipped, as verl does.
     """
     total = float(experience.mask[list(rows)].sum())
     if total == 0:
         return None
+    weight = weight_of(experience.mask[list(rows)], settings.loss_agg)
     sums = {key: 0.0 for key in UPDATE_METRICS if key != "grad_norm"}
     optimizer.zero_grad(set_to_none=True)
     for micro in _chunks(rows, settings.micro_batch_rows):
         prompts = [experience.prompt_ids[i] for i in micro]
         responses = [experience.response_ids[i] for i in micro]
         logp, mask = response_log_probs(model, prompts, responses, pad_id, settings.temperature)
-        share = float(mask.sum()) / total
+        share = weight_of(mask, settings.loss_agg) / weight
         if share == 0:
             continue
         width = logp.shape[1]
@@ -298,8 +304,10 @@ def update_policy(
             settings.clip_low,
             settings.clip_high,
             settings.clip_c,
+            settings.loss_agg,
         )
-        kl = agg_token_mean(low_var_kl(logp, experience.ref_logp[micro, :width]), mask)
+        kl_tokens = low_var_kl(logp, experience.ref_logp[micro, :width])
+        kl = aggregate(kl_tokens, mask, settings.loss_agg)
         ((pg + settings.kl_coef * kl) * share).backward()
         metrics["kl"] = float(kl.detach())
         for key in sums:

@@ -9,7 +9,8 @@ Multi-Conv DAPO as the official run did it (MemAgent's official code, on verl):
 - v1 (TransferQueue) sync trainer: the agent loop returns one row per conversation;
 - `adv_estimator=grpo` exactly (only that name takes verl's per-trajectory branch), without std
   normalisation: A_i = R_i - mean_group(R), broadcast to every conversation of rollout i;
-- token-mean clipped loss (dual clip c) + kl_coef x low_var_kl loss to the reference policy;
+- token-mean clipped loss (dual clip c) + kl_coef x low_var_kl loss to the reference policy
+  (Mem-α: `loss_agg` may take Eq. 2's row mean, seq-mean-token-mean, for both);
 - a fixed number of optimizer updates per step: verl splits by rows (conversations), so
   `memrl.verl.trainer.MemAgentTrainer` sends num_mini_batch = train_batch_size /
   ppo_mini_batch_size (the official td_split) instead of a row count; the overrides set
@@ -43,9 +44,11 @@ from memrl.tracking import EXPERIMENT
 from memrl.verl import (
     AGENT_LOOP_CONFIG,
     AGENT_NAME,
+    LOSS_AGG_MODES,
     MEMALPHA_AGENT_NAME,
     REWARD_FILE,
     REWARD_NAME,
+    TOKEN_MEAN,
 )
 
 RAY_JOB_SCRIPT = "workflow/scripts/ray_job.sh"
@@ -441,7 +444,7 @@ def _pairs(settings: Mapping[str, Any], paths: VerlPaths, recipe: Recipe) -> lis
         (f"{actor}.data_loader_seed", seed),
         (f"{actor}.use_dynamic_bsz", True),
         (f"{actor}.ppo_max_token_len_per_gpu", verl["ppo_max_token_len_per_gpu"]),
-        (f"{actor}.loss_agg_mode", "token-mean"),
+        (f"{actor}.loss_agg_mode", _loss_agg(settings)),
         (f"{actor}.policy_loss.loss_mode", "vanilla"),
         (f"{actor}.clip_ratio_low", _float(settings, "clip_low", 0.0)),
         (f"{actor}.clip_ratio_high", _float(settings, "clip_high", 0.0)),
@@ -516,6 +519,14 @@ def _pairs(settings: Mapping[str, Any], paths: VerlPaths, recipe: Recipe) -> lis
         thinking = _typed(settings, "agent.enable_thinking", (bool,))
         pairs.append(("+data.apply_chat_template_kwargs.enable_thinking", thinking))
     return pairs
+
+
+def _loss_agg(settings: Mapping[str, Any]) -> str:
+    """verl's loss_agg_mode: the run's `loss_agg` (Mem-α's switch), else token-mean."""
+    mode = settings.get("loss_agg", TOKEN_MEAN)
+    if mode not in LOSS_AGG_MODES:
+        raise SettingsError(f"training settings: loss_agg must be one of {LOSS_AGG_MODES}")
+    return mode
 
 
 def verl_overrides(
