@@ -1509,6 +1509,32 @@ def test_memalpha_table7_puts_each_split_beside_the_paper_with_printed_totals():
     assert "| Total | 100 (paper 562, -462) |" in text
 
 
+def test_memalpha_table6_puts_the_full_training_set_beside_validation():
+    from memrl.report.tables import build_paper_table
+
+    validation_only = [stats("memalpha", "squad", 30, 10.0, 1057.0, 96.8)]
+    table = build_paper_table("memalpha_table6", validation_only, [], MEMALPHA_PAPER)
+    assert list(table.columns)[:2] == ["full.instances", "full.chunks_per_instance"]
+    squad, total = table.loc["SQuAD"], table.loc["Total"]
+    assert squad["full.tokens_per_chunk"].paper == 1078.0 and squad["full.instances"].ours is None
+    assert (total["full.instances"].paper, total["memalpha.instances"].paper) == (4139.0, 463.0)
+    assert table.attrs["column_labels"]["full.instances"] == "Training Ins."
+    measured = [*validation_only, stats("full", "squad", 264, 10.0, 1080.0, 95.5)]
+    table = build_paper_table("memalpha_table6", measured, [], MEMALPHA_PAPER)
+    assert table.loc["SQuAD"]["full.tokens_per_chunk"].delta == pytest.approx(2.0)
+
+
+def test_the_full_training_split_is_measured_only_where_the_config_names_it():
+    from memrl import config as cfg
+
+    config = cfg.load_config([Path(__file__).resolve().parents[1] / "config/config.yaml"])
+    assert cfg.stats_splits(config, "memalpha_table6") == ["memalpha"]
+    assert "full" not in cfg.memalpha_splits(config)
+    config["memalpha"]["full"] = {"source": "memalpha_train", "sources": ["squad"]}
+    assert cfg.stats_splits(config, "memalpha_table6") == ["full", "memalpha"]
+    assert cfg.memalpha_splits(config)[-1] == "full"
+
+
 def test_memalpha_table8_reports_a_measured_source_the_paper_lacks():
     from memrl.report.render import tidy
     from memrl.report.tables import build_paper_table

@@ -66,7 +66,7 @@ wildcard_constraints:
     table="|".join(cfg.TABLES),
     figure="|".join(cfg.FIGURES),
     split="train|dev",
-    memalpha_split="|".join(cfg.MEMALPHA_SPLITS),
+    memalpha_split="|".join(cfg.memalpha_splits(config)),
     n_docs=r"\d+",
     dataset="|".join(custom.datasets(config)) or "^$",
     ext="|".join(ext.lstrip(".") for ext in cfg.RAW_FORMATS),
@@ -456,7 +456,7 @@ def report_records(name):
     """The records a table or figure reads: metrics of its evaluation jobs, the memories of its
     memorize jobs (Table 5), or the dataset statistics of its Mem-α splits."""
     if name in cfg.STATS_TABLES:
-        return [str(cfg.stats_file(config, split)) for split in cfg.STATS_TABLES[name]]
+        return [str(cfg.stats_file(config, split)) for split in cfg.stats_splits(config, name)]
     if name == cfg.NIAH_CONFIG_TABLE:  # the NIAH sets themselves
         return [f"{R}/data/ruler/{task}/{n}.jsonl" for task, n in cfg.niah_sets(config)]
     jobs = cfg.report_jobs(config, name)

@@ -22,7 +22,7 @@ from memrl.config.base import (
     uses_qa_server,
 )
 from memrl.config.matrix import eval_jobs, eval_systems, rl_ablation_groups
-from memrl.config.reports import MEMALPHA_SPLITS, RL_ABLATION_FIGURES, TABLES
+from memrl.config.reports import RL_ABLATION_FIGURES, TABLES, memalpha_splits
 from memrl.config.settings import OFFICIAL_HQA
 from memrl.data.custom import FORMATS as CUSTOM_FORMATS
 from memrl.data.memalpha import QUERY_PROMPTS
@@ -319,7 +319,7 @@ def _check_memalpha(config: dict[str, Any], require: Any) -> None:
             raise ConfigError(f"config key memalpha: required by the systems {users}")
         return
     spec = config["memalpha"]
-    for benchmark in MEMALPHA_SPLITS:
+    for benchmark in memalpha_splits(config):
         _require_source(config, f"memalpha.{benchmark}.source", spec[benchmark]["source"])
         unknown = sorted(set(spec[benchmark]["sources"]) - set(QUERY_PROMPTS))
         if unknown:

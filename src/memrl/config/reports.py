@@ -113,13 +113,25 @@ MEMAGENT_TABLES = (
 
 # Mem-α's dataset statistics: the `memalpha` splits each table describes (a stats job per split)
 STATS_TABLES = {
-    "memalpha_table6": ("memalpha",),
+    "memalpha_table6": ("full", "memalpha"),
     "memalpha_table7": ("train", "memalpha"),
     "memalpha_table8": ("mab",),
 }
 
 
 MEMALPHA_SPLITS = ("train", *MEMALPHA_BENCHMARKS)
+OPTIONAL_SPLITS = ("full",)  # the full training set: Table 6's training columns, where configured
+
+
+def stats_splits(config: dict[str, Any], name: str) -> list[str]:
+    """The `memalpha` splits whose statistics a stats table shows: an optional one only where
+    the config names it."""
+    return [s for s in STATS_TABLES[name] if s not in OPTIONAL_SPLITS or s in config["memalpha"]]
+
+
+def memalpha_splits(config: dict[str, Any]) -> list[str]:
+    """Every `memalpha` split of this config (the optional ones it names)."""
+    return [*MEMALPHA_SPLITS, *(s for s in OPTIONAL_SPLITS if s in config.get("memalpha", {}))]
 
 
 TRACE_TABLE = "memalpha_table5"  # final memories side by side: reads memorize records
