@@ -709,33 +709,59 @@ def test_longbench_sum_table(paper: dict):
     assert failure_notes(table)[0].startswith("RL-14B @ GovReport: 2/200 outputs empty")
 
 
+def with_paper_retriever(*systems: dict) -> list[dict]:
+    """RAG systems retrieving as the paper's did (text-embedding-3-large: `openai`)."""
+    return [
+        {**s, "id": s["id"].replace(s["retriever"], "openai"), "retriever": "openai"}
+        for s in systems
+    ]
+
+
 def test_rag_ruler_hqa_table_derives_rows_from_k(paper: dict):
+    openai = with_paper_retriever(REPORT_SYSTEMS[3], REPORT_SYSTEMS[4])
+    openai = [{**s, "display": s["display"].replace("bm25", "openai")} for s in openai]
+    openai[1]["display"] = "RAG openai K=3"
     records = [
         metric("rl-14b", 50, 81.25),
-        metric("rag14.bm25-k4-doc", 50, 60.0),
-        metric("rag14.dense-k3-doc", 50, 55.0),
+        metric("rag14.openai-k4-doc", 50, 60.0),
+        metric("rag14.openai-k3-doc", 50, 55.0),
+        metric("rag14.bm25-k4-doc", 50, 62.0),  # another retriever than the paper's
         metric("q14", 50, 70.0),  # long-context: Table 1 only
         metric("rag14.dense-k2-c1024", 50, 1.0),  # chunks are Table 11's: ignored
     ]
     table = build_rag_ruler_hqa_table(
-        records, REPORT_SYSTEMS, paper["rag_ruler_hqa"], paper["length_labels"]
+        records, [*REPORT_SYSTEMS, *openai], paper["rag_ruler_hqa"], paper["length_labels"]
     )
-    assert list(table.index) == ["RL-14B", "w/o RL", "RAG bm25 K=4", "RAG dense K=3"]
-    assert table.attrs["paper_rows"]["RAG bm25 K=4"] == "RAG + Qwen2.5-14B K=4"
-    rag = table.loc["RAG bm25 K=4", 50]
+    assert list(table.index) == [
+        "RL-14B",
+        "w/o RL",
+        "RAG bm25 K=4",
+        "RAG dense K=3",
+        "RAG openai K=4",
+        "RAG openai K=3",
+    ]
+    assert table.attrs["paper_rows"]["RAG openai K=4"] == "RAG + Qwen2.5-14B K=4"
+    rag = table.loc["RAG openai K=4", 50]
     assert (rag.ours, rag.paper) == (60.0, 66.41) and rag.delta == pytest.approx(-6.41)
+    bm25 = table.loc["RAG bm25 K=4", 50]  # BM25 is not the paper's retriever: nothing to judge
+    assert (bm25.ours, bm25.paper, table.attrs["paper_rows"]["RAG bm25 K=4"]) == (62.0, None, None)
     assert table.loc["RL-14B", 50].paper == 80.47
-    assert table.loc["RAG dense K=3", 50].paper is None  # the paper ran K = 2, 4, 6, 8
+    assert table.loc["RAG openai K=3", 50].paper is None  # the paper ran K = 2, 4, 6, 8
     notes = table.attrs["notes"]
-    assert any("text-embedding-3-large" in note and "BM25" in note for note in notes)
-    assert "RAG dense K=3: the paper did not run 'RAG + Qwen2.5-14B K=3'." in notes
+    assert notes[0] == (
+        "Our RAG retrieves with BM25, all-MiniLM-L6-v2 (dense), OpenAI embeddings "
+        "(evaluation.embedding.model); the paper's RAG with OpenAI's text-embedding-3-large."
+    )
+    assert notes[1].startswith("3 RAG row(s) of another retriever than the paper's")
+    assert "RAG openai K=3: the paper did not run 'RAG + Qwen2.5-14B K=3'." in notes
     assert length_label(table, 50) == "7K"
 
 
 def test_rag_longbench_table_recomputes_the_papers_avg(paper: dict):
     scores = dict(zip(QA_TASKS, [50.0, 55.0, 25.0, 15.0, 25.0], strict=True))
-    records = [*qa_records("rag14.dense-k2-c1024", scores), *qa_records("q14", scores)]
-    table = build_rag_longbench_table(records, REPORT_SYSTEMS, paper["rag_longbench_qa"])
+    records = [*qa_records("rag14.openai-k2-c1024", scores), *qa_records("q14", scores)]
+    systems = [*REPORT_SYSTEMS[:5], *with_paper_retriever(REPORT_SYSTEMS[5])]
+    table = build_rag_longbench_table(records, systems, paper["rag_longbench_qa"])
     assert list(table.index) == ["RL-14B", "w/o RL", "RAG dense C=1024 K=2"]
     assert table.attrs["paper_rows"]["RAG dense C=1024 K=2"] == "Qwen2.5-14B + RAG C=1024 K=2"
     avg = table.loc["RAG dense C=1024 K=2", "avg"]
@@ -747,8 +773,9 @@ def test_rag_longbench_table_recomputes_the_papers_avg(paper: dict):
 
 
 def test_rag_setting_the_paper_did_not_run_has_no_paper_value(paper: dict):
-    c512 = {**REPORT_SYSTEMS[5], "id": "rag14.dense-k2-c512", "unit": "c512", "display": "C512"}
-    records = qa_records("rag14.dense-k2-c512", {"qasper": 20.0})
+    [openai] = with_paper_retriever(REPORT_SYSTEMS[5])
+    c512 = {**openai, "id": "rag14.openai-k2-c512", "unit": "c512", "display": "C512"}
+    records = qa_records("rag14.openai-k2-c512", {"qasper": 20.0})
     table = build_rag_longbench_table(records, [c512], paper["rag_longbench_qa"])
     assert table.loc["C512", "qasper"].paper is None
     assert "C512: the paper did not run 'Qwen2.5-14B + RAG C=512 K=2'." in table.attrs["notes"]
@@ -758,7 +785,7 @@ def test_paper_row_of_another_table_is_an_error(paper: dict):
     systems = [{"id": "x", "display": "X", "paper_row": "RL-MEMAGENT-99B", "kind": "memagent"}]
     with pytest.raises(ValueError, match=r"RL-MEMAGENT-99B.*Table 3"):
         build_longbench_qa_table([], systems, paper["longbench_qa"])
-    rag = [{**REPORT_SYSTEMS[3], "paper_row": "RAG + Llama-70B"}]
+    rag = [{**with_paper_retriever(REPORT_SYSTEMS[3])[0], "paper_row": "RAG + Llama-70B"}]
     with pytest.raises(ValueError, match="Llama-70B"):
         build_rag_ruler_hqa_table([], rag, paper["rag_ruler_hqa"], {})
 
