@@ -1635,10 +1635,41 @@ def test_memalpha_table5_shows_each_policys_memory_in_the_papers_order(tmp_path)
     assert "event 7" in md and "event 8" not in md and "(+2 more)" in md
     assert long_item not in md and "- " + "x" * (TRACE_CHARS - 2) + "…" in md  # cut per line
     assert "The paper on Mem-α" in md and "perltqa #1" in md
+    assert "The paper's example (a user asking for advice on condo living" in md  # not found
     assert r"\newline" in paths[2].read_text()
     paper["table5"]["instance"] = 5
     with pytest.raises(ValueError, match="q4: no instance 5 of perltqa"):
         build_paper_table(TRACE_TABLE, records, systems, paper)
+
+
+def test_memalpha_table5_finds_the_papers_example_by_its_text():
+    from memrl.report.tables import build_paper_table
+
+    systems = [
+        {"id": "ma", "display": "Mem-α (ours)", "paper_row": "Mem-α"},
+        {"id": "q4", "display": "Qwen3-4B (ours)", "paper_row": "Qwen3-4B"},
+    ]
+    condo = {"core": "User looks for a downtown condo.", "semantic": [], "episodic": []}
+    other = {"core": "Something else.", "semantic": [], "episodic": []}
+    records = [
+        {**memories(sid, "perltqa", other, index=0), "benchmark": "memalpha"}
+        for sid in ("ma", "q4")
+    ]
+    records += [
+        {**memories("ma", "longmemeval_s*", condo, index=2), "benchmark": "mab"},
+        {**memories("q4", "longmemeval_s*", condo, index=2), "benchmark": "mab"},
+    ]
+    instances = {
+        "memalpha": [{"task": "perltqa", "index": 0, "text": "a condo, but no sound"}],
+        "mab": [
+            {"task": "longmemeval_s*", "index": 1, "text": "condo noise, never memorised"},
+            {"task": "longmemeval_s*", "index": 2, "text": "advice on condo living: noise"},
+        ],
+    }
+    table = build_paper_table(TRACE_TABLE, records, systems, MEMALPHA_PAPER, instances=instances)
+    assert table["Mem-α (ours)"]["Core"] == "User looks for a downtown condo."
+    assert table.attrs["instance"] == "mab / longmemeval_s* (instance 2): the paper's example"
+    assert table.attrs["notes"][0].startswith("The paper's example: a user asking for advice")
 
 
 def ruler_set(path: Path, task: str, length: int, tokens: list[int]) -> Path:

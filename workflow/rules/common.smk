@@ -460,8 +460,9 @@ def report_records(name):
     if name == cfg.NIAH_CONFIG_TABLE:  # the NIAH sets themselves
         return [f"{R}/data/ruler/{task}/{n}.jsonl" for task, n in cfg.niah_sets(config)]
     jobs = cfg.report_jobs(config, name)
-    if name == cfg.TRACE_TABLE:  # the memories themselves
-        return [f"{eval_prefix(job)}.memories.jsonl" for job in jobs]
+    if name == cfg.TRACE_TABLE:  # the memories, and the instances that hold the paper's example
+        memories = [f"{eval_prefix(job)}.memories.jsonl" for job in jobs]
+        return [*memories, *dict.fromkeys(eval_data(job)[0] for job in jobs)]
     return list(dict.fromkeys(f"{eval_prefix(job)}.metrics.json" for job in jobs))
 
 

@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Collection, Sequence
+from pathlib import Path
 from typing import Any
 
 from memrl.benchmarks import (
     CUSTOM_BENCHMARK,
     MEMALPHA_BENCHMARKS,
     PROBE_BENCHMARK,
+)
+from memrl.benchmarks import (
+    benchmark as benchmark_of,
 )
 from memrl.benchmarks.ruler import ruler_sets
 from memrl.config.base import ConfigError, memalpha_runs, model_reproduces, trained_runs
@@ -331,12 +335,17 @@ def report_jobs(config: dict[str, Any], name: str) -> list[EvalJob]:
         "memalpha_frontier": lambda: select("memalpha") + select("mab"),
         SUITES_TABLE: lambda: select("ruler_hqa") + select("mab"),
         CUSTOM_TABLE: lambda: select(CUSTOM_BENCHMARK),
-        TRACE_TABLE: lambda: select("memalpha", kind="memalpha"),
+        TRACE_TABLE: lambda: select("memalpha", kind="memalpha") + select("mab", kind="memalpha"),
         NIAH_CONFIG_TABLE: list,  # no evaluation: the RULER sets (niah_sets)
     }
     if name not in selections:
         raise ConfigError(f"unknown table or figure {name!r}")
     return selections[name]()
+
+
+def eval_data_file(config: dict[str, Any], job: EvalJob) -> Path:
+    """The file a Mem-α evaluation job reads every task from (its benchmark's instances)."""
+    return benchmark_of(job.benchmark).data(config, job.length, job.tasks)[0]
 
 
 def niah_sets(config: dict[str, Any]) -> list[tuple[str, int]]:
@@ -388,6 +397,9 @@ def _own_settings(config: dict[str, Any], name: str) -> dict[str, Any]:
         return {"systems": systems, "agent": config["agent"]}
     if name in RL_ABLATION_FIGURES:
         return {"rl_ablation": rl_ablation_groups(config)}
+    if name == TRACE_TABLE:  # the instance sets its memories came from: the paper's example
+        jobs = report_jobs(config, name)
+        return {"instance_sets": {job.benchmark: str(eval_data_file(config, job)) for job in jobs}}
     if name == PROBE_TABLE:
         probe = config["evaluation"].get("probe") or {"systems": {}, "placements": []}
         return {"probe": {"systems": probe["systems"], "placements": probe["placements"]}}

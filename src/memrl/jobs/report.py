@@ -19,6 +19,7 @@ def cmd_table(args: argparse.Namespace, run: tracking.JobRecord) -> None:
     from memrl.config import load_yaml
     from memrl.report.cells import mark_machinery_only
     from memrl.report.claims import not_comparable
+    from memrl.report.memalpha_tables import load_instance_texts
     from memrl.report.render import MADE_BY_LINE
     from memrl.report.tables import (
         PAPER_TABLES,
@@ -42,6 +43,7 @@ def cmd_table(args: argparse.Namespace, run: tracking.JobRecord) -> None:
             niah_config=s.get("niah_config"),
             probe=s.get("probe"),
             margin=s["margin"],
+            instances=load_instance_texts(s.get("instance_sets", {})),
         )
     mark_machinery_only(table, s["systems"])
     if table.attrs.get("banner"):

@@ -4,7 +4,7 @@ the final memories side by side (5) and the dataset statistics (6-8).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -367,45 +367,60 @@ EMPTY = "∅"
 
 
 def load_memories(paths: Iterable[str | Path]) -> list[dict[str, Any]]:
-    """Memorize jobs' records (JSONL, one per instance, each naming its system and source)."""
+    """Memorize jobs' records (JSONL, one per instance, each naming its system and source),
+    each tagged with its benchmark (the folder its job wrote it in: eval/<benchmark>/...)."""
     from memrl.data.io import read_jsonl
 
     records = []
-    for path in paths:
-        for n, record in enumerate(read_jsonl(Path(path))):
+    for path in map(Path, paths):
+        for n, record in enumerate(read_jsonl(path)):
             missing = {"system", "task", "index", "memory", "failed"} - set(record)
             if missing:
                 raise ValueError(f"{path}: line {n + 1} lacks {', '.join(sorted(missing))}")
-            records.append(record)
+            records.append({"benchmark": path.parent.parent.name, **record})
     return records
 
 
+def load_instance_texts(sets: Mapping[str, str | Path]) -> dict[str, list[dict[str, Any]]]:
+    """Per benchmark, its instances' source, index and text (chunks and questions, lowercased):
+    what Table 5 searches for the paper's example."""
+    from memrl.data.memalpha import instances_by_source
+
+    texts: dict[str, list[dict[str, Any]]] = {}
+    for benchmark, path in sets.items():
+        texts[benchmark] = [
+            {"task": source, "index": row["index"], "text": " ".join(row["chunks"]).lower()}
+            for source, rows in instances_by_source(path).items()
+            for row in rows
+        ]
+    return texts
+
+
 def build_memory_traces(
-    records: Iterable[Mapping[str, Any]], systems: Systems, paper: Mapping[str, Any]
+    records: Iterable[Mapping[str, Any]],
+    systems: Systems,
+    paper: Mapping[str, Any],
+    instances: Mapping[str, list[Mapping[str, Any]]] | None = None,
 ) -> pd.DataFrame:
-    """Mem-α's Table 5: for the configured instance, each system's final core, semantic and
-    episodic memory (a column per system whose paper_row is one of the table's columns, in the
-    paper's order; every item, one per line). The paper's verdicts become notes."""
+    """Mem-α's Table 5: for the paper's own example instance (found by its content among the
+    memorised `instances`, `load_instance_texts`), else the configured fallback (the n-th
+    memorised instance of a source, noted), each system's final core, semantic and episodic
+    memory: a column per system whose paper_row is one of the table's columns, in the paper's
+    order; every item, one per line. The paper's verdicts become notes."""
     spec = paper["table5"]
-    by_system: dict[str, list[Mapping[str, Any]]] = {}
-    for record in records:
-        if record["task"] == spec["source"]:
-            by_system.setdefault(record["system"], []).append(record)
     wanted = {row: n for n, row in enumerate(spec["columns"])}
-    chosen = [
-        (wanted[system.get("paper_row")], sid, system)
+    columns = sorted(
+        (wanted[system["paper_row"]], sid, system)
         for sid, system in system_specs(systems).items()
-        if system.get("paper_row") in wanted and sid in by_system
-    ]
+        if system.get("paper_row") in wanted
+    )
+    memorised = [r for r in records if any(r["system"] == sid for _, sid, _ in columns)]
+    example, notes = _example_instance(spec, memorised, instances or {})
     data: dict[str, list[str]] = {}
-    for _, sid, system in sorted(chosen, key=lambda c: c[0]):
-        instances = sorted(by_system[sid], key=lambda r: r["index"])
-        if spec["instance"] >= len(instances):
-            raise ValueError(
-                f"{sid}: no instance {spec['instance']} of {spec['source']} "
-                f"({len(instances)} memorised)"
-            )
-        record = instances[spec["instance"]]
+    for _, sid, system in columns:
+        record = _instance_of(example, spec, [r for r in memorised if r["system"] == sid], sid)
+        if record is None:
+            continue
         data[system["display"]] = (
             ["(memorisation failed)"] * 3
             if record["failed"]
@@ -413,11 +428,62 @@ def build_memory_traces(
         )
     frame = pd.DataFrame(data, index=pd.Index([s.capitalize() for s in MEMORY_STORES]))
     frame.index.name, frame.columns.name = "memory", "system"
+    if example is None:
+        shown = f"{spec['benchmark']} / {spec['source']} #{spec['instance']}"
+    else:
+        shown = f"{example[0]} / {example[1]} (instance {example[2]}): the paper's example"
     frame.attrs = {
-        "notes": [f"The paper on {row}: {verdict}" for row, verdict in spec["paper"].items()],
-        "instance": f"{spec['benchmark']} / {spec['source']} #{spec['instance']}",
+        "notes": [
+            *notes,
+            *(f"The paper on {row}: {verdict}" for row, verdict in spec["paper"].items()),
+        ],
+        "instance": shown,
     }
     return frame
+
+
+def _example_instance(
+    spec: Mapping[str, Any],
+    memorised: Sequence[Mapping[str, Any]],
+    instances: Mapping[str, list[Mapping[str, Any]]],
+) -> tuple[tuple[str, str, int] | None, list[str]]:
+    """(benchmark, source, index) of the first memorised instance whose text holds every
+    phrase of the paper's example (`example`), else None with a note saying so."""
+    done = {(r["benchmark"], r["task"], r["index"]) for r in memorised if "benchmark" in r}
+    phrases = [phrase.lower() for phrase in spec["example"]["phrases"]]
+    for benchmark, rows in instances.items():
+        for row in rows:
+            key = (benchmark, row["task"], row["index"])
+            if key in done and all(phrase in row["text"] for phrase in phrases):
+                return key, [f"The paper's example: {spec['example']['what']} (found by its text)."]
+    return None, [
+        f"The paper's example ({spec['example']['what']}) is not among the instances memorised "
+        f"here; shown instead: {spec['source']} #{spec['instance']} of {spec['benchmark']}."
+    ]
+
+
+def _instance_of(
+    example: tuple[str, str, int] | None,
+    spec: Mapping[str, Any],
+    records: Sequence[Mapping[str, Any]],
+    sid: str,
+) -> Mapping[str, Any] | None:
+    """A system's record of the example, else of the fallback (the n-th memorised instance of
+    `source`); None where the system did not memorise the example."""
+    if example is not None:
+        found = [r for r in records if (r.get("benchmark"), r["task"], r["index"]) == example]
+        return found[0] if found else None
+    of_source = sorted(
+        (r for r in records if r["task"] == spec["source"]), key=lambda r: r["index"]
+    )
+    if not of_source:
+        return None
+    if spec["instance"] >= len(of_source):
+        raise ValueError(
+            f"{sid}: no instance {spec['instance']} of {spec['source']} "
+            f"({len(of_source)} memorised)"
+        )
+    return of_source[spec["instance"]]
 
 
 def _store_text(memory: Mapping[str, Any], store: str) -> str:

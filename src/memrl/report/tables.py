@@ -77,6 +77,7 @@ def build_paper_table(
     niah_config: Mapping[str, Any] | None = None,
     probe: Mapping[str, Any] | None = None,
     margin: float = DEFAULT_MARGIN,
+    instances: Mapping[str, list[Mapping[str, Any]]] | None = None,
 ) -> pd.DataFrame:
     """Build `name` (a PAPER_TABLES key) from metrics records and the whole paper file; its
     cells learn the paper's n (`paper_sizes`) and the margin ±δ of their verdicts.
@@ -85,7 +86,7 @@ def build_paper_table(
     token labels for niah and table7). Table 7 reads RULER set records (`load_ruler_sets`) and
     the RULER settings that built them (`niah_config`).
     """
-    table = _build(name, records, systems, paper, length_labels, niah_config, probe)
+    table = _build(name, records, systems, paper, length_labels, niah_config, probe, instances)
     attach_paper_n(table, paper_sizes(name, paper), margin)
     return table
 
@@ -98,6 +99,7 @@ def _build(
     length_labels: Mapping[int, str] | None,
     niah_config: Mapping[str, Any] | None,
     probe: Mapping[str, Any] | None,
+    instances: Mapping[str, list[Mapping[str, Any]]] | None,
 ) -> pd.DataFrame:
     if name not in PAPER_TABLES:
         raise ValueError(f"unknown table {name!r}; expected one of {', '.join(PAPER_TABLES)}")
@@ -112,7 +114,7 @@ def _build(
     if name in STATS_TABLES:
         return build_memalpha_stats_table(records, paper, name)
     if name == TRACE_TABLE:
-        return build_memory_traces(records, systems, paper)
+        return build_memory_traces(records, systems, paper, instances)
     if name in MEMALPHA_SCORE_TABLES or name in ABLATION_TABLES:
         return build_memalpha_table(records, systems, paper, name)
     if name in ("table1", "table10", PATTERNS_TABLE):
@@ -148,7 +150,9 @@ def load_table_records(name: str, paths: Iterable[str | Path]) -> list[dict[str,
         return load_stats(paths)
     if name == NIAH_CONFIG_TABLE:
         return load_ruler_sets(paths)
-    return load_memories(paths) if name == TRACE_TABLE else load_metrics(paths)
+    if name == TRACE_TABLE:  # its memories; the instance sets beside them: load_instance_texts
+        return load_memories(p for p in map(Path, paths) if p.suffix == ".jsonl")
+    return load_metrics(paths)
 
 
 def write_paper_table(
