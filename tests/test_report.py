@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import math
 import re
 from pathlib import Path
 
@@ -1265,6 +1266,32 @@ def test_table4_prints_differences_from_random_beside_the_papers(paper: dict):
     assert "| RL-14B: 0% 20% | 4.0 (paper 3.9, +0.1)" in md and "3,200-document (448K)" in md
     with pytest.raises(ValueError, match="table4 needs the probe"):
         build_paper_table("table4", probe_records(), REPORT_SYSTEMS, paper, LABELS)
+
+
+def with_interval(record: dict, low: float, high: float) -> dict:
+    """A record whose accuracy has a 95 % interval and is a proportion (every item 0 or 1)."""
+    return {**record, "ci95": {"accuracy": [low, high]}, "right_wrong": ["accuracy"]}
+
+
+def test_table4_cells_have_intervals_and_verdicts_and_the_claim_is_checked(paper: dict):
+    records = [
+        with_interval(metric("rl-14b", 50, 80.0), 72.0, 86.0),
+        with_interval(metric("rl-14b", 100, 75.0), 67.0, 82.0),
+        with_interval(record("ruler_hqa_probe", "p0_20", "rl-14b", 50, accuracy=84.0), 77, 89),
+        with_interval(record("ruler_hqa_probe", "p0_20", "rl-14b", 100, accuracy=60.0), 51, 68),
+    ]
+    table = build_paper_table("table4", records, REPORT_SYSTEMS, paper, LABELS, probe=PROBE)
+    early = table.loc["RL-14B: 0% 20%", 50]
+    spread = math.hypot(*((hi - lo) / 2 for lo, hi in ((77, 89), (72, 86))))
+    assert early.ci == pytest.approx((4.0 - spread, 4.0 + spread))
+    assert early.paper_n == 128 and early.comparison is not None  # judged beside 3.91
+    assert table.loc["RL-14B: random", 50].comparison is not None
+    [claim] = table.attrs["claims"]
+    assert claim.claim_id == "no_catastrophic_degradation" and claim.system == "RL-14B"
+    assert claim.value == pytest.approx(-15.0)  # 60 - 75 at 100 docs: below -10
+    assert claim.outcome in ("does not hold", "undecided") and "-3.9" in claim.detail
+    none = build_paper_table("table4", records[:2], REPORT_SYSTEMS, paper, LABELS, probe=PROBE)
+    assert [c.outcome for c in none.attrs["claims"]] == ["not checkable"]
 
 
 # --- Mem-α (seed 004) ---------------------------------------------------------------------------

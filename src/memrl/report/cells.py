@@ -473,6 +473,15 @@ def _mean(values: Sequence[float]) -> float | None:
     return sum(values) / len(values) if values else None
 
 
+def accuracy_cell(record: Mapping[str, Any], paper: float | None, table: str) -> Cell:
+    """A record's accuracy (the official one where outputs were dropped) with its interval,
+    beside the paper's number."""
+    column = Column(
+        "accuracy", "accuracy", record["benchmark"], record["task"], 0, "accuracy", None
+    )
+    return _column_cell(column, record, paper, table)
+
+
 def _column_cell(
     column: Column, record: Mapping[str, Any] | None, paper: float | None, table: str
 ) -> Cell:

@@ -16,6 +16,7 @@ Table 11's printed average divides by 6, not 5: its note says so.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -41,6 +42,7 @@ from memrl.report.cells import (
     Column,
     PaperTable,
     Systems,
+    accuracy_cell,
     assemble,
     format_tokens,
     hqa_label,
@@ -48,7 +50,6 @@ from memrl.report.cells import (
     length_columns,
     lookup,
     n_dropped,
-    official_accuracy,
     reads_instances,
     records_of,
     resolve_paper_rows,
@@ -56,6 +57,9 @@ from memrl.report.cells import (
     system_kind,
     system_specs,
 )
+from memrl.report.claims import NOT_CHECKABLE, ClaimCheck, described, estimate, judge
+from memrl.scoring.compare import standard_error
+from memrl.scoring.intervals import Z95
 
 # MemAgent's tables by name (the Snakefile's targets): their key in config/paper/memagent.yaml
 MEMAGENT_TABLES = {
@@ -548,6 +552,7 @@ def build_probe_table(
         "partial_notes": [],
         "failure_notes": failures,
     }
+    frame.attrs["claims"] = probe_claims(frame, probe, paper["probe"].get("claims", []))
     return frame
 
 
@@ -558,19 +563,65 @@ def _probe_cell(
     n_docs: int,
     difference: bool,
 ) -> Cell:
-    """One length of a probe row: the accuracy, or (`difference`) its difference from random."""
+    """One length of a probe row: the accuracy, or (`difference`) its difference from random,
+    each with its 95 % interval (a difference: the two accuracies' standard errors combined, as
+    if independent; the same questions make the true one narrower) and so a verdict against the
+    paper's number (a difference judged as a graded score, its spread taken as ours)."""
     paper = lookup(paper_cells, (n_docs,))
     if record is None or (difference and random is None):
         return Cell(None, paper, None)
-    ours = official_accuracy(record) - (official_accuracy(random) if difference else 0.0)
+    cell = accuracy_cell(record, paper, "Table 4")
+    if not difference:
+        return cell
+    base = accuracy_cell(random, None, "Table 4")
+    ours = cell.ours - base.ours
+    ci = None
+    if cell.ci is not None and base.ci is not None:
+        spread = Z95 * math.hypot(standard_error(cell.ci), standard_error(base.ci))
+        ci = (ours - spread, ours + spread)
     return Cell(
         ours,
         paper,
         None if paper is None else ours - paper,
-        n_items=int(record["n_items"]),
-        n_dropped=n_dropped(record),
-        mean_tokens=record.get("mean_tokens"),
+        n_items=cell.n_items,
+        n_dropped=cell.n_dropped,
+        mean_tokens=cell.mean_tokens,
+        ci=ci,
+        n_scored=min(cell.n_scored, base.n_scored),
     )
+
+
+def probe_claims(
+    table: pd.DataFrame, probe: Mapping[str, Any], claims: Sequence[Mapping[str, Any]]
+) -> list[ClaimCheck]:
+    """The paper's robustness claim on Table 4 (its `probe.claims`): per probe system, the worst
+    probe-minus-random cell over every placement and length (`statistic: worst_difference`),
+    with its 95 % interval, judged by `op` `value`; the same on the paper's printed cells."""
+    checks = []
+    for claim in claims:
+        text = " ".join(str(claim["text"]).split())
+        for sid in probe["systems"]:
+            rows = [
+                label
+                for label, row_sid in table.attrs["system_ids"].items()
+                if row_sid == sid and not label.endswith(": random")
+            ]
+            cells = [table.loc[label, n] for label in rows for n in table.columns if n != AVG]
+            ours = [(c.ours, c.ci) for c in cells if c.ours is not None]
+            display = rows[0].rsplit(": ", 1)[0] if rows else sid
+            if not ours:
+                detail = "not checkable: this run has no probe difference of the system"
+                checks.append(ClaimCheck(claim["id"], text, display, None, NOT_CHECKABLE, detail))
+                continue
+            worst, interval = estimate(lambda x: x.min(axis=1), ours)
+            detail = f"worst difference {described(worst, interval, '{:+.1f}')} points"
+            detail += f" (claim: {claim['op']} {claim['value']})"
+            printed = [c.paper for c in cells if c.paper is not None]
+            if printed:
+                detail += f"; on the paper's own numbers {min(printed):+.1f}"
+            outcome = judge(claim["op"], float(claim["value"]), worst, interval)
+            checks.append(ClaimCheck(claim["id"], text, display, worst, outcome, detail, interval))
+    return checks
 
 
 NIAH_CONFIG_COLUMNS = {  # RULER task config key -> Table 7's header
