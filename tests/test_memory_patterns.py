@@ -25,6 +25,24 @@ def test_gold_chunks_are_noted_as_the_agent_reads_them():
     assert read[1] == "the answer is PARIS" and chunks.found == [1, 3]
 
 
+@pytest.mark.parametrize(
+    ("answer", "text", "found"),
+    [
+        ("no", "it is not there", False),
+        ("no", "The answer: No.", True),
+        ("2", "in 2014", False),
+        ("2", "room 2, floor 3", True),
+        ("New York", "new york city", True),
+        ("New York", "New Yorker", False),
+        ("$5", "it costs $5 now", True),
+    ],
+)
+def test_evidence_is_matched_as_a_whole_word(answer, text, found):
+    chunks = GoldChunks([text], [answer])
+    list(chunks)
+    assert (chunks.found == [0]) is found
+
+
 def prediction(trace, evidence, n_chunks=5, pred="Paris", score=1.0, answers=("Paris",)):
     return {
         "answers": list(answers),

@@ -212,8 +212,9 @@ def test_gold_chunks_are_those_holding_an_evidence_string_in_any_case():
     assert gold_chunks(chunks, ["Paris"]) == [1, 2]  # cut by a boundary (4|5): in neither
     assert gold_chunks(iter(chunks), ["lyon", "nothing"]) == [0, 3]
     assert gold_chunks(chunks, []) == []
-    found = find_evidence(["x" * 300 + "Paris" + "y" * 300], ["paris"], context_chars=5)
-    assert found == {0: "…xxxxxParisyyyyy…"}
+    found = find_evidence(["x" * 300 + " Paris " + "y" * 300], ["paris"], context_chars=5)
+    assert found == {0: "…xxxx Paris yyyy…"}
+    assert find_evidence(["xParisy"], ["paris"]) == {}  # a whole word only
     assert find_evidence(["Paris"], ["paris"]) == {0: "Paris"}
 
 

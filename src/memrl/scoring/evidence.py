@@ -1,8 +1,9 @@
 """Where a sample's gold evidence lies, and what the memory did with it (MemAgent's Appendix F).
 
 Evidence is marked by strings: the caller's for the sample, else its gold answers, found
-case-insensitively. A chunk holding one is a gold chunk; the memory after each chunk read comes
-from the run's trace. From these a MemAgent sample falls into one pattern:
+case-insensitively as whole words ("no" is not in "not", "2" not in "2014"). A chunk holding
+one is a gold chunk; the memory after each chunk read comes from the run's trace. From these a
+MemAgent sample falls into one pattern:
 
 - `kept`: the evidence entered the memory and is in the final memory;
 - `overwritten`: it entered, then a later update dropped it (F.1, information overwritten);
@@ -37,11 +38,12 @@ def evidence_strings(answers: Iterable[str], given: Iterable[str] | None = None)
 
 
 def evidence_pattern(strings: Sequence[str]) -> re.Pattern[str] | None:
-    """One case-insensitive pattern for any of `strings`, longest first (None for none)."""
+    """One case-insensitive pattern for any of `strings` as a whole word (no word character
+    right before or after it), longest first (None for none)."""
     if not strings:
         return None
     ordered = sorted(strings, key=len, reverse=True)
-    return re.compile("|".join(map(re.escape, ordered)), re.IGNORECASE)
+    return re.compile(rf"(?<!\w)(?:{'|'.join(map(re.escape, ordered))})(?!\w)", re.IGNORECASE)
 
 
 class GoldChunks:
@@ -95,7 +97,8 @@ def _primacy(prediction: Mapping[str, Any], after: Sequence[str], gold: Sequence
     answer = str(prediction.get("pred") or "").strip()
     if not answer or not gold or gold[0] == 0 or float(prediction.get("score") or 0) >= 1:
         return False
-    early = re.compile(re.escape(answer), re.IGNORECASE)
+    early = evidence_pattern([answer])
+    assert early is not None
     return any(early.search(m) for m in after[: gold[0]]) and bool(early.search(after[-1]))
 
 
