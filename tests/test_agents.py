@@ -67,6 +67,18 @@ def test_boxed_final_prompt_asks_for_a_box():
     assert "put the answer in \\boxed{}." in request.messages[0]["content"]
 
 
+@pytest.mark.parametrize("wording", ["official", "paper"])
+def test_the_prompts_take_the_official_codes_wording_or_the_papers(wording):
+    engine = RecordingEngine(["m1", "Therefore, the answer is 4."])
+    config = MemAgentConfig(chunk_tokens=2, memory_tokens=7, final_tokens=9, wording=wording)
+    run_batched([memagent("q?", ["c1"], config)], engine, sampling=None)
+    update, final = (batch[0].messages[0]["content"] for batch in engine.seen)
+    paper = "Please read the section carefully and update the memory with new information"
+    assert (paper in update) == (wording == "paper")  # Table 5's shorter sentence
+    assert "<section>\nc1\n</section>" in update and update.endswith("Updated memory:\n")
+    assert 'format your response as follows "Therefore, the answer is' in final
+
+
 def test_driver_batches_workflows_of_different_lengths_and_stops_failed_ones():
     class FailingSecond(RecordingEngine):
         def chat(self, requests, sampling):

@@ -367,6 +367,10 @@ def test_smoke_table_has_every_cell_with_sane_values(smoke):
     for row in rows:
         assert 0.0 <= float(row["ours"]) <= 100.0
     assert "paper" in (results / "tables/table1.md").read_text()
+    assert (
+        "MemAgent's prompts: the official code's wording"
+        in (results / "tables/table1.md").read_text()
+    )
     assert "\\begin{tabular}" in (results / "tables/table1.tex").read_text()
     [metrics] = json.loads(
         (results / "eval/ruler_hqa/rl-memagent-tiny/50.metrics.json").read_text()

@@ -35,7 +35,7 @@ from verl.trainer.ppo.v1 import agent_loop_tq
 from verl.utils.dataset.rl_dataset import RLHFDataset
 from verl.workers.rollout.replica import TokenOutput
 
-from memrl.agents.memagent import FINAL_TEMPLATES, MEMORY_TEMPLATE, NO_MEMORY
+from memrl.agents.memagent import FINAL_TEMPLATES, MEMORY_TEMPLATES, NO_MEMORY
 from memrl.engines.hf import HFEngine
 from memrl.models.tiny import DEFAULT_SYSTEM_PROMPT, build_tokenizer
 from memrl.verl import AGENT_LOOP_CONFIG, AGENT_NAME, REWARD_FILE, REWARD_NAME
@@ -49,7 +49,13 @@ WORDS = (
 
 
 def tiny_tokenizer() -> Any:
-    corpus = [MEMORY_TEMPLATE, FINAL_TEMPLATES["boxed"], NO_MEMORY, DEFAULT_SYSTEM_PROMPT, WORDS]
+    corpus = [
+        MEMORY_TEMPLATES["official"],
+        FINAL_TEMPLATES["boxed"],
+        NO_MEMORY,
+        DEFAULT_SYSTEM_PROMPT,
+        WORDS,
+    ]
     corpus += ["\\boxed{Ouse} \\boxed{Ada} \\boxed{blue} \\boxed{red} system user assistant"]
     return build_tokenizer(corpus * 4, vocab_size=600, model_max_length=4096)
 

@@ -26,7 +26,7 @@ from verl.trainer.ppo.v1.utils import compute_advantage_for_multi_trajectories
 from verl.workers.rollout.replica import TokenOutput
 
 from memrl.agents.chunking import truncated_chunks
-from memrl.agents.memagent import FINAL_TEMPLATES, MEMORY_TEMPLATE, NO_MEMORY
+from memrl.agents.memagent import FINAL_TEMPLATES, MEMORY_TEMPLATES, NO_MEMORY
 from memrl.verl.reward import compute_score
 
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning", "ignore::DeprecationWarning")
@@ -120,7 +120,7 @@ def test_each_prompt_is_a_fresh_chat_holding_the_previous_memory(tokenizer, row,
     outputs = run_session(tokenizer, server, row, SAMPLING)
     previous = [NO_MEMORY, *memories]
     expected = [
-        MEMORY_TEMPLATE.format(prompt=QUESTION, memory=previous[k], chunk=chunk)
+        MEMORY_TEMPLATES["official"].format(prompt=QUESTION, memory=previous[k], chunk=chunk)
         for k, chunk in enumerate(chunks)
     ]
     expected.append(FINAL_TEMPLATES["boxed"].format(prompt=QUESTION, memory=memories[-1]))

@@ -1,6 +1,8 @@
 """MemAgent: read a context chunk by chunk, overwrite a bounded memory, then answer from memory.
 
-The prompts are the official code's wording (MemAgent's official code).
+The prompts are the official code's wording (MemAgent's official code) or, with `wording:
+paper`, the shorter memory-update text the paper prints in its Table 5 (the same placeholders
+and order; its final-answer text is the official code's).
 """
 
 from __future__ import annotations
@@ -15,7 +17,8 @@ from memrl.scoring.extract import extract_solution
 
 NO_MEMORY = "No previous memory"
 
-MEMORY_TEMPLATE = """You are presented with a problem, a section of an article that may contain the answer to the problem, and a previous memory. Please read the provided section carefully and update the memory with the new information that helps to answer the problem. Be sure to retain all relevant details from the previous memory while adding any new, useful information.
+# The memory update: an instruction, then the problem, the memory and the section (both wordings)
+_MEMORY_BODY = """
 
 <problem> 
 {prompt}
@@ -31,6 +34,18 @@ MEMORY_TEMPLATE = """You are presented with a problem, a section of an article t
 
 Updated memory:
 """
+MEMORY_TEMPLATES = {
+    "official": "You are presented with a problem, a section of an article that may contain the "
+    "answer to the problem, and a previous memory. Please read the provided section carefully and "
+    "update the memory with the new information that helps to answer the problem. Be sure to "
+    "retain all relevant details from the previous memory while adding any new, useful "
+    "information." + _MEMORY_BODY,
+    # the paper's Table 5 (top); its final-answer text (bottom) is the official code's
+    "paper": "You are presented with a problem, a section of an article that may contain the "
+    "answer, and a previous memory. Please read the section carefully and update the memory with "
+    "new information that helps to answer the problem, while retaining all relevant details from "
+    "the previous memory." + _MEMORY_BODY,
+}
 
 FINAL_TEMPLATES = {
     # Official evaluation (utils/recurrent.py): scored by extracting after "the answer is".
@@ -62,6 +77,7 @@ Your answer:
 }
 
 FinalPrompt = Literal["answer_is", "boxed"]
+Wording = Literal["official", "paper"]
 
 
 @dataclass(frozen=True)
@@ -72,6 +88,7 @@ class MemAgentConfig:
     memory_tokens: int = 1024
     final_tokens: int = 1024
     final_prompt: FinalPrompt = "answer_is"
+    wording: Wording = "official"  # the prompts' text: the official code's, or the paper's
 
 
 @dataclass
@@ -109,19 +126,23 @@ def memagent(
     """One MemAgent run: a memory-update conversation per chunk, then the final answer; the
     memory after every chunk is recorded in `trace` if one is given."""
     problem = question.strip()
-    memory = yield from read_chunks(problem, chunks, config.memory_tokens, trace)
+    memory = yield from read_chunks(problem, chunks, config.memory_tokens, trace, config.wording)
     completion = yield final_request(problem, memory, config.final_prompt, config.final_tokens)
     return completion.text
 
 
 def read_chunks(
-    problem: str, chunks: Iterable[str], memory_tokens: int, trace: MemoryTrace | None = None
+    problem: str,
+    chunks: Iterable[str],
+    memory_tokens: int,
+    trace: MemoryTrace | None = None,
+    wording: Wording = "official",
 ) -> Workflow:
     """The memory loop alone: one overwrite per chunk from "No previous memory"; returns the
     final memory (each one recorded in `trace`, if given, as it is written)."""
     memory = NO_MEMORY
     for chunk in chunks:
-        prompt = MEMORY_TEMPLATE.format(prompt=problem, memory=memory, chunk=chunk)
+        prompt = MEMORY_TEMPLATES[wording].format(prompt=problem, memory=memory, chunk=chunk)
         completion = yield ChatRequest(user(prompt), memory_tokens)
         memory = extract_solution(completion.text)
         if trace is not None:
@@ -130,6 +151,6 @@ def read_chunks(
 
 
 def final_request(problem: str, memory: str, final_prompt: FinalPrompt, tokens: int) -> ChatRequest:
-    """The question asked over the final memory."""
+    """The question asked over the final memory (the same text in both wordings)."""
     prompt = FINAL_TEMPLATES[final_prompt].format(prompt=problem, memory=memory)
     return ChatRequest(user(prompt), tokens)

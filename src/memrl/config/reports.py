@@ -387,7 +387,13 @@ def table_settings(config: dict[str, Any], name: str) -> dict[str, Any]:
     Figures 6 and 7 their groups, Table 4 its probe, Table 7 the RULER settings it reports,
     the memory ablation its own systems (the only reports that show the variants)."""
     margin = {"margin": equivalence_margin(config, name)} if name in TABLES else {}
-    return {**margin, **_own_settings(config, name)}
+    wording = {"memagent_wording": memagent_wording(config)} if name in MEMAGENT_TABLES else {}
+    return {**margin, **wording, **_own_settings(config, name)}
+
+
+def memagent_wording(config: dict[str, Any]) -> str:
+    """The MemAgent prompts' text its evaluations ran with (`agent.wording`)."""
+    return config["agent"].get("wording", "official")
 
 
 def _own_settings(config: dict[str, Any], name: str) -> dict[str, Any]:

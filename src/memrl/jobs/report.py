@@ -45,6 +45,10 @@ def cmd_table(args: argparse.Namespace, run: tracking.JobRecord) -> None:
             margin=s["margin"],
             instances=load_instance_texts(s.get("instance_sets", {})),
         )
+    if "memagent_wording" in s:  # MemAgent's tables say which prompts ran
+        from memrl.report.memagent_tables import WORDING_NOTES
+
+        table.attrs.setdefault("notes", []).append(WORDING_NOTES[s["memagent_wording"]])
     mark_machinery_only(table, s["systems"])
     if table.attrs.get("banner"):
         table.attrs["claims"] = not_comparable(table.attrs.get("claims", []))

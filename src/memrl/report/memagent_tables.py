@@ -556,6 +556,14 @@ def build_probe_table(
     return frame
 
 
+WORDING_NOTES = {  # agent.wording
+    "official": "MemAgent's prompts: the official code's wording (agent.wording: official); the "
+    "paper's Table 5 prints a shorter one (agent.wording: paper).",
+    "paper": "MemAgent's prompts: the wording of the paper's Table 5 (agent.wording: paper); the "
+    "official code's is longer (agent.wording: official).",
+}
+
+
 def _probe_cell(
     record: Mapping[str, Any] | None,
     random: Mapping[str, Any] | None,

@@ -141,6 +141,7 @@ def workflows(task: Task, s: Settings, tokenizer: Any, pool: list[str] | None) -
         memory_tokens=s["agent"]["memory_tokens"],
         final_tokens=s["agent"]["final_tokens"],
         final_prompt=s["final_prompt"],
+        wording=s["agent"].get("wording", "official"),
     )
     return memagent_system(task, tokenizer, pool, agent)
 

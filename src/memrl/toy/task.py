@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from memrl.agents.chunking import truncated_chunks
-from memrl.agents.memagent import FINAL_TEMPLATES, MEMORY_TEMPLATE, NO_MEMORY
+from memrl.agents.memagent import FINAL_TEMPLATES, MEMORY_TEMPLATES, NO_MEMORY
 from memrl.models.tiny import DEFAULT_SYSTEM_PROMPT
 
 KEYS = (
@@ -118,7 +118,7 @@ def asked_key(question: str) -> str:
 def tokenizer_corpus(task: TaskSettings) -> list[str]:
     """Texts that make every template word, task word and answer form a single BPE token."""
     corpus = [
-        MEMORY_TEMPLATE,
+        MEMORY_TEMPLATES["official"],
         FINAL_TEMPLATES["boxed"],
         NO_MEMORY,
         DEFAULT_SYSTEM_PROMPT,
