@@ -332,6 +332,31 @@ def test_markdown_trace(tmp_path):
     assert md.count("#### Chunk") == 3
 
 
+def test_a_memory_update_shows_what_it_added_and_dropped_and_the_last_memory_whole():
+    from memrl.report.trace import memory_diff
+
+    before = "Ghost is in New York. Its director is unknown.\nTrigiani wrote it."
+    after = "Trigiani wrote it. Ghost is in New York. She lives in Greenwich Village."
+    added, dropped = memory_diff(before, after)
+    assert added == ["She lives in Greenwich Village."]  # a moved sentence is neither
+    assert dropped == ["Its director is unknown."]
+    trace = [
+        {"chunk": 0, "memory": before},
+        {"chunk": 3, "memory": after},
+        {"chunk": 5, "memory": "Greenwich Village."},
+    ]
+    study = case_study(prediction(memory_trace=trace, n_chunks=6), task="hqa")
+    md = render_markdown([study], "t")
+    first = (
+        "+ Ghost is in New York.\n+ Its director is unknown.\n+ Trigiani wrote it.\n- " + NO_MEMORY
+    )
+    assert f"```diff\n{first}\n```" in md
+    assert "```diff\n+ She lives in Greenwich Village.\n- Its director is unknown.\n```" in md
+    assert "Final memory (after this chunk):\n\n```text\nGreenwich Village.\n```" in md
+    assert md.count("The update (+ added, - dropped):") == 2
+    assert '<pre class="update">+ She lives' in render_html([study], "t")
+
+
 def test_html_trace_escapes_and_marks_the_evidence():
     study = case_study(traced_prediction(), chunks_with_gold(60, {10, 30}), task="hqa")
     page = render_html([study], "Case <study>")

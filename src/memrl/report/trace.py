@@ -8,17 +8,19 @@ as the run cut them, memrl.evaluation.row_chunks), the chunks that hold gold evi
 those containing one of the gold answers, case-insensitively, or the caller's evidence strings for
 that sample. Without them the trace is still rendered, its gold-evidence column saying "unknown".
 
-The rendered trace lists each chunk after which the memory changed (with that memory), each chunk
-holding gold evidence (with a snippet around it), and collapses every run of other chunks into one
-line ("chunks 12–57: memory unchanged"). Everything here is pure except `write_report`.
+The rendered trace lists each chunk after which the memory changed (with what that update added
+and dropped, sentence by sentence; the last memory whole), each chunk holding gold evidence (with
+a snippet around it), and collapses every run of other chunks into one line ("chunks 12–57:
+memory unchanged"). Everything here is pure except `write_report`.
 """
 
 from __future__ import annotations
 
+import difflib
 import html
 import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -140,6 +142,8 @@ class Step:
     gold: bool | None = None  # None: unknown
     memory: str | None = None  # the memory after the chunk, where it changed
     evidence: str | None = None  # a snippet around the evidence, in a gold chunk
+    before: str | None = None  # the memory before the chunk, where it changed
+    final: bool = False  # the last change: the final memory, shown whole
 
     @property
     def stretch(self) -> bool:
@@ -177,6 +181,8 @@ class CaseStudy:
         """The rendered lines: notable chunks alone, the other runs collapsed."""
         steps: list[Step] = []
         n_read = self.n_read or 0
+        final = max(self.changes, default=None)
+        memory_before = NO_MEMORY
         for chunk in range(self.total):
             read = chunk < n_read
             changed = chunk in self.changes
@@ -184,7 +190,10 @@ class CaseStudy:
             if changed or gold:
                 snippet = self.evidence.get(chunk) if self.evidence is not None else None
                 memory = self.changes.get(chunk)
-                steps.append(Step(chunk, chunk, read, changed, gold, memory, snippet))
+                before = memory_before if changed else None
+                step = Step(chunk, chunk, read, changed, gold, memory, snippet, before)
+                steps.append(replace(step, final=chunk == final))
+                memory_before = memory if changed else memory_before
             elif steps and steps[-1].stretch and steps[-1].read == read:
                 steps[-1] = Step(steps[-1].first, chunk, read, gold=steps[-1].gold)
             else:
@@ -237,6 +246,35 @@ class _Counted:
 
 
 # --- rendering ---------------------------------------------------------------------------------
+
+
+SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
+
+
+def memory_units(memory: str) -> list[str]:
+    """A memory cut into its sentences and lines (what a diff compares)."""
+    return [unit.strip() for unit in SENTENCE_END.split(memory) if unit.strip()]
+
+
+def memory_diff(before: str, after: str) -> tuple[list[str], list[str]]:
+    """(added, dropped): the sentences of `after` not in `before`, and those of `before` not in
+    `after`, each in its memory's order (a sentence kept, even moved, is neither)."""
+    old, new = memory_units(before), memory_units(after)
+    matcher = difflib.SequenceMatcher(a=old, b=new, autojunk=False)
+    added, dropped = [], []
+    for op, i1, i2, j1, j2 in matcher.get_opcodes():
+        if op in ("replace", "delete"):
+            dropped += old[i1:i2]
+        if op in ("replace", "insert"):
+            added += new[j1:j2]
+    moved = set(added) & set(dropped)
+    return [u for u in added if u not in moved], [u for u in dropped if u not in moved]
+
+
+def diff_lines(step: Step) -> list[str]:
+    """A changed step's update as `+ sentence` (added) and `- sentence` (dropped) lines."""
+    added, dropped = memory_diff(step.before or NO_MEMORY, step.memory or "")
+    return [f"+ {unit}" for unit in added] + [f"- {unit}" for unit in dropped]
 
 
 def _chunks_label(first: int, last: int) -> str:
@@ -349,9 +387,15 @@ def render_markdown_study(study: CaseStudy) -> str:
         lines += [f"#### Chunk {step.first} · gold evidence: {_gold_text(step.gold)} · {state}", ""]
         if step.evidence is not None:
             lines += ["Evidence:", "", _md_block(step.evidence), ""]
-        if step.memory is not None:
-            lines += ["Memory after this chunk:", "", _md_block(step.memory), ""]
+        if step.memory is not None and step.final:
+            lines += ["Final memory (after this chunk):", "", _md_block(step.memory), ""]
+        elif step.memory is not None:
+            lines += ["The update (+ added, - dropped):", "", _md_block(_update(step), "diff"), ""]
     return "\n".join(lines)
+
+
+def _update(step: Step) -> str:
+    return "\n".join(diff_lines(step)) or "(reworded: no sentence added or dropped)"
 
 
 def render_markdown(studies: Sequence[CaseStudy], title: str) -> str:
@@ -423,7 +467,8 @@ def render_html_study(study: CaseStudy) -> str:
     out += [
         f"<p>Before chunk 0 the memory is <em>{esc(NO_MEMORY)}</em>.</p>",
         '<table class="trace"><thead><tr><th>Chunk</th><th>Gold evidence</th>'
-        "<th>Memory</th><th>Memory after the chunk</th></tr></thead><tbody>",
+        "<th>Memory</th><th>The update (+ added, - dropped); the final memory</th></tr>"
+        "</thead><tbody>",
     ]
     for step in study.steps():
         if step.stretch:
@@ -441,7 +486,12 @@ def render_html_study(study: CaseStudy) -> str:
         if step.evidence is not None:
             gold += f'<div class="evidence"><pre>{_marked(step.evidence, pattern)}</pre></div>'
         state = "not read" if not step.read else "changed" if step.changed else "unchanged"
-        memory = f"<pre>{_marked(step.memory, pattern)}</pre>" if step.memory is not None else ""
+        memory = ""
+        if step.memory is not None and step.final:
+            memory = f"<p>Final memory:</p><pre>{_marked(step.memory, pattern)}</pre>"
+        elif step.memory is not None:
+            memory = f'<pre class="update">{_marked(_update(step), pattern)}</pre>'
+
         out.append(
             f'<tr class="{classes}"><td>{step.first}</td><td class="gold">{gold}</td>'
             f'<td class="state">{state}</td><td>{memory}</td></tr>'
