@@ -258,6 +258,10 @@ def test_samples_are_chosen_by_index_or_as_the_first_k_of_a_verdict():
         select(preds, indices=[9])
     with pytest.raises(ValueError, match="only must be one of"):
         select(preds, only="bad")
+    preds[3]["input"] = "The director of the romantic comedy 'Big Stone Gap' is based where?"
+    asked = select(preds, first=2, question="big stone gap")  # the paper's sample first
+    assert [p["index"] for p in asked] == [3, 0, 1]
+    assert [p["index"] for p in select(preds, first=2, question="Nowhere")] == [0, 1]
     lines = [{"task": "a", "index": 0}, {"task": "b", "index": 0}, {"task": "a", "index": 1}]
     assert {t: [p["index"] for p in ps] for t, ps in by_task(lines).items()} == {
         "a": [0, 1],
@@ -519,6 +523,18 @@ def test_cli_trace_end_to_end(tmp_path, tokenizer_dir, monkeypatch):
     md = (tmp_path / "alone.md").read_text()
     assert md.startswith("# Appendix C\n") and "sample 1" not in md
     assert re.search(r"#### Chunk \d+ · gold evidence: unknown · memory changed", md)
+
+    # the paper's own sample asked for by its question: first when the set has it, else noted
+    for question, first, noted in (
+        ("which", "sample 1", False),
+        ("Big Stone Gap", "sample 0", True),
+    ):
+        asked = {**settings, "question": question}
+        argv = ["trace", "--settings", json.dumps(asked), "--predictions", str(predictions_path)]
+        cli.main([*argv, "--out-prefix", str(tmp_path / "asked")])
+        md = (tmp_path / "asked.md").read_text()
+        assert md.split("## hqa · ")[1].startswith(first)
+        assert ("no sample of this set asks about 'Big Stone Gap'" in md) is noted
 
     with pytest.raises(SystemExit, match="--data and --tokenizer go together"):
         cli.main([*argv, "--data", str(data_path), "--out-prefix", str(tmp_path / "x")])

@@ -288,5 +288,5 @@ def case_study_settings(config: dict[str, Any], job: EvalJob) -> dict[str, Any]:
     return {
         **{key: value for key, value in job._asdict().items() if key != "shards"},
         "agent": agent_settings(config, system),
-        **{key: study[key] for key in ("samples", "first", "only") if key in study},
+        **{key: study[key] for key in ("samples", "first", "only", "question") if key in study},
     }

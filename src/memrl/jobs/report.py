@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -168,6 +169,7 @@ def cmd_trace(args: argparse.Namespace, run: tracking.JobRecord) -> None:
             s.get("samples"),
             s.get("first", trace.DEFAULT_FIRST),
             s.get("only", "all"),
+            s.get("question"),
         )
         traced = [p for p in chosen if "memory_trace" in p]
         rows: dict[Any, dict[str, Any]] = {}
@@ -188,5 +190,9 @@ def cmd_trace(args: argparse.Namespace, run: tracking.JobRecord) -> None:
             studies.append(trace.case_study(p, chunks, given, task))
     parts = [s.get(key) for key in ("benchmark", "system", "length") if s.get(key) is not None]
     title = s.get("title") or " · ".join(["MemAgent memory traces", *map(str, parts)])
+    asked = s.get("question")
+    if asked and studies and not any(trace.asks(st.prediction, asked) for st in studies):
+        note = f"no sample of this set asks about {asked!r} (the paper's own case study)"
+        studies[0] = replace(studies[0], notes=(*studies[0].notes, note))
     trace.write_report(studies, args.out_prefix, title)
     run.log_metrics({"samples": len(studies), "traced": sum(st.has_trace for st in studies)})

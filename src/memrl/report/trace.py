@@ -104,14 +104,25 @@ def verdict(prediction: Mapping[str, Any]) -> str:
     return "correct" if float(prediction.get("score") or 0.0) >= 1.0 else "wrong"
 
 
+def asks(prediction: Mapping[str, Any], question: str) -> bool:
+    """Whether a sample's question holds `question` (case-insensitive)."""
+    return question.casefold() in str(prediction.get("input") or "").casefold()
+
+
 def select(
     predictions: Sequence[dict[str, Any]],
     indices: Sequence[Any] | None = None,
     first: int = DEFAULT_FIRST,
     only: Only = "all",
+    question: str | None = None,
 ) -> list[dict[str, Any]]:
     """The predictions to render: those of `indices` in that order (each must exist), else the
-    first `first` in file order whose verdict is `only` ("all": any)."""
+    first `first` in file order whose verdict is `only` ("all": any), after those whose question
+    holds `question` (case-insensitive: the paper's own sample, wherever the set has it)."""
+    if question is not None:
+        asked = [p for p in predictions if asks(p, question)]
+        rest = select(predictions, indices, first, only)
+        return asked + [p for p in rest if p not in asked]
     if indices is not None:
         by_index = {p["index"]: p for p in predictions}
         missing = [i for i in indices if i not in by_index]
