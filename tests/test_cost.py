@@ -277,3 +277,38 @@ def test_the_readmes_gpu_measurements_are_the_packaged_ones(repo):
     peaks = [model["prefill"][-1]["peak_gb"] for model in measured["models"]]
     expected = "peaked at {:.1f} GB (7B), {:.1f} GB (14B) and {:.1f} GB (32B)".format(*peaks)
     assert expected in readme
+
+
+def test_after_a_run_each_rules_estimate_stands_beside_what_its_jobs_used():
+    jobs = [
+        cost.PlannedJob("evaluate", {"system": "a", "length": "50"}, {"gpu": "2"}),
+        cost.PlannedJob("evaluate", {"system": "b", "length": "50"}, {"gpu": "1"}),
+        cost.PlannedJob("evaluate", {"system": "c", "length": "50"}, {"gpu": "1"}),  # never ran
+        cost.PlannedJob("make_table", {"table": "table1"}, {}),
+    ]
+    prices = [
+        cost.Price("evaluate", estimate_gpu_h=1.0, gpu=True),
+        cost.Price("evaluate", estimate_gpu_h=None, gpu=True),  # work not modelled
+        cost.Price("evaluate", estimate_gpu_h=4.0, gpu=True),
+        cost.Price("make_table"),
+    ]
+    records = [
+        {"rule": "evaluate", "wildcards": {"length": "50", "system": "a"}, "status": "FAILED"}
+        | {"wall_s": 99.0, "end_ms": 1},
+        {"rule": "evaluate", "wildcards": {"length": "50", "system": "a"}, "status": "FINISHED"}
+        | {"wall_s": 5400.0, "end_ms": 2},  # the rerun that finished: 1.5 h on 2 GPUs
+        {"rule": "evaluate", "wildcards": {"length": "50", "system": "b"}, "status": "FINISHED"}
+        | {"wall_s": 3600.0, "end_ms": 3},
+        {"rule": "make_table", "wildcards": {"table": "table1"}, "status": "FINISHED"}
+        | {"wall_s": 36.0, "end_ms": 4},
+    ]
+    evaluate, table = cost.actual_rows(jobs, prices, records)
+    assert (evaluate["jobs"], evaluate["ran"]) == (3, 2)
+    assert evaluate["wall_h"] == pytest.approx(2.5) and evaluate["actual_gpu_h"] == pytest.approx(
+        4.0
+    )
+    assert evaluate["estimate_gpu_h"] == pytest.approx(1.0)  # of the jobs that ran
+    assert evaluate["ratio"] == pytest.approx(3.0)  # 3 GPU-h used where 1 was estimated
+    assert (table["ran"], table["actual_gpu_h"], table["ratio"]) == (1, 0.0, None)
+    text = cost.render_actual([evaluate, table], cost.Path("results/paper"))
+    assert "3.00×" in text and "results/paper" in text

@@ -458,6 +458,23 @@ def test_smoke_runs_every_system_on_ones_own_data(smoke):
     assert json.loads(checked[0])["metric"] == "rouge"
 
 
+def test_memrl_cost_after_the_run_finds_what_every_job_of_the_target_used(smoke):
+    done = subprocess.run(
+        [sys.executable, "-m", "memrl.cost", "--actual", "results/smoke", "--json", "table3"],
+        cwd=smoke,
+        env=snakemake_env(),
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]  # (the Snakefile's default: the smoke config)
+    rows = {row["rule"]: row for row in json.loads(done.stdout)["rows"]}
+    assert "table3" not in rows  # a target gathers files: nothing ran for it
+    for rule in ("train_stage1", "train_stage2", "evaluate", "make_table"):
+        assert rows[rule]["ran"] == rows[rule]["jobs"] > 0, rule
+    assert rows["evaluate"]["wall_h"] > 0 and rows["evaluate"]["actual_gpu_h"] == 0  # CPU
+
+
 def test_smoke_figures_exist_as_png_and_pdf(smoke):
     figures = smoke / "results/smoke/figures"
     for name in (

@@ -19,6 +19,10 @@ priced) and reads each job's rule, wildcards, resources and settings from the pl
 - **allocation**: its runtime limit times the GPUs it requests (the profile's resources), the
   upper bound a scheduler would charge.
 
+After a run, `--actual results/<run>` sets the estimate of every job of the target that ran
+(planned again as if from scratch, `--forceall`) beside what it used: its wall time from its
+provenance record, times the GPUs it requested, per rule and with the ratio actual / estimate.
+
 Downloads: model weights at 2 bytes per parameter (bf16 safetensors), from the published shape of
 the model's family; datasets only where a manifest already records them. Checkpoints: verl keeps
 `max_checkpoints` states of 14 bytes per parameter (bf16 weights, fp32 master weights and two
@@ -70,6 +74,7 @@ class PlannedJob:
     wildcards: dict[str, str] = field(default_factory=dict)
     resources: dict[str, str] = field(default_factory=dict)
     settings: dict[str, Any] | None = None  # `--settings` of its shell command
+    runs: bool = True  # it has a command (not a target that only gathers files)
 
 
 def parse_plan(text: str) -> list[PlannedJob]:
@@ -88,6 +93,7 @@ def parse_plan(text: str) -> list[PlannedJob]:
                 _pairs(fields.get("wildcards", "")),
                 _pairs(fields.get("resources", "")),
                 _settings(command[1]) if command else None,
+                bool(command) and command[1] != "None",
             )
         )
     return jobs
@@ -532,6 +538,92 @@ def _hours(value: float) -> str:
     return f"{value:,.0f}" if value >= 10 else f"{value:,.1f}"
 
 
+# ---------------------------------------------------------------- what a run used
+
+
+def finished_records(records: Iterable[dict[str, Any]]) -> dict[tuple[str, tuple], dict[str, Any]]:
+    """The last finished record of each job, by (rule, wildcards)."""
+    found: dict[tuple[str, tuple], dict[str, Any]] = {}
+    for record in sorted(records, key=lambda r: r.get("end_ms") or 0):
+        if record.get("status") == "FINISHED" and record.get("wall_s") is not None:
+            found[(record["rule"], tuple(sorted(record.get("wildcards", {}).items())))] = record
+    return found
+
+
+def actual_rows(
+    jobs: Sequence[PlannedJob], prices: Sequence[Price], records: Iterable[dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """Per rule of the planned jobs: how many ran (a finished record), the estimate of those
+    (GPU-h), what they used (wall hours; GPU-h = wall time x the GPUs each requested) and the
+    ratio actual / estimate over the jobs that have both."""
+    ran = finished_records(records)
+    rows: dict[str, dict[str, Any]] = {}
+    for job, price in zip(jobs, prices, strict=True):
+        if not job.runs:
+            continue
+        row = rows.setdefault(
+            job.rule,
+            {"rule": job.rule, "jobs": 0, "ran": 0, "wall_h": 0.0, "estimate_gpu_h": 0.0}
+            | {"actual_gpu_h": 0.0, "compared_estimate": 0.0, "compared_actual": 0.0},
+        )
+        row["jobs"] += 1
+        record = ran.get((job.rule, tuple(sorted(job.wildcards.items()))))
+        if record is None:
+            continue
+        hours = float(record["wall_s"]) / 3600
+        used = hours * int(job.resources.get("gpu", 0) or 0)
+        row["ran"] += 1
+        row["wall_h"] += hours
+        row["actual_gpu_h"] += used
+        if price.estimate_gpu_h is not None:
+            row["estimate_gpu_h"] += price.estimate_gpu_h
+            if used:
+                row["compared_estimate"] += price.estimate_gpu_h
+                row["compared_actual"] += used
+    for row in rows.values():
+        estimate = row.pop("compared_estimate")
+        row["ratio"] = row.pop("compared_actual") / estimate if estimate else None
+    return sorted(rows.values(), key=lambda row: row["rule"])
+
+
+def render_actual(rows: Sequence[dict[str, Any]], results: Path) -> str:
+    widths = (22, 6, 6, 10, 16, 14, 16)
+    titles = ("rule", "jobs", "ran", "wall h", "estimate GPU-h", "actual GPU-h", "actual/estimate")
+
+    def line(values: Sequence[str]) -> str:
+        head, *rest = values
+        return head.ljust(widths[0]) + "".join(
+            v.rjust(w) for v, w in zip(rest, widths[1:], strict=True)
+        )
+
+    body = [
+        line(
+            [
+                row["rule"],
+                f"{row['jobs']:,}",
+                f"{row['ran']:,}",
+                f"{row['wall_h']:,.2f}" if row["wall_h"] >= 0.1 else f"{row['wall_h']:.3f}",
+                _hours(row["estimate_gpu_h"]) if row["estimate_gpu_h"] else "—",
+                _hours(row["actual_gpu_h"]) if row["actual_gpu_h"] else "—",
+                "—" if row["ratio"] is None else f"{row['ratio']:.2f}×",
+            ]
+        )
+        for row in rows
+    ]
+    header = line(titles)
+    return "\n".join(
+        [
+            header,
+            "-" * len(header),
+            *body,
+            "",
+            f"ran: the jobs of the target with a finished record in {results} (the last of "
+            "each); wall h: their wall time; actual GPU-h: wall time x the GPUs each requested; "
+            "actual/estimate: over the GPU jobs that have both.",
+        ]
+    )
+
+
 # ---------------------------------------------------------------- the command
 
 
@@ -589,8 +681,16 @@ def main(argv: Sequence[str] | None = None) -> None:
     output.add_argument("--json", action="store_true", help="the rows as JSON")
     output.add_argument("--markdown", action="store_true", help="the rows as a Markdown table")
     parser.add_argument("--measured", type=Path, default=MEASURED, help="throughput measurements")
+    parser.add_argument(
+        "--actual",
+        type=Path,
+        metavar="RESULTS",
+        help="after a run: each rule's estimate beside what its jobs in RESULTS used",
+    )
     known, rest = parser.parse_known_args(argv)
     args, overrides = split_overrides(rest)
+    if known.actual is not None:
+        args = [*args, "--forceall"]  # every job of the target, as the run planned it
     config = cfg.load_config(config_files(args), overrides)
     measured = json.loads(known.measured.read_text())
     rate = prefill_flop_rate(measured)
@@ -600,6 +700,18 @@ def main(argv: Sequence[str] | None = None) -> None:
     except ValueError as exc:  # a job's settings file that cannot be read
         raise SystemExit(f"memrl cost: {exc}") from None
     prices = [price_job(job, pricing) for job in jobs]
+    if known.actual is not None:
+        from memrl.tracking import records_under
+
+        if not known.actual.is_dir():
+            raise SystemExit(f"--actual {known.actual}: no such results directory")
+        used = actual_rows(jobs, prices, records_under(known.actual))
+        print(
+            json.dumps({"rows": used}, indent=1)
+            if known.json
+            else render_actual(used, known.actual)
+        )
+        return
     rows = summarise(prices)
     if known.json:
         print(json.dumps({"rows": rows, "flop_rate": rate, "device": measured["device"]}, indent=1))
