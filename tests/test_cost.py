@@ -312,3 +312,11 @@ def test_after_a_run_each_rules_estimate_stands_beside_what_its_jobs_used():
     assert (table["ran"], table["actual_gpu_h"], table["ratio"]) == (1, 0.0, None)
     text = cost.render_actual([evaluate, table], cost.Path("results/paper"))
     assert "3.00×" in text and "results/paper" in text
+
+
+def test_a_memalpha_run_keeps_its_last_states_or_one_per_validation():
+    last = {"checkpoint": "last", "steps": 85, "verl": {"max_checkpoints": 2}}
+    best = {"checkpoint": "best", "steps": 205, "validation": {"every": 50}, "verl": {}}
+    assert cost.kept_states(last) == 2
+    assert cost.kept_states(best) == 5  # steps 50, 100, 150, 200 and the last, 205
+    assert cost.kept_states({"verl": {"max_checkpoints": None}}) == 1  # none set: priced as one

@@ -26,7 +26,8 @@ provenance record, times the GPUs it requested, per rule and with the ratio actu
 Downloads: model weights at 2 bytes per parameter (bf16 safetensors), from the published shape of
 the model's family; datasets only where a manifest already records them. Checkpoints: verl keeps
 `max_checkpoints` states of 14 bytes per parameter (bf16 weights, fp32 master weights and two
-Adam moments) per training stage, plus the merged bf16 model.
+Adam moments) per training stage or Mem-α run (one per validation where a Mem-α recipe keeps the
+best validated one), plus the merged bf16 model.
 """
 
 from __future__ import annotations
@@ -352,11 +353,10 @@ def price_job(job: PlannedJob, pricing: Pricing) -> Price:
     settings = job.settings or {}
     if gpus and settings:
         price.estimate_gpu_h = gpu_hours(job_flops(job.rule, settings, pricing), pricing.rate)
-    if job.rule in ("train_stage1", "train_stage2") and "verl" in settings:
-        shape = shapes.get(cfg.memagent_runs(config)[settings["run"]]["base"])
+    if job.rule in TRAINING_RULES and "verl" in settings:
+        shape = shapes.get(settings["run"])
         if shape:
-            kept = settings["verl"]["max_checkpoints"] or 1
-            bytes_per_parameter = kept * TRAINING_STATE_BYTES + BF16_BYTES
+            bytes_per_parameter = kept_states(settings) * TRAINING_STATE_BYTES + BF16_BYTES
             price.checkpoint_gb = dense_parameters(shape) * bytes_per_parameter / GB
     elif job.rule == "download_model":
         shape = shapes.get(job.wildcards.get("model", ""))
@@ -365,6 +365,17 @@ def price_job(job: PlannedJob, pricing: Pricing) -> Price:
     elif job.rule == "download_data":
         price.download_gb = _recorded_size(config, job.wildcards.get("source", "")) / GB
     return price
+
+
+TRAINING_RULES = ("train_stage1", "train_stage2", "train_memalpha")  # verl runs that keep states
+
+
+def kept_states(settings: dict[str, Any]) -> int:
+    """The training states a verl run keeps: its last `max_checkpoints`, or (a Mem-α recipe that
+    keeps the best validated checkpoint) one per validation: every `every` steps and the last."""
+    if settings.get("checkpoint") == "best":
+        return math.ceil(settings["steps"] / settings["validation"]["every"])
+    return settings["verl"]["max_checkpoints"] or 1
 
 
 def job_flops(rule: str, settings: dict[str, Any], pricing: Pricing) -> float | None:
