@@ -215,3 +215,33 @@ def test_a_rag_system_retrieves_a_rows_own_documents_and_runs_either_unit():
     assert retrieved.value.args[0] == row["documents"] and len(row["documents"]) == 3
     assert runs({"unit": "doc"}, CUSTOM_BENCHMARK) and runs({"unit": "c64"}, CUSTOM_BENCHMARK)
     assert not runs({"unit": "c64"}, "ruler_hqa") and not runs({"unit": "doc"}, "longbench")
+
+
+def test_memrl_cost_reads_a_dataset_once_for_all_its_jobs(monkeypatch, tmp_path):
+    import memrl.data.custom as reader
+    from memrl.benchmarks.custom import _file_shape
+
+    _file_shape.cache_clear()
+    monkeypatch.chdir(REPO)
+    config = example_config("config/smoke.yaml")
+    custom = benchmark(CUSTOM_BENCHMARK)
+    reads = []
+    read = reader.read_custom_rows
+    monkeypatch.setattr(reader, "read_custom_rows", lambda path: reads.append(path) or read(path))
+    for _ in range(3):  # an evaluate and a memorize job of each system ask the same
+        custom.sizes(config, ["minutes"], 0)
+        custom.instance_shapes(config, {"tasks": ["minutes"]})
+    assert len(reads) == 1  # once per version of the file
+    copy = tmp_path / "minutes.jsonl"
+    copy.write_text((EXAMPLE / "minutes.jsonl").read_text())
+    config["sources"]["minutes"]["url"] = str(copy)
+    custom.sizes(config, ["minutes"], 0)
+    copy.write_text(
+        copy.read_text()
+        + (EXAMPLE / "minutes.jsonl")
+        .read_text()
+        .replace('"id": 1', '"id": 3')
+        .replace('"id": 2', '"id": 4')
+    )
+    [(questions, _)] = custom.sizes(config, ["minutes"], 0)
+    assert questions == 4  # a changed file is read again

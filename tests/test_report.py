@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import copy
 import json
 import math
 import re
@@ -1290,8 +1291,13 @@ def test_table4_cells_have_intervals_and_verdicts_and_the_claim_is_checked(paper
     assert claim.claim_id == "no_catastrophic_degradation" and claim.system == "RL-14B"
     assert claim.value == pytest.approx(-15.0)  # 60 - 75 at 100 docs: below -10
     assert claim.outcome in ("does not hold", "undecided") and "-3.9" in claim.detail
+    assert claim.detail.startswith("worst_difference -15.0")
     none = build_paper_table("table4", records[:2], REPORT_SYSTEMS, paper, LABELS, probe=PROBE)
     assert [c.outcome for c in none.attrs["claims"]] == ["not checkable"]
+    typo = copy.deepcopy(paper)
+    typo["probe"]["claims"][0]["statistic"] = "worst"
+    with pytest.raises(ValueError, match="unknown statistic 'worst' \\(worst_difference\\)"):
+        build_paper_table("table4", records, REPORT_SYSTEMS, typo, LABELS, probe=PROBE)
 
 
 # --- Mem-α (seed 004) ---------------------------------------------------------------------------

@@ -252,7 +252,7 @@ def eval_job(wildcards):
 
 def eval_data(job):
     """The job's eval sets, one per task, as its benchmark names them."""
-    return [str(path) for path in benchmark(job.benchmark).data(config, job.length, job.tasks)]
+    return [str(path) for path in cfg.eval_data(config, job)]
 
 
 def eval_pool(job):

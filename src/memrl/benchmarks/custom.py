@@ -7,6 +7,7 @@ questions asked), as MemoryAgentBench groups its questions."""
 
 from __future__ import annotations
 
+import functools
 import math
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -150,20 +151,29 @@ def _measured(config: dict[str, Any], name: str) -> tuple[int, int, int]:
     """(rows, mean context tokens, contexts) of a dataset, from its file where this machine has
     it (its source, or the downloaded copy): `memrl cost` sizes a dataset by its rows."""
     from memrl.config.base import ConfigError
-    from memrl.data.custom import context_words, group_by_context, read_custom_rows
     from memrl.data.sources import local_path
 
     spec = datasets(config)[name]
     source = local_path(config["sources"][spec["source"]]["url"])
     for path in (source, source_file(config, name)):
         if path is not None and path.is_file():
-            rows = read_custom_rows(path)
-            tokens = round(context_words(rows) * WORDS_TO_TOKENS)
-            return len(rows), tokens, len(group_by_context(rows))
+            stat = path.stat()
+            return _file_shape(path.resolve(), stat.st_size, stat.st_mtime_ns)
     raise ConfigError(
         f"custom dataset {name}: its file is not on this machine yet, so `memrl cost` cannot "
         f"size it; run `./pipeline {source_file(config, name)}` first"
     )
+
+
+@functools.lru_cache(maxsize=16)
+def _file_shape(path: Path, size: int, mtime_ns: int) -> tuple[int, int, int]:
+    """(rows, mean context tokens, contexts) of a file, read once per version of it: every
+    evaluate and memorize job of a plan sizes the same datasets."""
+    from memrl.data.custom import context_words, group_by_context, read_custom_rows
+
+    rows = read_custom_rows(path)
+    tokens = round(context_words(rows) * WORDS_TO_TOKENS)
+    return len(rows), tokens, len(group_by_context(rows))
 
 
 def sizes(config: dict[str, Any], tasks: list[str], length: int) -> list[tuple[int, int]]:

@@ -49,6 +49,7 @@ from memrl.config.machine import Machine, gpu_keys, train_keys
 from memrl.config.matrix import (
     EvalJob,
     case_studies,
+    eval_data,
     eval_jobs,
     eval_model,
     eval_shards,
@@ -143,6 +144,7 @@ __all__ = [
     "check_config_files",
     "check_data",
     "config_hash",
+    "eval_data",
     "eval_jobs",
     "eval_model",
     "eval_set_settings",

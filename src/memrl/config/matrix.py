@@ -3,6 +3,7 @@ shards and GPUs."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any, NamedTuple
 
 from memrl.benchmarks import registered
@@ -102,6 +103,11 @@ def eval_jobs(config: dict[str, Any], systems: Systems | None = None) -> list[Ev
             if names
         ]
     return jobs
+
+
+def eval_data(config: dict[str, Any], job: EvalJob) -> list[Path]:
+    """The files an evaluation job reads, one per task, as its benchmark names them."""
+    return registered()[job.benchmark].data(config, job.length, job.tasks)
 
 
 def eval_shards(config: dict[str, Any], system: dict[str, Any], benchmark: str, length: int) -> int:

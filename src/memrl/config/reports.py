@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Collection, Sequence
-from pathlib import Path
 from typing import Any
 
 from memrl.benchmarks import (
@@ -12,12 +11,9 @@ from memrl.benchmarks import (
     MEMALPHA_BENCHMARKS,
     PROBE_BENCHMARK,
 )
-from memrl.benchmarks import (
-    benchmark as benchmark_of,
-)
 from memrl.benchmarks.ruler import ruler_sets
 from memrl.config.base import ConfigError, memalpha_runs, model_reproduces, trained_runs
-from memrl.config.matrix import EvalJob, eval_jobs, eval_systems, rl_ablation_groups
+from memrl.config.matrix import EvalJob, eval_data, eval_jobs, eval_systems, rl_ablation_groups
 from memrl.config.settings import memalpha_loss_agg, memalpha_recipe
 from memrl.data.longbench import LONGBENCH_SUM  # Table 2; the other tasks are QA (Table 3)
 from memrl.data.ruler import TASKS as RULER_TASK_SPECS
@@ -343,11 +339,6 @@ def report_jobs(config: dict[str, Any], name: str) -> list[EvalJob]:
     return selections[name]()
 
 
-def eval_data_file(config: dict[str, Any], job: EvalJob) -> Path:
-    """The file a Mem-α evaluation job reads every task from (its benchmark's instances)."""
-    return benchmark_of(job.benchmark).data(config, job.length, job.tasks)[0]
-
-
 def niah_sets(config: dict[str, Any]) -> list[tuple[str, int]]:
     """The (task, length) of every NIAH set the config synthesizes (Table 7 describes them)."""
     return [
@@ -405,7 +396,8 @@ def _own_settings(config: dict[str, Any], name: str) -> dict[str, Any]:
         return {"rl_ablation": rl_ablation_groups(config)}
     if name == TRACE_TABLE:  # the instance sets its memories came from: the paper's example
         jobs = report_jobs(config, name)
-        return {"instance_sets": {job.benchmark: str(eval_data_file(config, job)) for job in jobs}}
+        # (a Mem-α evaluation reads every task from its benchmark's one file of instances)
+        return {"instance_sets": {job.benchmark: str(eval_data(config, job)[0]) for job in jobs}}
     if name == PROBE_TABLE:
         probe = config["evaluation"].get("probe") or {"systems": {}, "placements": []}
         return {"probe": {"systems": probe["systems"], "placements": probe["placements"]}}

@@ -382,8 +382,8 @@ def load_memories(paths: Iterable[str | Path]) -> list[dict[str, Any]]:
 
 
 def load_instance_texts(sets: Mapping[str, str | Path]) -> dict[str, list[dict[str, Any]]]:
-    """Per benchmark, its instances' source, index and text (chunks and questions, lowercased):
-    what Table 5 searches for the paper's example."""
+    """Per benchmark, its instances' source, index and text (its chunks, lowercased): what
+    Table 5 searches for the paper's example."""
     from memrl.data.memalpha import instances_by_source
 
     texts: dict[str, list[dict[str, Any]]] = {}
@@ -414,7 +414,8 @@ def build_memory_traces(
         for sid, system in system_specs(systems).items()
         if system.get("paper_row") in wanted
     )
-    memorised = [r for r in records if any(r["system"] == sid for _, sid, _ in columns)]
+    shown = {sid for _, sid, _ in columns}
+    memorised = [r for r in records if r["system"] in shown]
     example, notes = _example_instance(spec, memorised, instances or {})
     data: dict[str, list[str]] = {}
     for _, sid, system in columns:
@@ -429,15 +430,15 @@ def build_memory_traces(
     frame = pd.DataFrame(data, index=pd.Index([s.capitalize() for s in MEMORY_STORES]))
     frame.index.name, frame.columns.name = "memory", "system"
     if example is None:
-        shown = f"{spec['benchmark']} / {spec['source']} #{spec['instance']}"
+        instance = f"{spec['benchmark']} / {spec['source']} #{spec['instance']}"
     else:
-        shown = f"{example[0]} / {example[1]} (instance {example[2]}): the paper's example"
+        instance = f"{example[0]} / {example[1]} (instance {example[2]}): the paper's example"
     frame.attrs = {
         "notes": [
             *notes,
             *(f"The paper on {row}: {verdict}" for row, verdict in spec["paper"].items()),
         ],
-        "instance": shown,
+        "instance": instance,
     }
     return frame
 

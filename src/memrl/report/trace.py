@@ -20,7 +20,7 @@ import difflib
 import html
 import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
@@ -202,8 +202,10 @@ class CaseStudy:
                 snippet = self.evidence.get(chunk) if self.evidence is not None else None
                 memory = self.changes.get(chunk)
                 before = memory_before if changed else None
-                step = Step(chunk, chunk, read, changed, gold, memory, snippet, before)
-                steps.append(replace(step, final=chunk == final))
+                final_step = chunk == final
+                steps.append(
+                    Step(chunk, chunk, read, changed, gold, memory, snippet, before, final_step)
+                )
                 memory_before = memory if changed else memory_before
             elif steps and steps[-1].stretch and steps[-1].read == read:
                 steps[-1] = Step(steps[-1].first, chunk, read, gold=steps[-1].gold)

@@ -14,11 +14,13 @@ Every metric's value is reported; `score` is the chosen one.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
-from memrl.scoring.extract import answer_part, extract_answer
-from memrl.scoring.metrics import exact_match, normalize_answer, sub_em, token_f1
+from memrl.scoring.extract import answer_part
+from memrl.scoring.longbench import qa_prediction, summary_scores
+from memrl.scoring.metrics import best_over, exact_match, normalize_answer, sub_em, token_f1
+from memrl.scoring.ruler import string_match_all
 
 METRICS = ("sub_em", "em", "f1", "rouge", "string_match")
 _SHORT = {"sub_em": sub_em, "em": exact_match, "f1": token_f1}
@@ -30,23 +32,12 @@ def score_answers(metric: str, response: str, answers: Sequence[str]) -> dict[st
         raise ValueError(f"unknown metric {metric!r}; known: {', '.join(METRICS)}")
     if not answers:
         raise ValueError("no gold answers to score against")
-    final = answer_part(response)
     if metric == "rouge":
-        from memrl.scoring.longbench import RECALL_KEYS, ROUGE_KEYS, rouge_scores
-
-        per_gold = [rouge_scores(final, gold) for gold in answers]
-        best = {key: max(s[key] for s in per_gold) for key in ROUGE_KEYS}
-        return {"pred": final, "score": sum(best[k] for k in RECALL_KEYS) / 3, **best}
+        return summary_scores(answer_part(response), answers)
     if metric == "string_match":
-        from memrl.scoring.ruler import string_match_all
-
+        final = answer_part(response)
         value = string_match_all(final, answers)
         return {"pred": final, "score": value, "string_match": value}
-    extracted = extract_answer(final)
-    pred = final.strip() if extracted is None else extracted
-    value = _best(_SHORT[metric], pred, answers) if normalize_answer(pred) else 0.0
+    pred = qa_prediction(response)
+    value = best_over(_SHORT[metric], pred, answers) if normalize_answer(pred) else 0.0
     return {"pred": pred, "score": value, metric: value}
-
-
-def _best(metric: Callable[[str, str], float], pred: str, answers: Sequence[str]) -> float:
-    return max(metric(pred, gold) for gold in answers)

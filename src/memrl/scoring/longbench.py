@@ -16,11 +16,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 from memrl.data.longbench import LONGBENCH_QA, LONGBENCH_SUM
 from memrl.scoring.extract import answer_part, extract_answer, extract_solution
-from memrl.scoring.metrics import normalize_answer, sub_em, token_f1
+from memrl.scoring.metrics import best_over, normalize_answer, sub_em, token_f1
 
 ROUGE_KEYS = ("rouge_1_recall", "rouge_2_recall", "rouge_l_recall", "rouge_l_f")
 RECALL_KEYS = ROUGE_KEYS[:3]
@@ -68,7 +68,7 @@ def score_longbench(
     if task in LONGBENCH_QA:
         return _score_qa(response, answers)
     if task in LONGBENCH_SUM:
-        return _score_sum(extract_solution(response) if strip_think else response, answers)
+        return summary_scores(extract_solution(response) if strip_think else response, answers)
     raise ValueError(
         f"unknown LongBench task {task!r}; expected one of {LONGBENCH_QA + LONGBENCH_SUM}"
     )
@@ -80,24 +80,27 @@ def _score_qa(response: str, answers: Sequence[str]) -> dict:
     else that whole part stripped. A prediction that normalises to "" (e.g. "",
     ".", "The") scores sub_em 0: the containment test would otherwise match every gold.
     `qa_f1` scores the raw reply, as LongBench does."""
-    final = answer_part(response)
-    extracted = extract_answer(final)
-    pred = final.strip() if extracted is None else extracted
-    hit = _best(sub_em, pred, answers) if normalize_answer(pred) else 0.0
+    pred = qa_prediction(response)
+    hit = best_over(sub_em, pred, answers) if normalize_answer(pred) else 0.0
     return {
         "pred": pred,
         "score": hit,
         "sub_em": hit,
-        "qa_f1": _best(qa_f1_score, response, answers),
+        "qa_f1": best_over(qa_f1_score, response, answers),
     }
 
 
-def _score_sum(pred: str, answers: Sequence[str]) -> dict:
-    """ROUGE of the summary (pltrdy's tokenisation already normalises whitespace)."""
+def qa_prediction(response: str) -> str:
+    """The answer a QA reply gives: after the last "the answer is" of its final part (after
+    `</think>`, or the whole reply when nothing follows it), else that whole part stripped."""
+    final = answer_part(response)
+    extracted = extract_answer(final)
+    return final.strip() if extracted is None else extracted
+
+
+def summary_scores(pred: str, answers: Sequence[str]) -> dict:
+    """ROUGE of a summary against its best gold (pltrdy's tokenisation already normalises
+    whitespace): `score` the mean of the three recalls."""
     per_gold = [rouge_scores(pred, gold) for gold in answers]
     best = {key: max((s[key] for s in per_gold), default=0.0) for key in ROUGE_KEYS}
     return {"pred": pred, "score": sum(best[k] for k in RECALL_KEYS) / len(RECALL_KEYS), **best}
-
-
-def _best(metric: Callable[[str, str], float], pred: str, answers: Sequence[str]) -> float:
-    return max((metric(pred, gold) for gold in answers), default=0.0)

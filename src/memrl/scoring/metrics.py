@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 import string
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from memrl.scoring.extract import final_answer
 
@@ -55,6 +55,11 @@ def token_f1(pred: str, gold: str) -> float:
         return 0.0
     precision, recall = common / len(p_tokens), common / len(g_tokens)
     return 2 * precision * recall / (precision + recall)
+
+
+def best_over(metric: Callable[[str, str], float], pred: str, golds: Sequence[str]) -> float:
+    """`metric` against the best of the golds (0 with none)."""
+    return max((metric(pred, gold) for gold in golds), default=0.0)
 
 
 def contains_any(response: str, ground_truths: Sequence[str]) -> float:
