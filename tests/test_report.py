@@ -15,6 +15,7 @@ import yaml
 
 from memrl.config import (
     ABLATION_TABLES,
+    KEYWORDS_TABLE,
     NIAH_CONFIG_TABLE,
     PATTERNS_TABLE,
     STATS_TABLES,
@@ -75,7 +76,7 @@ from memrl.scoring.intervals import wilson
 
 REPO = Path(__file__).resolve().parents[1]
 # their own inputs: below, and in test_memory_patterns.py
-TESTED_ALONE = (TRACE_TABLE, NIAH_CONFIG_TABLE, "table4", PATTERNS_TABLE)
+TESTED_ALONE = (TRACE_TABLE, NIAH_CONFIG_TABLE, "table4", PATTERNS_TABLE, KEYWORDS_TABLE)
 PAPER_FILE = REPO / "config/paper/memagent.yaml"
 N_DOCS = [50, 100, 200, 400, 800, 1600, 3200, 6400, 12800, 25600]
 

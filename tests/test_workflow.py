@@ -16,6 +16,7 @@ import pytest
 from docs_pages import docs_text
 
 from memrl.config import ENV_OVERRIDES, load_config
+from memrl.data.io import read_jsonl
 from memrl.report.claims import OUTCOMES
 
 pytestmark = pytest.mark.workflow
@@ -421,6 +422,21 @@ def test_smoke_evaluates_every_benchmark_system_and_table(smoke):
     assert {"rouge_1_recall", "rouge_l_f"} <= set(summary)
 
 
+def test_smoke_rebuilds_the_released_keyword_golds_from_the_original_summaries(smoke):
+    results = smoke / "results/smoke"
+    booksum = read_jsonl(results / "keywords/booksum.jsonl")
+    assert [(r["split"], r["original"]) for r in booksum] == [
+        ("train", "booksum_chapters.parquet#0"),
+        ("memalpha", "booksum_chapters.parquet#0"),
+    ]
+    [lru] = read_jsonl(results / "keywords/infbench_sum_eng_shots2.jsonl")
+    assert lru["released"] == ["Lio", "ferryman", "salt", "boat", "town"]
+    assert isinstance(lru["rebuilt"], list) and 0 <= lru["jaccard"] <= 1
+    table = (results / "tables/memalpha_keywords.md").read_text()
+    assert "| infbench_sum_eng_shots2 (MemoryAgentBench) | 1 | 1 of 1 |" in table
+    assert "> Machinery check only" in table  # the tiny model's keywords
+
+
 def test_smoke_runs_memalpha_memorisation_then_qa_on_every_source(smoke):
     results = smoke / "results/smoke/eval"
     for benchmark, n_sources in (("memalpha", 7), ("mab", 9)):
@@ -536,7 +552,7 @@ def test_smoke_records_one_mlflow_child_run_per_job(smoke):
     own_data = [r for r in every_record if re.search(r"custom|long_qa|minutes", r.as_posix())]
     records = [r for r in every_record if r not in own_data]
     assert len(own_data) == 20  # 2 copies, 2 checks, 12 evaluations, 3 memorize jobs, its table
-    assert len(children) == len(runs) - 2 - len(own_data) == len(records) == 150  # all but `all`
+    assert len(children) == len(runs) - 2 - len(own_data) == len(records) == 155  # all but `all`
     readme = docs_text(Path(__file__).resolve().parents[1])
     # the README's smoke job count: the quickstart, the speed table, what was verified
     assert readme.count(f"{len(records) + 1} jobs") == 3
@@ -718,3 +734,33 @@ def test_the_readmes_own_data_example_plans_every_paper_system(repo):
     memorized = [job for job in jobs if cfg.memorizes(systems[job.system], "custom")]
     assert counts["custom_set"] == 2 and counts["memorize"] == len(memorized) >= 8
     assert counts["evaluate"] == len(jobs) > 40 and "train_stage1" in counts
+
+
+def test_the_readmes_keyword_rebuild_plans_both_sources_on_the_hosted_model(repo):
+    """The README's paper-scale keyword rebuild (Mem-α's Figure 4), as a dry run: one job per
+    data source on GPT-4.1 through the API (no GPU), BookSum against train and validation."""
+    readme = (repo / "README.md").read_text()
+    [command] = re.findall(r"^(\./pipeline memalpha_keywords -n .+)$", readme, re.MULTILINE)
+    done = subprocess.run(
+        [sys.executable, "-m", "memrl.launch", *command.split()[1:], "-p"],
+        cwd=repo,
+        env=snakemake_env(),
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    counts = job_counts(done.stdout)
+    assert counts["rebuild_keywords"] == 2 and counts["make_table"] == 1
+    assert counts["download_model"] == 1  # gpt-4.1: its tokenizer only
+    resources = re.findall(r"rule rebuild_keywords:.*?resources: ([^\n]*)", done.stdout, re.S)
+    assert len(resources) == 2 and all("gpu=0" in r and "partition=cpu" in r for r in resources)
+    [booksum] = [
+        line
+        for line in done.stdout.splitlines()
+        if "keywords/booksum.jsonl" in line and "--released" in line
+    ]
+    assert "memalpha_train.parquet" in booksum and "memalpha_validation.parquet" in booksum
+    assert "booksum_chapters_test.parquet" in booksum
+    settings = planned_settings(done.stdout, repo)
+    assert '"model": "gpt-4.1"' in settings and '"kind": "openai"' in settings

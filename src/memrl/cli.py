@@ -30,6 +30,7 @@ from memrl.jobs.data import (
     cmd_eval_set,
     cmd_filter,
     cmd_hqa_pool,
+    cmd_keywords,
     cmd_official_eval_set,
     cmd_official_questions,
     cmd_ruler_set,
@@ -228,6 +229,13 @@ COMMANDS: dict[str, Command] = {
         cmd_dataset_stats,
         {"--data": {}, "--tokenizer": {}, "--out": {}},
         ["data", "tokenizer"],
+        named("out"),
+    ),
+    "keywords": Command(
+        "Mem-α's Figure 4: one data source's keyword golds rebuilt from its original summaries",
+        cmd_keywords,
+        {"--summaries": {"nargs": "+"}, "--released": {"nargs": "+"}, "--model": {}, "--out": {}},
+        ["summaries", "released", "model"],
         named("out"),
     ),
     "memorize": Command(

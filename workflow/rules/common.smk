@@ -69,6 +69,7 @@ wildcard_constraints:
     memalpha_split="|".join(cfg.memalpha_splits(config)),
     n_docs=r"\d+",
     dataset="|".join(custom.datasets(config)) or "^$",
+    keyword_set="|".join(map(re.escape, cfg.keyword_sets(config))) or "^$",
     ext="|".join(ext.lstrip(".") for ext in cfg.RAW_FORMATS),
 
 
@@ -352,6 +353,21 @@ def get_memalpha_split(wildcards):
     return str(cfg.memalpha_data(config, wildcards.memalpha_split))
 
 
+def get_keyword_inputs(wildcards):
+    files = cfg.keyword_inputs(config, wildcards.keyword_set)
+    return {part: [str(path) for path in paths] for part, paths in files.items()}
+
+
+def get_keyword_model(wildcards):
+    return str(cfg.model_dir(config, config["keywords"]["model"]))
+
+
+def get_keyword_gpus(wildcards):
+    model = config["keywords"]["model"]
+    gpus = cfg.model_gpus(config, model)
+    return MACHINE.claim("rebuild_keywords", gpus, 1, cfg.gpu_keys(config, model))
+
+
 def get_qa_tokenizer_dir(wildcards):
     return str(cfg.model_dir(config, cfg.qa_model(config)))
 
@@ -457,6 +473,8 @@ def report_records(name):
     memorize jobs (Table 5), or the dataset statistics of its Mem-α splits."""
     if name in cfg.STATS_TABLES:
         return [str(cfg.stats_file(config, split)) for split in cfg.stats_splits(config, name)]
+    if name == cfg.KEYWORDS_TABLE:
+        return [str(cfg.keywords_file(config, s)) for s in cfg.keyword_sets(config)]
     if name == cfg.NIAH_CONFIG_TABLE:  # the NIAH sets themselves
         return [f"{R}/data/ruler/{task}/{n}.jsonl" for task, n in cfg.niah_sets(config)]
     jobs = cfg.report_jobs(config, name)

@@ -298,3 +298,34 @@ rule custom_set:
     shell:
         "memrl --job {params.job:q} --log {log:q} custom-set --settings {params.settings:q}"
         " --data {input.data:q} --out {output:q} 2> {log:q}"
+
+
+# Mem-α's Figure 4 (the optional `keywords` block): a data source's keyword golds extracted again
+# from its original summaries by the configured model, beside the released ones
+rule rebuild_keywords:
+    input:
+        unpack(get_keyword_inputs),
+        model=get_keyword_model,
+    output:
+        f"{R}/keywords/{{keyword_set}}.jsonl",
+    log:
+        f"{R}/logs/rebuild_keywords/{{keyword_set}}.log",
+    benchmark:
+        f"{R}/benchmarks/rebuild_keywords/{{keyword_set}}.tsv"
+    conda:
+        "../../envs/infer.yaml"
+    container:
+        CONTAINERS["infer"]
+    resources:
+        gpu=get_keyword_gpus,
+        runtime=240,
+    params:
+        memrl=INFER_MEMRL,
+        job=job("rebuild_keywords"),
+        settings=lambda wildcards: settings_ref(
+            cfg.keywords_settings(config, wildcards.keyword_set)
+        ),
+    shell:
+        "{params.memrl} --job {params.job:q} --log {log:q} keywords --settings {params.settings:q}"
+        " --summaries {input.summaries:q} --released {input.released:q} --model {input.model:q}"
+        " --out {output:q} 2> {log:q}"

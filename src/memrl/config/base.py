@@ -144,3 +144,21 @@ def memalpha_data(config: dict[str, Any], split: str) -> Path:
 
 def stats_file(config: dict[str, Any], split: str) -> Path:
     return results_dir(config) / "stats" / f"{split}.json"
+
+
+def keyword_sets(config: dict[str, Any]) -> list[str]:
+    """The data sources whose keyword golds this config rebuilds (Mem-α's Figure 4; optional)."""
+    return list(config.get("keywords", {}).get("sets", {}))
+
+
+def keywords_file(config: dict[str, Any], name: str) -> Path:
+    return results_dir(config) / "keywords" / f"{name}.jsonl"
+
+
+def keyword_inputs(config: dict[str, Any], name: str) -> dict[str, list[Path]]:
+    """A rebuild's files: the originals' (`summaries`) and the released splits' parquets."""
+    spec = config["keywords"]["sets"][name]
+    return {
+        "summaries": [raw_file(config, source) for source in spec["summaries"]],
+        "released": [memalpha_data(config, split) for split in spec["released"]],
+    }

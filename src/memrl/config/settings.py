@@ -6,7 +6,14 @@ from __future__ import annotations
 from typing import Any
 
 from memrl.benchmarks import benchmark
-from memrl.config.base import MEMALPHA_STAGE, ConfigError, memagent_runs, memalpha_runs, qa_model
+from memrl.config.base import (
+    MEMALPHA_STAGE,
+    ConfigError,
+    memagent_runs,
+    memalpha_runs,
+    model_reproduces,
+    qa_model,
+)
 from memrl.config.matrix import (
     EvalJob,
     Systems,
@@ -49,6 +56,23 @@ def filter_settings(config: dict[str, Any]) -> dict[str, Any]:
         **{key: spec[key] for key in ("n_samples", "sampling", "max_tokens")},
         "keep": {"train": spec["keep_train"], "dev": spec["keep_dev"]},
         "verifier": spec.get("verifier", DEFAULT_VERIFIER),
+    }
+
+
+def keywords_settings(config: dict[str, Any], name: str) -> dict[str, Any]:
+    """One keyword rebuild (Mem-α's Figure 4): the data source, its originals' schema, the
+    released splits it compares with, and the model, engine, prompt and sampling that extract."""
+    spec = config["keywords"]
+    source = spec["sets"][name]
+    return {
+        "set": name,
+        "kind": source["kind"],
+        "released": list(source["released"]),
+        "model": spec["model"],
+        "reproduces": model_reproduces(config, spec["model"]),
+        "engine": engine_settings(config, spec["engine"], spec["model"]),
+        "prompt": spec.get("prompt", "official"),
+        **{key: spec[key] for key in ("sampling", "max_tokens", "wave_size")},
     }
 
 

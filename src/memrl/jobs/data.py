@@ -245,3 +245,102 @@ def cmd_dataset_stats(args: argparse.Namespace, run: tracking.JobRecord) -> None
             r["instances"],
             r["tokens_per_chunk"],
         )
+
+
+def cmd_keywords(args: argparse.Namespace, run: tracking.JobRecord) -> None:
+    """Mem-α's Figure 4 step: one data source's keyword golds rebuilt from its original summaries
+    by the configured model, each set beside the released list (memrl.data.keywords). Replies
+    are kept as they come (a killed job resumes); a request that still fails fails the job."""
+    from memrl.data import keywords as kw
+    from memrl.data.io import write_jsonl_atomic
+
+    s = args.settings
+    originals = [o for path in args.summaries for o in kw.read_originals(s["kind"], path, s["set"])]
+    if len(args.released) != len(s["released"]):
+        raise SystemExit(f"--released: {len(args.released)} files for the splits {s['released']}")
+    instances = [
+        instance
+        for split, path in zip(s["released"], args.released, strict=True)
+        for instance in kw.released_instances(path, split, s["set"])
+    ]
+    if not instances:
+        raise SystemExit(f"no released instance of {s['set']!r} in {s['released']}")
+    matched = kw.match(instances, originals)
+    if not any(matched):
+        raise SystemExit(
+            f"no released instance of {s['set']!r} begins an original text of "
+            f"{', '.join(map(str, args.summaries))} ({len(originals)} {s['kind']} texts): "
+            "are these the originals of the released set?"
+        )
+    wanted = {o["key"]: o["summary"] for o in matched if o is not None}
+    replies = _extract_keywords(wanted, s, args)
+    rows = []
+    for instance, original in zip(instances, matched, strict=True):
+        row = {k: s[k] for k in ("set", "model", "reproduces", "prompt")}
+        row.update({k: instance[k] for k in ("split", "index", "instance_id", "released")})
+        row["original"] = None if original is None else original["key"]
+        row["rebuilt"] = None if original is None else kw.keyword_list(replies[original["key"]])
+        if row["rebuilt"] is not None:
+            row.update(kw.agreement(row["released"], row["rebuilt"]))
+        rows.append(row)
+    write_jsonl_atomic(args.out, rows)
+    rebuilt = [r for r in rows if r["rebuilt"] is not None]
+    run.log_metrics(
+        {
+            "instances": len(rows),
+            "matched": len(rebuilt),
+            "same": sum(r["same"] for r in rebuilt),
+            "mean_jaccard": sum(r["jaccard"] for r in rebuilt) / len(rebuilt),
+        }
+    )
+    log.info("%s: %d of %d instances rebuilt", s["set"], len(rebuilt), len(rows))
+
+
+def _extract_keywords(
+    summaries: dict[str, str], s: dict[str, Any], args: argparse.Namespace
+) -> dict[str, str]:
+    """Each summary's reply (by the original's key), in waves appended to a partial file that
+    a rerun of the same settings resumes from."""
+    import hashlib
+
+    from memrl.data import keywords as kw
+    from memrl.data.io import append_jsonl, iter_jsonl
+    from memrl.engines.base import ChatRequest, SamplingParams
+    from memrl.progress import progress
+
+    # Snakemake deletes a failed job's outputs: the replies so far live beside them, under a
+    # name that changes with the settings (model, prompt, sampling), so a changed rerun starts over
+    key = hashlib.sha256(json.dumps(s, sort_keys=True).encode()).hexdigest()[:12]
+    partial = args.out.with_name(f"{args.out.name}.{key}.partial")
+    done = {r["key"]: r["reply"] for r in iter_jsonl(partial)} if partial.exists() else {}
+    todo = [key for key in summaries if key not in done]
+    if todo:
+        engine = build_engine(args.model, s["engine"], args.log)
+        sampling = SamplingParams(**s["sampling"])
+        failed = []
+        with progress(f"keywords {s['set']}", len(summaries), len(done), "summary") as bar:
+            for start in range(0, len(todo), s["wave_size"]):
+                wave = todo[start : start + s["wave_size"]]
+                requests = [
+                    ChatRequest(
+                        kw.messages(s["prompt"], s["kind"], summaries[key]), s["max_tokens"]
+                    )
+                    for key in wave
+                ]
+                answered = []
+                for key, completion in zip(wave, engine.chat(requests, sampling), strict=True):
+                    if completion.failed:
+                        failed.append(f"{key}: {completion.error}")
+                    else:
+                        answered.append({"key": key, "reply": completion.text})
+                append_jsonl(partial, answered)
+                done.update((r["key"], r["reply"]) for r in answered)
+                bar.advance(len(wave))
+        if failed:
+            raise SystemExit(
+                f"{len(failed)} keyword request(s) failed (a rerun retries only them): "
+                + "; ".join(failed[:3])
+            )
+    replies = {key: done[key] for key in summaries}
+    partial.unlink(missing_ok=True)
+    return replies

@@ -28,6 +28,7 @@ from memrl.report.claims import (
 )
 from memrl.report.custom import CUSTOM_TABLES
 from memrl.report.figures import PAPER_FIGURES
+from memrl.report.keywords import KEYWORDS_TABLES
 from memrl.report.memagent_tables import MEMAGENT_TABLES
 from memrl.report.memalpha_tables import MEMALPHA_TABLES
 from memrl.report.render import (
@@ -70,7 +71,7 @@ class TableSummary:
 def paper_of_table(name: str) -> str:
     if name in MEMAGENT_TABLES:
         return PAPERS[0]
-    if name in MEMALPHA_TABLES:
+    if name in MEMALPHA_TABLES or name in KEYWORDS_TABLES:
         return PAPERS[1]
     if name in SUITES_TABLES:
         return PAPERS[2]

@@ -15,6 +15,7 @@ import pandas as pd
 from memrl.config import (
     ABLATION_TABLES,
     CUSTOM_TABLE,
+    KEYWORDS_TABLE,
     MEMALPHA_SCORE_TABLES,
     NIAH_CONFIG_TABLE,
     PATTERNS_TABLE,
@@ -25,6 +26,7 @@ from memrl.config import (
 from memrl.report.cells import PaperSizes, Systems, attach_paper_n, load_metrics
 from memrl.report.claims import CLAIMS_SUFFIX, write_claims
 from memrl.report.custom import CUSTOM_TABLES, build_custom_table
+from memrl.report.keywords import KEYWORDS_TABLES, build_keywords_table, load_keyword_rows
 from memrl.report.memagent_tables import (
     MEMAGENT_TABLES,
     build_longbench_qa_table,
@@ -55,7 +57,13 @@ from memrl.report.suites import SUITES_TABLES, build_suites_table
 from memrl.scoring.compare import DEFAULT_MARGIN
 
 # name -> PaperTable
-PAPER_TABLES = {**MEMAGENT_TABLES, **MEMALPHA_TABLES, **SUITES_TABLES, **CUSTOM_TABLES}
+PAPER_TABLES = {
+    **MEMAGENT_TABLES,
+    **MEMALPHA_TABLES,
+    **KEYWORDS_TABLES,
+    **SUITES_TABLES,
+    **CUSTOM_TABLES,
+}
 
 
 def paper_sizes(name: str, paper: Mapping[str, Any]) -> PaperSizes:
@@ -107,6 +115,8 @@ def _build(
         return build_suites_table(records, systems, paper, length_labels or {})
     if name == CUSTOM_TABLE:
         return build_custom_table(records, systems)
+    if name == KEYWORDS_TABLE:
+        return build_keywords_table(records)
     if name == NIAH_CONFIG_TABLE:
         if niah_config is None:
             raise ValueError("table7 needs the RULER settings it describes (niah_config)")
@@ -150,6 +160,8 @@ def load_table_records(name: str, paths: Iterable[str | Path]) -> list[dict[str,
         return load_stats(paths)
     if name == NIAH_CONFIG_TABLE:
         return load_ruler_sets(paths)
+    if name == KEYWORDS_TABLE:
+        return load_keyword_rows(paths)
     if name == TRACE_TABLE:  # its memories; the instance sets beside them: load_instance_texts
         return load_memories(p for p in map(Path, paths) if p.suffix == ".jsonl")
     return load_metrics(paths)
@@ -160,6 +172,7 @@ def write_paper_table(
 ) -> list[Path]:
     """CSV, Markdown and LaTeX of a built table (Table 5's cells are text, the others scores),
     and the paper claims it checks (`.claims.json`, empty for most)."""
-    writer = write_text_table if name in (TRACE_TABLE, NIAH_CONFIG_TABLE) else write_table
+    text_tables = (TRACE_TABLE, NIAH_CONFIG_TABLE, KEYWORDS_TABLE)
+    writer = write_text_table if name in text_tables else write_table
     claims = write_claims(table.attrs.get("claims", []), Path(f"{out_prefix}{CLAIMS_SUFFIX}"))
     return [*writer(table, out_prefix, caption), claims]

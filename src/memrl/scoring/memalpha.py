@@ -87,8 +87,13 @@ def score_answer(source: str, prediction: str, gold: Gold, protocol: str = "agen
     return normalized_sub_em(prediction, gold)
 
 
+def gold_keywords(gold: Gold) -> list[str]:
+    """A keyword gold as a list: a string is split on ", " (the evaluation's split)."""
+    return gold.split(", ") if isinstance(gold, str) else [str(k) for k in gold]
+
+
 def keyword_hit(prediction: str, gold: Gold) -> float:
-    keywords = gold.split(", ") if isinstance(gold, str) else list(gold)
+    keywords = gold_keywords(gold)
     if not keywords:
         raise ValueError("a keyword gold with no keywords")
     lowered = prediction.lower()

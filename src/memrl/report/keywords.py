@@ -1,0 +1,100 @@
+"""Mem-α's Figure 4 rebuilt: per data source and released split, how the keyword golds that a
+configured model extracts with the paper's prompt compare with the released ones (the
+`keywords` config block; the rows are `memrl keywords`' files)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from memrl.config import CAPTIONS, KEYWORDS_TABLE
+from memrl.report.cells import DASH, MACHINERY_ONLY, PaperTable
+
+KEYWORDS_TABLES = {KEYWORDS_TABLE: PaperTable("figure4", CAPTIONS[KEYWORDS_TABLE])}
+ROW_FIELDS = (
+    "set",
+    "model",
+    "reproduces",
+    "prompt",
+    "split",
+    "index",
+    "released",
+    "original",
+    "rebuilt",
+)
+SPLIT_LABELS = {"train": "train", "memalpha": "validation", "mab": "MemoryAgentBench"}
+COLUMNS = {
+    "released": "Released instances",
+    "matched": "Matched to an original",
+    "same": "Same keywords",
+    "jaccard": "Mean Jaccard",
+    "recall": "Released keywords rebuilt",
+    "sizes": "Keywords: released / rebuilt (mean)",
+}
+MODEL_BANNER = (
+    f"{MACHINERY_ONLY}the keywords were extracted by a model that cannot reproduce the paper "
+    "(random weights, or marked `reproduces: false`): the counts test the pipeline, not the prompt."
+)
+PROMPT_WORDS = {
+    "official": "the official scripts' prompts (Figure 4 for BookSum, its answers variant for "
+    "MemoryAgentBench)",
+    "paper": "the paper's Figure 4 for every source",
+}
+
+
+def load_keyword_rows(paths: Iterable[str | Path]) -> list[dict[str, Any]]:
+    """Every rebuilt instance of the files (JSONL rows of ROW_FIELDS), checked."""
+    from memrl.data.io import read_jsonl
+
+    return [row for path in paths for row in read_jsonl(path, ROW_FIELDS)]
+
+
+def build_keywords_table(records: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
+    """A row per (data source, released split); text cells (counts and shares)."""
+    groups: dict[str, list[Mapping[str, Any]]] = {}
+    for row in records:
+        label = f"{row['set']} ({SPLIT_LABELS.get(row['split'], row['split'])})"
+        groups.setdefault(label, []).append(row)
+    frame = pd.DataFrame(
+        {label: _cells(rows) for label, rows in groups.items()}, index=list(COLUMNS), dtype=object
+    ).T.rename(columns=COLUMNS)
+    frame.index.name, frame.columns.name = "source", "column"
+    models = sorted({row["model"] for row in records})
+    prompts = sorted({row["prompt"] for row in records})
+    banner = [] if all(row["reproduces"] for row in records) else [f"> {MODEL_BANNER}"]
+    frame.attrs["notes"] = [
+        *banner,
+        f"Rebuilt by {', '.join(models)} with {'; '.join(PROMPT_WORDS[p] for p in prompts)}. "
+        "The released golds were extracted by GPT-4.1 at temperature 0.1 (the official "
+        "scripts): another model measures how much the golds depend on the extractor.",
+        "A released instance is matched to the original whose text its first chunk begins; "
+        "unmatched ones are not rebuilt. Same: the same keywords, ignoring case and order; "
+        "Jaccard: shared / either; released keywords rebuilt: shared / released.",
+    ]
+    return frame
+
+
+def _cells(rows: Sequence[Mapping[str, Any]]) -> dict[str, str]:
+    rebuilt = [row for row in rows if row["rebuilt"] is not None]
+    if not rebuilt:
+        empty = dict.fromkeys(COLUMNS, DASH)
+        return {**empty, "released": str(len(rows)), "matched": f"0 of {len(rows)}"}
+    n = len(rebuilt)
+    same = sum(row["same"] for row in rebuilt)
+    return {
+        "released": str(len(rows)),
+        "matched": f"{n} of {len(rows)}",
+        "same": f"{same} of {n} ({100 * same / n:.0f} %)",
+        "jaccard": f"{_mean(row['jaccard'] for row in rebuilt):.2f}",
+        "recall": f"{100 * _mean(row['recall'] for row in rebuilt):.0f} %",
+        "sizes": f"{_mean(len(row['released']) for row in rebuilt):.1f} / "
+        f"{_mean(len(row['rebuilt']) for row in rebuilt):.1f}",
+    }
+
+
+def _mean(values: Iterable[float]) -> float:
+    values = list(values)
+    return sum(values) / len(values)
