@@ -318,6 +318,33 @@ def test_steps_show_changes_and_gold_chunks_and_collapse_the_rest():
     ]
 
 
+def test_the_bridge_paragraph_that_holds_no_answer_marks_its_chunk_too():
+    bridge = (
+        "Big Stone Gap (film)\nBig Stone Gap is a 2014 drama film directed by Adriana Trigiani."
+    )
+    answer = "Adriana Trigiani\nAdriana Trigiani is an author based in Greenwich Village."
+    chunks = [f"doc {i} x" for i in range(40)]
+    chunks[4] = f"Document 9:\n{bridge}\n\nDocument 10:\nfiller"
+    chunks[30] = f"Document 77:\n{answer}"
+    study = case_study(traced_prediction(), chunks, task="hqa", supporting=[bridge, answer])
+    assert study.supporting == {"Big Stone Gap (film)": 4, "Adriana Trigiani": 30}
+    assert sorted(study.evidence) == [4, 30]
+    assert study.evidence[4] == "[supporting paragraph begins] Big Stone Gap (film)"
+    assert study.evidence[30].endswith("Village.\n[supporting paragraph begins] Adriana Trigiani")
+    md = render_markdown([study], "Case study")
+    assert (
+        "**Supporting paragraphs:** Big Stone Gap (film): chunk 4 (memory unchanged); "
+        "Adriana Trigiani: chunk 30 (memory unchanged)" in md
+    )
+    assert "#### Chunk 4 · gold evidence: yes · memory unchanged" in md
+    # a paragraph whose header a chunk boundary cuts is found in no chunk: said so
+    cut = case_study(
+        traced_prediction(), ["Document 9:\nBig Stone", " Gap (film)"], supporting=[bridge]
+    )
+    assert cut.supporting == {"Big Stone Gap (film)": None}
+    assert "Big Stone Gap (film): not found (a chunk boundary" in render_markdown([cut], "x")
+
+
 def test_markdown_trace(tmp_path):
     study = case_study(traced_prediction(), chunks_with_gold(60, {10, 30}), task="hqa")
     md = render_markdown([study], "Case study")
@@ -449,9 +476,16 @@ def test_cli_trace_end_to_end(tmp_path, tokenizer_dir, monkeypatch):
     monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)  # no tracking in this test
     tokenizer = AutoTokenizer.from_pretrained(tokenizer_dir)
     pool = [f"Filler document number {i}, one two three four five." for i in range(6)]
+    pool[2] = "Lyon Hall\nThe director was born at Lyon Hall."  # the bridge paragraph
     pool.append("Paris is the capital of France; the director lives in Paris.")
     pool_path = tmp_path / "pool_docs.parquet"
-    pq.write_table(pa.table({"doc": pool}), pool_path)
+    pq.write_table(pa.table({"doc": pool, "tokens": [8] * len(pool)}), pool_path)
+    questions_path = tmp_path / "pool_questions.parquet"
+    questions = [  # sample 0's two hops: the bridge (doc 2) and the answer's paragraph (doc 6)
+        {"index": i, "question": q, "answers": [a], "doc_ids": [2, 6], "gold_doc_ids": [[2], [6]]}
+        for i, q, a in ((0, "Where?", "Paris"), (1, "Which?", "Rome"))
+    ]
+    pq.write_table(pa.Table.from_pylist(questions), questions_path)
     data = [
         {
             "index": 0,
@@ -511,6 +545,16 @@ def test_cli_trace_end_to_end(tmp_path, tokenizer_dir, monkeypatch):
     assert f"- **Chunks:** {len(chunks)} of {len(chunks)} read" in md
     assert "Note:" not in md  # the rebuilt chunks are the run's
     assert "<mark>Paris</mark>" in page
+    assert "Supporting paragraphs" not in md  # without the pool's questions
+
+    cli.main(
+        [*argv, *rebuild, "--pool-questions", str(questions_path), "--out-prefix", str(prefix)]
+    )
+    md = (prefix.parent / "ruler_hqa-50.md").read_text()
+    [bridge] = [i for i, chunk in enumerate(chunks) if ":\nLyon Hall" in chunk]
+    assert bridge not in gold
+    assert f"**Supporting paragraphs:** Lyon Hall: chunk {bridge} (memory unchanged)" in md
+    assert f"#### Chunk {bridge} · gold evidence: yes · memory unchanged" in md
     assert sorted(p.name for p in prefix.parent.iterdir()) == [
         "ruler_hqa-50.html",
         "ruler_hqa-50.md",

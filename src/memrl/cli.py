@@ -299,10 +299,11 @@ COMMANDS: dict[str, Command] = {
             "--predictions": {},
             "--data": {"nargs": "+", "required": False},
             "--pool": {"required": False},
+            "--pool-questions": {"required": False},
             "--tokenizer": {"required": False},
             "--out-prefix": {},
         },
-        ["predictions", "data", "pool", "tokenizer"],
+        ["predictions", "data", "pool", "pool_questions", "tokenizer"],
         prefixed(".md", ".html"),
     ),
 }

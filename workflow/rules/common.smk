@@ -188,7 +188,16 @@ def get_case_study_inputs(wildcards):
         "data": eval_data(job),
         "tokenizer": str(cfg.model_dir(config, SYSTEMS[job.system]["model"])),
     }
-    return inputs | eval_pool(job)
+    pool = eval_pool(job)
+    if pool:  # and its questions' supporting paragraphs (HotpotQA's two hops)
+        pool["pool_questions"] = f"{R}/data/ruler_hqa/pool_questions.parquet"
+    return inputs | pool
+
+
+def get_case_study_pool_args(wildcards, input):
+    if "pool" not in input.keys():
+        return ""
+    return f"--pool {shlex.quote(input.pool)} --pool-questions {shlex.quote(input.pool_questions)}"
 
 
 def get_case_study_settings(wildcards):

@@ -81,7 +81,7 @@ rule case_study:
     params:
         job=job("case_study"),
         settings=get_case_study_settings,
-        pool=get_eval_pool_arg,
+        pool=get_case_study_pool_args,
         prefix=get_output_prefix,
     shell:
         "memrl --job {params.job:q} --log {log:q} trace --settings {params.settings:q}"

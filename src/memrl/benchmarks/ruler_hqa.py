@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -110,6 +110,24 @@ def pool_documents(rows: list[dict[str, Any]], pool_docs: Path | None) -> list[s
     from memrl.data.io import read_parquet
 
     return read_parquet(pool_docs, ["doc"])["doc"].to_pylist()
+
+
+def supporting_paragraphs(
+    indices: Iterable[int], pool_docs: Path, pool_questions: Path
+) -> dict[int, list[str]]:
+    """Each question's supporting paragraphs (HotpotQA's two hops: `gold_doc_ids`), by index."""
+    from memrl.data.ruler_hqa import read_pool
+
+    pool = read_pool(pool_docs, pool_questions)
+    by_index = {q["index"]: q for q in pool.questions}
+    wanted = list(indices)
+    if missing := [i for i in wanted if i not in by_index]:
+        raise SystemExit(f"{pool_questions}: no question of index {missing[:5]}")
+    if any("gold_doc_ids" not in by_index[i] for i in wanted):
+        raise SystemExit(f"{pool_questions}: no gold_doc_ids (a pool written before them)")
+    return {
+        i: [pool.docs[d] for group in by_index[i]["gold_doc_ids"] for d in group] for i in wanted
+    }
 
 
 def instance_rows(s: dict[str, Any], tokenizer: Any, pool: Path | None) -> RowsOf:

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from memrl import tracking
-from memrl.benchmarks.ruler_hqa import pool_documents
+from memrl.benchmarks.ruler_hqa import pool_documents, supporting_paragraphs
 from memrl.jobs.evaluate import eval_rows
 from memrl.models import load_tokenizer
 
@@ -143,7 +143,8 @@ def cmd_trace(args: argparse.Namespace, run: tracking.JobRecord) -> None:
     Settings: `benchmark`; `tasks` (the --data files' tasks, in order; default: every task in
     the predictions); `agent.chunk_tokens`, with --tokenizer; optional
     `samples` (indices, in each task), else the `first` (default 5) whose verdict is `only`
-    (all, correct, wrong, failed); `evidence` ({"index" or "task:index": [strings]}, replacing
+    (all, correct, wrong, failed); with --pool-questions (RULER-HQA's), each sample's supporting
+    paragraphs are located too; `evidence` ({"index" or "task:index": [strings]}, replacing
     the gold answers as that sample's evidence); `title`."""
     from memrl.data.io import read_jsonl
     from memrl.evaluation import Task, row_chunks
@@ -152,6 +153,8 @@ def cmd_trace(args: argparse.Namespace, run: tracking.JobRecord) -> None:
     s = args.settings
     if (args.data is None) != (args.tokenizer is None):
         raise SystemExit("--data and --tokenizer go together: both are needed to rebuild chunks")
+    if args.pool_questions is not None and args.pool is None:
+        raise SystemExit("--pool-questions needs --pool: the paragraphs are the pool's documents")
     grouped = trace.by_task(read_jsonl(args.predictions, required=("index",)))
     tasks = s.get("tasks") or list(grouped)
     if args.data is not None and len(args.data) != len(tasks):
@@ -181,13 +184,18 @@ def cmd_trace(args: argparse.Namespace, run: tracking.JobRecord) -> None:
             if missing := [p["index"] for p in traced if p["index"] not in rows]:
                 raise SystemExit(f"{args.data[k]}: no row for sample(s) {missing} of {task}")
         pool = pool_documents([rows[p["index"]] for p in traced], args.pool) if rows else None
+        supporting = {}
+        if rows and args.pool_questions is not None:
+            indices = [p["index"] for p in traced]
+            supporting = supporting_paragraphs(indices, args.pool, args.pool_questions)
         for p in chosen:
             row = rows.get(p["index"]) if "memory_trace" in p else None
             chunks = None
             if row is not None:
                 chunks = row_chunks(row, pool, tokenizer, s["agent"]["chunk_tokens"])
             given = evidence.get(f"{task}:{p['index']}", evidence.get(str(p["index"])))
-            studies.append(trace.case_study(p, chunks, given, task))
+            paragraphs = supporting.get(p["index"], []) if row is not None else []
+            studies.append(trace.case_study(p, chunks, given, task, paragraphs))
     parts = [s.get(key) for key in ("benchmark", "system", "length") if s.get(key) is not None]
     title = s.get("title") or " · ".join(["MemAgent memory traces", *map(str, parts)])
     asked = s.get("question")

@@ -6,7 +6,10 @@ after which the memory changed; "No previous memory" before chunk 0 is implicit)
 (the chunks read; `systems.memagent.trace_fields`). Given the chunks of the sample's context (cut
 as the run cut them, memrl.evaluation.row_chunks), the chunks that hold gold evidence are located:
 those containing one of the gold answers, case-insensitively, or the caller's evidence strings for
-that sample. Without them the trace is still rendered, its gold-evidence column saying "unknown".
+that sample, and, given the sample's supporting paragraphs (RULER-HQA: HotpotQA's two hops, the
+bridge paragraph that holds no answer included), those where each begins (its title line after
+a "Document i:" header). Without the
+chunks the trace is still rendered, its gold-evidence column saying "unknown".
 
 The rendered trace lists each chunk after which the memory changed (with what that update added
 and dropped, sentence by sentence; the last memory whole), each chunk holding gold evidence (with
@@ -30,6 +33,8 @@ from memrl.scoring.evidence import evidence_pattern, evidence_strings, memory_pa
 
 DEFAULT_FIRST = 5  # samples per task when none are named
 SNIPPET_CHARS = 160  # context kept on each side of the first evidence hit in a gold chunk
+# A supporting paragraph is placed where its title line follows a "Document i:" header
+HEADER_END = ":\n"
 ONLY = ("all", "correct", "wrong", "failed")
 Only = Literal["all", "correct", "wrong", "failed"]
 
@@ -174,6 +179,7 @@ class CaseStudy:
     evidence: dict[int, str] | None = None  # gold chunk -> snippet; None: unknown
     evidence_strings: tuple[str, ...] = ()
     notes: tuple[str, ...] = ()
+    supporting: dict[str, int | None] = field(default_factory=dict)  # paragraph title -> chunk
 
     @property
     def has_trace(self) -> bool:
@@ -219,11 +225,12 @@ def case_study(
     chunks: Iterable[str] | None = None,
     evidence: Iterable[str] | None = None,
     task: str | None = None,
+    supporting: Sequence[str] = (),
 ) -> CaseStudy:
     """A sample's case study from its prediction record and, if given, the chunks of its context
-    (gold evidence: `evidence` strings if given, else the gold answers). A record without a
-    memory trace (another system, or written before traces were recorded) gives a study that
-    renders as such; its chunks are not read."""
+    (gold evidence: `evidence` strings if given, else the gold answers, and where each of the
+    `supporting` paragraphs begins). A record without a memory trace (another system, or written
+    before traces were recorded) gives a study that renders as such; its chunks are not read."""
     task = task if task is not None else prediction.get("task")
     if "memory_trace" not in prediction:
         return CaseStudy(prediction, task)
@@ -232,8 +239,9 @@ def case_study(
     strings = evidence_strings(prediction.get("answers") or [], evidence)
     if chunks is None:
         return CaseStudy(prediction, task, n_read, changes, evidence_strings=strings)
-    counted = _Counted(chunks)
-    found = find_evidence(counted, strings)
+    openings = {_title(paragraph): HEADER_END + _title(paragraph) for paragraph in supporting}
+    counted = _Counted(chunks, openings)
+    found = with_paragraphs(find_evidence(counted, strings), counted.located)
     n_chunks = counted.count
     notes = []
     if n_read > n_chunks or (n_read < n_chunks and not prediction.get("failed")):
@@ -243,18 +251,40 @@ def case_study(
         )
     if not strings:
         notes.append("no evidence strings (no gold answers): no chunk can be marked as gold")
-    return CaseStudy(prediction, task, n_read, changes, n_chunks, found, strings, tuple(notes))
+    where = {title: counted.located.get(title) for title in openings}
+    return CaseStudy(
+        prediction, task, n_read, changes, n_chunks, found, strings, tuple(notes), where
+    )
+
+
+def _title(paragraph: str) -> str:
+    """A HotpotQA paragraph's title: its first line."""
+    return paragraph.split("\n", 1)[0].strip()
+
+
+def with_paragraphs(found: dict[int, str], located: Mapping[str, int]) -> dict[int, str]:
+    """The gold chunks' snippets, each supporting paragraph's chunk added with its title."""
+    merged = dict(found)
+    for title, chunk in located.items():
+        line = f"[supporting paragraph begins] {title}"
+        merged[chunk] = f"{merged[chunk]}\n{line}" if chunk in merged else line
+    return dict(sorted(merged.items()))
 
 
 class _Counted:
-    """An iterable that counts what it yields (the chunks are streamed once)."""
+    """An iterable that counts what it yields (the chunks are streamed once) and notes the
+    first chunk where each of `openings` ({title: text}) appears."""
 
-    def __init__(self, items: Iterable[str]) -> None:
-        self.items, self.count = items, 0
+    def __init__(self, items: Iterable[str], openings: Mapping[str, str] | None = None) -> None:
+        self.items, self.count, self.located = items, 0, {}
+        self.openings = dict(openings or {})
 
     def __iter__(self) -> Iterator[str]:
-        for item in self.items:
+        for i, item in enumerate(self.items):
             self.count += 1
+            for title, opening in self.openings.items():
+                if title not in self.located and opening in item:
+                    self.located[title] = i
             yield item
 
 
@@ -342,6 +372,8 @@ def _summary(study: CaseStudy) -> list[tuple[str, str]]:
             for c in sorted(study.evidence)
         )
     facts.append(("Gold evidence in", gold))
+    if study.supporting:
+        facts.append(("Supporting paragraphs", _supporting_text(study)))
     found = memory_pattern(p)  # as the run recorded its gold chunks (the failure-pattern table)
     if found is not None:
         kind, primacy = found
@@ -349,6 +381,21 @@ def _summary(study: CaseStudy) -> list[tuple[str, str]]:
     if study.evidence_strings:
         facts.append(("Evidence strings", "; ".join(study.evidence_strings)))
     return facts
+
+
+def _supporting_text(study: CaseStudy) -> str:
+    """Where each supporting paragraph begins (as the paper's "Relevant Information")."""
+    parts = []
+    for title, chunk in study.supporting.items():
+        if chunk is None:
+            where = "not found (a chunk boundary cut its header)"
+        elif chunk >= (study.n_read or 0):
+            where = f"chunk {chunk} (not read)"
+        else:
+            changed = "memory changed" if chunk in study.changes else "memory unchanged"
+            where = f"chunk {chunk} ({changed})"
+        parts.append(f"{title}: {where}")
+    return "; ".join(parts)
 
 
 def _prediction_text(p: Mapping[str, Any]) -> str:
