@@ -320,3 +320,76 @@ def test_a_memalpha_run_keeps_its_last_states_or_one_per_validation():
     assert cost.kept_states(last) == 2
     assert cost.kept_states(best) == 5  # steps 50, 100, 150, 200 and the last, 205
     assert cost.kept_states({"verl": {"max_checkpoints": None}}) == 1  # none set: priced as one
+
+
+def test_a_hosted_models_calls_are_counted_and_priced_not_put_on_our_gpus(paper):
+    pricing = cost.Pricing.of(paper, RATE)
+    job = cfg.EvalJob("memalpha", "gpt-4.1-mini-memalpha", 0, ("booksum",), 1)
+    settings = cfg.memorize_settings(paper, job)
+    price = cost.price_job(cost.PlannedJob("memorize", {}, {"gpu": "0"}, settings), pricing)
+    work = cost.memorize_work(pricing, settings)
+    calls = sum(n * len(c) for n, c in work)
+    tokens_in = sum(n * prompt for n, c in work for prompt, _ in c)
+    tokens_out = sum(n * out for n, c in work for _, out in c)
+    assert price.hosted and price.estimate_gpu_h is None and calls > 0
+    assert (price.api.calls, price.api.input_tokens) == (calls, tokens_in)
+    assert price.api.usd == pytest.approx((tokens_in * 0.40 + tokens_out * 1.60) / 1e6)
+    # without a price: counted, left out of the dollars and marked
+    unpriced = copy.deepcopy(paper)
+    del unpriced["models"]["gpt-4.1-mini"]["price"]
+    bare = cost.price_job(
+        cost.PlannedJob("memorize", {}, {"gpu": "0"}, settings), cost.Pricing.of(unpriced, RATE)
+    )
+    assert bare.api.usd is None and bare.api.calls == calls
+    [row] = cost.summarise([bare])
+    shown = dict(zip([title for title, _, _ in cost.COLUMNS], cost.cells(row), strict=True))
+    assert shown["API $"] == "0+" and shown["API calls"] == f"{calls:,}"
+    # a hosted model whose calls are not modelled (Mem0's, inside mem0ai): "—+"
+    [mem0] = cost.summarise([cost.Price("evaluate", hosted=True)])
+    assert cost.cells(mem0)[-3:] == ["—", "—", "—+"]
+
+
+def test_the_keyword_rebuild_is_priced_per_released_instance(repo):
+    config = cfg.load_config([repo / "config/config.yaml", repo / "config/keywords.yaml"])
+    pricing = cost.Pricing.of(config, RATE)
+    settings = cfg.keywords_settings(config, "booksum")
+    price = cost.price_job(cost.PlannedJob("rebuild_keywords", {}, {"gpu": "0"}, settings), pricing)
+    released = sum(pricing.instances[split]["booksum"][0] for split in ("train", "memalpha"))
+    assert price.api.calls == released > 0
+    assert price.api.output_tokens == released * settings["max_tokens"]
+    assert price.api.usd > 0
+
+
+def test_a_training_estimate_takes_the_response_length_a_run_measured(paper, tmp_path):
+    settings = cfg.train_settings(paper, "rl-memagent-7b", "stage1")
+    job = cost.PlannedJob("train_stage1", {}, {"gpu": "32"}, settings)
+    shape = published_shape("Qwen/Qwen2.5-7B-Instruct")
+    budgets = cost.price_job(job, cost.Pricing.of(paper, RATE, tmp_path))
+    assert not budgets.measured  # no run there: the budgets
+    out = tmp_path / "checkpoints" / "rl-memagent-7b" / "stage1"
+    # verl's logs of a killed run (two attempts, the second repeating step 2)
+    logs = out.parent / ".stage1.verl" / "metrics"
+    logs.mkdir(parents=True)
+
+    def line(step: int, length: int) -> str:
+        data = {"memagent/trajectory_reward/mean": 0.1, "response_length/mean": length}
+        return json.dumps({"step": step, "data": data}) + "\n"
+
+    (logs / "attempt-1.jsonl").write_text(line(1, 300) + line(2, 999))
+    (logs / "attempt-2.jsonl").write_text(line(2, 500))
+    assert cost.measured_response_tokens(out) == pytest.approx(400)
+    price = cost.price_job(job, cost.Pricing.of(paper, RATE, tmp_path))
+    expected = cost.training_flops(paper, settings, shape, 400)
+    assert price.measured and price.estimate_gpu_h == pytest.approx(expected / RATE / 3600)
+    assert price.estimate_gpu_h < budgets.estimate_gpu_h
+    # the CPU trainer's growing file wins over verl's logs; a finished run's over both
+    partial = out.parent / ".stage1.partial"
+    partial.mkdir()
+    rows = [{"step": 0, "response_tokens": 600, "n_conversations": 3}]  # before the mean was logged
+    (partial / "train_metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    assert cost.measured_response_tokens(out) == pytest.approx(200)
+    out.mkdir()
+    (out / "train_metrics.jsonl").write_text('{"step": 0, "response_tokens_mean": 128.0}\n')
+    assert cost.measured_response_tokens(out) == pytest.approx(128)
+    [row] = cost.summarise([price])
+    assert cost.cells(row)[4].endswith("*")

@@ -238,6 +238,8 @@ def test_training_runs_updates_the_policy_and_saves_a_loadable_model(tiny, tmp_p
         assert line["reward_mean"] == 0.5 and line["advantage_abs_mean"] == 0.5
         assert line["n_trajectories"] == 4 and line["n_conversations"] > 4
         assert line["updates"] == 2 and line["response_tokens"] > 0
+        mean = line["response_tokens"] / line["n_conversations"]  # what memrl cost reads
+        assert line["response_tokens_mean"] == pytest.approx(mean)
         assert all(math.isfinite(line[key]) for key in ("pg_loss", "kl", "grad_norm"))
     assert lines[1]["grad_norm"] > 0
     assert summary["steps"] == 2 and summary["updates"] == 4 and summary["out_dir"] == str(out)

@@ -43,6 +43,7 @@ def test_curve_rows_map_verl_names_to_the_cpu_trainers_keys():
                 "critic/score/mean": 0.1,  # per conversation: the trajectory mean wins
                 "actor/kl_loss": 0.01,
                 "actor/pg_clipfrac": 0.2,
+                "response_length/mean": 412.5,  # per row: a conversation's response
                 "val-core/ruler_hqa/reward/mean@4": 0.6,
             },
             1: {"critic/score/mean": 0.25, "actor/kl_loss": 0.0, "actor/pg_clipfrac": 0.0},
@@ -56,6 +57,7 @@ def test_curve_rows_map_verl_names_to_the_cpu_trainers_keys():
             "reward_mean": 0.5,
             "kl": 0.01,
             "pg_clipfrac": 0.2,
+            "response_tokens_mean": 412.5,
             "val_reward": 0.6,
             "val/ruler_hqa": 0.6,
         },

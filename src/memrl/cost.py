@@ -22,6 +22,12 @@ priced) and reads each job's rule, wildcards, resources and settings from the pl
 After a run, `--actual results/<run>` sets the estimate of every job of the target that ran
 (planned again as if from scratch, `--forceall`) beside what it used: its wall time from its
 provenance record, times the GPUs it requested, per rule and with the ratio actual / estimate.
+Where a training run of the same name measured its responses (`--lengths RESULTS`, else
+--actual's; a finished run or one as far as it got), its estimate counts every response at that
+mean length instead of the budget.
+
+Hosted models (source `api`) use no GPU of ours: their calls are counted (at their budgets) in
+millions of tokens, and in dollars at the model's `price` where the config gives one.
 
 Downloads: model weights at 2 bytes per parameter (bf16 safetensors), from the published shape of
 the model's family; datasets only where a manifest already records them. Checkpoints: verl keeps
@@ -47,6 +53,7 @@ from typing import Any
 from memrl import config as cfg
 from memrl.benchmarks import benchmark
 from memrl.benchmarks.ruler_hqa import context_tokens as hqa_tokens
+from memrl.config.base import MEMALPHA_STAGE
 from memrl.report.flops import Qwen2Shape, dense_parameters, published_shape, sequence_flops
 from memrl.report.memalpha_tables import STAT_FIELDS
 from memrl.scoring.memalpha import JUDGE_TEMPLATE, is_judged
@@ -145,17 +152,19 @@ def job_questions(config: dict[str, Any], settings: dict[str, Any]) -> list[tupl
     return [(math.ceil(n / shards), tokens) for n, tokens in work]
 
 
-def evaluation_flops(
-    config: dict[str, Any], settings: dict[str, Any], shape: Qwen2Shape
-) -> float | None:
+Work = list[tuple[float, list[Call]]]  # (how many times, the engine calls of one) of a job
+
+
+def work_flops(shape: Qwen2Shape, work: Work) -> float:
+    return sum(n * forward_flops(shape, lengths(calls)) for n, calls in work)
+
+
+def evaluation_work(config: dict[str, Any], settings: dict[str, Any]) -> Work | None:
+    """An evaluate job's calls per question, on a benchmark that sizes its samples."""
     kind = system_kind(settings["kind"])
     if kind.calls is None or benchmark(settings["benchmark"]).sizes is None:
         return None
-    total = 0.0
-    for questions, tokens in job_questions(config, settings):
-        calls = kind.calls(settings, tokens)
-        total += questions * forward_flops(shape, lengths(calls))
-    return total
+    return [(n, kind.calls(settings, tokens)) for n, tokens in job_questions(config, settings)]
 
 
 def lengths(calls: Iterable[Call]) -> list[int]:
@@ -171,11 +180,20 @@ def policy_update_flops(shape: Qwen2Shape, calls: list[Call], settings: dict[str
     return backward + forwards * backward / 3
 
 
-def training_flops(config: dict[str, Any], settings: dict[str, Any], shape: Qwen2Shape) -> float:
+def training_flops(
+    config: dict[str, Any],
+    settings: dict[str, Any],
+    shape: Qwen2Shape,
+    response_tokens: float | None = None,
+) -> float:
     """A MemAgent training stage: steps x rollout questions x group conversations over its
     data's context (stage I: RULER-HQA's training documents; stage II: the mix's longest rows),
-    each call at its budgets, through verl's passes."""
+    each call at its budgets, through verl's passes; with `response_tokens` (measured: the mean
+    response of a conversation), every memory written and read, and every answer, that long."""
     agent = settings["agent"]
+    if response_tokens is not None:
+        measured = round(response_tokens)
+        agent = {**agent, "memory_tokens": measured, "final_tokens": measured}
     longest = settings["max_chunks"] * agent["chunk_tokens"]
     if settings["stage"] == "stage1":
         context = min(hqa_tokens(config, config["ruler_hqa"]["train_docs"]), longest)
@@ -246,34 +264,58 @@ def judge_calls(qa: Settings, instance: InstanceShape, source: str) -> list[Call
     return [(prompt, qa["judge_max_tokens"])] * instance.questions
 
 
-def memorize_flops(pricing: Pricing, settings: dict[str, Any], shape: Qwen2Shape) -> float | None:
+def memorize_work(pricing: Pricing, settings: dict[str, Any]) -> Work | None:
     kind = system_kind(settings["kind"])
-    work = job_instances(pricing, settings)
-    if kind.memorize_calls is None or work is None:
+    instances = job_instances(pricing, settings)
+    if kind.memorize_calls is None or instances is None:
         return None
-    return sum(
-        n * forward_flops(shape, lengths(kind.memorize_calls(settings, instance)))
-        for n, instance, _ in work
-    )
+    return [(n, kind.memorize_calls(settings, instance)) for n, instance, _ in instances]
 
 
-def instance_evaluation_flops(
-    pricing: Pricing, settings: dict[str, Any], memorized: Settings | None, shape: Qwen2Shape
-) -> float | None:
+def instance_evaluation_work(
+    pricing: Pricing, settings: dict[str, Any], memorized: Settings | None
+) -> Work | None:
     """An evaluate job on Mem-α's instances: the kind's calls (after a memorize job, with its
     settings as "memorized") and the judge's."""
     kind = system_kind(settings["kind"])
-    work = job_instances(pricing, settings)
-    if kind.instance_calls is None or work is None:
+    instances = job_instances(pricing, settings)
+    if kind.instance_calls is None or instances is None:
         return None
     if memorized is not None:
         settings = {**settings, "memorized": memorized}
-    total = 0.0
-    for n, instance, source in work:
-        asked = kind.instance_calls(settings, instance)
-        judged = judge_calls(settings["qa"], instance, source)
-        total += n * forward_flops(shape, lengths([*asked, *judged]))
-    return total
+    return [
+        (
+            n,
+            [
+                *kind.instance_calls(settings, instance),
+                *judge_calls(settings["qa"], instance, source),
+            ],
+        )
+        for n, instance, source in instances
+    ]
+
+
+# a summary's tokens in Mem-α's keyword rebuild: not in the paper's tables (BookSum's chapter
+# summaries and InfBench's book summaries run to a few hundred words), an assumption
+KEYWORD_SUMMARY_TOKENS = 1000
+
+
+def keywords_work(pricing: Pricing, settings: dict[str, Any]) -> Work | None:
+    """Mem-α's keyword rebuild: one call per released instance of the source (the paper's
+    counts), the prompt with a summary of KEYWORD_SUMMARY_TOKENS, the reply at its budget."""
+    from memrl.data.keywords import PROMPTS
+
+    system, prompt = PROMPTS[settings["prompt"]][settings["kind"]]
+    call = (
+        template_tokens(system) + template_tokens(prompt) + KEYWORD_SUMMARY_TOKENS,
+        settings["max_tokens"],
+    )
+    counts = [
+        pricing.instances.get(split, {}).get(settings["set"]) for split in settings["released"]
+    ]
+    if any(count is None for count in counts):
+        return None
+    return [(sum(int(count[0]) for count in counts), [call])]
 
 
 def content_judge_calls(settings: dict[str, Any], instance: InstanceShape) -> list[Call]:
@@ -289,12 +331,20 @@ def content_judge_calls(settings: dict[str, Any], instance: InstanceShape) -> li
 
 
 def memalpha_training_flops(
-    pricing: Pricing, settings: dict[str, Any], policy: Qwen2Shape, qa: Qwen2Shape
+    pricing: Pricing,
+    settings: dict[str, Any],
+    policy: Qwen2Shape,
+    qa: Qwen2Shape,
+    response_tokens: float | None = None,
 ) -> float | None:
     """Mem-α's GRPO: steps x rollout batch x group rollouts, each the memorisation of a training
     instance (the paper's Table 7 mix, by its counts) through verl's passes, and on the QA model
-    the questions of r1, the judge of LongMemEval's and the content judge of r4."""
+    the questions of r1, the judge of LongMemEval's and the content judge of r4; with
+    `response_tokens` (measured), each chunk's response that long instead of its budget."""
     kind = system_kind("memalpha")
+    if response_tokens is not None:
+        agent = {**settings["agent"], "max_new_tokens": round(response_tokens)}
+        settings = {**settings, "agent": agent}
     work = split_instances(pricing.instances, "train", settings["sources"])
     if not work:
         return None
@@ -320,6 +370,29 @@ class Price:
     download_gb: float = 0.0
     checkpoint_gb: float = 0.0
     gpu: bool = False
+    measured: bool = False  # the estimate counts responses at a run's measured length
+    hosted: bool = False  # its model is hosted (source api): it uses no GPU of ours
+    api: Usage | None = None  # the hosted model's calls (None: no API job, or not modelled)
+
+
+@dataclass(frozen=True)
+class Usage:
+    """What a job asks of a hosted model: calls, tokens in and out, dollars at its price."""
+
+    calls: float
+    input_tokens: float
+    output_tokens: float
+    usd: float | None  # None: the config gives the model no `price`
+
+    @classmethod
+    def of(cls, work: Work, price: dict[str, float] | None) -> Usage:
+        calls = sum(n * len(c) for n, c in work)
+        tokens_in = sum(n * prompt for n, c in work for prompt, _ in c)
+        tokens_out = sum(n * output for n, c in work for _, output in c)
+        usd = None
+        if price is not None:
+            usd = (tokens_in * price["input"] + tokens_out * price["output"]) / 1e6
+        return cls(calls, tokens_in, tokens_out, usd)
 
 
 @dataclass(frozen=True)
@@ -332,12 +405,49 @@ class Pricing:
     shapes: dict[str, Qwen2Shape | None]
     systems: dict[str, dict[str, Any]]
     instances: dict[str, dict[str, list[float]]]
+    lengths: Path | None = None  # a results directory whose training runs measured responses
 
     @classmethod
-    def of(cls, config: dict[str, Any], rate: float) -> Pricing:
+    def of(cls, config: dict[str, Any], rate: float, lengths: Path | None = None) -> Pricing:
         paper = config["report"].get("memalpha_paper")
         instances = published_instances(cfg.load_yaml(Path(paper))) if paper else {}
-        return cls(config, rate, model_shapes(config), cfg.eval_systems(config), instances)
+        systems = cfg.eval_systems(config)
+        return cls(config, rate, model_shapes(config), systems, instances, lengths)
+
+    def response_tokens(self, run: str, stage: str) -> float | None:
+        """A training stage's measured mean response tokens in `lengths`, if it has any."""
+        if self.lengths is None:
+            return None
+        return measured_response_tokens(self.lengths / "checkpoints" / run / stage)
+
+
+def measured_response_tokens(out: Path) -> float | None:
+    """The mean response (tokens per conversation or chunk row) over the steps a training stage
+    logged: its finished `train_metrics.jsonl`, else the CPU trainer's growing one, else verl's
+    logs of every attempt (a killed or running job); None where none has `response_tokens_mean`
+    (or the CPU trainer's totals)."""
+    from memrl.data.io import iter_jsonl
+    from memrl.verl.job import METRICS_FILE, curve_rows, read_verl_logs, work_dir
+
+    rows: list[dict[str, Any]] = []
+    for file in (out / METRICS_FILE, out.parent / f".{out.name}.partial" / METRICS_FILE):
+        if file.is_file():
+            rows = list(iter_jsonl(file))
+            break
+    else:
+        logs = sorted((work_dir(out) / "metrics").glob("attempt-*.jsonl"))
+        rows = curve_rows(read_verl_logs(logs)) if logs else []
+    means = [_response_mean(row) for row in rows]
+    found = [mean for mean in means if mean is not None]
+    return sum(found) / len(found) if found else None
+
+
+def _response_mean(row: dict[str, Any]) -> float | None:
+    if "response_tokens_mean" in row:
+        return float(row["response_tokens_mean"])
+    if row.get("n_conversations"):  # the CPU trainer's totals, before it logged the mean
+        return float(row["response_tokens"]) / float(row["n_conversations"])
+    return None
 
 
 def gpu_hours(flops: float | None, rate: float) -> float | None:
@@ -351,8 +461,20 @@ def price_job(job: PlannedJob, pricing: Pricing) -> Price:
         price.allocation_gpu_h = int(job.resources["runtime"]) / 60 * gpus
     config, shapes = pricing.config, pricing.shapes
     settings = job.settings or {}
-    if gpus and settings:
-        price.estimate_gpu_h = gpu_hours(job_flops(job.rule, settings, pricing), pricing.rate)
+    model, work = inference_work(job.rule, settings, pricing) if settings else (None, None)
+    hosted = model is not None and config["models"].get(model, {}).get("source") == "api"
+    price.hosted = hosted
+    if hosted and work is not None:
+        price.api = Usage.of(work, config["models"][model].get("price"))
+    elif gpus and model is not None:
+        shape = shapes.get(model)
+        flops = work_flops(shape, work) if shape and work is not None else None
+        price.estimate_gpu_h = gpu_hours(flops, pricing.rate)
+    elif gpus and job.rule in TRAINING_RULES and settings:
+        response_tokens = pricing.response_tokens(settings["run"], training_stage(settings))
+        flops = training_job_flops(job.rule, settings, pricing, response_tokens)
+        price.estimate_gpu_h = gpu_hours(flops, pricing.rate)
+        price.measured = response_tokens is not None and flops is not None
     if job.rule in TRAINING_RULES and "verl" in settings:
         shape = shapes.get(settings["run"])
         if shape:
@@ -378,37 +500,63 @@ def kept_states(settings: dict[str, Any]) -> int:
     return settings["verl"]["max_checkpoints"] or 1
 
 
-def job_flops(rule: str, settings: dict[str, Any], pricing: Pricing) -> float | None:
-    """The FLOPs of one GPU job's work; None where it is not modelled."""
-    config, shapes = pricing.config, pricing.shapes
+INFERENCE_RULES = ("evaluate", "evaluate_shard", "memorize", "rebuild_keywords")
+
+
+def inference_work(
+    rule: str, settings: dict[str, Any], pricing: Pricing
+) -> tuple[str | None, Work | None]:
+    """(the model it loads, its calls) of an inference job; (None, None) for another rule, and
+    None for work not modelled."""
     if rule in ("evaluate", "evaluate_shard"):
-        return evaluate_job_flops(pricing, settings)
+        return evaluate_job_work(pricing, settings)
     if rule == "memorize":
-        shape = shapes.get(pricing.systems[settings["system"]]["model"])
-        return memorize_flops(pricing, settings, shape) if shape else None
+        return pricing.systems[settings["system"]]["model"], memorize_work(pricing, settings)
+    if rule == "rebuild_keywords":
+        return settings["model"], keywords_work(pricing, settings)
+    return None, None
+
+
+def training_stage(settings: dict[str, Any]) -> str:
+    return settings.get("stage", MEMALPHA_STAGE)
+
+
+def training_job_flops(
+    rule: str, settings: dict[str, Any], pricing: Pricing, response_tokens: float | None
+) -> float | None:
+    """The FLOPs of a training job; None where it is not modelled."""
+    config, shapes = pricing.config, pricing.shapes
     if rule == "train_memalpha":
         policy, qa = shapes.get(settings["base"]), shapes.get(cfg.qa_model(config))
-        return memalpha_training_flops(pricing, settings, policy, qa) if policy and qa else None
+        if not (policy and qa):
+            return None
+        return memalpha_training_flops(pricing, settings, policy, qa, response_tokens)
     if rule in ("train_stage1", "train_stage2"):
         shape = shapes.get(cfg.memagent_runs(config)[settings["run"]]["base"])
-        return training_flops(config, settings, shape) if shape else None
+        return training_flops(config, settings, shape, response_tokens) if shape else None
     return None
 
 
-def evaluate_job_flops(pricing: Pricing, settings: dict[str, Any]) -> float | None:
-    """An evaluate job on the model it loads: MemAgent's benchmarks, or Mem-α's instances."""
+def evaluate_job_work(pricing: Pricing, settings: dict[str, Any]) -> tuple[str, Work | None]:
+    """An evaluate job's model (the one it loads) and calls: MemAgent's benchmarks, or Mem-α's
+    instances."""
     system = pricing.systems[settings["system"]]
     benchmark = settings["benchmark"]
-    shape = pricing.shapes.get(cfg.eval_model(pricing.config, system, benchmark))
+    model = cfg.eval_model(pricing.config, system, benchmark)
     kind = system_kind(system["kind"])
-    if shape is None:
-        return None
     if not kind.reads_instances(benchmark):
-        return evaluation_flops(pricing.config, settings, shape)
+        return model, evaluation_work(pricing.config, settings)
     memorized = None
     if kind.memorizes(benchmark) and kind.memorize_settings is not None:
         memorized = kind.memorize_settings(pricing.config, system)  # what its input was made by
-    return instance_evaluation_flops(pricing, settings, memorized, shape)
+    return model, instance_evaluation_work(pricing, settings, memorized)
+
+
+def evaluate_job_flops(pricing: Pricing, settings: dict[str, Any]) -> float | None:
+    """An evaluate job's FLOPs on the model it loads (None: not modelled, or hosted)."""
+    model, work = evaluate_job_work(pricing, settings)
+    shape = pricing.shapes.get(model)
+    return work_flops(shape, work) if shape and work is not None else None
 
 
 def _recorded_size(config: dict[str, Any], source: str) -> float:
@@ -456,6 +604,13 @@ def summarise(prices: Sequence[Price]) -> list[dict[str, Any]]:
                 "allocation_gpu_h": 0.0,
                 "download_gb": 0.0,
                 "checkpoint_gb": 0.0,
+                "measured_jobs": 0,
+                "api_jobs": 0,
+                "api_modelled_jobs": 0,
+                "api_calls": 0,
+                "api_mtok": 0.0,
+                "api_usd": 0.0,
+                "unpriced_api_jobs": 0,
             },
         )
         row["jobs"] += 1
@@ -463,10 +618,22 @@ def summarise(prices: Sequence[Price]) -> list[dict[str, Any]]:
         if price.estimate_gpu_h is not None:
             row["estimated_jobs"] += 1
             row["estimate_gpu_h"] += price.estimate_gpu_h
+        row["measured_jobs"] += price.measured
         row["allocation_gpu_h"] += price.allocation_gpu_h or 0.0
         row["download_gb"] += price.download_gb
         row["checkpoint_gb"] += price.checkpoint_gb
-    kept = [r for r in rows.values() if r["gpu_jobs"] or r["download_gb"] or r["checkpoint_gb"]]
+        row["api_jobs"] += price.hosted
+        if price.api is not None:
+            row["api_modelled_jobs"] += 1
+            row["api_calls"] += round(price.api.calls)
+            row["api_mtok"] += (price.api.input_tokens + price.api.output_tokens) / 1e6
+            row["api_usd"] += price.api.usd or 0.0
+        row["unpriced_api_jobs"] += price.hosted and (price.api is None or price.api.usd is None)
+    kept = [
+        r
+        for r in rows.values()
+        if r["gpu_jobs"] or r["download_gb"] or r["checkpoint_gb"] or r["api_jobs"]
+    ]
     return sorted(kept, key=lambda row: row["rule"])
 
 
@@ -479,21 +646,37 @@ COLUMNS = (  # (heading, text width, row key)
     ("allocation GPU-h", 18, "allocation_gpu_h"),
     ("downloads GB", 14, "download_gb"),
     ("checkpoints GB", 16, "checkpoint_gb"),
+    ("API calls", 11, "api_calls"),
+    ("API Mtok", 10, "api_mtok"),
+    ("API $", 10, "api_usd"),
 )
+# in the rows, not shown as columns
+COUNTED = ("measured_jobs", "api_jobs", "api_modelled_jobs", "unpriced_api_jobs")
 
 
 def with_total(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
-    total = {key: sum(row[key] for row in rows) for _, _, key in COLUMNS[1:]}
+    keys = [key for _, _, key in COLUMNS[1:]] + list(COUNTED)
+    total = {key: sum(row[key] for row in rows) for key in keys}
     return [*rows, {"rule": "total", **total}]
 
 
 def cells(row: dict[str, Any]) -> list[str]:
-    """A row's values as shown: hours and gigabytes rounded, "—" for an estimate of no job."""
+    """A row's values as shown: hours and gigabytes rounded, "—" for an estimate of no job (or
+    API use of none), * on an estimate with measured response lengths, + on dollars that leave
+    out a hosted model's job (no price, or calls not modelled)."""
     shown = []
     for _, _, key in COLUMNS:
         value = row[key]
         if key == "estimate_gpu_h" and not row["estimated_jobs"]:
             shown.append("—")
+        elif key == "estimate_gpu_h":
+            shown.append(_hours(value) + ("*" if row["measured_jobs"] else ""))
+        elif key.startswith("api_") and not row["api_modelled_jobs"]:
+            shown.append("—+" if key == "api_usd" and row["api_jobs"] else "—")
+        elif key == "api_mtok":
+            shown.append(f"{value:,.1f}")
+        elif key == "api_usd":
+            shown.append(f"{value:,.0f}" + ("+" if row["unpriced_api_jobs"] else ""))
         elif key.endswith("_gpu_h"):
             shown.append(_hours(value))
         elif key.endswith("_gb"):
@@ -522,12 +705,21 @@ def render(
         "",
         f"estimate: FLOPs at {rate / 1e12:,.0f} TFLOP/s, the prefill rate measured on one "
         f"{measured['device']} ({measured['dtype']}, transformers {measured['transformers']}); "
-        "every call at its token budgets; — : work not modelled (allocation only).",
+        "every call at its token budgets (* : training responses at the mean length its run "
+        "measured, --lengths); — : work not modelled (allocation only).",
         "allocation: each job's runtime limit x the GPUs it requests, the scheduler's upper bound.",
         "downloads: model weights at 2 bytes per parameter, datasets where a manifest records "
         "them; checkpoints: verl's kept training states and the merged model.",
+        API_NOTE,
     ]
     return "\n".join(lines)
+
+
+API_NOTE = (
+    "API: the calls of hosted models (source api), at their token budgets; dollars at each "
+    "model's `price` (per million input and output tokens; + : a hosted model without one, or "
+    "whose calls are not modelled, left out)."
+)
 
 
 def markdown(rows: Sequence[dict[str, Any]]) -> str:
@@ -698,14 +890,24 @@ def main(argv: Sequence[str] | None = None) -> None:
         metavar="RESULTS",
         help="after a run: each rule's estimate beside what its jobs in RESULTS used",
     )
+    parser.add_argument(
+        "--lengths",
+        type=Path,
+        metavar="RESULTS",
+        help="training responses at the mean length measured by the same runs in RESULTS "
+        "(finished, or as far as they got); default: --actual's",
+    )
     known, rest = parser.parse_known_args(argv)
     args, overrides = split_overrides(rest)
     if known.actual is not None:
         args = [*args, "--forceall"]  # every job of the target, as the run planned it
+    lengths = known.lengths or known.actual
+    if lengths is not None and not lengths.is_dir():
+        raise SystemExit(f"--lengths {lengths}: no such results directory")
     config = cfg.load_config(config_files(args), overrides)
     measured = json.loads(known.measured.read_text())
     rate = prefill_flop_rate(measured)
-    pricing = Pricing.of(config, rate)
+    pricing = Pricing.of(config, rate, lengths)
     try:
         jobs = parse_plan(dry_run(args, overrides))
     except ValueError as exc:  # a job's settings file that cannot be read

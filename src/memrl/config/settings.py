@@ -45,8 +45,9 @@ def engine_settings(
 
 
 def model_fetch_settings(config: dict[str, Any], name: str) -> dict[str, Any]:
-    """What download_model needs: the model's source spec, without inference-time keys."""
-    return {key: value for key, value in config["models"][name].items() if key != "gpus"}
+    """What download_model needs: the model's source spec, without inference-time keys (its
+    GPUs, an API model's price)."""
+    return {k: v for k, v in config["models"][name].items() if k not in ("gpus", "price")}
 
 
 def filter_settings(config: dict[str, Any]) -> dict[str, Any]:

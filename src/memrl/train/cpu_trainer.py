@@ -441,6 +441,8 @@ def train_step(
         "n_failed": sum(batch.failed),
         "n_empty": batch.n_empty,
         "response_tokens": sum(len(r) for r in batch.response_ids),
+        "response_tokens_mean": sum(len(r) for r in batch.response_ids)
+        / max(1, len(batch.response_ids)),
         "prompt_tokens": sum(len(p) for p in batch.prompt_ids),
         **extra,
         "seconds": time.perf_counter() - began,

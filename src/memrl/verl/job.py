@@ -46,6 +46,7 @@ CURVE_KEYS: dict[str, tuple[str, ...]] = {
     # trainer's names (train.memalpha_rollout.term_means)
     **{f"{term}_mean": (f"memalpha/{term}/mean",) for term in ("r1", "r2", "r3", "r4")},
     "memory_tokens_mean": ("memalpha/memory_tokens/mean",),
+    "response_tokens_mean": ("response_length/mean",),  # per row: one conversation or chunk
     "kl": ("actor/kl_loss",),
     "pg_clipfrac": ("actor/pg_clipfrac",),
     "pg_clipfrac_lower": ("actor/pg_clipfrac_lower",),
