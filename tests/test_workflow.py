@@ -601,7 +601,7 @@ def test_smoke_reproduction_report_shows_every_table_figure_and_claim(smoke):
     # the own-data example's table is its own target's, not `all`'s
     tables = sorted(t for t in (results / "tables").glob("*.md") if t.stem != "custom")
     figures = sorted((results / "figures").glob("*.png"))
-    assert len(tables) == 21 and len(figures) == 11  # both papers' tables; 9 figures, 2 curves
+    assert len(tables) == 22 and len(figures) == 11  # both papers' tables; 9 figures, 2 curves
     for table in tables:
         assert f"### [{table.stem}](tables/{table.name}): " in report
         assert f"- Lineage: `memrl lineage results/smoke/tables/{table.name}`" in report
@@ -617,6 +617,7 @@ def test_smoke_reproduction_report_shows_every_table_figure_and_claim(smoke):
     assert "cells reproduced" not in report and "\n- [holds] " not in report
     banner = {t.stem for t in tables if t.read_text().splitlines()[2].startswith("> Machinery")}
     outputs = {"table1", "table2", "table3", "table4", "memalpha_table1", "memalpha_table2"}
+    outputs.add("memalpha_keywords")  # the tiny model's keywords
     assert outputs <= banner  # the models' outputs; the data sets' statistics stay comparable
     assert "memalpha_table6" not in banner
 
@@ -708,15 +709,12 @@ def test_the_readmes_one_command_jobs_plan_as_they_say(repo):
         assert ("train_stage1" in counts) == (args[2:] == ["all"]), command
 
 
-def test_the_readmes_own_data_example_plans_every_paper_system(repo):
-    """The README's paper-scale command for one's own data, as a dry run: a job of both datasets
-    for every system of both papers (the memorizing kinds: a memorize job first)."""
-    from memrl import config as cfg
-
+def readme_dry_run(repo: Path, start: str, *extra: str) -> subprocess.CompletedProcess[str]:
+    """The README's one command line that begins with the pattern `start`, run (a dry run)."""
     readme = (repo / "README.md").read_text()
-    [command] = re.findall(r"^(\./pipeline custom -n --profile slurm .+)$", readme, re.MULTILINE)
+    [command] = re.findall(rf"^({start}.+)$", readme, re.MULTILINE)
     done = subprocess.run(
-        [sys.executable, "-m", "memrl.launch", *command.split()[1:]],
+        [sys.executable, "-m", "memrl.launch", *command.split()[1:], *extra],
         cwd=repo,
         env=snakemake_env(),
         capture_output=True,
@@ -724,6 +722,15 @@ def test_the_readmes_own_data_example_plans_every_paper_system(repo):
         check=False,
     )
     assert done.returncode == 0, done.stderr[-3000:]
+    return done
+
+
+def test_the_readmes_own_data_example_plans_every_paper_system(repo):
+    """The README's paper-scale command for one's own data, as a dry run: a job of both datasets
+    for every system of both papers (the memorizing kinds: a memorize job first)."""
+    from memrl import config as cfg
+
+    done = readme_dry_run(repo, r"\./pipeline custom -n --profile slurm ")
     counts = job_counts(done.stdout)
     config = load_config([repo / "config/config.yaml", repo / "examples/custom/config.yaml"])
     systems = cfg.eval_systems(config)
@@ -739,17 +746,7 @@ def test_the_readmes_own_data_example_plans_every_paper_system(repo):
 def test_the_readmes_keyword_rebuild_plans_both_sources_on_the_hosted_model(repo):
     """The README's paper-scale keyword rebuild (Mem-α's Figure 4), as a dry run: one job per
     data source on GPT-4.1 through the API (no GPU), BookSum against train and validation."""
-    readme = (repo / "README.md").read_text()
-    [command] = re.findall(r"^(\./pipeline memalpha_keywords -n .+)$", readme, re.MULTILINE)
-    done = subprocess.run(
-        [sys.executable, "-m", "memrl.launch", *command.split()[1:], "-p"],
-        cwd=repo,
-        env=snakemake_env(),
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
+    done = readme_dry_run(repo, r"\./pipeline memalpha_keywords -n ", "-p")
     counts = job_counts(done.stdout)
     assert counts["rebuild_keywords"] == 2 and counts["make_table"] == 1
     assert counts["download_model"] == 1  # gpt-4.1: its tokenizer only

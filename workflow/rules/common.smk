@@ -479,7 +479,8 @@ def get_report_metrics(wildcards):
 
 def report_records(name):
     """The records a table or figure reads: metrics of its evaluation jobs, the memories of its
-    memorize jobs (Table 5), or the dataset statistics of its Mem-α splits."""
+    memorize jobs (Table 5), the dataset statistics of its Mem-α splits, or the rebuilt keyword
+    golds (Figure 4)."""
     if name in cfg.STATS_TABLES:
         return [str(cfg.stats_file(config, split)) for split in cfg.stats_splits(config, name)]
     if name == cfg.KEYWORDS_TABLE:

@@ -23,19 +23,25 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-# Figure 4 of the Mem-α paper: the prompt of BookSum's (and, the paper says, InfBench-Sum's)
-# keywords; the official extraction script sends it with this system message.
-SUMMARY_SYSTEM = "You are an expert at identifying key information in text summaries."
-SUMMARY_PROMPT = """Analyze the following book summary and extract the most important keywords. Focus on:
-
-1. Character names (main and supporting characters)
+# the focus list both prompts open with
+FOCUS = """1. Character names (main and supporting characters)
 2. Key events and plot points
 3. Important locations/settings
 4. Central themes and concepts
 5. Significant objects or symbols
 6. Time periods or dates mentioned
 7. Key relationships between characters
-8. Important actions or decisions
+8. Important actions or decisions"""
+
+# Figure 4 of the Mem-α paper: the prompt of BookSum's (and, the paper says, InfBench-Sum's)
+# keywords; the official extraction script sends it with this system message.
+SUMMARY_SYSTEM = "You are an expert at identifying key information in text summaries."
+SUMMARY_PROMPT = (
+    """Analyze the following book summary and extract the most important keywords. Focus on:
+
+"""
+    + FOCUS
+    + """
 
 Example:
 Summary: "Elizabeth Bennet meets Mr. Darcy at a ball in Hertfordshire. Initially, she finds him proud and disagreeable. After learning about his past with Wickham and his role in separating Jane and Bingley, her dislike intensifies. However, when Darcy proposes and she rejects him, he writes a letter explaining his actions. Elizabeth realizes her prejudices and eventually falls in love with him after visiting Pemberley."
@@ -50,20 +56,17 @@ Return ONLY a comma-separated list of keywords, nothing else.
 Focus on concrete, specific terms rather than generic words.
 Include both single words and short phrases (2-3 words max).
 Prioritize proper nouns, specific events, and unique concepts."""
+)
 
 # The official MemoryAgentBench script's variant (not printed in the paper): "answers" for
 # "summary", a ninth focus, another example.
 ANSWERS_SYSTEM = "You are an expert at identifying key information from text answers."
-ANSWERS_PROMPT = """Analyze the following answers and extract the most important keywords. Focus on:
+ANSWERS_PROMPT = (
+    """Analyze the following answers and extract the most important keywords. Focus on:
 
-1. Character names (main and supporting characters)
-2. Key events and plot points
-3. Important locations/settings
-4. Central themes and concepts
-5. Significant objects or symbols
-6. Time periods or dates mentioned
-7. Key relationships between characters
-8. Important actions or decisions
+"""
+    + FOCUS
+    + """
 9. Specific facts, names, or details mentioned in the answers
 
 Example:
@@ -79,9 +82,9 @@ Return ONLY a comma-separated list of keywords, nothing else.
 Focus on concrete, specific terms rather than generic words.
 Include both single words and short phrases (2-3 words max).
 Prioritize proper nouns, specific events, and unique concepts mentioned in the answers."""
+)
 
 KINDS = ("booksum", "mab")  # the originals' schemas (module docstring)
-WORDINGS = ("official", "paper")  # keywords.prompt
 # kind -> (system, prompt): the official scripts use the answers variant on MemoryAgentBench;
 # the paper prints Figure 4 as the prompt of both
 PROMPTS = {

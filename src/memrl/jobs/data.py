@@ -310,8 +310,8 @@ def _extract_keywords(
 
     # Snakemake deletes a failed job's outputs: the replies so far live beside them, under a
     # name that changes with the settings (model, prompt, sampling), so a changed rerun starts over
-    key = hashlib.sha256(json.dumps(s, sort_keys=True).encode()).hexdigest()[:12]
-    partial = args.out.with_name(f"{args.out.name}.{key}.partial")
+    digest = hashlib.sha256(json.dumps(s, sort_keys=True).encode()).hexdigest()[:12]
+    partial = args.out.with_name(f"{args.out.name}.{digest}.partial")
     done = {r["key"]: r["reply"] for r in iter_jsonl(partial)} if partial.exists() else {}
     todo = [key for key in summaries if key not in done]
     if todo:

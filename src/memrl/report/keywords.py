@@ -64,9 +64,9 @@ def build_keywords_table(records: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
     frame.index.name, frame.columns.name = "source", "column"
     models = sorted({row["model"] for row in records})
     prompts = sorted({row["prompt"] for row in records})
-    banner = [] if all(row["reproduces"] for row in records) else [f"> {MODEL_BANNER}"]
+    if not all(row["reproduces"] for row in records):
+        frame.attrs["banner"] = MODEL_BANNER
     frame.attrs["notes"] = [
-        *banner,
         f"Rebuilt by {', '.join(models)} with {'; '.join(PROMPT_WORDS[p] for p in prompts)}. "
         "The released golds were extracted by GPT-4.1 at temperature 0.1 (the official "
         "scripts): another model measures how much the golds depend on the extractor.",

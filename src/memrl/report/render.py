@@ -84,13 +84,22 @@ def write_text_table(table: pd.DataFrame, out_prefix: str | Path, caption: str) 
         pd.DataFrame(rows, columns=[row_name, column_name, "content"]).to_csv(tmp, index=False)
     shown = table.map(_shorten)
     header = [row_name.capitalize(), *table.columns]
-    md = [f"**{caption}**", "", "| " + " | ".join(header) + " |", "|---" * len(header) + "|"]
+    md = [f"**{caption}**", ""]
+    md += [line for banner in opening(table) for line in (f"> {banner}", "")]
+    md += ["| " + " | ".join(header) + " |", "|---" * len(header) + "|"]
     for label, row in shown.iterrows():
         cells = [str(label), *(c.replace("|", "\\|").replace("\n", "<br>") for c in row)]
         md.append("| " + " | ".join(cells) + " |")
     write_text_atomic(md_path, "\n".join([*md, "", *table.attrs["notes"]]) + "\n")
     rows = [[str(label), *row] for label, row in shown.iterrows()]
-    page = html_page(caption, header, rows, table.attrs["notes"], title=f"{prefix.name}: {caption}")
+    page = html_page(
+        caption,
+        header,
+        rows,
+        table.attrs["notes"],
+        banner=opening(table),
+        title=f"{prefix.name}: {caption}",
+    )
     write_text_atomic(html_path, page)
     width = f"p{{{0.8 / max(1, len(table.columns)):.2f}\\linewidth}}"
     tex = [
@@ -109,7 +118,8 @@ def write_text_table(table: pd.DataFrame, out_prefix: str | Path, caption: str) 
         cells = [latex_escape(str(c)).replace("\n", r"\newline ") for c in row]
         tex.append(" & ".join([latex_escape(str(label)), *cells]) + r" \\")
     tex += [r"\bottomrule", r"\end{tabular}", r"\par\smallskip\footnotesize"]
-    tex += [r" \\ ".join(latex_escape(note) for note in table.attrs["notes"]), r"\end{table}"]
+    notes = [*opening(table), *table.attrs["notes"]]
+    tex += [r" \\ ".join(latex_escape(note) for note in notes), r"\end{table}"]
     write_text_atomic(tex_path, "\n".join(tex) + "\n")
     return [csv_path, md_path, tex_path, html_path]
 

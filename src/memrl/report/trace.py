@@ -8,8 +8,8 @@ as the run cut them, memrl.evaluation.row_chunks), the chunks that hold gold evi
 those containing one of the gold answers, case-insensitively, or the caller's evidence strings for
 that sample, and, given the sample's supporting paragraphs (RULER-HQA: HotpotQA's two hops, the
 bridge paragraph that holds no answer included), those where each begins (its title line after
-a "Document i:" header). Without the
-chunks the trace is still rendered, its gold-evidence column saying "unknown".
+a "Document i:" header). Without the chunks the trace is still rendered, its gold-evidence column
+saying "unknown".
 
 The rendered trace lists each chunk after which the memory changed (with what that update added
 and dropped, sentence by sentence; the last memory whole), each chunk holding gold evidence (with
@@ -239,8 +239,8 @@ def case_study(
     strings = evidence_strings(prediction.get("answers") or [], evidence)
     if chunks is None:
         return CaseStudy(prediction, task, n_read, changes, evidence_strings=strings)
-    openings = {_title(paragraph): HEADER_END + _title(paragraph) for paragraph in supporting}
-    counted = _Counted(chunks, openings)
+    markers = {_title(paragraph): HEADER_END + _title(paragraph) for paragraph in supporting}
+    counted = _Counted(chunks, markers)
     found = with_paragraphs(find_evidence(counted, strings), counted.located)
     n_chunks = counted.count
     notes = []
@@ -251,7 +251,7 @@ def case_study(
         )
     if not strings:
         notes.append("no evidence strings (no gold answers): no chunk can be marked as gold")
-    where = {title: counted.located.get(title) for title in openings}
+    where = {title: counted.located.get(title) for title in markers}
     return CaseStudy(
         prediction, task, n_read, changes, n_chunks, found, strings, tuple(notes), where
     )
@@ -273,17 +273,17 @@ def with_paragraphs(found: dict[int, str], located: Mapping[str, int]) -> dict[i
 
 class _Counted:
     """An iterable that counts what it yields (the chunks are streamed once) and notes the
-    first chunk where each of `openings` ({title: text}) appears."""
+    first chunk holding each of `markers` ({title: text})."""
 
-    def __init__(self, items: Iterable[str], openings: Mapping[str, str] | None = None) -> None:
+    def __init__(self, items: Iterable[str], markers: Mapping[str, str] | None = None) -> None:
         self.items, self.count, self.located = items, 0, {}
-        self.openings = dict(openings or {})
+        self.markers = dict(markers or {})
 
     def __iter__(self) -> Iterator[str]:
         for i, item in enumerate(self.items):
             self.count += 1
-            for title, opening in self.openings.items():
-                if title not in self.located and opening in item:
+            for title, marker in self.markers.items():
+                if title not in self.located and marker in item:
                     self.located[title] = i
             yield item
 
