@@ -649,3 +649,17 @@ def test_each_table_job_gets_its_margin_and_figures_none(paper):
     assert "margin" not in cfg.table_settings(paper, "figure1")
     del paper["report"]["equivalence_margin"]
     assert cfg.table_settings(paper, "table3")["margin"] == 5.0  # the documented default
+
+
+def test_the_papers_wording_changes_the_evaluations_settings_not_the_trainings(repo):
+    """`agent.wording` is evaluation's: switching it reruns evaluations, never training."""
+    official = cfg.load_config([repo / "config/config.yaml"])
+    paper = copy.deepcopy(official)
+    paper["agent"]["wording"] = "paper"
+    for run in cfg.memagent_runs(official):
+        for stage in ("stage1", "stage2"):
+            assert cfg.train_settings(paper, run, stage) == cfg.train_settings(official, run, stage)
+    job = cfg.EvalJob("ruler_hqa", "rl-memagent-14b", 50, ("hqa",), 1)
+    evaluation = cfg.eval_settings(paper, job, 0)
+    assert evaluation["agent"]["wording"] == "paper"
+    assert "wording" not in cfg.eval_settings(official, job, 0)["agent"]

@@ -153,7 +153,9 @@ def test_an_evaluation_after_a_memorize_job_runs_on_the_qa_model(paper):
     calls = [answer] * 60 + [(judge, 256)] * 60  # LongMemEval's answers are judged
     qwen3_32b = published_shape("Qwen/Qwen3-32B")
     expected = 5 * cost.forward_flops(qwen3_32b, cost.lengths(calls))
-    assert cost.evaluate_job_flops(pricing, settings) == pytest.approx(expected)
+    model, work = cost.evaluate_job_work(pricing, settings)
+    assert model == "qwen3-32b"
+    assert cost.work_flops(qwen3_32b, work) == pytest.approx(expected)
     memorize = cfg.memorize_settings(paper, job)
     price = cost.price_job(cost.PlannedJob("memorize", {}, {"gpu": "1"}, memorize), pricing)
     summaries = [(100 + 1591 + 1024, 1024)] * 219  # 218.6 chunks of 1,591.4 tokens

@@ -62,6 +62,11 @@ def test_a_chapter_without_a_summary_is_named(tmp_path):
     pq.write_table(pa.Table.from_pylist([{"text": "Some text.", "summary": []}]), bad)
     with pytest.raises(ValueError, match=r"chapters.parquet: row 0, summary"):
         kw.read_originals("booksum", bad, "booksum")
+    torn = tmp_path / "lru.parquet"
+    row = {"context": "A book.", "answers": [["A summary."]], "metadata": '{"source": '}
+    pq.write_table(pa.Table.from_pylist([row]), torn)
+    with pytest.raises(ValueError, match=r"lru.parquet: row 0, metadata: not valid JSON"):
+        kw.read_originals("mab", torn, "infbench_sum_eng_shots2")
 
 
 def test_released_instances_carry_their_keyword_gold_and_first_reading():

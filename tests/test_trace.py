@@ -319,14 +319,21 @@ def test_steps_show_changes_and_gold_chunks_and_collapse_the_rest():
 
 
 def test_the_bridge_paragraph_that_holds_no_answer_marks_its_chunk_too():
+    from memrl.data.ruler_hqa import document_start, document_title, render_context
+
     bridge = (
         "Big Stone Gap (film)\nBig Stone Gap is a 2014 drama film directed by Adriana Trigiani."
     )
     answer = "Adriana Trigiani\nAdriana Trigiani is an author based in Greenwich Village."
+    pool = ["filler", bridge, answer]
+    # where RULER-HQA's renderer puts them: documents 2 and 3 of a context
+    context = render_context([0, 1, 2], pool)
+    supporting = {document_title(doc): document_start(doc) for doc in (bridge, answer)}
+    assert all(start in context for start in supporting.values())
     chunks = [f"doc {i} x" for i in range(40)]
     chunks[4] = f"Document 9:\n{bridge}\n\nDocument 10:\nfiller"
     chunks[30] = f"Document 77:\n{answer}"
-    study = case_study(traced_prediction(), chunks, task="hqa", supporting=[bridge, answer])
+    study = case_study(traced_prediction(), chunks, task="hqa", supporting=supporting)
     assert study.supporting == {"Big Stone Gap (film)": 4, "Adriana Trigiani": 30}
     assert sorted(study.evidence) == [4, 30]
     assert study.evidence[4] == "[supporting paragraph begins] Big Stone Gap (film)"
@@ -339,9 +346,9 @@ def test_the_bridge_paragraph_that_holds_no_answer_marks_its_chunk_too():
     assert "#### Chunk 4 · gold evidence: yes · memory unchanged" in md
     # a paragraph whose header a chunk boundary cuts is found in no chunk: said so
     cut = case_study(
-        traced_prediction(), ["Document 9:\nBig Stone", " Gap (film)"], supporting=[bridge]
+        traced_prediction(), ["Document 9:\nBig Stone", " Gap (film)"], supporting=supporting
     )
-    assert cut.supporting == {"Big Stone Gap (film)": None}
+    assert cut.supporting == {"Big Stone Gap (film)": None, "Adriana Trigiani": None}
     assert "Big Stone Gap (film): not found (a chunk boundary" in render_markdown([cut], "x")
 
 

@@ -43,6 +43,7 @@ import json
 import math
 import re
 import shlex
+import statistics
 import subprocess
 import sys
 from collections.abc import Iterable, Sequence
@@ -437,9 +438,8 @@ def measured_response_tokens(out: Path) -> float | None:
     else:
         logs = sorted((work_dir(out) / "metrics").glob("attempt-*.jsonl"))
         rows = curve_rows(read_verl_logs(logs)) if logs else []
-    means = [_response_mean(row) for row in rows]
-    found = [mean for mean in means if mean is not None]
-    return sum(found) / len(found) if found else None
+    found = [mean for mean in map(_response_mean, rows) if mean is not None]
+    return statistics.fmean(found) if found else None
 
 
 def _response_mean(row: dict[str, Any]) -> float | None:
@@ -500,9 +500,6 @@ def kept_states(settings: dict[str, Any]) -> int:
     return settings["verl"]["max_checkpoints"] or 1
 
 
-INFERENCE_RULES = ("evaluate", "evaluate_shard", "memorize", "rebuild_keywords")
-
-
 def inference_work(
     rule: str, settings: dict[str, Any], pricing: Pricing
 ) -> tuple[str | None, Work | None]:
@@ -550,13 +547,6 @@ def evaluate_job_work(pricing: Pricing, settings: dict[str, Any]) -> tuple[str, 
     if kind.memorizes(benchmark) and kind.memorize_settings is not None:
         memorized = kind.memorize_settings(pricing.config, system)  # what its input was made by
     return model, instance_evaluation_work(pricing, settings, memorized)
-
-
-def evaluate_job_flops(pricing: Pricing, settings: dict[str, Any]) -> float | None:
-    """An evaluate job's FLOPs on the model it loads (None: not modelled, or hosted)."""
-    model, work = evaluate_job_work(pricing, settings)
-    shape = pricing.shapes.get(model)
-    return work_flops(shape, work) if shape and work is not None else None
 
 
 def _recorded_size(config: dict[str, Any], source: str) -> float:

@@ -78,6 +78,7 @@ Your answer:
 
 FinalPrompt = Literal["answer_is", "boxed"]
 Wording = Literal["official", "paper"]
+DEFAULT_WORDING: Wording = "official"  # `agent.wording` unless set; training's always
 
 
 @dataclass(frozen=True)
@@ -88,7 +89,7 @@ class MemAgentConfig:
     memory_tokens: int = 1024
     final_tokens: int = 1024
     final_prompt: FinalPrompt = "answer_is"
-    wording: Wording = "official"  # the prompts' text: the official code's, or the paper's
+    wording: Wording = DEFAULT_WORDING  # the prompts' text: the official code's, or the paper's
 
 
 @dataclass
@@ -136,7 +137,7 @@ def read_chunks(
     chunks: Iterable[str],
     memory_tokens: int,
     trace: MemoryTrace | None = None,
-    wording: Wording = "official",
+    wording: Wording = DEFAULT_WORDING,
 ) -> Workflow:
     """The memory loop alone: one overwrite per chunk from "No previous memory"; returns the
     final memory (each one recorded in `trace`, if given, as it is written)."""

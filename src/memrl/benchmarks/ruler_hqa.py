@@ -107,26 +107,31 @@ def pool_documents(rows: list[dict[str, Any]], pool_docs: Path | None) -> list[s
         return None
     if pool_docs is None:
         raise SystemExit("these rows store doc ids: pass --pool with the hqa-pool documents")
+    return read_documents(pool_docs)
+
+
+def read_documents(pool_docs: Path) -> list[str]:
     from memrl.data.io import read_parquet
 
     return read_parquet(pool_docs, ["doc"])["doc"].to_pylist()
 
 
 def supporting_paragraphs(
-    indices: Iterable[int], pool_docs: Path, pool_questions: Path
-) -> dict[int, list[str]]:
-    """Each question's supporting paragraphs (HotpotQA's two hops: `gold_doc_ids`), by index."""
-    from memrl.data.ruler_hqa import read_pool
+    indices: Iterable[int], docs: Sequence[str], pool_questions: Path
+) -> dict[int, dict[str, str]]:
+    """Each question's supporting paragraphs (HotpotQA's two hops: `gold_doc_ids`) by index, as
+    {title: what begins it in a rendered context}."""
+    from memrl.data.io import read_parquet
+    from memrl.data.ruler_hqa import document_start, document_title
 
-    pool = read_pool(pool_docs, pool_questions)
-    by_index = {q["index"]: q for q in pool.questions}
+    table = read_parquet(pool_questions, ["index", "gold_doc_ids"]).to_pylist()
+    gold = {q["index"]: q["gold_doc_ids"] for q in table}
     wanted = list(indices)
-    if missing := [i for i in wanted if i not in by_index]:
+    if missing := [i for i in wanted if i not in gold]:
         raise SystemExit(f"{pool_questions}: no question of index {missing[:5]}")
-    if any("gold_doc_ids" not in by_index[i] for i in wanted):
-        raise SystemExit(f"{pool_questions}: no gold_doc_ids (a pool written before them)")
     return {
-        i: [pool.docs[d] for group in by_index[i]["gold_doc_ids"] for d in group] for i in wanted
+        i: {document_title(docs[d]): document_start(docs[d]) for group in gold[i] for d in group}
+        for i in wanted
     }
 
 

@@ -6,6 +6,7 @@ import functools
 from collections.abc import Collection, Sequence
 from typing import Any
 
+from memrl.agents.memagent import DEFAULT_WORDING
 from memrl.benchmarks import (
     CUSTOM_BENCHMARK,
     MEMALPHA_BENCHMARKS,
@@ -396,7 +397,7 @@ def table_settings(config: dict[str, Any], name: str) -> dict[str, Any]:
 
 def memagent_wording(config: dict[str, Any]) -> str:
     """The MemAgent prompts' text its evaluations ran with (`agent.wording`)."""
-    return config["agent"].get("wording", "official")
+    return config["agent"].get("wording", DEFAULT_WORDING)
 
 
 def _own_settings(config: dict[str, Any], name: str) -> dict[str, Any]:

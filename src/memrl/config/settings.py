@@ -174,7 +174,9 @@ def train_settings(config: dict[str, Any], run: str, stage: str) -> dict[str, An
         "run": run,
         "stage": stage,
         "verifier": config["training"].get("verifier", DEFAULT_VERIFIER),
-        "agent": agent_settings(config, spec),
+        # the prompts' wording is evaluation's (training keeps the official code's): left out, so
+        # switching it retrains nothing
+        "agent": {k: v for k, v in agent_settings(config, spec).items() if k != "wording"},
         "seed": config["seed"],
         "gpus_per_node": spec.get("gpus_per_node", 0),
         "nodes": spec.get("nodes", 1),

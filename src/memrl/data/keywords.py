@@ -147,9 +147,7 @@ def read_originals(kind: str, path: str | Path, source: str) -> list[dict[str, A
 
 
 def _booksum(row: Mapping[str, Any], key: str, where: str) -> dict[str, Any]:
-    summaries = row["summary"]
-    if isinstance(summaries, str):
-        summaries = json.loads(summaries)
+    summaries = _decoded(row["summary"], f"{where}, summary")
     if not summaries or not isinstance(summaries[0], Mapping) or "text" not in summaries[0]:
         raise ValueError(f"{where}, summary: expected a non-empty list of {{text, ...}}")
     return {"key": key, "text": str(row["text"]), "summary": str(summaries[0]["text"])}
@@ -167,9 +165,18 @@ def _listed(value: Any) -> list[Any]:
     return [value] if isinstance(value, str) else list(value)
 
 
+def _decoded(value: Any, where: str) -> Any:
+    """A field as stored: parquet's own value, or the JSON text of one."""
+    if not isinstance(value, str):
+        return value
+    try:
+        return json.loads(value)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{where}: not valid JSON ({exc})") from exc
+
+
 def _metadata(value: Any, where: str) -> dict[str, Any]:
-    if isinstance(value, str):
-        value = json.loads(value)
+    value = _decoded(value, f"{where}, metadata")
     if not isinstance(value, Mapping):
         raise ValueError(f"{where}, metadata: expected an object with `source`")
     return dict(value)

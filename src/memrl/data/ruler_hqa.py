@@ -156,8 +156,21 @@ def shuffle_order(n: int) -> np.ndarray:
     return result
 
 
+HEADER_END = ":\n"  # of a "Document i:" header, whatever i: a document follows it
+
+
 def _header(i: int) -> str:
-    return f"Document {i}:\n"
+    return f"Document {i}{HEADER_END}"
+
+
+def document_title(doc: str) -> str:
+    """A pool document's first line: a HotpotQA paragraph's title."""
+    return doc.split("\n", 1)[0]
+
+
+def document_start(doc: str) -> str:
+    """What begins `doc` in a rendered context wherever it sits: its header's end, its title."""
+    return HEADER_END + document_title(doc)
 
 
 def iter_context_pieces(doc_ids: Sequence[int], pool: Sequence[str]) -> Iterator[str]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import statistics
 from typing import Any
 
 from memrl import tracking
@@ -290,7 +291,7 @@ def cmd_keywords(args: argparse.Namespace, run: tracking.JobRecord) -> None:
             "instances": len(rows),
             "matched": len(rebuilt),
             "same": sum(r["same"] for r in rebuilt),
-            "mean_jaccard": sum(r["jaccard"] for r in rebuilt) / len(rebuilt),
+            "mean_jaccard": statistics.fmean(r["jaccard"] for r in rebuilt),
         }
     )
     log.info("%s: %d of %d instances rebuilt", s["set"], len(rebuilt), len(rows))

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from memrl import tracking
-from memrl.benchmarks.ruler_hqa import pool_documents, supporting_paragraphs
+from memrl.benchmarks.ruler_hqa import pool_documents, read_documents, supporting_paragraphs
 from memrl.jobs.evaluate import eval_rows
 from memrl.models import load_tokenizer
 
@@ -186,15 +186,16 @@ def cmd_trace(args: argparse.Namespace, run: tracking.JobRecord) -> None:
         pool = pool_documents([rows[p["index"]] for p in traced], args.pool) if rows else None
         supporting = {}
         if rows and args.pool_questions is not None:
+            docs = pool if pool is not None else read_documents(args.pool)
             indices = [p["index"] for p in traced]
-            supporting = supporting_paragraphs(indices, args.pool, args.pool_questions)
+            supporting = supporting_paragraphs(indices, docs, args.pool_questions)
         for p in chosen:
             row = rows.get(p["index"]) if "memory_trace" in p else None
             chunks = None
             if row is not None:
                 chunks = row_chunks(row, pool, tokenizer, s["agent"]["chunk_tokens"])
             given = evidence.get(f"{task}:{p['index']}", evidence.get(str(p["index"])))
-            paragraphs = supporting.get(p["index"], []) if row is not None else []
+            paragraphs = supporting.get(p["index"], {}) if row is not None else {}
             studies.append(trace.case_study(p, chunks, given, task, paragraphs))
     parts = [s.get(key) for key in ("benchmark", "system", "length") if s.get(key) is not None]
     title = s.get("title") or " · ".join(["MemAgent memory traces", *map(str, parts)])

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
+from statistics import fmean
 from typing import Any
 
 import pandas as pd
@@ -88,13 +89,8 @@ def _cells(rows: Sequence[Mapping[str, Any]]) -> dict[str, str]:
         "released": str(len(rows)),
         "matched": f"{n} of {len(rows)}",
         "same": f"{same} of {n} ({100 * same / n:.0f} %)",
-        "jaccard": f"{_mean(row['jaccard'] for row in rebuilt):.2f}",
-        "recall": f"{100 * _mean(row['recall'] for row in rebuilt):.0f} %",
-        "sizes": f"{_mean(len(row['released']) for row in rebuilt):.1f} / "
-        f"{_mean(len(row['rebuilt']) for row in rebuilt):.1f}",
+        "jaccard": f"{fmean(row['jaccard'] for row in rebuilt):.2f}",
+        "recall": f"{100 * fmean(row['recall'] for row in rebuilt):.0f} %",
+        "sizes": f"{fmean(len(row['released']) for row in rebuilt):.1f} / "
+        f"{fmean(len(row['rebuilt']) for row in rebuilt):.1f}",
     }
-
-
-def _mean(values: Iterable[float]) -> float:
-    values = list(values)
-    return sum(values) / len(values)

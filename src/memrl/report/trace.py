@@ -7,8 +7,8 @@ after which the memory changed; "No previous memory" before chunk 0 is implicit)
 as the run cut them, memrl.evaluation.row_chunks), the chunks that hold gold evidence are located:
 those containing one of the gold answers, case-insensitively, or the caller's evidence strings for
 that sample, and, given the sample's supporting paragraphs (RULER-HQA: HotpotQA's two hops, the
-bridge paragraph that holds no answer included), those where each begins (its title line after
-a "Document i:" header). Without the chunks the trace is still rendered, its gold-evidence column
+bridge paragraph that holds no answer included, each by what begins it in the context), those
+where each begins. Without the chunks the trace is still rendered, its gold-evidence column
 saying "unknown".
 
 The rendered trace lists each chunk after which the memory changed (with what that update added
@@ -33,8 +33,6 @@ from memrl.scoring.evidence import evidence_pattern, evidence_strings, memory_pa
 
 DEFAULT_FIRST = 5  # samples per task when none are named
 SNIPPET_CHARS = 160  # context kept on each side of the first evidence hit in a gold chunk
-# A supporting paragraph is placed where its title line follows a "Document i:" header
-HEADER_END = ":\n"
 ONLY = ("all", "correct", "wrong", "failed")
 Only = Literal["all", "correct", "wrong", "failed"]
 
@@ -225,12 +223,13 @@ def case_study(
     chunks: Iterable[str] | None = None,
     evidence: Iterable[str] | None = None,
     task: str | None = None,
-    supporting: Sequence[str] = (),
+    supporting: Mapping[str, str] | None = None,
 ) -> CaseStudy:
     """A sample's case study from its prediction record and, if given, the chunks of its context
     (gold evidence: `evidence` strings if given, else the gold answers, and where each of the
-    `supporting` paragraphs begins). A record without a memory trace (another system, or written
-    before traces were recorded) gives a study that renders as such; its chunks are not read."""
+    `supporting` paragraphs, {title: the text that begins it}, begins). A record without a
+    memory trace (another system, or written before traces were recorded) gives a study that
+    renders as such; its chunks are not read."""
     task = task if task is not None else prediction.get("task")
     if "memory_trace" not in prediction:
         return CaseStudy(prediction, task)
@@ -239,7 +238,7 @@ def case_study(
     strings = evidence_strings(prediction.get("answers") or [], evidence)
     if chunks is None:
         return CaseStudy(prediction, task, n_read, changes, evidence_strings=strings)
-    markers = {_title(paragraph): HEADER_END + _title(paragraph) for paragraph in supporting}
+    markers = dict(supporting or {})
     counted = _Counted(chunks, markers)
     found = with_paragraphs(find_evidence(counted, strings), counted.located)
     n_chunks = counted.count
@@ -255,11 +254,6 @@ def case_study(
     return CaseStudy(
         prediction, task, n_read, changes, n_chunks, found, strings, tuple(notes), where
     )
-
-
-def _title(paragraph: str) -> str:
-    """A HotpotQA paragraph's title: its first line."""
-    return paragraph.split("\n", 1)[0].strip()
 
 
 def with_paragraphs(found: dict[int, str], located: Mapping[str, int]) -> dict[int, str]:
@@ -388,7 +382,7 @@ def _supporting_text(study: CaseStudy) -> str:
     parts = []
     for title, chunk in study.supporting.items():
         if chunk is None:
-            where = "not found (a chunk boundary cut its header)"
+            where = "not found (a chunk boundary cut its start)"
         elif chunk >= (study.n_read or 0):
             where = f"chunk {chunk} (not read)"
         else:

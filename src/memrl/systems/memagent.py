@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from memrl.agents.driver import Rollout
-from memrl.agents.memagent import MemAgentConfig, MemoryTrace, memagent
+from memrl.agents.memagent import DEFAULT_WORDING, MemAgentConfig, MemoryTrace, memagent
 from memrl.engines.base import ChatEngine, SamplingParams
 from memrl.evaluation import (
     Judge,
@@ -141,7 +141,7 @@ def workflows(task: Task, s: Settings, tokenizer: Any, pool: list[str] | None) -
         memory_tokens=s["agent"]["memory_tokens"],
         final_tokens=s["agent"]["final_tokens"],
         final_prompt=s["final_prompt"],
-        wording=s["agent"].get("wording", "official"),
+        wording=s["agent"].get("wording", DEFAULT_WORDING),
     )
     return memagent_system(task, tokenizer, pool, agent)
 
