@@ -7,7 +7,8 @@ doc-id contexts against stored text, per token (scripts/bench_eval_memory.py); t
 overhead over raw generation on real vLLM (scripts/bench_agent_overhead.py, in .venv-vllm); the
 smoke DAG in the venv and with every job in its container image (their ratio, and whether they
 computed the same files); the images' sizes (and, with --rebuild-images, build times from nothing);
-the per-job wall time of the last `make mini` run, if there is one.
+the per-job wall time of the last `make mini` run, if there is one; the verdicts' error rates and
+coverage at the papers' n (memrl.scoring.calibration).
 Every ratio compares two measurements of this run on this machine. Nothing is asserted.
 
     python scripts/bench.py                     # everything, ~20 min on 2 cores (images built)
@@ -302,6 +303,14 @@ def bench_mini_jobs(results: Path = REPO / "results" / "mini" / "benchmarks") ->
               f"max {max(seconds):6.1f} s")  # fmt: skip
 
 
+def bench_verdicts() -> None:
+    """The verdicts' error rates and coverage at the papers' n (seeded simulations)."""
+    heading("Verdicts: error rates and coverage at the papers' n (memrl.scoring.calibration)")
+    from memrl.scoring.calibration import main as calibration
+
+    calibration()
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     args = parse_args(argv)
     print(f"# make bench, {time.strftime('%Y-%m-%d %H:%M')}: {platform.node()}, "
@@ -309,6 +318,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         bench_provenance(work / "provenance", args.repeats)
+        bench_verdicts()
         bench_plan()
         bench_synthesis_rows(work / "synthesis", args.sizes, args.questions, args.dev_questions)
         bench_eval_streaming(work / "synthesis")

@@ -1,4 +1,5 @@
-"""Mem-α's claims checked on a table's cells, and on the paper's own numbers beside ours."""
+"""The papers' claims checked on our numbers: Mem-α's on a table's cells (the paper's own numbers
+beside ours), MemAgent's figure claims against rivals; judged on intervals, never on a value."""
 
 from __future__ import annotations
 
@@ -10,7 +11,9 @@ import yaml
 
 from memrl.report.cells import Cell
 from memrl.report.claims import FAILS, HOLDS, NOT_CHECKABLE, UNDECIDED, table_claims
+from memrl.report.memagent_figures import _check_claims
 from memrl.report.memalpha_tables import memalpha_paper_rows
+from memrl.scoring.intervals import wilson
 
 PAPER = yaml.safe_load((Path(__file__).parents[1] / "config/paper/memalpha.yaml").read_text())
 CLAIMS = {claim["id"]: claim for claim in PAPER["claims"]}
@@ -24,19 +27,47 @@ def table(column: str, rows: dict[str, tuple[float | None, float | None]]) -> pd
     return frame
 
 
-def test_memory_half_is_our_ratio_to_the_baselines_mean_and_the_papers_own():
-    # ours 5 / mean(10, 12) = 0.4545 <= 0.6; the paper's 7.9 / mean(10.8, 11.3) = 0.7149
+def test_a_memory_claim_has_no_interval_so_it_is_not_checkable_but_keeps_its_numbers():
+    # ours 5 / mean(10, 12) = 0.4545 <= 0.6; the paper's 7.9 / mean(10.8, 11.3) = 0.7149: our
+    # memory sizes are not sampled per instance, so nothing says how far 0.45 is from 0.6
     cells = table(
         "avg.mem",
         {"Mem-α": (5.0, 7.9), "Long-Context": (10.0, 10.8), "RAG-Top2": (12.0, 11.3)},
     )
     [check] = table_claims(cells, [CLAIMS["memory_half"]], "memalpha_table1")
-    assert check.outcome == HOLDS and check.value == pytest.approx(5 / 11)
+    assert check.outcome == NOT_CHECKABLE and check.value == pytest.approx(5 / 11)
+    assert check.interval is None
     assert check.detail == (
-        "ratio_to_mean 0.45×, no interval: no sampled input (claim: <= 0.6); "
-        "on the paper's own numbers 0.71×"
+        "not checkable, no interval: memory sizes are not sampled per instance in this run: "
+        "ratio_to_mean 0.45× (claim: <= 0.6); on the paper's own numbers 0.71×"
     )
     assert table_claims(cells, [CLAIMS["memory_half"]], "memalpha_table3") == []  # not its table
+
+
+def test_a_memory_claim_with_per_instance_intervals_is_judged_on_them():
+    rows = {"Mem-α": (5.0, (4.5, 5.6)), "Long-Context": (10.0, (9.0, 11.0))}
+    rows["RAG-Top2"] = (12.0, (11.0, 13.2))
+    [check] = table_claims(
+        interval_table("avg.mem", rows), [CLAIMS["memory_half"]], "memalpha_table1"
+    )
+    low, high = check.interval
+    assert check.outcome == HOLDS and low < 5 / 11 < high < 0.6
+    assert check.detail.startswith(f"ratio_to_mean 0.45× [{low:.2f}×, {high:.2f}×]")
+
+
+def test_a_claim_with_one_unsampled_input_is_not_checkable():
+    cells = {
+        "Mem-α": Cell(ours=66.0, paper=None, delta=None, ci=(64.0, 68.0)),
+        "gpt-4.1-mini": Cell(ours=60.0, paper=None, delta=None),  # no interval
+        "Qwen3-4B": Cell(ours=30.0, paper=None, delta=None, ci=(28.0, 32.0)),
+    }
+    frame = pd.DataFrame({"avg": list(cells.values())}, index=list(cells), dtype=object)
+    frame.attrs["paper_rows"] = {row: row for row in cells}
+    [check] = table_claims(frame, [CLAIMS["rl_ordering"]], "memalpha_table3")
+    assert check.outcome == NOT_CHECKABLE and check.value == pytest.approx(6.0)
+    assert check.detail == (
+        "not checkable, no interval: an input has none in this run: gap_in_order +6.0 (claim: > 0)"
+    )
 
 
 def test_a_ratio_over_no_memory_at_all_is_not_checkable_never_holds():
@@ -115,3 +146,101 @@ def test_a_claim_whose_whole_interval_is_on_the_wrong_side_does_not_hold():
     cells = interval_table("avg", {r: (v, (v - 2, v + 2)) for r, v in rows.items()})
     [check] = table_claims(cells, [CLAIMS["rl_ordering"]], "memalpha_table3")
     assert check.outcome == FAILS and check.interval[1] < 0
+
+
+def rivals_table(ours: float, rivals: dict[str, float], spread: float = 3.0) -> pd.DataFrame:
+    """Table 1's Avg. column: Mem-α at `ours`, the baselines at theirs, each ±`spread`."""
+    rows = {"Mem-α": ours, **rivals}
+    return interval_table("avg", {r: (v, (v - spread, v + spread)) for r, v in rows.items()})
+
+
+BASELINES = ("Long-Context", "RAG-Top2", "MemAgent", "MEM1")
+
+
+@pytest.mark.parametrize(
+    ("scores", "outcome", "closest"),
+    [
+        ((40.0, 69.0, 35.0, 30.0), UNDECIDED, "RAG-Top2"),  # one baseline within the noise
+        ((40.0, 50.0, 35.0, 30.0), HOLDS, "RAG-Top2"),  # clear of every one
+        ((40.0, 50.0, 35.0, 90.0), FAILS, "MEM1"),  # one clearly ahead of ours
+    ],
+)
+def test_beating_every_baseline_is_judged_baseline_by_baseline(scores, outcome, closest):
+    cells = rivals_table(70.0, dict(zip(BASELINES, scores, strict=True)))
+    [check] = table_claims(cells, [CLAIMS["outperforms_baselines"]], "memalpha_table1")
+    margin = 70.0 - max(scores)
+    assert check.outcome == outcome and check.value == pytest.approx(margin)
+    low, high = check.interval  # the pairwise margin over the closest: two scores, each ±3
+    assert low < margin < high and high - low == pytest.approx(2 * 3 * 2**0.5, abs=0.3)
+    assert check.detail.startswith(
+        f"margin_over_best {margin:+.1f} [{low:+.1f}, {high:+.1f}] (the interval: over {closest}, "
+        "the lowest of 4) (claim: > 0)"
+    )
+
+
+def test_four_baselines_tied_with_ours_leave_the_claim_undecided_not_failed():
+    # the max of four noisy baselines sits above each: judged on it, a tie read as a loss
+    cells = rivals_table(60.0, dict.fromkeys(BASELINES, 60.0), spread=5.0)
+    [check] = table_claims(cells, [CLAIMS["outperforms_baselines"]], "memalpha_table1")
+    assert check.outcome == UNDECIDED and check.value == 0.0
+    low, high = check.interval
+    assert low == pytest.approx(-high, abs=0.3)  # centred on the tie, not below it
+
+
+def test_a_margin_under_one_rival_is_that_margin_judged_alone():
+    # γ = 0 below the default: "<" on the margin over its one row, no lowest part to name
+    rows = {"β=0.05, γ=0": 50.0, "β=0.05, γ=0.1": 64.0}
+    cells = interval_table("avg", {r: (v, (v - 3, v + 3)) for r, v in rows.items()})
+    [check] = table_claims(cells, [CLAIMS["gamma_zero"]], "memalpha_table4")
+    assert check.outcome == HOLDS and check.value == pytest.approx(-14.0)
+    assert check.detail.startswith("margin_over_best -14.0 [")
+    assert "the interval:" not in check.detail
+
+
+def ruler_found(scores: dict[str, float], n: int = 500) -> dict:
+    """MemAgent's RULER records by key, one task at 8K and 512K: each system k/n right."""
+    found = {}
+    for sid, score in scores.items():
+        k = round(score * n / 100)
+        record = {"accuracy": 100 * k / n, "ci95": {"accuracy": list(wilson(k, n))}}
+        for length in (8192, 524288):
+            found[("ruler", "niah_single_1", sid, length)] = record
+    return found
+
+
+SPECS = {
+    "rl": {"display": "RL", "paper_row": "RL"},
+    "b1": {"display": "Base 1", "paper_row": "BASE"},
+    "b2": {"display": "Base 2", "paper_row": "BASE"},
+}
+AGAINST = {"id": "beats", "text": "RL beats the baselines", "rows": ["RL"], "against": ["BASE"]}
+AGAINST |= {"panel": "niah_single_1", "lengths": [8192, 524288], "statistic": "min"}
+AGAINST |= {"op": ">", "value": 0.0}
+
+
+@pytest.mark.parametrize(("close", "outcome"), [(89.0, UNDECIDED), (70.0, HOLDS)])
+def test_a_figure_claim_against_rivals_is_judged_rival_by_rival(close, outcome):
+    found = ruler_found({"rl": 90.0, "b1": close, "b2": 50.0})
+    [check] = _check_claims(found, SPECS, [AGAINST])
+    assert check.outcome == outcome and check.value == pytest.approx(90.0 - close)
+    low, high = check.interval  # the margin over Base 1 at one length (both the same here)
+    assert check.detail == (
+        f"min of the margin over BASE over 8K–512K = {90 - close:.1f} [{low:.1f}, {high:.1f}] "
+        "(the interval: over Base 1 at 8K, the lowest of 4) (claim: > 0)"
+    )
+    two = {sid: SPECS[sid] for sid in ("rl", "b1")}
+    [alone] = _check_claims(ruler_found({"rl": 90.0, "b1": close}), two, [AGAINST])
+    assert alone.interval == check.interval  # the margin over Base 1 alone
+
+
+def test_a_figure_claim_against_rivals_takes_the_min():
+    with pytest.raises(ValueError, match="against rivals takes statistic 'min'"):
+        _check_claims(ruler_found({"rl": 90.0}), SPECS, [{**AGAINST, "statistic": "drop"}])
+
+
+def test_a_figure_claim_without_intervals_is_not_checkable():
+    found = {k: {"accuracy": r["accuracy"]} for k, r in ruler_found({"rl": 99.0}).items()}
+    claim = {**AGAINST, "against": [], "op": ">", "value": 95.0}
+    [check] = _check_claims(found, SPECS, [claim])
+    assert check.outcome == NOT_CHECKABLE and check.value == pytest.approx(99.0)
+    assert check.detail == "min over 8K–512K = 99.0, no interval: no sampled input (claim: > 95)"

@@ -3,25 +3,38 @@ papers' sample sizes (seeded: the same numbers every run)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 from docs_pages import docs_text
 
-from memrl.report.cells import Cell
+from memrl.report.cells import TOO_FEW_ITEMS, Cell, PaperNumberError, attach_paper_n
+from memrl.scoring.calibration import (
+    MEMALPHA_INSTANCES,
+    MEMALPHA_SPREADS,
+    error_rate_table,
+    graded_tail_rates,
+    memalpha_design_table,
+    memalpha_rates,
+    outcome_rates,
+    reachability_table,
+)
 from memrl.scoring.compare import (
     CONSISTENT,
+    DIFFERENCE,
     DIFFERS_ABOVE,
     DIFFERS_BELOW,
+    FIXED_INSTANCES,
+    INSTANCES_RESAMPLED,
     REPRODUCED,
     compare_graded,
     compare_proportions,
     detectable_difference,
-    error_rate_table,
-    outcome_rates,
 )
-from memrl.scoring.intervals import nested_interval
+from memrl.scoring.intervals import fixed_instances_interval, nested_interval
 
 
 def simulate(p, n, paper_n, delta, shift=0.0, trials=2000, seed=0) -> dict[str, float]:
@@ -105,8 +118,11 @@ def test_a_score_at_zero_or_one_hundred_still_gets_a_real_interval():
         ((1, 0, 50.0, 128, 5.0), "at least one of our items"),
         ((1, 2, 150.0, 128, 5.0), "not a percentage"),
         ((1, 2, 50.0, 0, 5.0), "the paper's n must be positive"),
-        ((1, 2, 50.0, 128, -1.0), "margin must be a number >= 0, got -1.0"),
-        ((1, 2, 50.0, 128, float("nan")), "margin must be a number >= 0"),
+        ((1, 2, 50.0, 128, -1.0), "margin must be a finite number >= 0, got -1.0"),
+        ((1, 2, 50.0, 128, float("nan")), "margin must be a finite number >= 0"),
+        ((1, 2, 50.0, 128, float("inf")), "margin must be a finite number >= 0, got inf"),
+        ((130, 128, 50.0, 128, 5.0), "successes must be a whole number within 0..128"),
+        ((1, 2, float("nan"), 128, 5.0), "not a percentage"),
     ],
 )
 def test_bad_input_is_named(args, message):
@@ -115,20 +131,128 @@ def test_bad_input_is_named(args, message):
 
 
 def test_the_docs_state_the_error_rates_this_code_computes():
-    """docs/evaluation.md prints `python -m memrl.scoring.compare`'s table (seeded)."""
-    assert error_rate_table() in docs_text(Path(__file__).resolve().parents[1])
+    """docs/evaluation.md prints `python -m memrl.scoring.calibration`'s tables (seeded)."""
+    docs = docs_text(Path(__file__).resolve().parents[1])
+    for table in (error_rate_table(), reachability_table(), memalpha_design_table()):
+        assert table in docs
 
 
 def test_a_one_instance_memalpha_cell_differs_in_about_five_percent_of_perfect_reproductions():
     """Through the table's own path: a MemoryAgentBench source of one instance of 100 questions,
-    its two-level interval, a Cell graded against the paper's one instance."""
+    both intervals a metrics record has, a Cell graded against the paper's one instance."""
     rng = np.random.default_rng(11)
     trials, differs = 400, 0
     for _ in range(trials):
         ours = rng.binomial(1, 0.6, size=100).astype(float)
         paper = 100 * rng.binomial(1, 0.6, size=100).mean()
         mean = 100 * ours.mean()
-        ci = nested_interval([ours.tolist()])
-        cell = Cell(mean, paper, mean - paper, ci=ci, n_scored=1, paper_n=1)
+        ci, fixed = nested_interval([ours.tolist()]), fixed_instances_interval([ours.tolist()])
+        cell = Cell(mean, paper, mean - paper, ci=ci, ci_fixed=fixed, n_scored=1, paper_n=1)
+        cell = replace(cell, n_questions=100)
+        assert cell.design == FIXED_INSTANCES
         differs += cell.verdict in (DIFFERS_ABOVE, DIFFERS_BELOW)
     assert abs(differs / trials - 0.05) < 3 * np.sqrt(0.05 * 0.95 / trials) + 0.01
+
+
+MEMALPHA_TRIALS = 400
+# three Monte-Carlo errors (3.3 points) and one point for the normal approximation
+MEMALPHA_MC = 3 * np.sqrt(0.05 * 0.95 / MEMALPHA_TRIALS) + 0.01
+
+
+@pytest.mark.parametrize("spread", MEMALPHA_SPREADS)
+@pytest.mark.parametrize("instances", MEMALPHA_INSTANCES)
+def test_memalpha_cells_on_shared_instances_cover_the_true_difference_95_percent(instances, spread):
+    """1, 2, 3, 5 released instances of 20-100 questions answered by both sides, the instances'
+    true rates 0.6 ± spread: the fixed-instances design covers the true difference (0, and +8
+    points) 95 % of the time and a perfect reproduction differs in 5 %."""
+    seed = 10 * instances + int(10 * spread)
+    null = memalpha_rates(instances, spread, FIXED_INSTANCES, MEMALPHA_TRIALS, seed)
+    shifted = memalpha_rates(
+        instances, spread, FIXED_INSTANCES, MEMALPHA_TRIALS, seed + 1, shift=0.08
+    )
+    assert abs(null["differs"] - 0.05) < MEMALPHA_MC
+    assert abs(null["coverage"] - 0.95) < MEMALPHA_MC
+    assert abs(shifted["coverage"] - 0.95) < MEMALPHA_MC
+
+
+def test_resampling_shared_instances_is_too_wide_which_is_why_the_fixed_design_is_used():
+    # five instances 0.2 apart: the two-level interval counts the instances' spread, which
+    # both sides share, so a perfect reproduction almost never differs
+    rates = memalpha_rates(5, 0.2, INSTANCES_RESAMPLED, 100, seed=3)
+    assert rates["coverage"] > 0.99 and rates["differs"] < 0.01
+
+
+def test_the_cell_uses_fixed_instances_only_where_the_paper_answered_the_same_ones():
+    base = Cell(60.0, 55.0, 5.0, ci=(40.0, 80.0), ci_fixed=(50.0, 70.0), n_scored=5)
+    same = replace(base, paper_n=5, n_questions=400)
+    subset = replace(base, paper_n=8, n_questions=400)
+    assert same.design == FIXED_INSTANCES and same.interval == (50.0, 70.0)
+    assert subset.design == INSTANCES_RESAMPLED and subset.interval == (40.0, 80.0)
+    assert same.comparison.design == FIXED_INSTANCES
+    assert subset.comparison.design == INSTANCES_RESAMPLED
+
+
+GRADED_TRIALS = 4000
+GRADED_MC = 3 * np.sqrt(0.025 * 0.975 / GRADED_TRIALS)  # 0.74 points: three Monte-Carlo errors
+
+
+def test_a_zero_heavy_graded_score_is_not_flagged_on_one_side_too_often():
+    """n = 50 a side, 80 % of items 0 (an F1 at small n): each tail near 2.5 %. Borrowing our
+    spread at our own mean flagged the low side in 6.6 %; pooled under the null it measures
+    3.2 % below and 2.9 % above (the normal approximation at n = 50 leaves a little)."""
+    rates = graded_tail_rates(50, 0.8, GRADED_TRIALS, seed=5)
+    for tail in (DIFFERS_BELOW, DIFFERS_ABOVE):
+        assert abs(rates[tail] - 0.025) < GRADED_MC + 0.005, rates
+    below, above = (100 * rates[tail] for tail in (DIFFERS_BELOW, DIFFERS_ABOVE))
+    stated = f"below in {below:.1f} % and above in {above:.1f} %"
+    assert stated in " ".join(docs_text(Path(__file__).resolve().parents[1]).split())
+
+
+def test_the_p_value_is_the_verdicts_own_test():
+    for successes in range(40, 90, 3):
+        for compared in (
+            compare_proportions(successes, 128, 50.0, 128, 5.0),
+            compare_proportions(successes, 128, 50.0, None, 5.0),
+            compare_graded(successes / 1.28, 4.0, 128, 50.0, 128, 5.0),
+        ):
+            differs = compared.outcome in (DIFFERS_ABOVE, DIFFERS_BELOW)
+            assert differs == (compared.p_value < 0.05), compared
+    assert compare_proportions(64, 128, 50.0, 128, 5.0).p_value == 1.0
+    assert compare_proportions(128, 128, 0.0, 128, 5.0).p_value < 1e-10
+
+
+def test_a_paper_number_that_is_no_k_over_n_is_noted():
+    assert compare_proportions(64, 128, 79.69, 128, 5.0).grid_note == ""  # 102/128 = 79.6875
+    off = compare_proportions(64, 128, 79.68, 128, 5.0)
+    assert "no k/128 (nearest 102/128 = 79.69)" in off.note
+    assert compare_proportions(64, 128, 79.7, 128, 5.0).grid_note == ""  # one decimal printed
+
+
+@pytest.mark.parametrize(
+    ("cell", "why"),
+    [
+        (Cell(37.0, 40.0, -3.0, ci=(37.0, 37.0), n_scored=1, paper_n=1), "one graded item"),
+        (Cell(50.0, 40.0, 10.0, ci=(50.0, 50.0), n_scored=40, paper_n=40), "no spread"),
+        (Cell(50.0, 40.0, 10.0, ci=(20.0, 80.0), n_scored=9, paper_n=9, right_wrong=True), "9"),
+    ],
+)
+def test_a_cell_without_information_reads_too_few_items(cell, why):
+    assert cell.verdict is None and cell.unjudged == TOO_FEW_ITEMS, why
+
+
+def test_a_score_off_its_scale_is_refused():
+    with pytest.raises(ValueError, match=r"our score 150\.0 is not within 0\.\.100"):
+        compare_graded(150.0, 2.0, 50, 40.0, 50, 5.0)
+    with pytest.raises(ValueError, match="our score nan"):
+        compare_graded(float("nan"), 2.0, 50, 40.0, 50, 5.0)
+    assert compare_graded(-20.0, 5.0, 50, -10.0, 50, 5.0, scale=DIFFERENCE).p_value > 0.05
+
+
+def test_a_paper_number_off_its_scale_stops_the_table_naming_the_cell():
+    table = pd.DataFrame(
+        {50: [Cell(60.0, 150.0, -90.0, ci=(50.0, 70.0), n_scored=128)]},
+        index=pd.Index(["RL-MemAgent-14B"], name="system"),
+        dtype=object,
+    )
+    with pytest.raises(PaperNumberError, match="table1, row 'RL-MemAgent-14B', column 50: the "):
+        attach_paper_n(table, 128, 5.0, "table1")

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
 from memrl import config as cfg
 from memrl.benchmarks import PROBE_BENCHMARK
@@ -197,6 +198,21 @@ def test_validating_a_config_imports_no_ml_framework(repo, name):
         (
             lambda c: c["report"]["equivalence_margin"].update(tabel1=3),
             "config key report.equivalence_margin.tabel1: not a table (tables: table1, ",
+        ),
+        (
+            lambda c: c["report"]["equivalence_margin"].update(table1=float("inf")),
+            "config key report.equivalence_margin.table1: the equivalence margin must be a "
+            "finite number >= 0, got inf",
+        ),
+        (
+            lambda c: c["report"]["equivalence_margin"].update(default=float("nan")),
+            "config key report.equivalence_margin.default: the equivalence margin must be a "
+            "finite number >= 0, got nan",
+        ),
+        (  # YAML 1.1 reads 1e9 as text
+            lambda c: c["report"]["equivalence_margin"].update(default=yaml.safe_load("1e9")),
+            "config key report.equivalence_margin.default: '1e9' is not of type 'number' (YAML "
+            "reads 1e9 without a decimal point as text: write it with one, e.g. 1.0e9)",
         ),
     ],
 )

@@ -157,20 +157,25 @@ def test_each_cell_is_compared_with_both_sampling_errors_and_the_table_counts_th
     assert format_cell(cells[50]) == "80.5 [73–86] (paper 80.5, +0.0 ○)"
     assert format_cell(cells[200]) == "50.0 [41–59] (paper 25.0, +25.0 ↑)"
     markdown = to_markdown(table, "Table 1")
-    assert "reproduced within the margin in 0 (✓); consistent, neither a difference nor " in (
-        markdown
+    assert (
+        "Verdicts (4 cells with a paper number): reproduced within the margin in 0 (✓), "
+        "consistent (neither a difference nor agreement shown) in 2 (○), 2 differ; 0.05 × 4 = "
+        "0.2 expected by chance in a perfect reproduction, 95 % range 0–1 (above in 1 ↑, below "
+        "in 1 ↓); one test of 'every cell reproduced' (Σz² = " in markdown
     )
-    assert "ours differs above in 1 (↑), below in 1 (↓)" in markdown
     assert "(the paper's n 128): a difference shows only beyond " in markdown
     assert "Paper rows compared: RL-MemAgent-14B (ours) ← RL-MEMAGENT-14B." in markdown
     csv_path, _, tex_path, html_path = write_table(table, tmp_path / "table1", "Table 1")
     rows = list(csv.DictReader(csv_path.open()))
     assert [row["verdict"] for row in rows[:4]] == verdicts
+    p_values = [cells[n].comparison.p_value for n in (50, 100, 200, 400)]
+    assert [float(row["p_value"]) for row in rows[:4]] == p_values
     assert float(rows[2]["ci_low"]) == pytest.approx(wilson(64, 128)[0])
     compared = cells[200].comparison
     assert (float(rows[2]["diff_low"]), float(rows[2]["diff_high"])) == compared.ci95
     assert float(rows[2]["detectable"]) == compared.detectable and rows[2]["paper_n"] == "128"
     assert rows[2]["margin"] == "5.0" and rows[2]["comparison_note"] == ""
+    assert rows[2]["design"] == "items" and rows[2]["kind"] == "cell"
     tex = tex_path.read_text()
     assert r"$\uparrow$" in tex and r"$\circ$" in tex
     page = html_path.read_text()  # what the Snakemake report shows: cells and every footnote

@@ -800,8 +800,12 @@ def test_table1_leaves_rag_systems_out(paper: dict):
     assert table.loc["Qwen 14B", 50].paper == 75.0 and table.loc["Qwen 14B", 50].ours is None
 
 
-def niah_record(system: str, task: str, length: int, accuracy: float) -> dict:
-    return record("ruler", task, system, length, accuracy=accuracy, n_items=128)
+def niah_record(
+    system: str, task: str, length: int, accuracy: float, spread: float | None = None
+) -> dict:
+    """A RULER record of 128 items; `spread`: a 95 % interval of ±spread (a claim needs one)."""
+    ci95 = {} if spread is None else {"ci95": {"accuracy": [accuracy - spread, accuracy + spread]}}
+    return record("ruler", task, system, length, accuracy=accuracy, n_items=128, **ci95)
 
 
 def test_niah_table_means_three_tasks(paper: dict):
@@ -961,11 +965,12 @@ TEN_TASKS = [*NIAH_TASKS, "niah_multikey_1", "niah_multikey_2", "niah_multikey_3
 TEN_TASKS += ["niah_multivalue", "niah_multiquery", "vt", "fwe"]
 
 
-def ruler_records(good: float = 97.0) -> list[dict]:
-    """RL-14B: every task and length (qa_1 up to 256K only); Qwen 14B: two NIAH tasks at 8K."""
+def ruler_records(good: float = 97.0, spread: float | None = None) -> list[dict]:
+    """RL-14B: every task and length (qa_1 up to 256K only); Qwen 14B: two NIAH tasks at 8K;
+    `spread`: RL-14B's with 95 % intervals of ±spread."""
     # per-length means over the ten tasks: good - 0.5 at 8K and 16K, good - 1.5 at 512K
     out = [
-        niah_record("rl-14b", task, n, good - i % 2 - (n == 524288))
+        niah_record("rl-14b", task, n, good - i % 2 - (n == 524288), spread)
         for i, task in enumerate(TEN_TASKS)
         for n in RULER_LENGTHS
     ]
@@ -1019,18 +1024,28 @@ def test_plot_heatmaps_without_ruler_metrics_is_an_error(tmp_path: Path):
 @pytest.mark.parametrize(("good", "outcome", "value"), [(97.0, HOLDS, 95.5), (96.0, FAILS, 94.5)])
 def test_check_ood_claim(paper: dict, good: float, outcome: str, value: float):
     checks = check_claims(
-        ruler_records(good),
+        ruler_records(good, spread=0.5),
         HEAT_SYSTEMS,
         paper["ood"]["claims"],
         average_tasks=paper["ood"]["average_tasks"],
     )
     by_id = {(c.claim_id, c.system): c for c in checks}
-    check = by_id[("ood_avg_over_95_14b", "RL-14B")]
+    check = by_id[check_id := ("ood_avg_over_95_14b", "RL-14B")]
     assert (check.outcome, check.value) == (outcome, pytest.approx(value))  # min of tasks' means
     assert by_id[("ood_squad_stable", None)].outcome == NOT_CHECKABLE  # no number
     lines = claim_lines(checks)
     assert any("over 95% accuracy" in line for line in lines)
     assert any(line.strip().startswith("ours, RL-14B: min over 8K–512K") for line in lines)
+    # judged length by length, the interval the lowest length's: 512K, 1 point below the others
+    assert "(the interval: at 512K, the lowest of 3)" in check.detail
+    unsampled = check_claims(
+        ruler_records(good),
+        HEAT_SYSTEMS,
+        paper["ood"]["claims"],
+        average_tasks=paper["ood"]["average_tasks"],
+    )
+    [alone] = [c for c in unsampled if (c.claim_id, c.system) == check_id]
+    assert alone.outcome == NOT_CHECKABLE and alone.value == pytest.approx(value)  # no interval
 
 
 def test_check_niah_claims_need_every_length(paper: dict):
@@ -1040,7 +1055,7 @@ def test_check_niah_claims_need_every_length(paper: dict):
     assert check.outcome == NOT_CHECKABLE and "not all of 512K run" in check.detail
     drop = next(
         c
-        for c in check_claims(ruler_records(), HEAT_SYSTEMS, paper["niah"]["claims"])
+        for c in check_claims(ruler_records(spread=0.5), HEAT_SYSTEMS, paper["niah"]["claims"])
         if c.claim_id == "niah_loss_under_5"
     )
     assert drop.outcome == HOLDS and drop.value == pytest.approx(1.0)  # 8K minus 512K
@@ -1066,17 +1081,23 @@ def test_plot_paper_figure_unknown_name(paper: dict, tmp_path: Path):
 GROUPS = {"14B": {"backbone": "q14", "workflow": "norl", "rl": "rl-14b"}}
 
 
+def with_spread(record: dict, spread: float = 2.0) -> dict:
+    """The record with a 95 % interval of ±spread on its accuracy (a claim is judged on it)."""
+    accuracy = record["accuracy"]
+    return {**record, "ci95": {"accuracy": [accuracy - spread, accuracy + spread]}}
+
+
 def ablation_records() -> list[dict]:
     hqa = {"q14": [60.0, 20.0], "norl": [70.0, 30.0], "rl-14b": [82.0, 79.0]}
     qa = {"q14": [50.0, 40.0], "norl": [45.0, 41.0], "rl-14b": [70.0, 60.0]}
     return [
         *(
-            metric(sid, n, v)
+            with_spread(metric(sid, n, v))
             for sid, values in hqa.items()
             for n, v in zip((50, 800), values, strict=True)
         ),
         *(
-            r
+            with_spread(r)
             for sid, v in qa.items()
             for r in qa_records(sid, dict(zip(QA_TASKS[:2], v, strict=True)))
         ),
@@ -1109,7 +1130,7 @@ def test_ablation_claims_are_checked_per_group(paper: dict):
 
 def test_ablation_claim_fails_when_rl_does_not_help(paper: dict):
     records = [r for r in ablation_records() if r["system"] != "rl-14b"]
-    records += [metric("rl-14b", n, 10.0) for n in (50, 800)]
+    records += [with_spread(metric("rl-14b", n, 10.0)) for n in (50, 800)]
     table = build_paper_table("table1", records, REPORT_SYSTEMS, paper, {})
     claim = next(c for c in paper["rl_ablation"]["claims"] if c["id"] == "rl_improves_hqa")
     (check,) = check_ablation_claims(ablation_rows(table, GROUPS), [claim])
@@ -1277,7 +1298,7 @@ def with_interval(record: dict, low: float, high: float) -> dict:
 
 def test_table4_cells_have_intervals_and_verdicts_and_the_claim_is_checked(paper: dict):
     records = [
-        with_interval(metric("rl-14b", 50, 80.0), 72.0, 86.0),
+        with_interval(metric("rl-14b", 50, 80.0, n_items=200), 72.0, 86.0),  # 160/200
         with_interval(metric("rl-14b", 100, 75.0), 67.0, 82.0),
         with_interval(record("ruler_hqa_probe", "p0_20", "rl-14b", 50, accuracy=84.0), 77, 89),
         with_interval(record("ruler_hqa_probe", "p0_20", "rl-14b", 100, accuracy=60.0), 51, 68),
@@ -1876,14 +1897,18 @@ def test_a_claim_against_another_system_takes_the_margin_at_every_length(paper):
     ]
     claim = next(c for c in paper["ood"]["claims"] if c["id"] == "ood_7b_beats_32b")
     records = [
-        niah_record(sid, task, n, score - (n == 524288) * 5)
+        niah_record(sid, task, n, score - (n == 524288) * 5, spread=3.0)
         for sid, score in (("rl-7b", 90.0), ("q32", 70.0))
         for task in TEN_TASKS
         for n in (8192, 524288)
     ]
     [check] = check_claims(records, systems, [claim], average_tasks=TEN_TASKS)
-    assert check.value == pytest.approx(20.0) and check.outcome == HOLDS  # no interval: the value
+    assert check.value == pytest.approx(20.0) and check.outcome == HOLDS
     assert "margin over Qwen2.5-Instruct-32B" in check.detail
+    assert "(the interval: over Qwen 32B at 8K, the lowest of 2)" in check.detail
+    bare = [{k: v for k, v in r.items() if k != "ci95"} for r in records]
+    [unsampled] = check_claims(bare, systems, [claim], average_tasks=TEN_TASKS)
+    assert unsampled.outcome == NOT_CHECKABLE and unsampled.value == pytest.approx(20.0)
     mine = records[: len(records) // 2]  # RL-7B's alone
     [alone] = check_claims(mine, systems[:1], [claim], average_tasks=TEN_TASKS)
     assert alone.outcome == NOT_CHECKABLE and alone.detail == "no system of Qwen2.5-Instruct-32B"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import csv
 import json
 from pathlib import Path
 
@@ -70,12 +71,24 @@ def test_the_report_groups_tables_by_paper_and_links_figures_and_lineage(tmp_pat
         (96.0, 98.0),
     )
     write_claims([check], claims)  # as the figure job writes it
-    md, page = write_reproduction(
+    md, page, cells = write_reproduction(
         "smoke", [table], [figure], [claims], [study], tmp_path / "reproduction"
     )
     text = md.read_text()
     assert "- **MemAgent**: 0 of 4 cells reproduced within the margin; 2 consistent" in text
-    assert "2 differ (ours above in 1, below in 1); 1 of 1 claim checks hold" in text
+    assert (
+        "2 differ; 0.05 × 4 = 0.2 expected by chance in a perfect reproduction, 95 % range 0–1 "
+        "(ours above in 1, below in 1); 1 of 1 claim checks hold" in text
+    )
+    # the two that differ stand out across the paper's four cells, smallest q first
+    assert "  - Worth a look (Benjamini–Hochberg q < 0.1 across the paper's 4 cells" in text
+    assert "    - table1: RL-MemAgent-14B (ours) @ 28K: ours 50.0, paper 25.0" in text
+    assert "one test of 'every cell reproduced' (Σz² = " in text
+    rows = list(csv.DictReader(cells.open()))
+    assert len(rows) == 4 and {r["paper"] for r in rows} == {"MemAgent"}
+    for row in rows:  # q >= p, and below 0.10 exactly for the two that differ
+        assert float(row["q_value"]) >= float(row["p_value"])
+        assert (float(row["q_value"]) < 0.1) == row["verdict"].startswith("differs")
     assert (
         "- **Mem-α**: no cell compared (no paper number or no interval); no claim checked" in text
     )
@@ -110,7 +123,7 @@ def test_a_run_that_cannot_reproduce_opens_with_its_banner_and_counts_nothing(tm
     summary = summarize_table(table)
     assert summary.counts == {**dict.fromkeys(counts_keys(), 0), NOT_COMPARABLE: 4}
     assert summary.misses == [] and summary.banner.startswith("Machinery check only: ")
-    md, page = write_reproduction("smoke", [table], [], [], [], tmp_path / "reproduction")
+    md, page, _ = write_reproduction("smoke", [table], [], [], [], tmp_path / "reproduction")
     text = md.read_text()
     assert text.splitlines()[2].startswith("> Machinery check only: 1 of this run's 1 tables")
     assert "- **MemAgent**: no cell compared: 4 not comparable (machinery check only)" in text

@@ -620,6 +620,11 @@ def test_smoke_reproduction_report_shows_every_table_figure_and_claim(smoke):
     outputs.add("memalpha_keywords")  # the tiny model's keywords
     assert outputs <= banner  # the models' outputs; the data sets' statistics stay comparable
     assert "memalpha_table6" not in banner
+    # every judged cell with its p and q: none here, since none is comparable
+    from memrl.report.reproduction import CELL_COLUMNS
+
+    judged = (results / "reproduction.cells.csv").read_text().splitlines()
+    assert judged == [",".join(CELL_COLUMNS)]
 
 
 def test_smoke_rerun_is_up_to_date_and_one_target_reruns_alone(smoke):

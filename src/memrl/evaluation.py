@@ -28,7 +28,7 @@ from memrl.data.ruler_hqa import context_pieces
 from memrl.engines.base import ChatEngine, ChatRequest, SamplingParams
 from memrl.progress import on_engine_call, progress
 from memrl.scoring.evidence import pattern_counts
-from memrl.scoring.intervals import interval, nested_interval
+from memrl.scoring.intervals import fixed_instances_interval, interval, nested_interval
 from memrl.secrets import redact
 
 log = logging.getLogger(__name__)
@@ -492,6 +492,17 @@ def _interval(items: Sequence[dict[str, Any]], key: str) -> tuple[float, float] 
     return interval([p[key] for p in items])
 
 
+def _fixed_instances_interval(
+    items: Sequence[dict[str, Any]], key: str
+) -> tuple[float, float] | None:
+    """For instances of two or more questions each (Mem-α), the interval with the instances
+    held fixed (questions resampled within each): the design of a comparison on the same
+    released instances. None otherwise: an instance of one question has no spread within."""
+    if not _nested(items, key) or any(len(p["scores"]) < 2 for p in items):
+        return None
+    return fixed_instances_interval([p["scores"] for p in items])
+
+
 def _right_wrong(items: Sequence[dict[str, Any]], key: str) -> bool:
     """Whether every item scores 0 or 1 (a proportion: the comparison with the paper uses
     Newcombe's interval), not a graded score or instances' means."""
@@ -505,7 +516,8 @@ def summarize(
     empty outputs as wrong; `accuracy_official` and every side metric (sub_em, em, f1, ...) drop
     them from the denominator as the official evaluator does (it skips every item whose raw
     output is ""); `n_dropped` counts them. `ci95`: each score's 95 % interval over its items
-    (memrl.scoring.intervals); `right_wrong`: the scores whose items are all 0 or 1;
+    (memrl.scoring.intervals), and `ci95_fixed_instances` the same with Mem-α's instances held
+    fixed (`_fixed_instances_interval`); `right_wrong`: the scores whose items are all 0 or 1;
     `n_questions`: the questions of instances (Mem-α: each prediction an instance);
     `memory_patterns`: what a MemAgent's memory did with the gold evidence, in samples
     (memrl.scoring.evidence), where the predictions carry its traces."""
@@ -528,6 +540,7 @@ def summarize(
     scored |= dict.fromkeys(metric_keys, answered)
     field = {key: "score" if key.startswith("accuracy") else key for key in scored}  # per item
     ci95 = {key: _interval(items, field[key]) for key, items in scored.items()}
+    fixed = {key: _fixed_instances_interval(items, field[key]) for key, items in scored.items()}
     return {
         "benchmark": benchmark,
         "task": task,
@@ -544,6 +557,11 @@ def summarize(
         "mean_memory_tokens": sum(memory) / len(memory) if memory else None,
         "mean_calls": sum(p["n_calls"] for p in predictions) / n if n else 0.0,
         "ci95": {key: list(bounds) for key, bounds in ci95.items() if bounds is not None},
+        **(
+            {"ci95_fixed_instances": {k: list(b) for k, b in fixed.items() if b is not None}}
+            if any(fixed.values())
+            else {}
+        ),
         **({"n_questions": sum(len(p["scores"]) for p in predictions)} if nested else {}),
         "right_wrong": sorted(k for k, items in scored.items() if _right_wrong(items, field[k])),
         **({"memory_patterns": patterns} if (patterns := pattern_counts(predictions)) else {}),

@@ -214,7 +214,8 @@ def get_reports():
 def get_reproduction():
     """The reproduction report, where the config makes any table."""
     tables = [path for path in get_reports() if path.endswith(".md")]
-    return [f"{R}/reproduction.md", f"{R}/reproduction.html"] if tables else []
+    outputs = ("reproduction.md", "reproduction.html", "reproduction.cells.csv")
+    return [f"{R}/{name}" for name in outputs] if tables else []
 
 
 # --- input functions -------------------------------------------------------------------------

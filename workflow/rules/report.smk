@@ -98,6 +98,7 @@ rule reproduction:
         case_studies=get_reproduction_case_studies,
     output:
         md=f"{R}/reproduction.md",
+        cells=f"{R}/reproduction.cells.csv",
         html=report(
             f"{R}/reproduction.html",
             caption="../report/reproduction.rst",

@@ -102,7 +102,23 @@ def _describe(error: jsonschema.ValidationError) -> str:
             for close in [difflib.get_close_matches(str(name), known, n=2, cutoff=0.6)]
         ]
         return f"config key {key}: unknown key(s) {', '.join(hints)}"
-    return f"config key {key}: {error.message}"
+    return f"config key {key}: {error.message}{_number_as_text_hint(error)}"
+
+
+def _number_as_text_hint(error: jsonschema.ValidationError) -> str:
+    """Why a number reads as text: YAML 1.1 (PyYAML, Snakemake) takes 1e9 without a decimal
+    point for a string."""
+    wanted = error.schema.get("type") if error.validator == "type" else None
+    if wanted not in ("number", ["number"]) or not isinstance(error.instance, str):
+        return ""
+    try:
+        float(error.instance)
+    except ValueError:
+        return ""
+    return (
+        f" (YAML reads {error.instance} without a decimal point as text: write it with one, "
+        "e.g. 1.0e9)"
+    )
 
 
 ENV_OVERRIDES = "MEMRL_CONFIG_OVERRIDES"  # JSON {"dotted.key": value}, set by ./pipeline

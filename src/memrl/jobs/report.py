@@ -115,8 +115,12 @@ def _reading_paper(path: Path, name: str) -> Iterator[None]:
     """A paper file (config/paper/*.yaml) missing a key or holding the wrong kind of value (a
     truncated file parses, as far as it goes) fails naming the file, not with a bare KeyError.
     The metrics records are checked as they are read."""
+    from memrl.report.cells import PaperNumberError
+
     try:
         yield
+    except PaperNumberError as e:
+        raise ValueError(f"{path}: {e}") from e
     except (KeyError, TypeError, AttributeError, IndexError) as e:
         raise ValueError(
             f"{path}: not the published numbers {name} reads ({type(e).__name__}: {e}); "

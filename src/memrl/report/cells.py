@@ -25,6 +25,11 @@ from memrl.benchmarks import registered
 from memrl.data.io import read_json
 from memrl.scoring.compare import (
     DEFAULT_MARGIN,
+    FIXED_INSTANCES,
+    INSTANCES_RESAMPLED,
+    ITEMS,
+    MIN_ITEMS,
+    PERCENT,
     Comparison,
     compare_graded,
     compare_proportions,
@@ -100,21 +105,57 @@ class Cell:
     derived: bool = False  # an average the paper never printed: shown, never judged
     paper_n: int | None = None  # the items behind the paper's number (None: unknown)
     margin: float = DEFAULT_MARGIN  # ±δ of `reproduced`, in points
+    ci_fixed: Interval | None = None  # Mem-α: our 95 % interval with the instances held fixed
+    scale: tuple[float, float] = PERCENT  # a difference of two scores: (-100, 100)
+
+    @property
+    def design(self) -> str:
+        """How the comparison samples (memrl.scoring.compare): Mem-α's instances held fixed
+        where the paper's n is ours (both sides answered the same released instances, and
+        each has two or more questions), resampled where they differ; items otherwise."""
+        if self.ci_fixed is not None and self.paper_n == self.n_scored:
+            return FIXED_INSTANCES
+        return INSTANCES_RESAMPLED if self.n_questions is not None else ITEMS
+
+    @property
+    def interval(self) -> Interval | None:
+        """Our 95 % interval on the cell's design: the one shown and compared."""
+        return self.ci_fixed if self.design == FIXED_INSTANCES else self.ci
+
+    @property
+    def sampled_units(self) -> int:
+        """What the interval samples: a Mem-α cell's questions, else its items."""
+        return self.n_questions if self.n_questions is not None else self.n_scored
+
+    @property
+    def too_few_items(self) -> bool:
+        """Fewer than MIN_ITEMS sampled units, or an interval without width: no verdict."""
+        bounds = self.interval
+        return self.sampled_units < MIN_ITEMS or (bounds is not None and bounds[0] == bounds[1])
 
     @functools.cached_property
     def comparison(self) -> Comparison | None:
         """Ours − paper with both sampling errors; None where there is nothing to judge."""
-        if self.ours is None or self.paper is None or self.ci is None or not self.n_scored:
+        bounds = self.interval
+        if self.ours is None or self.paper is None or bounds is None or not self.n_scored:
             return None
-        if not self.comparable or self.derived:
+        if not self.comparable or self.derived or self.too_few_items:
             return None
         if self.right_wrong:
             successes = round(self.ours * self.n_scored / 100)
             return compare_proportions(
                 successes, self.n_scored, self.paper, self.paper_n, self.margin
             )
+        fixed = self.design == FIXED_INSTANCES
         return compare_graded(
-            self.ours, standard_error(self.ci), self.n_scored, self.paper, self.paper_n, self.margin
+            self.ours,
+            standard_error(bounds),
+            self.n_scored,
+            self.paper,
+            self.n_scored if fixed else self.paper_n,
+            self.margin,
+            scale=self.scale,
+            design=self.design,
         )
 
     @property
@@ -132,18 +173,28 @@ class Cell:
             return NOT_COMPARABLE
         if self.derived:
             return DERIVED
-        return NOT_SAMPLED
+        if self.interval is None or not self.n_scored:
+            return NOT_SAMPLED
+        return TOO_FEW_ITEMS
 
 
 NOT_COMPARABLE = "not comparable"  # a system that cannot reproduce the papers
 DERIVED = "derived"  # an average the paper does not print: no verdict
 NOT_SAMPLED = "not sampled"  # no interval of ours (a memory size): no verdict
+TOO_FEW_ITEMS = "too few items"  # below MIN_ITEMS, or an interval without width: no verdict
 PaperSizes = int | Mapping[Any, int] | None  # the paper's n: per table, per column, unknown
 
 
-def attach_paper_n(table: pd.DataFrame, sizes: PaperSizes, margin: float) -> None:
+class PaperNumberError(ValueError):
+    """A paper file's number that cannot be a score (the table job names the file)."""
+
+
+def attach_paper_n(
+    table: pd.DataFrame, sizes: PaperSizes, margin: float, name: str = "table"
+) -> None:
     """In place: each cell learns the paper's n (an average: its columns' summed; None where
-    any is unknown) and the margin ±δ its verdict uses."""
+    any is unknown) and the margin ±δ its verdict uses. A paper number off its cell's scale
+    (not finite, or outside 0..100) raises PaperNumberError naming the table and cell."""
 
     def size(key: Any) -> int | None:
         if sizes is None or isinstance(sizes, int):
@@ -152,13 +203,29 @@ def attach_paper_n(table: pd.DataFrame, sizes: PaperSizes, margin: float) -> Non
 
     for column in table.columns:
         cells = []
-        for cell in table[column]:
+        for row, cell in zip(table.index, table[column], strict=True):
             if isinstance(cell, Cell):
+                _check_paper_number(cell, name, row, column)
                 counts = [size(key) for key in cell.parts or (column,)]
                 n = None if None in counts else sum(c for c in counts if c is not None)
                 cell = replace(cell, paper_n=n, margin=margin)
             cells.append(cell)
         table[column] = cells
+
+
+def _check_paper_number(cell: Cell, name: str, row: Any, column: Any) -> None:
+    """A score's paper number lies on its scale (memory sizes, which have no interval of ours
+    and no scale, are not checked)."""
+    paper, (low, high) = cell.paper, cell.scale
+    if paper is None or cell.ci is None:
+        return
+    number = isinstance(paper, int | float) and not isinstance(paper, bool)
+    if number and math.isfinite(paper) and low <= paper <= high:
+        return
+    raise PaperNumberError(
+        f"{name}, row {row!r}, column {column!r}: the paper's number {paper!r} is not a "
+        f"score within {low:g}..{high:g}"
+    )
 
 
 MACHINERY_ONLY = "Machinery check only: "  # how a table's, figure's or report's banner begins
@@ -229,6 +296,7 @@ def _check_metrics(data: Any, path: Path) -> dict[str, Any]:
         if key in data:
             _check_type(path, key, data[key], (int,))
     _check_intervals(path, data.get("ci95", {}))
+    _check_intervals(path, data.get("ci95_fixed_instances", {}), "ci95_fixed_instances")
     right_wrong = data.get("right_wrong", [])
     if not (isinstance(right_wrong, list) and all(isinstance(k, str) for k in right_wrong)):
         raise ValueError(f"{path}: key 'right_wrong' must list score names, got {right_wrong!r}")
@@ -239,6 +307,11 @@ def _check_metrics(data: Any, path: Path) -> dict[str, Any]:
         raise ValueError(f"{path}: key 'memory_patterns' must map patterns to sample counts")
     if data["n_items"] < 1:  # an empty evaluation set has no accuracy, not 0.0
         raise ValueError(f"{path}: n_items={data['n_items']}: no sample was evaluated")
+    if data.get("n_questions") is not None and data["n_questions"] < data["n_items"]:
+        raise ValueError(
+            f"{path}: n_questions={data['n_questions']} is below n_items={data['n_items']} "
+            "(every instance has a question)"
+        )
     for key in ("n_failed", "n_dropped"):
         if key in data and not 0 <= data[key] <= data["n_items"]:
             raise ValueError(f"{path}: {key}={data[key]} not within 0..n_items")
@@ -248,17 +321,17 @@ def _check_metrics(data: Any, path: Path) -> dict[str, Any]:
     return data
 
 
-def _check_intervals(path: Path, intervals: Any) -> None:
+def _check_intervals(path: Path, intervals: Any, name: str = "ci95") -> None:
     """`ci95`: {score: [low, high]} in %, low <= high (a record written before it had none)."""
     if not isinstance(intervals, dict):
-        raise ValueError(f"{path}: key 'ci95' must map scores to [low, high], got {intervals!r}")
+        raise ValueError(f"{path}: key {name!r} must map scores to [low, high], got {intervals!r}")
     for key, bounds in intervals.items():
         if not (isinstance(bounds, list) and len(bounds) == 2):
-            raise ValueError(f"{path}: ci95[{key!r}] must be [low, high], got {bounds!r}")
+            raise ValueError(f"{path}: {name}[{key!r}] must be [low, high], got {bounds!r}")
         for bound in bounds:
-            _check_type(path, f"ci95[{key!r}]", bound, _NUMBER)
+            _check_type(path, f"{name}[{key!r}]", bound, _NUMBER)
         if not 0 <= bounds[0] <= bounds[1] <= 100:
-            raise ValueError(f"{path}: ci95[{key!r}]={bounds} is not an interval within 0..100")
+            raise ValueError(f"{path}: {name}[{key!r}]={bounds} is not an interval within 0..100")
 
 
 def _check_type(path: Path, key: str, value: Any, types: tuple[type, ...]) -> None:
@@ -500,11 +573,20 @@ def _column_cell(
         extras = {**extras, OVER_ALL: ours}
         ours = official_accuracy(record)
         scored = "accuracy_official"
-    bounds = record.get("ci95", {}).get(scored) if column.scale == 1.0 else None
+    bounds, fixed = (
+        (record.get(key, {}).get(scored) for key in ("ci95", "ci95_fixed_instances"))
+        if column.scale == 1.0
+        else (None, None)
+    )
+    n_scored = int(record["n_items"]) - (0 if scored == "accuracy" else dropped)
+    right_wrong = scored in record.get("right_wrong", ())
+    if right_wrong and column.scale == 1.0:
+        _check_right_wrong(record, scored, ours, n_scored)
     return Cell(
-        ci=None if bounds is None else (float(bounds[0]), float(bounds[1])),
-        n_scored=int(record["n_items"]) - (0 if scored == "accuracy" else dropped),
-        right_wrong=scored in record.get("right_wrong", ()),
+        ci=_bounds(bounds),
+        ci_fixed=_bounds(fixed),
+        n_scored=n_scored,
+        right_wrong=right_wrong,
         n_questions=record.get("n_questions"),
         ours=ours,
         paper=paper,
@@ -515,6 +597,20 @@ def _column_cell(
         mean_tokens=None if record["mean_tokens"] is None else float(record["mean_tokens"]),
         extras=extras,
     )
+
+
+def _bounds(bounds: Sequence[float] | None) -> Interval | None:
+    return None if bounds is None else (float(bounds[0]), float(bounds[1]))
+
+
+def _check_right_wrong(record: Mapping[str, Any], key: str, score: float, n: int) -> None:
+    """A score its record lists as right/wrong is k/n of its items: else the file is wrong."""
+    successes = score * n / 100
+    if n < 1 or abs(successes - round(successes)) > 1e-6 * max(1, n):
+        raise ValueError(
+            f"{record.get('path', record['system'])}: {key}={score} over {n} items is no k/{n}, "
+            "yet 'right_wrong' lists it as right/wrong"
+        )
 
 
 def _average_cell(
@@ -543,12 +639,13 @@ def _average_cell(
         for label in extra_labels
     }
     partial = len(present) < len(average.of)
+    means = [float(v) for v in present.values() if v is not None]
     intervals = [parts[key].ci for key in present]
+    fixed = [parts[key].ci_fixed for key in present]
     questions = [parts[key].n_questions for key in present]
     cell = Cell(
-        ci=None
-        if None in intervals
-        else mean_interval([float(v) for v in present.values() if v is not None], intervals),
+        ci=None if None in intervals else mean_interval(means, intervals),  # type: ignore[arg-type]
+        ci_fixed=None if None in fixed else mean_interval(means, fixed),  # type: ignore[arg-type]
         ours=ours,
         paper=paper,
         delta=None if paper is None else ours - paper,

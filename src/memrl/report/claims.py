@@ -1,28 +1,37 @@
 """The papers' claims checked on our numbers: one `ClaimCheck` per claim and system, printed
 under a figure or a table and written beside it (`<name>.claims.json`) for the reproduction
 report. MemAgent's are checked by its figures (memagent_figures), Mem-α's by its tables
-(`table_claims`, on the built table's cells)."""
+(`table_claims`, on the built table's cells).
+
+A claim is judged on the 95 % interval of its statistic, never on a value alone (`judge`):
+holds when the interval is wholly on the claimed side, so at the bound it reads holds 2.5 % of
+the time. The interval carries each input's own, asymmetric one (`statistic_intervals`: a lone
+input's bounds as they are, several drawn from split normals). A claim on the smallest of
+several parts (every length, every rival) is judged part by part (`judge_lowest`). Without an
+interval (Mem-α's memory sizes, not sampled per instance) a claim is not checkable."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
+from functools import cache
+from itertools import pairwise
 from pathlib import Path
+from statistics import NormalDist
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from memrl.data.io import write_json_atomic
-from memrl.scoring.compare import standard_error
-from memrl.scoring.intervals import Interval, mean_interval
+from memrl.scoring.intervals import Z95, Interval, mean_interval
 
 CLAIMS_SUFFIX = ".claims.json"
 CLAIM_LINE, CHECK_LINE = "Paper claim: ", "    ours, "  # how claim_lines begin its lines
 # A claim on ours: its 95 % interval wholly on the claimed side, wholly off it, or across it.
 HOLDS, FAILS, UNDECIDED, NOT_CHECKABLE = "holds", "does not hold", "undecided", "not checkable"
 OUTCOMES = (HOLDS, FAILS, UNDECIDED, NOT_CHECKABLE)
-DRAWS, SEED = 4000, 0  # the statistic's interval: normal draws of its inputs, seeded
+DRAWS, SEED = 4000, 0  # a statistic's interval: split-normal draws of its inputs, seeded
 
 
 @dataclass(frozen=True)
@@ -46,45 +55,188 @@ OPS = {
 }
 
 Estimate = tuple[float, Interval | None]  # a number of ours and its 95 % interval (None: none)
+Statistic = Callable[[np.ndarray], np.ndarray]  # draws x inputs -> draws
+Named = dict[str, tuple[Statistic, Sequence[Estimate]]]  # a claim's parts by name (`parts_of`)
+TAIL = 0.025  # each side of a 95 % interval: a claim holds one-sidedly at 2.5 %
+
+
+def spreads(inputs: Sequence[Estimate]) -> tuple[np.ndarray, np.ndarray]:
+    """The standard errors below and above each input's value (all have an interval) that its
+    own 95 % interval implies: (value - low) / Z95 and (high - value) / Z95; a Wilson interval
+    near 100 % is short above, long below. Never negative."""
+    values = np.array([value for value, _ in inputs], dtype=float)
+    bounds = np.array([bounds for _, bounds in inputs], dtype=float).reshape(len(inputs), 2)
+    below, above = values - bounds[:, 0], bounds[:, 1] - values
+    return np.maximum(below, 0.0) / Z95, np.maximum(above, 0.0) / Z95
+
+
+def split_normal_draws(inputs: Sequence[Estimate], draws: int = DRAWS) -> np.ndarray:
+    """Seeded draws (draws x inputs) of inputs that all have an interval: each from a split
+    normal, below its value a normal half with the standard error below (`spreads`), above it
+    one with the standard error above, so each input's 2.5th and 97.5th percentiles are its
+    own bounds."""
+    below, above = spreads(inputs)
+    z = _normals(draws, len(inputs))
+    values = np.array([value for value, _ in inputs], dtype=float)
+    return values + z * np.where(z < 0, below, above)
+
+
+@cache
+def _normals(draws: int, k: int) -> np.ndarray:
+    """The seeded standard normal draws (draws x k), made once (read-only)."""
+    z = np.random.default_rng(SEED).standard_normal((draws, k))
+    z.flags.writeable = False
+    return z
 
 
 def statistic_interval(
-    statistic: Callable[[np.ndarray], np.ndarray], inputs: Sequence[Estimate]
+    statistic: Statistic, inputs: Sequence[Estimate], tail: float = TAIL
 ) -> Interval | None:
-    """The 95 % interval of a statistic of our numbers: each input drawn from a normal with the
-    standard error its interval implies (inputs without one held fixed), the statistic taken
-    row by row (`statistic` maps draws x inputs to draws), its 2.5th and 97.5th percentiles.
-    None when no input has an interval."""
-    if all(bounds is None for _, bounds in inputs):
+    """The interval of a statistic of our numbers from its `tail` quantile to its 1 - `tail`
+    one (default: its 95 % interval; `statistic_intervals`)."""
+    intervals = statistic_intervals(statistic, inputs, (tail,))
+    return None if intervals is None else intervals[0]
+
+
+def statistic_intervals(
+    statistic: Statistic,
+    inputs: Sequence[Estimate],
+    tails: Sequence[float],
+) -> list[Interval] | None:
+    """The intervals of a statistic of our numbers (`statistic` maps draws x inputs to draws),
+    each from its `tail` quantile to its 1 - `tail` one, on each input's own asymmetric
+    interval:
+    - one input: the statistic at the input's split-normal quantiles (`split_normal_draws`), at
+      2.5 % its own bounds: exact for a statistic monotone in it, as all of ours are;
+    - several: the `tail` and 1 - `tail` percentiles of the statistic over their seeded
+      split-normal draws.
+    None when an input has no interval, or one of no width (a bootstrap whose items all score
+    the same): holding it fixed would make the interval too narrow, so the claim is then not
+    checkable; None too when no draw gives a finite statistic."""
+    if not inputs or any(bounds is None or bounds[1] <= bounds[0] for _, bounds in inputs):
         return None
-    centres = np.array([value for value, _ in inputs], dtype=float)
-    spreads = np.array([0.0 if b is None else standard_error(b) for _, b in inputs])
-    rng = np.random.default_rng(SEED)
     with np.errstate(divide="ignore", invalid="ignore"):
-        values = statistic(centres + rng.standard_normal((DRAWS, len(inputs))) * spreads)
-    values = values[np.isfinite(values)]
-    if not len(values):
+        if len(inputs) == 1:
+            ends = [_single_ends(statistic, inputs[0], tail) for tail in tails]
+        else:
+            values = statistic(split_normal_draws(inputs))
+            values = values[np.isfinite(values)]
+            if not len(values):
+                return None
+            percents = [100 * q for tail in tails for q in (tail, 1 - tail)]
+            ends = list(np.percentile(values, percents).reshape(len(tails), 2))
+    if not np.isfinite(ends).all():
         return None
-    low, high = np.percentile(values, [2.5, 97.5])
-    return (round(float(low), 4), round(float(high), 4))
+    return [(round(float(low), 4), round(float(high), 4)) for low, high in ends]
 
 
-def estimate(
-    statistic: Callable[[np.ndarray], np.ndarray], inputs: Sequence[Estimate]
-) -> tuple[float, Interval | None]:
+def _single_ends(statistic: Statistic, single: Estimate, tail: float) -> np.ndarray:
+    """A statistic of one input at the input's split-normal quantiles at `tail` and 1 - `tail`
+    (its own bounds at 2.5 %), the smaller first."""
+    ((below,), (above,)), z = spreads([single]), NormalDist().inv_cdf(1 - tail)
+    values = statistic(np.array([[single[0] - z * below], [single[0] + z * above]]))
+    return np.array([values.min(), values.max()])
+
+
+def point(statistic: Statistic, inputs: Sequence[Estimate]) -> float:
+    """The statistic of our numbers themselves."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return float(statistic(np.array([[value for value, _ in inputs]], dtype=float))[0])
+
+
+def estimate(statistic: Statistic, inputs: Sequence[Estimate]) -> tuple[float, Interval | None]:
     """A statistic of our numbers and its 95 % interval (`statistic_interval`)."""
-    value = float(statistic(np.array([[v for v, _ in inputs]], dtype=float))[0])
-    return value, statistic_interval(statistic, inputs)
+    return point(statistic, inputs), statistic_interval(statistic, inputs)
 
 
 def judge(op: str, threshold: float, value: float, interval: Interval | None) -> str:
-    """holds: the whole interval satisfies `op threshold`; does not hold: none of it does;
-    undecided: it lies across the threshold. Without an interval, the value alone decides."""
+    """holds: the whole 95 % interval satisfies `op threshold` (so at the bound it reads holds
+    2.5 % of the time); does not hold: none of it does; undecided: it lies across the threshold.
+    The value alone never decides: without an interval the claim is not checkable (`value` is
+    what the caller prints, not used here)."""
     if op not in OPS:
         raise ValueError(f"unknown op {op!r} ({', '.join(OPS)})")
-    bounds = (value, value) if interval is None else interval
-    satisfied = [OPS[op](bound, threshold) for bound in bounds]
+    if interval is None:
+        return NOT_CHECKABLE
+    satisfied = [OPS[op](bound, threshold) for bound in interval]
     return HOLDS if all(satisfied) else FAILS if not any(satisfied) else UNDECIDED
+
+
+def difference(x: np.ndarray) -> np.ndarray:
+    """The first input minus the second (a part: our margin over one rival, one gap)."""
+    return x[:, 0] - x[:, 1]
+
+
+def lone(x: np.ndarray) -> np.ndarray:
+    """The one input itself (a part: one length's score)."""
+    return x[:, 0]
+
+
+@dataclass(frozen=True)
+class Part:
+    """One part of a claim on the smallest of several parts ("over 95 % at every length", "above
+    every baseline": our score at one length, our margin over one rival): its value, its 95 %
+    interval and its interval at the Bonferroni level over the claim's k parts (2.5 %/k a
+    side)."""
+
+    name: str
+    value: float
+    interval: Interval | None
+    corrected: Interval | None
+
+
+def parts_of(named: Named) -> list[Part]:
+    """Each named part's statistic of its inputs with its intervals (`statistic_intervals`)."""
+    parts = []
+    for name, (statistic, inputs) in named.items():
+        both = statistic_intervals(statistic, inputs, (TAIL, TAIL / len(named)))
+        interval, corrected = (None, None) if both is None else both
+        parts.append(Part(name, point(statistic, inputs), interval, corrected))
+    return parts
+
+
+def lowest(parts: Sequence[Part]) -> Part:
+    """The smallest part (the length we score least at, the rival we lead least): its value is
+    the claim's, its 95 % interval the one a check of the claim reports."""
+    return min(parts, key=lambda part: part.value)
+
+
+def lowest_note(least: Part, parts: Sequence[Part]) -> str:
+    """What a check's interval is of, where the claim has several parts (else nothing)."""
+    if len(parts) < 2 or least.interval is None:
+        return ""
+    return f" (the interval: {least.name}, the lowest of {len(parts)})"
+
+
+def judge_lowest(op: str, threshold: float, parts: Sequence[Part]) -> str:
+    """A claim on the smallest of k parts, min_j m_j `op` `threshold`, judged as an
+    intersection-union test on the parts m_j (each at 2.5 % one-sided):
+    - `>` or `>=` ("above 95 % at every length", "we beat every rival"): holds only if every
+      m_j's 95 % interval is wholly on the claimed side (`judge` of each holds); does not hold
+      if some m_j's Bonferroni interval (2.5 %/k a side) is wholly off it; else undecided;
+    - `<` or `<=` ("some rival is ahead of us"): the mirror, holds if some m_j's Bonferroni
+      interval is wholly on the claimed side, does not hold only if every m_j's 95 % interval
+      is wholly off it; else undecided.
+    So neither verdict is wrong more than 2.5 % of the time with every part at the bound,
+    however many tie (the minimum of noisy draws over the parts would be biased below each).
+    Not checkable when a part has no interval; with one part, `judge` of it."""
+    if op not in OPS:
+        raise ValueError(f"unknown op {op!r} ({', '.join(OPS)})")
+    if not parts or any(part.interval is None or part.corrected is None for part in parts):
+        return NOT_CHECKABLE
+    each = [judge(op, threshold, part.value, part.interval) for part in parts]
+    some = [judge(op, threshold, part.value, part.corrected) for part in parts]
+    if op in (">", ">="):  # every m_j on the claimed side
+        if all(outcome == HOLDS for outcome in each):
+            return HOLDS
+        if any(outcome == FAILS for outcome in some):
+            return FAILS
+    else:  # some m_j on the claimed side
+        if any(outcome == HOLDS for outcome in some):
+            return HOLDS
+        if all(outcome == FAILS for outcome in each):
+            return FAILS
+    return UNDECIDED
 
 
 def described(value: float, interval: Interval | None, style: str = "{:.1f}") -> str:
@@ -121,7 +273,7 @@ def write_claims(checks: Sequence[ClaimCheck], path: Path) -> Path:
 
 # How a table claim's statistic combines the `of` row's cell (column 0) with the `against`
 # rows' (columns 1...), on draws x rows, and how it is printed.
-STATISTICS: dict[str, tuple[Callable[[np.ndarray], np.ndarray], str]] = {
+STATISTICS: dict[str, tuple[Statistic, str]] = {
     "ratio_to_mean": (lambda x: x[:, 0] / x[:, 1:].mean(axis=1), "{:.2f}×"),
     "margin_over_best": (lambda x: x[:, 0] - x[:, 1:].max(axis=1), "{:+.1f}"),
     # each row above the next, in the claimed order: the smallest such gap
@@ -134,8 +286,10 @@ def table_claims(
 ) -> list[ClaimCheck]:
     """The claims (a paper file's `claims`) that name table `name`, on its cells: the mean of
     `column` over our rows compared with the paper row `of` and those of `against`, combined by
-    `statistic` with its 95 % interval from the cells', judged by `op` against `value`; the
-    same on the paper's own numbers beside."""
+    `statistic` with its 95 % interval from the cells' (`statistic_interval`), judged by `op`
+    against `value` on that interval (`judge`; margin_over_best and gap_in_order part by part,
+    PARTS and `judge_lowest`); not checkable where an input has no interval (Mem-α's memory
+    sizes), its value still printed; the same statistic on the paper's own numbers beside."""
     checks = []
     for claim in (c for c in claims if name in c["tables"]):
         text = " ".join(str(claim["text"]).split())
@@ -152,12 +306,13 @@ def table_claims(
             detail = f"not checkable: this run has no (non-zero) {claim['column']} for {rows}"
             checks.append(ClaimCheck(str(claim["id"]), text, None, None, NOT_CHECKABLE, detail))
             continue
-        interval = statistic_interval(statistic, ours)
-        outcome = judge(claim["op"], float(claim["value"]), value, interval)
-        detail = (
-            f"{claim['statistic']} {described(value, interval, style)} "
-            f"(claim: {claim['op']} {claim['value']})"
-        )
+        interval, outcome, of = _judged(claim, statistic, ours, value)
+        bound = f"(claim: {claim['op']} {claim['value']})"
+        if interval is None:
+            reason = NO_INTERVAL.get(str(claim["column"]).rsplit(".", 1)[-1], NO_INTERVAL[""])
+            detail = f"not checkable, {reason}: {claim['statistic']} {style.format(value)} {bound}"
+        else:
+            detail = f"{claim['statistic']} {described(value, interval, style)}{of} {bound}"
         paper = _row_values(table, claim, "paper")
         if (printed := _combine(claim["statistic"], statistic, paper)) is not None:
             detail += f"; on the paper's own numbers {style.format(printed)}"
@@ -167,9 +322,45 @@ def table_claims(
     return checks
 
 
-def _combine(
-    name: str, statistic: Callable[[np.ndarray], np.ndarray], values: Sequence[Estimate] | None
-) -> float | None:
+# Why a table claim has no interval, by its column's field (`avg.mem` -> "mem")
+NO_INTERVAL = {
+    "mem": "no interval: memory sizes are not sampled per instance in this run",
+    "": "no interval: an input has none in this run",
+}
+
+
+def _judged(
+    claim: Mapping[str, Any], statistic: Statistic, ours: Sequence[Estimate], value: float
+) -> tuple[Interval | None, str, str]:
+    """A table claim's interval, outcome and what the interval is of: a statistic that is the
+    smallest of several parts (PARTS) is judged part by part (`judge_lowest`) and reports the
+    95 % interval of its lowest part, whose value is the statistic's; any other on its own
+    interval."""
+    op, threshold = claim["op"], float(claim["value"])
+    if claim["statistic"] not in PARTS:
+        interval = statistic_interval(statistic, ours)
+        return interval, judge(op, threshold, value, interval), ""
+    rows = [str(row) for row in [claim["of"], *claim["against"]]]
+    parts = parts_of(PARTS[claim["statistic"]](rows, ours))
+    least = lowest(parts)
+    return least.interval, judge_lowest(op, threshold, parts), lowest_note(least, parts)
+
+
+# The table statistics that are the smallest of several differences, by part: the `of` row's
+# margin over each `against` row; each row's gap over the next.
+PARTS: dict[str, Callable[[list[str], Sequence[Estimate]], Named]] = {
+    "margin_over_best": lambda rows, x: {
+        f"over {row}": (difference, [x[0], rival])
+        for row, rival in zip(rows[1:], x[1:], strict=True)
+    },
+    "gap_in_order": lambda rows, x: {
+        f"{a} over {b}": (difference, [above, below])
+        for (a, above), (b, below) in pairwise(zip(rows, x, strict=True))
+    },
+}
+
+
+def _combine(name: str, statistic: Statistic, values: Sequence[Estimate] | None) -> float | None:
     """The statistic of the values, or None where it says nothing: a ratio whose numerator is 0
     (ours wrote no memory at all: 0.00× is not "half the memory") or whose denominator is."""
     if values is None:

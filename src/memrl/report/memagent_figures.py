@@ -39,10 +39,17 @@ from memrl.report.claims import (
     NOT_CHECKABLE,
     ClaimCheck,
     Estimate,
+    Named,
     claim_lines,
     described,
+    difference,
     estimate,
     judge,
+    judge_lowest,
+    lone,
+    lowest,
+    lowest_note,
+    parts_of,
 )
 from memrl.report.memagent_tables import NIAH_TASKS, token_label
 from memrl.report.plots import (
@@ -326,8 +333,9 @@ def check_claims(
     )
 
 
-# A records claim's statistic over the per-length means, on draws x lengths (`against`: the
-# margin over the other system, length by length).
+# A records claim's statistic over the per-length means, on draws x lengths. "min" is judged
+# length by length (memrl.report.claims.judge_lowest), and is the only one against rivals: the
+# smallest of our margins over each rival at each length, over the best rival at the worst one.
 LENGTH_STATISTICS: dict[str, Callable[[np.ndarray], np.ndarray]] = {
     "min": lambda x: x.min(axis=1),
     "drop": lambda x: x[:, 0] - x[:, -1],  # the first length minus the last
@@ -346,9 +354,13 @@ def _check_claims(
     """Check each claim (config/paper/memagent.yaml `niah.claims`, `ood.claims`,
     `figure1.claims`) on every system whose paper_row is among the claim's `rows`: the
     per-length mean over the claim's `panel` ("average" = `average_tasks`, "niah_mean" =
-    `niah_tasks`, else one task; with `against`, its margin over that paper row's system), then
-    `statistic` ("min" over the lengths in range, "drop" = first minus last) with its 95 %
-    interval, judged by `op` against `value` (memrl.report.claims.judge)."""
+    `niah_tasks`, else one task), then `statistic` ("min" over the lengths in range, "drop" =
+    first minus last) with its 95 % interval, judged by `op` against `value` on that interval
+    (memrl.report.claims.judge: not checkable without one). "min" is judged length by length
+    (memrl.report.claims.judge_lowest: "> 95" holds only if it does at every length) and reports
+    the 95 % interval at its lowest length. With `against` ("min" only), on our margin over each
+    system of those paper rows at each length: the value is the smallest, over the best rival at
+    the worst length, with that margin's interval; it holds only if every margin does."""
     checks = []
     for claim in claims:
         claim_id, text = str(claim["id"]), " ".join(str(claim["text"]).split())
@@ -359,6 +371,11 @@ def _check_claims(
             raise ValueError(
                 f"claim {claim_id!r}: unknown statistic {claim['statistic']!r} "
                 f"({', '.join(LENGTH_STATISTICS)})"
+            )
+        if claim.get("against") and claim["statistic"] != "min":
+            raise ValueError(
+                f"claim {claim_id!r}: a claim against rivals takes statistic 'min' "
+                f"(the margin over the best rival at the worst length), not {claim['statistic']!r}"
             )
         panel = claim["panel"]
         tasks = {"average": tuple(average_tasks), "niah_mean": tuple(niah_tasks)}.get(
@@ -401,25 +418,44 @@ def _check_one(
         return ClaimCheck(claim_id, text, display, None, NOT_CHECKABLE, detail)
     ours, *others = [s for s in series if s is not None]
     lengths = [n for n, _ in ours]
-    statistic = LENGTH_STATISTICS[claim["statistic"]]
-    if others:  # the margin over the rivals' best, length by length
-        inputs = [estimate for s in [ours, *others] for _, estimate in s]
-        k = len(lengths)
-
-        def measured(x: np.ndarray) -> np.ndarray:
-            blocks = x.reshape(len(x), len(others) + 1, k)
-            return statistic(blocks[:, 0, :] - blocks[:, 1:, :].max(axis=1))
-    else:
-        inputs = [estimate for _, estimate in ours]
-        measured = statistic
-    value, interval = estimate(measured, inputs)
-    outcome = judge(claim["op"], float(claim["value"]), value, interval)
+    if any([n for n, _ in other] != lengths for other in others):
+        detail = f"the rivals do not run the same lengths of {span}"
+        return ClaimCheck(claim_id, text, display, None, NOT_CHECKABLE, detail)
+    op, threshold = claim["op"], float(claim["value"])
+    if claim["statistic"] == "min":
+        theirs = [(specs[r]["display"], o) for r, o in zip(rivals, others, strict=True)]
+        parts = parts_of(_min_parts(ours, theirs, name))
+        least = lowest(parts)
+        value, interval = least.value, least.interval
+        outcome = judge_lowest(op, threshold, parts)
+        of = lowest_note(least, parts)
+    else:  # no rivals: checked by _check_claims
+        statistic = LENGTH_STATISTICS[claim["statistic"]]
+        value, interval = estimate(statistic, [e for _, e in ours])
+        outcome, of = judge(op, threshold, value, interval), ""
     over = f" of the margin over {', '.join(claim['against'])}" if others else ""
     detail = (
-        f"{claim['statistic']}{over} over {span} = {described(value, interval)} "
-        f"(claim: {claim['op']} {float(claim['value']):g})"
+        f"{claim['statistic']}{over} over {span} = {described(value, interval)}{of} "
+        f"(claim: {op} {threshold:g})"
     )
     return ClaimCheck(claim_id, text, display, value, outcome, detail, interval)
+
+
+Series = list[tuple[int, Estimate]]  # a system's per-length means with their intervals
+
+
+def _min_parts(
+    ours: Series, theirs: Sequence[tuple[str, Series]], label: Callable[[int], str]
+) -> Named:
+    """The parts of a "min" claim (memrl.report.claims.judge_lowest): our mean at each length,
+    or, against rivals, our margin over each rival at each length."""
+    if not theirs:
+        return {f"at {label(n)}": (lone, [mean]) for n, mean in ours}
+    return {
+        f"over {rival} at {label(n)}": (difference, [mean, other])
+        for rival, series in theirs
+        for (n, mean), (_, other) in zip(ours, series, strict=True)
+    }
 
 
 def _length_series(
@@ -429,7 +465,7 @@ def _length_series(
     low: int,
     high: int,
     benchmark: str,
-) -> list[tuple[int, Estimate]] | None:
+) -> Series | None:
     """The system's complete per-length means over `tasks` from `low` to `high`, with their
     intervals; None unless both ends and every length between are complete."""
     lengths = sorted({k[3] for k in found if k[2] == sid and k[1] in tasks and low <= k[3] <= high})

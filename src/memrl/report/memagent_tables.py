@@ -58,8 +58,17 @@ from memrl.report.cells import (
     system_kind,
     system_specs,
 )
-from memrl.report.claims import NOT_CHECKABLE, ClaimCheck, described, estimate, judge
-from memrl.scoring.compare import standard_error
+from memrl.report.claims import (
+    NOT_CHECKABLE,
+    ClaimCheck,
+    described,
+    judge_lowest,
+    lone,
+    lowest,
+    lowest_note,
+    parts_of,
+)
+from memrl.scoring.compare import DIFFERENCE, standard_error
 from memrl.scoring.intervals import Z95
 
 # MemAgent's tables by name (the Snakefile's targets): their key in config/paper/memagent.yaml
@@ -597,10 +606,12 @@ def _probe_cell(
         mean_tokens=cell.mean_tokens,
         ci=ci,
         n_scored=min(cell.n_scored, base.n_scored),
+        scale=DIFFERENCE,
     )
 
 
-# A probe claim's statistic over a system's probe-minus-random cells (draws x cells)
+# A probe claim's statistic over a system's probe-minus-random cells: the smallest, judged cell
+# by cell (memrl.report.claims.judge_lowest)
 PROBE_STATISTICS = {"worst_difference": lambda x: x.min(axis=1)}
 
 
@@ -609,7 +620,8 @@ def probe_claims(
 ) -> list[ClaimCheck]:
     """The paper's robustness claim on Table 4 (its `probe.claims`): per probe system, the
     `statistic` of its probe-minus-random cells over every placement and length (the worst),
-    with its 95 % interval, judged by `op` `value`; the same on the paper's printed cells."""
+    judged by `op` `value` cell by cell (an intersection-union test: `judge_lowest`), with the
+    worst cell's 95 % interval; the same on the paper's printed cells."""
     checks = []
     for claim in claims:
         if claim["statistic"] not in PROBE_STATISTICS:
@@ -625,21 +637,29 @@ def probe_claims(
                 for label, row_sid in table.attrs["system_ids"].items()
                 if row_sid == sid and not label.endswith(": random")
             ]
-            cells = [table.loc[label, n] for label in rows for n in table.columns if n != AVG]
-            ours = [(c.ours, c.ci) for c in cells if c.ours is not None]
+            named = {
+                f"{label} @ {n} docs": table.loc[label, n]
+                for label in rows
+                for n in table.columns
+                if n != AVG
+            }
+            cells = list(named.values())
+            ours = {name: (c.ours, c.ci) for name, c in named.items() if c.ours is not None}
             display = rows[0].rsplit(": ", 1)[0] if rows else sid
             if not ours:
                 detail = "not checkable: this run has no probe difference of the system"
                 checks.append(ClaimCheck(claim["id"], text, display, None, NOT_CHECKABLE, detail))
                 continue
-            worst, interval = estimate(statistic, ours)
+            parts = parts_of({name: (lone, [cell]) for name, cell in ours.items()})
+            least = lowest(parts)
+            worst, interval = least.value, least.interval
             detail = f"{claim['statistic']} {described(worst, interval, '{:+.1f}')} points"
-            detail += f" (claim: {claim['op']} {claim['value']})"
+            detail += f"{lowest_note(least, parts)} (claim: {claim['op']} {claim['value']})"
             printed = [c.paper for c in cells if c.paper is not None]
             if printed:
                 paper = float(statistic(np.array([printed]))[0])
                 detail += f"; on the paper's own numbers {paper:+.1f}"
-            outcome = judge(claim["op"], float(claim["value"]), worst, interval)
+            outcome = judge_lowest(claim["op"], float(claim["value"]), parts)
             checks.append(ClaimCheck(claim["id"], text, display, worst, outcome, detail, interval))
     return checks
 

@@ -20,6 +20,7 @@ from memrl.report.cells import (
     NOT_COMPARABLE,
     NOT_SAMPLED,
     PARTIAL_MARK,
+    TOO_FEW_ITEMS,
     Cell,
 )
 from memrl.report.claims import claim_lines
@@ -27,11 +28,13 @@ from memrl.scoring.compare import (
     CONSISTENT,
     DIFFERS_ABOVE,
     DIFFERS_BELOW,
+    MIN_ITEMS,
     REPRODUCED,
     Z90,
     Z_POWER80,
 )
 from memrl.scoring.intervals import Z95
+from memrl.scoring.multiple import chance_range, format_p, table_test
 
 CSV_COLUMNS = [
     "system",
@@ -49,6 +52,9 @@ CSV_COLUMNS = [
     "margin",  # ±δ of `reproduced`
     "paper_n",  # the items behind the paper's number (empty: unknown)
     "comparison_note",  # e.g. "paper n unknown: our sampling error alone"
+    "p_value",  # two-sided, of "no difference" (below 0.05 exactly where it differs)
+    "design",  # items, fixed instances, instances resampled, ours alone
+    "kind",  # cell, or average (counted apart: it repeats the cells it averages)
     "system_id",
     "paper_row",
     "mean_tokens",
@@ -228,7 +234,8 @@ def format_cell(cell: Cell, with_paper: bool = True, words: bool = False) -> str
     places = cell.decimals
     if cell.ours is None:
         return DASH if cell.paper is None else f"{DASH} (paper {cell.paper:.{places}f})"
-    spread = "" if cell.ci is None else f" [{cell.ci[0]:.0f}–{cell.ci[1]:.0f}]"
+    bounds = cell.interval
+    spread = "" if bounds is None else f" [{bounds[0]:.0f}–{bounds[1]:.0f}]"
     ours = f"{cell.ours:.{places}f}{FAILED_MARK if cell.n_dropped else ''}{cell.mark}{spread}"
     if not with_paper:
         return ours
@@ -238,8 +245,8 @@ def format_cell(cell: Cell, with_paper: bool = True, words: bool = False) -> str
         mark = ""
         if cell.verdict:
             mark = f" {verdict_words(cell) if words else VERDICT_MARKS[cell.verdict]}"
-        elif cell.unjudged == NOT_COMPARABLE:
-            mark = f", {NOT_COMPARABLE}"
+        elif cell.unjudged in (NOT_COMPARABLE, TOO_FEW_ITEMS):
+            mark = f", {cell.unjudged}"
         inside = f"paper {cell.paper:.{places}f}, {_signed(cell.delta, places)}{mark}"
     extras = [f"{label} {value:.1f}" for label, value in cell.extras.items() if value is not None]
     return f"{ours} ({'; '.join([inside, *extras])})"
@@ -264,8 +271,10 @@ def html_cell(cell: Cell, with_paper: bool) -> HtmlCell:
     low, high = compared.ci95
     tip = (
         f"ours − paper {compared.difference:+.1f}, 95 % interval [{low:+.1f}, {high:+.1f}] "
-        f"(both sampling errors; paper n {compared.paper_n or 'unknown'}); the smallest "
+        f"(both sampling errors, design: {compared.design}; paper n "
+        f"{compared.paper_n or 'unknown'}), p = {format_p(compared.p_value)}; the smallest "
         f"difference these n detect at 80 % power: {compared.detectable:.1f} points"
+        + (f"; {compared.note}" if compared.note else "")
     )
     return HtmlCell(text, compared.outcome.replace(" ", "-"), tip)
 
@@ -300,30 +309,53 @@ def shows_paper(table: pd.DataFrame) -> bool:
     return bool(table.attrs.get("paper", True))
 
 
+def judged_cells(table: pd.DataFrame) -> tuple[list[Cell], list[Cell]]:
+    """The cells with a verdict: the table's own, and its averages (counted apart)."""
+    cells = [cell for _, row in table.iterrows() for cell in row if cell.verdict]
+    return [c for c in cells if not c.parts], [c for c in cells if c.parts]
+
+
 def verdict_counts(table: pd.DataFrame) -> dict[str, int]:
-    """How many cells each verdict has, and how many with both numbers are not comparable."""
-    counts = dict.fromkeys([*VERDICT_MARKS, NOT_COMPARABLE], 0)
-    for _, row in table.iterrows():
-        for cell in row:
-            if cell.verdict or cell.unjudged == NOT_COMPARABLE:
-                counts[cell.verdict or NOT_COMPARABLE] += 1
-    return counts
+    """How many of the table's own cells (averages apart) have each verdict, and how many with
+    both numbers are not comparable."""
+    own = [cell for _, row in table.iterrows() for cell in row if not cell.parts]
+    return _counts(own) | {NOT_COMPARABLE: sum(c.unjudged == NOT_COMPARABLE for c in own)}
+
+
+def _counts(cells: Sequence[Cell]) -> dict[str, int]:
+    return {verdict: sum(c.verdict == verdict for c in cells) for verdict in VERDICT_MARKS}
 
 
 def verdict_note(table: pd.DataFrame) -> str:
-    counts = verdict_counts(table)
-    compared = sum(counts[v] for v in VERDICT_MARKS)
-    if not compared and counts[NOT_COMPARABLE]:
-        return f"{VERDICTS_LINE}none: the cells are not comparable (machinery check only)."
-    if not compared:
-        return f"{VERDICTS_LINE}none: no cell has both our interval and a paper number."
+    """The verdicts counted: the cells, what chance alone gives among them, one test of the
+    whole table; the averages apart."""
+    cells, averages = judged_cells(table)
+    if not cells and not averages:
+        if any(c.unjudged == NOT_COMPARABLE for _, row in table.iterrows() for c in row):
+            return f"{VERDICTS_LINE}none: the cells are not comparable (machinery check only)."
+        return (
+            f"{VERDICTS_LINE}none: no cell has a paper number, our interval and at least "
+            f"{MIN_ITEMS} items."
+        )
+    parts = [f"{VERDICTS_LINE}({len(cells)} cells with a paper number): {counted(cells)}"]
+    if cells and (test := table_test([c.comparison.p_value for c in cells if c.comparison])):
+        parts.append(f"{test.text()}")
+    if averages:
+        parts.append(f"averages, counted apart ({len(averages)}): {counted(averages)}")
+    return "; ".join(parts) + "."
+
+
+def counted(cells: Sequence[Cell]) -> str:
+    """'reproduced in 4 (✓), consistent in 50 (○), 3 differ; 0.05 × 57 = 2.9 expected by
+    chance …, above in 1 (↑), below in 2 (↓)'."""
+    counts = _counts(cells)
+    differ = counts[DIFFERS_ABOVE] + counts[DIFFERS_BELOW]
     return (
-        f"{VERDICTS_LINE}({compared} cells with a paper number): reproduced within the margin "
-        f"in {counts[REPRODUCED]} ({VERDICT_MARKS[REPRODUCED]}); consistent, neither a "
-        f"difference nor agreement shown, in {counts[CONSISTENT]} "
-        f"({VERDICT_MARKS[CONSISTENT]}); ours differs above in {counts[DIFFERS_ABOVE]} "
-        f"({VERDICT_MARKS[DIFFERS_ABOVE]}), below in {counts[DIFFERS_BELOW]} "
-        f"({VERDICT_MARKS[DIFFERS_BELOW]})."
+        f"reproduced within the margin in {counts[REPRODUCED]} ({VERDICT_MARKS[REPRODUCED]}), "
+        f"consistent (neither a difference nor agreement shown) in {counts[CONSISTENT]} "
+        f"({VERDICT_MARKS[CONSISTENT]}), {chance_range(len(cells)).text(differ)} (above in "
+        f"{counts[DIFFERS_ABOVE]} {VERDICT_MARKS[DIFFERS_ABOVE]}, below in "
+        f"{counts[DIFFERS_BELOW]} {VERDICT_MARKS[DIFFERS_BELOW]})"
     )
 
 
@@ -354,6 +386,11 @@ def comparison_note(table: pd.DataFrame) -> str:
     for reason, meaning in (
         (DERIVED, "averages the paper does not print: no verdict"),
         (NOT_SAMPLED, "without an interval of ours (memory sizes): no verdict"),
+        (
+            TOO_FEW_ITEMS,
+            f"with fewer than {MIN_ITEMS} sampled items or an interval without width: shown, "
+            "no verdict",
+        ),
     ):
         if count := unjudged.count(reason):
             lines.append(f"{count} cells {meaning} (CSV verdict '{reason}').")
@@ -395,8 +432,8 @@ def tidy(table: pd.DataFrame) -> pd.DataFrame:
                     "ours": cell.ours,
                     "paper": cell.paper,
                     "delta": None if cell.delta is None else round(cell.delta, 4),
-                    "ci_low": None if cell.ci is None else cell.ci[0],
-                    "ci_high": None if cell.ci is None else cell.ci[1],
+                    "ci_low": None if cell.interval is None else cell.interval[0],
+                    "ci_high": None if cell.interval is None else cell.interval[1],
                     "verdict": cell.verdict or cell.unjudged,
                     **_comparison_columns(cell),
                     "system_id": table.attrs["system_ids"][display],
@@ -417,23 +454,27 @@ def tidy(table: pd.DataFrame) -> pd.DataFrame:
 
 def _comparison_columns(cell: Cell) -> dict[str, Any]:
     compared = cell.comparison
+    kind = {"kind": "average" if cell.parts else "cell"}
     if compared is None:
         names = ("diff_low", "diff_high", "detectable", "margin", "paper_n", "comparison_note")
-        return dict.fromkeys(names)
-    return {
+        return dict.fromkeys((*names, "p_value", "design")) | kind
+    return kind | {
         "diff_low": compared.ci95[0],
         "diff_high": compared.ci95[1],
         "detectable": compared.detectable,
         "margin": compared.delta,
         "paper_n": compared.paper_n,
         "comparison_note": compared.note,
+        "p_value": compared.p_value,
+        "design": compared.design,
     }
 
 
 _LEGEND = (
     "Cells: ours [our 95 % interval] (paper value, ours − paper, verdict: ✓ reproduced, the "
     "90 % interval of the difference within ±δ; ○ consistent, neither shown; ↑/↓ ours differs "
-    "above/below, the 95 % interval of the difference, with both sampling errors, excludes 0), "
+    "above/below, the 95 % interval of the difference, with both sampling errors, excludes 0; "
+    f"no verdict with fewer than {MIN_ITEMS} items: '{TOO_FEW_ITEMS}'), "
     f"scores in %; failed requests count as wrong. {DASH} = not run here / not reported in the "
     "paper."
 )

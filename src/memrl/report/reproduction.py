@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from memrl.data.io import read_json, write_text_atomic
+from memrl.data.io import atomic_path, read_json, write_text_atomic
 from memrl.report.cells import MACHINERY_ONLY
 from memrl.report.claims import (
     CHECK_LINE,
@@ -41,6 +41,13 @@ from memrl.report.render import (
 from memrl.report.suites import SUITES_TABLES
 from memrl.report.tables import PAPER_TABLES
 from memrl.scoring.compare import CONSISTENT, DIFFERS_ABOVE, DIFFERS_BELOW, REPRODUCED
+from memrl.scoring.multiple import (
+    Q_WORTH_A_LOOK,
+    bh_q_values,
+    chance_range,
+    format_p,
+    table_test,
+)
 
 OWN_DATA = "Your datasets"
 PAPERS = ("MemAgent", "Mem-α", "Both papers", OWN_DATA)
@@ -57,15 +64,37 @@ LEGEND_START = "Cells:"  # the legend line of a table's Markdown (not a footnote
 
 
 @dataclass(frozen=True)
+class JudgedCell:
+    """A cell with a verdict, as its table's CSV states it."""
+
+    table: str
+    system: str
+    label: str
+    verdict: str
+    p_value: float
+    average: bool  # counted apart: it repeats the cells it averages
+    text: str  # ours, the paper's, the difference and its interval
+
+
+@dataclass(frozen=True)
 class TableSummary:
     name: str
     paper: str
     caption: str
     markdown: Path
-    counts: Mapping[str, int]  # verdict (or NOT_COMPARABLE) -> cells
+    counts: Mapping[str, int]  # verdict (or NOT_COMPARABLE) -> cells, averages apart
     misses: Sequence[str]  # the largest, as text
     notes: Sequence[str]
     banner: str | None = None  # the table's machinery-only line
+    judged: Sequence[JudgedCell] = ()
+
+    @property
+    def cells(self) -> list[JudgedCell]:
+        return [c for c in self.judged if not c.average]
+
+    @property
+    def averages(self) -> list[JudgedCell]:
+        return [c for c in self.judged if c.average]
 
 
 def paper_of_table(name: str) -> str:
@@ -101,7 +130,8 @@ def summarize_table(markdown: Path) -> TableSummary:
     with markdown.with_suffix(".csv").open(newline="", encoding="utf-8") as handle:
         rows = list(csv.DictReader(handle))
     judged = [row for row in rows if row.get("verdict") in VERDICT_MARKS]
-    counts = {v: sum(r.get("verdict") == v for r in rows) for v in [*VERDICT_MARKS, NOT_COMPARABLE]}
+    own = [row for row in rows if row.get("kind") != "average"]
+    counts = {v: sum(r.get("verdict") == v for r in own) for v in [*VERDICT_MARKS, NOT_COMPARABLE]}
     text = markdown.read_text(encoding="utf-8")
     banner = next(
         (line[2:] for line in text.splitlines() if line.startswith("> " + MACHINERY_ONLY)), None
@@ -119,6 +149,19 @@ def summarize_table(markdown: Path) -> TableSummary:
         misses=[_miss(row) for row in misses[:MISSES_SHOWN]],
         notes=footnotes(text),
         banner=banner,
+        judged=[_judged(name, row) for row in judged],
+    )
+
+
+def _judged(table: str, row: Mapping[str, str]) -> JudgedCell:
+    return JudgedCell(
+        table,
+        row["system"],
+        row["label"],
+        row["verdict"],
+        float(row["p_value"]),
+        row.get("kind") == "average",
+        _miss(row),
     )
 
 
@@ -168,10 +211,12 @@ def totals(tables: Sequence[TableSummary]) -> dict[str, int]:
     return {v: sum(t.counts.get(v, 0) for t in tables) for v in [*VERDICT_MARKS, NOT_COMPARABLE]}
 
 
-def _verdict_text(counts: Mapping[str, int]) -> str:
+def _verdict_text(counts: Mapping[str, int], averages: Sequence[JudgedCell] = ()) -> str:
+    """The cells' verdicts, the count of *differs* beside what chance alone gives, and the
+    averages' apart."""
     compared = sum(counts.get(v, 0) for v in VERDICT_MARKS)
     aside = counts.get(NOT_COMPARABLE, 0)
-    if not compared:
+    if not compared and not averages:
         if aside:
             return f"no cell compared: {aside} not comparable (machinery check only)"
         return "no cell compared (no paper number or no interval)"
@@ -179,10 +224,47 @@ def _verdict_text(counts: Mapping[str, int]) -> str:
     text = (
         f"{counts[REPRODUCED]} of {compared} cells reproduced within the margin; "
         f"{counts[CONSISTENT]} consistent (neither a difference nor agreement shown); "
-        f"{differs} differ (ours above in {counts[DIFFERS_ABOVE]}, below in "
-        f"{counts[DIFFERS_BELOW]})"
+        f"{chance_range(compared).text(differs)} (ours above in {counts[DIFFERS_ABOVE]}, "
+        f"below in {counts[DIFFERS_BELOW]})"
     )
+    if averages:
+        differ = sum(a.verdict in (DIFFERS_ABOVE, DIFFERS_BELOW) for a in averages)
+        text += f"; averages, counted apart: {differ} of {len(averages)} differ"
     return f"{text}; {aside} not comparable (machinery check only)" if aside else text
+
+
+def _table_text(table: TableSummary) -> str:
+    """A table's verdicts and its one test of 'every cell reproduced'."""
+    text = _verdict_text(table.counts, table.averages)
+    test = table_test([c.p_value for c in table.cells])
+    return f"{text}; {test.text()}" if test else text
+
+
+def worth_a_look(tables: Sequence[TableSummary]) -> list[tuple[JudgedCell, float]]:
+    """The cells (averages apart) whose Benjamini–Hochberg q-value across these tables is below
+    Q_WORTH_A_LOOK, smallest first, with it."""
+    cells = [cell for table in tables for cell in table.cells]
+    q_values = bh_q_values([cell.p_value for cell in cells])
+    found = [(c, q) for c, q in zip(cells, q_values, strict=True) if q < Q_WORTH_A_LOOK]
+    return sorted(found, key=lambda pair: pair[1])
+
+
+def _worth_a_look_text(tables: Sequence[TableSummary]) -> list[str]:
+    cells = [cell for table in tables for cell in table.cells]
+    if not cells:
+        return []
+    found = worth_a_look(tables)
+    rule = (
+        f"Benjamini–Hochberg q < {Q_WORTH_A_LOOK:g} across the paper's {len(cells)} cells, "
+        "averages apart"
+    )
+    if not found:
+        return [f"Worth a look ({rule}): none; every difference is within what chance gives."]
+    lines = [f"Worth a look ({rule}):"]
+    lines += [
+        f"{c.table}: {c.text}, p = {format_p(c.p_value)}, q = {format_p(q)}" for c, q in found
+    ]
+    return lines
 
 
 def _claims_text(claims: Sequence[Claim]) -> str:
@@ -238,7 +320,8 @@ class Reproduction:
 
     def summary(self, paper: str) -> str:
         tables, _, claims = self.of(paper)
-        return f"{_verdict_text(totals(tables))}; {_claims_text(claims)}"
+        averages = [a for table in tables for a in table.averages]
+        return f"{_verdict_text(totals(tables), averages)}; {_claims_text(claims)}"
 
     def link(self, path: Path) -> str:
         return os.path.relpath(path, self.base)
@@ -252,7 +335,10 @@ def shown(report: Reproduction, sections: tuple[str, ...]) -> list[str]:
 def render_markdown(report: Reproduction) -> str:
     lines = [f"# Reproduction report: run {report.run}", ""]
     lines += [f"> {report.banner}", ""] if report.banner else []
-    lines += [f"- **{paper}**: {report.summary(paper)}" for paper in shown(report, PAPERS)]
+    for paper in shown(report, PAPERS):
+        lines.append(f"- **{paper}**: {report.summary(paper)}")
+        look = _worth_a_look_text(report.of(paper)[0])
+        lines += [f"  - {look[0]}", *(f"    - {line}" for line in look[1:])] if look else []
     lines += [
         "",
         "Lineage of any file: `memrl lineage PATH` (the jobs, models and data behind it).",
@@ -265,7 +351,7 @@ def render_markdown(report: Reproduction) -> str:
         for table in tables:
             link = report.link(table.markdown)
             lines += [f"### [{table.name}]({link}): {table.caption}", ""]
-            lines += [f"{_verdict_text(table.counts)}.", ""]
+            lines += [f"{_table_text(table)}.", ""]
             lines += [f"- Largest miss: {miss}" for miss in table.misses]
             lines += [f"- Note: {note}" for note in table.notes]
             lines += [f"- Lineage: `memrl lineage {table.markdown}`", ""]
@@ -285,7 +371,11 @@ def render_html(report: Reproduction) -> str:
     if report.banner:
         body.append(f'<p class="banner">{esc(report.banner)}</p>')
     body.append("<ul>")
-    body += [f"<li><b>{esc(p)}</b>: {esc(report.summary(p))}</li>" for p in shown(report, PAPERS)]
+    for paper in shown(report, PAPERS):
+        look = _worth_a_look_text(report.of(paper)[0])
+        items = "".join(f"<li>{esc(line)}</li>" for line in look[1:])
+        nested = f"<br>{esc(look[0])}<ul>{items}</ul>" if look else ""
+        body.append(f"<li><b>{esc(paper)}</b>: {esc(report.summary(paper))}{nested}</li>")
     body.append(
         f"</ul><p>Lineage of any file: <code>memrl lineage PATH</code> ({LINEAGE_WHAT}).</p>"
     )
@@ -298,7 +388,7 @@ def render_html(report: Reproduction) -> str:
         for table in tables:
             href = esc(report.link(table.markdown.with_suffix(".html")))
             body.append(f'<h3><a href="{href}">{esc(table.name)}</a>: {esc(table.caption)}</h3>')
-            body.append(f"<p>{esc(_verdict_text(table.counts))}.</p><ul>")
+            body.append(f"<p>{esc(_table_text(table))}.</p><ul>")
             body += [f"<li>Largest miss: {esc(miss)}</li>" for miss in table.misses]
             body.append(f"<li>Lineage: <code>memrl lineage {esc(str(table.markdown))}</code></li>")
             body.append("</ul>")
@@ -341,7 +431,35 @@ def write_reproduction(
         for claim in read_claims(path, paper_of(path.name.removesuffix(CLAIMS_SUFFIX)))
     ]
     report = Reproduction(run, summaries, figures, claims, case_studies, out_prefix.parent)
-    md, page = (out_prefix.with_name(out_prefix.name + ext) for ext in (".md", ".html"))
+    md, page, cells = (
+        out_prefix.with_name(out_prefix.name + ext) for ext in (".md", ".html", CELLS_SUFFIX)
+    )
     write_text_atomic(md, render_markdown(report))
     write_text_atomic(page, render_html(report))
-    return [md, page]
+    write_judged_cells(report, cells)
+    return [md, page, cells]
+
+
+CELLS_SUFFIX = ".cells.csv"
+CELL_COLUMNS = ("paper", "table", "system", "label", "verdict", "kind", "p_value", "q_value")
+
+
+def write_judged_cells(report: Reproduction, path: Path) -> Path:
+    """Every judged cell of the run with its p-value and its Benjamini–Hochberg q-value across
+    its paper's cells (averages apart: no q)."""
+    rows = []
+    for paper in PAPERS:
+        tables = report.of(paper)[0]
+        cells = [cell for table in tables for cell in table.cells]
+        q_values = dict(zip(map(id, cells), bh_q_values([c.p_value for c in cells]), strict=True))
+        for cell in (c for table in tables for c in table.judged):
+            q = q_values.get(id(cell))
+            kind = "average" if cell.average else "cell"
+            rows.append(
+                [paper, cell.table, cell.system, cell.label, cell.verdict, kind, cell.p_value, q]
+            )
+    with atomic_path(path) as tmp, tmp.open("w", newline="", encoding="utf-8") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(CELL_COLUMNS)
+        writer.writerows(["" if value is None else value for value in row] for row in rows)
+    return path

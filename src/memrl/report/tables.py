@@ -95,7 +95,7 @@ def build_paper_table(
     the RULER settings that built them (`niah_config`).
     """
     table = _build(name, records, systems, paper, length_labels, niah_config, probe, instances)
-    attach_paper_n(table, paper_sizes(name, paper), margin)
+    attach_paper_n(table, paper_sizes(name, paper), margin, name)
     return table
 
 

@@ -2,20 +2,32 @@
 
 A cell compares our mean over n items with the paper's printed number over its n_paper items
 (the same benchmark, another sample of model outputs). The difference ours − paper gets an
-interval that carries both errors:
+interval that carries both errors, on the design the data has (`design`):
 
-- right/wrong items: Newcombe's hybrid score interval for a difference of two proportions
+- `items`, right/wrong: Newcombe's hybrid score interval for a difference of two proportions
   (Newcombe 1998, method 10: the two Wilson intervals combined), the paper's successes taken as
   round(p_paper · n_paper);
-- graded items (an F1, an instance's mean, a table's average): the normal interval of the
-  difference, our standard error from our 95 % interval and the paper's taken as ours per item
-  (the paper prints no spread of its own);
+- `items`, graded (an F1, a table's average): the normal interval of the difference. The paper
+  prints no spread of its own, so both sides get the per-item spread ours implies, taken at the
+  two sides' pooled mean (pooled under the null, as a two-proportion z-test pools: `null_spread`):
+  a score with many zeros has a spread that shrinks with its mean, so a spread read at our mean
+  alone is too small exactly when ours is low by chance, flagging one tail too often;
+- `fixed instances` (Mem-α): both sides answer the same released instances, so only the
+  questions within each instance vary: our interval resamples questions within the fixed
+  instances (memrl.scoring.intervals.fixed_instances_interval) and the paper's side has the
+  same design, hence the same spread;
+- `instances resampled` (Mem-α, where the instances differ, e.g. a subset of them): the
+  two-level interval, instances then their questions;
 - the paper's n unknown: our error alone (our interval shifted by the paper's number), said so.
 
-Three outcomes:
-- `differs` (above or below): the 95 % interval of the difference excludes 0;
+Three outcomes, and why a cell has none:
+- `differs` (above or below): the 95 % interval of the difference excludes 0 (p < 0.05, the
+  two-sided p-value of the same test, `Comparison.p_value`);
 - `reproduced` within ±δ: two one-sided tests at 5 %, i.e. the 90 % interval lies inside ±δ;
 - `consistent`: neither; no difference shown and no agreement shown.
+*differs* wins when both hold (thousands of items and a true gap smaller than δ: the gap is
+real, and small). A cell over fewer than MIN_ITEMS sampled units, or whose interval has no
+width, reads *too few items*: shown, never judged (memrl.report.cells).
 
 Each comparison also states the smallest difference its n could detect (two-sided 5 %, 80 %
 power), so a reader sees why a cell is only `consistent`.
@@ -23,8 +35,8 @@ power), so a reader sees why a cell is only `consistent`.
 
 from __future__ import annotations
 
-import functools
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from memrl.scoring.intervals import Z95, Interval, wilson_bounds
@@ -35,6 +47,17 @@ DIFFERS_ABOVE, DIFFERS_BELOW = "differs above", "differs below"
 REPRODUCED, CONSISTENT = "reproduced", "consistent"
 DEFAULT_MARGIN = 5.0  # ±δ in points: report.equivalence_margin's default
 OUTCOMES = (REPRODUCED, CONSISTENT, DIFFERS_ABOVE, DIFFERS_BELOW)
+ALPHA = 0.05  # a cell's two-sided level: a perfect reproduction differs in 5 % of cells
+# Below this many sampled units (items; a Mem-α cell's questions) no cell is judged: the normal
+# and bootstrap approximations behind its interval do not hold, and one item decides nothing.
+MIN_ITEMS = 10
+# The designs a comparison can have (the CSV's `design` column).
+ITEMS = "items"
+FIXED_INSTANCES = "fixed instances"
+INSTANCES_RESAMPLED = "instances resampled"
+OURS_ALONE = "ours alone"
+PERCENT = (0.0, 100.0)  # a score's scale
+DIFFERENCE = (-100.0, 100.0)  # a difference of two scores' scale (MemAgent's Table 4)
 
 
 @dataclass(frozen=True)
@@ -48,14 +71,18 @@ class Comparison:
     detectable: float  # the smallest |difference| found at 80 % power
     delta: float  # the equivalence margin
     paper_n: int | None
+    p_value: float = 1.0  # two-sided, of "no difference": below ALPHA exactly when it differs
+    design: str = ITEMS
+    grid_note: str = ""  # the paper's number is no k/n of its n
 
     @property
     def note(self) -> str:
-        return "paper n unknown: our sampling error alone" if self.paper_n is None else ""
+        notes = ["paper n unknown: our sampling error alone" if self.paper_n is None else ""]
+        return "; ".join(note for note in [*notes, self.grid_note] if note)
 
 
 def outcome(ci95: Interval, ci90: Interval, delta: float) -> str:
-    """The three outcomes from the intervals of the difference."""
+    """The three outcomes from the intervals of the difference (*differs* first: it wins)."""
     if ci95[0] > 0:
         return DIFFERS_ABOVE
     if ci95[1] < 0:
@@ -70,15 +97,54 @@ def compare_proportions(
 ) -> Comparison:
     """Our successes/n against the paper's percentage over paper_n right/wrong items."""
     _check(n, paper_percent, paper_n, delta)
-    ours = successes / n
+    if isinstance(successes, bool) or not isinstance(successes, int) or not 0 <= successes <= n:
+        raise ValueError(f"successes must be a whole number within 0..{n}, got {successes!r}")
     paper = paper_percent / 100
     if paper_n is None:  # ours alone: our interval shifted by the paper's number
-        ci95, ci90 = (_shift(wilson_bounds(successes, n, z), paper) for z in (Z95, Z90))
+
+        def at(z: float) -> tuple[float, float]:
+            return _shift(wilson_bounds(successes, n, z), paper)
+
     else:
         paper_successes = round(paper * paper_n)
-        ci95, ci90 = (_newcombe(successes, n, paper_successes, paper_n, z) for z in (Z95, Z90))
-    detectable = detectable_difference(paper, n, paper_n)
-    return _comparison(ours - paper, ci95, ci90, detectable, delta, paper_n)
+
+        def at(z: float) -> tuple[float, float]:
+            return _newcombe(successes, n, paper_successes, paper_n, z)
+
+    return _comparison(
+        successes / n - paper,
+        at(Z95),
+        at(Z90),
+        detectable_difference(paper, n, paper_n),
+        delta,
+        paper_n,
+        _inverted_p_value(at),
+        ITEMS if paper_n else OURS_ALONE,
+        off_grid_note(paper_percent, paper_n),
+    )
+
+
+def off_grid_note(paper_percent: float, paper_n: int | None) -> str:
+    """Why a right/wrong cell's paper number cannot be k/n of its n at the decimals it is
+    printed with ('' where it can): the n or the number is misprinted, or the paper dropped
+    items (e.g. failed requests) from its denominator."""
+    if paper_n is None:
+        return ""
+    nearest = round(paper_percent * paper_n / 100)
+    rate = 100 * nearest / paper_n
+    if abs(rate - paper_percent) <= _printed_precision(paper_percent):
+        return ""
+    return (
+        f"the paper's {paper_percent:g} is no k/{paper_n} (nearest {nearest}/{paper_n} = "
+        f"{rate:.2f}): its n, its number or its denominator differs from the stated one"
+    )
+
+
+def _printed_precision(value: float) -> float:
+    """Half a unit of the last decimal a number is written with (79.69: 0.005)."""
+    text = repr(float(value))
+    decimals = 0 if "e" in text else len(text.partition(".")[2].rstrip("0"))
+    return 0.5 * 10.0**-decimals + 1e-9
 
 
 def detectable_difference(paper: float, n: int, paper_n: int | None) -> float:
@@ -102,24 +168,101 @@ def detectable_difference(paper: float, n: int, paper_n: int | None) -> float:
 
 
 def compare_graded(
-    mean: float, se: float, n: int, paper_percent: float, paper_n: int | None, delta: float
+    mean: float,
+    se: float,
+    n: int,
+    paper_percent: float,
+    paper_n: int | None,
+    delta: float,
+    *,
+    scale: tuple[float, float] = PERCENT,
+    design: str = ITEMS,
 ) -> Comparison:
-    """Our graded score (`mean` ± standard error `se`, in %, over n items) against the paper's
-    percentage over paper_n items: the normal interval of the difference, the paper's spread
-    taken as ours per item (it prints none of its own), i.e. se · sqrt(n / paper_n)."""
-    _check(n, paper_percent, paper_n, delta)
+    """Our graded score (`mean` ± standard error `se`, on `scale`, over n sampled units) against
+    the paper's number over paper_n: the normal interval of the difference, the paper's spread
+    taken as ours scaled to its n, both at the pooled mean (`null_spread`; a difference of two
+    scores, scale DIFFERENCE, keeps ours). `design` names how `se` was sampled (fixed
+    instances: the paper's side has the same instances, so paper_n = n)."""
+    _check(n, paper_percent, paper_n, delta, scale)
+    if not (math.isfinite(mean) and scale[0] <= mean <= scale[1]):
+        raise ValueError(f"our score {mean!r} is not within {scale[0]:g}..{scale[1]:g}")
     if not (math.isfinite(se) and se >= 0):
         raise ValueError(f"a standard error must be a number >= 0, got {se!r}")
-    spread = se / 100 * math.sqrt(1 + (n / paper_n if paper_n else 0))
+    pooled = scale == PERCENT
+    ours = null_spread(mean, paper_percent, se, n, paper_n, design) if pooled else se
+    spread = ours / 100 * math.sqrt(1 + (n / paper_n if paper_n else 0))
     difference = (mean - paper_percent) / 100
-    ci95, ci90 = ((difference - z * spread, difference + z * spread) for z in (Z95, Z90))
-    detectable = (Z95 + Z_POWER80) * spread
-    return _comparison(difference, ci95, ci90, detectable, delta, paper_n)
+
+    def at(z: float) -> tuple[float, float]:
+        return difference - z * spread, difference + z * spread
+
+    p_value = (
+        math.erfc(abs(difference) / spread / math.sqrt(2)) if spread else float(not difference)
+    )
+    return _comparison(
+        difference,
+        at(Z95),
+        at(Z90),
+        (Z95 + Z_POWER80) * spread,
+        delta,
+        paper_n,
+        p_value,
+        design if paper_n else OURS_ALONE,
+    )
+
+
+def null_spread(
+    mean: float,
+    paper_percent: float,
+    se: float,
+    n: int,
+    paper_n: int | None,
+    design: str = ITEMS,
+) -> float:
+    """Our standard error carried to the two sides' pooled mean m0 (pooled under the null, as
+    the two-proportion z-test pools). For n items in [0, 1] the variance at mean m is c·m − m²,
+    with c = E[x²] / E[x] read from ours (n·se², Bessel-corrected, plus m², over m): for
+    right/wrong items c = 1 and this is the pooled binomial variance; for a graded score with
+    many zeros c is set by the non-zero items alone, so the spread no longer shrinks with ours
+    when ours is low by chance. Instances' means (whose se is no spread of n items) scale by
+    the binomial form, se · sqrt(m0(1 − m0) / m(1 − m)). Ours alone (paper n unknown), or ours
+    at 0 or 100 (an interval that is no spread of items: the Wilson fallback), keep `se`."""
+    m, p = mean / 100, paper_percent / 100
+    if not paper_n or m * (1 - m) <= 0:
+        return se
+    pooled = (n * m + paper_n * p) / (n + paper_n)
+    if design != ITEMS or n < 2:
+        return se * math.sqrt(pooled * (1 - pooled) / (m * (1 - m)))
+    second_moment = n * (se / 100) ** 2 * n / (n - 1) + m * m
+    variance = max(second_moment / m * pooled - pooled * pooled, 0.0)
+    return 100 * math.sqrt(variance / n)
 
 
 def standard_error(ci95: Interval) -> float:
     """The standard error a 95 % interval implies (its half-width over 1.96), in its units."""
     return (ci95[1] - ci95[0]) / (2 * Z95)
+
+
+def _inverted_p_value(interval: Callable[[float], tuple[float, float]]) -> float:
+    """The two-sided p-value of an interval family (bounds at the two-sided level of z): the
+    level whose interval just touches 0, found by bisection, so p < 0.05 exactly when the
+    95 % interval excludes 0."""
+    low, high = interval(0.0)
+    if low <= 0 <= high:
+        return 1.0
+    above = low > 0
+
+    def clear(z: float) -> bool:  # the interval at z still excludes 0
+        bounds = interval(z)
+        return bounds[0] > 0 if above else bounds[1] < 0
+
+    lo, hi = 0.0, 40.0
+    if clear(hi):
+        return 0.0
+    for _ in range(60):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if clear(mid) else (lo, mid)
+    return math.erfc(lo / math.sqrt(2))
 
 
 def _comparison(
@@ -129,6 +272,9 @@ def _comparison(
     detectable: float,
     delta: float,
     paper_n: int | None,
+    p_value: float,
+    design: str,
+    grid_note: str = "",
 ) -> Comparison:
     in_points = [_points(ci95), _points(ci90)]
     return Comparison(
@@ -139,18 +285,36 @@ def _comparison(
         detectable=round(100 * detectable, 4),
         delta=delta,
         paper_n=paper_n,
+        p_value=p_value,
+        design=design,
+        grid_note=grid_note,
     )
 
 
-def _check(n: int, paper_percent: float, paper_n: int | None, delta: float) -> None:
-    if n < 1:
-        raise ValueError("a comparison needs at least one of our items")
-    if not 0 <= paper_percent <= 100:
-        raise ValueError(f"the paper's number {paper_percent} is not a percentage")
+def _check(
+    n: int,
+    paper_percent: float,
+    paper_n: int | None,
+    delta: float,
+    scale: tuple[float, float] = PERCENT,
+) -> None:
+    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        raise ValueError(f"a comparison needs at least one of our items, got n={n!r}")
+    if not (math.isfinite(paper_percent) and scale[0] <= paper_percent <= scale[1]):
+        what = "a percentage" if scale == PERCENT else f"within {scale[0]:g}..{scale[1]:g}"
+        raise ValueError(f"the paper's number {paper_percent} is not {what}")
     if paper_n is not None and paper_n < 1:
         raise ValueError(f"the paper's n must be positive, got {paper_n}")
-    if not (isinstance(delta, int | float) and math.isfinite(delta) and delta >= 0):
-        raise ValueError(f"the equivalence margin must be a number >= 0, got {delta!r}")
+    check_margin(delta)
+
+
+def check_margin(delta: object) -> float:
+    """The equivalence margin ±δ: a finite number >= 0 (in points)."""
+    if isinstance(delta, bool) or not (
+        isinstance(delta, int | float) and math.isfinite(delta) and delta >= 0
+    ):
+        raise ValueError(f"the equivalence margin must be a finite number >= 0, got {delta!r}")
+    return float(delta)
 
 
 def _newcombe(x1: int, n1: int, x2: int, n2: int, z: float) -> tuple[float, float]:
@@ -170,61 +334,3 @@ def _shift(interval: tuple[float, float], by: float) -> tuple[float, float]:
 
 def _points(interval: tuple[float, float]) -> Interval:
     return (round(100 * interval[0], 4), round(100 * interval[1], 4))
-
-
-def outcome_rates(
-    p: float,
-    n: int,
-    paper_n: int,
-    delta: float,
-    shift: float = 0.0,
-    trials: int = 2000,
-    seed: int = 0,
-) -> dict[str, float]:
-    """How often each outcome comes out when our true rate is p + shift and the paper's p, both
-    over right/wrong items (seeded): shift 0 is a perfect reproduction."""
-    import numpy as np
-
-    rng = np.random.default_rng(seed)
-    ours = rng.binomial(n, p + shift, size=trials)
-    papers = rng.binomial(paper_n, p, size=trials)
-    judged = functools.cache(
-        lambda x, k: compare_proportions(x, n, 100 * k / paper_n, paper_n, delta).outcome
-    )
-    counts = dict.fromkeys(OUTCOMES, 0)
-    for x, k in zip(ours.tolist(), papers.tolist(), strict=True):
-        counts[judged(x, k)] += 1
-    return {name: count / trials for name, count in counts.items()}
-
-
-# The papers' sample sizes a cell compares (docs/evaluation.md prints their error rates).
-PAPER_SAMPLES = (
-    ("RULER-HQA (MemAgent Tables 1, 10)", 128),
-    ("LongBench-QA (MemAgent Tables 3, 11)", 200),
-    ("MemoryAgentBench, one instance of ~100 questions (Mem-α Table 2)", 100),
-)
-RATE_MARGINS = (5.0, 10.0, 15.0)
-
-
-def error_rate_table(trials: int = 2000) -> str:
-    """The Markdown table of what a cell can show at the papers' n: the detectable difference,
-    how often a perfect reproduction reads `differs`, and how often `reproduced` at each margin."""
-    margins = " | ".join(f"reproduced ±{m:g}" for m in RATE_MARGINS)
-    lines = [
-        f"| cells | n a side | true score | detectable (points) | differs | {margins} |",
-        "|---|---:|---:|---:|---:|" + "---:|" * len(RATE_MARGINS),
-    ]
-    for label, n in PAPER_SAMPLES:
-        for p in (0.5, 0.8):
-            rates = [outcome_rates(p, n, n, m, trials=trials, seed=n) for m in RATE_MARGINS]
-            differs = rates[0][DIFFERS_ABOVE] + rates[0][DIFFERS_BELOW]
-            reproduced = " | ".join(f"{r[REPRODUCED]:.0%}" for r in rates)
-            lines.append(
-                f"| {label} | {n} | {p:.0%} | {100 * detectable_difference(p, n, n):.1f} | "
-                f"{differs:.1%} | {reproduced} |"
-            )
-    return "\n".join(lines)
-
-
-if __name__ == "__main__":
-    print(error_rate_table())

@@ -3,8 +3,11 @@ memrl.scoring.compare).
 
 An item scores in [0, 1] (a question right or wrong, an F1, an instance's mean over its
 questions); a score is their mean in %. Items that are all 0 or 1 get the Wilson score interval;
-others a percentile bootstrap over items (seeded, so a rerun writes the same interval). The
-mean of several scores (a table's average column) gets the normal approximation from their
+others a percentile bootstrap over items (seeded, so a rerun writes the same interval). Mem-α's
+instances of questions get two: the two-level bootstrap (instances, then their questions) and
+the fixed-instances one (questions within each instance); which a comparison uses depends on
+whether both sides answered the same instances (memrl.scoring.compare). The mean of several
+scores (a table's average column) gets the normal approximation from their
 intervals, side by side, the scores taken as independent.
 """
 
@@ -53,11 +56,10 @@ def nested_interval(
 ) -> Interval:
     """The 95 % interval of the mean of group means (Mem-α: instances of questions) by a
     two-level bootstrap: the groups resampled, then each chosen group's items; one group is
-    resampled within. Never of zero width: where every resample gives the same mean (all items
-    equal, e.g. every question of one instance wrong) the Wilson interval of the pooled items'
-    sum over their number stands in."""
-    if not groups or any(len(group) == 0 for group in groups):
-        raise ValueError("an interval needs at least one item in every group")
+    resampled within. It generalises over instances: the design where another sample of
+    instances is compared (a subset of the released ones, one's own). Never of zero width
+    where the items are right/wrong (`_without_spread`)."""
+    _check_groups(groups)
     rng = np.random.default_rng(seed)
     # each group's mean under `resamples` resamplings of its items: (groups, resamples)
     inner = np.stack(
@@ -67,12 +69,48 @@ def nested_interval(
         ]
     )
     chosen = rng.integers(0, len(groups), size=(resamples, len(groups)))
-    means = inner[chosen, np.arange(resamples)[:, None]].mean(axis=1)
+    return _percentiles(inner[chosen, np.arange(resamples)[:, None]].mean(axis=1), groups)
+
+
+def fixed_instances_interval(
+    groups: Sequence[Sequence[float]], seed: int = SEED, resamples: int = RESAMPLES
+) -> Interval:
+    """The 95 % interval of the mean of group means with the groups held fixed (a stratified
+    bootstrap: each group's items resampled within it, the groups never). The design where both
+    sides answer the same released instances: only their questions' answers vary. A group of
+    right/wrong items is resampled as a binomial draw of its size at its rate (the same
+    distribution as drawing its items, at a fraction of the cost)."""
+    _check_groups(groups)
+    rng = np.random.default_rng(seed)
+    inner = np.stack([_resampled_means(np.asarray(g, dtype=float), rng, resamples) for g in groups])
+    return _percentiles(inner.mean(axis=0), groups)
+
+
+def _resampled_means(items: np.ndarray, rng: np.random.Generator, resamples: int) -> np.ndarray:
+    if np.isin(items, (0.0, 1.0)).all():
+        return rng.binomial(len(items), items.mean(), size=resamples) / len(items)
+    return items[rng.integers(0, len(items), size=(resamples, len(items)))].mean(axis=1)
+
+
+def _check_groups(groups: Sequence[Sequence[float]]) -> None:
+    if not groups or any(len(group) == 0 for group in groups):
+        raise ValueError("an interval needs at least one item in every group")
+
+
+def _percentiles(means: np.ndarray, groups: Sequence[Sequence[float]]) -> Interval:
     low, high = np.percentile(means, [2.5, 97.5])
-    if high > low:
-        return _percent(float(low), float(high))
+    return _percent(float(low), float(high)) if high > low else _without_spread(groups)
+
+
+def _without_spread(groups: Sequence[Sequence[float]]) -> Interval:
+    """Where every resample gives the same mean: right/wrong items (e.g. every question of an
+    instance wrong) get the Wilson interval of the pooled items; graded ones keep a zero-width
+    interval, which a cell reads as too few items to judge."""
     items = [value for group in groups for value in group]
-    return wilson(round(sum(items)), len(items))
+    if all(value in (0.0, 1.0) for value in items):
+        return wilson(round(sum(items)), len(items))
+    mean = sum(items) / len(items)
+    return _percent(mean, mean)
 
 
 def interval(values: Sequence[float]) -> Interval | None:
