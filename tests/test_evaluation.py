@@ -255,3 +255,23 @@ def test_longbench_prompts_budgets_and_metrics(tmp_path):
     memory = memagent_system(task, engine.tokenizer, None, agent)
     evaluate(data, workflow_runner(task, memory, engine, None), tmp_path / "m.jsonl", 1)
     assert f"<problem> \n{SUMMARY_PROBLEM}\n</problem>" in engine.requests[0].messages[0]["content"]
+
+
+def test_instances_of_questions_get_both_designs_intervals():
+    """Mem-α's predictions (an instance per record, its questions' `scores`): the two-level
+    interval and the fixed-instances one, narrower where the instances differ, which both
+    sides of a comparison on the same released instances share."""
+    scores = [[1.0] * 18 + [0.0] * 2, [1.0] * 4 + [0.0] * 16, [1.0] * 10 + [0.0] * 10]
+    predictions = [
+        {"index": i, "failed": False, "response": "x", "score": sum(s) / len(s), "scores": s,
+         "n_calls": 1}
+        for i, s in enumerate(scores)
+    ]  # fmt: skip
+    metrics = summarize(predictions, "memoryagentbench", "ar", "s", 0)
+    (low, high), (fixed_low, fixed_high) = (
+        metrics[key]["accuracy"] for key in ("ci95", "ci95_fixed_instances")
+    )
+    assert metrics["n_questions"] == 60 and metrics["accuracy"] == pytest.approx(53.3333, 1e-4)
+    assert low < fixed_low < metrics["accuracy"] < fixed_high < high
+    one_question = [{**p, "scores": p["scores"][:1]} for p in predictions]
+    assert "ci95_fixed_instances" not in summarize(one_question, "memoryagentbench", "ar", "s", 0)

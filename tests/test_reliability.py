@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
@@ -865,3 +866,18 @@ def test_a_run_records_itself_beside_its_locks(tmp_path):
     unlocked = tmp_path / "nolock"
     locks_module.record_lock_holder(unlocked)  # a --nolock run: nothing to record
     assert not unlocked.exists()
+
+
+def test_a_paper_number_off_its_scale_names_the_file_table_and_cell(tmp_path):
+    from memrl.jobs.report import _reading_paper
+    from memrl.report.cells import Cell, attach_paper_n
+
+    table = pd.DataFrame(
+        {"ar": [Cell(60.0, float("nan"), None, ci=(50.0, 70.0), n_scored=3)]},
+        index=pd.Index(["Mem-α"], name="system"),
+        dtype=object,
+    )
+    path = tmp_path / "memalpha.yaml"
+    expected = rf"{path}: memalpha_table2, row 'Mem-α', column 'ar': the paper's number nan "
+    with pytest.raises(ValueError, match=expected), _reading_paper(path, "memalpha_table2"):
+        attach_paper_n(table, 3, 5.0, "memalpha_table2")
