@@ -51,7 +51,7 @@ def test_over_95_percent_reads_holds_about_2_5_percent_of_the_time_at_95():
     outcomes = []
     for n in rng.integers(1000, 3001, trials):
         value, bounds = proportion(rng, int(n), 0.95)
-        outcomes.append(judge(">", 95.0, value, statistic_interval(lone, [(value, bounds)])))
+        outcomes.append(judge(">", 95.0, statistic_interval(lone, [(value, bounds)])))
     error = mc_error(0.025, trials)  # 0.16 %
     holds = outcomes.count(HOLDS) / trials
     assert 0.025 - 4 * error < holds < 0.025 + 3 * error

@@ -149,11 +149,10 @@ def estimate(statistic: Statistic, inputs: Sequence[Estimate]) -> tuple[float, I
     return point(statistic, inputs), statistic_interval(statistic, inputs)
 
 
-def judge(op: str, threshold: float, value: float, interval: Interval | None) -> str:
+def judge(op: str, threshold: float, interval: Interval | None) -> str:
     """holds: the whole 95 % interval satisfies `op threshold` (so at the bound it reads holds
     2.5 % of the time); does not hold: none of it does; undecided: it lies across the threshold.
-    The value alone never decides: without an interval the claim is not checkable (`value` is
-    what the caller prints, not used here)."""
+    A value alone never decides: without an interval the claim is not checkable."""
     if op not in OPS:
         raise ValueError(f"unknown op {op!r} ({', '.join(OPS)})")
     if interval is None:
@@ -224,8 +223,8 @@ def judge_lowest(op: str, threshold: float, parts: Sequence[Part]) -> str:
         raise ValueError(f"unknown op {op!r} ({', '.join(OPS)})")
     if not parts or any(part.interval is None or part.corrected is None for part in parts):
         return NOT_CHECKABLE
-    each = [judge(op, threshold, part.value, part.interval) for part in parts]
-    some = [judge(op, threshold, part.value, part.corrected) for part in parts]
+    each = [judge(op, threshold, part.interval) for part in parts]
+    some = [judge(op, threshold, part.corrected) for part in parts]
     if op in (">", ">="):  # every m_j on the claimed side
         if all(outcome == HOLDS for outcome in each):
             return HOLDS
@@ -306,7 +305,7 @@ def table_claims(
             detail = f"not checkable: this run has no (non-zero) {claim['column']} for {rows}"
             checks.append(ClaimCheck(str(claim["id"]), text, None, None, NOT_CHECKABLE, detail))
             continue
-        interval, outcome, of = _judged(claim, statistic, ours, value)
+        interval, outcome, of = _judged(claim, statistic, ours)
         bound = f"(claim: {claim['op']} {claim['value']})"
         if interval is None:
             reason = NO_INTERVAL.get(str(claim["column"]).rsplit(".", 1)[-1], NO_INTERVAL[""])
@@ -330,7 +329,7 @@ NO_INTERVAL = {
 
 
 def _judged(
-    claim: Mapping[str, Any], statistic: Statistic, ours: Sequence[Estimate], value: float
+    claim: Mapping[str, Any], statistic: Statistic, ours: Sequence[Estimate]
 ) -> tuple[Interval | None, str, str]:
     """A table claim's interval, outcome and what the interval is of: a statistic that is the
     smallest of several parts (PARTS) is judged part by part (`judge_lowest`) and reports the
@@ -339,7 +338,7 @@ def _judged(
     op, threshold = claim["op"], float(claim["value"])
     if claim["statistic"] not in PARTS:
         interval = statistic_interval(statistic, ours)
-        return interval, judge(op, threshold, value, interval), ""
+        return interval, judge(op, threshold, interval), ""
     rows = [str(row) for row in [claim["of"], *claim["against"]]]
     parts = parts_of(PARTS[claim["statistic"]](rows, ours))
     least = lowest(parts)

@@ -432,7 +432,7 @@ def _check_one(
     else:  # no rivals: checked by _check_claims
         statistic = LENGTH_STATISTICS[claim["statistic"]]
         value, interval = estimate(statistic, [e for _, e in ours])
-        outcome, of = judge(op, threshold, value, interval), ""
+        outcome, of = judge(op, threshold, interval), ""
     over = f" of the margin over {', '.join(claim['against'])}" if others else ""
     detail = (
         f"{claim['statistic']}{over} over {span} = {described(value, interval)}{of} "
@@ -603,7 +603,7 @@ def check_ablation_claims(
             value, interval, detail = _ablation_statistic(claim, panel)
             outcome = NOT_CHECKABLE
             if value is not None and "op" in claim:
-                outcome = judge(claim["op"], float(claim["value"]), value, interval)
+                outcome = judge(claim["op"], float(claim["value"]), interval)
                 detail += f" (claim: {claim['op']} {float(claim['value']):g})"
             elif value is not None:
                 detail += " (the paper gives no number: reported, not judged)"

@@ -338,8 +338,8 @@ def verdict_note(table: pd.DataFrame) -> str:
             f"{MIN_ITEMS} items."
         )
     parts = [f"{VERDICTS_LINE}({len(cells)} cells with a paper number): {counted(cells)}"]
-    if cells and (test := table_test([c.comparison.p_value for c in cells if c.comparison])):
-        parts.append(f"{test.text()}")
+    if test := table_test([c.comparison.p_value for c in cells if c.comparison]):
+        parts.append(test.text())
     if averages:
         parts.append(f"averages, counted apart ({len(averages)}): {counted(averages)}")
     return "; ".join(parts) + "."

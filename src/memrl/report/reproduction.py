@@ -451,15 +451,24 @@ def write_judged_cells(report: Reproduction, path: Path) -> Path:
     for paper in PAPERS:
         tables = report.of(paper)[0]
         cells = [cell for table in tables for cell in table.cells]
-        q_values = dict(zip(map(id, cells), bh_q_values([c.p_value for c in cells]), strict=True))
-        for cell in (c for table in tables for c in table.judged):
-            q = q_values.get(id(cell))
-            kind = "average" if cell.average else "cell"
+        averages = [cell for table in tables for cell in table.averages]
+        q_values = [*bh_q_values([cell.p_value for cell in cells]), *[None] * len(averages)]
+        for cell, q in zip([*cells, *averages], q_values, strict=True):
+            kind, shown_q = ("average", "") if q is None else ("cell", q)
             rows.append(
-                [paper, cell.table, cell.system, cell.label, cell.verdict, kind, cell.p_value, q]
+                [
+                    paper,
+                    cell.table,
+                    cell.system,
+                    cell.label,
+                    cell.verdict,
+                    kind,
+                    cell.p_value,
+                    shown_q,
+                ]
             )
     with atomic_path(path) as tmp, tmp.open("w", newline="", encoding="utf-8") as handle:
         writer = csv.writer(handle)
         writer.writerow(CELL_COLUMNS)
-        writer.writerows(["" if value is None else value for value in row] for row in rows)
+        writer.writerows(rows)
     return path

@@ -77,8 +77,8 @@ class Comparison:
 
     @property
     def note(self) -> str:
-        notes = ["paper n unknown: our sampling error alone" if self.paper_n is None else ""]
-        return "; ".join(note for note in [*notes, self.grid_note] if note)
+        unknown = "paper n unknown: our sampling error alone" if self.paper_n is None else ""
+        return "; ".join(note for note in (unknown, self.grid_note) if note)
 
 
 def outcome(ci95: Interval, ci90: Interval, delta: float) -> str:
