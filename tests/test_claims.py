@@ -11,7 +11,7 @@ import yaml
 
 from memrl.report.cells import Cell
 from memrl.report.claims import FAILS, HOLDS, NOT_CHECKABLE, UNDECIDED, table_claims
-from memrl.report.memagent_figures import _check_claims
+from memrl.report.memagent_claims import _check_claims
 from memrl.report.memalpha_tables import memalpha_paper_rows
 from memrl.scoring.intervals import wilson
 

@@ -10,7 +10,8 @@ import pytest
 import yaml
 
 from memrl.evaluation import summarize
-from memrl.report.cells import NOT_SAMPLED, Cell, load_metrics
+from memrl.report.cells import NOT_SAMPLED, Cell
+from memrl.report.records import load_metrics
 from memrl.report.render import (
     NOT_COMPARABLE,
     format_cell,

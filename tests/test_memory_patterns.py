@@ -8,8 +8,8 @@ import json
 import pytest
 
 from memrl.evaluation import summarize
-from memrl.report.cells import load_metrics
 from memrl.report.memory_patterns import build_pattern_table
+from memrl.report.records import load_metrics
 from memrl.report.render import to_markdown
 from memrl.scoring.evidence import GoldChunks, memory_pattern, pattern_counts
 from memrl.scoring.intervals import wilson

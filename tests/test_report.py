@@ -21,20 +21,12 @@ from memrl.config import (
     STATS_TABLES,
     TRACE_TABLE,
 )
-from memrl.report.cells import (
-    DASH,
-    PARTIAL_MARK,
-    load_metrics,
-    rag_model,
-    rag_paper_row,
-    system_kind,
-)
+from memrl.report.cells import DASH, PARTIAL_MARK
 from memrl.report.claims import FAILS, HOLDS, NOT_CHECKABLE, UNDECIDED
 from memrl.report.figures import figure_claims, plot_paper_figure
+from memrl.report.memagent_claims import check_ablation_claims, check_claims
 from memrl.report.memagent_figures import (
     ablation_rows,
-    check_ablation_claims,
-    check_claims,
     heatmap,
     memory_panels,
     plot_accuracy_vs_length,
@@ -52,6 +44,7 @@ from memrl.report.memagent_tables import (
     niah_paper_rows,
 )
 from memrl.report.plots import claim_lines, figure_series
+from memrl.report.records import load_metrics
 from memrl.report.render import (
     failure_notes,
     format_cell,
@@ -60,6 +53,7 @@ from memrl.report.render import (
     to_markdown,
     write_table,
 )
+from memrl.report.rows import rag_model, rag_paper_row, system_kind
 from memrl.report.tables import (
     PAPER_TABLES,
     build_paper_table,

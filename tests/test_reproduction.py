@@ -8,8 +8,9 @@ from pathlib import Path
 
 from test_intervals import PAPER, SYSTEMS, record
 
-from memrl.report.cells import load_metrics, mark_machinery_only
+from memrl.report.cells import mark_machinery_only
 from memrl.report.claims import HOLDS, ClaimCheck, write_claims
+from memrl.report.records import load_metrics
 from memrl.report.render import NOT_COMPARABLE, write_table
 from memrl.report.reproduction import footnotes, summarize_table, write_reproduction
 from memrl.report.tables import build_paper_table

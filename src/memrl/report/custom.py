@@ -10,17 +10,10 @@ import pandas as pd
 
 from memrl.benchmarks import CUSTOM_BENCHMARK, NO_LENGTH
 from memrl.config import CAPTIONS, CUSTOM_TABLE
-from memrl.report.cells import (
-    DASH,
-    MEM_LABEL,
-    Average,
-    Column,
-    PaperTable,
-    Systems,
-    assemble,
-    index_metrics,
-    system_specs,
-)
+from memrl.report.assemble import Average, Column, PaperTable, assemble
+from memrl.report.cells import DASH, MEM_LABEL
+from memrl.report.records import index_metrics
+from memrl.report.rows import Systems, system_specs
 
 CUSTOM_TABLES = {CUSTOM_TABLE: PaperTable("", CAPTIONS[CUSTOM_TABLE])}
 

@@ -11,25 +11,23 @@ from pathlib import Path
 from typing import Any
 
 from memrl.config import CAPTIONS, FIGURES
-from memrl.report.cells import BENCHMARK, Systems
+from memrl.report.cells import BENCHMARK
 from memrl.report.claims import ClaimCheck
+from memrl.report.flops_figure import measured_costs, model_shape, plot_flops
+from memrl.report.memagent_claims import check_ablation_claims, check_claims
 from memrl.report.memagent_figures import (
     Groups,
     ablation_rows,
-    check_ablation_claims,
-    check_claims,
     draw_by_column,
-    measured_costs,
     memory_panels,
-    model_shape,
     plot_accuracy_vs_length,
     plot_bar_panels,
     plot_curve_panels,
-    plot_flops,
     plot_niah_heatmaps,
     plot_ood_heatmaps,
 )
 from memrl.report.memalpha_figures import plot_memory_frontier
+from memrl.report.rows import Systems
 from memrl.report.tables import PAPER_TABLES, build_paper_table
 
 PAPER_FIGURES = {name: CAPTIONS[name] for name in FIGURES}

@@ -12,7 +12,8 @@ from typing import Any
 import pandas as pd
 
 from memrl.config import CAPTIONS, KEYWORDS_TABLE
-from memrl.report.cells import DASH, MACHINERY_ONLY, PaperTable
+from memrl.report.assemble import PaperTable
+from memrl.report.cells import DASH, MACHINERY_ONLY
 
 KEYWORDS_TABLES = {KEYWORDS_TABLE: PaperTable("figure4", CAPTIONS[KEYWORDS_TABLE])}
 ROW_FIELDS = (

@@ -1,9 +1,10 @@
 """MemAgent's figures (seed 000): accuracy against context length (Figure 1: log x axis, ours
 solid, the paper's dashed), the RULER heatmaps (Figure 5: NIAH; the OOD figure: RULER average
-and SQuAD QA), the RL ablation (Figures 6, 7), memory size (8, 9) and FLOPs (10).
+and SQuAD QA), the RL ablation (Figures 6, 7) and memory size (8, 9); FLOPs (10) in
+memrl.report.flops_figure.
 
 The paper prints no numbers for its heatmaps, only claims ("over 95% at 512K"); those claims are
-checked against our numbers and written under the heatmaps (`check_claims`).
+checked against our numbers and written under the heatmaps (memrl.report.memagent_claims).
 """
 
 from __future__ import annotations
@@ -22,34 +23,12 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.ticker import NullLocator
 
-from memrl.benchmarks import benchmark as benchmark_of
 from memrl.config import ABLATION_ROLES
 from memrl.data.ruler import RULER_TASKS
-from memrl.report.cells import (
-    AVG,
-    BENCHMARK,
-    DASH,
-    Key,
-    Systems,
-    index_metrics,
-    records_of,
-    system_specs,
-)
+from memrl.report.cells import DASH
 from memrl.report.claims import (
-    NOT_CHECKABLE,
     ClaimCheck,
-    Estimate,
-    Named,
     claim_lines,
-    described,
-    difference,
-    estimate,
-    judge,
-    judge_lowest,
-    lone,
-    lowest,
-    lowest_note,
-    parts_of,
 )
 from memrl.report.memagent_tables import NIAH_TASKS, token_label
 from memrl.report.plots import (
@@ -62,11 +41,12 @@ from memrl.report.plots import (
     figure_series,
     interval_bounds,
     overlap_note,
-    plain_log_ticks,
     save,
     series_style,
 )
+from memrl.report.records import Key, index_metrics, records_of
 from memrl.report.render import length_label
+from memrl.report.rows import Systems, system_specs
 from memrl.scoring.intervals import Interval, mean_interval
 
 
@@ -117,7 +97,6 @@ def _draw_accuracy_vs_length(ax: Any, table: pd.DataFrame) -> bool:
 
 
 RULER = "ruler"
-on_hqa = records_of(BENCHMARK)  # Figure 10's measured cost: RULER-HQA's evaluations
 RULER_QA_TASKS = ("qa_1", "qa_2")
 RULER_TASK_ORDER = RULER_TASKS  # the average panel lists its tasks in RULER's order
 MISSING_COLOUR = "#d0d0d0"  # a cell we did not run: grey, never 0
@@ -147,7 +126,7 @@ def ruler_records(
     return specs, index_metrics(records, specs, records_of(benchmark))
 
 
-def _task_mean(
+def task_mean(
     found: Mapping[Key, Mapping[str, Any]],
     system: str,
     tasks: Sequence[str],
@@ -186,7 +165,7 @@ def heatmap(
         lengths = sorted({key[3] for key in mine})
     values, partial = [], []
     for sid in rows:
-        cells = [_task_mean(found, sid, tasks, length, RULER) for length in lengths]
+        cells = [task_mean(found, sid, tasks, length, RULER) for length in lengths]
         values.append([value for value, _, _ in cells])
         partial.append([flag for _, _, flag in cells])
     return Heatmap(title, [specs[sid]["display"] for sid in rows], list(lengths), values, partial)
@@ -236,7 +215,7 @@ def plot_ood_heatmaps(
     of its tasks is marked '*'; missing cells are grey. The `checks` of the paper's claims
     (check_claims) are printed below."""
     specs, found = ruler_records(records, systems)
-    average = _average_tasks(found, average_tasks)
+    average = average_panel_tasks(found, average_tasks)
     rows = _panel_rows(found, specs, {*average, qa_task})
     if not rows:
         raise ValueError(f"no RULER metrics for {', '.join([*average, qa_task])}: nothing to plot")
@@ -248,7 +227,7 @@ def plot_ood_heatmaps(
     return _plot_heatmaps(panels, out_prefix, title, length_labels, claim_lines(checks))
 
 
-def _average_tasks(
+def average_panel_tasks(
     found: Mapping[Key, Mapping[str, Any]], tasks: Sequence[str] | None
 ) -> tuple[str, ...]:
     if tasks is not None:
@@ -312,172 +291,6 @@ def _plot_heatmaps(
         fig.colorbar(image, ax=list(axes), shrink=0.9, label="Accuracy (%)")
     fig.supxlabel("\n".join(notes), x=0.0, ha="left", fontsize="x-small")
     return save(fig, out_prefix)
-
-
-def check_claims(
-    records: Iterable[Mapping[str, Any]],
-    systems: Systems,
-    claims: Sequence[Mapping[str, Any]],
-    *,
-    average_tasks: Sequence[str] | None = None,
-    niah_tasks: Sequence[str] = NIAH_TASKS,
-    benchmark: str = RULER,
-) -> list[ClaimCheck]:
-    """Check the paper's claims on our metrics records of `benchmark` (RULER's, or RULER-HQA's
-    for Figure 1: see `_check_claims`); the "average" panel is over `average_tasks` (default:
-    as the OOD figure's)."""
-    specs, found = ruler_records(records, systems, benchmark)
-    average = _average_tasks(found, average_tasks)
-    return _check_claims(
-        found, specs, claims, average_tasks=average, niah_tasks=niah_tasks, benchmark=benchmark
-    )
-
-
-# A records claim's statistic over the per-length means, on draws x lengths. "min" is judged
-# length by length (memrl.report.claims.judge_lowest), and is the only one against rivals: the
-# smallest of our margins over each rival at each length, over the best rival at the worst one.
-LENGTH_STATISTICS: dict[str, Callable[[np.ndarray], np.ndarray]] = {
-    "min": lambda x: x.min(axis=1),
-    "drop": lambda x: x[:, 0] - x[:, -1],  # the first length minus the last
-}
-
-
-def _check_claims(
-    found: Mapping[Key, Mapping[str, Any]],
-    specs: Mapping[str, Mapping[str, Any]],
-    claims: Sequence[Mapping[str, Any]],
-    *,
-    average_tasks: Sequence[str] = (),
-    niah_tasks: Sequence[str] = NIAH_TASKS,
-    benchmark: str = RULER,
-) -> list[ClaimCheck]:
-    """Check each claim (config/paper/memagent.yaml `niah.claims`, `ood.claims`,
-    `figure1.claims`) on every system whose paper_row is among the claim's `rows`: the
-    per-length mean over the claim's `panel` ("average" = `average_tasks`, "niah_mean" =
-    `niah_tasks`, else one task), then `statistic` ("min" over the lengths in range, "drop" =
-    first minus last) with its 95 % interval, judged by `op` against `value` on that interval
-    (memrl.report.claims.judge: not checkable without one). "min" is judged length by length
-    (memrl.report.claims.judge_lowest: "> 95" holds only if it does at every length) and reports
-    the 95 % interval at its lowest length. With `against` ("min" only), on our margin over each
-    system of those paper rows at each length: the value is the smallest, over the best rival at
-    the worst length, with that margin's interval; it holds only if every margin does."""
-    checks = []
-    for claim in claims:
-        claim_id, text = str(claim["id"]), " ".join(str(claim["text"]).split())
-        if "statistic" not in claim:
-            checks.append(ClaimCheck(claim_id, text, None, None, NOT_CHECKABLE, NO_NUMBER))
-            continue
-        if claim["statistic"] not in LENGTH_STATISTICS:
-            raise ValueError(
-                f"claim {claim_id!r}: unknown statistic {claim['statistic']!r} "
-                f"({', '.join(LENGTH_STATISTICS)})"
-            )
-        if claim.get("against") and claim["statistic"] != "min":
-            raise ValueError(
-                f"claim {claim_id!r}: a claim against rivals takes statistic 'min' "
-                f"(the margin over the best rival at the worst length), not {claim['statistic']!r}"
-            )
-        panel = claim["panel"]
-        tasks = {"average": tuple(average_tasks), "niah_mean": tuple(niah_tasks)}.get(
-            panel, (panel,)
-        )
-        matched = [sid for sid, spec in specs.items() if spec.get("paper_row") in claim["rows"]]
-        for sid in matched:
-            checks.append(_check_one(claim, claim_id, text, found, specs, sid, tasks, benchmark))
-        if not matched:
-            checks.append(
-                ClaimCheck(claim_id, text, None, None, NOT_CHECKABLE, "no system of its rows")
-            )
-    return checks
-
-
-NO_NUMBER = "no number to check"
-
-
-def _check_one(
-    claim: Mapping[str, Any],
-    claim_id: str,
-    text: str,
-    found: Mapping[Key, Mapping[str, Any]],
-    specs: Mapping[str, Mapping[str, Any]],
-    sid: str,
-    tasks: Sequence[str],
-    benchmark: str,
-) -> ClaimCheck:
-    low, high = (int(n) for n in claim["lengths"])
-    name = token_label if benchmark_of(benchmark).length_unit == "tokens" else str
-    span = f"{name(low)}–{name(high)}" if low != high else name(low)
-    display = specs[sid]["display"]
-    rivals = [s for s, spec in specs.items() if spec.get("paper_row") in claim.get("against", ())]
-    if claim.get("against") and not rivals:
-        rows = ", ".join(claim["against"])
-        return ClaimCheck(claim_id, text, display, None, NOT_CHECKABLE, f"no system of {rows}")
-    series = [_length_series(found, s, tasks, low, high, benchmark) for s in [sid, *rivals]]
-    if any(s is None for s in series):
-        detail = f"not all of {span} run on {len(tasks)} task(s)"
-        return ClaimCheck(claim_id, text, display, None, NOT_CHECKABLE, detail)
-    ours, *others = [s for s in series if s is not None]
-    lengths = [n for n, _ in ours]
-    if any([n for n, _ in other] != lengths for other in others):
-        detail = f"the rivals do not run the same lengths of {span}"
-        return ClaimCheck(claim_id, text, display, None, NOT_CHECKABLE, detail)
-    op, threshold = claim["op"], float(claim["value"])
-    if claim["statistic"] == "min":
-        theirs = [(specs[r]["display"], o) for r, o in zip(rivals, others, strict=True)]
-        parts = parts_of(_min_parts(ours, theirs, name))
-        least = lowest(parts)
-        value, interval = least.value, least.interval
-        outcome = judge_lowest(op, threshold, parts)
-        of = lowest_note(least, parts)
-    else:  # no rivals: checked by _check_claims
-        statistic = LENGTH_STATISTICS[claim["statistic"]]
-        value, interval = estimate(statistic, [e for _, e in ours])
-        outcome, of = judge(op, threshold, interval), ""
-    over = f" of the margin over {', '.join(claim['against'])}" if others else ""
-    detail = (
-        f"{claim['statistic']}{over} over {span} = {described(value, interval)}{of} "
-        f"(claim: {op} {threshold:g})"
-    )
-    return ClaimCheck(claim_id, text, display, value, outcome, detail, interval)
-
-
-Series = list[tuple[int, Estimate]]  # a system's per-length means with their intervals
-
-
-def _min_parts(
-    ours: Series, theirs: Sequence[tuple[str, Series]], label: Callable[[int], str]
-) -> Named:
-    """The parts of a "min" claim (memrl.report.claims.judge_lowest): our mean at each length,
-    or, against rivals, our margin over each rival at each length."""
-    if not theirs:
-        return {f"at {label(n)}": (lone, [mean]) for n, mean in ours}
-    return {
-        f"over {rival} at {label(n)}": (difference, [mean, other])
-        for rival, series in theirs
-        for (n, mean), (_, other) in zip(ours, series, strict=True)
-    }
-
-
-def _length_series(
-    found: Mapping[Key, Mapping[str, Any]],
-    sid: str,
-    tasks: Sequence[str],
-    low: int,
-    high: int,
-    benchmark: str,
-) -> Series | None:
-    """The system's complete per-length means over `tasks` from `low` to `high`, with their
-    intervals; None unless both ends and every length between are complete."""
-    lengths = sorted({k[3] for k in found if k[2] == sid and k[1] in tasks and low <= k[3] <= high})
-    if not lengths or lengths[0] != low or lengths[-1] != high:
-        return None
-    series = []
-    for n in lengths:
-        value, interval, partial = _task_mean(found, sid, tasks, n, benchmark)
-        if value is None or partial:
-            return None
-        series.append((n, (value, interval)))
-    return series
 
 
 # Each group of `report.rl_ablation` names its three systems by role, drawn in this order.
@@ -588,65 +401,6 @@ def plot_bar_panels(
     return save(fig, out_prefix)
 
 
-def check_ablation_claims(
-    panels: Mapping[str, pd.DataFrame], claims: Sequence[Mapping[str, Any]]
-) -> list[ClaimCheck]:
-    """Each claim (config/paper/memagent.yaml `rl_ablation.claims`) on every group: `gain` = the
-    mean over the columns both have of `of[0]` minus `of[1]` (roles), `drop` = `of[0]` at its
-    first column minus its last, each with its 95 % interval from the cells'; judged by `op`
-    against `value` when the claim has a number, else only reported. Average columns (AVG) are
-    left out: they are means of the others."""
-    checks = []
-    for claim in claims:
-        claim_id, text = str(claim["id"]), " ".join(str(claim["text"]).split())
-        for group, panel in panels.items():
-            value, interval, detail = _ablation_statistic(claim, panel)
-            outcome = NOT_CHECKABLE
-            if value is not None and "op" in claim:
-                outcome = judge(claim["op"], float(claim["value"]), interval)
-                detail += f" (claim: {claim['op']} {float(claim['value']):g})"
-            elif value is not None:
-                detail += " (the paper gives no number: reported, not judged)"
-            checks.append(ClaimCheck(claim_id, text, group, value, outcome, detail, interval))
-    return checks
-
-
-def _ablation_statistic(
-    claim: Mapping[str, Any], panel: pd.DataFrame
-) -> tuple[float | None, Interval | None, str]:
-    roles = [ROLE_LABELS[role] for role in claim["of"]]
-    columns = [c for c in panel.columns if c != AVG]
-    cells = {role: {c: panel.loc[role, c] for c in columns} for role in roles}
-    if claim["statistic"] == "gain":
-        first, second = roles
-        shared = [c for c in columns if None not in (cells[first][c].ours, cells[second][c].ours)]
-        if not shared:
-            return None, None, f"{first} and {second} share no column"
-        inputs = [_estimate(cells[role][c]) for role in (first, second) for c in shared]
-        k = len(shared)
-
-        def gain(x: np.ndarray) -> np.ndarray:
-            return (x[:, :k] - x[:, k:]).mean(axis=1)
-
-        value, interval = estimate(gain, inputs)
-        mean = f"mean over {k} column(s) = {described(value, interval, '{:+.1f}')}"
-        return value, interval, f"{first} minus {second}, {mean}"
-    if claim["statistic"] == "drop":
-        (role,) = roles
-        present = [c for c in columns if cells[role][c].ours is not None]
-        if len(present) < 2:
-            return None, None, f"{role}: fewer than two columns"
-        inputs = [_estimate(cells[role][c]) for c in (present[0], present[-1])]
-        value, interval = estimate(LENGTH_STATISTICS["drop"], inputs)
-        span = f"{length_label(panel, present[0])} to {length_label(panel, present[-1])}"
-        return value, interval, f"{role}: {span} drop = {described(value, interval)}"
-    raise ValueError(f"claim {claim['id']!r}: unknown statistic {claim['statistic']!r}")
-
-
-def _estimate(cell: Any) -> Estimate:
-    return float(cell.ours), cell.ci
-
-
 def memory_panels(
     table: pd.DataFrame, systems: Systems, agent: Mapping[str, int]
 ) -> dict[str, pd.DataFrame]:
@@ -695,155 +449,3 @@ def draw_by_column(ax: Any, panel: pd.DataFrame) -> bool:
     ax.set_ylabel("Accuracy (%)")
     ax.grid(True, alpha=0.3)
     return paper_drawn
-
-
-FLOPS_METHODS = {"backbone": "long_context", "rl": "memagent"}  # role -> flops.predicted_flops
-FLOPS_LABELS = {"backbone": "long-context model", "rl": "MemAgent"}
-
-
-def model_shape(model_dir: str | Path) -> Any:
-    """The Qwen2 shape in a model directory's config.json (the downloaded model's own)."""
-    from memrl.data.io import read_json
-    from memrl.report.flops import Qwen2Shape
-
-    path = Path(model_dir) / "config.json"
-    config = read_json(path)
-    missing = [key for key in SHAPE_KEYS if key not in config]
-    if missing:
-        raise ValueError(f"{path}: no {', '.join(missing)} (not a Qwen2-style config)")
-    return Qwen2Shape.from_config(config)
-
-
-SHAPE_KEYS = (
-    "hidden_size",
-    "intermediate_size",
-    "num_hidden_layers",
-    "num_attention_heads",
-    "num_key_value_heads",
-    "vocab_size",
-)
-
-
-def read_wall_seconds(paths: Sequence[str | Path]) -> float:
-    """The wall time of one evaluation: the `s` column of Snakemake's benchmark file of each job
-    that ran it (each shard), the mean of its repeats, summed over the jobs."""
-    total = 0.0
-    for path in paths:
-        frame = pd.read_csv(path, sep="\t")
-        if "s" not in frame.columns or frame.empty:
-            raise ValueError(f"{path}: not a Snakemake benchmark file (no `s` column or row)")
-        total += float(frame["s"].mean())
-    return total
-
-
-@dataclass(frozen=True)
-class Measured:
-    """One system's RULER-HQA jobs: mean context tokens and wall seconds per sample, by length."""
-
-    tokens: list[float]
-    seconds: list[float]
-
-
-def measured_costs(
-    records: Iterable[Mapping[str, Any]], flops: Mapping[str, Any]
-) -> dict[str, dict[str, Measured]]:
-    """Per group and role (backbone, rl) of `flops` (settings: `groups`, `benchmarks` by
-    "system/length"), the jobs' wall seconds per sample against their mean context tokens."""
-    by_key = {
-        f"{r['system']}/{int(r['length'])}": r
-        for r in records
-        if on_hqa(r) and r["mean_tokens"] is not None and r["n_items"]
-    }
-    measured: dict[str, dict[str, Measured]] = {}
-    for group, roles in flops["groups"].items():
-        measured[group] = {}
-        for role in FLOPS_METHODS:
-            points = sorted(
-                (float(record["mean_tokens"]), read_wall_seconds(paths) / record["n_items"])
-                for key, paths in flops["benchmarks"].items()
-                if key.split("/")[0] == roles[role] and (record := by_key.get(key)) is not None
-            )
-            measured[group][role] = Measured([t for t, _ in points], [w for _, w in points])
-    return measured
-
-
-def plot_flops(
-    shapes: Mapping[str, Any],
-    measured: Mapping[str, Mapping[str, Measured]],
-    flops: Mapping[str, Any],
-    out_prefix: str | Path,
-    title: str,
-) -> list[Path]:
-    """Figure 10. (a) Appendix B: FLOPs of the long-context model and of MemAgent from 8K to 4M
-    tokens per group's model shape, with the fitted exponent p (cost ~ n^p). (b) Beyond the
-    paper: our RULER-HQA jobs' wall seconds per sample against their mean context tokens
-    (solid), and the FLOPs predicted at those tokens scaled to the first point (dotted)."""
-    from memrl.report.flops import (
-        FIGURE_LENGTHS,
-        attention_coefficient,
-        fitted_exponent,
-        predicted_flops,
-    )
-
-    attention = flops["attention"]
-
-    fig = Figure(figsize=(12.0, 5.5), layout="constrained")
-    FigureCanvasAgg(fig)
-    predicted_ax, measured_ax = fig.subplots(1, 2)
-    notes = []
-    for g, (group, shape) in enumerate(shapes.items()):
-        spec = flops["groups"][group]
-        for role, method in FLOPS_METHODS.items():
-            colour, style = f"C{2 * g + (role == 'rl')}", "-" if role == "rl" else "--"
-            costs = predicted_flops(
-                shape, FIGURE_LENGTHS, method, flops["agent"], attention=attention
-            )
-            p = fitted_exponent(FIGURE_LENGTHS, costs)
-            label = f"{FLOPS_LABELS[role]}, {group} (p = {p:.2f})"
-            predicted_ax.plot(FIGURE_LENGTHS, costs, style, color=colour, marker="o", label=label)
-            ours = measured.get(group, {}).get(role)
-            if ours is None or not ours.tokens:
-                notes.append(f"{group} {FLOPS_LABELS[role]}: no measured job")
-                continue
-            cap = spec["backbone_max_input"] if role == "backbone" else None
-            at = predicted_flops(
-                shape, ours.tokens, method, flops["agent"], cap, attention=attention
-            )
-            scaled = [c * ours.seconds[0] / at[0] for c in at]
-            fit = (
-                f"p = {fitted_exponent(ours.tokens, ours.seconds):.2f}"
-                if len(ours.tokens) > 1
-                else "one length"
-            )
-            label = f"{FLOPS_LABELS[role]}, {group} ({spec[role]}, {fit})"
-            measured_ax.plot(
-                ours.tokens, ours.seconds, style, color=colour, marker="o", label=label
-            )
-            measured_ax.plot(ours.tokens, scaled, ":", color=colour)
-            if cap is not None:
-                notes.append(f"{group} {FLOPS_LABELS[role]}: input truncated to {cap:,} tokens")
-    agent = flops["agent"]
-    source = "the paper's verl fork" if attention == "fork" else "verl 0.9.1"
-    predicted_ax.set_title(
-        f"(a) Predicted, verl's Qwen2 estimate (q = {agent['query_tokens']}, "
-        f"N = {agent['chunk_tokens']}, o = {agent['final_tokens']};\n"
-        f"attention {attention_coefficient(attention)}·n²·d per layer, as {source})",
-        fontsize="medium",
-    )
-    predicted_ax.set_ylabel("FLOPs (forward + backward)")
-    measured_ax.set_title(
-        "(b) Measured: evaluation wall time (dotted: predicted, scaled)", fontsize="medium"
-    )
-    measured_ax.set_ylabel("Wall seconds per sample")
-    for ax in (predicted_ax, measured_ax):
-        ax.set_xscale("log")
-        ax.set_yscale("log")
-        ax.set_xlabel("Context length (tokens, log scale)")
-        ax.grid(True, alpha=0.3)
-        if ax.get_legend_handles_labels()[0]:
-            ax.legend(fontsize="x-small", loc="upper left")
-    plain_log_ticks(measured_ax)
-    fig.suptitle(title)
-    if notes:
-        fig.supxlabel("\n".join(notes), x=0.0, ha="left", fontsize="x-small")
-    return save(fig, out_prefix)

@@ -10,8 +10,8 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
-from memrl.report.cells import Systems
 from memrl.report.plots import error_bar, save
+from memrl.report.rows import Systems
 from memrl.report.tables import build_paper_table
 
 FRONTIER_PANELS = (

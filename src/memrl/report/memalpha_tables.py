@@ -17,23 +17,11 @@ from memrl.config import (
     TRACE_TABLE,
 )
 from memrl.data.io import read_json
-from memrl.report.cells import (
-    AVG,
-    DASH,
-    MEM_LABEL,
-    Average,
-    Cell,
-    Column,
-    PaperTable,
-    Systems,
-    assemble,
-    reads_instances,
-    records_of,
-    select,
-    system_kind,
-    system_specs,
-)
+from memrl.report.assemble import Average, Column, PaperTable, assemble, select
+from memrl.report.cells import AVG, DASH, MEM_LABEL, Cell
 from memrl.report.claims import table_claims
+from memrl.report.records import records_of
+from memrl.report.rows import Systems, reads_instances, system_kind, system_specs
 from memrl.verl import ROW_MEAN, TOKEN_MEAN
 
 # Mem-α's tables by name: the key of their numbers in config/paper/memalpha.yaml, caption

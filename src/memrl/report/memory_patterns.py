@@ -12,7 +12,10 @@ from typing import Any
 
 import pandas as pd
 
-from memrl.report.cells import BENCHMARK, Cell, Systems, hqa_label, records_of, system_specs
+from memrl.report.assemble import hqa_label
+from memrl.report.cells import BENCHMARK, Cell
+from memrl.report.records import records_of
+from memrl.report.rows import Systems, system_specs
 from memrl.scoring.evidence import PATTERNS
 from memrl.scoring.intervals import wilson
 

@@ -12,23 +12,10 @@ import pandas as pd
 
 from memrl.benchmarks import RULER_HQA_TASK
 from memrl.config import CAPTIONS, SUITES_TABLE
-from memrl.report.cells import (
-    BENCHMARK,
-    DASH,
-    MEM_LABEL,
-    Average,
-    Column,
-    PaperTable,
-    Systems,
-    assemble,
-    hqa_label,
-    index_metrics,
-    is_rag_unit,
-    length_columns,
-    records_of,
-    system_kind,
-    system_specs,
-)
+from memrl.report.assemble import Average, Column, PaperTable, assemble, hqa_label, length_columns
+from memrl.report.cells import BENCHMARK, DASH, MEM_LABEL
+from memrl.report.records import index_metrics, records_of
+from memrl.report.rows import Systems, is_rag_unit, system_kind, system_specs
 
 # The cross-paper table
 SUITES_TABLES = {

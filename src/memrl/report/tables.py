@@ -23,23 +23,21 @@ from memrl.config import (
     SUITES_TABLE,
     TRACE_TABLE,
 )
-from memrl.report.cells import PaperSizes, Systems, attach_paper_n, load_metrics
+from memrl.report.cells import PaperSizes, attach_paper_n
 from memrl.report.claims import CLAIMS_SUFFIX, write_claims
 from memrl.report.custom import CUSTOM_TABLES, build_custom_table
 from memrl.report.keywords import KEYWORDS_TABLES, build_keywords_table, load_keyword_rows
+from memrl.report.memagent_probe import build_probe_table
 from memrl.report.memagent_tables import (
     MEMAGENT_TABLES,
     build_longbench_qa_table,
     build_longbench_sum_table,
     build_memory_ablation_niah_table,
     build_memory_ablation_qa_table,
-    build_niah_config_table,
     build_niah_table,
-    build_probe_table,
     build_rag_longbench_table,
     build_rag_ruler_hqa_table,
     build_table1,
-    load_ruler_sets,
     niah_paper_rows,
 )
 from memrl.report.memalpha_tables import (
@@ -52,7 +50,10 @@ from memrl.report.memalpha_tables import (
     memalpha_paper_sizes,
 )
 from memrl.report.memory_patterns import build_pattern_table
+from memrl.report.niah_config import build_niah_config_table, load_ruler_sets
+from memrl.report.records import load_metrics
 from memrl.report.render import write_table, write_text_table
+from memrl.report.rows import Systems
 from memrl.report.suites import SUITES_TABLES, build_suites_table
 from memrl.scoring.compare import DEFAULT_MARGIN
 

@@ -1,0 +1,181 @@
+"""Evaluation jobs' metrics records as the tables read them: each file checked field by field (a
+bad record stops the table job naming its file), indexed by (benchmark, task, system, length),
+and the accuracy the official evaluator reports."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Collection, Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from memrl.benchmarks import registered
+from memrl.data.io import read_json
+
+# benchmarks without a length axis: their records have length 0
+UNLENGTHED = tuple(name for name, found in registered().items() if not found.lengths)
+
+Key = tuple[str, str, str, int]  # a metrics record's (benchmark, task, system, length)
+
+_NUMBER = (int, float)
+
+# key -> accepted types; bool is rejected separately (it is an int subclass).
+_METRIC_FIELDS: dict[str, tuple[type, ...]] = {
+    "benchmark": (str,),
+    "task": (str,),
+    "system": (str,),
+    "length": (int,),
+    "n_items": (int,),
+    "n_failed": (int,),
+    "accuracy": _NUMBER,
+    "accuracy_official": (*_NUMBER, type(None)),
+    "mean_tokens": (*_NUMBER, type(None)),
+}
+
+# Percentages checked when present (the builders read them).
+_SCORE_FIELDS = (
+    "sub_em",
+    "sub_em_strict",
+    "em",
+    "f1",
+    "qa_f1",
+    "string_match",
+    "rouge_1_recall",
+    "rouge_2_recall",
+    "rouge_l_recall",
+    "rouge_l_f",
+)
+
+
+def _check_metrics(data: Any, path: Path) -> dict[str, Any]:
+    if not isinstance(data, dict):
+        raise ValueError(
+            f"{path}: a metrics record must be a JSON object, got {type(data).__name__}"
+        )
+    for key, types in _METRIC_FIELDS.items():
+        if key not in data:
+            raise ValueError(f"{path}: missing key {key!r}")
+        _check_type(path, key, data[key], types)
+    for key in _SCORE_FIELDS:
+        if key in data:
+            _check_type(path, key, data[key], _NUMBER)
+    if data["length"] < 0 or (data["benchmark"] not in UNLENGTHED and data["length"] == 0):
+        raise ValueError(f"{path}: length={data['length']} (0 only for {', '.join(UNLENGTHED)})")
+    memory = data.get("mean_memory_tokens")
+    if memory is not None:
+        _check_type(path, "mean_memory_tokens", memory, _NUMBER)
+        if memory < 0:
+            raise ValueError(f"{path}: mean_memory_tokens must be >= 0, got {memory}")
+    if data["mean_tokens"] is not None and data["mean_tokens"] <= 0:
+        raise ValueError(f"{path}: mean_tokens must be positive, got {data['mean_tokens']}")
+    for key in ("n_dropped", "n_questions"):
+        if key in data:
+            _check_type(path, key, data[key], (int,))
+    _check_intervals(path, data.get("ci95", {}))
+    _check_intervals(path, data.get("ci95_fixed_instances", {}), "ci95_fixed_instances")
+    right_wrong = data.get("right_wrong", [])
+    if not (isinstance(right_wrong, list) and all(isinstance(k, str) for k in right_wrong)):
+        raise ValueError(f"{path}: key 'right_wrong' must list score names, got {right_wrong!r}")
+    patterns = data.get("memory_patterns", {})
+    if not isinstance(patterns, dict) or not all(
+        isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in patterns.values()
+    ):
+        raise ValueError(f"{path}: key 'memory_patterns' must map patterns to sample counts")
+    if data["n_items"] < 1:  # an empty evaluation set has no accuracy, not 0.0
+        raise ValueError(f"{path}: n_items={data['n_items']}: no sample was evaluated")
+    if data.get("n_questions") is not None and data["n_questions"] < data["n_items"]:
+        raise ValueError(
+            f"{path}: n_questions={data['n_questions']} is below n_items={data['n_items']} "
+            "(every instance has a question)"
+        )
+    for key in ("n_failed", "n_dropped"):
+        if key in data and not 0 <= data[key] <= data["n_items"]:
+            raise ValueError(f"{path}: {key}={data[key]} not within 0..n_items")
+    for key in ("accuracy", "accuracy_official", *_SCORE_FIELDS):
+        if data.get(key) is not None and not 0 <= data[key] <= 100:
+            raise ValueError(f"{path}: {key}={data[key]} is not a percentage")
+    return data
+
+
+def _check_intervals(path: Path, intervals: Any, name: str = "ci95") -> None:
+    """`ci95`: {score: [low, high]} in %, low <= high (a record written before it had none)."""
+    if not isinstance(intervals, dict):
+        raise ValueError(f"{path}: key {name!r} must map scores to [low, high], got {intervals!r}")
+    for key, bounds in intervals.items():
+        if not (isinstance(bounds, list) and len(bounds) == 2):
+            raise ValueError(f"{path}: {name}[{key!r}] must be [low, high], got {bounds!r}")
+        for bound in bounds:
+            _check_type(path, f"{name}[{key!r}]", bound, _NUMBER)
+        if not 0 <= bounds[0] <= bounds[1] <= 100:
+            raise ValueError(f"{path}: {name}[{key!r}]={bounds} is not an interval within 0..100")
+
+
+def _check_type(path: Path, key: str, value: Any, types: tuple[type, ...]) -> None:
+    if isinstance(value, bool) or not isinstance(value, types):
+        raise ValueError(f"{path}: key {key!r} has invalid value {value!r}")
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ValueError(f"{path}: key {key!r} is not finite: {value!r}")
+
+
+def load_metrics(paths: Iterable[str | Path]) -> list[dict[str, Any]]:
+    """Read evaluation jobs' metrics files (each a JSON list of records, one per task); each
+    record gains `path`. Raises an error naming the file when it is missing, not JSON, not a
+    list, or a record lacks a field."""
+    records = []
+    for raw in paths:
+        path = Path(raw)
+        data = read_json(path)
+        if not isinstance(data, list):
+            raise ValueError(
+                f"{path}: expected a list of metrics records, got {type(data).__name__}"
+            )
+        records += [{**_check_metrics(record, path), "path": str(path)} for record in data]
+    return records
+
+
+def records_of(
+    benchmark: str, tasks: Collection[str] | None = None
+) -> Callable[[Mapping[str, Any]], bool]:
+    """Which metrics records a table reads: those of `benchmark` (of `tasks` only, if given)."""
+
+    def wanted(record: Mapping[str, Any]) -> bool:
+        return record["benchmark"] == benchmark and (tasks is None or record["task"] in tasks)
+
+    return wanted
+
+
+def index_metrics(
+    metrics: Iterable[Mapping[str, Any]],
+    systems: Mapping[str, Any],
+    in_scope: Callable[[Mapping[str, Any]], bool],
+) -> dict[Key, Mapping[str, Any]]:
+    """Records in scope by (benchmark, task, system, length); an unconfigured system or two
+    records of one key are errors naming the file."""
+    found: dict[Key, Mapping[str, Any]] = {}
+    for record in metrics:
+        if not in_scope(record):
+            continue
+        where = record.get("path", f"metrics of {record['system']!r}")
+        if record["system"] not in systems:
+            raise ValueError(
+                f"{where}: system {record['system']!r} is not configured "
+                f"(configured: {', '.join(systems)})"
+            )
+        key = (record["benchmark"], record["task"], record["system"], int(record["length"]))
+        if key in found:
+            other = found[key].get("path", "another record")
+            raise ValueError(f"{where}: duplicate metrics for {key} (also in {other})")
+        found[key] = record
+    return found
+
+
+def official_accuracy(record: Mapping[str, Any]) -> float:
+    """The accuracy the official evaluator reports: empty outputs left out when there are any."""
+    official = record["accuracy_official"]
+    return float(official if n_dropped(record) and official is not None else record["accuracy"])
+
+
+def n_dropped(record: Mapping[str, Any]) -> int:
+    """Items the official evaluator leaves out: failed requests and empty outputs (a metrics
+    file written before `n_dropped` existed counted the failed ones only)."""
+    return int(record.get("n_dropped", record["n_failed"]))
