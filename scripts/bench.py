@@ -87,9 +87,9 @@ def bench_provenance(work: Path, repeats: int) -> None:
         subprocess.run(command, env=env, check=True, capture_output=True)
         return time.perf_counter() - began
 
-    from memrl import tracking
+    from memrl.tracking.invocation import end_invocation, start_invocation
 
-    tracking.start_invocation(
+    start_invocation(
         results, f"sqlite:///{results}/mlflow.db", {"run": "bench"}, "-", sys.argv, ["bench"]
     )
     on, off = [], []
@@ -101,7 +101,7 @@ def bench_provenance(work: Path, repeats: int) -> None:
     cost = tracking_on - tracking_off
     print(f"provenance cost per job: {cost:+.3f} s ({tracking_on / tracking_off:.2f}x)")
     began = time.perf_counter()
-    tracking.end_invocation(results, succeeded=True)  # loads the records in a subprocess
+    end_invocation(results, succeeded=True)  # loads the records in a subprocess
     loading = time.perf_counter() - began
     print(f"loading {repeats} records into MLflow, once per invocation: {loading:.1f} s")
 

@@ -9,9 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from memrl import cli, tracking
+from memrl import cli
 from memrl.digests import file_digest
 from memrl.lineage import lineage, render
+from memrl.tracking.invocation import ENV_INVOCATION
+from memrl.tracking.record import job_run
+from memrl.tracking.results_dir import records_under
 
 
 @pytest.fixture
@@ -19,7 +22,7 @@ def run(tmp_path, monkeypatch) -> Path:
     """A miniature run as Snakemake leaves it: download → train → two evaluations → table, each
     job writing its record; paths relative to the working directory, as in a real run."""
     monkeypatch.setenv("MEMRL_TRACKING", "on")
-    monkeypatch.delenv(tracking.ENV_INVOCATION, raising=False)
+    monkeypatch.delenv(ENV_INVOCATION, raising=False)
     monkeypatch.chdir(tmp_path)
     (tmp_path / "results/r/provenance").mkdir(parents=True)
     raw = Path("data/hotpot.json")
@@ -66,7 +69,7 @@ def job(rule, wildcards, inputs, outputs, body) -> None:
     for out in outputs:
         Path(out).parent.mkdir(parents=True, exist_ok=True)
     paths = [Path(p) for p in inputs]
-    with tracking.job_run(rule, wildcards, {}, paths, [Path(p) for p in outputs], log):
+    with job_run(rule, wildcards, {}, paths, [Path(p) for p in outputs], log):
         body()
 
 
@@ -75,7 +78,7 @@ def names(graph) -> list[str]:
 
 
 def test_a_table_leads_back_through_the_checkpoint_to_the_base_model_and_the_raw_data(run):
-    records = tracking.records_under(run / "results/r")
+    records = records_under(run / "results/r")
     graph = lineage(Path("results/r/tables/table3.md"), records)
     assert names(graph) == [
         "download_model all",
@@ -99,7 +102,7 @@ def test_a_table_leads_back_through_the_checkpoint_to_the_base_model_and_the_raw
 
 
 def test_a_file_changed_after_its_job_has_no_producer_and_says_who_wrote_it(run):
-    records = tracking.records_under(run / "results/r")
+    records = records_under(run / "results/r")
     table = Path("results/r/tables/table3.md")
     written = file_digest(table)
     table.write_text("| edited by hand |")
@@ -174,7 +177,7 @@ def test_lineage_into_a_closed_pipe_ends_quietly(run):
 def test_a_copy_elsewhere_with_the_original_gone_keeps_its_lineage(run, capsys, caplog):
     """Records name paths as their jobs saw them: a copied or moved results directory is read
     rebased onto where it lies now, and says so in one line."""
-    caplog.set_level("INFO", logger=tracking.log.name)
+    caplog.set_level("INFO", logger="memrl.tracking")
     copy = run.with_name(f"{run.name}-laptop")
     shutil.copytree(run, copy, symlinks=True)
     shutil.rmtree(run / "results")

@@ -15,7 +15,21 @@ from unittest.mock import ANY
 import pytest
 
 from memrl import mlflow_notes as notes
-from memrl import tracking
+from memrl.tracking.invocation import (
+    ENV_GIT_COMMIT,
+    ENV_GIT_DIFF,
+    ENV_GIT_DIRTY,
+    ENV_INVOCATION,
+    commit_text,
+    end_invocation,
+    git_state,
+    now_ms,
+    start_invocation,
+)
+from memrl.tracking.loader import RUNS_FILE, load
+from memrl.tracking.record import RECORD_SUFFIX, job_run, read_record, record_path
+from memrl.tracking.results_dir import records_under
+from memrl.tracking.store import EXPERIMENT
 
 CONFIG = {"run": "t", "seed": 1}
 INVOKED = {"command": ["snakemake", "--profile", "profiles/smoke", "table3"], "targets": ["table3"]}
@@ -24,9 +38,9 @@ INVOKED = {"command": ["snakemake", "--profile", "profiles/smoke", "table3"], "t
 @pytest.fixture
 def results(tmp_path, monkeypatch) -> Path:
     for name in (
-        tracking.ENV_INVOCATION,
-        tracking.ENV_GIT_COMMIT,
-        tracking.ENV_GIT_DIRTY,
+        ENV_INVOCATION,
+        ENV_GIT_COMMIT,
+        ENV_GIT_DIRTY,
         "MLFLOW_TRACKING_URI",
         "MLFLOW_RUN_ID",
     ):  # set then deleted: monkeypatch restores the variable's absence after the test
@@ -43,7 +57,7 @@ def run_job(results: Path, name: str, body=None, metrics=({"accuracy": 50.0},)) 
     log.write_text("job log\n")
     out = results / f"out/{name}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
-    with tracking.job_run(
+    with job_run(
         f"rule_{name}", {"k": name}, {"a": {"b": 1}, "xs": [1, 2]}, [log], [out], log
     ) as record:
         for step, values in enumerate(metrics):
@@ -51,14 +65,14 @@ def run_job(results: Path, name: str, body=None, metrics=({"accuracy": 50.0},)) 
         out.write_text("{}")
         if body is not None:
             body(record)
-    return tracking.record_path(log)
+    return record_path(log)
 
 
 def mark_ended(results: Path, status: str = "FINISHED") -> None:
     """What `end_invocation` writes before it loads (which these tests do themselves)."""
     [path] = (results / "provenance").glob("*.json")
     invocation = json.loads(path.read_text())
-    path.write_text(json.dumps({**invocation, "end_ms": tracking.now_ms(), "status": status}))
+    path.write_text(json.dumps({**invocation, "end_ms": now_ms(), "status": status}))
 
 
 def mlflow_runs(results: Path) -> dict[str, dict]:
@@ -80,22 +94,22 @@ def test_a_job_writes_its_record_next_to_its_log_without_importing_mlflow(tmp_pa
 import sys
 from pathlib import Path
 from memrl import mlflow_notes as notes
-from memrl import tracking
+from memrl.tracking.record import job_run
 log = Path({str(tmp_path)!r}) / "logs/x.log"
 log.parent.mkdir(parents=True)
-with tracking.job_run("x", {{}}, {{}}, [], [], log) as record:
+with job_run("x", {{}}, {{}}, [], [], log) as record:
     record.log_metrics({{"m": 1}})
 assert "mlflow" not in sys.modules, "a job imported mlflow"
 """
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
-    record = tracking.read_record(tmp_path / "logs/x.provenance.jsonl")
+    record = read_record(tmp_path / "logs/x.provenance.jsonl")
     assert record["status"] == "FINISHED" and record["metrics"][0]["values"] == {"m": 1.0}
 
 
 def test_record_holds_tags_params_digests_metrics_and_resources(results):
     path = run_job(results, "a", metrics=({"loss": 2.0}, {"loss": 1.0}))
-    record = tracking.read_record(path)
+    record = read_record(path)
     assert record["rule"] == "rule_a" and record["wildcards"] == {"k": "a"}
     assert record["params"] == {"a.b": "1", "xs": "[1, 2]"}
     assert set(record["tags"]) >= {"git.commit", "git.dirty", "host", "config.hash"}
@@ -109,7 +123,7 @@ def test_record_holds_tags_params_digests_metrics_and_resources(results):
 
 def test_metric_names_keep_only_what_mlflow_accepts(results):
     path = run_job(results, "m", metrics=({"longmemeval_s*.accuracy": 1.0, "a b/c:d-e.f": 2},))
-    [metrics] = tracking.read_record(path)["metrics"]
+    [metrics] = read_record(path)["metrics"]
     assert metrics["values"] == {"longmemeval_s_.accuracy": 1.0, "a b/c:d-e.f": 2.0}
 
 
@@ -124,46 +138,46 @@ def test_failed_and_interrupted_jobs_say_so(results):
         run_job(results, "f", body=fail)
     with pytest.raises(KeyboardInterrupt):
         run_job(results, "i", body=interrupt)
-    assert tracking.read_record(results / "logs/rule_f/f.provenance.jsonl")["status"] == "FAILED"
-    assert tracking.read_record(results / "logs/rule_i/i.provenance.jsonl")["status"] == "KILLED"
+    assert read_record(results / "logs/rule_f/f.provenance.jsonl")["status"] == "FAILED"
+    assert read_record(results / "logs/rule_i/i.provenance.jsonl")["status"] == "KILLED"
 
 
 def test_a_rerun_keeps_the_earlier_attempt_even_a_damaged_one(results, caplog):
-    first = tracking.read_record(run_job(results, "a"))
+    first = read_record(run_job(results, "a"))
     path = run_job(results, "a")
-    second = tracking.read_record(path)
+    second = read_record(path)
     assert second["record"] != first["record"] and len(second["metrics"]) == 1
-    kept = path.with_name(f"a.{first['record']}{tracking.RECORD_SUFFIX}")
-    assert tracking.read_record(kept)["record"] == first["record"]
+    kept = path.with_name(f"a.{first['record']}{RECORD_SUFFIX}")
+    assert read_record(kept)["record"] == first["record"]
     # a damaged line costs that line: the attempt is kept under its id, the rest readable
     path.write_text('{"event": "start", "record": "x"}\ngarbage\n{"event": "end"}\n')
-    third = tracking.read_record(run_job(results, "a"))  # a damaged record never stops a job
+    third = read_record(run_job(results, "a"))  # a damaged record never stops a job
     assert third["record"] not in (first["record"], second["record"])
-    kept_aside = path.with_name(f"a.x{tracking.RECORD_SUFFIX}")
-    aside = tracking.read_record(kept_aside)
+    kept_aside = path.with_name(f"a.x{RECORD_SUFFIX}")
+    aside = read_record(kept_aside)
     assert aside["damaged"] == [f"{kept_aside}:2: not a JSON line (Expecting value, column 1)"]
     # one without a readable start line is set aside, out of the loader's way
     path.write_text('garbage\n{"event": "end"}\n')
     run_job(results, "a")
     [damaged] = path.parent.glob("a.damaged-*")
-    assert "garbage" in damaged.read_text() and not damaged.name.endswith(tracking.RECORD_SUFFIX)
+    assert "garbage" in damaged.read_text() and not damaged.name.endswith(RECORD_SUFFIX)
     assert f"{path}:1: not a JSON line" in caplog.text
     # a job killed mid-write: the cut line is reported, what came before is kept
     with path.open("a") as handle:
         handle.write('{"event": "metr')
-    cut = tracking.read_record(path)
+    cut = read_record(path)
     assert cut["status"] == "FINISHED"
     assert cut["damaged"] == [f"{path}:4: cut mid-line (the job was killed while writing it)"]
 
 
 def test_one_parent_per_invocation_one_child_per_job_and_loading_twice_adds_nothing(results):
-    tracking.start_invocation(results, "sqlite:///results/t/mlflow.db", CONFIG, "9.0", **INVOKED)
+    start_invocation(results, "sqlite:///results/t/mlflow.db", CONFIG, "9.0", **INVOKED)
     run_job(results, "a", metrics=({"accuracy": 50.0}, {"accuracy": 75.0}))
     run_job(results, "b")
     mark_ended(results)
 
-    assert tracking.load(results) == {"invocations": 1, "jobs": 2, "waiting": 0}
-    assert tracking.load(results) == {"invocations": 0, "jobs": 0, "waiting": 0}
+    assert load(results) == {"invocations": 1, "jobs": 2, "waiting": 0}
+    assert load(results) == {"invocations": 0, "jobs": 0, "waiting": 0}
     runs = mlflow_runs(results)
     [parent] = [r for r in runs if "memrl.invocation.parent" in runs[r]["tags"]]
     assert re.fullmatch(r"t \d\d-\d\d \d\d:\d\d table3", runs[parent]["name"])  # start, targets
@@ -185,19 +199,19 @@ def test_one_parent_per_invocation_one_child_per_job_and_loading_twice_adds_noth
     artifacts = results / "mlartifacts"
     assert list(artifacts.rglob("a.json")) and list(artifacts.rglob("log/a.log"))
     assert "pkg.mlflow" in a["tags"] and a["tags"]["accelerator"]
-    record_ids = json.loads((results / "provenance" / tracking.RUNS_FILE).read_text())
+    record_ids = json.loads((results / "provenance" / RUNS_FILE).read_text())
     assert sorted(record_ids.values()) == sorted(r for r in runs if r != parent)
 
 
 def test_a_damaged_line_is_skipped_by_the_load_and_marked_on_its_run(results, caplog):
-    tracking.start_invocation(results, "sqlite:///results/t/mlflow.db", CONFIG, "9.0", **INVOKED)
+    start_invocation(results, "sqlite:///results/t/mlflow.db", CONFIG, "9.0", **INVOKED)
     path = run_job(results, "a", metrics=({"accuracy": 50.0}, {"accuracy": 75.0}))
     lines = path.read_bytes().split(b"\n")
     lines[1] = b'{"event": "metrics", "values": {"accuracy": \xff}}'  # not UTF-8, not the last
     path.write_bytes(b"\n".join(lines))
     run_job(results, "b")
     mark_ended(results)
-    assert tracking.load(results) == {"invocations": 1, "jobs": 2, "waiting": 0}
+    assert load(results) == {"invocations": 1, "jobs": 2, "waiting": 0}
     assert f"skipped damaged provenance lines: {path}:2: not UTF-8 at byte" in caplog.text
     [a] = [run for run in mlflow_runs(results).values() if run["name"] == "rule_a a"]
     assert a["metrics"] == {**a["metrics"], ("accuracy", 1): 75.0}  # the rest is loaded
@@ -208,23 +222,25 @@ def test_a_damaged_line_is_skipped_by_the_load_and_marked_on_its_run(results, ca
 def test_a_job_run_names_the_runs_that_made_its_inputs_and_the_parent_keeps_diff_and_log(
     results, monkeypatch
 ):
-    monkeypatch.setattr(tracking, "git_state", lambda: {"git.commit": "c0", "git.dirty": "true"})
-    monkeypatch.setattr(tracking, "git_diff", lambda: "--- a/x\n+++ b/x\n")
-    tracking.start_invocation(results, "sqlite:///results/t/mlflow.db", CONFIG, "9.0", **INVOKED)
-    monkeypatch.setenv(tracking.ENV_GIT_DIFF, os.environ[tracking.ENV_GIT_DIFF])
+    monkeypatch.setattr(
+        "memrl.tracking.invocation.git_state", lambda: {"git.commit": "c0", "git.dirty": "true"}
+    )
+    monkeypatch.setattr("memrl.tracking.invocation.git_diff", lambda: "--- a/x\n+++ b/x\n")
+    start_invocation(results, "sqlite:///results/t/mlflow.db", CONFIG, "9.0", **INVOKED)
+    monkeypatch.setenv(ENV_GIT_DIFF, os.environ[ENV_GIT_DIFF])
     run_job(results, "a")
     out = results / "out/a.json"
     for reader in ("r", "s"):
         (results / f"logs/rule_{reader}").mkdir()
-    with tracking.job_run("rule_r", {}, {}, [out], [], results / "logs/rule_r/r.log"):
+    with job_run("rule_r", {}, {}, [out], [], results / "logs/rule_r/r.log"):
         pass
     out.write_text('{"changed": 1}')  # a later write: the next reader's input has no producer
-    with tracking.job_run("rule_s", {}, {}, [out], [], results / "logs/rule_s/s.log"):
+    with job_run("rule_s", {}, {}, [out], [], results / "logs/rule_s/s.log"):
         pass
     snakemake_log = results / "snakemake.log"
     snakemake_log.write_text("Finished jobs\n")
     # Snakemake 9's handlers get `log` as a list; the load runs in a subprocess
-    tracking.end_invocation(results, succeeded=True, snakemake_log=[str(snakemake_log)])
+    end_invocation(results, succeeded=True, snakemake_log=[str(snakemake_log)])
     runs = mlflow_runs(results)
     by_name = {run["name"]: run_id for run_id, run in runs.items()}
     experiment = "1"
@@ -244,13 +260,13 @@ def test_a_job_run_names_the_runs_that_made_its_inputs_and_the_parent_keeps_diff
 
 
 def test_a_killed_job_waits_while_its_invocation_runs_and_then_loads_as_killed(results):
-    tracking.start_invocation(results, "sqlite:///results/t/mlflow.db", CONFIG, "9.0", **INVOKED)
+    start_invocation(results, "sqlite:///results/t/mlflow.db", CONFIG, "9.0", **INVOKED)
     path = run_job(results, "a")
     lines = path.read_text().splitlines()
     path.write_text("\n".join(line for line in lines if '"end"' not in line) + "\n")
-    assert tracking.load(results)["waiting"] == 1
+    assert load(results)["waiting"] == 1
     mark_ended(results, "FAILED")
-    assert tracking.load(results)["jobs"] == 1
+    assert load(results)["jobs"] == 1
     runs = mlflow_runs(results).values()
     [job] = [r for r in runs if r["name"] == "rule_a a"]
     [parent] = [r for r in runs if "memrl.invocation.parent" in r["tags"]]  # closed now
@@ -258,7 +274,7 @@ def test_a_killed_job_waits_while_its_invocation_runs_and_then_loads_as_killed(r
 
 
 def test_a_job_that_logs_to_mlflow_itself_gets_a_live_run_that_the_loader_adopts(results):
-    tracking.start_invocation(results, "sqlite:///results/t/mlflow.db", CONFIG, "9.0", **INVOKED)
+    start_invocation(results, "sqlite:///results/t/mlflow.db", CONFIG, "9.0", **INVOKED)
     seen = {}
 
     def launch(record):
@@ -267,7 +283,7 @@ def test_a_job_that_logs_to_mlflow_itself_gets_a_live_run_that_the_loader_adopts
 
     run_job(results, "train", body=launch)
     assert Path(seen["MLFLOW_TRACKING_URI"].removeprefix("sqlite:///")).is_absolute()
-    tracking.end_invocation(results, succeeded=True)  # marks the end, loads in a subprocess
+    end_invocation(results, succeeded=True)  # marks the end, loads in a subprocess
     runs = mlflow_runs(results)
     assert len(runs) == 2  # the parent and the adopted live run, nothing else
     assert runs[seen["MLFLOW_RUN_ID"]]["name"] == "rule_train train"
@@ -275,7 +291,7 @@ def test_a_job_that_logs_to_mlflow_itself_gets_a_live_run_that_the_loader_adopts
 
 def test_tracking_off_writes_nothing(results, monkeypatch):
     monkeypatch.setenv("MEMRL_TRACKING", "off")
-    assert tracking.start_invocation(results, "sqlite:///x.db", CONFIG, "9.0", **INVOKED) is None
+    assert start_invocation(results, "sqlite:///x.db", CONFIG, "9.0", **INVOKED) is None
     path = run_job(results, "a")
     assert not path.exists() and not (results / "provenance").exists()
 
@@ -290,16 +306,16 @@ def dead_process(invocation_file: Path, pid: int) -> None:
 def test_a_killed_invocation_and_its_live_runs_are_closed_as_killed_by_the_next_load(
     results, exited_pid
 ):
-    tracking.start_invocation(results, "sqlite:///results/t/mlflow.db", CONFIG, "9.0", **INVOKED)
+    start_invocation(results, "sqlite:///results/t/mlflow.db", CONFIG, "9.0", **INVOKED)
     seen = {}
     path = run_job(results, "train", body=lambda record: seen.update(record.child_env()))
     lines = path.read_text().splitlines()  # the job was killed with its invocation
     path.write_text("\n".join(line for line in lines if '"end"' not in line) + "\n")
-    assert tracking.load(results)["waiting"] == 1  # its Snakemake process (this one) is alive
+    assert load(results)["waiting"] == 1  # its Snakemake process (this one) is alive
     assert mlflow_runs(results)[seen["MLFLOW_RUN_ID"]]["status"] == "RUNNING"
     [invocation] = (results / "provenance").glob("*.json")
     dead_process(invocation, exited_pid)
-    assert tracking.load(results)["jobs"] == 1
+    assert load(results)["jobs"] == 1
     runs = mlflow_runs(results)
     assert {r["status"] for r in runs.values()} == {"KILLED"}  # the parent and the live run
     assert json.loads(invocation.read_text())["status"] == "KILLED"
@@ -308,21 +324,21 @@ def test_a_killed_invocation_and_its_live_runs_are_closed_as_killed_by_the_next_
 def test_a_moved_results_directory_reads_and_writes_its_own_records_store_and_artifacts(
     results, tmp_path, caplog
 ):
-    tracking.start_invocation(results, "sqlite:///results/t/mlflow.db", CONFIG, "9.0", **INVOKED)
+    start_invocation(results, "sqlite:///results/t/mlflow.db", CONFIG, "9.0", **INVOKED)
     run_job(results, "a")
     mark_ended(results)
-    tracking.load(results)
+    load(results)
     moved = tmp_path / "elsewhere/t"
     shutil.copytree(results, moved)
     shutil.rmtree(tmp_path / "results")  # the original is gone
     out = moved / "out/a.json"
     (moved / "logs/rule_r").mkdir()
     (moved / "logs/rule_r/r.log").write_text("job log\n")
-    with tracking.job_run("rule_r", {}, {}, [out], [], moved / "logs/rule_r/r.log"):
+    with job_run("rule_r", {}, {}, [out], [], moved / "logs/rule_r/r.log"):
         pass  # a job of a new invocation reads the copy's file
     os.chdir(tmp_path / "elsewhere")  # anywhere: the store is found in the directory itself
-    caplog.set_level("INFO", logger=tracking.log.name)
-    assert tracking.load(moved)["jobs"] == 1  # no --uri
+    caplog.set_level("INFO", logger="memrl.tracking")
+    assert load(moved)["jobs"] == 1  # no --uri
     assert "records written in " + str(tmp_path / "results/t") in caplog.text
     assert not (tmp_path / "results").exists()  # nothing was written where the original lay
     db = sqlite3.connect(moved / "mlflow.db")
@@ -331,7 +347,7 @@ def test_a_moved_results_directory_reads_and_writes_its_own_records_store_and_ar
     uris = {name: uri for name, uri in db.execute("select name, artifact_uri from runs")}
     assert all(uri.startswith("mlartifacts/") for uri in uris.values()) and len(uris) == 3
     assert list((moved / "mlartifacts").rglob("log/r.log"))  # the new job's, beside the copy
-    [record] = [r for r in tracking.records_under(moved) if r["rule"] == "rule_a"]
+    [record] = [r for r in records_under(moved) if r["rule"] == "rule_a"]
     assert record["outputs"] == {str(out): ANY} and record["log"].startswith(str(moved))
     readers = mlflow_runs(moved)
     note = next(r for r in readers.values() if r["name"] == "rule_r r")["tags"][notes.NOTE_TAG]
@@ -343,7 +359,7 @@ def test_a_copy_of_a_run_recorded_before_invocations_said_where_loads_into_its_o
 ):
     """Invocation records of older runs hold only the configured URI (relative to where the
     pipeline ran): the default one is the run's own store, wherever its directory lies now."""
-    tracking.start_invocation(results, "sqlite:///results/t/mlflow.db", CONFIG, "9.0", **INVOKED)
+    start_invocation(results, "sqlite:///results/t/mlflow.db", CONFIG, "9.0", **INVOKED)
     run_job(results, "a")
     mark_ended(results)
     [path] = (results / "provenance").glob("*.json")
@@ -353,18 +369,18 @@ def test_a_copy_of_a_run_recorded_before_invocations_said_where_loads_into_its_o
     shutil.copytree(results, copy)
     shutil.rmtree(tmp_path / "results")
     os.chdir(tmp_path / "archive")
-    assert tracking.load(copy)["jobs"] == 1
+    assert load(copy)["jobs"] == 1
     assert (copy / "mlflow.db").is_file() and not (tmp_path / "archive/results").exists()
 
 
 def test_a_record_moved_away_from_its_log_is_named_with_the_fix(results, caplog):
-    tracking.start_invocation(results, "sqlite:///results/t/mlflow.db", CONFIG, "9.0", **INVOKED)
+    start_invocation(results, "sqlite:///results/t/mlflow.db", CONFIG, "9.0", **INVOKED)
     path = run_job(results, "a")
     elsewhere = results / "logs/other" / path.name
     elsewhere.parent.mkdir()
     path.rename(elsewhere)
     damaged: list[str] = []
-    assert tracking.records_under(results, damaged) == []
+    assert records_under(results, damaged) == []
     assert damaged == [f"{elsewhere}: its job logged to {results}/logs/rule_a/a.log (moved "
                        "away from its log: put it back beside it)"]  # fmt: skip
     assert "put each back beside its log" in caplog.text
@@ -378,7 +394,7 @@ def test_concurrent_loads_of_one_results_directory_create_each_run_once(results,
 
     from mlflow_server import mlflow_server
 
-    tracking.start_invocation(results, "sqlite:///results/t/mlflow.db", CONFIG, "9.0", **INVOKED)
+    start_invocation(results, "sqlite:///results/t/mlflow.db", CONFIG, "9.0", **INVOKED)
     for i in range(12):
         run_job(results, f"j{i}")
     mark_ended(results)
@@ -399,12 +415,12 @@ def test_concurrent_loads_of_one_results_directory_create_each_run_once(results,
             )
             for _ in range(2)
         ]
-        outputs = [load.communicate(timeout=300)[0] for load in loads]
-        assert [load.returncode for load in loads] == [0, 0], outputs
+        outputs = [process.communicate(timeout=300)[0] for process in loads]
+        assert [process.returncode for process in loads] == [0, 0], outputs
         import mlflow
 
         client = mlflow.MlflowClient(uri)
-        experiment = client.get_experiment_by_name(tracking.EXPERIMENT).experiment_id
+        experiment = client.get_experiment_by_name(EXPERIMENT).experiment_id
         runs = client.search_runs([experiment], max_results=1000)
     records = [run.data.tags.get("memrl.record") for run in runs]
     assert len(runs) == 13 and len(set(records)) == 13  # 12 jobs and the pipeline's run
@@ -414,7 +430,7 @@ def test_concurrent_loads_of_one_results_directory_create_each_run_once(results,
 def test_a_killed_attempt_reaches_mlflow_after_its_job_is_rerun(results):
     """The rerun of a killed job used to delete the killed attempt's record: it now loads as a
     KILLED run beside the rerun's FINISHED one."""
-    tracking.start_invocation(results, "sqlite:///results/t/mlflow.db", CONFIG, "9.0", **INVOKED)
+    start_invocation(results, "sqlite:///results/t/mlflow.db", CONFIG, "9.0", **INVOKED)
 
     def killed(record):
         raise KeyboardInterrupt
@@ -423,30 +439,30 @@ def test_a_killed_attempt_reaches_mlflow_after_its_job_is_rerun(results):
         run_job(results, "a", body=killed)
     run_job(results, "a")
     mark_ended(results)
-    assert tracking.load(results)["jobs"] == 2
+    assert load(results)["jobs"] == 2
     statuses = sorted(r["status"] for r in mlflow_runs(results).values() if r["name"] == "rule_a a")
     assert statuses == ["FINISHED", "KILLED"]
 
 
 def test_the_commit_is_unknown_with_the_reason_where_git_cannot_answer(tmp_path, monkeypatch):
-    monkeypatch.delenv(tracking.ENV_GIT_COMMIT, raising=False)
-    state = tracking.git_state(tmp_path)  # not a checkout
+    monkeypatch.delenv(ENV_GIT_COMMIT, raising=False)
+    state = git_state(tmp_path)  # not a checkout
     assert state["git.commit"] == "unknown" and "not a git checkout" in state["git.unknown_reason"]
     monkeypatch.setenv("PATH", str(tmp_path))  # no git at all, as in a minimal image
-    state = tracking.git_state()
+    state = git_state()
     assert state == {
         "git.commit": "unknown",
         "git.dirty": "unknown",
         "git.unknown_reason": "no git here",
     }
-    assert tracking.commit_text() == "commit unknown (no git here)"
-    monkeypatch.setenv(tracking.ENV_GIT_COMMIT, "0123456789abcdef")  # the invocation's, exported
-    monkeypatch.setenv(tracking.ENV_GIT_DIRTY, "false")
-    assert tracking.commit_text() == "commit 0123456789ab"
+    assert commit_text() == "commit unknown (no git here)"
+    monkeypatch.setenv(ENV_GIT_COMMIT, "0123456789abcdef")  # the invocation's, exported
+    monkeypatch.setenv(ENV_GIT_DIRTY, "false")
+    assert commit_text() == "commit 0123456789ab"
 
 
 def test_a_checkout_with_its_virtualenvs_symlinked_is_not_dirty(repo, tmp_path, monkeypatch):
-    monkeypatch.delenv(tracking.ENV_GIT_COMMIT, raising=False)
+    monkeypatch.delenv(ENV_GIT_COMMIT, raising=False)
     checkout = tmp_path / "checkout"
     checkout.mkdir()
     shutil.copy(repo / ".gitignore", checkout / ".gitignore")
@@ -457,4 +473,4 @@ def test_a_checkout_with_its_virtualenvs_symlinked_is_not_dirty(repo, tmp_path, 
     for name in (".venv", ".venv-verl", ".venv-vllm"):  # e.g. on a faster disk
         (tmp_path / name).mkdir()
         (checkout / name).symlink_to(tmp_path / name)
-    assert tracking.git_state(checkout)["git.dirty"] == "false"
+    assert git_state(checkout)["git.dirty"] == "false"

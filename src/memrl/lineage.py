@@ -1,9 +1,9 @@
 """`memrl lineage PATH`: the jobs that made a file, back to the raw downloads and base models.
 
-Every job's provenance record (memrl.tracking) names the digests of what it read and wrote,
-computed the same way by the producer and by every reader (memrl.digests). From a file's current
-digest this walks producer → its inputs → their producers, until it reaches inputs no job of
-the run wrote (data and models fetched from outside, packaged fixtures). Each job is shown
+Every job's provenance record (memrl.tracking.record) names the digests of what it read and
+wrote, computed the same way by the producer and by every reader (memrl.digests). From a file's
+current digest this walks producer → its inputs → their producers, until it reaches inputs no
+job of the run wrote (data and models fetched from outside, packaged fixtures). Each job is shown
 once, with its record, its MLflow run (once the records were loaded), the commit and the
 software it ran on; a job reached again is shown as `(above)`.
 """
@@ -19,10 +19,12 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from memrl import tracking
 from memrl.data.io import read_json
 from memrl.digests import file_digest
 from memrl.mlflow_notes import job_run_name, short_digest, shown_path
+from memrl.tracking.invocation import invocations_dir
+from memrl.tracking.loader import RUNS_FILE
+from memrl.tracking.results_dir import absolute, producer_index, producers_of, records_under
 
 SHOWN_TAGS = ("git.commit", "git.dirty", "host", "accelerator", "pkg.torch", "pkg.transformers")
 SHOWN_TAGS += ("pkg.vllm", "pkg.verl", "env.lock.digest", "container.image", "container.digest")
@@ -31,7 +33,7 @@ SHOWN_TAGS += ("pkg.vllm", "pkg.verl", "env.lock.digest", "container.image", "co
 def results_of(path: Path) -> Path:
     """The results directory a path lies in: the nearest parent holding `provenance/`."""
     for parent in [path, *path.parents]:
-        if tracking.invocations_dir(parent).is_dir():
+        if invocations_dir(parent).is_dir():
             return parent
     raise SystemExit(f"{path}: not inside a results directory (no provenance/ above it)")
 
@@ -45,7 +47,7 @@ def lineage(
     `damaged` (record lines that could not be read: a producer may be among them).
     A file changed since its producer wrote it has no producer; `rewritten` names who wrote
     the path last, with that digest."""
-    index = tracking.producer_index(records)
+    index = producer_index(records)
     target = os.path.normpath(os.path.abspath(path))
     digest = file_digest(path)
     producer = index.get((target, digest))
@@ -63,11 +65,11 @@ def lineage(
         if record["record"] in graph["jobs"]:
             continue
         inputs = {}
-        for name, source in tracking.producers_of(record, index).items():
-            absolute = tracking.absolute(record, name)
-            inputs[absolute] = {"digest": record["inputs"][name], "producer": _id(source)}
+        for name, source in producers_of(record, index).items():
+            input_path = absolute(record, name)
+            inputs[input_path] = {"digest": record["inputs"][name], "producer": _id(source)}
             if source is None:
-                graph["sources"][absolute] = record["inputs"][name]
+                graph["sources"][input_path] = record["inputs"][name]
             else:
                 pending.append(source)
         graph["jobs"][record["record"]] = {**_job(record), "inputs": inputs}
@@ -159,8 +161,8 @@ def main(argv: list[str] | None = None) -> None:
         raise SystemExit(f"{args.path}: no such file or directory")
     results = results_of(args.path.resolve())
     damaged: list[str] = []
-    graph = lineage(args.path, tracking.records_under(results, damaged), damaged)
-    runs_file = tracking.invocations_dir(results) / tracking.RUNS_FILE
+    graph = lineage(args.path, records_under(results, damaged), damaged)
+    runs_file = invocations_dir(results) / RUNS_FILE
     runs = read_json(runs_file) if runs_file.is_file() else {}
     if args.json:
         print(json.dumps({**graph, "runs": runs}, indent=1))

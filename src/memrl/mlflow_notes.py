@@ -1,5 +1,5 @@
 """What a person reads in MLflow's UI: run names and run descriptions (Markdown, which the UI
-renders on each run's page), built from the provenance records (memrl.tracking).
+renders on each run's page), built from the provenance records (memrl.tracking.record).
 
 A job's run is named `<rule> <wildcards as its log path spells them>` (`evaluate
 ruler_hqa/memagent-7b/50`); its description lists the files it read, each with a link to the run
@@ -84,7 +84,7 @@ def job_description(
 ) -> str:
     """A job run's description: what it is, then its inputs (each linked to the run that made
     that content, or marked as a source) and outputs with digests. `producers`: input path ->
-    the producing record (memrl.tracking.producers_of); `runs`: record id -> run id."""
+    the producing record (memrl.tracking.results_dir.producers_of); `runs`: record id -> run id."""
     status = record.get("status", "KILLED")
     facts = [status]
     if "wall_s" in record:

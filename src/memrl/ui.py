@@ -13,8 +13,8 @@ import os
 import sys
 from pathlib import Path
 
-from memrl import tracking
 from memrl.mlflow_notes import experiment_link
+from memrl.tracking.store import experiment_id
 
 
 def address(host: str, port: int, experiment: str) -> str:
@@ -33,7 +33,7 @@ def prepare(results: Path) -> str:
     import mlflow
 
     uri = f"sqlite:///{database.resolve()}"
-    return tracking.experiment_id(mlflow.MlflowClient(uri), uri)
+    return experiment_id(mlflow.MlflowClient(uri), uri)
 
 
 def main(argv: list[str] | None = None) -> None:

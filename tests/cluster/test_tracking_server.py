@@ -18,7 +18,8 @@ import pytest
 from mlflow_server import mlflow_server
 from slurm_jobs import CONTROLLER_IP, NODE_IP, finished, run, sbatch
 
-from memrl import tracking
+from memrl.tracking.invocation import ENV_INVOCATION, now_ms, start_invocation
+from memrl.tracking.store import EXPERIMENT
 
 pytestmark = pytest.mark.cluster
 
@@ -29,12 +30,12 @@ LIVE_JOB = """
 import sys
 from pathlib import Path
 import mlflow
-from memrl import tracking
+from memrl.tracking.record import job_run
 results, name = Path(sys.argv[1]), sys.argv[2]
 log = results / "logs" / "train" / f"{name}.log"
 log.parent.mkdir(parents=True, exist_ok=True)
 log.write_text("training log\\n")
-with tracking.job_run("train", {"job": name}, {"lr": 1e-6}, [], [], log) as record:
+with job_run("train", {"job": name}, {"lr": 1e-6}, [], [], log) as record:
     env = record.child_env()
     client = mlflow.MlflowClient(env["MLFLOW_TRACKING_URI"])
     for step in range(3):
@@ -51,10 +52,10 @@ def server(tmp_path_factory):
 
 def start_pipeline(results: Path, uri: str, i: int, monkeypatch) -> str:
     """What Snakemake's onstart does: the invocation record and the jobs' environment."""
-    invocation = tracking.start_invocation(
+    invocation = start_invocation(
         results, uri, {"run": f"t{i}", "seed": i}, "9.0", ["snakemake"], []
     )
-    for key in ("MLFLOW_TRACKING_URI", tracking.ENV_INVOCATION):
+    for key in ("MLFLOW_TRACKING_URI", ENV_INVOCATION):
         monkeypatch.setenv(key, os.environ[key])  # restored after the test
     return invocation
 
@@ -62,7 +63,7 @@ def start_pipeline(results: Path, uri: str, i: int, monkeypatch) -> str:
 def end_pipeline(results: Path) -> None:
     [path] = (results / "provenance").glob("*.json")
     info = json.loads(path.read_text())
-    path.write_text(json.dumps({**info, "end_ms": tracking.now_ms(), "status": "FINISHED"}))
+    path.write_text(json.dumps({**info, "end_ms": now_ms(), "status": "FINISHED"}))
 
 
 def run_all(commands: list[list[str]], env: dict[str, str] | None = None) -> None:
@@ -127,7 +128,7 @@ def pipelines_log_and_load(server: str, work: Path, monkeypatch, run_jobs) -> No
     import mlflow
 
     client = mlflow.MlflowClient(server)
-    experiment = client.get_experiment_by_name(tracking.EXPERIMENT).experiment_id
+    experiment = client.get_experiment_by_name(EXPERIMENT).experiment_id
     runs = client.search_runs([experiment], max_results=1000)
     parents = {
         r.data.tags["memrl.invocation.parent"]: r

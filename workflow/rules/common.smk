@@ -14,7 +14,8 @@ from snakemake.settings.types import DeploymentMethod
 
 from memrl import config as cfg
 from memrl.benchmarks import EVAL_BENCHMARKS, benchmark, custom
-from memrl import locks, settings_files, slurm, tracking
+from memrl import locks, settings_files, slurm
+from memrl.tracking.invocation import end_invocation, start_invocation
 
 # A run killed by SIGKILL leaves Snakemake's lock; the plain command resumes (memrl.locks).
 if not workflow.remote_exec:
@@ -86,7 +87,7 @@ onstart:
             f"infer_venv {venv}: no bin/memrl there; build it with make vllm-env"
         )
     locks.record_lock_holder()
-    tracking.start_invocation(
+    start_invocation(
         Path(R),
         cfg.tracking_uri(config),
         config,
@@ -97,11 +98,11 @@ onstart:
 
 
 onsuccess:
-    tracking.end_invocation(Path(R), succeeded=True, snakemake_log=log)
+    end_invocation(Path(R), succeeded=True, snakemake_log=log)
 
 
 onerror:
-    tracking.end_invocation(Path(R), succeeded=False, snakemake_log=log)
+    end_invocation(Path(R), succeeded=False, snakemake_log=log)
 
 
 def as_json(value):

@@ -8,12 +8,12 @@ import json
 import statistics
 from typing import Any
 
-from memrl import tracking
 from memrl.jobs.common import build_engine, log, require_rows
 from memrl.models import load_counting_tokenizer, load_tokenizer
+from memrl.tracking.record import JobRecord
 
 
-def cmd_download_data(args: argparse.Namespace, run: tracking.JobRecord) -> None:
+def cmd_download_data(args: argparse.Namespace, run: JobRecord) -> None:
     from memrl.data.io import write_json_atomic
     from memrl.data.sources import fetch_file
 
@@ -22,7 +22,7 @@ def cmd_download_data(args: argparse.Namespace, run: tracking.JobRecord) -> None
     run.log_metrics({"bytes": entry["bytes"]})
 
 
-def cmd_download_model(args: argparse.Namespace, run: tracking.JobRecord) -> None:
+def cmd_download_model(args: argparse.Namespace, run: JobRecord) -> None:
     from memrl.data.io import write_json_atomic
     from memrl.data.sources import fetch_model
 
@@ -31,7 +31,7 @@ def cmd_download_model(args: argparse.Namespace, run: tracking.JobRecord) -> Non
     log.info("model ready in %s (%d files)", args.out, len(entry["files"]))
 
 
-def cmd_synthesize(args: argparse.Namespace, run: tracking.JobRecord) -> None:
+def cmd_synthesize(args: argparse.Namespace, run: JobRecord) -> None:
     from memrl.data.hotpotqa import build_pool, load_hotpotqa, question_records
     from memrl.data.io import write_jsonl_atomic
     from memrl.data.ruler_hqa import build_split
@@ -60,7 +60,7 @@ def cmd_synthesize(args: argparse.Namespace, run: tracking.JobRecord) -> None:
         run.log_metrics({f"{out.stem}.rows": len(rows), f"{out.stem}.pool": len(pool)})
 
 
-def cmd_filter(args: argparse.Namespace, run: tracking.JobRecord) -> None:
+def cmd_filter(args: argparse.Namespace, run: JobRecord) -> None:
     from memrl.data.filter import filter_questions
     from memrl.data.io import read_jsonl, write_json_atomic, write_jsonl_atomic
     from memrl.engines.base import SamplingParams
@@ -91,7 +91,7 @@ def cmd_filter(args: argparse.Namespace, run: tracking.JobRecord) -> None:
     write_json_atomic(args.report, report)
 
 
-def cmd_hqa_pool(args: argparse.Namespace, run: tracking.JobRecord) -> None:
+def cmd_hqa_pool(args: argparse.Namespace, run: JobRecord) -> None:
     """The dev pool every RULER-HQA eval set draws from, each document counted once."""
     from memrl.data.hotpotqa import load_hotpotqa
     from memrl.data.ruler_hqa import build_doc_pool, write_pool
@@ -101,7 +101,7 @@ def cmd_hqa_pool(args: argparse.Namespace, run: tracking.JobRecord) -> None:
     run.log_metrics({"docs": len(pool.docs), "tokens": int(pool.tokens.sum())})
 
 
-def cmd_eval_set(args: argparse.Namespace, run: tracking.JobRecord) -> None:
+def cmd_eval_set(args: argparse.Namespace, run: JobRecord) -> None:
     from memrl.data.io import read_jsonl, write_jsonl_atomic
     from memrl.data.ruler_hqa import build_eval_sets, read_pool
 
@@ -125,7 +125,7 @@ def cmd_eval_set(args: argparse.Namespace, run: tracking.JobRecord) -> None:
     run.log_metrics({"rows": len(rows), "mean_tokens": sum(tokens) / max(1, len(tokens))})
 
 
-def cmd_official_questions(args: argparse.Namespace, run: tracking.JobRecord) -> None:
+def cmd_official_questions(args: argparse.Namespace, run: JobRecord) -> None:
     """MemAgent's released filtered questions of one split (hotpotqa_{train,dev}.parquet) as
     the rows the filter would have written: no filter job runs."""
     from memrl.data.io import write_jsonl_atomic
@@ -136,7 +136,7 @@ def cmd_official_questions(args: argparse.Namespace, run: tracking.JobRecord) ->
     run.log_metrics({"rows": len(rows)})
 
 
-def cmd_custom_set(args: argparse.Namespace, run: tracking.JobRecord) -> None:
+def cmd_custom_set(args: argparse.Namespace, run: JobRecord) -> None:
     """One dataset of one's own, checked row by row (memrl.data.custom) and written as the
     evaluation's rows, each tagged with the dataset's metric."""
     from memrl.data.custom import CustomDataError, context_words, read_custom_rows
@@ -151,7 +151,7 @@ def cmd_custom_set(args: argparse.Namespace, run: tracking.JobRecord) -> None:
     run.log_metrics({"rows": len(rows), "mean_context_words": context_words(rows)})
 
 
-def cmd_official_eval_set(args: argparse.Namespace, run: tracking.JobRecord) -> None:
+def cmd_official_eval_set(args: argparse.Namespace, run: JobRecord) -> None:
     """MemAgent's released RULER-HQA set at one document count (eval_{N}.json) as our rows:
     checked, its contexts resolved in the dev pool, its tokens counted."""
     from memrl.data.io import write_jsonl_atomic
@@ -168,7 +168,7 @@ def cmd_official_eval_set(args: argparse.Namespace, run: tracking.JobRecord) -> 
     run.log_metrics({"rows": len(rows), "mean_tokens": sum(tokens) / len(tokens)})
 
 
-def cmd_ruler_set(args: argparse.Namespace, run: tracking.JobRecord) -> None:
+def cmd_ruler_set(args: argparse.Namespace, run: JobRecord) -> None:
     """One RULER (task, length) set; only the corpus the task needs is read."""
     from memrl.data.essays import load_essay_text
     from memrl.data.hotpotqa import load_hotpotqa
@@ -207,7 +207,7 @@ def cmd_ruler_set(args: argparse.Namespace, run: tracking.JobRecord) -> None:
     )
 
 
-def cmd_stage2_data(args: argparse.Namespace, run: tracking.JobRecord) -> None:
+def cmd_stage2_data(args: argparse.Namespace, run: JobRecord) -> None:
     """Stage II rows: DocQA-RL-1.6K rows that fit max_context_tokens + stage-I rows (data.docqa)."""
     from memrl.data.docqa import load_docqa, mix_stage2
     from memrl.data.io import read_jsonl, write_jsonl_atomic
@@ -227,7 +227,7 @@ def cmd_stage2_data(args: argparse.Namespace, run: tracking.JobRecord) -> None:
     run.log_metrics({**report, **by_source})
 
 
-def cmd_dataset_stats(args: argparse.Namespace, run: tracking.JobRecord) -> None:
+def cmd_dataset_stats(args: argparse.Namespace, run: JobRecord) -> None:
     """Mem-α's dataset statistics (paper Tables 6-8) of one downloaded split, per data source,
     in the QA model's tokens; one record per source, tagged with the split."""
     from memrl.agents.chunking import count_tokens
@@ -248,7 +248,7 @@ def cmd_dataset_stats(args: argparse.Namespace, run: tracking.JobRecord) -> None
         )
 
 
-def cmd_keywords(args: argparse.Namespace, run: tracking.JobRecord) -> None:
+def cmd_keywords(args: argparse.Namespace, run: JobRecord) -> None:
     """Mem-α's Figure 4 step: one data source's keyword golds rebuilt from its original summaries
     by the configured model, each set beside the released list (memrl.data.keywords). Replies
     are kept as they come (a killed job resumes); a request that still fails fails the job."""

@@ -12,11 +12,11 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from memrl import tracking
 from memrl.benchmarks import benchmark
 from memrl.benchmarks.ruler_hqa import pool_documents
 from memrl.digests import file_digest
 from memrl.jobs.common import build_engine, log, require_rows
+from memrl.tracking.record import JobRecord
 
 if TYPE_CHECKING:
     from memrl.systems.base import SystemKind
@@ -31,7 +31,7 @@ def _require_unique_indices(rows: Sequence[dict[str, Any]], path: Path) -> None:
         seen.add(row["index"])
 
 
-def cmd_evaluate(args: argparse.Namespace, run: tracking.JobRecord) -> None:
+def cmd_evaluate(args: argparse.Namespace, run: JobRecord) -> None:
     """One evaluation job (a system on one benchmark at one length, every task: one model load),
     or one shard of it. An unsharded one (`--metrics`) scores itself; shards are scored by
     merge-eval. `--data` holds one eval set per task of the settings, in their order. On a
@@ -83,7 +83,7 @@ def cmd_evaluate(args: argparse.Namespace, run: tracking.JobRecord) -> None:
         partial.unlink(missing_ok=True)  # an empty shard wrote none
 
 
-def cmd_memorize(args: argparse.Namespace, run: tracking.JobRecord) -> None:
+def cmd_memorize(args: argparse.Namespace, run: JobRecord) -> None:
     """The first job of a two-job system on a Mem-α benchmark: its own model reads every
     instance (Mem-α: the policy writes its memory through tool calls; MemAgent: its memory loop,
     then its answers; MEM1: its summary loop); one line per instance, tagged with its source and
@@ -146,7 +146,7 @@ def _run_tasks(
     inputs: list[Path],
     rows_of: Any,
     runner_of: Any,
-    run: tracking.JobRecord,
+    run: JobRecord,
 ) -> tuple[dict[str, list[dict[str, Any]]], list[Path]]:
     """Every task's rows (of this shard) through the shared evaluation loop, each task resuming
     from its own partial file; returns the records per task and the partial files."""
@@ -221,7 +221,7 @@ def _tagged(predictions: dict[str, list[dict[str, Any]]]) -> list[dict[str, Any]
     return [{"task": task, **p} for task, lines in predictions.items() for p in lines]
 
 
-def cmd_merge_eval(args: argparse.Namespace, run: tracking.JobRecord) -> None:
+def cmd_merge_eval(args: argparse.Namespace, run: JobRecord) -> None:
     """Merge an evaluation's shards into its predictions and metrics (per task)."""
     from memrl.data.io import read_jsonl
     from memrl.evaluation import merge_shards
@@ -249,7 +249,7 @@ def _write_predictions_and_metrics(
     predictions: dict[str, list[dict[str, Any]]],
     s: dict[str, Any],
     args: argparse.Namespace,
-    run: tracking.JobRecord,
+    run: JobRecord,
 ) -> None:
     """The job's prediction lines (tagged with their task) and one metrics record per task."""
     from memrl.data.io import write_json_atomic, write_jsonl_atomic

@@ -8,11 +8,11 @@ import os
 from pathlib import Path
 from typing import Any
 
-from memrl import tracking
 from memrl.models import load_tokenizer
+from memrl.tracking.record import JobRecord
 
 
-def cmd_train(args: argparse.Namespace, run: tracking.JobRecord) -> None:
+def cmd_train(args: argparse.Namespace, run: JobRecord) -> None:
     from memrl.data.io import read_jsonl
 
     s = args.settings
@@ -43,7 +43,7 @@ def cmd_train(args: argparse.Namespace, run: tracking.JobRecord) -> None:
     _log_summary(run, summary)
 
 
-def cmd_train_memalpha(args: argparse.Namespace, run: tracking.JobRecord) -> None:
+def cmd_train_memalpha(args: argparse.Namespace, run: JobRecord) -> None:
     """Mem-α GRPO (one run: base, β, γ; the recipe's steps, KL and checkpoint) on the train
     split's configured sources, validated on the validation split's: on verl with the QA model
     served next to it (`--qa-model`, memrl.verl.job.run_memalpha), or on the CPU reference
@@ -140,6 +140,6 @@ def _memalpha_instances(path: Path, sources: list[str], key: str) -> list[dict[s
     return [row for source in sources for row in grouped[source]]
 
 
-def _log_summary(run: tracking.JobRecord, summary: dict[str, Any]) -> None:
+def _log_summary(run: JobRecord, summary: dict[str, Any]) -> None:
     """A run's totals, under `final.` so they do not land on the per-step curves' step 0."""
     run.log_metrics({f"final.{k}": v for k, v in summary.items() if isinstance(v, int | float)})

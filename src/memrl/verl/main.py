@@ -24,7 +24,7 @@ from pathlib import Path
 
 from omegaconf import DictConfig, OmegaConf, open_dict
 
-from memrl.tracking import absolute_uri
+from memrl.tracking.store import absolute_uri
 from memrl.verl.overrides import RESOLVER, package_file
 
 FORWARDED_PREFIXES = ("MLFLOW_", "HF_", "MEMRL_", "VERL_FILE_LOGGER_")

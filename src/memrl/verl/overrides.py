@@ -40,7 +40,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from memrl.tracking import EXPERIMENT
+from memrl.tracking.store import EXPERIMENT
 from memrl.verl import (
     AGENT_LOOP_CONFIG,
     AGENT_NAME,
