@@ -4,15 +4,37 @@ from __future__ import annotations
 
 import copy
 import json
+from pathlib import Path
 
 import pytest
 from docs_pages import docs_text
 
 from memrl import config as cfg
-from memrl import cost
-from memrl.report.flops import published_shape
+from memrl.benchmarks.ruler_hqa import context_tokens
+from memrl.cost import command
+from memrl.cost.actual import actual_rows, render_actual
+from memrl.cost.gpu import MEASURED, prefill_flop_rate
+from memrl.cost.plan import DEFAULT_CONFIG, PlannedJob, config_files, parse_plan
+from memrl.cost.price import Price, price_job
+from memrl.cost.pricing import Pricing, model_shapes
+from memrl.cost.report import COLUMNS, cells, summarise
+from memrl.cost.responses import measured_response_tokens
+from memrl.cost.storage import kept_states
+from memrl.cost.training import memalpha_training_flops, policy_update_flops, training_flops
+from memrl.cost.work import (
+    evaluate_job_work,
+    forward_flops,
+    job_instances,
+    job_questions,
+    lengths,
+    memorize_work,
+    split_instances,
+    work_flops,
+)
+from memrl.report.flops import dense_parameters, published_shape, sequence_flops
+from memrl.scoring.memalpha import JUDGE_TEMPLATE
 from memrl.systems import system_kind
-from memrl.systems.base import InstanceShape
+from memrl.systems.base import InstanceShape, template_tokens
 from memrl.systems.memalpha import ITEM_TOKENS
 
 PLAN = """\
@@ -39,7 +61,7 @@ def paper(repo):
 
 
 def test_the_plan_gives_each_jobs_rule_wildcards_resources_and_settings():
-    train, table = cost.parse_plan(PLAN)
+    train, table = parse_plan(PLAN)
     assert train.rule == "train_stage1" and train.wildcards == {"train_run": "rl-memagent-7b"}
     assert train.resources["gpu"] == "32" and train.resources["slurm_extra"] == "--exclusive"
     assert train.settings == {"steps": 2, "a": "b c"}
@@ -47,25 +69,25 @@ def test_the_plan_gives_each_jobs_rule_wildcards_resources_and_settings():
 
 
 def test_the_rate_is_what_the_measured_prefill_achieved():
-    measured = json.loads(cost.MEASURED.read_text())
-    rate = cost.prefill_flop_rate(measured)
+    measured = json.loads(MEASURED.read_text())
+    rate = prefill_flop_rate(measured)
     # 7B at 8,192 tokens by hand: 2 FLOPs per dense weight per token, causal attention
     shape = published_shape("Qwen/Qwen2.5-7B-Instruct")
-    n, dense = 8192, cost.dense_parameters(shape)
+    n, dense = 8192, dense_parameters(shape)
     by_hand = 2 * dense * n + 2 * n * n * 128 * 28 * 28
-    assert cost.forward_flops(shape, [n]) == pytest.approx(by_hand)
+    assert forward_flops(shape, [n]) == pytest.approx(by_hand)
     point = measured["models"][0]["prefill"][0]
     assert rate == pytest.approx(by_hand / point["seconds"], rel=0.15)
     assert 3e14 < rate < 9.9e14  # below the H200's dense bf16 peak
 
 
 def test_contexts_come_from_the_length_labels(paper):
-    assert cost.hqa_tokens(paper, 50) == 7000 and cost.hqa_tokens(paper, 25600) == 3_500_000
-    assert cost.hqa_tokens(paper, 75) == pytest.approx(75 * 140, rel=0.05)  # between labels
+    assert context_tokens(paper, 50) == 7000 and context_tokens(paper, 25600) == 3_500_000
+    assert context_tokens(paper, 75) == pytest.approx(75 * 140, rel=0.05)  # between labels
     settings = {"benchmark": "longbench", "tasks": ["hotpotqa", "qasper"], "length": 0}
-    assert cost.job_questions(paper, settings) == [(200, 11896), (200, 4705)]
+    assert job_questions(paper, settings) == [(200, 11896), (200, 4705)]
     sharded = {"benchmark": "ruler_hqa", "tasks": ["hqa"], "length": 6400, "shards": 4}
-    assert cost.job_questions(paper, sharded) == [(32, 896000)]
+    assert job_questions(paper, sharded) == [(32, 896000)]
 
 
 def test_each_kind_says_what_one_question_asks_of_the_engine():
@@ -89,32 +111,32 @@ def test_a_training_stage_counts_every_pass_of_every_conversation(paper):
     shape = published_shape("Qwen/Qwen2.5-7B-Instruct")
     # 200 documents, 28K tokens: 6 updates of 8,272 tokens and the final answer's 3,172
     lengths = [8272] * 6 + [3172]
-    backward = cost.sequence_flops(shape, lengths, attention="verl")
+    backward = sequence_flops(shape, lengths, attention="verl")
     passes = backward * (1 + 4 / 3)  # rollout, old policy, reference, recomputation
     expected = 400 * 128 * 16 * passes
-    assert cost.training_flops(paper, settings, shape) == pytest.approx(expected)
-    job = cost.PlannedJob(
+    assert training_flops(paper, settings, shape) == pytest.approx(expected)
+    job = PlannedJob(
         "train_stage1", {"train_run": "rl-memagent-7b"}, {"gpu": "32", "runtime": "5760"}, settings
     )
-    pricing = cost.Pricing.of(paper, 5e14)
-    price = cost.price_job(job, pricing)
+    pricing = Pricing.of(paper, 5e14)
+    price = price_job(job, pricing)
     assert price.estimate_gpu_h == pytest.approx(expected / 5e14 / 3600)
-    on_cpu = cost.price_job(cost.PlannedJob("train_stage1", {}, {"gpu": "0"}, settings), pricing)
+    on_cpu = price_job(PlannedJob("train_stage1", {}, {"gpu": "0"}, settings), pricing)
     assert on_cpu.estimate_gpu_h is None  # no GPU-hours for a job on no GPU
     assert price.allocation_gpu_h == 96 * 32
     # two kept training states and the merged model, 14 and 2 bytes per parameter
-    assert price.checkpoint_gb == pytest.approx(cost.dense_parameters(shape) * 30 / 1e9)
+    assert price.checkpoint_gb == pytest.approx(dense_parameters(shape) * 30 / 1e9)
 
 
 def test_mem_alphas_instances_are_the_papers_tables(paper):
-    published = cost.Pricing.of(paper, RATE).instances
+    published = Pricing.of(paper, RATE).instances
     # Table 8 (MemoryAgentBench), Table 7's decimals, Table 6's LME-Train (Table 7 prints "-")
-    assert cost.split_instances(published, "mab", ["ruler_qa2_421K"]) == [
+    assert split_instances(published, "mab", ["ruler_qa2_421K"]) == [
         (1, InstanceShape(219, 2164, 100), "ruler_qa2_421K")
     ]
     assert published["memalpha"]["hotpotqa"] == [219, 9.2, 1051.6, 17.0]
     assert published["memalpha"]["lme_train"] == [5, 13.4, 1576, 4.0]
-    assert cost.split_instances(published, "mab", ["ruler_qa2_421K", "my_source"]) is None
+    assert split_instances(published, "mab", ["ruler_qa2_421K", "my_source"]) is None
 
 
 def test_each_kind_says_what_one_instance_asks_of_its_models():
@@ -143,70 +165,70 @@ def test_each_kind_says_what_one_instance_asks_of_its_models():
 
 
 def test_an_evaluation_after_a_memorize_job_runs_on_the_qa_model(paper):
-    pricing = cost.Pricing.of(paper, RATE)
+    pricing = Pricing.of(paper, RATE)
     job = cfg.EvalJob("mab", "mem1-7b", 0, ("longmemeval_s*",), 1)
     settings = cfg.eval_settings(paper, job, 0)
-    (n, instance, source), *_ = cost.job_instances(pricing, settings)
+    (n, instance, source), *_ = job_instances(pricing, settings)
     assert (n, instance.questions, source) == (5, 60, "longmemeval_s*")
     answer = (100 + 1024, 2048)  # over MEM1's 1,024-token summary
-    judge = cost.template_tokens(cost.JUDGE_TEMPLATE) + 100 + 2048
+    judge = template_tokens(JUDGE_TEMPLATE) + 100 + 2048
     calls = [answer] * 60 + [(judge, 256)] * 60  # LongMemEval's answers are judged
     qwen3_32b = published_shape("Qwen/Qwen3-32B")
-    expected = 5 * cost.forward_flops(qwen3_32b, cost.lengths(calls))
-    model, work = cost.evaluate_job_work(pricing, settings)
+    expected = 5 * forward_flops(qwen3_32b, lengths(calls))
+    model, work = evaluate_job_work(pricing, settings)
     assert model == "qwen3-32b"
-    assert cost.work_flops(qwen3_32b, work) == pytest.approx(expected)
+    assert work_flops(qwen3_32b, work) == pytest.approx(expected)
     memorize = cfg.memorize_settings(paper, job)
-    price = cost.price_job(cost.PlannedJob("memorize", {}, {"gpu": "1"}, memorize), pricing)
+    price = price_job(PlannedJob("memorize", {}, {"gpu": "1"}, memorize), pricing)
     summaries = [(100 + 1591 + 1024, 1024)] * 219  # 218.6 chunks of 1,591.4 tokens
     seven_b = published_shape("Qwen/Qwen2.5-7B")
     assert price.estimate_gpu_h * RATE * 3600 == pytest.approx(
-        5 * cost.forward_flops(seven_b, cost.lengths(summaries))
+        5 * forward_flops(seven_b, lengths(summaries))
     )
 
 
 def test_mem_alphas_training_counts_rollouts_and_the_qa_models_rewards(paper):
-    pricing = cost.Pricing.of(paper, RATE)
+    pricing = Pricing.of(paper, RATE)
     policy, qa = published_shape("Qwen/Qwen3-4B"), published_shape("Qwen/Qwen3-32B")
     with_judge = cfg.memalpha_train_settings(paper, "memalpha-4b-b0.05-g0.1")
     without = cfg.memalpha_train_settings(paper, "memalpha-4b-b0.05-g0")
     # the same rollouts; γ = 0 leaves r4's content judge out
-    judged = cost.memalpha_training_flops(pricing, with_judge, policy, qa)
-    assert judged > cost.memalpha_training_flops(pricing, without, policy, qa)
+    judged = memalpha_training_flops(pricing, with_judge, policy, qa)
+    assert judged > memalpha_training_flops(pricing, without, policy, qa)
     # one source alone: 85 steps x 32 x 8 rollouts of its instance
     only = {**without, "sources": ["booksum"]}
-    ((_, instance, _),) = cost.split_instances(pricing.instances, "train", ["booksum"])
+    ((_, instance, _),) = split_instances(pricing.instances, "train", ["booksum"])
     rollout = system_kind("memalpha").memorize_calls(only, instance)
     assert len(rollout) == 8 and all(prompt <= 6144 for prompt, _ in rollout)  # 7.8 chunks
     answer = system_kind("memalpha").instance_calls(only, instance)
-    expected = cost.policy_update_flops(policy, rollout, only)
-    expected += cost.forward_flops(qa, cost.lengths(answer))
-    assert cost.memalpha_training_flops(pricing, only, policy, qa) == pytest.approx(
+    expected = policy_update_flops(policy, rollout, only)
+    expected += forward_flops(qa, lengths(answer))
+    assert memalpha_training_flops(pricing, only, policy, qa) == pytest.approx(
         85 * 32 * 8 * expected
     )
 
 
 def test_config_files_follow_snakemakes_order(repo):
-    assert cost.config_files(["--profile", str(repo / "profiles/slurm"), "all"]) == [
+    assert config_files(["--profile", str(repo / "profiles/slurm"), "all"]) == [
         "config/config.yaml"
     ]
     args = ["table1", "--configfile", "a.yaml", "b.yaml", "--cores", "2"]
-    assert cost.config_files(args) == ["a.yaml", "b.yaml"]
-    assert cost.config_files(["all"]) == [cost.DEFAULT_CONFIG]
+    assert config_files(args) == ["a.yaml", "b.yaml"]
+    assert config_files(["all"]) == [DEFAULT_CONFIG]
 
 
 def test_a_missing_profile_or_a_config_directory_is_one_sentence(repo, monkeypatch):
     monkeypatch.chdir(repo)
     with pytest.raises(SystemExit, match=r"--profile profiles/nope: no such profile \(profiles: "):
-        cost.main(["--profile", "profiles/nope", "all"])
-    assert cost.config_files(["--profile", "slurm", "all"]) == ["config/config.yaml"]
+        command.main(["--profile", "profiles/nope", "all"])
+    assert config_files(["--profile", "slurm", "all"]) == ["config/config.yaml"]
     with pytest.raises(SystemExit, match="--configfile config: a directory, not a config file"):
-        cost.main(["--configfile", "config", "all"])
+        command.main(["--configfile", "config", "all"])
 
 
 def test_a_model_is_priced_by_its_downloaded_config_before_its_family(tmp_path, monkeypatch, paper):
     monkeypatch.chdir(tmp_path)
-    shapes = cost.model_shapes(paper)
+    shapes = model_shapes(paper)
     assert shapes["rl-memagent-14b"] == shapes["qwen2.5-14b-instruct"]
     assert shapes["qwen2.5-0.5b-instruct"] is None  # no published shape: no estimate
     downloaded = cfg.model_dir(paper, "qwen2.5-0.5b-instruct")
@@ -214,19 +236,19 @@ def test_a_model_is_priced_by_its_downloaded_config_before_its_family(tmp_path, 
     sizes = {"hidden_size": 896, "intermediate_size": 4864, "num_hidden_layers": 24}
     heads = {"num_attention_heads": 14, "num_key_value_heads": 2, "vocab_size": 151936}
     (downloaded / "config.json").write_text(json.dumps({**sizes, **heads}))
-    shape = cost.model_shapes(paper)["qwen2.5-0.5b-instruct"]
+    shape = model_shapes(paper)["qwen2.5-0.5b-instruct"]
     assert (shape.hidden_size, shape.num_layers, shape.attention_dim) == (896, 24, 64)
 
 
 def test_the_readmes_training_estimates_are_these(repo, paper):
     readme = " ".join(docs_text(repo).split())
-    pricing = cost.Pricing.of(paper, RATE)
+    pricing = Pricing.of(paper, RATE)
     hours = {}
     for run in ("rl-memagent-7b", "rl-memagent-14b"):
         for stage in ("stage1", "stage2"):
             settings = cfg.train_settings(paper, run, stage)
-            job = cost.PlannedJob(f"train_{stage}", {"train_run": run}, {"gpu": "1"}, settings)
-            hours[run, stage] = round(cost.price_job(job, pricing).estimate_gpu_h)
+            job = PlannedJob(f"train_{stage}", {"train_run": run}, {"gpu": "1"}, settings)
+            hours[run, stage] = round(price_job(job, pricing).estimate_gpu_h)
     seven = hours["rl-memagent-7b", "stage1"], hours["rl-memagent-7b", "stage2"]
     fourteen = hours["rl-memagent-14b", "stage1"], hours["rl-memagent-14b", "stage2"]
     assert (
@@ -237,7 +259,7 @@ def test_the_readmes_training_estimates_are_these(repo, paper):
     assert f"on one NVIDIA H200: {RATE / 1e12:.0f} TFLOP/s" in readme
 
 
-RATE = cost.prefill_flop_rate(json.loads(cost.MEASURED.read_text()))
+RATE = prefill_flop_rate(json.loads(MEASURED.read_text()))
 
 
 def test_the_readmes_mem_alpha_training_estimates_are_these(repo, paper):
@@ -245,17 +267,17 @@ def test_the_readmes_mem_alpha_training_estimates_are_these(repo, paper):
 
     def hours(config, run):
         settings = cfg.memalpha_train_settings(config, run)
-        job = cost.PlannedJob("train_memalpha", {}, {"gpu": "1"}, settings)
-        return cost.price_job(job, cost.Pricing.of(config, RATE)).estimate_gpu_h
+        job = PlannedJob("train_memalpha", {}, {"gpu": "1"}, settings)
+        return price_job(job, Pricing.of(config, RATE)).estimate_gpu_h
 
     main, no_content = hours(paper, "memalpha-4b-b0.05-g0.1"), hours(paper, "memalpha-4b-b0.05-g0")
     settings = cfg.memalpha_train_settings(paper, "memalpha-4b-b0.05-g0.1")
-    pricing = cost.Pricing.of(paper, RATE)
-    work = cost.split_instances(pricing.instances, "train", settings["sources"])
+    pricing = Pricing.of(paper, RATE)
+    work = split_instances(pricing.instances, "train", settings["sources"])
     kind, policy = system_kind("memalpha"), published_shape("Qwen/Qwen3-4B")
     rollouts = settings["steps"] * settings["rollout_batch"] * settings["group_size"]
     on_policy = sum(
-        n * cost.policy_update_flops(policy, kind.memorize_calls(settings, instance), settings)
+        n * policy_update_flops(policy, kind.memorize_calls(settings, instance), settings)
         for n, instance, _ in work
     ) / sum(n for n, _, _ in work)
     qa_share = 1 - rollouts * on_policy / RATE / 3600 / main
@@ -273,7 +295,7 @@ def test_the_readmes_mem_alpha_training_estimates_are_these(repo, paper):
 
 def test_the_readmes_gpu_measurements_are_the_packaged_ones(repo):
     readme = " ".join(docs_text(repo).split())
-    measured = json.loads(cost.MEASURED.read_text())
+    measured = json.loads(MEASURED.read_text())
     rates = [point["tokens_per_s"] for model in measured["models"] for point in model["prefill"]]
     assert f"prefill reached {min(rates):,}–{max(rates):,} tokens/s" in readme
     peaks = [model["prefill"][-1]["peak_gb"] for model in measured["models"]]
@@ -283,16 +305,16 @@ def test_the_readmes_gpu_measurements_are_the_packaged_ones(repo):
 
 def test_after_a_run_each_rules_estimate_stands_beside_what_its_jobs_used():
     jobs = [
-        cost.PlannedJob("evaluate", {"system": "a", "length": "50"}, {"gpu": "2"}),
-        cost.PlannedJob("evaluate", {"system": "b", "length": "50"}, {"gpu": "1"}),
-        cost.PlannedJob("evaluate", {"system": "c", "length": "50"}, {"gpu": "1"}),  # never ran
-        cost.PlannedJob("make_table", {"table": "table1"}, {}),
+        PlannedJob("evaluate", {"system": "a", "length": "50"}, {"gpu": "2"}),
+        PlannedJob("evaluate", {"system": "b", "length": "50"}, {"gpu": "1"}),
+        PlannedJob("evaluate", {"system": "c", "length": "50"}, {"gpu": "1"}),  # never ran
+        PlannedJob("make_table", {"table": "table1"}, {}),
     ]
     prices = [
-        cost.Price("evaluate", estimate_gpu_h=1.0, gpu=True),
-        cost.Price("evaluate", estimate_gpu_h=None, gpu=True),  # work not modelled
-        cost.Price("evaluate", estimate_gpu_h=4.0, gpu=True),
-        cost.Price("make_table"),
+        Price("evaluate", estimate_gpu_h=1.0, gpu=True),
+        Price("evaluate", estimate_gpu_h=None, gpu=True),  # work not modelled
+        Price("evaluate", estimate_gpu_h=4.0, gpu=True),
+        Price("make_table"),
     ]
     records = [
         {"rule": "evaluate", "wildcards": {"length": "50", "system": "a"}, "status": "FAILED"}
@@ -304,7 +326,7 @@ def test_after_a_run_each_rules_estimate_stands_beside_what_its_jobs_used():
         {"rule": "make_table", "wildcards": {"table": "table1"}, "status": "FINISHED"}
         | {"wall_s": 36.0, "end_ms": 4},
     ]
-    evaluate, table = cost.actual_rows(jobs, prices, records)
+    evaluate, table = actual_rows(jobs, prices, records)
     assert (evaluate["jobs"], evaluate["ran"]) == (3, 2)
     assert evaluate["wall_h"] == pytest.approx(2.5) and evaluate["actual_gpu_h"] == pytest.approx(
         4.0
@@ -312,24 +334,24 @@ def test_after_a_run_each_rules_estimate_stands_beside_what_its_jobs_used():
     assert evaluate["estimate_gpu_h"] == pytest.approx(1.0)  # of the jobs that ran
     assert evaluate["ratio"] == pytest.approx(3.0)  # 3 GPU-h used where 1 was estimated
     assert (table["ran"], table["actual_gpu_h"], table["ratio"]) == (1, 0.0, None)
-    text = cost.render_actual([evaluate, table], cost.Path("results/paper"))
+    text = render_actual([evaluate, table], Path("results/paper"))
     assert "3.00×" in text and "results/paper" in text
 
 
 def test_a_memalpha_run_keeps_its_last_states_or_one_per_validation():
     last = {"checkpoint": "last", "steps": 85, "verl": {"max_checkpoints": 2}}
     best = {"checkpoint": "best", "steps": 205, "validation": {"every": 50}, "verl": {}}
-    assert cost.kept_states(last) == 2
-    assert cost.kept_states(best) == 5  # steps 50, 100, 150, 200 and the last, 205
-    assert cost.kept_states({"verl": {"max_checkpoints": None}}) == 1  # none set: priced as one
+    assert kept_states(last) == 2
+    assert kept_states(best) == 5  # steps 50, 100, 150, 200 and the last, 205
+    assert kept_states({"verl": {"max_checkpoints": None}}) == 1  # none set: priced as one
 
 
 def test_a_hosted_models_calls_are_counted_and_priced_not_put_on_our_gpus(paper):
-    pricing = cost.Pricing.of(paper, RATE)
+    pricing = Pricing.of(paper, RATE)
     job = cfg.EvalJob("memalpha", "gpt-4.1-mini-memalpha", 0, ("booksum",), 1)
     settings = cfg.memorize_settings(paper, job)
-    price = cost.price_job(cost.PlannedJob("memorize", {}, {"gpu": "0"}, settings), pricing)
-    work = cost.memorize_work(pricing, settings)
+    price = price_job(PlannedJob("memorize", {}, {"gpu": "0"}, settings), pricing)
+    work = memorize_work(pricing, settings)
     calls = sum(n * len(c) for n, c in work)
     tokens_in = sum(n * prompt for n, c in work for prompt, _ in c)
     tokens_out = sum(n * out for n, c in work for _, out in c)
@@ -339,23 +361,21 @@ def test_a_hosted_models_calls_are_counted_and_priced_not_put_on_our_gpus(paper)
     # without a price: counted, left out of the dollars and marked
     unpriced = copy.deepcopy(paper)
     del unpriced["models"]["gpt-4.1-mini"]["price"]
-    bare = cost.price_job(
-        cost.PlannedJob("memorize", {}, {"gpu": "0"}, settings), cost.Pricing.of(unpriced, RATE)
-    )
+    bare = price_job(PlannedJob("memorize", {}, {"gpu": "0"}, settings), Pricing.of(unpriced, RATE))
     assert bare.api.usd is None and bare.api.calls == calls
-    [row] = cost.summarise([bare])
-    shown = dict(zip([title for title, _, _ in cost.COLUMNS], cost.cells(row), strict=True))
+    [row] = summarise([bare])
+    shown = dict(zip([title for title, _, _ in COLUMNS], cells(row), strict=True))
     assert shown["API $"] == "0+" and shown["API calls"] == f"{calls:,}"
     # a hosted model whose calls are not modelled (Mem0's, inside mem0ai): "—+"
-    [mem0] = cost.summarise([cost.Price("evaluate", hosted=True)])
-    assert cost.cells(mem0)[-3:] == ["—", "—", "—+"]
+    [mem0] = summarise([Price("evaluate", hosted=True)])
+    assert cells(mem0)[-3:] == ["—", "—", "—+"]
 
 
 def test_the_keyword_rebuild_is_priced_per_released_instance(repo):
     config = cfg.load_config([repo / "config/config.yaml", repo / "config/keywords.yaml"])
-    pricing = cost.Pricing.of(config, RATE)
+    pricing = Pricing.of(config, RATE)
     settings = cfg.keywords_settings(config, "booksum")
-    price = cost.price_job(cost.PlannedJob("rebuild_keywords", {}, {"gpu": "0"}, settings), pricing)
+    price = price_job(PlannedJob("rebuild_keywords", {}, {"gpu": "0"}, settings), pricing)
     released = sum(pricing.instances[split]["booksum"][0] for split in ("train", "memalpha"))
     assert price.api.calls == released > 0
     assert price.api.output_tokens == released * settings["max_tokens"]
@@ -364,9 +384,9 @@ def test_the_keyword_rebuild_is_priced_per_released_instance(repo):
 
 def test_a_training_estimate_takes_the_response_length_a_run_measured(paper, tmp_path):
     settings = cfg.train_settings(paper, "rl-memagent-7b", "stage1")
-    job = cost.PlannedJob("train_stage1", {}, {"gpu": "32"}, settings)
+    job = PlannedJob("train_stage1", {}, {"gpu": "32"}, settings)
     shape = published_shape("Qwen/Qwen2.5-7B-Instruct")
-    budgets = cost.price_job(job, cost.Pricing.of(paper, RATE, tmp_path))
+    budgets = price_job(job, Pricing.of(paper, RATE, tmp_path))
     assert not budgets.measured  # no run there: the budgets
     out = tmp_path / "checkpoints" / "rl-memagent-7b" / "stage1"
     # verl's logs of a killed run (two attempts, the second repeating step 2)
@@ -379,9 +399,9 @@ def test_a_training_estimate_takes_the_response_length_a_run_measured(paper, tmp
 
     (logs / "attempt-1.jsonl").write_text(line(1, 300) + line(2, 999))
     (logs / "attempt-2.jsonl").write_text(line(2, 500))
-    assert cost.measured_response_tokens(out) == pytest.approx(400)
-    price = cost.price_job(job, cost.Pricing.of(paper, RATE, tmp_path))
-    expected = cost.training_flops(paper, settings, shape, 400)
+    assert measured_response_tokens(out) == pytest.approx(400)
+    price = price_job(job, Pricing.of(paper, RATE, tmp_path))
+    expected = training_flops(paper, settings, shape, 400)
     assert price.measured and price.estimate_gpu_h == pytest.approx(expected / RATE / 3600)
     assert price.estimate_gpu_h < budgets.estimate_gpu_h
     # the CPU trainer's growing file wins over verl's logs; a finished run's over both
@@ -389,9 +409,9 @@ def test_a_training_estimate_takes_the_response_length_a_run_measured(paper, tmp
     partial.mkdir()
     rows = [{"step": 0, "response_tokens": 600, "n_conversations": 3}]  # before the mean was logged
     (partial / "train_metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
-    assert cost.measured_response_tokens(out) == pytest.approx(200)
+    assert measured_response_tokens(out) == pytest.approx(200)
     out.mkdir()
     (out / "train_metrics.jsonl").write_text('{"step": 0, "response_tokens_mean": 128.0}\n')
-    assert cost.measured_response_tokens(out) == pytest.approx(128)
-    [row] = cost.summarise([price])
-    assert cost.cells(row)[4].endswith("*")
+    assert measured_response_tokens(out) == pytest.approx(128)
+    [row] = summarise([price])
+    assert cells(row)[4].endswith("*")

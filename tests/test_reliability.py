@@ -43,8 +43,8 @@ from memrl.engines.served import ServedEngine
 from memrl.engines.vllm import VLLMEngine
 from memrl.evaluation import Task, check_failures, evaluate, load_finished, record, summarize
 from memrl.models.tiny import build_tiny_model
-from memrl.report.cells import load_metrics
 from memrl.report.memalpha_tables import load_memories, load_stats
+from memrl.report.records import load_metrics
 from memrl.report.training_curves import read_training_curve
 from memrl.scoring.extract import extract_answer, extract_boxed, extract_solution
 from memrl.scoring.longbench import score_longbench
@@ -53,7 +53,7 @@ from memrl.scoring.metrics import score_answer_is
 from memrl.scoring.ruler import score_ruler
 from memrl.scoring.verifier import training_reward
 from memrl.secrets import PARTIAL_SECRET_CHARS, REDACTED, RedactingStream, redact
-from memrl.tracking import read_record
+from memrl.tracking.record import read_record
 from memrl.train.memalpha_rewards import content_verdict
 
 pytestmark = pytest.mark.reliability

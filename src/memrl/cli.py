@@ -21,7 +21,6 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 import memrl
-from memrl import tracking
 from memrl.jobs.data import (
     cmd_custom_set,
     cmd_dataset_stats,
@@ -47,13 +46,18 @@ from memrl.jobs.report import (
 )
 from memrl.jobs.train import cmd_train, cmd_train_memalpha
 from memrl.settings_files import read_settings
+from memrl.tracking.invocation import commit_text
+from memrl.tracking.record import JobRecord, job_run
 
-Handler = Callable[[argparse.Namespace, tracking.JobRecord], None]
+Handler = Callable[[argparse.Namespace, JobRecord], None]
 
 # Subcommands a person runs, not Snakemake jobs: their own arguments, no settings, no record.
 TOOLS: dict[str, tuple[str, str]] = {
     "lineage": ("memrl.lineage", "the jobs that made a file, back to the downloads and models"),
-    "cost": ("memrl.cost", "GPU-hours, downloads and checkpoints of a target, before it runs"),
+    "cost": (
+        "memrl.cost.command",
+        "GPU-hours, downloads and checkpoints of a target, before it runs",
+    ),
     "ui": ("memrl.ui", "MLflow's UI on a results directory's store, opened on its runs"),
 }
 
@@ -312,7 +316,7 @@ COMMANDS: dict[str, Command] = {
 def version() -> str:
     """`memrl <version> (commit <short hash>[ with uncommitted changes])`. The version is the source
     tree's own, so `memrl` runs where the package is not installed (images, conda envs)."""
-    return f"memrl {memrl.__version__} ({tracking.commit_text()})"
+    return f"memrl {memrl.__version__} ({commit_text()})"
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -383,7 +387,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     out_paths = command.outputs(args)
     for path in out_paths:
         path.parent.mkdir(parents=True, exist_ok=True)
-    with tracking.job_run(
+    with job_run(
         args.job["rule"],
         args.job["wildcards"],
         args.settings,

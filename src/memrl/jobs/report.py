@@ -9,13 +9,14 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from memrl import tracking
 from memrl.benchmarks.ruler_hqa import pool_documents, read_documents, supporting_paragraphs
 from memrl.jobs.evaluate import eval_rows
 from memrl.models import load_tokenizer
+from memrl.tracking.invocation import made_by
+from memrl.tracking.record import JobRecord
 
 
-def cmd_table(args: argparse.Namespace, run: tracking.JobRecord) -> None:
+def cmd_table(args: argparse.Namespace, run: JobRecord) -> None:
     """A paper table (settings `name`): ours beside the paper's numbers, as CSV, Markdown, LaTeX."""
     from memrl.config import load_yaml
     from memrl.report.cells import mark_machinery_only
@@ -55,12 +56,12 @@ def cmd_table(args: argparse.Namespace, run: tracking.JobRecord) -> None:
         table.attrs["claims"] = not_comparable(table.attrs.get("claims", []))
     caption = f"{PAPER_TABLES[name].caption}, run {s['run']}"
     table.attrs["provenance"] = (
-        f"{MADE_BY_LINE}{tracking.made_by()}; its lineage: memrl lineage {args.out_prefix}.md"
+        f"{MADE_BY_LINE}{made_by()}; its lineage: memrl lineage {args.out_prefix}.md"
     )
     write_paper_table(name, table, args.out_prefix, caption)
 
 
-def cmd_reproduction(args: argparse.Namespace, run: tracking.JobRecord) -> None:
+def cmd_reproduction(args: argparse.Namespace, run: JobRecord) -> None:
     """The reproduction report of a run: every table's verdicts, misses, notes and lineage."""
     from memrl.report.reproduction import write_reproduction
 
@@ -75,12 +76,13 @@ def cmd_reproduction(args: argparse.Namespace, run: tracking.JobRecord) -> None:
     )
 
 
-def cmd_figure(args: argparse.Namespace, run: tracking.JobRecord) -> None:
+def cmd_figure(args: argparse.Namespace, run: JobRecord) -> None:
     """A paper figure (settings `name`) as PNG and PDF."""
     from memrl.config import load_yaml
-    from memrl.report.cells import MACHINERY_ONLY, load_metrics, not_reproducing
+    from memrl.report.cells import MACHINERY_ONLY, not_reproducing
     from memrl.report.claims import CLAIMS_SUFFIX, not_comparable, write_claims
     from memrl.report.figures import PAPER_FIGURES, figure_claims, plot_paper_figure
+    from memrl.report.records import load_metrics
 
     s = args.settings
     name = s["name"]
@@ -128,7 +130,7 @@ def _reading_paper(path: Path, name: str) -> Iterator[None]:
         ) from e
 
 
-def cmd_training_curve(args: argparse.Namespace, run: tracking.JobRecord) -> None:
+def cmd_training_curve(args: argparse.Namespace, run: JobRecord) -> None:
     """Settings: `title`, optional `labels` (one per --metrics path: a train_metrics.jsonl or a
     training output directory; default: the paths' distinguishing directory names)."""
     from memrl.report.training_curves import CURVES, plot_training_curve, training_metrics_files
@@ -139,7 +141,7 @@ def cmd_training_curve(args: argparse.Namespace, run: tracking.JobRecord) -> Non
     plot_training_curve(files, args.out_prefix, title, CURVES[s.get("curve", "memagent")])
 
 
-def cmd_trace(args: argparse.Namespace, run: tracking.JobRecord) -> None:
+def cmd_trace(args: argparse.Namespace, run: JobRecord) -> None:
     """Case studies (Appendix C / F): the memory after every chunk of chosen MemAgent samples of
     a predictions file, as `<out-prefix>.md` and `.html` (memrl.report.trace). With --data (one
     eval set per task, as evaluate reads them; --pool for RULER-HQA doc-id rows) and --tokenizer

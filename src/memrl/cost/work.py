@@ -1,0 +1,180 @@
+"""What an inference job of the plan computes: the engine calls of each question (MemAgent's
+benchmarks, sized by the config) or instance (Mem-α's, sized by the paper's tables), of the judge
+and of the keyword rebuild, and the forward FLOPs of those calls."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from typing import Any
+
+from memrl import config as cfg
+from memrl.benchmarks import benchmark
+from memrl.cost.pricing import Pricing
+from memrl.report.flops import Qwen2Shape, sequence_flops
+from memrl.report.memalpha_tables import STAT_FIELDS
+from memrl.scoring.memalpha import JUDGE_TEMPLATE, is_judged
+from memrl.systems import system_kind
+from memrl.systems.base import (
+    QUESTION_TOKENS,
+    Call,
+    InstanceShape,
+    Settings,
+    template_tokens,
+)
+
+Work = list[tuple[float, list[Call]]]  # (how many times, the engine calls of one) of a job
+Instances = list[tuple[int, InstanceShape, str]]  # (instances, their shape, source) per source
+
+
+def lengths(calls: Iterable[Call]) -> list[int]:
+    return [prompt + output for prompt, output in calls]
+
+
+def forward_flops(shape: Qwen2Shape, lengths: Iterable[int]) -> float:
+    """One forward pass: a third of verl's forward-and-backward count with causal attention."""
+    return sequence_flops(shape, lengths, attention="verl") / 3
+
+
+def work_flops(shape: Qwen2Shape, work: Work) -> float:
+    return sum(n * forward_flops(shape, lengths(calls)) for n, calls in work)
+
+
+def job_questions(config: dict[str, Any], settings: dict[str, Any]) -> list[tuple[int, int]]:
+    """(questions, context tokens) per task of one evaluate job on a benchmark that sizes its
+    samples (MemAgent's), in its shard."""
+    sizes = benchmark(settings["benchmark"]).sizes
+    work = sizes(config, settings["tasks"], int(settings["length"]))
+    shards = settings.get("shards", 1)
+    return [(math.ceil(n / shards), tokens) for n, tokens in work]
+
+
+def evaluation_work(config: dict[str, Any], settings: dict[str, Any]) -> Work | None:
+    """An evaluate job's calls per question, on a benchmark that sizes its samples."""
+    kind = system_kind(settings["kind"])
+    if kind.calls is None or benchmark(settings["benchmark"]).sizes is None:
+        return None
+    return [(n, kind.calls(settings, tokens)) for n, tokens in job_questions(config, settings)]
+
+
+def split_instances(
+    published: dict[str, dict[str, list[float]]], split: str, sources: Iterable[str]
+) -> Instances | None:
+    """The instances of these sources of a split; None if the paper gives one no size."""
+    sizes = published.get(split, {})
+    if any(source not in sizes for source in sources):
+        return None
+    work = []
+    for source in sources:
+        stats = dict(zip(STAT_FIELDS, sizes[source], strict=True))
+        shape = InstanceShape(
+            max(round(stats["chunks_per_instance"]), 1),
+            round(stats["tokens_per_chunk"]),
+            max(round(stats["questions_per_instance"]), 1),
+        )
+        work.append((int(stats["instances"]), shape, source))
+    return work
+
+
+def job_instances(pricing: Pricing, settings: dict[str, Any]) -> Instances | None:
+    """The instances one memorize or evaluate job reads: a benchmark's samples made instances
+    as it shapes them (RULER-HQA's), else its own, as the measured split's statistics size them."""
+    shapes = benchmark(settings["benchmark"]).instance_shapes
+    if shapes is None:
+        return split_instances(pricing.instances, settings["benchmark"], settings["tasks"])
+    return [
+        (count, InstanceShape(*shape), source)
+        for count, shape, source in shapes(pricing.config, settings)
+    ]
+
+
+def judge_calls(qa: Settings, instance: InstanceShape, source: str) -> list[Call]:
+    """The QA model judging each answer of a LongMemEval-style source (rubric, question and
+    the answer at the QA budget)."""
+    if not is_judged(source):
+        return []
+    prompt = template_tokens(JUDGE_TEMPLATE) + QUESTION_TOKENS + qa["max_tokens"]
+    return [(prompt, qa["judge_max_tokens"])] * instance.questions
+
+
+def memorize_work(pricing: Pricing, settings: dict[str, Any]) -> Work | None:
+    kind = system_kind(settings["kind"])
+    instances = job_instances(pricing, settings)
+    if kind.memorize_calls is None or instances is None:
+        return None
+    return [(n, kind.memorize_calls(settings, instance)) for n, instance, _ in instances]
+
+
+def instance_evaluation_work(
+    pricing: Pricing, settings: dict[str, Any], memorized: Settings | None
+) -> Work | None:
+    """An evaluate job on Mem-α's instances: the kind's calls (after a memorize job, with its
+    settings as "memorized") and the judge's."""
+    kind = system_kind(settings["kind"])
+    instances = job_instances(pricing, settings)
+    if kind.instance_calls is None or instances is None:
+        return None
+    if memorized is not None:
+        settings = {**settings, "memorized": memorized}
+    return [
+        (
+            n,
+            [
+                *kind.instance_calls(settings, instance),
+                *judge_calls(settings["qa"], instance, source),
+            ],
+        )
+        for n, instance, source in instances
+    ]
+
+
+# a summary's tokens in Mem-α's keyword rebuild: not in the paper's tables (BookSum's chapter
+# summaries and InfBench's book summaries run to a few hundred words), an assumption
+KEYWORD_SUMMARY_TOKENS = 1000
+
+
+def keywords_work(pricing: Pricing, settings: dict[str, Any]) -> Work | None:
+    """Mem-α's keyword rebuild: one call per released instance of the source (the paper's
+    counts), the prompt with a summary of KEYWORD_SUMMARY_TOKENS, the reply at its budget."""
+    from memrl.data.keywords import PROMPTS
+
+    system, prompt = PROMPTS[settings["prompt"]][settings["kind"]]
+    call = (
+        template_tokens(system) + template_tokens(prompt) + KEYWORD_SUMMARY_TOKENS,
+        settings["max_tokens"],
+    )
+    counts = [
+        pricing.instances.get(split, {}).get(settings["set"]) for split in settings["released"]
+    ]
+    if any(count is None for count in counts):
+        return None
+    return [(sum(int(count[0]) for count in counts), [call])]
+
+
+def inference_work(
+    rule: str, settings: dict[str, Any], pricing: Pricing
+) -> tuple[str | None, Work | None]:
+    """(the model it loads, its calls) of an inference job; (None, None) for another rule, and
+    None for work not modelled."""
+    if rule in ("evaluate", "evaluate_shard"):
+        return evaluate_job_work(pricing, settings)
+    if rule == "memorize":
+        return pricing.systems[settings["system"]]["model"], memorize_work(pricing, settings)
+    if rule == "rebuild_keywords":
+        return settings["model"], keywords_work(pricing, settings)
+    return None, None
+
+
+def evaluate_job_work(pricing: Pricing, settings: dict[str, Any]) -> tuple[str, Work | None]:
+    """An evaluate job's model (the one it loads) and calls: MemAgent's benchmarks, or Mem-α's
+    instances."""
+    system = pricing.systems[settings["system"]]
+    benchmark = settings["benchmark"]
+    model = cfg.eval_model(pricing.config, system, benchmark)
+    kind = system_kind(system["kind"])
+    if not kind.reads_instances(benchmark):
+        return model, evaluation_work(pricing.config, settings)
+    memorized = None
+    if kind.memorizes(benchmark) and kind.memorize_settings is not None:
+        memorized = kind.memorize_settings(pricing.config, system)  # what its input was made by
+    return model, instance_evaluation_work(pricing, settings, memorized)
