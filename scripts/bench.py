@@ -3,12 +3,14 @@
 Rows: provenance cost of a trivial job (tracking on vs off) and of loading the records into
 MLflow; planning the paper DAG under the SLURM profile; RULER-HQA eval-set synthesis against the
 official algorithm (scripts/bench_synthesis.py) with peak RSS; the evaluation path streaming
-doc-id contexts against stored text, per token (scripts/bench_eval_memory.py); the agent loop's
-overhead over raw generation on real vLLM (scripts/bench_agent_overhead.py, in .venv-vllm); the
-smoke DAG in the venv and with every job in its container image (their ratio, and whether they
-computed the same files); the images' sizes (and, with --rebuild-images, build times from nothing);
-the per-job wall time of the last `make mini` run, if there is one; the verdicts' error rates and
-coverage at the papers' n (memrl.scoring.calibration).
+doc-id contexts against stored text, per token (scripts/bench_eval_memory.py); the peak memory
+of a 50 MB context cut to its long-context window, tokenized only as far as the window needs
+against tokenized whole; the agent loop's overhead over raw generation on real vLLM
+(scripts/bench_agent_overhead.py, in .venv-vllm); the smoke DAG in the venv and with every job
+in its container image (their ratio, and whether they computed the same files); the images'
+sizes (and, with --rebuild-images, build times from nothing); the per-job wall time of the last
+`make mini` run, if there is one; the verdicts' error rates and coverage at the papers' n
+(memrl.scoring.calibration).
 Every ratio compares two measurements of this run on this machine. Nothing is asserted.
 
     python scripts/bench.py                     # everything, ~20 min on 2 cores (images built)
@@ -192,6 +194,143 @@ def bench_eval_streaming(work: Path, n_docs: int = 3200, questions: int = 4) -> 
     print(f"doc-id streaming / text, per token: {ratio:.2f}x")
 
 
+WINDOW_MB = 50  # the long-context row of the window benchmark
+WHOLE_MB = 2  # tokenizing a context whole: measured at this size (50 MB: ~8 GB, minutes)
+
+
+def window_context(megabytes: float) -> str:
+    """A context of ~`megabytes` MB of text: the fixture corpus's documents over and over,
+    blank lines between them (as a RULER or Mem-α context)."""
+    from memrl.data.sources import fixture_corpus
+
+    block = "\n\n".join(fixture_corpus()) + "\n\n"
+    return block * max(1, round(megabytes * 1e6 / len(block.encode())))
+
+
+def rss_kb(field: str) -> int:
+    """This process's VmRSS or VmHWM (its peak since exec or the last `reset_peak_rss`), kB."""
+    status = Path("/proc/self/status").read_text()
+    return int(re.search(rf"^{field}:\s+(\d+) kB", status, re.MULTILINE).group(1))
+
+
+def reset_peak_rss() -> None:
+    Path("/proc/self/clear_refs").write_text("5")  # Linux >= 4.0: VmHWM := VmRSS
+
+
+class PromptRecorder:
+    """An engine that answers at once and keeps the prompt it was sent."""
+
+    def __init__(self, tokenizer) -> None:
+        self.tokenizer, self.prompt = tokenizer, None
+
+    def chat(self, requests, sampling):
+        from memrl.engines.base import Completion
+
+        self.prompt = requests[-1].messages[-1]["content"]
+        return [Completion(text="Therefore, the answer is kaban.") for _ in requests]
+
+
+def measure_window(tokenizer_dir: str, megabytes: float, path: str, cap: int) -> dict:
+    """Peak memory of one long-context evaluation of a `megabytes` MB context, cut to `cap`
+    tokens. `path` "window": the evaluation job's own path (RULER-HQA's direct long-context
+    system over the row, middle-truncated by `window_ids`); "whole": the same prompt cut by
+    tokenizing it whole, slicing and decoding (how it was cut before). `above_context_mb`: the
+    peak over the process with the row loaded; `prompt_sha`: what reached the model."""
+    import hashlib
+
+    from transformers import AutoTokenizer
+
+    from memrl.agents.chunking import center_truncate
+    from memrl.baselines.longcontext import official_prompt
+    from memrl.evaluation import Task, evaluate, workflow_runner
+    from memrl.systems.longcontext import longcontext_system
+
+    tokenizer = AutoTokenizer.from_pretrained(tokenizer_dir)
+    task = Task("ruler_hqa", "hqa")
+    row = {"index": 0, "input": "Which river floods?", "answers": ["kaban"], "num_tokens": None}
+    row["context"] = window_context(megabytes)
+    engine = PromptRecorder(tokenizer)
+    before = rss_kb("VmRSS")
+    reset_peak_rss()
+    began = time.perf_counter()
+    if path == "window":
+        with tempfile.TemporaryDirectory() as tmp:
+            system = longcontext_system(task, tokenizer, None, cap, None)
+            evaluate([row], workflow_runner(task, system, engine, None), Path(tmp, "p.jsonl"), 1)
+        prompt = engine.prompt
+    else:
+        text = official_prompt(row["context"], row["input"])
+        ids = tokenizer.encode(text, add_special_tokens=True)
+        kept = center_truncate(ids, cap)
+        prompt = text if len(ids) <= cap else tokenizer.decode(kept, skip_special_tokens=True)
+    return {
+        "megabytes": len(row["context"]) / 1e6,
+        "path": path,
+        "seconds": time.perf_counter() - began,
+        "peak_rss_mb": rss_kb("VmHWM") / 1024,
+        "above_context_mb": (rss_kb("VmHWM") - before) / 1024,
+        "prompt_sha": hashlib.sha256(prompt.encode()).hexdigest(),
+    }
+
+
+def bench_context_window(
+    work: Path, cap: int = 120_000, sizes: tuple[float, float] = (WINDOW_MB, WHOLE_MB)
+) -> dict[tuple[float, str], dict]:
+    """A 50 MB context's long-context evaluation cut to its window, each measurement in a fresh
+    process: tokenized only as far as the window needs, against the whole context tokenized
+    (at a smaller size: at 50 MB it takes ~8 GB and minutes). Returns the measurements."""
+    large_mb, small_mb = sizes
+    heading(
+        f"Long context: a {large_mb} MB context middle-truncated to {cap:,} tokens "
+        "(the tiny Qwen-style tokenizer), peak RSS of a fresh process"
+    )
+    from memrl.data.sources import fixture_corpus
+    from memrl.models.tiny import build_tokenizer
+
+    build_tokenizer(fixture_corpus(), 2048, 1 << 30).save_pretrained(work / "tokenizer")
+    runs = {}
+    for megabytes, path in ((large_mb, "window"), (small_mb, "window"), (small_mb, "whole")):
+        call = f"measure_window({str(work / 'tokenizer')!r}, {megabytes}, {path!r}, {cap})"
+        code = f"import json, bench; print(json.dumps(bench.{call}))"
+        done = subprocess.run(
+            [sys.executable, "-c", code], cwd=REPO / "scripts", capture_output=True, text=True
+        )
+        if done.returncode != 0:
+            print(f"FAILED ({megabytes} MB, {path}):\n{done.stderr[-2000:]}")
+            return runs
+        runs[megabytes, path] = json.loads(done.stdout.strip().splitlines()[-1])
+    print(
+        f"{'context':>8} {'cut by':>20} {'seconds':>8} {'peak RSS MB':>12} {'over context MB':>16}"
+    )
+    for (_, path), r in runs.items():
+        label = "window_ids" if path == "window" else "tokenizing it whole"
+        print(f"{r['megabytes']:>5.1f} MB {label:>20} {r['seconds']:>8.1f} "
+              f"{r['peak_rss_mb']:>12.0f} {r['above_context_mb']:>16.0f}")  # fmt: skip
+    large, small, whole = (
+        runs[large_mb, "window"],
+        runs[small_mb, "window"],
+        runs[small_mb, "whole"],
+    )
+    same = "the same prompt" if small["prompt_sha"] == whole["prompt_sha"] else "DIFFERENT prompts"
+    print(
+        f"at {small['megabytes']:.1f} MB both cut {same}; over the context, whole / window: "
+        f"{whole['above_context_mb'] / small['above_context_mb']:.1f}x"
+    )
+    whole_per_mb = whole["above_context_mb"] / whole["megabytes"]
+    window_per_mb = (large["above_context_mb"] - small["above_context_mb"]) / (
+        large["megabytes"] - small["megabytes"]
+    )
+    print(
+        f"tokenizing whole, measured at {small['megabytes']:.1f} MB only: {whole_per_mb:.0f} MB "
+        f"per MB of context, ~{whole_per_mb * large['megabytes'] / 1024:.1f} GB at "
+        f"{large['megabytes']:.0f} MB (extrapolated), "
+        f"{whole_per_mb * large['megabytes'] / large['above_context_mb']:.0f}x the window path's "
+        f"{large['above_context_mb']:.0f} MB, which grows {window_per_mb:.1f} MB per MB "
+        "(the prompt's copies of the text; its tokenization does not grow)"
+    )
+    return runs
+
+
 def bench_smoke(work: Path, containers: bool) -> None:
     """The smoke DAG in the venv and, with the `core` image built, with every job in its
     container (profiles/containers, one scratch copy): wall times, their ratio, and whether the
@@ -322,6 +461,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         bench_plan()
         bench_synthesis_rows(work / "synthesis", args.sizes, args.questions, args.dev_questions)
         bench_eval_streaming(work / "synthesis")
+        (work / "window").mkdir()
+        bench_context_window(work / "window")
         bench_agent_overhead()
         if not args.skip_containers:
             bench_images(args.rebuild_images)

@@ -201,13 +201,11 @@ def test_validating_a_config_imports_no_ml_framework(repo, name):
         ),
         (
             lambda c: c["report"]["equivalence_margin"].update(table1=float("inf")),
-            "config key report.equivalence_margin.table1: the equivalence margin must be a "
-            "finite number >= 0, got inf",
+            "config key report.equivalence_margin.table1: inf is not a finite number",
         ),
         (
             lambda c: c["report"]["equivalence_margin"].update(default=float("nan")),
-            "config key report.equivalence_margin.default: the equivalence margin must be a "
-            "finite number >= 0, got nan",
+            "config key report.equivalence_margin.default: nan is not a finite number",
         ),
         (  # YAML 1.1 reads 1e9 as text
             lambda c: c["report"]["equivalence_margin"].update(default=yaml.safe_load("1e9")),

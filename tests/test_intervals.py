@@ -31,7 +31,15 @@ from memrl.scoring.compare import (
     detectable_difference,
     standard_error,
 )
-from memrl.scoring.intervals import bootstrap, interval, mean_interval, nested_interval, wilson
+from memrl.scoring.intervals import (
+    bootstrap,
+    fixed_instances_interval,
+    interval,
+    mean_interval,
+    nested_interval,
+    wilson,
+    wilson_bounds,
+)
 
 
 def test_wilson_matches_the_hand_computed_interval():
@@ -222,3 +230,14 @@ def test_the_papers_n_comes_from_the_items_it_counts(tmp_path):
     assert row["paper"] == printed and row["paper_n"] == 128
     expected = 100 * detectable_difference(0.8047, 128, 128)
     assert row["detectable"] == pytest.approx(expected, abs=1e-3)
+
+
+def test_an_interval_without_spread_centres_on_the_score_the_mean_of_instance_means():
+    """Instances all right or all wrong, of unequal sizes: the score is the mean of their means
+    (1/3 here), not the pooled questions' rate (20/24); the interval must hold the score."""
+    groups = [[1.0] * 20, [0.0, 0.0], [0.0, 0.0]]
+    low, high = fixed_instances_interval(groups)
+    assert low < 100 / 3 < high
+    assert (low, high) == pytest.approx([100 * b for b in wilson_bounds(24 / 3, 24)])
+    graded = fixed_instances_interval([[0.2, 0.2], [0.6, 0.6, 0.6]])
+    assert graded == pytest.approx((40.0, 40.0))

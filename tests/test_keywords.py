@@ -4,6 +4,7 @@ released ones (memrl.data.keywords, `memrl keywords`, the memalpha_keywords tabl
 from __future__ import annotations
 
 import json
+import logging
 import re
 from pathlib import Path
 from typing import ClassVar
@@ -17,7 +18,8 @@ from memrl.config import KEYWORDS_TABLE
 from memrl.data import keywords as kw
 from memrl.data.io import read_jsonl
 from memrl.data.sources import fixture_path
-from memrl.report.keywords import build_keywords_table
+from memrl.report.cells import DASH
+from memrl.report.keywords import build_keywords_table, load_keyword_rows
 from memrl.report.tables import write_paper_table
 
 BOOKSUM = fixture_path("memalpha/booksum_chapters.parquet")
@@ -30,6 +32,29 @@ def test_a_reply_is_split_on_commas_stripped_and_deduplicated_ignoring_case():
     reply = " Oren, lamplighter ,, Ladder, oren, driftwood,\n"
     assert kw.keyword_list(reply) == ["Oren", "lamplighter", "Ladder", "driftwood"]
     assert kw.keyword_list("") == []
+
+
+@pytest.mark.parametrize(
+    ("reply", "why"),
+    [
+        ("", "no keywords"),
+        (None, "no keywords"),  # a null message content
+        (" \n\t", "no keywords"),
+        (" , ,,", "no keywords"),
+        ("I'm sorry, I can't help with that.", '"I can\'t help with that." ends a sentence'),
+        ("Oren, ladder. Hope this helps!", "'ladder. Hope this helps!' ends a sentence"),
+        ("Keywords:\n- Oren\n- ladder", "a line break"),
+        ("Oren, the lamplighter who lost his ladder in Varn", "has 8 words"),
+    ],
+)
+def test_a_reply_that_is_not_the_keyword_list_the_prompt_asks_for_is_refused(reply, why):
+    assert why in kw.reply_problem(reply)
+
+
+def test_a_keyword_list_in_the_prompts_format_is_accepted():
+    for prompt in (kw.SUMMARY_PROMPT, kw.ANSWERS_PROMPT):  # each prompt's own example
+        assert kw.reply_problem(prompt.split("Keywords: ")[1].split("\n")[0]) is None
+    assert kw.reply_problem(" Washington D.C., Mr. Darcy, J. R. R., 1813 novel\n") is None
 
 
 def test_the_prompts_wrap_the_summary_as_the_paper_and_the_official_scripts_word_them():
@@ -108,9 +133,10 @@ def test_agreement_ignores_case_and_order():
 
 class Extractor(JSONHandler):
     """/chat/completions: the capitalised words of the summary as a keyword list; a summary
-    that names anyone in `FAILING` answers 500."""
+    that names anyone in `FAILING` answers 500, one that names a key of `REPLIES` its reply."""
 
     FAILING: ClassVar[set[str]] = set()
+    REPLIES: ClassVar[dict[str, str | None]] = {}
     summaries: ClassVar[list[str]] = []
 
     def do_POST(self):
@@ -122,8 +148,9 @@ class Extractor(JSONHandler):
         type(self).summaries.append(text)
         if any(name in text for name in self.FAILING):
             return self.reply(500, {"error": {"message": "overloaded"}})
-        words = re.findall(r"\b[A-Z][a-z]+\b", text)
-        message = {"role": "assistant", "content": ", ".join(words)}
+        words = ", ".join(re.findall(r"\b[A-Z][a-z]+\b", text))
+        named = [reply for name, reply in self.REPLIES.items() if name in text]
+        message = {"role": "assistant", "content": named[0] if named else words}
         self.reply(200, {"id": "x", "object": "chat.completion", "choices": [{"message": message}]})
 
 
@@ -135,7 +162,9 @@ def tokenizer_dir(tmp_path_factory):
     return build_tiny_model(tmp_path_factory.mktemp("tiny") / "model", corpus)
 
 
-def run_keywords(tokenizer_dir: Path, url: str, out: Path, released: list[Path]) -> None:
+def run_keywords(
+    tokenizer_dir: Path, url: str, out: Path, released: list[Path], reproduces: bool = True
+) -> None:
     from memrl import cli
 
     settings = {
@@ -143,7 +172,7 @@ def run_keywords(tokenizer_dir: Path, url: str, out: Path, released: list[Path])
         "kind": "booksum",
         "released": ["train", "memalpha"][: len(released)],
         "model": "gpt-4.1",
-        "reproduces": True,
+        "reproduces": reproduces,
         "engine": {
             "kind": "openai",
             "base_url": url,
@@ -183,13 +212,18 @@ def release(tmp_path: Path, reading: str, gold: str) -> Path:
     return path
 
 
+def ada_and_oren(tmp_path: Path) -> tuple[Path, list[Path]]:
+    """The job's output path, and two released sets: Ada's chapter (train) and the validation."""
+    ada_chapter = "Chapter one: the miller Ada counts sacks of salt at Caldre."
+    released = [release(tmp_path, ada_chapter, "Ada, Caldre"), VALIDATION]
+    return tmp_path / "keywords" / "booksum.jsonl", released
+
+
 def test_the_job_rebuilds_each_matched_instance_and_resumes_after_a_failure(
     tmp_path, tokenizer_dir, monkeypatch
 ):
     monkeypatch.setenv("MEMRL_TRACKING", "off")
-    out = tmp_path / "keywords" / "booksum.jsonl"
-    ada_chapter = "Chapter one: the miller Ada counts sacks of salt at Caldre."
-    released = [release(tmp_path, ada_chapter, "Ada, Caldre"), VALIDATION]
+    out, released = ada_and_oren(tmp_path)
     Extractor.FAILING, Extractor.summaries = {"Oren"}, []
     with serve(Extractor) as url:
         with pytest.raises(SystemExit, match=r"1 keyword request\(s\) failed"):
@@ -241,3 +275,88 @@ def test_released_instances_that_match_no_original_stop_the_job(
     released = [release(tmp_path, "A chapter no original holds.", "Nobody")]
     with serve(Extractor) as url, pytest.raises(SystemExit, match="begins an original text"):
         run_keywords(tokenizer_dir, url + "/v1", tmp_path / "o.jsonl", released)
+
+
+@pytest.mark.parametrize("reply", ["", None, "  \n", ",, ,", "I'm sorry, I can't help with that."])
+def test_a_refused_reply_fails_the_job_naming_its_instance_and_a_rerun_asks_only_for_it(
+    tmp_path, tokenizer_dir, monkeypatch, caplog, reply
+):
+    monkeypatch.setenv("MEMRL_TRACKING", "off")
+    out, released = ada_and_oren(tmp_path)
+    Extractor.FAILING, Extractor.REPLIES, Extractor.summaries = set(), {"Oren": reply}, []
+    with serve(Extractor) as url:
+        with pytest.raises(SystemExit, match=r"1 keyword request\(s\) failed") as failure:
+            run_keywords(tokenizer_dir, url + "/v1", out, released)
+        assert "booksum_chapters.parquet#0 (memalpha row 6): reply refused" in str(failure.value)
+        assert not out.exists()
+        Extractor.REPLIES = {}
+        run_keywords(tokenizer_dir, url + "/v1", out, released)
+    assert [s.split(" ")[0] for s in Extractor.summaries] == ["Ada", "Oren,", "Oren,"]
+    ada, oren = read_jsonl(out)
+    assert ada["rebuilt"] == ["Ada", "Caldre"] and oren["rebuilt"] == ["Oren", "Varn"]
+
+
+@pytest.mark.parametrize("damage", ['{"key": "booksum_chapters.parquet#0", "re', "garbage\n"])
+def test_a_damaged_resume_line_is_dropped_with_a_warning_and_its_instance_asked_again(
+    tmp_path, tokenizer_dir, monkeypatch, caplog, damage
+):
+    monkeypatch.setenv("MEMRL_TRACKING", "off")
+    out, released = ada_and_oren(tmp_path)
+    Extractor.FAILING, Extractor.REPLIES, Extractor.summaries = {"Oren"}, {}, []
+    with serve(Extractor) as url:
+        with pytest.raises(SystemExit, match="failed"):
+            run_keywords(tokenizer_dir, url + "/v1", out, released)
+        [partial] = out.parent.glob("*.partial")
+        with partial.open("a") as handle:  # the killed job's write, or a line of garbage
+            handle.write(damage)
+        Extractor.FAILING = set()
+        with caplog.at_level(logging.WARNING):
+            run_keywords(tokenizer_dir, url + "/v1", out, released)
+    assert f"{partial}:2" in caplog.text
+    assert [s.split(" ")[0] for s in Extractor.summaries] == ["Ada", "Oren,", "Oren,"]
+    assert [row["rebuilt"] for row in read_jsonl(out)] == [["Ada", "Caldre"], ["Oren", "Varn"]]
+
+
+def test_a_machinery_models_refused_replies_are_kept_and_counted_apart_in_the_table(
+    tmp_path, tokenizer_dir, monkeypatch
+):
+    monkeypatch.setenv("MEMRL_TRACKING", "off")
+    out, released = ada_and_oren(tmp_path)
+    refusal = "I'm sorry, I can't help with that."
+    Extractor.FAILING, Extractor.REPLIES, Extractor.summaries = set(), {"Oren": refusal}, []
+    with serve(Extractor) as url:
+        run_keywords(tokenizer_dir, url + "/v1", out, released, reproduces=False)
+    ada, oren = load_keyword_rows([out])
+    assert ada["refused"] is None and "can't help with that.\" ends a sentence" in oren["refused"]
+    table = build_keywords_table([ada, oren])
+    assert table.loc["booksum (train)", "Refused replies"] == "0 of 1"
+    validation = table.loc["booksum (validation)"]
+    assert (validation["Matched to an original"], validation["Refused replies"]) == ("1 of 1",) * 2
+    assert validation["Mean Jaccard"] == validation["Same keywords"] == DASH  # not read as 0 %
+    assert "A machinery model's are kept, counted here" in table.attrs["notes"][2]
+
+
+def test_a_file_with_a_rebuilt_list_no_accepted_reply_gives_stops_the_table(tmp_path):
+    row = {
+        "set": "booksum",
+        "model": "gpt-4.1",
+        "reproduces": True,
+        "prompt": "official",
+        "split": "memalpha",
+        "index": 3,
+        "released": ["Oren"],
+        "original": "booksum_chapters.parquet#0",
+        "rebuilt": ["Oren"],
+        **kw.agreement(["Oren"], ["Oren"]),
+    }
+    table = build_keywords_table(load_keyword_rows([write_rows(tmp_path / "ok.jsonl", [row])]))
+    assert table.loc["booksum (validation)", "Refused replies"] == "0 of 1"
+    for rebuilt in ([], ["I'm sorry", "I can't help with that."]):  # what the old job wrote
+        stale = write_rows(tmp_path / "stale.jsonl", [{**row, "rebuilt": rebuilt}])
+        with pytest.raises(ValueError, match=rf"{stale}: memalpha row 3, rebuilt: refused"):
+            load_keyword_rows([stale])
+
+
+def write_rows(path: Path, rows: list[dict]) -> Path:
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    return path

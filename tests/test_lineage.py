@@ -188,3 +188,13 @@ def test_a_copy_elsewhere_with_the_original_gone_keeps_its_lineage(run, capsys, 
     checkpoint = str(copy / "results/r/checkpoints/rl")
     assert any(checkpoint in job["inputs"] for job in graph["jobs"].values())
     assert f"records written in {run / 'results/r'}, read here" in caplog.text
+
+
+def test_a_results_directory_reached_through_a_symlink_keeps_its_lineage(run, capsys):
+    """`results` a link to another disk (scratch space): the footnote's command still works."""
+    shutil.move(run / "results", run / "scratch")
+    (run / "results").symlink_to(run / "scratch")
+    cli.main(["lineage", "results/r/tables/table3.md"])
+    text = capsys.readouterr().out
+    assert "<- make_table table3  FINISHED" in text
+    assert "5 jobs; 1 source written by none:" in text

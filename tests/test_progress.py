@@ -5,8 +5,10 @@ from __future__ import annotations
 import io
 import logging
 
+import pytest
+
 from memrl.evaluation import evaluate
-from memrl.progress import Progress, format_seconds, on_engine_call, progress
+from memrl.progress import Progress, format_seconds, on_engine_call, progress, quantity
 
 
 class Clock:
@@ -57,3 +59,24 @@ def test_an_evaluation_prints_its_progress_on_the_console_and_in_the_log(tmp_pat
     with progress("nothing", total=0):
         pass
     on_engine_call(1, 0)  # outside any loop: nothing to tick
+
+
+@pytest.mark.parametrize(
+    ("noun", "n", "expected"),
+    [
+        ("job", 1, "1 job"),
+        ("job", 0, "0 jobs"),
+        ("summary", 2, "2 summaries"),
+        ("day", 3, "3 days"),
+        ("batch", 2, "2 batches"),
+        ("sample", 1_000, "1,000 samples"),
+    ],
+)
+def test_a_count_reads_in_english(noun, n, expected):
+    assert quantity(n, noun) == expected
+
+
+def test_a_progress_line_of_summaries_says_summaries():
+    out = io.StringIO()
+    bar = Progress("keywords booksum", 3, unit="summary", out=out, clock=lambda: 0.0)
+    assert "0/3 summaries (0 %), 0.00 summaries/s" in bar.line()

@@ -202,6 +202,12 @@ MUTATIONS: list[tuple[tuple[Any, ...], Any, str | None]] = [
     ),
     (("evaluation", "select"), {"replace": {}}, "evaluation.select: 'systems' is a required"),
     (("models", "tiny-base", "reproduces"), "no", "models.tiny-base.reproduces"),
+    # NaN and infinity are numbers to the schema, within any bounds: refused wherever they stand
+    (("evaluation", "allow_failures"), float("nan"), "evaluation.allow_failures: nan is not a"),
+    (("training", "stage1", "lr"), float("inf"), "training.stage1.lr: inf is not a finite"),
+    (("filter", "sampling", "temperature"), float("-inf"), "filter.sampling.temperature: -inf"),
+    (("report", "equivalence_margin"), {"default": float("inf")}, "equivalence_margin.default"),
+    (("evaluation", "probe", "placements"), [[0, float("nan")]], "probe.placements.0.1: nan"),
     # Accepted on purpose:
     (("models", "tiny-base", "reproduces"), False, None),  # a tiny model never does anyway
     (("evaluation", "select"), None, None),  # no selection: what clears a file's from the CLI

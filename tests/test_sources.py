@@ -1,8 +1,12 @@
 import hashlib
+import os
+import stat
 import types
+from pathlib import Path
 
 import pytest
 
+from memrl.config import ConfigError, official_hqa_settings, source_settings
 from memrl.data.io import read_json, sha256_file
 from memrl.data.sources import (
     ChecksumError,
@@ -11,6 +15,7 @@ from memrl.data.sources import (
     fixture_corpus,
     fixture_path,
 )
+from memrl.settings_files import settings_reference
 
 PAYLOAD = b"line one\nline two\n" * 1000
 PAYLOAD_SHA = hashlib.sha256(PAYLOAD).hexdigest()
@@ -249,3 +254,52 @@ def test_a_gguf_source_names_what_is_missing(tmp_path):
     with pytest.raises(ChecksumError, match=r"checksum mismatch for .*m\.gguf"):
         fetch_model({"source": "gguf", "path": str(gguf), "sha256": "0" * 64}, out)
     assert not out.exists()
+
+
+def test_copies_models_and_settings_get_the_usual_permissions_not_a_temporary_files(tmp_path):
+    """mkstemp/mkdtemp create 0600/0700: a group sharing a results directory could not read."""
+    old = os.umask(0o022)
+    try:
+        src = tmp_path / "src.bin"
+        src.write_bytes(PAYLOAD)
+        fetch_file(str(src), tmp_path / "copy.bin")
+        ckpt = tmp_path / "ckpt"
+        ckpt.mkdir()
+        (ckpt / "config.json").write_text('{"model_type": "qwen2"}')
+        fetch_model({"source": "local", "path": str(ckpt)}, tmp_path / "model")
+        reference = settings_reference({"a": 1}, tmp_path / "settings")
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE((tmp_path / "copy.bin").stat().st_mode) == 0o644
+    assert stat.S_IMODE((tmp_path / "model").stat().st_mode) == 0o755
+    assert stat.S_IMODE(Path(reference[1:]).stat().st_mode) == 0o644
+
+
+def test_a_local_source_is_planned_with_its_content_and_checked_against_its_pin(tmp_path):
+    """An edited local file changes its copy job's settings (so it and all after it rerun);
+    a configured sha256 it no longer matches stops the plan naming the key."""
+    data = tmp_path / "minutes.jsonl"
+    data.write_text('{"q": 1}\n')
+    config = {"sources": {"own": {"url": str(data), "sha256": None}}}
+    first = source_settings(config, "own")
+    assert first["content"] == sha256_file(data)
+    data.write_text('{"q": 2}\n')
+    assert source_settings(config, "own")["content"] == sha256_file(data) != first["content"]
+    config["sources"]["own"]["sha256"] = first["content"]
+    with pytest.raises(ConfigError, match=r"sources\.own: .*minutes\.jsonl has sha256 .* pins"):
+        source_settings(config, "own")
+    config["sources"]["own"]["url"] = str(tmp_path / "gone.jsonl")
+    with pytest.raises(ConfigError, match=r"sources\.own: .*gone\.jsonl: no such file"):
+        source_settings(config, "own")
+    config["sources"]["own"]["url"] = "fixture:squad_dev_fixture.json"  # packaged: no content
+    assert "content" not in source_settings(config, "own")
+
+
+def test_a_local_directory_of_the_released_hqa_sets_is_planned_with_each_files_content(tmp_path):
+    (tmp_path / "eval_50.json").write_text("[]")
+    config = {"ruler_hqa": {"official": {"url": str(tmp_path), "rows": 1}}}
+    settings = official_hqa_settings(config, "eval_50.json")
+    assert settings["content"] == sha256_file(tmp_path / "eval_50.json")
+    config["ruler_hqa"]["official"]["sha256"] = {"eval_50.json": "0" * 64}
+    with pytest.raises(ConfigError, match=r"ruler_hqa\.official \(file eval_50\.json\)"):
+        official_hqa_settings(config, "eval_50.json")

@@ -474,3 +474,15 @@ def test_a_checkout_with_its_virtualenvs_symlinked_is_not_dirty(repo, tmp_path, 
         (tmp_path / name).mkdir()
         (checkout / name).symlink_to(tmp_path / name)
     assert git_state(checkout)["git.dirty"] == "false"
+
+
+def test_memrl_ui_on_a_missing_or_damaged_store_says_what_to_do_without_a_traceback(tmp_path):
+    from memrl.ui import prepare
+
+    with pytest.raises(SystemExit, match=r"mlflow\.db: no MLflow store here"):
+        prepare(tmp_path)
+    (tmp_path / "mlflow.db").write_bytes(b"\x00not sqlite at all" * 100)
+    with pytest.raises(
+        SystemExit, match=r"mlflow\.db: not a readable MLflow store .* memrl\.track"
+    ):
+        prepare(tmp_path)

@@ -346,6 +346,29 @@ def test_running_with_apptainer_on_a_host_without_it_stops_before_any_job(repo, 
     assert not (tmp_path / "results").exists()  # no job ran
 
 
+def test_an_edited_local_source_is_copied_again_and_a_stale_pin_stops_the_plan(repo, tmp_path):
+    """A local file is tracked by its content: an edit reruns its copy (and so everything after
+    it); a configured sha256 that no longer matches stops the plan, naming the key."""
+    copy_workflow(repo, tmp_path)
+    data = tmp_path / "examples/custom/minutes.jsonl"
+    overlay = tmp_path / "unpinned.yaml"
+    overlay.write_text("sources:\n  minutes: {url: examples/custom/minutes.jsonl, sha256: null}\n")
+    target = "results/smoke/raw/minutes.jsonl"
+    plan = (target, "--profile", "profiles/smoke", *CUSTOM_EXAMPLE, str(overlay))
+    done = snakemake(*plan, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert (tmp_path / target).read_bytes() == data.read_bytes()
+    assert "Nothing to be done" in snakemake(*plan, "-n", cwd=tmp_path).stdout
+    data.write_bytes(data.read_bytes().replace(b"reading room", b"reading hall", 1))
+    again = snakemake(*plan, "-n", cwd=tmp_path)
+    assert again.returncode == 0 and job_counts(again.stdout) == {"download_data": 1, "total": 1}
+    pinned = snakemake(*plan[:-1], "-n", cwd=tmp_path)  # the example pins the file's sha256
+    assert pinned.returncode != 0
+    assert "config key sources.minutes: examples/custom/minutes.jsonl has sha256" in (
+        pinned.stdout + pinned.stderr
+    )
+
+
 @pytest.fixture(scope="module")
 def smoke(tmp_path_factory, repo) -> Path:
     """The whole smoke DAG, run once in a scratch copy of the workflow, then the README's own

@@ -336,10 +336,10 @@ def context_question(
     return Question(request=request)
 
 
-def load_finished(path: Path) -> list[dict[str, Any]]:
-    """Predictions already written, up to the first line that is not one: a torn last line (the
-    job was killed mid-write) or a damaged line is cut off with everything after it, which is then
-    recomputed."""
+def load_finished(path: Path, required: Sequence[str] = ("index",)) -> list[dict[str, Any]]:
+    """Rows already written to a resumable JSONL (predictions; rows with the `required` fields),
+    up to the first line that is not one: a torn last line (the job was killed mid-write) or a
+    damaged line is cut off with everything after it, which is then recomputed."""
     if not path.exists():
         return []
     raw = path.read_bytes()
@@ -347,12 +347,12 @@ def load_finished(path: Path) -> list[dict[str, Any]]:
     kept = 0
     for lineno, line in enumerate(raw.splitlines(keepends=True), start=1):
         if not line.endswith(b"\n"):
-            log.warning("%s:%d: a torn last line (a killed job): evaluated again", path, lineno)
+            log.warning("%s:%d: a torn last line (a killed job): dropped, done again", path, lineno)
             break
         try:
-            row = jsonl_row(path, lineno, line, required=("index",))
+            row = jsonl_row(path, lineno, line, required)
         except ValueError as e:
-            log.warning("%s; its samples and those of every later line are evaluated again", e)
+            log.warning("%s; it and every later line are dropped, their work done again", e)
             break
         if row is not None:
             rows.append(row)

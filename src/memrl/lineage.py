@@ -22,6 +22,7 @@ from typing import Any
 from memrl.data.io import read_json
 from memrl.digests import file_digest
 from memrl.mlflow_notes import job_run_name, short_digest, shown_path
+from memrl.progress import quantity
 from memrl.tracking.invocation import invocations_dir
 from memrl.tracking.loader import RUNS_FILE
 from memrl.tracking.results_dir import absolute, producer_index, producers_of, records_under
@@ -48,7 +49,7 @@ def lineage(
     A file changed since its producer wrote it has no producer; `rewritten` names who wrote
     the path last, with that digest."""
     index = producer_index(records)
-    target = os.path.normpath(os.path.abspath(path))
+    target = os.path.realpath(path)  # records are read onto the resolved results directory
     digest = file_digest(path)
     producer = index.get((target, digest))
     graph: dict[str, Any] = {
@@ -140,11 +141,15 @@ def render(graph: Mapping[str, Any], runs: Mapping[str, str], base: Path) -> str
         lines.append("  (no job of this run wrote this file)")
     sources = graph["sources"]
     if graph["jobs"]:
-        plural = "" if len(sources) == 1 else "s"
-        lines.append(f"\n{len(graph['jobs'])} jobs; {len(sources)} source{plural} written by none:")
+        lines.append(
+            f"\n{quantity(len(graph['jobs']), 'job')}; "
+            f"{quantity(len(sources), 'source')} written by none:"
+        )
         lines += [f"  {shown_path(p, base)}  {short_digest(d)}" for p, d in sorted(sources.items())]
     if graph["damaged"]:
-        lines.append(f"\n{len(graph['damaged'])} record lines could not be read (skipped):")
+        lines.append(
+            f"\n{quantity(len(graph['damaged']), 'record line')} could not be read (skipped):"
+        )
         lines += [f"  {shown_path(note, base)}" for note in graph["damaged"]]
     return "\n".join(lines)
 

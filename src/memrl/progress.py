@@ -28,6 +28,20 @@ EVERY_S = 10.0
 CURRENT: ContextVar[Progress | None] = ContextVar("memrl_progress", default=None)
 
 
+def plural(noun: str, n: int) -> str:
+    """`noun` as it reads after a count of `n`: job/jobs, summary/summaries, batch/batches."""
+    if n == 1:
+        return noun
+    if noun.endswith("y") and noun[-2:-1] not in ("a", "e", "i", "o", "u"):
+        return noun[:-1] + "ies"
+    return noun + ("es" if noun.endswith(("s", "x", "ch", "sh")) else "s")
+
+
+def quantity(n: int, noun: str) -> str:
+    """'1 job', '2 jobs', '0 sources'."""
+    return f"{n:,} {plural(noun, n)}"
+
+
 @dataclass
 class Progress:
     label: str
@@ -53,9 +67,10 @@ class Progress:
         left = self.total - self.done
         eta = "—" if rate <= 0 or left <= 0 else format_seconds(left / rate)
         pct = 100 * self.done / self.total if self.total else 100.0
+        units = plural(self.unit, 2)
         text = (
-            f"{self.label}: {self.done}/{self.total} {self.unit}s ({pct:.0f} %), "
-            f"{rate:.2f} {self.unit}s/s, ETA {eta}"
+            f"{self.label}: {self.done}/{self.total} {units} ({pct:.0f} %), "
+            f"{rate:.2f} {units}/s, ETA {eta}"
         )
         if self.calls:
             text += f" · wave: {self.calls:,} engine calls, {self.unfinished} unfinished"

@@ -13,13 +13,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import re
 import sys
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+from memrl.data.io import atomic_path
 
 SETTINGS_DIR = Path(".snakemake") / "memrl" / "settings"
 PREFIX = "@"  # `--settings @FILE`: read the settings from FILE
@@ -57,11 +57,8 @@ def settings_reference(
             f"memrl: {path} did not hold the settings its name stands for: rewritten from the "
             "config"
         )
-    directory.mkdir(parents=True, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(dir=directory, suffix=".tmp")
-    with os.fdopen(handle, "w", encoding="utf-8") as out:
-        out.write(text + "\n")
-    os.replace(temporary, path)
+    with atomic_path(path) as temporary:  # the usual permissions, not a temporary file's 0600
+        temporary.write_text(text + "\n", encoding="utf-8")
     return f"{PREFIX}{path}"
 
 

@@ -33,7 +33,15 @@ def prepare(results: Path) -> str:
     import mlflow
 
     uri = f"sqlite:///{database.resolve()}"
-    return experiment_id(mlflow.MlflowClient(uri), uri)
+    try:
+        return experiment_id(mlflow.MlflowClient(uri), uri)
+    except Exception as exc:  # SQLAlchemy's, Alembic's or MLflow's: each says it differently
+        reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise SystemExit(
+            f"{database}: not a readable MLflow store ({reason[:200]}). The job records hold "
+            f"everything in it: move it aside and load them again: python -m memrl.tracking "
+            f"{results}"
+        ) from None
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -15,6 +15,7 @@ from snakemake.settings.types import DeploymentMethod
 from memrl import config as cfg
 from memrl.benchmarks import EVAL_BENCHMARKS, benchmark, custom
 from memrl import locks, settings_files, slurm
+from memrl.digests import ENV_DIGEST_CACHE
 from memrl.tracking.invocation import end_invocation, start_invocation
 
 # A run killed by SIGKILL leaves Snakemake's lock; the plain command resumes (memrl.locks).
@@ -29,6 +30,8 @@ cfg.apply_overrides(config, os.environ.get(cfg.ENV_OVERRIDES))  # ./pipeline --c
 cfg.validate_config(config, Path(workflow.basedir) / "workflow/schemas/config.schema.yaml")
 if not workflow.remote_exec:  # a job's own process re-plans: checked once, by the main one
     cfg.check_data(config)
+# planning hashes local sources (memrl.config.source_settings): a large file once per change
+os.environ.setdefault(ENV_DIGEST_CACHE, str(settings_files.SETTINGS_DIR.parent / "digests"))
 
 R = str(cfg.results_dir(config))
 
@@ -353,7 +356,7 @@ def get_ruler_tokenizer_dir(wildcards):
 
 
 def get_source_settings(wildcards):
-    return settings_ref(config["sources"][wildcards.source])
+    return settings_ref(cfg.source_settings(config, wildcards.source))
 
 
 def get_official_hqa_source(wildcards):

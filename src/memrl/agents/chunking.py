@@ -63,6 +63,105 @@ def newline_pieces(texts: str | Iterable[str], max_chars: int = PIECE_CHARS) -> 
         yield tail
 
 
+def window_ids(
+    tokenizer: Any,
+    text: str,
+    head: int,
+    tail: int,
+    *,
+    add_special_tokens: bool = False,
+    max_chars: int = PIECE_CHARS,
+) -> tuple[list[int], bool]:
+    """The ids of `text` and False if it has at most `head` + `tail` of them, else its first
+    `head` and last `tail` ids and True: what slicing the whole text's ids gives (special tokens
+    included with `add_special_tokens`), with only about the window's worth of text tokenized.
+
+    The text is tokenized from the start, in pieces of at most ~max_chars cut where
+    `newline_pieces` cuts, until `head` ids are in, then from the end backwards in pieces cut
+    the same way until `tail` ids are in. Every cut lies right after a run of newlines that a
+    non-space character follows, where Qwen2's pre-tokenizer always ends a pre-token and BPE
+    never merges across one: the pieces' ids are the whole text's ids, piece by piece. So both
+    ends are exactly the whole tokenization's ends, not merely up to a token at the cut, and the
+    window's own cut is a slice of those same ids, as upstream slices them. Text left between
+    the two scans holds at least one more token: the text is over the window. Where the scans
+    meet, their ids are the whole text's. Memory: the ids of about head + tail tokens and one
+    piece more at each end, however long the text. Where max_chars of text hold no such cut,
+    the piece runs to the nearest one (a text without line breaks is tokenized whole, as by
+    `newline_pieces`).
+    """
+    if head < 0 or tail < 0:
+        raise ValueError(f"head and tail must be >= 0, got {head}, {tail}")
+    prefix, suffix = _special_ids(tokenizer) if add_special_tokens else ([], [])
+    front = prefix
+    start = 0
+    for cut in _cuts_forward(text, max_chars):
+        if len(front) >= head:
+            break
+        front += tokenizer.encode(text[start:cut], add_special_tokens=False)
+        start = cut
+    back_pieces = [suffix]
+    back_count = len(suffix)
+    end = len(text)
+    for cut in _cuts_backward(text, start, max_chars):
+        if back_count >= tail:
+            break
+        back_pieces.append(tokenizer.encode(text[cut:end], add_special_tokens=False))
+        back_count += len(back_pieces[-1])
+        end = cut
+    back = [i for ids in reversed(back_pieces) for i in ids]
+    if end > start:  # text between the scans: over the window
+        return front[:head] + back[len(back) - tail :], True
+    ids = front + back  # the scans met: the whole text's ids
+    if len(ids) <= head + tail:
+        return ids, False
+    return ids[:head] + ids[len(ids) - tail :], True
+
+
+def _cuts_forward(text: str, max_chars: int) -> Iterator[int]:
+    """Where `text`'s pieces end, from the start: `newline_pieces`' cuts, pieces of at most
+    max_chars (up to the nearest cut beyond where a window holds none)."""
+    start = 0
+    while len(text) - start > max_chars:
+        cut = _cut_after_newlines(text, start + max_chars // 2, start + max_chars)
+        cut = cut or _next_cut_after_newlines(text, start + max_chars)
+        if cut is None:
+            break
+        yield cut
+        start = cut
+    if start < len(text):
+        yield len(text)
+
+
+def _cuts_backward(text: str, start: int, max_chars: int) -> Iterator[int]:
+    """Where `text[start:]`'s pieces begin, from the end backwards: cuts as `newline_pieces`'
+    (pieces of at most max_chars, up to the nearest cut below where a window holds none)."""
+    end = len(text)
+    while end - start > max_chars:
+        cut = _cut_after_newlines(text, start, end - max_chars // 2)
+        if cut is None:
+            break
+        yield cut
+        end = cut
+    if end > start:
+        yield start
+
+
+def _special_ids(tokenizer: Any) -> tuple[list[int], list[int]]:
+    """The special ids the tokenizer puts before and after a text (a BOS, an EOS)."""
+    plain = tokenizer.encode("a", add_special_tokens=False)
+    marked = tokenizer.encode("a", add_special_tokens=True)
+    for k in range(len(marked) - len(plain) + 1):
+        if marked[k : k + len(plain)] == plain:
+            return marked[:k], marked[k + len(plain) :]
+    raise ValueError(f"the tokenizer's special tokens do not wrap a text: {marked} for {plain}")
+
+
+def text_tokens(tokenizer: Any, text: str) -> int:
+    """The token count (no special tokens) of one text of any length: the sum over its
+    `newline_pieces`, which tokenize to the whole text's ids, so memory is one piece's."""
+    return sum(len(tokenizer.encode(p, add_special_tokens=False)) for p in newline_pieces(text))
+
+
 def count_tokens(tokenizer: Any, texts: Sequence[str]) -> list[int]:
     """Token counts (no special tokens) of many texts: batched through a fast tokenizer's Rust
     encoder (a transformers tokenizer's backend, or a `tokenizers.Tokenizer`), which spreads a
@@ -85,6 +184,16 @@ def _cut_after_newlines(text: str, low: int, high: int) -> int | None:
         if cut < len(text) and not text[cut].isspace():
             return cut
         end = newline
+    return None
+
+
+def _next_cut_after_newlines(text: str, low: int) -> int | None:
+    """The first cut of `_cut_after_newlines`' kind at or after `low + 1`."""
+    while (newline := text.find("\n", low)) >= 0:
+        cut = newline + 1
+        if cut < len(text) and not text[cut].isspace():
+            return cut
+        low = cut
     return None
 
 

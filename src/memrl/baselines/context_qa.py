@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from memrl.agents.chunking import window_ids
 from memrl.data.memalpha import query
 from memrl.engines.base import ChatRequest, prompt_ids
 
@@ -91,7 +92,9 @@ def context_request(
 
 def tail(tokenizer: Any, parts: Sequence[str], max_tokens: int) -> str:
     """The context's last `max_tokens` tokens: what survives the left truncation of any prompt
-    that ends with it, cut once per instance instead of once per question."""
+    that ends with it, cut once per instance instead of once per question. Only the end is
+    tokenized (`window_ids`: the whole text's last ids), so a 50 MB context costs the window's
+    memory."""
     text = "\n\n".join(parts)
-    ids = tokenizer.encode(text, add_special_tokens=False)
-    return text if len(ids) <= max_tokens else tokenizer.decode(ids[-max_tokens:])
+    ids, cut = window_ids(tokenizer, text, 0, max_tokens)
+    return tokenizer.decode(ids) if cut else text

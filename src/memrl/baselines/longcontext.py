@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from memrl.agents.chunking import center_truncate
+from memrl.agents.chunking import window_ids
 from memrl.agents.driver import Workflow
 from memrl.agents.memagent import user
 from memrl.engines.base import ChatRequest
@@ -47,14 +47,14 @@ def middle_truncate(tokenizer: Any, text: str, max_tokens: int) -> str:
     R1-Distill's counts its BOS in the head half), and only a prompt over the limit is decoded
     back, with skip_special_tokens=True; a prompt within the limit is returned untouched.
     Upstream's `ids[:L//2] + ids[-L//2:]` keeps ceil(L/2) tail tokens for odd L (Python floors
-    -L//2), i.e. exactly these halves: the question at the end survives.
+    -L//2), i.e. exactly these halves: the question at the end survives. Only the two ends are
+    tokenized (`window_ids`: the same ids), so a 50 MB context costs the window's memory.
     """
     if max_tokens <= 0:
         raise ValueError(f"max_tokens must be positive, got {max_tokens}")
-    ids = tokenizer.encode(text, add_special_tokens=True)
-    if len(ids) <= max_tokens:
-        return text
-    return tokenizer.decode(center_truncate(ids, max_tokens), skip_special_tokens=True)
+    head = max_tokens // 2
+    ids, cut = window_ids(tokenizer, text, head, max_tokens - head, add_special_tokens=True)
+    return tokenizer.decode(ids, skip_special_tokens=True) if cut else text
 
 
 def longcontext(

@@ -67,8 +67,9 @@ def set_settings(config: dict[str, Any], name: str) -> dict[str, Any]:
 
 
 def check_data(config: dict[str, Any]) -> None:
-    """Each dataset whose source is a file on this machine, checked while the plan is made:
-    a bad row stops the run before any job (a URL's rows: by its custom_set job)."""
+    """Each dataset whose source is a file on this machine, checked while the plan is made (its
+    golds against its metric too): a bad row stops the run before any job (a URL's rows: by its
+    custom_set job)."""
     from memrl.config.base import ConfigError
     from memrl.data.custom import CustomDataError, read_custom_rows
     from memrl.data.sources import local_path
@@ -79,16 +80,18 @@ def check_data(config: dict[str, Any]) -> None:
         if path is None:
             continue
         try:
-            read_custom_rows(path, spec.get("max_context_words"))
+            read_custom_rows(path, spec.get("max_context_words"), spec["metric"])
         except CustomDataError as exc:
             raise ConfigError(f"custom dataset {name} (sources.{spec['source']}): {exc}") from None
 
 
 def read_rows(task: Task, data: Path, tokenizer: Any) -> list[dict[str, Any]]:
     """A dataset's checked rows, each measured in the evaluated model's tokens."""
+    from memrl.agents.chunking import text_tokens
+
     rows = _checked_rows(data)
     for row in rows:
-        row["num_tokens"] = len(tokenizer.encode(row["context"], add_special_tokens=False))
+        row["num_tokens"] = text_tokens(tokenizer, row["context"])
     return rows
 
 

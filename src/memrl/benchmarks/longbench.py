@@ -40,11 +40,12 @@ def data(config: dict[str, Any], length: int, tasks: tuple[str, ...]) -> list[Pa
 
 def read_rows(task: Task, data: Path, tokenizer: Any) -> list[dict[str, Any]]:
     """A task's rows from LongBench's parquet, each measured in tokens."""
+    from memrl.agents.chunking import text_tokens
     from memrl.data.longbench import load_longbench
 
     rows = load_longbench(data, task.task)
     for row in rows:
-        row["num_tokens"] = len(tokenizer.encode(row["context"], add_special_tokens=False))
+        row["num_tokens"] = text_tokens(tokenizer, row["context"])
     return rows
 
 

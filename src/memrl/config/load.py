@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import difflib
 import json
+import math
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -75,6 +76,7 @@ def _yaml_error(path: str | Path, text: str, exc: yaml.MarkedYAMLError) -> str:
 def validate_config(config: dict[str, Any], schema_path: str | Path) -> None:
     """Validate against the workflow schema, narrow the config to `evaluation.select`
     (memrl.config.select), then check that every cross-reference resolves."""
+    _refuse_non_finite(config)
     schema = load_yaml(schema_path)
     errors = sorted(
         jsonschema.Draft202012Validator(schema).iter_errors(config), key=lambda e: list(e.path)
@@ -89,6 +91,22 @@ def validate_config(config: dict[str, Any], schema_path: str | Path) -> None:
         if not put:
             raise
         raise ConfigError(f"{exc} (put there by {', '.join(put)})") from None
+
+
+def _refuse_non_finite(node: Any, key: str = "") -> None:
+    """NaN and ±infinity (YAML `.nan`, `.inf`) are numbers to the schema, so its bounds let them
+    pass; no setting means them: refuse each, naming its key."""
+    if isinstance(node, float) and not math.isfinite(node):
+        raise ConfigError(f"config key {key or '<top level>'}: {node} is not a finite number")
+    children = (
+        node.items()
+        if isinstance(node, dict)
+        else enumerate(node)
+        if isinstance(node, list)
+        else ()
+    )
+    for name, child in children:
+        _refuse_non_finite(child, f"{key}.{name}" if key else str(name))
 
 
 def _describe(error: jsonschema.ValidationError) -> str:

@@ -22,6 +22,8 @@ from memrl.config.matrix import (
     memorizes,
     model_gpus,
 )
+from memrl.data.sources import local_path
+from memrl.digests import file_digest
 from memrl.scoring.verifier import DEFAULT_VERIFIER
 from memrl.systems import system_kind
 from memrl.systems.memagent import agent_settings
@@ -107,13 +109,38 @@ def hqa_eval_sets(config: dict[str, Any]) -> str:
     return str(config["ruler_hqa"].get("eval_sets", "synthesized"))
 
 
+def source_settings(config: dict[str, Any], name: str) -> dict[str, Any]:
+    """What download_data needs for a configured source (`sources.<name>`)."""
+    return with_local_content(config["sources"][name], f"sources.{name}")
+
+
 def official_hqa_settings(config: dict[str, Any], file: str) -> dict[str, Any]:
     """What download_data needs for one released file: its url and the sha256 pinned for it."""
     official = config["ruler_hqa"]["official"]
-    return {
+    spec = {
         "url": f"{official['url'].rstrip('/')}/{file}",
         "sha256": official.get("sha256", {}).get(file),
     }
+    return with_local_content(spec, f"ruler_hqa.official (file {file})")
+
+
+def with_local_content(spec: dict[str, Any], key: str) -> dict[str, Any]:
+    """A source's settings and, for a file on this machine, the sha256 of its content now
+    (`content`): an edited file changes its copy job's settings, so the copy and everything
+    after it rerun. A pinned sha256 it no longer matches stops the plan, naming the key."""
+    path = local_path(spec["url"])
+    if path is None:
+        return spec
+    if not path.is_file():
+        raise ConfigError(f"config key {key}: {path}: no such file")
+    content = file_digest(path).removeprefix("sha256:")
+    pinned = spec.get("sha256")
+    if pinned and content != pinned.lower():
+        raise ConfigError(
+            f"config key {key}: {path} has sha256 {content}, the config pins {pinned} "
+            "(the file changed, or the pin is wrong)"
+        )
+    return {**spec, "content": content}
 
 
 def official_questions_settings(config: dict[str, Any], split: str) -> dict[str, Any]:

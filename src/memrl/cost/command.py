@@ -22,9 +22,12 @@ priced) and reads each job's rule, wildcards, resources and settings from the pl
 After a run, `--actual results/<run>` sets the estimate of every job of the target that ran
 (planned again as if from scratch, `--forceall`) beside what it used: its wall time from its
 provenance record, times the GPUs it requested, per rule and with the ratio actual / estimate.
+A RESULTS without any job record is an error (most likely the wrong path).
 Where a training run of the same name measured its responses (`--lengths RESULTS`, else
 --actual's; a finished run or one as far as it got), its estimate counts every response at that
-mean length instead of the budget.
+mean length instead of the budget. Each step's mean must be positive and at most the stage's
+longest response, else an error names the file and line (verl's logs: the step); a torn last line
+of a killed run is skipped with a warning.
 
 Hosted models (source `api`) use no GPU of ours: their calls are counted (at their budgets) in
 millions of tokens, and in dollars at the model's `price` where the config gives one.
@@ -42,6 +45,7 @@ import argparse
 import json
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from memrl import config as cfg
 from memrl.cost.actual import actual_rows, render_actual
@@ -50,6 +54,7 @@ from memrl.cost.plan import config_files, dry_run, parse_plan
 from memrl.cost.price import price_job
 from memrl.cost.pricing import Pricing
 from memrl.cost.report import markdown, render, summarise
+from memrl.cost.responses import ResponseLengthError
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -81,10 +86,11 @@ def main(argv: Sequence[str] | None = None) -> None:
     args, overrides = split_overrides(rest)
     if known.actual is not None:
         args = [*args, "--forceall"]  # every job of the target, as the run planned it
+    records = None if known.actual is None else job_records(known.actual)
     lengths = known.lengths or known.actual
     if lengths is not None and not lengths.is_dir():
         raise SystemExit(f"--lengths {lengths}: no such results directory")
-    config = cfg.load_config(config_files(args), overrides)
+    config = checked_config(config_files(args), overrides)
     measured = json.loads(known.measured.read_text())
     rate = prefill_flop_rate(measured)
     pricing = Pricing.of(config, rate, lengths)
@@ -92,13 +98,12 @@ def main(argv: Sequence[str] | None = None) -> None:
         jobs = parse_plan(dry_run(args, overrides))
     except ValueError as exc:  # a job's settings file that cannot be read
         raise SystemExit(f"memrl cost: {exc}") from None
-    prices = [price_job(job, pricing) for job in jobs]
-    if known.actual is not None:
-        from memrl.tracking.results_dir import records_under
-
-        if not known.actual.is_dir():
-            raise SystemExit(f"--actual {known.actual}: no such results directory")
-        used = actual_rows(jobs, prices, records_under(known.actual))
+    try:
+        prices = [price_job(job, pricing) for job in jobs]
+    except ResponseLengthError as exc:  # --lengths: a training run's metrics
+        raise SystemExit(f"memrl cost: {exc}") from None
+    if records is not None:
+        used = actual_rows(jobs, prices, records)
         print(
             json.dumps({"rows": used}, indent=1)
             if known.json
@@ -112,3 +117,30 @@ def main(argv: Sequence[str] | None = None) -> None:
         print(markdown(rows))
     else:
         print(render(rows, len(prices), measured, rate))
+
+
+def checked_config(files: Sequence[str], overrides: dict[str, Any]) -> dict[str, Any]:
+    """The config the plan reads, validated; one that fails (the schema, a reference) is an
+    exit naming the files and the key, as `python -m memrl.config` prints it."""
+    try:
+        return cfg.load_config(files, overrides)
+    except cfg.ConfigError as exc:
+        named = any(file in str(exc) for file in files)
+        where = "" if named else " + ".join([*files, *(["--config"] if overrides else [])]) + ": "
+        raise SystemExit(f"memrl cost: {where}{exc}") from None
+
+
+def job_records(results: Path) -> list[dict[str, Any]]:
+    """--actual's job records; a directory without any is most likely not a run's results."""
+    from memrl.tracking.record import RECORD_SUFFIX
+    from memrl.tracking.results_dir import records_under
+
+    if not results.is_dir():
+        raise SystemExit(f"--actual {results}: no such results directory")
+    records = records_under(results)
+    if not records:
+        raise SystemExit(
+            f"--actual {results}: no job record (logs/**/*{RECORD_SUFFIX}) under it; "
+            "give the results directory of a run (results/<run>)"
+        )
+    return records

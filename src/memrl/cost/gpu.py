@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from memrl.cost.pricing import Pricing
-from memrl.cost.training import training_job_flops, training_stage
+from memrl.cost.training import longest_response, training_job_flops, training_stage
 from memrl.cost.work import Work, forward_flops, work_flops
 from memrl.report.flops import published_shape
 
@@ -46,7 +46,8 @@ def training_gpu_hours(
 ) -> tuple[float | None, bool]:
     """A training job's estimate (None where it is not modelled), and whether it counts the
     responses at the mean length its run measured (`--lengths`) instead of their budget."""
-    response_tokens = pricing.response_tokens(settings["run"], training_stage(settings))
+    stage, longest = training_stage(settings), longest_response(rule, settings)
+    response_tokens = pricing.response_tokens(settings["run"], stage, longest)
     flops = training_job_flops(rule, settings, pricing, response_tokens)
     return gpu_hours(flops, pricing.rate), response_tokens is not None and flops is not None
 

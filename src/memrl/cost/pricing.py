@@ -33,11 +33,12 @@ class Pricing:
         systems = cfg.eval_systems(config)
         return cls(config, rate, model_shapes(config), systems, instances, lengths)
 
-    def response_tokens(self, run: str, stage: str) -> float | None:
-        """A training stage's measured mean response tokens in `lengths`, if it has any."""
+    def response_tokens(self, run: str, stage: str, longest: int) -> float | None:
+        """A training stage's measured mean response tokens in `lengths`, if it has any (each
+        step's within 1..`longest`, the stage's longest response)."""
         if self.lengths is None:
             return None
-        return measured_response_tokens(self.lengths / "checkpoints" / run / stage)
+        return measured_response_tokens(self.lengths / "checkpoints" / run / stage, longest)
 
 
 def published_instances(paper: dict[str, Any]) -> dict[str, dict[str, list[float]]]:

@@ -22,6 +22,16 @@ def training_stage(settings: dict[str, Any]) -> str:
     return settings.get("stage", MEMALPHA_STAGE)
 
 
+def longest_response(rule: str, settings: dict[str, Any]) -> int:
+    """The longest response a training stage's rollout writes (verl's rollout.response_length,
+    memrl.verl.overrides): a Mem-α chunk's `max_new_tokens`; a MemAgent conversation's memory
+    update or final answer, the longer budget."""
+    agent = settings["agent"]
+    if rule == "train_memalpha":
+        return int(agent["max_new_tokens"])
+    return max(int(agent["memory_tokens"]), int(agent["final_tokens"]))
+
+
 def policy_update_flops(shape: Qwen2Shape, calls: list[Call], settings: dict[str, Any]) -> float:
     """verl's passes over one rollout's calls: the rollout, old-policy and reference forwards
     (the reference only with a KL loss), the actor's forward and backward and, with gradient

@@ -5,10 +5,14 @@ parquet (one row per question), with the fields
     context   the text the question is about                    } exactly one of the two
     documents a non-empty list of texts (retrieved one by one)  }
     question  the question, without its context
-    answers   a non-empty list of gold answers (strings)
+    answers   a non-empty list of gold answers (strings), each one the dataset's metric can
+              tell a right reply by (`memrl.scoring.golds`: not "A", "?" or, for sub_em and
+              string_match, one letter)
     task      optional: a label of your own, kept with the row
 
-Every problem stops the read naming the file, the line (JSONL) or row (parquet) and the field.
+Every problem stops the read naming the file, the line (JSONL) or row (parquet) and the field;
+a JSONL file must be UTF-8 text, and a text holding a lone surrogate escape ("\\ud800") is
+refused rather than altered.
 Rows are written for the evaluation as the benchmarks' rows (`index`: the row's place in the
 file from 0, `id`, `input`, `answers`, and `context` or `documents`). Read back
 (`with_context`), a row has both: `documents` rendered as RULER-HQA renders its documents
@@ -23,6 +27,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from memrl.scoring.golds import bad_gold
+
 FIELDS = ("id", "context", "documents", "question", "answers", "task")
 FORMATS = (".jsonl", ".parquet")
 
@@ -32,14 +38,18 @@ class CustomDataError(ValueError):
 
 
 def read_custom_rows(
-    path: str | Path, max_context_words: int | None = None
+    path: str | Path, max_context_words: int | None = None, metric: str | None = None
 ) -> list[dict[str, Any]]:
-    """The checked rows of one file, in the evaluation's row format (module docstring)."""
+    """The checked rows of one file, in the evaluation's row format (module docstring); with a
+    `metric`, every gold must be one it can score (without, as for sizing, golds are not)."""
     path = Path(path)
     rows: list[dict[str, Any]] = []
     ids: dict[tuple[str, Any], str] = {}
     for where, raw in _raw_rows(path):
         row = {"index": len(rows), **_checked(raw, where, max_context_words)}
+        problem = None if metric is None else bad_gold(row["answers"], (metric,))
+        if problem is not None:
+            raise CustomDataError(f"{where}: {problem}")
         key = (type(row["id"]).__name__, row["id"])
         if key in ids:
             raise CustomDataError(f"{where}: field 'id': {row['id']!r} is already at {ids[key]}")
@@ -64,11 +74,20 @@ def _raw_rows(path: Path) -> Iterator[tuple[str, Any]]:
         for number, raw in enumerate(pq.read_table(path).to_pylist(), 1):
             yield f"{path}: row {number}", raw
         return
-    with open(path, encoding="utf-8") as handle:
-        for number, line in enumerate(handle, 1):
+    offset = 0  # of the line in the file, in bytes
+    with open(path, "rb") as handle:
+        for number, data in enumerate(handle, 1):
+            where = f"{path}:{number}"
+            try:
+                line = data.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise CustomDataError(
+                    f"{where}: not UTF-8 text (byte {offset + exc.start} of the file, "
+                    f"{data[exc.start : exc.start + 1]!r}); save the file as UTF-8"
+                ) from None
+            offset += len(data)
             if not line.strip():
                 continue
-            where = f"{path}:{number}"
             try:
                 yield where, json.loads(line)
             except json.JSONDecodeError as exc:
@@ -151,6 +170,13 @@ def _list(value: Any) -> list[Any] | None:
 def _text(value: Any, where: str, field: str) -> str:
     if not isinstance(value, str) or not value.strip():
         raise CustomDataError(f"{where}: field {field!r}: expected a non-empty string")
+    surrogate = next((i for i, c in enumerate(value) if "\ud800" <= c <= "\udfff"), None)
+    if surrogate is not None:
+        raise CustomDataError(
+            f"{where}: field {field!r}: a lone surrogate {value[surrogate]!r} at character "
+            f"{surrogate}, not a character (a JSON escape of half a UTF-16 pair): write the "
+            "character itself"
+        )
     return value
 
 

@@ -153,6 +153,15 @@ def atomic_path(path: str | Path) -> Iterator[Path]:
         Path(tmp).unlink(missing_ok=True)
 
 
+def staging_directory(out: str | Path) -> Path:
+    """An empty directory beside `out` to build it in (then `publish_directory`), with the
+    usual permissions: mkdtemp's 0700 would stay on the published directory."""
+    out = Path(out)
+    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+    staging.chmod(0o777 & ~_umask())
+    return staging
+
+
 def publish_directory(staging: str | Path, out: str | Path) -> None:
     """Rename a finished staging directory onto `out` (an existing `out` is swapped out first)."""
     staging, out = Path(staging), Path(out)

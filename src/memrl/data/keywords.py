@@ -97,6 +97,11 @@ PROMPTS = {
         "mab": (SUMMARY_SYSTEM, SUMMARY_PROMPT),
     },
 }
+# Both prompts ask for "ONLY a comma-separated list of keywords, nothing else" of "single words
+# and short phrases (2-3 words max)"; a reply that is not such a list is refused (reply_problem)
+MAX_KEYWORD_WORDS = 6  # twice the prompts' 3: a longer item is a clause, not a phrase
+# ".", "!" or "?" closing an item, unless the "." ends a one-letter word (an initial: D.C.)
+_SENTENCE_END = re.compile(r"(?:[!?]|(?<!\b\w)\.)$")
 MATCH_CHARS = 300  # of the first chunk's reading that must begin the original's text
 _READING = re.compile(r"<User>\s?(.*?)\n\n<System>", re.DOTALL)
 _SUMMARIZE = "summarize"  # the question whose answer is the keyword gold (official: its text)
@@ -121,6 +126,28 @@ def keyword_list(reply: str) -> list[str]:
             seen.add(keyword.lower())
             keywords.append(keyword)
     return keywords
+
+
+def reply_problem(reply: str | None) -> str | None:
+    """Why a reply is not the keyword list the prompts ask for (keywords_problem of its keywords),
+    else None."""
+    return keywords_problem(keyword_list(reply or ""))
+
+
+def keywords_problem(keywords: Sequence[str]) -> str | None:
+    """Why a reply's keywords are not a comma-separated list of keywords and short phrases, else
+    None: none at all (an empty reply, or commas only), an item that spans lines (a list of
+    another form), ends a sentence (a refusal, a remark) or is longer than MAX_KEYWORD_WORDS."""
+    if not keywords:
+        return "no keywords (an empty reply, or commas only)"
+    for keyword in keywords:
+        if len(keyword.splitlines()) > 1:
+            return f"a line break in {keyword!r}: the prompt asks for one comma-separated list"
+        if _SENTENCE_END.search(keyword):
+            return f"{keyword!r} ends a sentence: the prompt asks for keywords, nothing else"
+        if (words := len(keyword.split())) > MAX_KEYWORD_WORDS:
+            return f"{keyword!r} has {words} words: the prompt asks for phrases of 2-3"
+    return None
 
 
 def _flat(text: str) -> str:

@@ -32,6 +32,8 @@ from memrl.data.io import read_table_records
 LONGBENCH_QA = ("2wikimqa", "hotpotqa", "musique", "narrativeqa", "qasper")
 LONGBENCH_SUM = ("gov_report", "qmsum")
 LONGBENCH_TASKS = LONGBENCH_QA + LONGBENCH_SUM
+QA_METRICS = ("sub_em", "f1")  # what `scoring.longbench` scores golds by: sub_em, qa_f1
+SUM_METRICS = ("rouge",)
 
 # LongBench's published sizes (Bai et al., 2023, Table 1): samples per task and their average
 # length in words, for pricing an evaluation before the data is downloaded (`memrl cost`).
@@ -161,16 +163,19 @@ def _parse(record: dict, task: str, where: str, index: int) -> dict:
         "task": task,
         "input": record["input"],
         "context": record["context"],
-        "answers": _answers(record["answers"], where),
+        "answers": _answers(record["answers"], where, task),
         "length": record["length"],
         "_id": record["_id"],
         "num_tokens": None,
     }
 
 
-def _answers(answers: list[Any], where: str) -> list[str]:
+def _answers(answers: list[Any], where: str, task: str) -> list[str]:
     """The golds: a non-empty list of non-blank strings (a blank gold would be contained in
-    every prediction and score sub_em 1)."""
+    every prediction and score sub_em 1), each one the task's metrics can score
+    (`memrl.scoring.golds`)."""
+    from memrl.scoring.golds import bad_gold
+
     if not answers:
         raise ValueError(f"{where}: 'answers' is empty")
     for j, answer in enumerate(answers):
@@ -178,4 +183,9 @@ def _answers(answers: list[Any], where: str) -> list[str]:
             raise ValueError(f"{where}: answers[{j}] must be str, got {type(answer).__name__}")
         if not answer.strip():
             raise ValueError(f"{where}: answers[{j}] is blank")
+    problem = bad_gold(
+        answers, SUM_METRICS if task in LONGBENCH_SUM else QA_METRICS, published=True
+    )
+    if problem is not None:
+        raise ValueError(f"{where}: {problem}")
     return list(answers)

@@ -18,11 +18,15 @@ up to the next header, must be a document of the pool, so the ids render the rel
 for byte and a converted row evaluates exactly as the released one (tested); `num_tokens` is
 counted from the pool's per-document counts (`ruler_hqa.ContextTokens`). A file whose checksum (the
 download checks it), fields or row count differ from the released ones stops the job, naming
-the file, the row and the field.
+the file, the row and the field; so does a row that does not hold what it says: `num_docs`
+documents (ids, or "Document i:" sections), distinct but for the paragraphs its own question
+repeats (checked against the dev pool), and a first answer, the one scored, that the official
+metrics can score (`memrl.scoring.golds`).
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -35,6 +39,8 @@ from memrl.data.ruler_hqa import (
     Tokenizer,
     sample_row,
 )
+from memrl.scoring.golds import bad_gold
+from memrl.scoring.metrics import ANSWER_IS_METRICS
 
 EVAL_FIELDS: dict[str, tuple[type, ...]] = {
     "context": (str, list),
@@ -53,7 +59,8 @@ def eval_file_name(n_docs: int) -> str:
 
 def read_eval_file(path: Path, n_docs: int, rows: int) -> list[dict[str, Any]]:
     """A released `eval_{N}.json`, every row checked: the fields and their types, `num_docs`
-    equal to N, and `rows` rows (the released count: the paper's 128 questions)."""
+    equal to N, N documents in its context, a first answer that can be scored, and `rows` rows
+    (the released count: the paper's 128 questions)."""
     data = read_json(path)
     if not isinstance(data, list):
         raise ValueError(f"{path}: expected a JSON list of rows, got {type(data).__name__}")
@@ -75,12 +82,22 @@ def _check_eval_row(row: Any, where: str, n_docs: int) -> None:
             raise ValueError(f"{where}: field {key!r} must be {names}, got {row[key]!r:.60}")
     if not all(isinstance(a, str) for a in row["answers"]):
         raise ValueError(f"{where}: field 'answers' must list strings")
+    if not row["answers"]:
+        raise ValueError(f"{where}: field 'answers': an empty list (the first answer is scored)")
+    problem = bad_gold(row["answers"][:1], ANSWER_IS_METRICS, published=True)  # the one scored
+    if problem is not None:
+        raise ValueError(f"{where}: {problem}")
     if row["num_docs"] != n_docs:
         raise ValueError(f"{where}: field 'num_docs' is {row['num_docs']}, the file's N {n_docs}")
-    if isinstance(row["context"], list):
-        ids = row["context"]
-        if not all(isinstance(d, int) and not isinstance(d, bool) for d in ids):
+    context = row["context"]
+    if isinstance(context, list):
+        if not all(isinstance(d, int) and not isinstance(d, bool) for d in context):
             raise ValueError(f"{where}: field 'context' must be text or a list of doc ids")
+        documents = len(context)
+    else:
+        documents = len(split_documents(context, where))
+    if documents != n_docs:
+        raise ValueError(f"{where}: field 'context': {documents} documents, not {n_docs}")
 
 
 def convert_eval_rows(
@@ -103,7 +120,9 @@ def convert_eval_rows(
             raise ValueError(f"{at}: field 'index' names no question of the dev pool")
         if row["input"] != question["question"]:
             raise ValueError(f"{at}: field 'input' is not the dev file's question of that index")
-        samples.append(_doc_ids(row["context"], lookup, pool.docs, at))
+        doc_ids = _doc_ids(row["context"], lookup, pool.docs, at)
+        _check_repeats(doc_ids, question["doc_ids"], at)
+        samples.append(doc_ids)
     counter = ContextTokens(tokenizer, pool.docs, pool.tokens)
     counter.prepare(samples)
     return [
@@ -123,10 +142,34 @@ def _doc_ids(
     return parse_context(context, lookup, at)
 
 
+def _check_repeats(doc_ids: Sequence[int], own: Sequence[int], at: str) -> None:
+    """A sample's documents are distinct, but for a paragraph its question itself holds more
+    than once (the official sample then holds it as often: `ruler_hqa.sample_doc_ids`)."""
+    allowed = Counter(own)
+    for doc_id, times in Counter(doc_ids).items():
+        if times > max(1, allowed[doc_id]):
+            raise ValueError(
+                f"{at}: field 'context': doc id {doc_id} appears {times} times; a row's "
+                "documents are distinct but for those its question repeats"
+            )
+
+
 def parse_context(text: str, lookup: Mapping[str, int], at: str) -> list[int]:
-    """The pool doc ids of a rendered context "Document 1:\\n{d}\\n\\nDocument 2:\\n{d}…": each
-    section up to the next header of the following number."""
+    """The pool doc ids of a rendered context (`split_documents`)."""
     ids = []
+    for number, document in enumerate(split_documents(text, at), start=1):
+        if document not in lookup:
+            raise ValueError(
+                f"{at}: field 'context', document {number}: not a document of the dev pool"
+            )
+        ids.append(lookup[document])
+    return ids
+
+
+def split_documents(text: str, at: str) -> list[str]:
+    """The documents of a rendered context "Document 1:\\n{d}\\n\\nDocument 2:\\n{d}…": each
+    section up to the next header of the following number."""
+    documents = []
     position, number = 0, 1
     while True:
         header = f"Document {number}:\n"
@@ -134,15 +177,9 @@ def parse_context(text: str, lookup: Mapping[str, int], at: str) -> list[int]:
             raise ValueError(f"{at}: field 'context' lacks the header {header.strip()!r}")
         start = position + len(header)
         following = text.find(f"{SEPARATOR}Document {number + 1}:\n", start)
-        end = len(text) if following < 0 else following
-        document = text[start:end]
-        if document not in lookup:
-            raise ValueError(
-                f"{at}: field 'context', document {number}: not a document of the dev pool"
-            )
-        ids.append(lookup[document])
+        documents.append(text[start : len(text) if following < 0 else following])
         if following < 0:
-            return ids
+            return documents
         position, number = following + len(SEPARATOR), number + 1
 
 

@@ -403,12 +403,21 @@ def build_eval_sets(
 ) -> dict[int, list[dict]]:
     """The RULER-HQA evaluation sets: for every N, rows for the same question `indices` (the
     filtered dev questions of eval_200, as in different_docs_eval.py), in that order; with a
-    `placement`, the probe sets of `build_split`."""
+    `placement`, the probe sets of `build_split`. A question whose first answer (the one scored)
+    the official metrics cannot score (`memrl.scoring.golds`) stops the build, named by its
+    index (its row in the HotpotQA file)."""
+    from memrl.scoring.golds import bad_gold
+    from memrl.scoring.metrics import ANSWER_IS_METRICS
+
     by_index = {q["index"]: q for q in questions}
     missing = [i for i in indices if i not in by_index]
     if missing:
         raise ValueError(f"question indices not in the split: {missing[:10]}")
     selected = [by_index[i] for i in indices]
+    for q in selected:
+        problem = bad_gold(q["answers"][:1], ANSWER_IS_METRICS, published=True)
+        if problem is not None:
+            raise ValueError(f"question {q['index']}: {problem}")
     return {
         n: build_split(
             selected,

@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import tempfile
 import urllib.error
 import urllib.request
 from collections.abc import Callable, Iterator
@@ -21,7 +20,7 @@ from typing import Any, BinaryIO
 
 from tqdm import tqdm
 
-from memrl.data.io import sha256_file
+from memrl.data.io import atomic_path, sha256_file, staging_directory
 
 FIXTURE_PREFIX = "fixture:"
 HUB_COMMIT_HEADER = "X-Repo-Commit"  # the commit a Hugging Face `resolve/<revision>` URL served
@@ -45,22 +44,15 @@ def fetch_file(source: str, dest: str | os.PathLike[str], sha256: str | None = N
     dest.parent.mkdir(parents=True, exist_ok=True)
     if source.startswith(ESSAYS_PREFIX):
         return _fetch_essays(dest, sha256)
-    fd, tmp_name = tempfile.mkstemp(dir=dest.parent, prefix=f".{dest.name}.", suffix=".part")
-    tmp = Path(tmp_name)
     headers: dict[str, str] = {}
-    try:
-        with os.fdopen(fd, "wb") as out:
+    with atomic_path(dest) as tmp:  # renamed onto dest only if the checksum matched
+        with tmp.open("wb") as out:
             _open_source(source, headers)(out)
-            out.flush()
-            os.fsync(out.fileno())
         actual = sha256_file(tmp)
         if sha256 is not None and actual != sha256.lower():
             raise ChecksumError(
                 f"checksum mismatch for {source}: expected sha256 {sha256}, got {actual}"
             )
-        os.replace(tmp, dest)
-    finally:
-        tmp.unlink(missing_ok=True)
     entry = {"source": source, "path": str(dest), "sha256": actual, "bytes": dest.stat().st_size}
     if HUB_COMMIT_HEADER in headers:  # pin it: replace `main` in the url by this commit
         entry["revision"] = headers[HUB_COMMIT_HEADER]
@@ -279,7 +271,7 @@ def _convert_gguf(spec: dict, out: Path) -> dict:
     model.hf_quantizer = None
     if hasattr(model.config, "quantization_config"):
         del model.config.quantization_config
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+    tmp = staging_directory(out)
     try:
         model.save_pretrained(tmp)
         tokenizer.save_pretrained(tmp)
@@ -294,7 +286,7 @@ def _fetch_hf(spec: dict, out: Path) -> None:
 
     if "id" not in spec:
         raise ValueError(f"model spec {spec}: source 'hf' needs an 'id'")
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+    tmp = staging_directory(out)
     try:
         snapshot_download(repo_id=spec["id"], revision=spec.get("revision"), local_dir=tmp)
         shutil.rmtree(tmp / ".cache", ignore_errors=True)  # huggingface_hub's download metadata
@@ -314,7 +306,7 @@ def _fetch_api(spec: dict, out: Path) -> None:
     missing = [key for key in ("served_name", "tokenizer") if key not in spec]
     if missing:
         raise ValueError(f"model spec {spec}: source 'api' needs {', '.join(missing)}")
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+    tmp = staging_directory(out)
     try:
         snapshot_download(
             repo_id=spec["tokenizer"],
@@ -344,7 +336,7 @@ def _copy_local(spec: dict, out: Path) -> None:
     if not src.is_dir():
         raise FileNotFoundError(f"model spec {spec}: {src} is not a directory")
     _require_config(src, f"local model {src}")
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+    tmp = staging_directory(out)
     try:
         shutil.copytree(src, tmp, dirs_exist_ok=True)
         _replace_dir(tmp, out)

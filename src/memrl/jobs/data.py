@@ -17,7 +17,8 @@ def cmd_download_data(args: argparse.Namespace, run: JobRecord) -> None:
     from memrl.data.io import write_json_atomic
     from memrl.data.sources import fetch_file
 
-    entry = fetch_file(args.settings["url"], args.out, args.settings.get("sha256"))
+    s = args.settings  # a local file is checked against its content when the plan was made
+    entry = fetch_file(s["url"], args.out, s.get("sha256") or s.get("content"))
     write_json_atomic(args.manifest, entry)
     run.log_metrics({"bytes": entry["bytes"]})
 
@@ -137,14 +138,14 @@ def cmd_official_questions(args: argparse.Namespace, run: JobRecord) -> None:
 
 
 def cmd_custom_set(args: argparse.Namespace, run: JobRecord) -> None:
-    """One dataset of one's own, checked row by row (memrl.data.custom) and written as the
-    evaluation's rows, each tagged with the dataset's metric."""
+    """One dataset of one's own, checked row by row (memrl.data.custom; its golds against its
+    metric) and written as the evaluation's rows, each tagged with the dataset's metric."""
     from memrl.data.custom import CustomDataError, context_words, read_custom_rows
     from memrl.data.io import write_jsonl_atomic
 
     s = args.settings
     try:
-        rows = read_custom_rows(args.data, s["max_context_words"])
+        rows = read_custom_rows(args.data, s["max_context_words"], s["metric"])
     except CustomDataError as exc:
         raise SystemExit(f"custom dataset {s['dataset']}: {exc}") from None
     write_jsonl_atomic(args.out, [{**row, "metric": s["metric"]} for row in rows])
@@ -251,7 +252,9 @@ def cmd_dataset_stats(args: argparse.Namespace, run: JobRecord) -> None:
 def cmd_keywords(args: argparse.Namespace, run: JobRecord) -> None:
     """Mem-α's Figure 4 step: one data source's keyword golds rebuilt from its original summaries
     by the configured model, each set beside the released list (memrl.data.keywords). Replies
-    are kept as they come (a killed job resumes); a request that still fails fails the job."""
+    are kept as they come (a killed job resumes); a request that fails, or whose reply is not the
+    keyword list the prompt asks for (memrl.data.keywords.reply_problem), fails the job. A model
+    that cannot reproduce the paper (a machinery check) keeps such replies, marked `refused`."""
     from memrl.data import keywords as kw
     from memrl.data.io import write_jsonl_atomic
 
@@ -274,46 +277,74 @@ def cmd_keywords(args: argparse.Namespace, run: JobRecord) -> None:
             "are these the originals of the released set?"
         )
     wanted = {o["key"]: o["summary"] for o in matched if o is not None}
-    replies = _extract_keywords(wanted, s, args)
+    replies = _extract_keywords(wanted, _instance_labels(instances, matched), s, args)
     rows = []
     for instance, original in zip(instances, matched, strict=True):
         row = {k: s[k] for k in ("set", "model", "reproduces", "prompt")}
         row.update({k: instance[k] for k in ("split", "index", "instance_id", "released")})
-        row["original"] = None if original is None else original["key"]
-        row["rebuilt"] = None if original is None else kw.keyword_list(replies[original["key"]])
-        if row["rebuilt"] is not None:
-            row.update(kw.agreement(row["released"], row["rebuilt"]))
+        row.update(original=None, rebuilt=None, refused=None)
+        if original is not None:
+            rebuilt = kw.keyword_list(replies[original["key"]])
+            row.update(original=original["key"], rebuilt=rebuilt)
+            row.update(
+                refused=kw.keywords_problem(rebuilt), **kw.agreement(row["released"], rebuilt)
+            )
         rows.append(row)
     write_jsonl_atomic(args.out, rows)
     rebuilt = [r for r in rows if r["rebuilt"] is not None]
+    accepted = [r for r in rebuilt if r["refused"] is None]
     run.log_metrics(
         {
             "instances": len(rows),
             "matched": len(rebuilt),
-            "same": sum(r["same"] for r in rebuilt),
-            "mean_jaccard": statistics.fmean(r["jaccard"] for r in rebuilt),
+            "refused": len(rebuilt) - len(accepted),
+            "same": sum(r["same"] for r in accepted),
+            "mean_jaccard": statistics.fmean(r["jaccard"] for r in accepted) if accepted else None,
         }
     )
-    log.info("%s: %d of %d instances rebuilt", s["set"], len(rebuilt), len(rows))
+    log.info(
+        "%s: %d of %d instances rebuilt, %d of them refused",
+        s["set"],
+        len(rebuilt),
+        len(rows),
+        len(rebuilt) - len(accepted),
+    )
+
+
+def _instance_labels(
+    instances: list[dict[str, Any]], matched: list[dict[str, Any] | None]
+) -> dict[str, str]:
+    """Each matched original's key with the released instances it rebuilds, for messages."""
+    named: dict[str, list[str]] = {}
+    for instance, original in zip(instances, matched, strict=True):
+        if original is not None:
+            named.setdefault(original["key"], []).append(
+                f"{instance['split']} row {instance['index']}"
+            )
+    return {key: f"{key} ({', '.join(rows)})" for key, rows in named.items()}
 
 
 def _extract_keywords(
-    summaries: dict[str, str], s: dict[str, Any], args: argparse.Namespace
+    summaries: dict[str, str], labels: dict[str, str], s: dict[str, Any], args: argparse.Namespace
 ) -> dict[str, str]:
     """Each summary's reply (by the original's key), in waves appended to a partial file that
-    a rerun of the same settings resumes from."""
+    a rerun of the same settings resumes from: a damaged line of it is dropped with a warning
+    (memrl.evaluation.load_finished) and asked again. A failed request, or a refused reply of a
+    model that can reproduce the paper, is not kept and fails the job (naming it by `labels`),
+    whose rerun asks only for them."""
     import hashlib
 
     from memrl.data import keywords as kw
-    from memrl.data.io import append_jsonl, iter_jsonl
+    from memrl.data.io import append_jsonl
     from memrl.engines.base import ChatRequest, SamplingParams
+    from memrl.evaluation import load_finished
     from memrl.progress import progress
 
     # Snakemake deletes a failed job's outputs: the replies so far live beside them, under a
     # name that changes with the settings (model, prompt, sampling), so a changed rerun starts over
     digest = hashlib.sha256(json.dumps(s, sort_keys=True).encode()).hexdigest()[:12]
     partial = args.out.with_name(f"{args.out.name}.{digest}.partial")
-    done = {r["key"]: r["reply"] for r in iter_jsonl(partial)} if partial.exists() else {}
+    done = {r["key"]: r["reply"] for r in load_finished(partial, ("key", "reply"))}
     todo = [key for key in summaries if key not in done]
     if todo:
         engine = build_engine(args.model, s["engine"], args.log)
@@ -331,16 +362,22 @@ def _extract_keywords(
                 answered = []
                 for key, completion in zip(wave, engine.chat(requests, sampling), strict=True):
                     if completion.failed:
-                        failed.append(f"{key}: {completion.error}")
+                        failed.append(f"{labels[key]}: {completion.error}")
+                    elif s["reproduces"] and (why := kw.reply_problem(completion.text)):
+                        failed.append(f"{labels[key]}: reply refused, {why}")
                     else:
                         answered.append({"key": key, "reply": completion.text})
                 append_jsonl(partial, answered)
                 done.update((r["key"], r["reply"]) for r in answered)
                 bar.advance(len(wave))
         if failed:
+            for failure in failed:
+                log.warning("keyword request of %s", failure)
+            more = f"; and {len(failed) - 3} more (each in the log)" if failed[3:] else ""
             raise SystemExit(
                 f"{len(failed)} keyword request(s) failed (a rerun retries only them): "
                 + "; ".join(failed[:3])
+                + more
             )
     replies = {key: done[key] for key in summaries}
     partial.unlink(missing_ok=True)

@@ -17,6 +17,7 @@ import torch
 from tokenizers import Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers, trainers
 from transformers import GenerationConfig, PreTrainedTokenizerFast, Qwen2Config, Qwen2ForCausalLM
 
+from memrl.data.io import staging_directory
 from memrl.models import TINY_CONTEXT
 
 PAD_TOKEN = "<|endoftext|>"
@@ -94,7 +95,7 @@ def build_tiny_model(
         eos_token_id=[tokenizer.eos_token_id, tokenizer.pad_token_id],
         pad_token_id=tokenizer.pad_token_id,
     )
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+    tmp = staging_directory(out)
     try:
         tokenizer.save_pretrained(tmp)
         model.save_pretrained(tmp)

@@ -83,9 +83,7 @@ def _column_cell(
         else (None, None)
     )
     n_scored = int(record["n_items"]) - (0 if scored == "accuracy" else dropped)
-    right_wrong = scored in record.get("right_wrong", ())
-    if right_wrong and column.scale == 1.0:
-        _check_right_wrong(record, scored, ours, n_scored)
+    right_wrong = scored in record.get("right_wrong", ())  # k/n, checked when it was read
     return Cell(
         ci=_bounds(bounds),
         ci_fixed=_bounds(fixed),
@@ -105,16 +103,6 @@ def _column_cell(
 
 def _bounds(bounds: Sequence[float] | None) -> Interval | None:
     return None if bounds is None else (float(bounds[0]), float(bounds[1]))
-
-
-def _check_right_wrong(record: Mapping[str, Any], key: str, score: float, n: int) -> None:
-    """A score its record lists as right/wrong is k/n of its items: else the file is wrong."""
-    successes = score * n / 100
-    if n < 1 or abs(successes - round(successes)) > 1e-6 * max(1, n):
-        raise ValueError(
-            f"{record.get('path', record['system'])}: {key}={score} over {n} items is no k/{n}, "
-            "yet 'right_wrong' lists it as right/wrong"
-        )
 
 
 def _average_cell(

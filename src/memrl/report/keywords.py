@@ -12,6 +12,7 @@ from typing import Any
 import pandas as pd
 
 from memrl.config import CAPTIONS, KEYWORDS_TABLE
+from memrl.data.keywords import MAX_KEYWORD_WORDS, keywords_problem
 from memrl.report.assemble import PaperTable
 from memrl.report.cells import DASH, MACHINERY_ONLY
 
@@ -35,6 +36,7 @@ COLUMNS = {
     "jaccard": "Mean Jaccard",
     "recall": "Released keywords rebuilt",
     "sizes": "Keywords: released / rebuilt (mean)",
+    "refused": "Refused replies",
 }
 MODEL_BANNER = (
     f"{MACHINERY_ONLY}the keywords were extracted by a model that cannot reproduce the paper "
@@ -48,10 +50,26 @@ PROMPT_WORDS = {
 
 
 def load_keyword_rows(paths: Iterable[str | Path]) -> list[dict[str, Any]]:
-    """Every rebuilt instance of the files (JSONL rows of ROW_FIELDS), checked."""
+    """Every rebuilt instance of the files (JSONL rows of ROW_FIELDS), checked: a rebuilt list
+    that no accepted reply gives (memrl.data.keywords.keywords_problem; e.g. an empty one, which
+    would read as no agreement) and that is not marked `refused` stops the table naming the file
+    and row."""
     from memrl.data.io import read_jsonl
 
-    return [row for path in paths for row in read_jsonl(path, ROW_FIELDS)]
+    rows = [(path, row) for path in paths for row in read_jsonl(path, ROW_FIELDS)]
+    for path, row in rows:
+        if _accepted(row) and (why := keywords_problem(row["rebuilt"])):
+            raise ValueError(
+                f"{path}: {row['split']} row {row['index']}, rebuilt: refused ({why}); "
+                "written before replies were checked: delete the file to rebuild it"
+            )
+    return [row for _, row in rows]
+
+
+def _accepted(row: Mapping[str, Any]) -> bool:
+    """A rebuilt row whose reply was the keyword list the prompt asks for (files written before
+    replies were checked have no `refused`)."""
+    return row["rebuilt"] is not None and not row.get("refused")
 
 
 def build_keywords_table(records: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
@@ -75,20 +93,29 @@ def build_keywords_table(records: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
         "A released instance is matched to the original whose text its first chunk begins; "
         "unmatched ones are not rebuilt. Same: the same keywords, ignoring case and order; "
         "Jaccard: shared / either; released keywords rebuilt: shared / released.",
+        "Refused replies: those that are not the comma-separated keyword list the prompt asks "
+        f"for (no keywords; an item over {MAX_KEYWORD_WORDS} words, ending a sentence or spanning "
+        "lines). A model that can reproduce the paper has none: its refused replies fail the "
+        "rebuild, which asks for them again. A machinery model's are kept, counted here and left "
+        "out of the other columns.",
     ]
     return frame
 
 
 def _cells(rows: Sequence[Mapping[str, Any]]) -> dict[str, str]:
-    rebuilt = [row for row in rows if row["rebuilt"] is not None]
+    matched = sum(row["rebuilt"] is not None for row in rows)
+    rebuilt = [row for row in rows if _accepted(row)]
+    counts = {
+        "released": str(len(rows)),
+        "matched": f"{matched} of {len(rows)}",
+        "refused": f"{matched - len(rebuilt)} of {matched}" if matched else DASH,
+    }
     if not rebuilt:
-        empty = dict.fromkeys(COLUMNS, DASH)
-        return {**empty, "released": str(len(rows)), "matched": f"0 of {len(rows)}"}
+        return {**dict.fromkeys(COLUMNS, DASH), **counts}
     n = len(rebuilt)
     same = sum(row["same"] for row in rebuilt)
     return {
-        "released": str(len(rows)),
-        "matched": f"{n} of {len(rows)}",
+        **counts,
         "same": f"{same} of {n} ({100 * same / n:.0f} %)",
         "jaccard": f"{fmean(row['jaccard'] for row in rebuilt):.2f}",
         "recall": f"{100 * fmean(row['recall'] for row in rebuilt):.0f} %",

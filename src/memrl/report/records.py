@@ -11,6 +11,7 @@ from typing import Any
 
 from memrl.benchmarks import registered
 from memrl.data.io import read_json
+from memrl.scoring.intervals import wilson
 
 # benchmarks without a length axis: their records have length 0
 UNLENGTHED = tuple(name for name, found in registered().items() if not found.lengths)
@@ -18,6 +19,10 @@ UNLENGTHED = tuple(name for name, found in registered().items() if not found.len
 Key = tuple[str, str, str, int]  # a metrics record's (benchmark, task, system, length)
 
 _NUMBER = (int, float)
+
+# How far, in points, a score may lie outside its interval and an interval from the one its
+# counts give: the evaluation keeps 4 decimals; one rounded to 2 still reads as written.
+ROUNDING = 0.01
 
 # key -> accepted types; bool is rejected separately (it is an int subclass).
 _METRIC_FIELDS: dict[str, tuple[type, ...]] = {
@@ -94,7 +99,66 @@ def _check_metrics(data: Any, path: Path) -> dict[str, Any]:
     for key in ("accuracy", "accuracy_official", *_SCORE_FIELDS):
         if data.get(key) is not None and not 0 <= data[key] <= 100:
             raise ValueError(f"{path}: {key}={data[key]} is not a percentage")
+    _check_scores_against_intervals(path, data)
     return data
+
+
+def _check_scores_against_intervals(path: Path, data: dict[str, Any]) -> None:
+    """Each score lies inside its intervals, and a right/wrong score (`right_wrong`) is k/n of
+    the items behind it with the Wilson interval of k/n. A record with intervals says which
+    scores are right/wrong: else a proportion would be judged as a graded score on whatever
+    interval it carries. Bootstrap intervals (graded scores, Mem-α's instances) are not
+    recomputable from the record: only the score inside them is checked."""
+    fixed = data.get("ci95_fixed_instances", {})
+    if (data.get("ci95") or fixed) and "right_wrong" not in data:
+        raise ValueError(
+            f"{path}: intervals (ci95) but no key 'right_wrong': which scores are proportions "
+            "of right answers, and so which intervals their counts give, cannot be told "
+            "(a record written before 'right_wrong': evaluate again to rewrite it)"
+        )
+    for key, bounds in data.get("ci95", {}).items():
+        _check_inside(path, data, key, bounds, "ci95")
+    for key, bounds in fixed.items():
+        _check_inside(path, data, key, bounds, "ci95_fixed_instances")
+    for key in data.get("right_wrong", []):
+        _check_counts(path, data, key)
+
+
+def _check_counts(path: Path, data: Mapping[str, Any], key: str) -> None:
+    """A score `right_wrong` lists is k/n of its items (all of them for `accuracy`, the answered
+    ones for the rest) and its ci95 the Wilson interval of k/n, as the evaluation computes it."""
+    score = data.get(key)
+    if isinstance(score, bool) or not isinstance(score, _NUMBER):
+        raise ValueError(f"{path}: key 'right_wrong' lists {key!r}, a score the record lacks")
+    n = data["n_items"] - (0 if key == "accuracy" else n_dropped(data))
+    successes = score * n / 100
+    right = round(successes)
+    if n < 1 or abs(successes - right) > 1e-6 * n:
+        raise ValueError(
+            f"{path}: {key}={score} over {n} items is no k/{n}, "
+            "yet 'right_wrong' lists it as right/wrong"
+        )
+    bounds = data.get("ci95", {}).get(key)
+    low, high = wilson(right, n)
+    if bounds is not None and not _near(bounds, (low, high)):
+        raise ValueError(
+            f"{path}: ci95[{key!r}]={bounds} disagrees with its counts, {right}/{n} right "
+            f"(their Wilson interval: [{low:.2f}, {high:.2f}])"
+        )
+
+
+def _check_inside(
+    path: Path, data: Mapping[str, Any], key: str, bounds: list[float], name: str
+) -> None:
+    score = data.get(key)
+    if isinstance(score, bool) or not isinstance(score, _NUMBER):
+        raise ValueError(f"{path}: {name}[{key!r}] is the interval of a score the record lacks")
+    if not bounds[0] - ROUNDING <= score <= bounds[1] + ROUNDING:
+        raise ValueError(f"{path}: {key}={score} lies outside {name}[{key!r}]={bounds}")
+
+
+def _near(bounds: Iterable[float], expected: Iterable[float]) -> bool:
+    return all(abs(a - b) <= ROUNDING for a, b in zip(bounds, expected, strict=True))
 
 
 def _check_intervals(path: Path, intervals: Any, name: str = "ci95") -> None:

@@ -104,13 +104,14 @@ def _percentiles(means: np.ndarray, groups: Sequence[Sequence[float]]) -> Interv
 
 def _without_spread(groups: Sequence[Sequence[float]]) -> Interval:
     """Where every resample gives the same mean: right/wrong items (e.g. every question of an
-    instance wrong) get the Wilson interval of the pooled items; graded ones keep a zero-width
-    interval, which a cell reads as too few items to judge."""
+    instance wrong) get a Wilson interval as wide as the pooled items give, centred on the score
+    (the mean of group means); graded ones keep a zero-width interval at the score, which a
+    cell reads as too few items to judge."""
     items = [value for group in groups for value in group]
+    score = sum(sum(group) / len(group) for group in groups) / len(groups)
     if all(value in (0.0, 1.0) for value in items):
-        return wilson(round(sum(items)), len(items))
-    mean = sum(items) / len(items)
-    return _percent(mean, mean)
+        return _percent(*wilson_bounds(score * len(items), len(items)))
+    return _percent(score, score)
 
 
 def interval(values: Sequence[float]) -> Interval | None:

@@ -68,6 +68,9 @@ def contains_any(response: str, ground_truths: Sequence[str]) -> float:
     return float(any(gt.lower() in text for gt in ground_truths))
 
 
+ANSWER_IS_METRICS = ("sub_em", "em", "f1")  # what `score_answer_is` scores the first gold by
+
+
 def score_answer_is(response: str, gold: str) -> dict[str, str | float | None]:
     """Official RULER-HQA (and RULER QA) per-item scoring: extract after "the answer is" in the
     text after the last `</think>` (a reasoning model's draft answer does not count; with

@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from memrl.scoring.extract import final_answer
-from memrl.scoring.metrics import score_answer_is
+from memrl.scoring.metrics import ANSWER_IS_METRICS, score_answer_is
 
 VARIANTS = ("memagent", "upstream")
 _CONTROL = re.compile(r"[\x00-\x1f]")
@@ -49,6 +49,15 @@ def string_match_part(pred: str, golds: Sequence[str]) -> float:
 
 def _is_qa(task: str) -> bool:
     return task.startswith("qa_")
+
+
+def scored_golds(
+    task: str, variant: str, answers: Sequence[str]
+) -> tuple[Sequence[str], tuple[str, ...]]:
+    """The golds `score_ruler` compares a reply with, and the metrics it compares them by."""
+    if variant == "memagent" and _is_qa(task):
+        return answers[:1], ANSWER_IS_METRICS
+    return answers, ("string_match",)
 
 
 def score_ruler(task: str, response: str, answers: Sequence[str], variant: str) -> dict[str, Any]:

@@ -129,11 +129,26 @@ def build_task(
     build = Build(task, variant, length, config, tokenizer, seed)
     family = config["family"]
     if family == "niah":
-        return build_niah(build, n_samples, essay_text)
-    if family == "variable_tracking":
-        return build_vt(build, n_samples)
-    if family == "common_words_extraction":
-        return build_cwe(build, n_samples, english_words)
-    if family == "freq_words_extraction":
-        return build_fwe(build, n_samples)
-    return build_qa(build, n_samples, squad, hotpot)
+        rows = build_niah(build, n_samples, essay_text)
+    elif family == "variable_tracking":
+        rows = build_vt(build, n_samples)
+    elif family == "common_words_extraction":
+        rows = build_cwe(build, n_samples, english_words)
+    elif family == "freq_words_extraction":
+        rows = build_fwe(build, n_samples)
+    else:
+        rows = build_qa(build, n_samples, squad, hotpot)
+    _check_golds(rows, task, length, variant)
+    return rows
+
+
+def _check_golds(rows: list[dict], task: str, length: int, variant: str) -> None:
+    """Every sample's scored golds can tell a right reply (`memrl.scoring.golds`): a QA
+    sample's answers come from SQuAD or HotpotQA as they are."""
+    from memrl.scoring.golds import bad_gold
+    from memrl.scoring.ruler import scored_golds
+
+    for row in rows:
+        problem = bad_gold(*scored_golds(task, variant, row["answers"]), published=True)
+        if problem is not None:
+            raise ValueError(f"RULER {task} @ {length}: sample {row['index']}: {problem}")
