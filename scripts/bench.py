@@ -242,7 +242,8 @@ def measure_window(tokenizer_dir: str, megabytes: float, path: str, cap: int) ->
 
     from memrl.agents.chunking import center_truncate
     from memrl.baselines.longcontext import official_prompt
-    from memrl.evaluation import Task, evaluate, workflow_runner
+    from memrl.benchmarks import Task
+    from memrl.evaluation import evaluate, workflow_runner
     from memrl.systems.longcontext import longcontext_system
 
     tokenizer = AutoTokenizer.from_pretrained(tokenizer_dir)

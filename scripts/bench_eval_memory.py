@@ -126,8 +126,9 @@ def measure(n_docs: int, work: Path, chunk_tokens: int) -> dict:
     from transformers import AutoTokenizer
 
     from memrl.agents.memagent import MemAgentConfig
+    from memrl.benchmarks import Task
     from memrl.data.io import read_jsonl, read_parquet
-    from memrl.evaluation import Task, evaluate, workflow_runner
+    from memrl.evaluation import evaluate, workflow_runner
     from memrl.systems.memagent import memagent_system
 
     began = time.perf_counter()

@@ -3,14 +3,15 @@ no benchmark itself."""
 
 from __future__ import annotations
 
+import ast
 import re
 from pathlib import Path
 
 import pytest
 
-from memrl.benchmarks import EVAL_BENCHMARKS, benchmark
+from memrl.benchmarks import EVAL_BENCHMARKS, Task, benchmark
 from memrl.benchmarks.registry import REGISTRY
-from memrl.evaluation import Task, direct_prompt, output_tokens, question, score
+from memrl.evaluation import direct_prompt, output_tokens, question, score
 
 SRC = Path(__file__).resolve().parents[1] / "src/memrl"
 WORKFLOW = SRC.parents[1] / "workflow"
@@ -35,6 +36,24 @@ def test_no_module_outside_the_benchmark_package_dispatches_on_a_benchmarks_name
         if not name.startswith("benchmarks/") and DISPATCH.search(path.read_text()):
             found.add(name)
     assert found == STILL_DISPATCHING, sorted(found ^ STILL_DISPATCHING)
+
+
+def test_the_benchmarks_import_nothing_that_drives_them():
+    """The evaluation loop, the system kinds, the jobs and the reports read the benchmarks; a
+    benchmark module importing any of them (even inside a function) closes a circle."""
+    above = ("memrl.evaluation", "memrl.systems", "memrl.jobs", "memrl.report", "memrl.train")
+    found = []
+    for path in sorted((SRC / "benchmarks").glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = (
+                [node.module or ""]
+                if isinstance(node, ast.ImportFrom)
+                else [a.name for a in node.names]
+                if isinstance(node, ast.Import)
+                else []
+            )
+            found += [f"{path.name}: {n}" for n in names if n.startswith(above)]
+    assert not found, found
 
 
 @pytest.mark.parametrize(

@@ -120,7 +120,8 @@ def test_rouge_scores_the_mean_recall_and_an_unknown_metric_is_refused():
 
 
 def test_the_benchmark_scores_a_row_by_the_metric_its_set_job_tagged_it_with():
-    from memrl.evaluation import Task, score
+    from memrl.benchmarks import Task
+    from memrl.evaluation import score
 
     row = {"input": "Who?", "answers": ["Ada"], "metric": "em"}
     assert score(Task(CUSTOM_BENCHMARK, "long_qa"), row, "Ada")["score"] == 1.0
@@ -198,7 +199,7 @@ def test_a_bad_row_of_a_local_dataset_stops_the_plan_naming_file_line_and_field(
 
 
 def test_a_rag_system_retrieves_a_rows_own_documents_and_runs_either_unit():
-    from memrl.evaluation import Task
+    from memrl.benchmarks import Task
     from memrl.systems.rag import rag_system, runs
 
     class Recorded(Exception):

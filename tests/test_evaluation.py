@@ -8,9 +8,9 @@ import json
 import pytest
 
 from memrl.agents.memagent import MemAgentConfig
+from memrl.benchmarks import Task
 from memrl.engines.base import Completion
 from memrl.evaluation import (
-    Task,
     evaluate,
     load_finished,
     merge_shards,

@@ -110,7 +110,8 @@ def test_no_memory_is_shown_as_such():
 def test_the_evaluation_scores_mem0_rows_like_any_system(endpoint, tmp_path):
     from test_evaluation import CharTokenizer, ScriptedEngine
 
-    from memrl.evaluation import Task, evaluate, summarize, workflow_runner
+    from memrl.benchmarks import Task
+    from memrl.evaluation import evaluate, summarize, workflow_runner
     from memrl.systems.mem0 import mem0_system
 
     settings = Mem0Settings(

@@ -29,6 +29,7 @@ from memrl.agents.driver import run_batched
 from memrl.agents.mem1 import mem1
 from memrl.agents.memagent import MemAgentConfig, memagent
 from memrl.agents.memalpha_tools import MAX_CALLS_PER_REPLY, parse_calls
+from memrl.benchmarks import Task
 from memrl.data import io
 from memrl.data.docqa import load_docqa
 from memrl.data.essays import load_essay_text
@@ -41,7 +42,7 @@ from memrl.engines.hf import HFEngine
 from memrl.engines.openai import MAX_REPLY_CHARS_PER_TOKEN, OpenAIEngine
 from memrl.engines.served import ServedEngine
 from memrl.engines.vllm import VLLMEngine
-from memrl.evaluation import Task, check_failures, evaluate, load_finished, record, summarize
+from memrl.evaluation import check_failures, evaluate, load_finished, record, summarize
 from memrl.models.tiny import build_tiny_model
 from memrl.report.memalpha_tables import load_memories, load_stats
 from memrl.report.records import load_metrics

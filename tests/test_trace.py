@@ -14,16 +14,10 @@ from test_evaluation import CharTokenizer
 from memrl.agents.chunking import token_chunks
 from memrl.agents.driver import run_batched
 from memrl.agents.memagent import NO_MEMORY, MemAgentConfig, MemoryTrace, memagent
+from memrl.benchmarks import Task
+from memrl.benchmarks.base import row_chunks
 from memrl.engines.base import Completion
-from memrl.evaluation import (
-    Task,
-    evaluate,
-    load_finished,
-    merge_shards,
-    row_chunks,
-    summarize,
-    workflow_runner,
-)
+from memrl.evaluation import evaluate, load_finished, merge_shards, summarize, workflow_runner
 from memrl.report.trace import (
     CaseStudy,
     by_task,

@@ -15,16 +15,14 @@ from __future__ import annotations
 import logging
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from memrl.agents.chunking import token_chunks
 from memrl.agents.driver import Rollout, Workflow, run_batched
-from memrl.benchmarks import benchmark
+from memrl.benchmarks import Task, benchmark
 from memrl.data.io import append_jsonl, jsonl_row
-from memrl.data.ruler_hqa import context_pieces
 from memrl.engines.base import ChatEngine, ChatRequest, SamplingParams
 from memrl.progress import on_engine_call, progress
 from memrl.scoring.evidence import pattern_counts
@@ -32,17 +30,6 @@ from memrl.scoring.intervals import fixed_instances_interval, interval, nested_i
 from memrl.secrets import redact
 
 log = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True)
-class Task:
-    """What is evaluated: a benchmark's task (RULER's `variant` decides its scoring; LongBench's
-    summaries are scored after `</think>` only with `strip_think`)."""
-
-    benchmark: str
-    task: str
-    variant: str = "memagent"
-    strip_think: bool = False
 
 
 def question(task: Task, row: dict[str, Any]) -> str:
@@ -81,14 +68,6 @@ class Traced:
 
 
 WorkflowFactory = Callable[[dict[str, Any]], Workflow | Traced]
-
-
-def row_chunks(
-    row: dict[str, Any], pool: Sequence[str] | None, tokenizer: Any, chunk_tokens: int
-) -> Iterator[str]:
-    """What a memory agent reads of a row: its context (stored, or rebuilt from doc ids and the
-    pool) in `chunk_tokens`-token chunks of the evaluated model's tokenizer."""
-    return token_chunks(tokenizer, context_pieces(row, pool), chunk_tokens)
 
 
 def deferred(start: Callable[[dict[str, Any]], Workflow], row: dict[str, Any]) -> Workflow:

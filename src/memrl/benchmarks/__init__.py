@@ -6,6 +6,7 @@ through them; `benchmark(name)` gives the module's `Benchmark`."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -23,6 +24,17 @@ RULER_HQA_TASK = "hqa"  # RULER-HQA's one task
 PROBE_BENCHMARK = "ruler_hqa_probe"  # Table 4: RULER-HQA, the gold groups at given depths
 CUSTOM_BENCHMARK = "custom"  # one's own datasets (custom.datasets)
 EVAL_BENCHMARKS = (*BENCHMARKS, PROBE_BENCHMARK, CUSTOM_BENCHMARK)  # what an evaluation may read
+
+
+@dataclass(frozen=True)
+class Task:
+    """What is evaluated: a benchmark's task (RULER's `variant` decides its scoring; LongBench's
+    summaries are scored after `</think>` only with `strip_think`)."""
+
+    benchmark: str
+    task: str
+    variant: str = "memagent"
+    strip_think: bool = False
 
 
 def benchmark(name: str) -> Benchmark:

@@ -4,13 +4,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    from memrl.evaluation import Task
+from memrl.benchmarks import Task
 
 Row = dict[str, Any]
 RowsOf = Callable[[str, Path], list[Row]]  # a task's name and set -> its rows
@@ -27,6 +26,17 @@ def official_direct_prompt(task: Task, row: Row, context: str) -> str:
     from memrl.baselines.longcontext import official_prompt
 
     return official_prompt(context, row["input"])
+
+
+def row_chunks(
+    row: Row, pool: Sequence[str] | None, tokenizer: Any, chunk_tokens: int
+) -> Iterator[str]:
+    """What a memory agent reads of a row: its context (stored, or rebuilt from doc ids and the
+    pool) in `chunk_tokens`-token chunks of the evaluated model's tokenizer."""
+    from memrl.agents.chunking import token_chunks
+    from memrl.data.ruler_hqa import context_pieces
+
+    return token_chunks(tokenizer, context_pieces(row, pool), chunk_tokens)
 
 
 EVAL_ROW_FIELDS = ("index", "input", "answers")  # what scoring reads of a synthesized row

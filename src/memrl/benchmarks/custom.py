@@ -10,13 +10,10 @@ from __future__ import annotations
 import functools
 import math
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from memrl.benchmarks import CUSTOM_BENCHMARK, NO_LENGTH
+from memrl.benchmarks import CUSTOM_BENCHMARK, NO_LENGTH, Task
 from memrl.benchmarks.base import EVAL_ROW_FIELDS, Benchmark, RowsOf, Sets, fixed_budget
-
-if TYPE_CHECKING:
-    from memrl.evaluation import Task
 
 OUTPUT_TOKENS = 1024  # a direct answer's budget where the system sets none (a summary fits)
 WORDS_TO_TOKENS = 1.3  # for `memrl cost`: Qwen2.5's tokenizer on English prose, about
@@ -125,8 +122,8 @@ def instance_rows(s: dict[str, Any], tokenizer: Any, pool: Path | None) -> RowsO
     first row's id), the context cut into chunks of `tokenizer`'s tokens, then every row's
     question; each scored by the dataset's metric."""
     from memrl.agents.chunking import count_tokens
+    from memrl.benchmarks.base import row_chunks
     from memrl.data.custom import group_by_context
-    from memrl.evaluation import row_chunks
 
     spec = s[CUSTOM_BENCHMARK]
 

@@ -4,13 +4,10 @@ and metrics; summaries are scored after `</think>` only with `strip_think`."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from memrl.benchmarks import NO_LENGTH
+from memrl.benchmarks import NO_LENGTH, Task
 from memrl.benchmarks.base import Benchmark, Sets
-
-if TYPE_CHECKING:
-    from memrl.evaluation import Task
 
 
 def question(task: Task, row: dict[str, Any]) -> str:

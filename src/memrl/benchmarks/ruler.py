@@ -4,12 +4,10 @@ scoring; the upstream variant asks direct generation with RULER's own prompt."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from memrl.benchmarks import Task
 from memrl.benchmarks.base import Benchmark, Sets, official_direct_prompt
-
-if TYPE_CHECKING:
-    from memrl.evaluation import Task
 
 
 def direct_prompt(task: Task, row: dict[str, Any], context: str) -> str:

@@ -8,13 +8,10 @@ import math
 import re
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from memrl.benchmarks import PROBE_BENCHMARK, RULER_HQA_TASK
+from memrl.benchmarks import PROBE_BENCHMARK, RULER_HQA_TASK, Task
 from memrl.benchmarks.base import EVAL_ROW_FIELDS, Benchmark, RowsOf, Sets, fixed_budget
-
-if TYPE_CHECKING:
-    from memrl.evaluation import Task
 
 OUTPUT_TOKENS = 10000  # the official direct-generation MAX_OUTPUT_LEN
 TOKENS_PER_DOC = 140  # its documents: the paper's 7K tokens at 50
@@ -138,9 +135,9 @@ def supporting_paragraphs(
 def instance_rows(s: dict[str, Any], tokenizer: Any, pool: Path | None) -> RowsOf:
     """The set's samples as Mem-α instances: each context chunked in `tokenizer`'s tokens, its
     question asked after them (settings `ruler_hqa`: chunk size, source, prompt)."""
+    from memrl.benchmarks.base import row_chunks
     from memrl.data.io import read_jsonl
     from memrl.data.memalpha import ruler_hqa_instance
-    from memrl.evaluation import row_chunks
 
     spec = s["ruler_hqa"]
 

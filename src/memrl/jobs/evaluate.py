@@ -37,8 +37,9 @@ def cmd_evaluate(args: argparse.Namespace, run: JobRecord) -> None:
     merge-eval. `--data` holds one eval set per task of the settings, in their order. On a
     Mem-α benchmark, a job after a memorize job (`--memories`) runs the QA model on what that
     job wrote."""
+    from memrl.benchmarks import Task
     from memrl.engines.base import SamplingParams
-    from memrl.evaluation import Task, merge_shards, workflow_runner
+    from memrl.evaluation import merge_shards, workflow_runner
     from memrl.systems import system_kind
 
     s = args.settings

@@ -152,8 +152,9 @@ def cmd_trace(args: argparse.Namespace, run: JobRecord) -> None:
     (all, correct, wrong, failed); with --pool-questions (RULER-HQA's), each sample's supporting
     paragraphs are located too; `evidence` ({"index" or "task:index": [strings]}, replacing
     the gold answers as that sample's evidence); `title`."""
+    from memrl.benchmarks import Task
+    from memrl.benchmarks.base import row_chunks
     from memrl.data.io import read_jsonl
-    from memrl.evaluation import Task, row_chunks
     from memrl.report import trace
 
     s = args.settings

@@ -22,10 +22,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from memrl.benchmarks import BENCHMARKS, MEMAGENT_BENCHMARKS
+from memrl.benchmarks import BENCHMARKS, MEMAGENT_BENCHMARKS, Task
 from memrl.benchmarks import benchmark as benchmark_of
 from memrl.engines.base import ChatEngine, SamplingParams
-from memrl.evaluation import Judge, Prepare, Task, WaveRunner, WorkflowFactory
+from memrl.evaluation import Judge, Prepare, WaveRunner, WorkflowFactory
 
 Config = dict[str, Any]  # a validated config
 Settings = dict[str, Any]  # a system's spec (memrl.config.eval_systems), or a job's settings

@@ -8,13 +8,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from memrl.agents.driver import Workflow
-from memrl.benchmarks import MEMAGENT_BENCHMARKS
-from memrl.evaluation import (
-    Task,
-    WorkflowFactory,
-    question,
-    row_chunks,
-)
+from memrl.benchmarks import MEMAGENT_BENCHMARKS, Task
+from memrl.benchmarks.base import row_chunks
+from memrl.evaluation import WorkflowFactory, question
 from memrl.systems.base import Config, Settings, SystemKind
 from memrl.systems.memagent import agent_settings
 

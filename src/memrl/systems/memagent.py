@@ -12,20 +12,20 @@ from typing import Any
 
 from memrl.agents.driver import Rollout
 from memrl.agents.memagent import DEFAULT_WORDING, MemAgentConfig, MemoryTrace, memagent
+from memrl.benchmarks import Task
+from memrl.benchmarks.base import row_chunks
 from memrl.engines.base import ChatEngine, SamplingParams
 from memrl.evaluation import (
     Judge,
     Prepare,
     Prepared,
     Question,
-    Task,
     Traced,
     WaveRunner,
     WorkflowFactory,
     counts,
     drive,
     question,
-    row_chunks,
 )
 from memrl.report.flops import FINAL_PROMPT_TOKENS, WORKFLOW_PROMPT_TOKENS
 from memrl.scoring.evidence import GoldChunks, evidence_strings

@@ -8,13 +8,12 @@ from collections.abc import Sequence
 from typing import Any
 
 from memrl.agents.driver import Workflow
-from memrl.benchmarks import MEMALPHA_BENCHMARKS, benchmark
+from memrl.benchmarks import MEMALPHA_BENCHMARKS, Task, benchmark
 from memrl.data.ruler_hqa import context_pieces
 from memrl.engines.base import ChatEngine, SamplingParams
 from memrl.evaluation import (
     Judge,
     Prepare,
-    Task,
     WorkflowFactory,
     context_questions,
     deferred,
