@@ -24,15 +24,16 @@ def cmd_table(args: argparse.Namespace, run: JobRecord) -> None:
     from memrl.report.memalpha_tables import load_instance_texts
     from memrl.report.render import MADE_BY_LINE
     from memrl.report.tables import (
-        PAPER_TABLES,
         build_paper_table,
         load_table_records,
+        paper_table,
         write_paper_table,
     )
 
     s = args.settings
     name = s["name"]
-    labels = s["ruler_length_labels" if PAPER_TABLES[name].ruler_lengths else "length_labels"]
+    spec = paper_table(name)
+    labels = s["ruler_length_labels" if spec.ruler_lengths else "length_labels"]
     records = load_table_records(name, args.metrics)
     paper = load_yaml(args.paper)
     with _reading_paper(args.paper, name):
@@ -54,7 +55,7 @@ def cmd_table(args: argparse.Namespace, run: JobRecord) -> None:
     mark_machinery_only(table, s["systems"])
     if table.attrs.get("banner"):
         table.attrs["claims"] = not_comparable(table.attrs.get("claims", []))
-    caption = f"{PAPER_TABLES[name].caption}, run {s['run']}"
+    caption = f"{spec.caption}, run {s['run']}"
     table.attrs["provenance"] = (
         f"{MADE_BY_LINE}{made_by()}; its lineage: memrl lineage {args.out_prefix}.md"
     )
@@ -81,13 +82,13 @@ def cmd_figure(args: argparse.Namespace, run: JobRecord) -> None:
     from memrl.config import load_yaml
     from memrl.report.cells import MACHINERY_ONLY, not_reproducing
     from memrl.report.claims import CLAIMS_SUFFIX, not_comparable, write_claims
-    from memrl.report.figures import PAPER_FIGURES, figure_claims, plot_paper_figure
+    from memrl.report.figures import figure_claims, paper_figure, plot_paper_figure
     from memrl.report.records import load_metrics
 
     s = args.settings
     name = s["name"]
     records, paper = load_metrics(args.metrics), load_yaml(args.paper)
-    title = f"{PAPER_FIGURES[name]}, run {s['run']}"
+    title = f"{paper_figure(name).caption}, run {s['run']}"
     with _reading_paper(args.paper, name):
         checks = figure_claims(
             name, records, s["systems"], paper, s["length_labels"], s.get("rl_ablation")

@@ -305,15 +305,6 @@ def select(
     return selected, {key: rec for key, rec in found.items() if key[2] in selected}
 
 
-@dataclass(frozen=True)
-class PaperTable:
-    """How the CLI builds one of the paper's tables: its builder and its numbers' YAML key."""
-
-    paper_key: str
-    caption: str
-    ruler_lengths: bool = False  # columns are RULER lengths (its labels), not RULER-HQA's
-
-
 def length_columns(
     found: Mapping[Key, Mapping[str, Any]],
     benchmark: str,

@@ -13,12 +13,15 @@ import pandas as pd
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
+from memrl.config import CAPTIONS, FLOPS_FIGURE
 from memrl.report.cells import BENCHMARK
+from memrl.report.claims import ClaimCheck
 from memrl.report.plots import (
     plain_log_ticks,
     save,
 )
 from memrl.report.records import records_of
+from memrl.report.registry import MEMAGENT, FigureInput, PaperFigure
 
 on_hqa = records_of(BENCHMARK)  # Figure 10's measured cost: RULER-HQA's evaluations
 
@@ -173,3 +176,13 @@ def plot_flops(
     if notes:
         fig.supxlabel("\n".join(notes), x=0.0, ha="left", fontsize="x-small")
     return save(fig, out_prefix)
+
+
+def _figure10(f: FigureInput, out: str | Path, title: str, checks: Sequence[ClaimCheck]):
+    if f.flops is None:
+        raise ValueError("figure10 needs its settings (flops): agent, groups, models")
+    shapes = {group: model_shape(path) for group, path in f.flops["models"].items()}
+    return plot_flops(shapes, measured_costs(f.records, f.flops), f.flops, out, title)
+
+
+FLOPS_FIGURES = {FLOPS_FIGURE: PaperFigure(CAPTIONS[FLOPS_FIGURE], _figure10, MEMAGENT)}

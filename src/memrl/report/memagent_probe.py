@@ -13,9 +13,8 @@ import numpy as np
 import pandas as pd
 
 from memrl.benchmarks import PROBE_BENCHMARK, RULER_HQA_TASK
-from memrl.report.assemble import (
-    accuracy_cell,
-)
+from memrl.config import CAPTIONS, PROBE_TABLE
+from memrl.report.assemble import accuracy_cell
 from memrl.report.cells import AVG, PARTIAL_MARK, Cell
 from memrl.report.claims import (
     NOT_CHECKABLE,
@@ -28,6 +27,7 @@ from memrl.report.claims import (
     parts_of,
 )
 from memrl.report.records import n_dropped
+from memrl.report.registry import MEMAGENT, PaperTable, TableInput
 from memrl.report.rows import (
     Systems,
     lookup,
@@ -197,3 +197,12 @@ def probe_claims(
             outcome = judge_lowest(claim["op"], float(claim["value"]), parts)
             checks.append(ClaimCheck(claim["id"], text, display, worst, outcome, detail, interval))
     return checks
+
+
+def _probe_table(t: TableInput) -> pd.DataFrame:
+    if t.probe is None:
+        raise ValueError("table4 needs the probe's systems and placements (probe)")
+    return build_probe_table(t.records, t.systems, t.paper, t.probe, t.length_labels)
+
+
+PROBE_TABLES = {PROBE_TABLE: PaperTable("probe", CAPTIONS[PROBE_TABLE], _probe_table, MEMAGENT)}

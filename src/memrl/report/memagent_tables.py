@@ -25,15 +25,12 @@ from memrl.benchmarks import RULER_HQA_TASK
 from memrl.benchmarks.longbench import TASK_LABELS
 from memrl.config import (
     CAPTIONS,
-    NIAH_CONFIG_TABLE,
     NIAH_FIGURE_TASKS,
-    PATTERNS_TABLE,
 )
 from memrl.data.longbench import LONGBENCH_QA, LONGBENCH_SUM
 from memrl.report.assemble import (
     Average,
     Column,
-    PaperTable,
     assemble,
     format_tokens,
     hqa_label,
@@ -42,6 +39,7 @@ from memrl.report.assemble import (
 )
 from memrl.report.cells import AVG, BENCHMARK
 from memrl.report.records import records_of
+from memrl.report.registry import MEMAGENT, PaperTable, TableInput
 from memrl.report.rows import (
     Systems,
     is_rag_unit,
@@ -50,22 +48,6 @@ from memrl.report.rows import (
     system_kind,
     system_specs,
 )
-
-# MemAgent's tables by name (the Snakefile's targets): their key in config/paper/memagent.yaml
-MEMAGENT_TABLES = {
-    "table1": PaperTable("ruler_hqa", CAPTIONS["table1"]),
-    "table2": PaperTable("longbench_sum", CAPTIONS["table2"]),
-    "table3": PaperTable("longbench_qa", CAPTIONS["table3"]),
-    "table4": PaperTable("probe", CAPTIONS["table4"]),
-    "table8": PaperTable("memory_ablation", CAPTIONS["table8"], ruler_lengths=True),
-    "table9": PaperTable("memory_ablation", CAPTIONS["table9"]),
-    NIAH_CONFIG_TABLE: PaperTable("", CAPTIONS[NIAH_CONFIG_TABLE], ruler_lengths=True),
-    "table10": PaperTable("rag_ruler_hqa", CAPTIONS["table10"]),
-    "table11": PaperTable("rag_longbench_qa", CAPTIONS["table11"]),
-    "table_niah": PaperTable("memory_ablation", CAPTIONS["table_niah"], ruler_lengths=True),
-    PATTERNS_TABLE: PaperTable("", CAPTIONS[PATTERNS_TABLE]),
-}
-
 
 NIAH_TASKS = NIAH_FIGURE_TASKS
 # Table 2: (paper key, metrics-file field, header)
@@ -478,4 +460,76 @@ WORDING_NOTES = {  # agent.wording
     "paper's Table 5 prints a shorter one (agent.wording: paper).",
     "paper": "MemAgent's prompts: the wording of the paper's Table 5 (agent.wording: paper); the "
     "official code's is longer (agent.wording: official).",
+}
+
+
+def _ruler_hqa(
+    build: Callable[..., pd.DataFrame], key: str
+) -> Callable[[TableInput], pd.DataFrame]:
+    """A RULER-HQA table: its paper rows, and the paper's labels of document counts with the
+    job's over them."""
+    return lambda t: build(t.records, t.systems, t.paper[key], t.merged_labels())
+
+
+def _by_key(build: Callable[..., pd.DataFrame], key: str) -> Callable[[TableInput], pd.DataFrame]:
+    """A table of the paper's rows under `key` alone."""
+    return lambda t: build(t.records, t.systems, t.paper[key])
+
+
+# MemAgent's tables by name (the Snakefile's targets): their key in config/paper/memagent.yaml
+# (Table 4: memrl.report.memagent_probe; Table 7: niah_config; failure patterns: memory_patterns)
+MEMAGENT_TABLES = {
+    "table1": PaperTable(
+        "ruler_hqa", CAPTIONS["table1"], _ruler_hqa(build_table1, "ruler_hqa"), MEMAGENT
+    ),
+    "table2": PaperTable(
+        "longbench_sum",
+        CAPTIONS["table2"],
+        _by_key(build_longbench_sum_table, "longbench_sum"),
+        MEMAGENT,
+    ),
+    "table3": PaperTable(
+        "longbench_qa",
+        CAPTIONS["table3"],
+        _by_key(build_longbench_qa_table, "longbench_qa"),
+        MEMAGENT,
+    ),
+    "table8": PaperTable(
+        "memory_ablation",
+        CAPTIONS["table8"],
+        lambda t: build_memory_ablation_niah_table(t.records, t.systems, t.paper, t.length_labels),
+        MEMAGENT,
+        ruler_lengths=True,
+    ),
+    "table9": PaperTable(
+        "memory_ablation",
+        CAPTIONS["table9"],
+        lambda t: build_memory_ablation_qa_table(t.records, t.systems, t.paper),
+        MEMAGENT,
+    ),
+    "table10": PaperTable(
+        "rag_ruler_hqa",
+        CAPTIONS["table10"],
+        _ruler_hqa(build_rag_ruler_hqa_table, "rag_ruler_hqa"),
+        MEMAGENT,
+    ),
+    "table11": PaperTable(
+        "rag_longbench_qa",
+        CAPTIONS["table11"],
+        _by_key(build_rag_longbench_table, "rag_longbench_qa"),
+        MEMAGENT,
+    ),
+    "table_niah": PaperTable(
+        "memory_ablation",
+        CAPTIONS["table_niah"],
+        lambda t: build_niah_table(
+            t.records,
+            t.systems,
+            niah_paper_rows(t.paper),
+            tuple(t.paper["niah"]["tasks"]),
+            t.length_labels,
+        ),
+        MEMAGENT,
+        ruler_lengths=True,
+    ),
 }

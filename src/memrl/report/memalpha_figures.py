@@ -10,7 +10,9 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
+from memrl.config import CAPTIONS
 from memrl.report.plots import error_bar, save
+from memrl.report.registry import MEMALPHA, PaperFigure
 from memrl.report.rows import Systems
 from memrl.report.tables import build_paper_table
 
@@ -74,3 +76,14 @@ def plot_memory_frontier(
     fig.legend(handles=handles, fontsize="small", loc="outside lower center", ncols=2)
     fig.suptitle(title)
     return save(fig, out_prefix)
+
+
+FRONTIER_FIGURES = {
+    "memalpha_frontier": PaperFigure(
+        CAPTIONS["memalpha_frontier"],
+        lambda f, out, title, checks: plot_memory_frontier(
+            f.records, f.systems, f.paper, out, title
+        ),
+        MEMALPHA,
+    )
+}

@@ -17,26 +17,27 @@ from memrl.config import (
     TRACE_TABLE,
 )
 from memrl.data.io import read_json
-from memrl.report.assemble import Average, Column, PaperTable, assemble, select
+from memrl.report.assemble import Average, Column, assemble, select
 from memrl.report.cells import AVG, DASH, MEM_LABEL, Cell
 from memrl.report.claims import table_claims
 from memrl.report.records import records_of
+from memrl.report.registry import MEMALPHA, PaperTable
 from memrl.report.rows import Systems, reads_instances, system_kind, system_specs
 from memrl.verl import ROW_MEAN, TOKEN_MEAN
 
-# Mem-α's tables by name: the key of their numbers in config/paper/memalpha.yaml, caption
-MEMALPHA_TABLES = {
-    "memalpha_table1": PaperTable("table1", CAPTIONS["memalpha_table1"]),
-    "memalpha_table2": PaperTable("table2", CAPTIONS["memalpha_table2"]),
-    "memalpha_table3": PaperTable("table3", CAPTIONS["memalpha_table3"]),
-    "memalpha_table4": PaperTable("table4", CAPTIONS["memalpha_table4"]),
-    "memalpha_table9": PaperTable("table9", CAPTIONS["memalpha_table9"]),
-    TRACE_TABLE: PaperTable("table5", CAPTIONS[TRACE_TABLE]),
-    "memalpha_table6": PaperTable("table6", CAPTIONS["memalpha_table6"]),
-    "memalpha_table7": PaperTable("table7", CAPTIONS["memalpha_table7"]),
-    "memalpha_table8": PaperTable("table8", CAPTIONS["memalpha_table8"]),
+# the key of each table's numbers in config/paper/memalpha.yaml (Table 5: "table5")
+SCORE_TABLE_KEYS = {
+    "memalpha_table1": "table1",
+    "memalpha_table2": "table2",
+    "memalpha_table3": "table3",
+    "memalpha_table4": "table4",
+    "memalpha_table9": "table9",
 }
-
+STATS_TABLE_KEYS = {
+    "memalpha_table6": "table6",
+    "memalpha_table7": "table7",
+    "memalpha_table8": "table8",
+}
 
 CONTAMINATED_MARK = "‡"
 MEMALPHA_NOTES = (
@@ -480,3 +481,46 @@ def _store_text(memory: Mapping[str, Any], store: str) -> str:
         return memory.get("core") or EMPTY
     items = [content for item in memory.get(store, []) for content in item.values()]
     return "\n".join(f"- {content}" for content in items) or EMPTY
+
+
+def _scores(name: str, paper_key: str) -> PaperTable:
+    """A score table (Tables 1-3) or an ablation (4, 9): per source, the instances behind the
+    paper's numbers are its n."""
+    return PaperTable(
+        paper_key,
+        CAPTIONS[name],
+        lambda t: build_memalpha_table(t.records, t.systems, t.paper, name),
+        MEMALPHA,
+        sizes=lambda paper: memalpha_paper_sizes(paper, name),
+    )
+
+
+def _stats(name: str, paper_key: str) -> PaperTable:
+    """A dataset-statistics table (Tables 6-8), read from the stats jobs' files."""
+    return PaperTable(
+        paper_key,
+        CAPTIONS[name],
+        lambda t: build_memalpha_stats_table(t.records, t.paper, name),
+        MEMALPHA,
+        load=load_stats,
+    )
+
+
+def _memory_records(paths: Iterable[str | Path]) -> list[dict[str, Any]]:
+    """Table 5's records: its memories (the instance sets beside them: load_instance_texts)."""
+    return load_memories(p for p in map(Path, paths) if p.suffix == ".jsonl")
+
+
+# Mem-α's tables by name: the key of their numbers in config/paper/memalpha.yaml, caption
+MEMALPHA_TABLES = {
+    **{name: _scores(name, key) for name, key in SCORE_TABLE_KEYS.items()},
+    TRACE_TABLE: PaperTable(
+        "table5",
+        CAPTIONS[TRACE_TABLE],
+        lambda t: build_memory_traces(t.records, t.systems, t.paper, t.instances),
+        MEMALPHA,
+        load=_memory_records,
+        text=True,
+    ),
+    **{name: _stats(name, key) for name, key in STATS_TABLE_KEYS.items()},
+}

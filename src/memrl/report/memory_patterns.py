@@ -12,9 +12,11 @@ from typing import Any
 
 import pandas as pd
 
+from memrl.config import CAPTIONS, PATTERNS_TABLE
 from memrl.report.assemble import hqa_label
 from memrl.report.cells import BENCHMARK, Cell
 from memrl.report.records import records_of
+from memrl.report.registry import MEMAGENT, PaperTable
 from memrl.report.rows import Systems, system_specs
 from memrl.scoring.evidence import PATTERNS
 from memrl.scoring.intervals import wilson
@@ -84,3 +86,13 @@ def _cell(counts: Mapping[str, int], column: str) -> Cell:
     n = sum(counts[pattern] for pattern in PATTERNS)
     count = counts[column]
     return Cell(ours=100 * count / n, paper=None, delta=None, n_items=n, ci=wilson(count, n))
+
+
+PATTERNS_TABLES = {
+    PATTERNS_TABLE: PaperTable(
+        "",
+        CAPTIONS[PATTERNS_TABLE],
+        lambda t: build_pattern_table(t.records, t.systems, t.merged_labels()),
+        MEMAGENT,
+    )
+}

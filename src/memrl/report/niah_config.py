@@ -10,8 +10,10 @@ from typing import Any
 
 import pandas as pd
 
+from memrl.config import CAPTIONS, NIAH_CONFIG_TABLE
 from memrl.report.cells import DASH
 from memrl.report.memagent_tables import token_label
+from memrl.report.registry import MEMAGENT, PaperTable, TableInput
 
 NIAH_CONFIG_COLUMNS = {  # RULER task config key -> Table 7's header
     "type_haystack": "Haystack",
@@ -129,3 +131,24 @@ def _niah_config_verdict(printed: Mapping[str, Any], tasks: Sequence[str], diffe
         f"Compared cell by cell with the paper's Table 7 (its RULER YAML, seed 000 Appendix A.4) "
         f"for {', '.join(compared)}: {verdict}. The paper prints no answer budget or lengths."
     )
+
+
+def _niah_config_table(t: TableInput) -> pd.DataFrame:
+    if t.niah_config is None:
+        raise ValueError("table7 needs the RULER settings it describes (niah_config)")
+    return build_niah_config_table(
+        t.records, t.niah_config, t.paper["niah_config"], t.length_labels
+    )
+
+
+NIAH_CONFIG_TABLES = {
+    NIAH_CONFIG_TABLE: PaperTable(
+        "",
+        CAPTIONS[NIAH_CONFIG_TABLE],
+        _niah_config_table,
+        MEMAGENT,
+        ruler_lengths=True,
+        load=load_ruler_sets,
+        text=True,
+    )
+}

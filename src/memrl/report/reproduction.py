@@ -26,11 +26,8 @@ from memrl.report.claims import (
     HOLDS,
     NOT_CHECKABLE,
 )
-from memrl.report.custom import CUSTOM_TABLES
-from memrl.report.figures import PAPER_FIGURES
-from memrl.report.keywords import KEYWORDS_TABLES
-from memrl.report.memagent_tables import MEMAGENT_TABLES
-from memrl.report.memalpha_tables import MEMALPHA_TABLES
+from memrl.report.figures import paper_figure
+from memrl.report.registry import BOTH_PAPERS, MEMAGENT, MEMALPHA, OWN_DATA
 from memrl.report.render import (
     MADE_BY_LINE,
     NOT_COMPARABLE,
@@ -38,8 +35,7 @@ from memrl.report.render import (
     VERDICTS_LINE,
     html_document,
 )
-from memrl.report.suites import SUITES_TABLES
-from memrl.report.tables import PAPER_TABLES
+from memrl.report.tables import PAPER_TABLES, paper_table
 from memrl.scoring.compare import CONSISTENT, DIFFERS_ABOVE, DIFFERS_BELOW, REPRODUCED
 from memrl.scoring.multiple import (
     Q_WORTH_A_LOOK,
@@ -49,11 +45,9 @@ from memrl.scoring.multiple import (
     table_test,
 )
 
-OWN_DATA = "Your datasets"
-PAPERS = ("MemAgent", "Mem-α", "Both papers", OWN_DATA)
+PAPERS = (MEMAGENT, MEMALPHA, BOTH_PAPERS, OWN_DATA)
 TRAINING = "Training curves"  # a section of its own: our runs of either paper
 SECTIONS = (*PAPERS, TRAINING)
-MEMALPHA_FIGURES = ("memalpha_frontier",)
 MISSES_SHOWN = 3
 PAGE_CSS = (
     "body{font-family:sans-serif;max-width:75em;margin:1em auto;line-height:1.4}"
@@ -98,30 +92,19 @@ class TableSummary:
 
 
 def paper_of_table(name: str) -> str:
-    if name in MEMAGENT_TABLES:
-        return PAPERS[0]
-    if name in MEMALPHA_TABLES or name in KEYWORDS_TABLES:
-        return PAPERS[1]
-    if name in SUITES_TABLES:
-        return PAPERS[2]
-    if name in CUSTOM_TABLES:
-        return OWN_DATA
-    raise ValueError(f"unknown table {name!r}; expected one of {', '.join(PAPER_TABLES)}")
+    """The section a table is shown in: the one it declares."""
+    return paper_table(name).section
 
 
 def paper_of_figure(name: str) -> str:
-    """The section a figure is shown in."""
-    if name.startswith("training_"):
-        return TRAINING
-    return PAPERS[1] if name in MEMALPHA_FIGURES else PAPERS[0]
+    """The section a figure is shown in: the one it declares (a training curve: its own)."""
+    return TRAINING if name.startswith("training_") else paper_figure(name).section
 
 
 def figure_caption(name: str) -> str:
     if name.startswith("training_"):
         return f"Training curve of run {name.removeprefix('training_')}"
-    if name not in PAPER_FIGURES:
-        raise ValueError(f"unknown figure {name!r}; expected one of {', '.join(PAPER_FIGURES)}")
-    return PAPER_FIGURES[name]
+    return paper_figure(name).caption
 
 
 def summarize_table(markdown: Path) -> TableSummary:

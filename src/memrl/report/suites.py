@@ -12,16 +12,11 @@ import pandas as pd
 
 from memrl.benchmarks import RULER_HQA_TASK
 from memrl.config import CAPTIONS, SUITES_TABLE
-from memrl.report.assemble import Average, Column, PaperTable, assemble, hqa_label, length_columns
+from memrl.report.assemble import Average, Column, assemble, hqa_label, length_columns
 from memrl.report.cells import BENCHMARK, DASH, MEM_LABEL
 from memrl.report.records import index_metrics, records_of
+from memrl.report.registry import BOTH_PAPERS, PaperTable
 from memrl.report.rows import Systems, is_rag_unit, system_kind, system_specs
-
-# The cross-paper table
-SUITES_TABLES = {
-    SUITES_TABLE: PaperTable("", CAPTIONS[SUITES_TABLE]),
-}
-
 
 MAB = "mab"
 
@@ -81,3 +76,14 @@ def build_suites_table(
     )
     frame.attrs["paper"] = False  # shown without a paper column (render.format_cell)
     return frame
+
+
+# The cross-paper table
+SUITES_TABLES = {
+    SUITES_TABLE: PaperTable(
+        "",
+        CAPTIONS[SUITES_TABLE],
+        lambda t: build_suites_table(t.records, t.systems, t.paper, t.length_labels or {}),
+        BOTH_PAPERS,
+    ),
+}

@@ -4,7 +4,7 @@ chosen samples, as Markdown and HTML, from a predictions file.
 A MemAgent prediction record carries `memory_trace` ({chunk, memory} for each chunk, from 0,
 after which the memory changed; "No previous memory" before chunk 0 is implicit) and `n_chunks`
 (the chunks read; `systems.memagent.trace_fields`). Given the chunks of the sample's context (cut
-as the run cut them, memrl.benchmarks.base.row_chunks), the chunks that hold gold evidence are located:
+as the run cut them, memrl.benchmarks.base.row_chunks), the chunks holding gold evidence are found:
 those containing one of the gold answers, case-insensitively, or the caller's evidence strings for
 that sample, and, given the sample's supporting paragraphs (RULER-HQA: HotpotQA's two hops, the
 bridge paragraph that holds no answer included, each by what begins it in the context), those

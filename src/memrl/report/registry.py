@@ -1,0 +1,117 @@
+"""What a table or a figure declares, in its own module: `PaperTable`, `PaperFigure`. The
+registries (`memrl.report.tables.PAPER_TABLES`, `memrl.report.figures.PAPER_FIGURES`) gather the
+declarations by name; the jobs, the writers and the reproduction report read them and name no
+table or figure to choose what to do."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from memrl.report.cells import PaperSizes
+from memrl.report.claims import ClaimCheck
+from memrl.report.records import load_metrics
+from memrl.report.rows import Systems
+
+# the reproduction report's sections, one per paper, then beyond them
+MEMAGENT, MEMALPHA, BOTH_PAPERS, OWN_DATA = "MemAgent", "Mem-α", "Both papers", "Your datasets"
+
+
+@dataclass(frozen=True)
+class TableInput:
+    """What a table's builder reads: its records, the systems shown, the whole paper file, the
+    length labels its job passes, and the settings only some tables have (Table 7's RULER
+    settings, Table 4's probe, Mem-α Table 5's instance texts)."""
+
+    records: list[Mapping[str, Any]]
+    systems: Systems
+    paper: Mapping[str, Any]
+    length_labels: Mapping[int, str] | None = None
+    niah_config: Mapping[str, Any] | None = None
+    probe: Mapping[str, Any] | None = None
+    instances: Mapping[str, list[Mapping[str, Any]]] | None = None
+
+    def merged_labels(self) -> dict[int, str]:
+        """The paper's length labels, overridden by the job's (RULER-HQA's document counts)."""
+        labels = {int(k): v for k, v in self.paper.get("length_labels", {}).items()}
+        labels.update({int(k): v for k, v in (self.length_labels or {}).items()})
+        return labels
+
+
+@dataclass(frozen=True)
+class PaperTable:
+    """One table, declared in its own module: its numbers' key in the paper file, its caption,
+    its builder, and how its job reads and writes it. `memrl.report.tables.PAPER_TABLES`
+    gathers them by name; nothing else names a table to choose what to do with it."""
+
+    paper_key: str
+    caption: str
+    build: Callable[[TableInput], pd.DataFrame]
+    section: str  # of the reproduction report: MEMAGENT, MEMALPHA, BOTH_PAPERS or OWN_DATA
+    ruler_lengths: bool = False  # columns are RULER lengths (its labels), not RULER-HQA's
+    load: Callable[[Iterable[Any]], list[dict[str, Any]]] = load_metrics  # its job's inputs
+    text: bool = False  # its cells are text (settings, memories, keywords), not scores
+    # the items behind the paper's numbers (memrl.report.cells.attach_paper_n); default: the
+    # paper file's `sources.<paper_key>.items`
+    sizes: Callable[[Mapping[str, Any]], PaperSizes] | None = None
+
+    def paper_sizes(self, paper: Mapping[str, Any]) -> PaperSizes:
+        if self.sizes is not None:
+            return self.sizes(paper)
+        items = paper.get("sources", {}).get(self.paper_key, {}).get("items")
+        return None if items is None else int(items)
+
+
+@dataclass(frozen=True)
+class FigureInput:
+    """What a figure reads: its metrics records, the systems shown, the whole paper file, the
+    length labels (RULER-HQA's and RULER's) and the settings only some figures have (Figures
+    6/7's groups, Figure 10's, the memory ablation's agent budgets)."""
+
+    records: list[Mapping[str, Any]]
+    systems: Systems
+    paper: Mapping[str, Any]
+    length_labels: Mapping[int, str] | None = None
+    ruler_length_labels: Mapping[int, str] | None = None
+    rl_ablation: Mapping[str, Mapping[str, str]] | None = None
+    flops: Mapping[str, Any] | None = None
+    agent: Mapping[str, int] | None = None
+
+
+Plot = Callable[[FigureInput, str | Path, str, Sequence[ClaimCheck]], list[Path]]
+
+
+def no_claims(figure: FigureInput) -> list[ClaimCheck]:
+    return []
+
+
+@dataclass(frozen=True)
+class PaperFigure:
+    """One figure, declared in its own module: its caption, how it is drawn (from its input,
+    the output prefix, the title and its checked claims) and the paper claims it checks."""
+
+    caption: str
+    plot: Plot
+    section: str  # of the reproduction report: MEMAGENT or MEMALPHA
+    claims: Callable[[FigureInput], list[ClaimCheck]] = no_claims
+
+
+def gathered(kind: str, planned: Sequence[str], *registries: Mapping[str, Any]) -> dict[str, Any]:
+    """One name -> declaration mapping in the plan's order (`planned`: memrl.config.TABLES or
+    FIGURES); a name declared twice, or one the plan names without a declaration (or the
+    reverse), is an error naming it, when the registry is imported."""
+    found: dict[str, Any] = {}
+    for registry in registries:
+        for name, declared in registry.items():
+            if name in found:
+                raise ValueError(f"{kind} {name!r} is declared twice")
+            found[name] = declared
+    if unplanned := sorted(set(found) - set(planned)):
+        raise ValueError(f"{kind}s declared but not planned (memrl.config): {unplanned}")
+    if undeclared := [name for name in planned if name not in found]:
+        raise ValueError(f"{kind}s planned (memrl.config) that no module declares: {undeclared}")
+    return {name: found[name] for name in planned}

@@ -1,0 +1,130 @@
+"""A table or a figure is declared once, in its own module (`PaperTable`: paper key, caption,
+builder, loader, kind, section; `PaperFigure`: caption, drawing, claims, section); the jobs, the
+reproduction report and the writers read the declaration and never dispatch on its name."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from memrl.config import FIGURES, TABLES
+from memrl.report import tables
+from memrl.report.figures import PAPER_FIGURES
+from memrl.report.registry import (
+    BOTH_PAPERS,
+    MEMALPHA,
+    FigureInput,
+    PaperFigure,
+    PaperTable,
+    TableInput,
+    gathered,
+)
+from memrl.report.reproduction import paper_of_table
+
+SRC = Path(__file__).resolve().parents[1] / "src/memrl"
+WORKFLOW = SRC.parents[1] / "workflow"
+# a table's or figure's name compared with a literal name or a constant naming tables/figures
+DISPATCH = re.compile(
+    r"(?<!for )\bname\s*(==|!=|in)\s*(\(\s*[\"']|[\"'](table|figure|memalpha)|"
+    r"(?!PAPER_)[A-Z_]*(TABLES?|FIGURES?)\b)"
+)
+# the modules that declare tables and figures (each may look at its own names)
+DECLARING = {
+    "report/memagent_tables.py",
+    "report/memagent_probe.py",
+    "report/niah_config.py",
+    "report/memory_patterns.py",
+    "report/memalpha_tables.py",
+    "report/keywords.py",
+    "report/suites.py",
+    "report/custom.py",
+    "report/memagent_paper_figures.py",
+    "report/flops_figure.py",
+    "report/memalpha_figures.py",
+}
+# still dispatching on a name, to move into the tables' and figures' own declarations: the
+# plan's side of each (the evaluations it reads, its settings)
+STILL_DISPATCHING = {"config/reports.py"}
+
+
+def test_no_module_but_a_tables_own_dispatches_on_its_name():
+    found = set()
+    for path in [*SRC.rglob("*.py"), *WORKFLOW.rglob("*.smk"), WORKFLOW.parent / "Snakefile"]:
+        name = path.relative_to(SRC).as_posix() if path.is_relative_to(SRC) else path.name
+        if name not in DECLARING and DISPATCH.search(path.read_text()):
+            found.add(name)
+    assert found == STILL_DISPATCHING, sorted(found ^ STILL_DISPATCHING)
+
+
+def test_every_planned_table_and_figure_is_declared_once_in_the_plans_order():
+    assert list(tables.PAPER_TABLES) == list(TABLES)
+    assert list(PAPER_FIGURES) == list(FIGURES)
+    one = {"t": PaperTable("", "T", lambda t: pd.DataFrame(), BOTH_PAPERS)}
+    with pytest.raises(ValueError, match="table 't' is declared twice"):
+        gathered("table", TABLES, one, one)
+    with pytest.raises(ValueError, match=r"tables declared but not planned .*: \['t'\]"):
+        gathered("table", TABLES, dict(tables.PAPER_TABLES), one)
+    with pytest.raises(ValueError, match="that no module declares: \\['table1'"):
+        gathered("table", TABLES, {k: v for k, v in tables.PAPER_TABLES.items() if k != "table1"})
+
+
+def test_a_new_table_is_its_declaration_builder_loader_and_kind_included(tmp_path, monkeypatch):
+    """A throwaway table registered by name is loaded, built, sized, written and placed as it
+    declares, through the same functions every table job calls."""
+    seen: dict[str, object] = {}
+
+    def load(paths):
+        seen["paths"] = list(paths)
+        return [{"text": "a"}]
+
+    def build(t: TableInput) -> pd.DataFrame:
+        seen["input"] = t
+        table = pd.DataFrame({"what": ["a"]}, index=pd.Index(["ours"], name="system"))
+        table.attrs["notes"] = ["A note."]
+        return table
+
+    declared = PaperTable(
+        "throwaway", "A throwaway table", build, BOTH_PAPERS, load=load, text=True,
+        sizes=lambda paper: 7,
+    )  # fmt: skip
+    monkeypatch.setitem(tables.PAPER_TABLES, "throwaway", declared)
+    records = tables.load_table_records("throwaway", ["x.json"])
+    table = tables.build_paper_table("throwaway", records, [], {"k": 1}, {50: "7K"})
+    assert seen["paths"] == ["x.json"] and seen["input"].length_labels == {50: "7K"}
+    assert seen["input"].records == [{"text": "a"}] and seen["input"].paper == {"k": 1}
+    assert declared.paper_sizes({}) == 7 and paper_of_table("throwaway") == BOTH_PAPERS
+    written = tables.write_paper_table("throwaway", table, tmp_path / "throwaway", "caption")
+    assert {p.suffix for p in written} >= {".md", ".csv", ".json"}
+    assert "| a |" in (tmp_path / "throwaway.md").read_text()  # a text table: cells as written
+    with pytest.raises(ValueError, match="unknown table 'nope'; expected one of table1"):
+        tables.build_paper_table("nope", [], [], {})
+
+
+def test_a_new_figure_is_its_declaration_drawing_and_claims_included(tmp_path, monkeypatch):
+    from memrl.report import figures
+    from memrl.report.reproduction import figure_caption, paper_of_figure
+
+    drawn = {}
+
+    def plot(f: FigureInput, out, title, checks):
+        drawn.update(records=f.records, out=out, title=title, checks=list(checks))
+        return [tmp_path / "throwaway.png"]
+
+    declared = PaperFigure("A throwaway figure", plot, MEMALPHA, lambda f: ["a claim"])
+    monkeypatch.setitem(figures.PAPER_FIGURES, "throwaway", declared)
+    records = [{"system": "s"}]
+    assert figures.figure_claims("throwaway", records, [], {}) == ["a claim"]
+    figures.plot_paper_figure("throwaway", records, [], {}, tmp_path / "throwaway", "T")
+    assert drawn == {
+        "records": records,
+        "out": tmp_path / "throwaway",
+        "title": "T",
+        "checks": ["a claim"],
+    }
+    assert paper_of_figure("throwaway") == MEMALPHA
+    assert figure_caption("throwaway") == "A throwaway figure"
+    with pytest.raises(ValueError, match="unknown figure 'nope'; expected one of figure1"):
+        figures.plot_paper_figure("nope", [], [], {}, tmp_path / "x", "T")
