@@ -28,8 +28,8 @@ SRC = Path(__file__).resolve().parents[1] / "src/memrl"
 WORKFLOW = SRC.parents[1] / "workflow"
 # a table's or figure's name compared with a literal name or a constant naming tables/figures
 DISPATCH = re.compile(
-    r"(?<!for )\bname\s*(==|!=|in)\s*(\(\s*[\"']|[\"'](table|figure|memalpha)|"
-    r"(?!PAPER_)[A-Z_]*(TABLES?|FIGURES?)\b)"
+    r"(?<!for )\bname\s*(==|!=|in)\s*(cfg\.)?(\(\s*[\"']|[\"'](table|figure|memalpha)|"
+    r"(?!PAPER_|TABLES\b|FIGURES\b)[A-Z_]*(TABLES?|FIGURES?)\b)"
 )
 # the modules that declare tables and figures (each may look at its own names)
 DECLARING = {
@@ -45,9 +45,8 @@ DECLARING = {
     "report/flops_figure.py",
     "report/memalpha_figures.py",
 }
-# still dispatching on a name, to move into the tables' and figures' own declarations: the
-# plan's side of each (the evaluations it reads, its settings)
-STILL_DISPATCHING = {"config/reports.py"}
+# none left: the plan's side of each table and figure is its `ReportPlan` (memrl.config.REPORTS)
+STILL_DISPATCHING: set[str] = set()
 
 
 def test_no_module_but_a_tables_own_dispatches_on_its_name():
@@ -128,3 +127,29 @@ def test_a_new_figure_is_its_declaration_drawing_and_claims_included(tmp_path, m
     assert figure_caption("throwaway") == "A throwaway figure"
     with pytest.raises(ValueError, match="unknown figure 'nope'; expected one of figure1"):
         figures.plot_paper_figure("nope", [], [], {}, tmp_path / "x", "T")
+
+
+def test_a_new_tables_plan_is_its_declaration_jobs_settings_and_inputs(monkeypatch):
+    """The plan's half: a throwaway table's ReportPlan picks its evaluations, settings, paper
+    file and inputs through the functions the Snakefile calls."""
+    from memrl import config as cfg
+
+    smoke = cfg.load_config([Path(__file__).resolve().parents[1] / "config/smoke.yaml"])
+    declared = cfg.ReportPlan(
+        "A throwaway table",
+        lambda s: s.select("longbench", kind="memagent"),
+        paper="memalpha_paper",
+        needs="evaluation.systems on LongBench",
+        settings=lambda config: {"seed": config["seed"]},
+    )
+    monkeypatch.setitem(cfg.REPORTS, "throwaway", declared)
+    jobs = cfg.report_jobs(smoke, "throwaway")
+    assert jobs and {j.benchmark for j in jobs} == {"longbench"}
+    assert cfg.report_inputs(smoke, "throwaway") == [
+        f"{cfg.eval_prefix(smoke, j)}.metrics.json" for j in jobs
+    ]
+    assert cfg.table_settings(smoke, "throwaway") == {"seed": smoke["seed"]}  # a figure: no margin
+    assert cfg.paper_file(smoke, "throwaway") == smoke["report"]["memalpha_paper"]
+    assert cfg.report_needs("throwaway") == "evaluation.systems on LongBench"
+    with pytest.raises(cfg.ConfigError, match="unknown table or figure 'nope'"):
+        cfg.report_jobs(smoke, "nope")

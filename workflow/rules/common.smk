@@ -148,7 +148,7 @@ def get_manifests():
 
 
 def eval_prefix(job):
-    return f"{R}/eval/{job.benchmark}/{job.system}/{job.length}"
+    return cfg.eval_prefix(config, job)
 
 
 def get_paper(wildcards):
@@ -483,32 +483,22 @@ def get_report_metrics(wildcards):
 
 
 def report_records(name):
-    """The records a table or figure reads: metrics of its evaluation jobs, the memories of its
-    memorize jobs (Table 5), the dataset statistics of its Mem-α splits, or the rebuilt keyword
-    golds (Figure 4)."""
-    if name in cfg.STATS_TABLES:
-        return [str(cfg.stats_file(config, split)) for split in cfg.stats_splits(config, name)]
-    if name == cfg.KEYWORDS_TABLE:
-        return [str(cfg.keywords_file(config, s)) for s in cfg.keyword_sets(config)]
-    if name == cfg.NIAH_CONFIG_TABLE:  # the NIAH sets themselves
-        return [f"{R}/data/ruler/{task}/{n}.jsonl" for task, n in cfg.niah_sets(config)]
-    jobs = cfg.report_jobs(config, name)
-    if name == cfg.TRACE_TABLE:  # the memories, and the instances that hold the paper's example
-        memories = [f"{eval_prefix(job)}.memories.jsonl" for job in jobs]
-        return [*memories, *dict.fromkeys(eval_data(job)[0] for job in jobs)]
-    return list(dict.fromkeys(f"{eval_prefix(job)}.metrics.json" for job in jobs))
+    """The records a table or figure reads (memrl.config.report_inputs): the metrics of its
+    evaluation jobs, or what it declares instead (Table 5's memories and instances, the dataset
+    statistics of its Mem-α splits, the rebuilt keyword golds, the NIAH sets)."""
+    return cfg.report_inputs(config, name)
 
 
 def get_report_settings(wildcards):
     name = report_name(wildcards)
     settings = {"name": name, **cfg.report_settings(config), **cfg.table_settings(config, name)}
-    if name == cfg.FLOPS_FIGURE:
-        settings["flops"] = {**cfg.flops_settings(config), **flops_inputs()}
+    if cfg.report_plan(name).measured_cost:
+        settings["flops"] = {**cfg.flops_settings(config), **cost_inputs(name)}
     return settings_ref(settings)
 
 
 def get_report_caption(wildcards):
-    return cfg.CAPTIONS[report_name(wildcards)]
+    return cfg.report_plan(report_name(wildcards)).caption
 
 
 def eval_benchmark_files(job):
@@ -519,10 +509,10 @@ def eval_benchmark_files(job):
     return [f"{base}.shard{k}of{job.shards}.tsv" for k in range(job.shards)]
 
 
-def flops_inputs():
+def cost_inputs(name):
     """Figure 10's files beyond metrics: each model's directory (its config.json gives the
     shape) and each RULER-HQA job's benchmark files (its wall time), by "system/length"."""
-    jobs = cfg.report_jobs(config, cfg.FLOPS_FIGURE)
+    jobs = cfg.report_jobs(config, name)
     return {
         "models": {g: str(cfg.model_dir(config, m)) for g, m in cfg.flops_models(config).items()},
         "benchmarks": {f"{j.system}/{j.length}": eval_benchmark_files(j) for j in jobs},
@@ -530,15 +520,17 @@ def flops_inputs():
 
 
 def get_report_models(wildcards):
-    if report_name(wildcards) != cfg.FLOPS_FIGURE:
+    name = report_name(wildcards)
+    if not cfg.report_plan(name).measured_cost:
         return []
-    return list(dict.fromkeys(flops_inputs()["models"].values()))
+    return list(dict.fromkeys(cost_inputs(name)["models"].values()))
 
 
 def get_report_benchmarks(wildcards):
-    if report_name(wildcards) != cfg.FLOPS_FIGURE:
+    name = report_name(wildcards)
+    if not cfg.report_plan(name).measured_cost:
         return []
-    return [path for paths in flops_inputs()["benchmarks"].values() for path in paths]
+    return [path for paths in cost_inputs(name)["benchmarks"].values() for path in paths]
 
 
 # The machine a one-machine profile declares (`resources: gpu, nodes`): a job that does not fit is

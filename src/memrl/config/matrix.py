@@ -7,7 +7,14 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from memrl.benchmarks import registered
-from memrl.config.base import ablation_name, memalpha_runs, qa_model, trained_runs, uses_qa_server
+from memrl.config.base import (
+    ablation_name,
+    memalpha_runs,
+    qa_model,
+    results_dir,
+    trained_runs,
+    uses_qa_server,
+)
 from memrl.systems import system_kind
 
 
@@ -108,6 +115,11 @@ def eval_jobs(config: dict[str, Any], systems: Systems | None = None) -> list[Ev
 def eval_data(config: dict[str, Any], job: EvalJob) -> list[Path]:
     """The files an evaluation job reads, one per task, as its benchmark names them."""
     return registered()[job.benchmark].data(config, job.length, job.tasks)
+
+
+def eval_prefix(config: dict[str, Any], job: EvalJob) -> str:
+    """Where an evaluation job's files go: `<prefix>.metrics.json`, `.predictions.jsonl`, ..."""
+    return f"{results_dir(config)}/eval/{job.benchmark}/{job.system}/{job.length}"
 
 
 def eval_shards(config: dict[str, Any], system: dict[str, Any], benchmark: str, length: int) -> int:
