@@ -63,6 +63,16 @@ from memrl.config.matrix import (
     train_gpus,
     train_nodes,
 )
+from memrl.config.report_plans import (
+    REPORTS,
+    ReportPlan,
+    paper_file,
+    report_inputs,
+    report_jobs,
+    report_needs,
+    report_plan,
+    table_settings,
+)
 from memrl.config.reports import (
     ABLATION_ROLES,
     ABLATION_TABLES,
@@ -76,24 +86,16 @@ from memrl.config.reports import (
     NIAH_FIGURE_TASKS,
     PATTERNS_TABLE,
     PROBE_TABLE,
-    REPORTS,
     STATS_TABLES,
     SUITES_TABLE,
     TABLES,
     TRACE_TABLE,
-    ReportPlan,
     flops_models,
     flops_settings,
     memalpha_splits,
     niah_sets,
-    paper_file,
-    report_inputs,
-    report_jobs,
-    report_needs,
-    report_plan,
     report_settings,
     stats_splits,
-    table_settings,
 )
 from memrl.config.settings import (
     HQA_POOL_FORMAT,
