@@ -13,6 +13,7 @@ import pandas as pd
 import pytest
 import yaml
 
+from memrl import config as cfg
 from memrl.config import (
     ABLATION_TABLES,
     KEYWORDS_TABLE,
@@ -846,7 +847,7 @@ def test_build_paper_table_writes_every_table(paper: dict, tmp_path: Path, name:
     table = build_paper_table(name, records, systems, paper)
     filled = [cell for _, row in table.iterrows() for cell in row if cell.ours is not None]
     assert filled and all(cell.delta is not None for cell in filled if cell.paper is not None)
-    paths = write_table(table, tmp_path / name, caption=PAPER_TABLES[name].caption)
+    paths = write_table(table, tmp_path / name, caption=cfg.report_plan(name).caption)
     assert [p.stat().st_size > 100 for p in paths] == [True] * 4
     assert len(pd.read_csv(paths[0])) == table.size
 

@@ -1,6 +1,7 @@
-"""A table or a figure is declared once, in its own module (`PaperTable`: paper key, caption,
-builder, loader, kind, section; `PaperFigure`: caption, drawing, claims, section); the jobs, the
-reproduction report and the writers read the declaration and never dispatch on its name."""
+"""A table or a figure is declared in two halves: its plan (`memrl.config.ReportPlan`: caption,
+paper key, evaluations, settings, inputs) and its build in its own report module (`PaperTable`:
+builder, loader, kind, section; `PaperFigure`: drawing, claims, section); the plan, the jobs, the
+reproduction report and the writers read the declarations and never dispatch on a name."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from memrl import config as cfg
 from memrl.config import FIGURES, TABLES
 from memrl.report import tables
 from memrl.report.figures import PAPER_FIGURES
@@ -61,7 +63,7 @@ def test_no_module_but_a_tables_own_dispatches_on_its_name():
 def test_every_planned_table_and_figure_is_declared_once_in_the_plans_order():
     assert list(tables.PAPER_TABLES) == list(TABLES)
     assert list(PAPER_FIGURES) == list(FIGURES)
-    one = {"t": PaperTable("", "T", lambda t: pd.DataFrame(), BOTH_PAPERS)}
+    one = {"t": PaperTable(lambda t: pd.DataFrame(), BOTH_PAPERS)}
     with pytest.raises(ValueError, match="table 't' is declared twice"):
         gathered("table", TABLES, one, one)
     with pytest.raises(ValueError, match=r"tables declared but not planned .*: \['t'\]"):
@@ -85,16 +87,14 @@ def test_a_new_table_is_its_declaration_builder_loader_and_kind_included(tmp_pat
         table.attrs["notes"] = ["A note."]
         return table
 
-    declared = PaperTable(
-        "throwaway", "A throwaway table", build, BOTH_PAPERS, load=load, text=True,
-        sizes=lambda paper: 7,
-    )  # fmt: skip
+    declared = PaperTable(build, BOTH_PAPERS, load=load, text=True, sizes=lambda paper: 7)
     monkeypatch.setitem(tables.PAPER_TABLES, "throwaway", declared)
+    monkeypatch.setitem(cfg.REPORTS, "throwaway", cfg.ReportPlan("A throwaway table", list))
     records = tables.load_table_records("throwaway", ["x.json"])
     table = tables.build_paper_table("throwaway", records, [], {"k": 1}, {50: "7K"})
     assert seen["paths"] == ["x.json"] and seen["input"].length_labels == {50: "7K"}
     assert seen["input"].records == [{"text": "a"}] and seen["input"].paper == {"k": 1}
-    assert declared.paper_sizes({}) == 7 and paper_of_table("throwaway") == BOTH_PAPERS
+    assert declared.paper_sizes({}, None) == 7 and paper_of_table("throwaway") == BOTH_PAPERS
     written = tables.write_paper_table("throwaway", table, tmp_path / "throwaway", "caption")
     assert {p.suffix for p in written} >= {".md", ".csv", ".json"}
     assert "| a |" in (tmp_path / "throwaway.md").read_text()  # a text table: cells as written
@@ -112,8 +112,9 @@ def test_a_new_figure_is_its_declaration_drawing_and_claims_included(tmp_path, m
         drawn.update(records=f.records, out=out, title=title, checks=list(checks))
         return [tmp_path / "throwaway.png"]
 
-    declared = PaperFigure("A throwaway figure", plot, MEMALPHA, lambda f: ["a claim"])
+    declared = PaperFigure(plot, MEMALPHA, lambda f: ["a claim"])
     monkeypatch.setitem(figures.PAPER_FIGURES, "throwaway", declared)
+    monkeypatch.setitem(cfg.REPORTS, "throwaway", cfg.ReportPlan("A throwaway figure", list))
     records = [{"system": "s"}]
     assert figures.figure_claims("throwaway", records, [], {}) == ["a claim"]
     figures.plot_paper_figure("throwaway", records, [], {}, tmp_path / "throwaway", "T")
@@ -132,8 +133,6 @@ def test_a_new_figure_is_its_declaration_drawing_and_claims_included(tmp_path, m
 def test_a_new_tables_plan_is_its_declaration_jobs_settings_and_inputs(monkeypatch):
     """The plan's half: a throwaway table's ReportPlan picks its evaluations, settings, paper
     file and inputs through the functions the Snakefile calls."""
-    from memrl import config as cfg
-
     smoke = cfg.load_config([Path(__file__).resolve().parents[1] / "config/smoke.yaml"])
     declared = cfg.ReportPlan(
         "A throwaway table",
@@ -153,3 +152,17 @@ def test_a_new_tables_plan_is_its_declaration_jobs_settings_and_inputs(monkeypat
     assert cfg.report_needs("throwaway") == "evaluation.systems on LongBench"
     with pytest.raises(cfg.ConfigError, match="unknown table or figure 'nope'"):
         cfg.report_jobs(smoke, "nope")
+
+
+def test_a_paper_file_without_a_tables_numbers_stops_the_plan_naming_the_table(tmp_path):
+    smoke = cfg.load_config([Path(__file__).resolve().parents[1] / "config/smoke.yaml"])
+    cfg.check_paper_key(smoke, "table1")  # the shipped file holds every key
+    truncated = tmp_path / "memagent.yaml"
+    truncated.write_text("ruler_hqa: {}\n")  # cut after its first table
+    smoke["report"]["paper"] = str(truncated)
+    cfg.check_paper_key(smoke, "table1")
+    with pytest.raises(
+        cfg.ConfigError, match=r"table3: its paper file .* has no key 'longbench_qa'"
+    ):
+        cfg.check_paper_key(smoke, "table3")
+    cfg.check_paper_key(smoke, "custom")  # no numbers of the paper to find

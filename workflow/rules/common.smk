@@ -152,7 +152,9 @@ def eval_prefix(job):
 
 
 def get_paper(wildcards):
-    return cfg.paper_file(config, report_name(wildcards))
+    name = report_name(wildcards)
+    cfg.check_paper_key(config, name)  # a paper file without its numbers: now, not at the end
+    return cfg.paper_file(config, name)
 
 
 def get_eval_metrics():

@@ -66,6 +66,7 @@ from memrl.config.matrix import (
 from memrl.config.report_plans import (
     REPORTS,
     ReportPlan,
+    check_paper_key,
     paper_file,
     report_inputs,
     report_jobs,
@@ -161,6 +162,7 @@ __all__ = [
     "case_study_settings",
     "check_config_files",
     "check_data",
+    "check_paper_key",
     "config_hash",
     "eval_data",
     "eval_jobs",

@@ -6,6 +6,7 @@ shared settings are memrl.config.reports'; each one's builder is its report modu
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -13,6 +14,7 @@ from typing import Any
 from memrl.benchmarks import CUSTOM_BENCHMARK, PROBE_BENCHMARK
 from memrl.benchmarks.ruler import data as ruler_data
 from memrl.config.base import ConfigError, keyword_sets, keywords_file, memalpha_runs, stats_file
+from memrl.config.load import load_yaml
 from memrl.config.matrix import (
     EvalJob,
     eval_data,
@@ -142,6 +144,7 @@ class ReportPlan:
     caption: str
     jobs: Callable[[Selection], list[EvalJob]]
     paper: str = "paper"  # MemAgent's numbers; "memalpha_paper": Mem-α's
+    paper_key: str | None = None  # where its numbers are in the paper file (checked at planning)
     needs: str = DEFAULT_NEEDS
     settings: Callable[[dict[str, Any]], dict[str, Any]] = _no_settings
     # the files it reads other than its jobs' metrics (None: the metrics)
@@ -207,36 +210,63 @@ def _keyword_inputs(config: dict[str, Any], jobs: list[EvalJob]) -> list[str]:
     return [str(keywords_file(config, name)) for name in keyword_sets(config)]
 
 
-def _memagent(name: str, jobs: Callable[[Selection], list[EvalJob]], **kw: Any) -> ReportPlan:
-    return ReportPlan(CAPTIONS[name], jobs, wording=name in TABLES, **kw)
+def _memagent(
+    name: str, paper_key: str | None, jobs: Callable[[Selection], list[EvalJob]], **kw: Any
+) -> ReportPlan:
+    """A MemAgent table: its numbers in MemAgent's paper file, the prompt wording noted."""
+    return ReportPlan(CAPTIONS[name], jobs, paper_key=paper_key, wording=name in TABLES, **kw)
 
 
-def _memalpha(name: str, jobs: Callable[[Selection], list[EvalJob]], **kw: Any) -> ReportPlan:
-    return ReportPlan(CAPTIONS[name], jobs, paper="memalpha_paper", **kw)
+def _memalpha(
+    name: str, paper_key: str | None, jobs: Callable[[Selection], list[EvalJob]], **kw: Any
+) -> ReportPlan:
+    """A table or figure compared with Mem-α's paper file."""
+    return ReportPlan(CAPTIONS[name], jobs, paper="memalpha_paper", paper_key=paper_key, **kw)
+
+
+def _figure(
+    name: str, paper_key: str | None, jobs: Callable[[Selection], list[EvalJob]], **kw: Any
+) -> ReportPlan:
+    """A MemAgent figure."""
+    return ReportPlan(CAPTIONS[name], jobs, paper_key=paper_key, **kw)
 
 
 def _nothing(selection: Selection) -> list[EvalJob]:
     return []
 
 
+def _rl_groups(config: dict[str, Any]) -> dict[str, Any]:
+    return {"rl_ablation": rl_ablation_groups(config)}
+
+
 _MEMORY_NEEDS = "evaluation.memory_ablation"
 _RL_NEEDS = "report.rl_ablation"
 _ABLATION_NEEDS = "memalpha.training.runs, evaluated as systems"
 
-# Every table and figure by name, in the plan's order (TABLES, then FIGURES)
+# Every table and figure by name, in the plan's order (TABLES, then FIGURES): its caption, where
+# its numbers are in its paper file, the evaluations it reads and what else it declares
 REPORTS: dict[str, ReportPlan] = {
-    "table1": _memagent("table1", Selection.memagent_suite),
-    "table2": _memagent("table2", lambda s: s.select("longbench", rag=False, tasks=LONGBENCH_SUM)),
-    "table3": _memagent("table3", lambda s: s.select("longbench", rag=False, tasks=s.qa)),
+    "table1": _memagent("table1", "ruler_hqa", Selection.memagent_suite),
+    "table2": _memagent(
+        "table2", "longbench_sum", lambda s: s.select("longbench", rag=False, tasks=LONGBENCH_SUM)
+    ),
+    "table3": _memagent(
+        "table3", "longbench_qa", lambda s: s.select("longbench", rag=False, tasks=s.qa)
+    ),
     PROBE_TABLE: _memagent(
-        PROBE_TABLE, Selection.probe, needs="evaluation.probe", settings=_probe_settings
+        PROBE_TABLE, "probe", Selection.probe, needs="evaluation.probe", settings=_probe_settings
     ),
     NIAH_CONFIG_TABLE: _memagent(
-        NIAH_CONFIG_TABLE, _nothing, settings=_niah_config_settings, inputs=_niah_set_inputs
+        NIAH_CONFIG_TABLE,
+        "niah_config",
+        _nothing,
+        settings=_niah_config_settings,
+        inputs=_niah_set_inputs,
     ),
     **{
         name: _memagent(
             name,
+            "memory_ablation",
             lambda s, name=name: s.memory_ablation(name),
             needs=_MEMORY_NEEDS,
             settings=_memory_ablation_settings(name),
@@ -245,75 +275,94 @@ REPORTS: dict[str, ReportPlan] = {
     },
     "table10": _memagent(
         "table10",
+        "rag_ruler_hqa",
         lambda s: s.select("ruler_hqa", rag=True) + s.select("ruler_hqa", kind="memagent"),
     ),
     "table11": _memagent(
         "table11",
+        "rag_longbench_qa",
         lambda s: (
             s.select("longbench", rag=True, tasks=s.qa)
             + s.select("longbench", kind="memagent", tasks=s.qa)
         ),
     ),
-    "table_niah": _memagent("table_niah", lambda s: s.select("ruler", tasks=NIAH_FIGURE_TASKS)),
-    PATTERNS_TABLE: _memagent(PATTERNS_TABLE, lambda s: s.select("ruler_hqa", kind="memagent")),
-    "memalpha_table1": _memalpha("memalpha_table1", lambda s: s.select("memalpha")),
-    "memalpha_table2": _memalpha("memalpha_table2", lambda s: s.select("mab")),
+    "table_niah": _memagent(
+        "table_niah", "memory_ablation", lambda s: s.select("ruler", tasks=NIAH_FIGURE_TASKS)
+    ),
+    PATTERNS_TABLE: _memagent(
+        PATTERNS_TABLE, None, lambda s: s.select("ruler_hqa", kind="memagent")
+    ),
+    "memalpha_table1": _memalpha("memalpha_table1", "table1", lambda s: s.select("memalpha")),
+    "memalpha_table2": _memalpha("memalpha_table2", "table2", lambda s: s.select("mab")),
     "memalpha_table3": _memalpha(
-        "memalpha_table3", lambda s: s.select("memalpha", kind="memalpha")
+        "memalpha_table3", "table3", lambda s: s.select("memalpha", kind="memalpha")
     ),
     **{
-        name: _memalpha(name, lambda s, bench=bench: s.ablation(bench), needs=_ABLATION_NEEDS)
+        name: _memalpha(
+            name,
+            name.removeprefix("memalpha_"),
+            lambda s, bench=bench: s.ablation(bench),
+            needs=_ABLATION_NEEDS,
+        )
         for name, bench in ABLATION_TABLES.items()
     },
     TRACE_TABLE: _memalpha(
         TRACE_TABLE,
+        "table5",
         lambda s: s.select("memalpha", kind="memalpha") + s.select("mab", kind="memalpha"),
         settings=_trace_settings,
         inputs=_trace_inputs,
     ),
-    **{name: _memalpha(name, _nothing, inputs=_stats_inputs(name)) for name in STATS_TABLES},
-    KEYWORDS_TABLE: _memalpha(KEYWORDS_TABLE, _nothing, needs="keywords", inputs=_keyword_inputs),
-    SUITES_TABLE: _memalpha(SUITES_TABLE, lambda s: s.select("ruler_hqa") + s.select("mab")),
+    **{
+        name: _memalpha(name, name.removeprefix("memalpha_"), _nothing, inputs=_stats_inputs(name))
+        for name in STATS_TABLES
+    },
+    KEYWORDS_TABLE: _memalpha(
+        KEYWORDS_TABLE, None, _nothing, needs="keywords", inputs=_keyword_inputs
+    ),
+    SUITES_TABLE: _memalpha(SUITES_TABLE, None, lambda s: s.select("ruler_hqa") + s.select("mab")),
     CUSTOM_TABLE: ReportPlan(
         CAPTIONS[CUSTOM_TABLE], lambda s: s.select(CUSTOM_BENCHMARK), needs="custom"
     ),
-    "figure1": ReportPlan(CAPTIONS["figure1"], Selection.memagent_suite),
-    "figure5": ReportPlan(
-        CAPTIONS["figure5"], lambda s: s.select("ruler", tasks=NIAH_FIGURE_TASKS)
-    ),
-    "figure_ood": ReportPlan(CAPTIONS["figure_ood"], lambda s: s.select("ruler")),
-    "figure6": ReportPlan(
-        CAPTIONS["figure6"],
+    "figure1": _figure("figure1", "figure1", Selection.memagent_suite),
+    "figure5": _figure("figure5", "niah", lambda s: s.select("ruler", tasks=NIAH_FIGURE_TASKS)),
+    "figure_ood": _figure("figure_ood", "ood", lambda s: s.select("ruler")),
+    "figure6": _figure(
+        "figure6",
+        "rl_ablation",
         lambda s: s.rl_ablation(RL_ABLATION_FIGURES["figure6"]),
         needs=_RL_NEEDS,
-        settings=lambda config: {"rl_ablation": rl_ablation_groups(config)},
+        settings=_rl_groups,
     ),
-    "figure7": ReportPlan(
-        CAPTIONS["figure7"],
+    "figure7": _figure(
+        "figure7",
+        "rl_ablation",
         lambda s: s.rl_ablation(RL_ABLATION_FIGURES["figure7"], tasks=s.qa),  # QA
         needs=_RL_NEEDS,
-        settings=lambda config: {"rl_ablation": rl_ablation_groups(config)},
+        settings=_rl_groups,
     ),
     **{
-        name: ReportPlan(
-            CAPTIONS[name],
+        name: _figure(
+            name,
+            "memory_ablation",
             lambda s, name=name: s.memory_ablation(name),
             needs=_MEMORY_NEEDS,
             settings=_memory_ablation_settings(name),
         )
         for name in ("figure8", "figure9")
     },
-    FLOPS_FIGURE: ReportPlan(
-        CAPTIONS[FLOPS_FIGURE],
+    FLOPS_FIGURE: _figure(
+        FLOPS_FIGURE,
+        None,
         lambda s: s.rl_ablation("ruler_hqa", FLOPS_ROLES),
         measured_cost=True,
     ),
     "memalpha_frontier": _memalpha(
-        "memalpha_frontier", lambda s: s.select("memalpha") + s.select("mab")
+        "memalpha_frontier", None, lambda s: s.select("memalpha") + s.select("mab")
     ),
 }
 if list(REPORTS) != [*TABLES, *FIGURES]:  # a declaration per planned name, in the plan's order
-    raise ConfigError(f"memrl.config.reports: REPORTS {list(REPORTS)} != TABLES + FIGURES")
+    raise ConfigError(f"memrl.config.report_plans: REPORTS {list(REPORTS)} != TABLES + FIGURES")
 
 
 def report_plan(name: str) -> ReportPlan:
@@ -325,6 +374,23 @@ def report_plan(name: str) -> ReportPlan:
 def paper_file(config: dict[str, Any], name: str) -> str:
     """The published numbers a table or figure is compared with (config/paper/)."""
     return config["report"][report_plan(name).paper]
+
+
+def check_paper_key(config: dict[str, Any], name: str) -> None:
+    """A table or figure whose paper file lacks the key of its numbers stops the plan, naming
+    it, rather than its job at the end of a run."""
+    plan = report_plan(name)
+    path = paper_file(config, name)
+    if plan.paper_key is not None and plan.paper_key not in _paper_keys(path):
+        raise ConfigError(
+            f"{name}: its paper file {path} (report.{plan.paper}) has no key "
+            f"{plan.paper_key!r}; is the file complete?"
+        )
+
+
+@functools.lru_cache(maxsize=8)
+def _paper_keys(path: str) -> frozenset[str]:
+    return frozenset(load_yaml(path))
 
 
 def report_needs(name: str) -> str:

@@ -18,7 +18,7 @@ from memrl.tracking.record import JobRecord
 
 def cmd_table(args: argparse.Namespace, run: JobRecord) -> None:
     """A paper table (settings `name`): ours beside the paper's numbers, as CSV, Markdown, LaTeX."""
-    from memrl.config import load_yaml
+    from memrl.config import load_yaml, report_plan
     from memrl.report.cells import mark_machinery_only
     from memrl.report.claims import not_comparable
     from memrl.report.memalpha_tables import load_instance_texts
@@ -55,7 +55,7 @@ def cmd_table(args: argparse.Namespace, run: JobRecord) -> None:
     mark_machinery_only(table, s["systems"])
     if table.attrs.get("banner"):
         table.attrs["claims"] = not_comparable(table.attrs.get("claims", []))
-    caption = f"{spec.caption}, run {s['run']}"
+    caption = f"{report_plan(name).caption}, run {s['run']}"
     table.attrs["provenance"] = (
         f"{MADE_BY_LINE}{made_by()}; its lineage: memrl lineage {args.out_prefix}.md"
     )
@@ -79,16 +79,16 @@ def cmd_reproduction(args: argparse.Namespace, run: JobRecord) -> None:
 
 def cmd_figure(args: argparse.Namespace, run: JobRecord) -> None:
     """A paper figure (settings `name`) as PNG and PDF."""
-    from memrl.config import load_yaml
+    from memrl.config import load_yaml, report_plan
     from memrl.report.cells import MACHINERY_ONLY, not_reproducing
     from memrl.report.claims import CLAIMS_SUFFIX, not_comparable, write_claims
-    from memrl.report.figures import figure_claims, paper_figure, plot_paper_figure
+    from memrl.report.figures import figure_claims, plot_paper_figure
     from memrl.report.records import load_metrics
 
     s = args.settings
     name = s["name"]
     records, paper = load_metrics(args.metrics), load_yaml(args.paper)
-    title = f"{paper_figure(name).caption}, run {s['run']}"
+    title = f"{report_plan(name).caption}, run {s['run']}"
     with _reading_paper(args.paper, name):
         checks = figure_claims(
             name, records, s["systems"], paper, s["length_labels"], s.get("rl_ablation")

@@ -9,7 +9,7 @@ from typing import Any
 import pandas as pd
 
 from memrl.benchmarks import CUSTOM_BENCHMARK, NO_LENGTH
-from memrl.config import CAPTIONS, CUSTOM_TABLE
+from memrl.config import CUSTOM_TABLE
 from memrl.report.assemble import Average, Column, assemble
 from memrl.report.cells import DASH, MEM_LABEL
 from memrl.report.records import index_metrics
@@ -69,7 +69,5 @@ def build_custom_table(records: Iterable[Mapping[str, Any]], systems: Systems) -
 
 
 CUSTOM_TABLES = {
-    CUSTOM_TABLE: PaperTable(
-        "", CAPTIONS[CUSTOM_TABLE], lambda t: build_custom_table(t.records, t.systems), OWN_DATA
-    )
+    CUSTOM_TABLE: PaperTable(lambda t: build_custom_table(t.records, t.systems), OWN_DATA)
 }

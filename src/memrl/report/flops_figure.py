@@ -13,7 +13,7 @@ import pandas as pd
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-from memrl.config import CAPTIONS, FLOPS_FIGURE
+from memrl.config import FLOPS_FIGURE
 from memrl.report.cells import BENCHMARK
 from memrl.report.claims import ClaimCheck
 from memrl.report.plots import (
@@ -185,4 +185,4 @@ def _figure10(f: FigureInput, out: str | Path, title: str, checks: Sequence[Clai
     return plot_flops(shapes, measured_costs(f.records, f.flops), f.flops, out, title)
 
 
-FLOPS_FIGURES = {FLOPS_FIGURE: PaperFigure(CAPTIONS[FLOPS_FIGURE], _figure10, MEMAGENT)}
+FLOPS_FIGURES = {FLOPS_FIGURE: PaperFigure(_figure10, MEMAGENT)}

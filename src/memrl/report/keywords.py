@@ -11,7 +11,7 @@ from typing import Any
 
 import pandas as pd
 
-from memrl.config import CAPTIONS, KEYWORDS_TABLE
+from memrl.config import KEYWORDS_TABLE
 from memrl.data.keywords import MAX_KEYWORD_WORDS, keywords_problem
 from memrl.report.cells import DASH, MACHINERY_ONLY
 from memrl.report.registry import MEMALPHA, PaperTable
@@ -125,8 +125,6 @@ def _cells(rows: Sequence[Mapping[str, Any]]) -> dict[str, str]:
 
 KEYWORDS_TABLES = {
     KEYWORDS_TABLE: PaperTable(
-        "figure4",
-        CAPTIONS[KEYWORDS_TABLE],
         lambda t: build_keywords_table(t.records),
         MEMALPHA,
         load=load_keyword_rows,

@@ -11,7 +11,6 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from memrl.config import CAPTIONS
 from memrl.report.cells import BENCHMARK
 from memrl.report.claims import ClaimCheck
 from memrl.report.memagent_claims import check_ablation_claims, check_claims
@@ -71,7 +70,7 @@ def _rl_ablation(name: str, table: str, plot: Callable[..., list[Path]]) -> Pape
     def draw(f: FigureInput, out: str | Path, title: str, checks: Sequence[ClaimCheck]):
         return plot(_ablation_panels(table, f), out, title, checks)
 
-    return PaperFigure(CAPTIONS[name], draw, MEMAGENT, claims)
+    return PaperFigure(draw, MEMAGENT, claims)
 
 
 def _memory_ablation(name: str, table: str, plot: Callable[..., list[Path]]) -> PaperFigure:
@@ -85,21 +84,19 @@ def _memory_ablation(name: str, table: str, plot: Callable[..., list[Path]]) -> 
         built = build_paper_table(table, f.records, f.systems, f.paper, labels)
         return plot(memory_panels(built, f.systems, f.agent), out, title)
 
-    return PaperFigure(CAPTIONS[name], draw, MEMAGENT)
+    return PaperFigure(draw, MEMAGENT)
 
 
 MEMAGENT_FIGURES = {
     "figure1": PaperFigure(
-        CAPTIONS["figure1"],
         _figure1,
         MEMAGENT,
         lambda f: check_claims(
             f.records, f.systems, f.paper["figure1"]["claims"], benchmark=BENCHMARK
         ),
     ),
-    "figure5": PaperFigure(CAPTIONS["figure5"], _figure5, MEMAGENT, _niah_claims),
+    "figure5": PaperFigure(_figure5, MEMAGENT, _niah_claims),
     "figure_ood": PaperFigure(
-        CAPTIONS["figure_ood"],
         _ood,
         MEMAGENT,
         lambda f: check_claims(f.records, f.systems, f.paper["ood"]["claims"]),

@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 
 from memrl.benchmarks import PROBE_BENCHMARK, RULER_HQA_TASK
-from memrl.config import CAPTIONS, PROBE_TABLE
+from memrl.config import PROBE_TABLE
 from memrl.report.assemble import accuracy_cell
 from memrl.report.cells import AVG, PARTIAL_MARK, Cell
 from memrl.report.claims import (
@@ -205,4 +205,4 @@ def _probe_table(t: TableInput) -> pd.DataFrame:
     return build_probe_table(t.records, t.systems, t.paper, t.probe, t.length_labels)
 
 
-PROBE_TABLES = {PROBE_TABLE: PaperTable("probe", CAPTIONS[PROBE_TABLE], _probe_table, MEMAGENT)}
+PROBE_TABLES = {PROBE_TABLE: PaperTable(_probe_table, MEMAGENT)}

@@ -24,7 +24,6 @@ import pandas as pd
 from memrl.benchmarks import RULER_HQA_TASK
 from memrl.benchmarks.longbench import TASK_LABELS
 from memrl.config import (
-    CAPTIONS,
     NIAH_FIGURE_TASKS,
 )
 from memrl.data.longbench import LONGBENCH_QA, LONGBENCH_SUM
@@ -479,49 +478,33 @@ def _by_key(build: Callable[..., pd.DataFrame], key: str) -> Callable[[TableInpu
 # MemAgent's tables by name (the Snakefile's targets): their key in config/paper/memagent.yaml
 # (Table 4: memrl.report.memagent_probe; Table 7: niah_config; failure patterns: memory_patterns)
 MEMAGENT_TABLES = {
-    "table1": PaperTable(
-        "ruler_hqa", CAPTIONS["table1"], _ruler_hqa(build_table1, "ruler_hqa"), MEMAGENT
-    ),
+    "table1": PaperTable(_ruler_hqa(build_table1, "ruler_hqa"), MEMAGENT),
     "table2": PaperTable(
-        "longbench_sum",
-        CAPTIONS["table2"],
         _by_key(build_longbench_sum_table, "longbench_sum"),
         MEMAGENT,
     ),
     "table3": PaperTable(
-        "longbench_qa",
-        CAPTIONS["table3"],
         _by_key(build_longbench_qa_table, "longbench_qa"),
         MEMAGENT,
     ),
     "table8": PaperTable(
-        "memory_ablation",
-        CAPTIONS["table8"],
         lambda t: build_memory_ablation_niah_table(t.records, t.systems, t.paper, t.length_labels),
         MEMAGENT,
         ruler_lengths=True,
     ),
     "table9": PaperTable(
-        "memory_ablation",
-        CAPTIONS["table9"],
         lambda t: build_memory_ablation_qa_table(t.records, t.systems, t.paper),
         MEMAGENT,
     ),
     "table10": PaperTable(
-        "rag_ruler_hqa",
-        CAPTIONS["table10"],
         _ruler_hqa(build_rag_ruler_hqa_table, "rag_ruler_hqa"),
         MEMAGENT,
     ),
     "table11": PaperTable(
-        "rag_longbench_qa",
-        CAPTIONS["table11"],
         _by_key(build_rag_longbench_table, "rag_longbench_qa"),
         MEMAGENT,
     ),
     "table_niah": PaperTable(
-        "memory_ablation",
-        CAPTIONS["table_niah"],
         lambda t: build_niah_table(
             t.records,
             t.systems,

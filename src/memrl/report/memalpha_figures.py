@@ -10,7 +10,6 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
-from memrl.config import CAPTIONS
 from memrl.report.plots import error_bar, save
 from memrl.report.registry import MEMALPHA, PaperFigure
 from memrl.report.rows import Systems
@@ -80,7 +79,6 @@ def plot_memory_frontier(
 
 FRONTIER_FIGURES = {
     "memalpha_frontier": PaperFigure(
-        CAPTIONS["memalpha_frontier"],
         lambda f, out, title, checks: plot_memory_frontier(
             f.records, f.systems, f.paper, out, title
         ),

@@ -12,9 +12,10 @@ import pandas as pd
 
 from memrl.config import (
     ABLATION_TABLES,
-    CAPTIONS,
     MEMALPHA_SCORE_TABLES,
+    STATS_TABLES,
     TRACE_TABLE,
+    report_plan,
 )
 from memrl.data.io import read_json
 from memrl.report.assemble import Average, Column, assemble, select
@@ -24,20 +25,6 @@ from memrl.report.records import records_of
 from memrl.report.registry import MEMALPHA, PaperTable
 from memrl.report.rows import Systems, reads_instances, system_kind, system_specs
 from memrl.verl import ROW_MEAN, TOKEN_MEAN
-
-# the key of each table's numbers in config/paper/memalpha.yaml (Table 5: "table5")
-SCORE_TABLE_KEYS = {
-    "memalpha_table1": "table1",
-    "memalpha_table2": "table2",
-    "memalpha_table3": "table3",
-    "memalpha_table4": "table4",
-    "memalpha_table9": "table9",
-}
-STATS_TABLE_KEYS = {
-    "memalpha_table6": "table6",
-    "memalpha_table7": "table7",
-    "memalpha_table8": "table8",
-}
 
 CONTAMINATED_MARK = "‡"
 MEMALPHA_NOTES = (
@@ -126,7 +113,7 @@ def _memalpha_rows(
     known = {
         str(row)
         for key in MEMALPHA_SCORE_TABLES
-        for row in paper[MEMALPHA_TABLES[key].paper_key]["rows"]
+        for row in paper[report_plan(key).paper_key]["rows"]
     }
     rows: dict[str, str | None] = {}
     notes = []
@@ -150,7 +137,7 @@ STATS_PAPER_KEYS = ("table7", "table6", "table8")  # the printed instance counts
 def memalpha_paper_sizes(paper: Mapping[str, Any], name: str) -> dict[str, int]:
     """The instances behind each of the paper's Perf. numbers in a score table: the counts
     Tables 6-8 print for its split (Table 7's where it prints one, as the official code reads)."""
-    spec = paper[MEMALPHA_TABLES[name].paper_key]
+    spec = paper[report_plan(name).paper_key]
     sizes: dict[str, int] = {}
     for key in STATS_PAPER_KEYS:
         split = paper.get(key, {}).get("splits", {}).get(spec["benchmark"], {})
@@ -170,7 +157,7 @@ def build_memalpha_table(
     per data source, per-category (AR/TTL/LRU) and overall averages. Columns of sources whose
     test questions leaked into training are marked (‡). An ablation system without a paper row
     of its own is left out of Tables 1-3."""
-    spec = paper[MEMALPHA_TABLES[name].paper_key]
+    spec = paper[report_plan(name).paper_key]
     benchmark, columns = spec["benchmark"], list(spec["columns"])
     info = paper["sources"]
     ablation = name in ABLATION_TABLES
@@ -303,7 +290,7 @@ def build_memalpha_stats_table(
     """Mem-α's Table 6, 7 or 8: per data source, the statistics of each split the table shows
     (its paper spec's `splits`), ours beside the printed ones, and the instances in total (the
     paper's printed total where it gives one)."""
-    spec = paper[MEMALPHA_TABLES[name].paper_key]
+    spec = paper[report_plan(name).paper_key]
     splits = spec["splits"]
     found = {(r["split"], r["task"]): r for r in records if r["split"] in splits}
     printed_sources = [source for part in splits.values() for source in part["stats"]]
@@ -483,23 +470,19 @@ def _store_text(memory: Mapping[str, Any], store: str) -> str:
     return "\n".join(f"- {content}" for content in items) or EMPTY
 
 
-def _scores(name: str, paper_key: str) -> PaperTable:
+def _scores(name: str) -> PaperTable:
     """A score table (Tables 1-3) or an ablation (4, 9): per source, the instances behind the
     paper's numbers are its n."""
     return PaperTable(
-        paper_key,
-        CAPTIONS[name],
         lambda t: build_memalpha_table(t.records, t.systems, t.paper, name),
         MEMALPHA,
         sizes=lambda paper: memalpha_paper_sizes(paper, name),
     )
 
 
-def _stats(name: str, paper_key: str) -> PaperTable:
+def _stats(name: str) -> PaperTable:
     """A dataset-statistics table (Tables 6-8), read from the stats jobs' files."""
     return PaperTable(
-        paper_key,
-        CAPTIONS[name],
         lambda t: build_memalpha_stats_table(t.records, t.paper, name),
         MEMALPHA,
         load=load_stats,
@@ -511,16 +494,14 @@ def _memory_records(paths: Iterable[str | Path]) -> list[dict[str, Any]]:
     return load_memories(p for p in map(Path, paths) if p.suffix == ".jsonl")
 
 
-# Mem-α's tables by name: the key of their numbers in config/paper/memalpha.yaml, caption
+# Mem-α's tables by name (their plans, with the key of their numbers: memrl.config.REPORTS)
 MEMALPHA_TABLES = {
-    **{name: _scores(name, key) for name, key in SCORE_TABLE_KEYS.items()},
+    **{name: _scores(name) for name in (*MEMALPHA_SCORE_TABLES, *ABLATION_TABLES)},
     TRACE_TABLE: PaperTable(
-        "table5",
-        CAPTIONS[TRACE_TABLE],
         lambda t: build_memory_traces(t.records, t.systems, t.paper, t.instances),
         MEMALPHA,
         load=_memory_records,
         text=True,
     ),
-    **{name: _stats(name, key) for name, key in STATS_TABLE_KEYS.items()},
+    **{name: _stats(name) for name in STATS_TABLES},
 }

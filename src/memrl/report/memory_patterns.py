@@ -12,7 +12,7 @@ from typing import Any
 
 import pandas as pd
 
-from memrl.config import CAPTIONS, PATTERNS_TABLE
+from memrl.config import PATTERNS_TABLE
 from memrl.report.assemble import hqa_label
 from memrl.report.cells import BENCHMARK, Cell
 from memrl.report.records import records_of
@@ -90,8 +90,6 @@ def _cell(counts: Mapping[str, int], column: str) -> Cell:
 
 PATTERNS_TABLES = {
     PATTERNS_TABLE: PaperTable(
-        "",
-        CAPTIONS[PATTERNS_TABLE],
         lambda t: build_pattern_table(t.records, t.systems, t.merged_labels()),
         MEMAGENT,
     )

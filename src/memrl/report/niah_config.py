@@ -10,7 +10,7 @@ from typing import Any
 
 import pandas as pd
 
-from memrl.config import CAPTIONS, NIAH_CONFIG_TABLE
+from memrl.config import NIAH_CONFIG_TABLE
 from memrl.report.cells import DASH
 from memrl.report.memagent_tables import token_label
 from memrl.report.registry import MEMAGENT, PaperTable, TableInput
@@ -143,8 +143,6 @@ def _niah_config_table(t: TableInput) -> pd.DataFrame:
 
 NIAH_CONFIG_TABLES = {
     NIAH_CONFIG_TABLE: PaperTable(
-        "",
-        CAPTIONS[NIAH_CONFIG_TABLE],
         _niah_config_table,
         MEMAGENT,
         ruler_lengths=True,

@@ -44,25 +44,24 @@ class TableInput:
 
 @dataclass(frozen=True)
 class PaperTable:
-    """One table, declared in its own module: its numbers' key in the paper file, its caption,
-    its builder, and how its job reads and writes it. `memrl.report.tables.PAPER_TABLES`
-    gathers them by name; nothing else names a table to choose what to do with it."""
+    """One table's build, declared in its own module: its builder and how its job reads and
+    writes it (its caption, paper key and evaluations are its plan's: memrl.config.REPORTS).
+    `memrl.report.tables.PAPER_TABLES` gathers them by name; nothing else names a table to
+    choose what to do with it."""
 
-    paper_key: str
-    caption: str
     build: Callable[[TableInput], pd.DataFrame]
     section: str  # of the reproduction report: MEMAGENT, MEMALPHA, BOTH_PAPERS or OWN_DATA
     ruler_lengths: bool = False  # columns are RULER lengths (its labels), not RULER-HQA's
     load: Callable[[Iterable[Any]], list[dict[str, Any]]] = load_metrics  # its job's inputs
     text: bool = False  # its cells are text (settings, memories, keywords), not scores
     # the items behind the paper's numbers (memrl.report.cells.attach_paper_n); default: the
-    # paper file's `sources.<paper_key>.items`
+    # paper file's `sources.<its paper key>.items`
     sizes: Callable[[Mapping[str, Any]], PaperSizes] | None = None
 
-    def paper_sizes(self, paper: Mapping[str, Any]) -> PaperSizes:
+    def paper_sizes(self, paper: Mapping[str, Any], paper_key: str | None) -> PaperSizes:
         if self.sizes is not None:
             return self.sizes(paper)
-        items = paper.get("sources", {}).get(self.paper_key, {}).get("items")
+        items = paper.get("sources", {}).get(paper_key or "", {}).get("items")
         return None if items is None else int(items)
 
 
@@ -91,10 +90,10 @@ def no_claims(figure: FigureInput) -> list[ClaimCheck]:
 
 @dataclass(frozen=True)
 class PaperFigure:
-    """One figure, declared in its own module: its caption, how it is drawn (from its input,
-    the output prefix, the title and its checked claims) and the paper claims it checks."""
+    """One figure's drawing, declared in its own module: how it is drawn (from its input, the
+    output prefix, the title and its checked claims) and the paper claims it checks (its
+    caption and evaluations are its plan's: memrl.config.REPORTS)."""
 
-    caption: str
     plot: Plot
     section: str  # of the reproduction report: MEMAGENT or MEMALPHA
     claims: Callable[[FigureInput], list[ClaimCheck]] = no_claims

@@ -16,6 +16,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from memrl.config import report_plan
 from memrl.data.io import atomic_path, read_json, write_text_atomic
 from memrl.report.cells import MACHINERY_ONLY
 from memrl.report.claims import (
@@ -104,7 +105,7 @@ def paper_of_figure(name: str) -> str:
 def figure_caption(name: str) -> str:
     if name.startswith("training_"):
         return f"Training curve of run {name.removeprefix('training_')}"
-    return paper_figure(name).caption
+    return report_plan(name).caption
 
 
 def summarize_table(markdown: Path) -> TableSummary:
@@ -126,7 +127,7 @@ def summarize_table(markdown: Path) -> TableSummary:
     return TableSummary(
         name=name,
         paper=paper_of_table(name),
-        caption=PAPER_TABLES[name].caption,
+        caption=report_plan(name).caption,
         markdown=markdown,
         counts=counts,
         misses=[_miss(row) for row in misses[:MISSES_SHOWN]],

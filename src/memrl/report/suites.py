@@ -11,7 +11,7 @@ from typing import Any
 import pandas as pd
 
 from memrl.benchmarks import RULER_HQA_TASK
-from memrl.config import CAPTIONS, SUITES_TABLE
+from memrl.config import SUITES_TABLE
 from memrl.report.assemble import Average, Column, assemble, hqa_label, length_columns
 from memrl.report.cells import BENCHMARK, DASH, MEM_LABEL
 from memrl.report.records import index_metrics, records_of
@@ -81,8 +81,6 @@ def build_suites_table(
 # The cross-paper table
 SUITES_TABLES = {
     SUITES_TABLE: PaperTable(
-        "",
-        CAPTIONS[SUITES_TABLE],
         lambda t: build_suites_table(t.records, t.systems, t.paper, t.length_labels or {}),
         BOTH_PAPERS,
     ),

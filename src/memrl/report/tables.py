@@ -14,7 +14,7 @@ from typing import Any
 
 import pandas as pd
 
-from memrl.config import TABLES
+from memrl.config import TABLES, report_plan
 from memrl.report.cells import attach_paper_n
 from memrl.report.claims import CLAIMS_SUFFIX, write_claims
 from memrl.report.custom import CUSTOM_TABLES
@@ -63,7 +63,8 @@ def build_paper_table(
     instances: Mapping[str, list[Mapping[str, Any]]] | None = None,
 ) -> pd.DataFrame:
     """Build `name` (a PAPER_TABLES key) from its records and the whole paper file; its cells
-    learn the paper's n (`PaperTable.paper_sizes`) and the margin ±δ of their verdicts.
+    learn the paper's n (`PaperTable.paper_sizes`, at its plan's paper key) and the margin ±δ
+    of their verdicts.
 
     `length_labels` override the paper's (RULER-HQA n_docs labels for table1/table10, RULER
     token labels for niah and table7). Table 7 reads RULER set records (`load_ruler_sets`) and
@@ -72,7 +73,7 @@ def build_paper_table(
     spec = paper_table(name)
     inputs = TableInput(list(records), systems, paper, length_labels, niah_config, probe, instances)
     table = spec.build(inputs)
-    attach_paper_n(table, spec.paper_sizes(paper), margin, name)
+    attach_paper_n(table, spec.paper_sizes(paper, report_plan(name).paper_key), margin, name)
     return table
 
 
