@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -88,15 +89,13 @@ def test_the_custom_set_job_stops_on_a_letter_gold_before_any_model_work(tmp_pat
     assert not args.out.exists()
 
 
-def test_a_custom_file_that_is_not_utf8_is_named_with_its_line_and_byte(tmp_path):
+def test_a_custom_file_that_is_not_utf8_is_named_with_its_line_and_column(tmp_path):
     path = tmp_path / "latin1.jsonl"
     first = (json.dumps(GOOD) + "\n").encode()
     second = json.dumps({**GOOD, "id": "b", "question": "Qué?"}, ensure_ascii=False)
     path.write_bytes(first + second.encode("latin-1"))
-    offset = (
-        len(first) + json.dumps({**GOOD, "id": "b"}).index('"question"') + len('"question": "Qu')
-    )
-    with pytest.raises(CustomDataError, match=rf"^{path}:2: not UTF-8 text \(byte {offset}\b"):
+    column = json.dumps({**GOOD, "id": "b"}).index('"question"') + len('"question": "Qu') + 1
+    with pytest.raises(CustomDataError, match=rf"^{path}:2:{column}: not UTF-8 text"):
         read_custom_rows(path)
 
 
@@ -112,7 +111,7 @@ def test_a_lone_surrogate_in_a_custom_text_is_refused_naming_its_field(tmp_path,
         row[name] = "x\ud800y"
     path = tmp_path / "s.jsonl"
     path.write_text(json.dumps(row) + "\n")  # json escapes it: "\ud800"
-    with pytest.raises(CustomDataError, match=rf"^{path}:1: field '{name}(\[\d\])?'.*surrogate"):
+    with pytest.raises(CustomDataError, match=rf"^{path}:1: field {re.escape(field)} holds a lone"):
         read_custom_rows(path)
 
 

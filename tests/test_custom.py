@@ -86,7 +86,7 @@ def test_a_bad_row_names_the_file_line_and_field(tmp_path, change, message):
 def test_a_line_that_is_not_json_and_an_empty_file_are_named(tmp_path):
     path = tmp_path / "data.jsonl"
     path.write_text(json.dumps(GOOD) + "\n{oops\n")
-    with pytest.raises(CustomDataError, match=r"data.jsonl:2: not valid JSON"):
+    with pytest.raises(CustomDataError, match=r"data.jsonl:2: invalid JSON line"):
         read_custom_rows(path)
     path.write_text("\n")
     with pytest.raises(CustomDataError, match=r"data.jsonl: no rows"):

@@ -148,7 +148,7 @@ class ReportPlan:
     needs: str = DEFAULT_NEEDS
     settings: Callable[[dict[str, Any]], dict[str, Any]] = _no_settings
     # the files it reads other than its jobs' metrics (None: the metrics)
-    inputs: Callable[[dict[str, Any], list[EvalJob]], list[str]] | None = None
+    inputs: Callable[[dict[str, Any]], list[str]] | None = None
     wording: bool = False  # a MemAgent table: which of MemAgent's prompt wordings ran
     measured_cost: bool = False  # Figure 10: model directories and the jobs' benchmark files
 
@@ -191,22 +191,23 @@ def _trace_settings(config: dict[str, Any]) -> dict[str, Any]:
     return {"instance_sets": {job.benchmark: str(eval_data(config, job)[0]) for job in jobs}}
 
 
-def _trace_inputs(config: dict[str, Any], jobs: list[EvalJob]) -> list[str]:
+def _trace_inputs(config: dict[str, Any]) -> list[str]:
     """Table 5's memories, and the instances that hold the paper's example."""
+    jobs = report_jobs(config, TRACE_TABLE)
     memories = [f"{eval_prefix(config, job)}.memories.jsonl" for job in jobs]
     return [*memories, *dict.fromkeys(str(eval_data(config, job)[0]) for job in jobs)]
 
 
-def _stats_inputs(name: str) -> Callable[[dict[str, Any], list[EvalJob]], list[str]]:
-    return lambda config, jobs: [str(stats_file(config, s)) for s in stats_splits(config, name)]
+def _stats_inputs(name: str) -> Callable[[dict[str, Any]], list[str]]:
+    return lambda config: [str(stats_file(config, split)) for split in stats_splits(config, name)]
 
 
-def _niah_set_inputs(config: dict[str, Any], jobs: list[EvalJob]) -> list[str]:
+def _niah_set_inputs(config: dict[str, Any]) -> list[str]:
     """Table 7 reads the NIAH sets themselves."""
     return [str(path) for task, n in niah_sets(config) for path in ruler_data(config, n, (task,))]
 
 
-def _keyword_inputs(config: dict[str, Any], jobs: list[EvalJob]) -> list[str]:
+def _keyword_inputs(config: dict[str, Any]) -> list[str]:
     return [str(keywords_file(config, name)) for name in keyword_sets(config)]
 
 
@@ -229,6 +230,17 @@ def _figure(
 ) -> ReportPlan:
     """A MemAgent figure."""
     return ReportPlan(CAPTIONS[name], jobs, paper_key=paper_key, **kw)
+
+
+def _memory_ablation(declare: Callable[..., ReportPlan], name: str) -> ReportPlan:
+    """Tables 8, 9 and Figures 8, 9: the ablated systems and their variants (MEMORY_ABLATION)."""
+    return declare(
+        name,
+        "memory_ablation",
+        lambda s: s.memory_ablation(name),
+        needs=_MEMORY_NEEDS,
+        settings=_memory_ablation_settings(name),
+    )
 
 
 def _nothing(selection: Selection) -> list[EvalJob]:
@@ -263,16 +275,7 @@ REPORTS: dict[str, ReportPlan] = {
         settings=_niah_config_settings,
         inputs=_niah_set_inputs,
     ),
-    **{
-        name: _memagent(
-            name,
-            "memory_ablation",
-            lambda s, name=name: s.memory_ablation(name),
-            needs=_MEMORY_NEEDS,
-            settings=_memory_ablation_settings(name),
-        )
-        for name in ("table8", "table9")
-    },
+    **{name: _memory_ablation(_memagent, name) for name in ("table8", "table9")},
     "table10": _memagent(
         "table10",
         "rag_ruler_hqa",
@@ -341,16 +344,7 @@ REPORTS: dict[str, ReportPlan] = {
         needs=_RL_NEEDS,
         settings=_rl_groups,
     ),
-    **{
-        name: _figure(
-            name,
-            "memory_ablation",
-            lambda s, name=name: s.memory_ablation(name),
-            needs=_MEMORY_NEEDS,
-            settings=_memory_ablation_settings(name),
-        )
-        for name in ("figure8", "figure9")
-    },
+    **{name: _memory_ablation(_figure, name) for name in ("figure8", "figure9")},
     FLOPS_FIGURE: _figure(
         FLOPS_FIGURE,
         None,
@@ -408,9 +402,10 @@ def report_jobs(config: dict[str, Any], name: str) -> list[EvalJob]:
 def report_inputs(config: dict[str, Any], name: str) -> list[str]:
     """The files a table or figure reads: its jobs' metrics, or what it declares instead
     (dataset statistics, rebuilt keyword golds, the NIAH sets, Table 5's memories)."""
-    plan, jobs = report_plan(name), report_jobs(config, name)
+    plan = report_plan(name)
     if plan.inputs is not None:
-        return plan.inputs(config, jobs)
+        return plan.inputs(config)
+    jobs = report_jobs(config, name)
     return list(dict.fromkeys(f"{eval_prefix(config, job)}.metrics.json" for job in jobs))
 
 

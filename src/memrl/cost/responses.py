@@ -4,13 +4,10 @@ mean is checked against what the stage can write: positive, and at most its long
 
 from __future__ import annotations
 
-import logging
 import math
 import statistics
 from pathlib import Path
 from typing import Any
-
-log = logging.getLogger(__name__)
 
 
 class ResponseLengthError(ValueError):
@@ -42,21 +39,13 @@ def measured_response_tokens(out: Path, longest: int | None = None) -> float | N
 
 
 def _metrics_lines(file: Path) -> list[tuple[int, dict[str, Any]]]:
-    """A metrics file's rows with their 1-based line numbers; a torn last line is left out."""
-    from memrl.data.io import jsonl_row
+    """A metrics file's rows with their line numbers (a torn last line left out)."""
+    from memrl.data.io import iter_appended_jsonl
 
-    rows = []
-    for number, raw in enumerate(file.read_bytes().splitlines(keepends=True), start=1):
-        try:
-            row = jsonl_row(file, number, raw)
-        except ValueError as exc:
-            if raw.endswith(b"\n"):  # damaged inside the file, not cut at its end
-                raise ResponseLengthError(str(exc)) from exc
-            log.warning("%s:%d: a torn last line (a killed job's cut write), skipped", file, number)
-            continue
-        if row is not None:
-            rows.append((number, row))
-    return rows
+    try:
+        return list(iter_appended_jsonl(file))
+    except ValueError as exc:  # damaged inside the file, not cut at its end
+        raise ResponseLengthError(str(exc)) from exc
 
 
 def _response_mean(row: dict[str, Any]) -> tuple[str, Any] | None:

@@ -27,6 +27,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from memrl.data.io import jsonl_row
 from memrl.scoring.golds import bad_gold
 
 FIELDS = ("id", "context", "documents", "question", "answers", "task")
@@ -74,24 +75,14 @@ def _raw_rows(path: Path) -> Iterator[tuple[str, Any]]:
         for number, raw in enumerate(pq.read_table(path).to_pylist(), 1):
             yield f"{path}: row {number}", raw
         return
-    offset = 0  # of the line in the file, in bytes
-    with open(path, "rb") as handle:
-        for number, data in enumerate(handle, 1):
-            where = f"{path}:{number}"
+    with path.open("rb") as handle:  # UTF-8, JSON and lone surrogates checked as every reader does
+        for number, raw in enumerate(handle, 1):
             try:
-                line = data.decode("utf-8")
-            except UnicodeDecodeError as exc:
-                raise CustomDataError(
-                    f"{where}: not UTF-8 text (byte {offset + exc.start} of the file, "
-                    f"{data[exc.start : exc.start + 1]!r}); save the file as UTF-8"
-                ) from None
-            offset += len(data)
-            if not line.strip():
-                continue
-            try:
-                yield where, json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise CustomDataError(f"{where}: not valid JSON ({exc.msg})") from exc
+                row = jsonl_row(path, number, raw)
+            except ValueError as exc:
+                raise CustomDataError(str(exc)) from None
+            if row is not None:
+                yield f"{path}:{number}", row
 
 
 def _checked(raw: Any, where: str, max_context_words: int | None) -> dict[str, Any]:
@@ -170,13 +161,6 @@ def _list(value: Any) -> list[Any] | None:
 def _text(value: Any, where: str, field: str) -> str:
     if not isinstance(value, str) or not value.strip():
         raise CustomDataError(f"{where}: field {field!r}: expected a non-empty string")
-    surrogate = next((i for i, c in enumerate(value) if "\ud800" <= c <= "\udfff"), None)
-    if surrogate is not None:
-        raise CustomDataError(
-            f"{where}: field {field!r}: a lone surrogate {value[surrogate]!r} at character "
-            f"{surrogate}, not a character (a JSON escape of half a UTF-16 pair): write the "
-            "character itself"
-        )
     return value
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
 import re
 import shutil
@@ -19,6 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from memrl.secrets import redact
+
+log = logging.getLogger(__name__)
 
 # Surrogate code points cannot be encoded as UTF-8; in a Python str they are always unpaired
 # (json.loads joins a valid pair), e.g. from a model's "\\ud800" in a JSON response.
@@ -73,6 +76,28 @@ def iter_jsonl(path: str | Path, required: Sequence[str] = ()) -> Iterator[dict]
         for lineno, raw in enumerate(f, start=1):
             if (row := jsonl_row(path, lineno, raw, required)) is not None:
                 yield row
+
+
+def iter_appended_jsonl(
+    path: str | Path, required: Sequence[str] = ()
+) -> Iterator[tuple[int, dict]]:
+    """(line number, object) of a JSONL file a job appends to (training metrics, verl's logs):
+    a last line cut before its newline (a killed job's write) is left out with a warning; any
+    other bad line is a ValueError naming the file and line."""
+    path = Path(path)
+    with path.open("rb") as f:
+        for lineno, raw in enumerate(f, start=1):
+            try:
+                row = jsonl_row(path, lineno, raw, required)
+            except ValueError:
+                if raw.endswith(b"\n"):
+                    raise
+                log.warning(
+                    "%s:%d: a torn last line (a killed job's cut write), left out", path, lineno
+                )
+                return
+            if row is not None:
+                yield lineno, row
 
 
 def jsonl_row(path: Path, lineno: int, raw: bytes, required: Sequence[str] = ()) -> dict | None:

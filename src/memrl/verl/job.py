@@ -349,19 +349,17 @@ def qa_server_plan(
 
 def read_verl_logs(files: Iterable[Path]) -> dict[int, dict[str, float]]:
     """verl's file-logger lines ({"step", "data"}) of every attempt, a later attempt winning a
-    step (a resumed run repeats the steps after its last checkpoint)."""
+    step (a resumed run repeats the steps after its last checkpoint); a torn last line, what a
+    killed job leaves, is left out."""
+    from memrl.data.io import iter_appended_jsonl
+
     steps: dict[int, dict[str, float]] = {}
     for path in files:
-        with path.open(encoding="utf-8") as handle:
-            for number, line in enumerate(handle, 1):
-                if not line.strip():
-                    continue
-                try:
-                    entry = json.loads(line)
-                    steps[int(entry["step"])] = dict(entry["data"])
-                except (ValueError, KeyError, TypeError) as exc:
-                    if line.endswith("\n"):  # a torn last line is what a killed job leaves
-                        raise ValueError(f"{path}:{number}: not a verl log line: {exc}") from exc
+        for number, entry in iter_appended_jsonl(path, required=("step", "data")):
+            try:
+                steps[int(entry["step"])] = dict(entry["data"])
+            except (ValueError, TypeError) as exc:
+                raise ValueError(f"{path}:{number}: not a verl log line: {exc}") from exc
     return steps
 
 
