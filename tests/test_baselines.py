@@ -14,6 +14,7 @@ import pytest
 from fake_http import JSONHandler, embeddings_payload, serve
 
 from memrl.agents.driver import run_batched
+from memrl.agents.retrieval import BM25Retriever
 from memrl.baselines.longcontext import (
     DropConfigKeys,
     longcontext,
@@ -22,7 +23,6 @@ from memrl.baselines.longcontext import (
     rope_engine_settings,
 )
 from memrl.baselines.rag import (
-    BM25Retriever,
     DenseRetriever,
     document_units,
     make_retriever,

@@ -12,13 +12,13 @@ from pathlib import Path
 import pytest
 
 from memrl import config as cfg
-from memrl.config.base import MEMALPHA_STAGE
 from memrl.cost import command
 from memrl.cost.plan import PlannedJob
 from memrl.cost.price import price_job
 from memrl.cost.pricing import Pricing
 from memrl.cost.responses import measured_response_tokens
 from memrl.evaluation import summarize
+from memrl.layout import MEMALPHA_STAGE
 from memrl.report.records import load_metrics
 from memrl.scoring.intervals import wilson
 

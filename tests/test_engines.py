@@ -337,8 +337,8 @@ def test_a_hosted_model_is_a_tokenizer_directory_naming_the_served_model(
 
     import huggingface_hub
 
-    from memrl.data.sources import fetch_model
     from memrl.engines import make_engine
+    from memrl.models.fetch import fetch_model
 
     def snapshot_download(repo_id, revision, local_dir, allow_patterns):
         for path in tiny.iterdir():  # the tokenizer files of the named repository, no weights

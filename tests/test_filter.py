@@ -2,8 +2,8 @@ from collections import Counter
 
 import pytest
 
-from memrl.data.filter import NO_CONTEXT_PROMPT, filter_flags, filter_questions
 from memrl.engines.base import Completion, SamplingParams
+from memrl.train.filter import NO_CONTEXT_PROMPT, filter_flags, filter_questions
 
 ROWS = [
     {"index": 0, "input": "Which river flows through Quillane?", "answers": ["River Sarn"]},

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 from memalpha_fakes import Replying, RuleQA, WordTokenizer
 
+from memrl.agents.retrieval import BM25Retriever
 from memrl.baselines.context_qa import context_request, system_prompt, tail, user_message
-from memrl.baselines.rag import BM25Retriever
 from memrl.engines.base import Completion, SamplingParams, prompt_ids
 from memrl.evaluation import (
     Judge,

@@ -147,11 +147,30 @@ def test_a_new_tables_plan_is_its_declaration_jobs_settings_and_inputs(monkeypat
     assert cfg.report_inputs(smoke, "throwaway") == [
         f"{cfg.eval_prefix(smoke, j)}.metrics.json" for j in jobs
     ]
-    assert cfg.table_settings(smoke, "throwaway") == {"seed": smoke["seed"]}  # a figure: no margin
+    assert cfg.table_settings(smoke, "throwaway") == {"seed": smoke["seed"], "margin": 5.0}
     assert cfg.paper_file(smoke, "throwaway") == smoke["report"]["memalpha_paper"]
     assert cfg.report_needs("throwaway") == "evaluation.systems on LongBench"
     with pytest.raises(cfg.ConfigError, match="unknown table or figure 'nope'"):
         cfg.report_jobs(smoke, "nope")
+
+
+@pytest.mark.parametrize(
+    ("select", "error"),
+    [
+        (lambda s: s.select("longbenhc"), "throwaway: selects unknown benchmark 'longbenhc'"),
+        (
+            lambda s: s.select("ruler", systems=["rl-memagent-tiny", "nobody"]),
+            "throwaway: selects systems not in evaluation.systems: nobody",
+        ),
+    ],
+)
+def test_a_plan_selecting_an_unknown_benchmark_or_system_stops_naming_the_table(
+    monkeypatch, select, error
+):
+    smoke = cfg.load_config([Path(__file__).resolve().parents[1] / "config/smoke.yaml"])
+    monkeypatch.setitem(cfg.REPORTS, "throwaway", cfg.ReportPlan("A throwaway table", select))
+    with pytest.raises(cfg.ConfigError, match=error):
+        cfg.report_inputs(smoke, "throwaway")
 
 
 def test_a_paper_file_without_a_tables_numbers_stops_the_plan_naming_the_table(tmp_path):

@@ -11,10 +11,10 @@ from memrl.data.io import read_json, sha256_file
 from memrl.data.sources import (
     ChecksumError,
     fetch_file,
-    fetch_model,
     fixture_corpus,
     fixture_path,
 )
+from memrl.models.fetch import fetch_model
 from memrl.settings_files import settings_reference
 
 PAYLOAD = b"line one\nline two\n" * 1000

@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from memrl.data.sources import fetch_model, fixture_corpus
+from memrl.data.sources import fixture_corpus
 from memrl.engines.base import ChatRequest
+from memrl.models.fetch import fetch_model
 from memrl.models.tiny import build_tiny_model
 
 SMOLLM2 = {

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 PIECE_CHARS = 1 << 16  # long texts are tokenized in pieces of about this many characters
-COUNT_BATCH = 4096  # texts per batched tokenizer call
 
 
 def token_chunks(tokenizer: Any, pieces: Iterable[str], chunk_tokens: int) -> Iterator[str]:
@@ -160,21 +159,6 @@ def text_tokens(tokenizer: Any, text: str) -> int:
     """The token count (no special tokens) of one text of any length: the sum over its
     `newline_pieces`, which tokenize to the whole text's ids, so memory is one piece's."""
     return sum(len(tokenizer.encode(p, add_special_tokens=False)) for p in newline_pieces(text))
-
-
-def count_tokens(tokenizer: Any, texts: Sequence[str]) -> list[int]:
-    """Token counts (no special tokens) of many texts: batched through a fast tokenizer's Rust
-    encoder (a transformers tokenizer's backend, or a `tokenizers.Tokenizer`), which spreads a
-    batch over every core; one `encode` per text otherwise."""
-    backend = getattr(tokenizer, "backend_tokenizer", tokenizer)
-    encode = getattr(backend, "encode_batch_fast", None)
-    if encode is None:
-        return [len(tokenizer.encode(text, add_special_tokens=False)) for text in texts]
-    counts: list[int] = []
-    for start in range(0, len(texts), COUNT_BATCH):
-        batch = list(texts[start : start + COUNT_BATCH])
-        counts += [len(encoding) for encoding in encode(batch, add_special_tokens=False)]
-    return counts
 
 
 def _cut_after_newlines(text: str, low: int, high: int) -> int | None:

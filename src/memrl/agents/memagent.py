@@ -16,6 +16,9 @@ from memrl.engines.base import ChatRequest
 from memrl.scoring.extract import extract_solution
 
 NO_MEMORY = "No previous memory"
+# the prompts' own tokens, as Appendix B counts them (FLOPs, and the budgets a plan prices)
+WORKFLOW_PROMPT_TOKENS = 200  # the memory prompt's
+FINAL_PROMPT_TOKENS = 100  # the final prompt's
 
 # The memory update: an instruction, then the problem, the memory and the section (both wordings)
 _MEMORY_BODY = """

@@ -274,7 +274,7 @@ def kept_token_count(tokenizer: Any, response_ids: Sequence[Any], step: ChunkSte
 def retrieve(memory: StructuredMemory, query: str, top_k: int) -> dict[str, list[str]]:
     """The QA step's view: per list store, the top-k contents for `query` by BM25, best first
     (ties in store order); nothing from a store when the query has no word (official)."""
-    from memrl.baselines.rag import words
+    from memrl.agents.retrieval import words
 
     if not words(query):
         return {SEMANTIC: [], EPISODIC: []}

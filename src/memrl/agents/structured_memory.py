@@ -117,7 +117,7 @@ class StructuredMemory:
         """The store's top-k items for `query`, best first, as [{id: content}]: BM25 over
         lower-cased words, the official tokenisation and rank-bm25's defaults (the RAG
         baseline's retriever)."""
-        from memrl.baselines.rag import BM25Retriever
+        from memrl.agents.retrieval import BM25Retriever
 
         store = self._store(memory_type)
         if store == CORE:

@@ -3,7 +3,7 @@ answers each question of an instance from a context in one prompt.
 
 - Long-Context: the context is every chunk of the instance;
 - RAG-Top2: the BM25 top-k chunks for the *raw* question (no query prompt), best first
-  (`memrl.baselines.rag.BM25Retriever`: the official tokenisation; no query -> the first k);
+  (`memrl.agents.retrieval.BM25Retriever`: the official tokenisation; no query -> the first k);
 - MEM1: the memory text the MEM1 agent wrote (`memrl.agents.mem1`).
 
 The user message is the instance's task `prompt`, the context parts and the query-prompted

@@ -14,14 +14,14 @@ text, in their original context order (see `rag`).
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any, Protocol
+from typing import Any
 
 import numpy as np
 
 from memrl.agents.chunking import token_chunks
 from memrl.agents.driver import Workflow
+from memrl.agents.retrieval import BM25Retriever, Retriever, best, check_k
 from memrl.baselines.longcontext import longcontext
 
 FIRST_HEADER = "Document 1:\n"
@@ -67,48 +67,6 @@ def token_units(tokenizer: Any, context: str | Iterable[str], chunk_tokens: int)
     return list(token_chunks(tokenizer, pieces, chunk_tokens))
 
 
-class Retriever(Protocol):
-    """Ranks units for a query: the indices of the k best, best first (k > len(units): all)."""
-
-    def top_k(self, query: str, units: Sequence[str], k: int) -> list[int]: ...
-
-
-def _check_k(k: int) -> None:
-    if isinstance(k, bool) or not isinstance(k, int) or k <= 0:
-        raise ValueError(f"k must be a positive integer, got {k!r}")
-
-
-def _best(scores: Any, k: int) -> list[int]:
-    """Indices of the k highest scores; a stable sort breaks ties by unit index."""
-    order = np.argsort(-np.asarray(scores, dtype=np.float64), kind="stable")
-    return [int(i) for i in order[:k]]
-
-
-def words(text: str) -> list[str]:
-    """BM25 tokens: lower-cased runs of Unicode word characters (letters, digits, underscore);
-    no stemming, no stop-word list (BM25's idf discounts common words)."""
-    return re.findall(r"\w+", text.lower())
-
-
-class BM25Retriever:
-    """Okapi BM25 over the units of one context (rank-bm25 0.2.2 `BM25Okapi`, its defaults)."""
-
-    def __init__(self, k1: float = 1.5, b: float = 0.75, epsilon: float = 0.25) -> None:
-        self.k1, self.b, self.epsilon = k1, b, epsilon
-
-    def top_k(self, query: str, units: Sequence[str], k: int) -> list[int]:
-        _check_k(k)
-        corpus = [words(unit) for unit in units]
-        if not any(corpus):  # nothing to match; BM25Okapi would divide by a zero mean length
-            return list(range(min(k, len(units))))
-        try:
-            from rank_bm25 import BM25Okapi
-        except ImportError as exc:
-            raise ImportError("the bm25 retriever needs the `rank-bm25` package") from exc
-        index = BM25Okapi(corpus, k1=self.k1, b=self.b, epsilon=self.epsilon)
-        return _best(index.get_scores(words(query)), k)
-
-
 class _EmbeddingRetriever:
     """Ranks units by the dot product of unit-length embeddings (cosine similarity); a subclass
     gives `embed`, one row per text."""
@@ -117,10 +75,10 @@ class _EmbeddingRetriever:
         raise NotImplementedError
 
     def top_k(self, query: str, units: Sequence[str], k: int) -> list[int]:
-        _check_k(k)
+        check_k(k)
         if not units:
             return []
-        return _best(self.embed(units) @ self.embed([query])[0], k)
+        return best(self.embed(units) @ self.embed([query])[0], k)
 
 
 def _check_batch_size(batch_size: int) -> int:
@@ -294,7 +252,7 @@ def rag(
     (middle truncation at `max_input_tokens`, a no-op at these sizes), so RAG differs from that
     baseline only in the text it shows.
     """
-    _check_k(k)
+    check_k(k)
     chosen = sorted(retriever.top_k(question.strip(), units, k))
     prompt = render("\n\n".join(units[i] for i in chosen))
     del units  # the whole context must not wait in memory for the engine

@@ -14,6 +14,7 @@ from typing import Any
 
 from memrl.benchmarks import CUSTOM_BENCHMARK, NO_LENGTH, Task
 from memrl.benchmarks.base import EVAL_ROW_FIELDS, Benchmark, RowsOf, Sets, fixed_budget
+from memrl.layout import ConfigError, raw_file, results_dir
 
 OUTPUT_TOKENS = 1024  # a direct answer's budget where the system sets none (a summary fits)
 WORDS_TO_TOKENS = 1.3  # for `memrl cost`: Qwen2.5's tokenizer on English prose, about
@@ -41,14 +42,12 @@ def data(config: dict[str, Any], length: int, tasks: tuple[str, ...]) -> list[Pa
 
 def set_file(config: dict[str, Any], name: str) -> Path:
     """A dataset's checked rows (the custom_set job's output)."""
-    from memrl.config.base import results_dir
 
     return results_dir(config) / "data" / CUSTOM_BENCHMARK / f"{name}.jsonl"
 
 
 def source_file(config: dict[str, Any], name: str) -> Path:
     """Where download_data puts a dataset's file (its `source`, a local path or a URL)."""
-    from memrl.config.base import raw_file
 
     return raw_file(config, datasets(config)[name]["source"])
 
@@ -67,7 +66,6 @@ def check_data(config: dict[str, Any]) -> None:
     """Each dataset whose source is a file on this machine, checked while the plan is made (its
     golds against its metric too): a bad row stops the run before any job (a URL's rows: by its
     custom_set job)."""
-    from memrl.config.base import ConfigError
     from memrl.data.custom import CustomDataError, read_custom_rows
     from memrl.data.sources import local_path
 
@@ -121,9 +119,9 @@ def instance_rows(s: dict[str, Any], tokenizer: Any, pool: Path | None) -> RowsO
     """A dataset's rows as Mem-α instances: the rows of one context make one instance (its
     first row's id), the context cut into chunks of `tokenizer`'s tokens, then every row's
     question; each scored by the dataset's metric."""
-    from memrl.agents.chunking import count_tokens
     from memrl.benchmarks.base import row_chunks
     from memrl.data.custom import group_by_context
+    from memrl.data.tokens import count_tokens
 
     spec = s[CUSTOM_BENCHMARK]
 
@@ -150,7 +148,6 @@ def instance_rows(s: dict[str, Any], tokenizer: Any, pool: Path | None) -> RowsO
 def _measured(config: dict[str, Any], name: str) -> tuple[int, int, int]:
     """(rows, mean context tokens, contexts) of a dataset, from its file where this machine has
     it (its source, or the downloaded copy): `memrl cost` sizes a dataset by its rows."""
-    from memrl.config.base import ConfigError
     from memrl.data.sources import local_path
 
     spec = datasets(config)[name]

@@ -8,6 +8,7 @@ from typing import Any
 
 from memrl.benchmarks import NO_LENGTH, Task
 from memrl.benchmarks.base import Benchmark, Sets
+from memrl.layout import longbench_source, raw_file
 
 
 def question(task: Task, row: dict[str, Any]) -> str:
@@ -30,7 +31,6 @@ def output_tokens(task: Task) -> int:
 
 def data(config: dict[str, Any], length: int, tasks: tuple[str, ...]) -> list[Path]:
     """Each task's parquet as downloaded (sources.longbench_<task>)."""
-    from memrl.config.base import longbench_source, raw_file
 
     return [raw_file(config, longbench_source(task)) for task in tasks]
 

@@ -10,6 +10,7 @@ from typing import Any
 
 from memrl.benchmarks import NO_LENGTH, longbench
 from memrl.benchmarks.base import Benchmark, RowsOf, Sets, fixed_budget
+from memrl.layout import memalpha_data
 
 OUTPUT_TOKENS = 2048  # long_context_eval.py's answers on Mem-α's benchmarks
 
@@ -17,8 +18,8 @@ OUTPUT_TOKENS = 2048  # long_context_eval.py's answers on Mem-α's benchmarks
 def instance_rows(s: dict[str, Any], tokenizer: Any, pool: Path | None) -> RowsOf:
     """Rows of a task (a data source): every task of a job names the same parquet, read once;
     each instance measured in `tokenizer`'s tokens (its chunks)."""
-    from memrl.agents.chunking import count_tokens
     from memrl.data.memalpha import instances_by_source
+    from memrl.data.tokens import count_tokens
 
     files: dict[Path, dict[str, list[dict[str, Any]]]] = {}
 
@@ -41,7 +42,6 @@ def split_file(name: str) -> Callable[..., list[Path]]:
     a job reads it."""
 
     def data(config: dict[str, Any], length: int, tasks: tuple[str, ...]) -> list[Path]:
-        from memrl.config.base import memalpha_data
 
         return [memalpha_data(config, name)] * len(tasks)
 

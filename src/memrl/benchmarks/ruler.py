@@ -8,6 +8,7 @@ from typing import Any
 
 from memrl.benchmarks import Task
 from memrl.benchmarks.base import Benchmark, Sets, official_direct_prompt
+from memrl.layout import results_dir
 
 
 def direct_prompt(task: Task, row: dict[str, Any], context: str) -> str:
@@ -28,7 +29,6 @@ def output_tokens(task: Task) -> int:
 
 def data(config: dict[str, Any], length: int, tasks: tuple[str, ...]) -> list[Path]:
     """Each task's set at `length` tokens (synthesize_ruler)."""
-    from memrl.config.base import results_dir
 
     return [results_dir(config) / "data/ruler" / task / f"{length}.jsonl" for task in tasks]
 

@@ -12,6 +12,7 @@ from typing import Any
 
 from memrl.benchmarks import PROBE_BENCHMARK, RULER_HQA_TASK, Task
 from memrl.benchmarks.base import EVAL_ROW_FIELDS, Benchmark, RowsOf, Sets, fixed_budget
+from memrl.layout import results_dir
 
 OUTPUT_TOKENS = 10000  # the official direct-generation MAX_OUTPUT_LEN
 TOKENS_PER_DOC = 140  # its documents: the paper's 7K tokens at 50
@@ -67,14 +68,12 @@ def instance_shapes(
 
 def eval_set(config: dict[str, Any], length: int, tasks: tuple[str, ...]) -> list[Path]:
     """Its set at `length` documents (built, or the released one converted)."""
-    from memrl.config.base import results_dir
 
     return [results_dir(config) / "data/ruler_hqa" / f"eval_{length}.jsonl"]
 
 
 def probe_set(config: dict[str, Any], length: int, tasks: tuple[str, ...]) -> list[Path]:
     """The probe's set of each placement at `length` documents."""
-    from memrl.config.base import results_dir
 
     probe = results_dir(config) / "data/ruler_hqa/probe"
     return [probe / task / f"eval_{length}.jsonl" for task in tasks]

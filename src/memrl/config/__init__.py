@@ -3,40 +3,19 @@
 The Snakefile reads the config through this package: every path, job list and per-job setting
 the DAG uses comes from here, so the workflow rules stay thin and the logic stays testable. Its
 modules, each importing only those above it:
-- `base`: the config's error, the results' paths, training runs and models;
+- `memrl.layout` (below every package that reads a config): the config's error, the results'
+  paths, training runs and models;
 - `matrix`: the systems (each as its kind expands it, memrl.systems) and their evaluation jobs;
 - `settings`: exactly what one job may read;
 - `machine`: the machine a one-machine profile declares, and the GPU jobs that fit on it;
-- `reports`: the tables and figures, and the jobs each reads;
+- `reports`: the tables' and figures' shared settings; `report_plans`: each one's plan
+  (`REPORTS`: its caption, paper key, the jobs it reads, its settings and inputs);
 - `select`, `checks`, `load`: narrowing to `evaluation.select`, the cross-reference checks, and
-  loading a file through the schema.
+  loading a file through the schema (`yaml_file`: reading one YAML file strictly).
 The names below are the package's interface (what the workflow, the CLI and the reports use).
 """
 
 from memrl.benchmarks.ruler_hqa import probe_task
-from memrl.config.base import (
-    O200K,
-    RAW_FORMATS,
-    STAGES,
-    ConfigError,
-    config_hash,
-    infer_memrl,
-    keyword_inputs,
-    keyword_sets,
-    keywords_file,
-    longbench_source,
-    memagent_runs,
-    memalpha_data,
-    memalpha_runs,
-    model_dir,
-    model_reproduces,
-    qa_model,
-    raw_file,
-    results_dir,
-    stats_file,
-    tracking_uri,
-    uses_qa_server,
-)
 from memrl.config.checks import check_data
 from memrl.config.load import (
     ENV_OVERRIDES,
@@ -44,7 +23,6 @@ from memrl.config.load import (
     apply_overrides,
     check_config_files,
     load_config,
-    load_yaml,
     main,
     validate_config,
 )
@@ -64,7 +42,9 @@ from memrl.config.matrix import (
     train_nodes,
 )
 from memrl.config.report_plans import (
+    FIGURES,
     REPORTS,
+    TABLES,
     ReportPlan,
     check_paper_key,
     paper_file,
@@ -77,9 +57,7 @@ from memrl.config.report_plans import (
 from memrl.config.reports import (
     ABLATION_ROLES,
     ABLATION_TABLES,
-    CAPTIONS,
     CUSTOM_TABLE,
-    FIGURES,
     FLOPS_FIGURE,
     KEYWORDS_TABLE,
     MEMALPHA_SCORE_TABLES,
@@ -89,7 +67,6 @@ from memrl.config.reports import (
     PROBE_TABLE,
     STATS_TABLES,
     SUITES_TABLE,
-    TABLES,
     TRACE_TABLE,
     flops_models,
     flops_settings,
@@ -125,11 +102,34 @@ from memrl.config.settings import (
     synthesize_settings,
     train_settings,
 )
+from memrl.config.yaml_file import load_yaml
+from memrl.layout import (
+    O200K,
+    RAW_FORMATS,
+    STAGES,
+    ConfigError,
+    config_hash,
+    infer_memrl,
+    keyword_inputs,
+    keyword_sets,
+    keywords_file,
+    longbench_source,
+    memagent_runs,
+    memalpha_data,
+    memalpha_runs,
+    model_dir,
+    model_reproduces,
+    qa_model,
+    raw_file,
+    results_dir,
+    stats_file,
+    tracking_uri,
+    uses_qa_server,
+)
 
 __all__ = [
     "ABLATION_ROLES",
     "ABLATION_TABLES",
-    "CAPTIONS",
     "CUSTOM_TABLE",
     "ENV_OVERRIDES",
     "FIGURES",

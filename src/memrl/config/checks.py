@@ -10,7 +10,13 @@ from memrl.benchmarks import (
     MEMALPHA_BENCHMARKS,
     registered,
 )
-from memrl.config.base import (
+from memrl.config.matrix import eval_jobs, eval_systems, rl_ablation_groups
+from memrl.config.report_plans import TABLES
+from memrl.config.reports import RL_ABLATION_FIGURES, memalpha_splits
+from memrl.config.settings import OFFICIAL_HQA
+from memrl.data.custom import FORMATS as CUSTOM_FORMATS
+from memrl.data.memalpha import QUERY_PROMPTS
+from memrl.layout import (
     O200K,
     ConfigError,
     declared_context,
@@ -21,11 +27,6 @@ from memrl.config.base import (
     trained_runs,
     uses_qa_server,
 )
-from memrl.config.matrix import eval_jobs, eval_systems, rl_ablation_groups
-from memrl.config.reports import RL_ABLATION_FIGURES, TABLES, memalpha_splits
-from memrl.config.settings import OFFICIAL_HQA
-from memrl.data.custom import FORMATS as CUSTOM_FORMATS
-from memrl.data.memalpha import QUERY_PROMPTS
 from memrl.systems import system_kind
 from memrl.systems.memagent import agent_settings
 

@@ -14,8 +14,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from memrl.config.base import ConfigError, memalpha_runs, uses_qa_server
 from memrl.config.matrix import gpus_model
+from memrl.layout import ConfigError, memalpha_runs, uses_qa_server
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from memrl.benchmarks import registered
-from memrl.config.base import (
+from memrl.layout import (
     ablation_name,
     memalpha_runs,
     qa_model,

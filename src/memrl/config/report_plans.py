@@ -11,10 +11,8 @@ from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from memrl.benchmarks import CUSTOM_BENCHMARK, PROBE_BENCHMARK
+from memrl.benchmarks import CUSTOM_BENCHMARK, EVAL_BENCHMARKS, PROBE_BENCHMARK
 from memrl.benchmarks.ruler import data as ruler_data
-from memrl.config.base import ConfigError, keyword_sets, keywords_file, memalpha_runs, stats_file
-from memrl.config.load import load_yaml
 from memrl.config.matrix import (
     EvalJob,
     eval_data,
@@ -26,9 +24,7 @@ from memrl.config.matrix import (
 from memrl.config.reports import (
     ABLATION_ROLES,
     ABLATION_TABLES,
-    CAPTIONS,
     CUSTOM_TABLE,
-    FIGURES,
     FLOPS_FIGURE,
     FLOPS_ROLES,
     KEYWORDS_TABLE,
@@ -38,9 +34,7 @@ from memrl.config.reports import (
     PATTERNS_TABLE,
     PROBE_TABLE,
     RL_ABLATION_FIGURES,
-    STATS_TABLES,
     SUITES_TABLE,
-    TABLES,
     TRACE_TABLE,
     equivalence_margin,
     memagent_wording,
@@ -49,7 +43,9 @@ from memrl.config.reports import (
     report_systems,
     stats_splits,
 )
+from memrl.config.yaml_file import load_yaml
 from memrl.data.longbench import LONGBENCH_SUM
+from memrl.layout import ConfigError, keyword_sets, keywords_file, memalpha_runs, stats_file
 from memrl.systems import system_kind
 
 
@@ -57,8 +53,9 @@ class Selection:
     """The evaluation jobs of one config as tables and figures select them: each `ReportPlan`'s
     `jobs` picks its own through these (a job of a memory-ablation variant only where asked)."""
 
-    def __init__(self, config: dict[str, Any]) -> None:
+    def __init__(self, config: dict[str, Any], name: str = "") -> None:
         self.config = config
+        self.name = name  # the table or figure selecting: named in its errors
         self.kinds = eval_systems(config)
         self.every_job = eval_jobs(config, self.kinds)
         self.jobs = [j for j in self.every_job if "ablation_of" not in self.kinds[j.system]]
@@ -75,8 +72,18 @@ class Selection:
         among: Sequence[EvalJob] | None = None,
     ) -> list[EvalJob]:
         """The jobs of `benchmark`: of RAG systems only (`rag`) or none, covering any of `tasks`,
-        of systems of `kind`, of `systems`, at `lengths`."""
+        of systems of `kind`, of `systems`, at `lengths`. A benchmark or system no config could
+        have stops the plan, naming the table or figure."""
         kinds = self.kinds
+        if benchmark not in EVAL_BENCHMARKS:
+            raise ConfigError(
+                f"{self.name}: selects unknown benchmark {benchmark!r} "
+                f"(known: {', '.join(EVAL_BENCHMARKS)})"
+            )
+        if unknown := sorted(set(systems or ()) - set(kinds)):
+            raise ConfigError(
+                f"{self.name}: selects systems not in evaluation.systems: {', '.join(unknown)}"
+            )
         return [
             job
             for job in (self.jobs if among is None else among)
@@ -151,6 +158,7 @@ class ReportPlan:
     inputs: Callable[[dict[str, Any]], list[str]] | None = None
     wording: bool = False  # a MemAgent table: which of MemAgent's prompt wordings ran
     measured_cost: bool = False  # Figure 10: model directories and the jobs' benchmark files
+    figure: bool = False  # a figure (drawn by a PaperFigure), not a table
 
 
 def _memory_ablation_settings(name: str) -> Callable[[dict[str, Any]], dict[str, Any]]:
@@ -212,35 +220,48 @@ def _keyword_inputs(config: dict[str, Any]) -> list[str]:
 
 
 def _memagent(
-    name: str, paper_key: str | None, jobs: Callable[[Selection], list[EvalJob]], **kw: Any
+    caption: str, paper_key: str | None, jobs: Callable[[Selection], list[EvalJob]], **kw: Any
 ) -> ReportPlan:
     """A MemAgent table: its numbers in MemAgent's paper file, the prompt wording noted."""
-    return ReportPlan(CAPTIONS[name], jobs, paper_key=paper_key, wording=name in TABLES, **kw)
+    return ReportPlan(caption, jobs, paper_key=paper_key, wording=True, **kw)
 
 
 def _memalpha(
-    name: str, paper_key: str | None, jobs: Callable[[Selection], list[EvalJob]], **kw: Any
+    caption: str, paper_key: str | None, jobs: Callable[[Selection], list[EvalJob]], **kw: Any
 ) -> ReportPlan:
     """A table or figure compared with Mem-α's paper file."""
-    return ReportPlan(CAPTIONS[name], jobs, paper="memalpha_paper", paper_key=paper_key, **kw)
+    return ReportPlan(caption, jobs, paper="memalpha_paper", paper_key=paper_key, **kw)
 
 
 def _figure(
-    name: str, paper_key: str | None, jobs: Callable[[Selection], list[EvalJob]], **kw: Any
+    caption: str, paper_key: str | None, jobs: Callable[[Selection], list[EvalJob]], **kw: Any
 ) -> ReportPlan:
     """A MemAgent figure."""
-    return ReportPlan(CAPTIONS[name], jobs, paper_key=paper_key, **kw)
+    return ReportPlan(caption, jobs, paper_key=paper_key, figure=True, **kw)
 
 
-def _memory_ablation(declare: Callable[..., ReportPlan], name: str) -> ReportPlan:
+def _memory_ablation(declare: Callable[..., ReportPlan], name: str, caption: str) -> ReportPlan:
     """Tables 8, 9 and Figures 8, 9: the ablated systems and their variants (MEMORY_ABLATION)."""
     return declare(
-        name,
+        caption,
         "memory_ablation",
         lambda s: s.memory_ablation(name),
         needs=_MEMORY_NEEDS,
         settings=_memory_ablation_settings(name),
     )
+
+
+def _ablation(name: str, caption: str) -> ReportPlan:
+    """Mem-α Tables 4 and 9: the (β, γ) ablation of our Mem-α runs on one benchmark."""
+    bench = ABLATION_TABLES[name]
+    return _memalpha(
+        caption, name.removeprefix("memalpha_"), lambda s: s.ablation(bench), needs=_ABLATION_NEEDS
+    )
+
+
+def _stats(name: str, caption: str) -> ReportPlan:
+    """Mem-α Tables 6-8: the statistics of the `memalpha` splits it describes."""
+    return _memalpha(caption, name.removeprefix("memalpha_"), _nothing, inputs=_stats_inputs(name))
 
 
 def _nothing(selection: Selection) -> list[EvalJob]:
@@ -255,34 +276,45 @@ _MEMORY_NEEDS = "evaluation.memory_ablation"
 _RL_NEEDS = "report.rl_ablation"
 _ABLATION_NEEDS = "memalpha.training.runs, evaluated as systems"
 
-# Every table and figure by name, in the plan's order (TABLES, then FIGURES): its caption, where
-# its numbers are in its paper file, the evaluations it reads and what else it declares
+# Every table and figure by name, in the plan's order (the tables, then the figures): its caption,
+# where its numbers are in its paper file, the evaluations it reads and what else it declares
 REPORTS: dict[str, ReportPlan] = {
-    "table1": _memagent("table1", "ruler_hqa", Selection.memagent_suite),
+    "table1": _memagent("RULER-HQA accuracy (%)", "ruler_hqa", Selection.memagent_suite),
     "table2": _memagent(
-        "table2", "longbench_sum", lambda s: s.select("longbench", rag=False, tasks=LONGBENCH_SUM)
+        "LongBench-SUM, ROUGE recall (%)",
+        "longbench_sum",
+        lambda s: s.select("longbench", rag=False, tasks=LONGBENCH_SUM),
     ),
     "table3": _memagent(
-        "table3", "longbench_qa", lambda s: s.select("longbench", rag=False, tasks=s.qa)
+        "LongBench-QA (%)",
+        "longbench_qa",
+        lambda s: s.select("longbench", rag=False, tasks=s.qa),
     ),
     PROBE_TABLE: _memagent(
-        PROBE_TABLE, "probe", Selection.probe, needs="evaluation.probe", settings=_probe_settings
+        "Table 4: the context-distribution probe, differences from random",
+        "probe",
+        Selection.probe,
+        needs="evaluation.probe",
+        settings=_probe_settings,
     ),
     NIAH_CONFIG_TABLE: _memagent(
-        NIAH_CONFIG_TABLE,
+        "Table 7: the NIAH synthetic configuration that ran",
         "niah_config",
         _nothing,
         settings=_niah_config_settings,
         inputs=_niah_set_inputs,
     ),
-    **{name: _memory_ablation(_memagent, name) for name in ("table8", "table9")},
+    "table8": _memory_ablation(
+        _memagent, "table8", "Table 8: NIAH (mean of levels 1-3) by memory/chunk"
+    ),
+    "table9": _memory_ablation(_memagent, "table9", "Table 9: LongBench-QA by memory/chunk size"),
     "table10": _memagent(
-        "table10",
+        "RULER-HQA: MemAgent vs RAG over whole documents (%)",
         "rag_ruler_hqa",
         lambda s: s.select("ruler_hqa", rag=True) + s.select("ruler_hqa", kind="memagent"),
     ),
     "table11": _memagent(
-        "table11",
+        "LongBench-QA: MemAgent vs RAG over chunks (%)",
         "rag_longbench_qa",
         lambda s: (
             s.select("longbench", rag=True, tasks=s.qa)
@@ -290,73 +322,109 @@ REPORTS: dict[str, ReportPlan] = {
         ),
     ),
     "table_niah": _memagent(
-        "table_niah", "memory_ablation", lambda s: s.select("ruler", tasks=NIAH_FIGURE_TASKS)
+        "NIAH: mean of niah_single_1/2/3 (%)",
+        "memory_ablation",
+        lambda s: s.select("ruler", tasks=NIAH_FIGURE_TASKS),
     ),
     PATTERNS_TABLE: _memagent(
-        PATTERNS_TABLE, None, lambda s: s.select("ruler_hqa", kind="memagent")
+        "Failure patterns (Appendix F): what the memory did with the gold evidence",
+        None,
+        lambda s: s.select("ruler_hqa", kind="memagent"),
     ),
-    "memalpha_table1": _memalpha("memalpha_table1", "table1", lambda s: s.select("memalpha")),
-    "memalpha_table2": _memalpha("memalpha_table2", "table2", lambda s: s.select("mab")),
+    "memalpha_table1": _memalpha(
+        "Mem-α Table 1: validation, Perf. (%) and Mem. (K)",
+        "table1",
+        lambda s: s.select("memalpha"),
+    ),
+    "memalpha_table2": _memalpha(
+        "Mem-α Table 2: MemoryAgentBench, Perf. and Mem.", "table2", lambda s: s.select("mab")
+    ),
     "memalpha_table3": _memalpha(
-        "memalpha_table3", "table3", lambda s: s.select("memalpha", kind="memalpha")
+        "Mem-α Table 3: the framework with three policies",
+        "table3",
+        lambda s: s.select("memalpha", kind="memalpha"),
     ),
-    **{
-        name: _memalpha(
-            name,
-            name.removeprefix("memalpha_"),
-            lambda s, bench=bench: s.ablation(bench),
-            needs=_ABLATION_NEEDS,
-        )
-        for name, bench in ABLATION_TABLES.items()
-    },
+    "memalpha_table4": _ablation(
+        "memalpha_table4", "Mem-α Table 4: the (β, γ) ablation, validation"
+    ),
+    "memalpha_table9": _ablation(
+        "memalpha_table9", "Mem-α Table 9: the (β, γ) ablation, MemoryAgentBench"
+    ),
     TRACE_TABLE: _memalpha(
-        TRACE_TABLE,
+        "Mem-α Table 5: final memories side by side",
         "table5",
         lambda s: s.select("memalpha", kind="memalpha") + s.select("mab", kind="memalpha"),
         settings=_trace_settings,
         inputs=_trace_inputs,
     ),
-    **{
-        name: _memalpha(name, name.removeprefix("memalpha_"), _nothing, inputs=_stats_inputs(name))
-        for name in STATS_TABLES
-    },
+    "memalpha_table6": _stats("memalpha_table6", "Mem-α Table 6: dataset statistics (validation)"),
+    "memalpha_table7": _stats(
+        "memalpha_table7", "Mem-α Table 7: dataset statistics (train, valid.)"
+    ),
+    "memalpha_table8": _stats("memalpha_table8", "Mem-α Table 8: MemoryAgentBench statistics"),
     KEYWORDS_TABLE: _memalpha(
-        KEYWORDS_TABLE, None, _nothing, needs="keywords", inputs=_keyword_inputs
+        "Mem-α Figure 4: the keyword golds rebuilt beside the released ones",
+        None,
+        _nothing,
+        needs="keywords",
+        inputs=_keyword_inputs,
     ),
-    SUITES_TABLE: _memalpha(SUITES_TABLE, None, lambda s: s.select("ruler_hqa") + s.select("mab")),
+    SUITES_TABLE: _memalpha(
+        "Every system on RULER-HQA and MemoryAgentBench",
+        None,
+        lambda s: s.select("ruler_hqa") + s.select("mab"),
+    ),
     CUSTOM_TABLE: ReportPlan(
-        CAPTIONS[CUSTOM_TABLE], lambda s: s.select(CUSTOM_BENCHMARK), needs="custom"
+        "Every chosen system on your own datasets",
+        lambda s: s.select(CUSTOM_BENCHMARK),
+        needs="custom",
     ),
-    "figure1": _figure("figure1", "figure1", Selection.memagent_suite),
-    "figure5": _figure("figure5", "niah", lambda s: s.select("ruler", tasks=NIAH_FIGURE_TASKS)),
-    "figure_ood": _figure("figure_ood", "ood", lambda s: s.select("ruler")),
+    "figure1": _figure(
+        "RULER-HQA accuracy against context length", "figure1", Selection.memagent_suite
+    ),
+    "figure5": _figure(
+        "NIAH (niah_single_1/2/3) accuracy",
+        "niah",
+        lambda s: s.select("ruler", tasks=NIAH_FIGURE_TASKS),
+    ),
+    "figure_ood": _figure("RULER out-of-distribution tasks", "ood", lambda s: s.select("ruler")),
     "figure6": _figure(
-        "figure6",
+        "RL ablation on RULER-HQA: backbone, MemAgent w/o RL, RL-MemAgent",
         "rl_ablation",
         lambda s: s.rl_ablation(RL_ABLATION_FIGURES["figure6"]),
         needs=_RL_NEEDS,
         settings=_rl_groups,
     ),
     "figure7": _figure(
-        "figure7",
+        "RL ablation on LongBench-QA: backbone, MemAgent w/o RL, RL-MemAgent",
         "rl_ablation",
         lambda s: s.rl_ablation(RL_ABLATION_FIGURES["figure7"], tasks=s.qa),  # QA
         needs=_RL_NEEDS,
         settings=_rl_groups,
     ),
-    **{name: _memory_ablation(_figure, name) for name in ("figure8", "figure9")},
+    "figure8": _memory_ablation(
+        _figure, "figure8", "Memory size on NIAH (mean of niah_single_1/2/3), chunk size fixed"
+    ),
+    "figure9": _memory_ablation(
+        _figure, "figure9", "Memory size on LongBench-QA, chunk size fixed"
+    ),
     FLOPS_FIGURE: _figure(
-        FLOPS_FIGURE,
+        "FLOPs from 8K to 4M tokens, and the measured cost of our RULER-HQA jobs",
         None,
         lambda s: s.rl_ablation("ruler_hqa", FLOPS_ROLES),
         measured_cost=True,
     ),
-    "memalpha_frontier": _memalpha(
-        "memalpha_frontier", None, lambda s: s.select("memalpha") + s.select("mab")
+    "memalpha_frontier": ReportPlan(
+        "Mem-α suites: average score against memory size",
+        lambda s: s.select("memalpha") + s.select("mab"),
+        paper="memalpha_paper",
+        figure=True,
     ),
 }
-if list(REPORTS) != [*TABLES, *FIGURES]:  # a declaration per planned name, in the plan's order
-    raise ConfigError(f"memrl.config.report_plans: REPORTS {list(REPORTS)} != TABLES + FIGURES")
+TABLES = tuple(name for name, plan in REPORTS.items() if not plan.figure)
+FIGURES = tuple(name for name, plan in REPORTS.items() if plan.figure)
+if list(REPORTS) != [*TABLES, *FIGURES]:  # the tables first: the plan's and the report's order
+    raise ConfigError("memrl.config.report_plans: REPORTS lists a table after a figure")
 
 
 def report_plan(name: str) -> ReportPlan:
@@ -396,7 +464,7 @@ def report_jobs(config: dict[str, Any], name: str) -> list[EvalJob]:
     """The evaluation jobs a table or figure reads, each declared by the benchmark it reads and
     the systems, tasks and lengths it shows; their metrics files may hold other tasks too, which
     the tables ignore."""
-    return report_plan(name).jobs(Selection(config))
+    return report_plan(name).jobs(Selection(config, name))
 
 
 def report_inputs(config: dict[str, Any], name: str) -> list[str]:
@@ -415,6 +483,6 @@ def table_settings(config: dict[str, Any], name: str) -> dict[str, Any]:
     and 7 their groups, Table 4 its probe, Table 7 the RULER settings it reports, the memory
     ablation its own systems)."""
     plan = report_plan(name)
-    margin = {"margin": equivalence_margin(config, name)} if name in TABLES else {}
+    margin = {} if plan.figure else {"margin": equivalence_margin(config, name)}
     wording = {"memagent_wording": memagent_wording(config)} if plan.wording else {}
     return {**margin, **wording, **plan.settings(config)}

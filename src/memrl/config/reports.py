@@ -9,17 +9,17 @@ from memrl.benchmarks import (
     MEMALPHA_BENCHMARKS,
 )
 from memrl.benchmarks.ruler import ruler_sets
-from memrl.config.base import (
-    memalpha_runs,
-    model_reproduces,
-    trained_runs,
-)
 from memrl.config.matrix import (
     eval_systems,
     rl_ablation_groups,
 )
 from memrl.config.settings import memalpha_loss_agg, memalpha_recipe
 from memrl.data.ruler import TASKS as RULER_TASK_SPECS
+from memrl.layout import (
+    memalpha_runs,
+    model_reproduces,
+    trained_runs,
+)
 from memrl.scoring.compare import DEFAULT_MARGIN
 
 REPORTED_SYSTEM_KEYS = (
@@ -91,21 +91,6 @@ PROBE_TABLE = "table4"  # §3.3.3: the probe, as differences from the random pla
 PATTERNS_TABLE = "failure_patterns"  # Appendix F, counted over whole RULER-HQA runs
 
 
-MEMAGENT_TABLES = (
-    "table1",
-    "table2",
-    "table3",
-    PROBE_TABLE,
-    NIAH_CONFIG_TABLE,
-    "table8",
-    "table9",
-    "table10",
-    "table11",
-    "table_niah",
-    PATTERNS_TABLE,
-)
-
-
 # Mem-α's dataset statistics: the `memalpha` splits each table describes (a stats job per split)
 STATS_TABLES = {
     "memalpha_table6": ("full", "memalpha"),
@@ -142,25 +127,10 @@ ABLATION_TABLES = {"memalpha_table4": "memalpha", "memalpha_table9": "mab"}
 KEYWORDS_TABLE = "memalpha_keywords"  # Figure 4's keyword golds rebuilt (the `keywords` block)
 
 
-MEMALPHA_TABLES = (
-    *MEMALPHA_SCORE_TABLES,
-    *ABLATION_TABLES,
-    TRACE_TABLE,
-    *STATS_TABLES,
-    KEYWORDS_TABLE,
-)
-
-
 SUITES_TABLE = "suites"  # beyond the papers: every system on RULER-HQA and MemoryAgentBench
 
 
 CUSTOM_TABLE = "custom"  # beyond the papers: the chosen systems on one's own datasets
-
-
-TABLES = (*MEMAGENT_TABLES, *MEMALPHA_TABLES, SUITES_TABLE, CUSTOM_TABLE)
-
-
-MEMALPHA_FIGURES = ("memalpha_frontier",)  # beyond the paper: score against memory size
 
 
 RL_ABLATION_FIGURES = {"figure6": "ruler_hqa", "figure7": "longbench"}  # §3.3.1
@@ -183,55 +153,6 @@ ABLATION_ROLES = ("backbone", "workflow", "rl")  # of each report.rl_ablation gr
 
 FLOPS_ROLES = ("backbone", "rl")  # Figure 10's
 
-
-FIGURES = (
-    "figure1",
-    "figure5",
-    "figure_ood",
-    *RL_ABLATION_FIGURES,
-    "figure8",
-    "figure9",
-    FLOPS_FIGURE,
-    *MEMALPHA_FIGURES,
-)
-
-
-# Every table's and figure's caption: their headings and the Snakemake report's captions
-# (read when the workflow plans, so here rather than in memrl.report).
-CAPTIONS = {
-    "table1": "RULER-HQA accuracy (%)",
-    "table2": "LongBench-SUM, ROUGE recall (%)",
-    "table3": "LongBench-QA (%)",
-    "table4": "Table 4: the context-distribution probe, differences from random",
-    "table8": "Table 8: NIAH (mean of levels 1-3) by memory/chunk",
-    "table9": "Table 9: LongBench-QA by memory/chunk size",
-    NIAH_CONFIG_TABLE: "Table 7: the NIAH synthetic configuration that ran",
-    "table10": "RULER-HQA: MemAgent vs RAG over whole documents (%)",
-    "table11": "LongBench-QA: MemAgent vs RAG over chunks (%)",
-    "table_niah": "NIAH: mean of niah_single_1/2/3 (%)",
-    PATTERNS_TABLE: "Failure patterns (Appendix F): what the memory did with the gold evidence",
-    "memalpha_table1": "Mem-α Table 1: validation, Perf. (%) and Mem. (K)",
-    "memalpha_table2": "Mem-α Table 2: MemoryAgentBench, Perf. and Mem.",
-    "memalpha_table3": "Mem-α Table 3: the framework with three policies",
-    "memalpha_table4": "Mem-α Table 4: the (β, γ) ablation, validation",
-    "memalpha_table9": "Mem-α Table 9: the (β, γ) ablation, MemoryAgentBench",
-    TRACE_TABLE: "Mem-α Table 5: final memories side by side",
-    "memalpha_table6": "Mem-α Table 6: dataset statistics (validation)",
-    "memalpha_table7": "Mem-α Table 7: dataset statistics (train, valid.)",
-    "memalpha_table8": "Mem-α Table 8: MemoryAgentBench statistics",
-    KEYWORDS_TABLE: "Mem-α Figure 4: the keyword golds rebuilt beside the released ones",
-    SUITES_TABLE: "Every system on RULER-HQA and MemoryAgentBench",
-    CUSTOM_TABLE: "Every chosen system on your own datasets",
-    "figure1": "RULER-HQA accuracy against context length",
-    "figure5": "NIAH (niah_single_1/2/3) accuracy",
-    "figure_ood": "RULER out-of-distribution tasks",
-    "memalpha_frontier": "Mem-α suites: average score against memory size",
-    "figure6": "RL ablation on RULER-HQA: backbone, MemAgent w/o RL, RL-MemAgent",
-    "figure7": "RL ablation on LongBench-QA: backbone, MemAgent w/o RL, RL-MemAgent",
-    "figure8": "Memory size on NIAH (mean of niah_single_1/2/3), chunk size fixed",
-    "figure9": "Memory size on LongBench-QA, chunk size fixed",
-    "figure10": "FLOPs from 8K to 4M tokens, and the measured cost of our RULER-HQA jobs",
-}
 
 NIAH_FIGURE_TASKS = ("niah_single_1", "niah_single_2", "niah_single_3")  # Figure 5
 

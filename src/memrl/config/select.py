@@ -18,7 +18,7 @@ import difflib
 from collections.abc import Callable
 from typing import Any
 
-from memrl.config.base import ConfigError
+from memrl.layout import ConfigError
 
 KEY = "evaluation.select"
 

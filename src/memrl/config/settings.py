@@ -6,14 +6,6 @@ from __future__ import annotations
 from typing import Any
 
 from memrl.benchmarks import benchmark
-from memrl.config.base import (
-    MEMALPHA_STAGE,
-    ConfigError,
-    memagent_runs,
-    memalpha_runs,
-    model_reproduces,
-    qa_model,
-)
 from memrl.config.matrix import (
     EvalJob,
     Systems,
@@ -24,10 +16,18 @@ from memrl.config.matrix import (
 )
 from memrl.data.sources import local_path
 from memrl.digests import file_digest
+from memrl.layout import (
+    MEMALPHA_STAGE,
+    ConfigError,
+    memagent_runs,
+    memalpha_runs,
+    model_reproduces,
+    qa_model,
+)
 from memrl.scoring.verifier import DEFAULT_VERIFIER
 from memrl.systems import system_kind
 from memrl.systems.memagent import agent_settings
-from memrl.verl import TOKEN_MEAN
+from memrl.train import TOKEN_MEAN
 
 
 def probe_set_settings(config: dict[str, Any], task: str, n_docs: int) -> dict[str, Any]:

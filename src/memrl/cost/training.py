@@ -8,9 +8,9 @@ from typing import Any
 
 from memrl import config as cfg
 from memrl.benchmarks.ruler_hqa import context_tokens as hqa_tokens
-from memrl.config.base import MEMALPHA_STAGE
 from memrl.cost.pricing import Pricing
 from memrl.cost.work import forward_flops, judge_calls, lengths, split_instances
+from memrl.layout import MEMALPHA_STAGE
 from memrl.report.flops import Qwen2Shape, sequence_flops
 from memrl.systems import system_kind
 from memrl.systems.base import QUESTION_TOKENS, Call, InstanceShape, template_tokens

@@ -28,9 +28,8 @@ from pathlib import Path
 from typing import Any
 
 from memrl.data.io import read_table_records
+from memrl.scoring.longbench import LONGBENCH_QA, LONGBENCH_SUM
 
-LONGBENCH_QA = ("2wikimqa", "hotpotqa", "musique", "narrativeqa", "qasper")
-LONGBENCH_SUM = ("gov_report", "qmsum")
 LONGBENCH_TASKS = LONGBENCH_QA + LONGBENCH_SUM
 QA_METRICS = ("sub_em", "f1")  # what `scoring.longbench` scores golds by: sub_em, qa_f1
 SUM_METRICS = ("rouge",)

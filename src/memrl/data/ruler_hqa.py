@@ -36,7 +36,7 @@ from typing import Any, NamedTuple, Protocol
 
 import numpy as np
 
-from memrl.agents.chunking import count_tokens
+from memrl.data.tokens import count_tokens
 
 DATA_SOURCE = "ruler_hqa"  # rows' data_source in training (official code: "hotpotqa")
 SHUFFLE_SEED = 4  # the official constant: random.Random(4).shuffle for every sample

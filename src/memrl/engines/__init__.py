@@ -38,8 +38,8 @@ def make_engine(kind: str, model_path: str, settings: dict[str, Any]) -> ChatEng
 
         factory, args = VLLMEngine, {"model_path": model_path}
     elif kind == "openai":
-        from memrl.data.sources import api_served_name
         from memrl.engines.openai import OpenAIEngine
+        from memrl.models.fetch import api_served_name
 
         served = api_served_name(model_path) or model_path
         factory, args = OpenAIEngine, {"model": served, "tokenizer_path": model_path}

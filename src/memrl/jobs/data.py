@@ -25,7 +25,7 @@ def cmd_download_data(args: argparse.Namespace, run: JobRecord) -> None:
 
 def cmd_download_model(args: argparse.Namespace, run: JobRecord) -> None:
     from memrl.data.io import write_json_atomic
-    from memrl.data.sources import fetch_model
+    from memrl.models.fetch import fetch_model
 
     entry = fetch_model(args.settings, args.out)
     write_json_atomic(args.manifest, entry)
@@ -62,9 +62,9 @@ def cmd_synthesize(args: argparse.Namespace, run: JobRecord) -> None:
 
 
 def cmd_filter(args: argparse.Namespace, run: JobRecord) -> None:
-    from memrl.data.filter import filter_questions
     from memrl.data.io import read_jsonl, write_json_atomic, write_jsonl_atomic
     from memrl.engines.base import SamplingParams
+    from memrl.train.filter import filter_questions
 
     s = args.settings
     model_dirs = dict(pair.split("=", 1) for pair in args.model)
@@ -231,9 +231,9 @@ def cmd_stage2_data(args: argparse.Namespace, run: JobRecord) -> None:
 def cmd_dataset_stats(args: argparse.Namespace, run: JobRecord) -> None:
     """Mem-α's dataset statistics (paper Tables 6-8) of one downloaded split, per data source,
     in the QA model's tokens; one record per source, tagged with the split."""
-    from memrl.agents.chunking import count_tokens
     from memrl.data.io import write_json_atomic
     from memrl.data.memalpha import instances_by_source, source_statistics
+    from memrl.data.tokens import count_tokens
 
     tokenizer = load_counting_tokenizer(args.tokenizer)
     records = source_statistics(

@@ -27,11 +27,11 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from memrl.agents.memagent import FINAL_PROMPT_TOKENS, WORKFLOW_PROMPT_TOKENS
+
 QUERY_TOKENS = 1024  # q
 OUTPUT_TOKENS = 1024  # o
 CHUNK_TOKENS = 5000  # N
-WORKFLOW_PROMPT_TOKENS = 200  # the memory prompt's own tokens
-FINAL_PROMPT_TOKENS = 100  # the final prompt's own tokens
 FIGURE_LENGTHS = tuple(8192 * 2**k for k in range(10))  # 8K … 4M
 ATTENTION_COEFFICIENTS = {"fork": 12, "verl": 6}  # report.flops_attention -> the coefficient
 

@@ -24,7 +24,7 @@ from memrl.report.claims import table_claims
 from memrl.report.records import records_of
 from memrl.report.registry import MEMALPHA, PaperTable
 from memrl.report.rows import Systems, reads_instances, system_kind, system_specs
-from memrl.verl import ROW_MEAN, TOKEN_MEAN
+from memrl.train import ROW_MEAN, TOKEN_MEAN
 
 CONTAMINATED_MARK = "‡"
 MEMALPHA_NOTES = (

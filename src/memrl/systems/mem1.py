@@ -59,7 +59,7 @@ def memory_context_questions(engine: ChatEngine, cap: int, max_tokens: int) -> P
     """MEM1 after its memorize job (long_context_eval.py --model mem1): each question asked
     with the final memory, tags and all, as the whole context of the long-context prompt;
     "Mem." is that memory in the QA model's tokens."""
-    from memrl.agents.chunking import count_tokens
+    from memrl.data.tokens import count_tokens
 
     def one(row: dict[str, Any]) -> Prepared:
         memory = row["memorized"]["memory"]

@@ -11,7 +11,14 @@ from pathlib import Path
 from typing import Any
 
 from memrl.agents.driver import Rollout
-from memrl.agents.memagent import DEFAULT_WORDING, MemAgentConfig, MemoryTrace, memagent
+from memrl.agents.memagent import (
+    DEFAULT_WORDING,
+    FINAL_PROMPT_TOKENS,
+    WORKFLOW_PROMPT_TOKENS,
+    MemAgentConfig,
+    MemoryTrace,
+    memagent,
+)
 from memrl.benchmarks import Task
 from memrl.benchmarks.base import row_chunks
 from memrl.engines.base import ChatEngine, SamplingParams
@@ -27,7 +34,6 @@ from memrl.evaluation import (
     drive,
     question,
 )
-from memrl.report.flops import FINAL_PROMPT_TOKENS, WORKFLOW_PROMPT_TOKENS
 from memrl.scoring.evidence import GoldChunks, evidence_strings
 from memrl.systems.base import (
     QUESTION_TOKENS,
@@ -119,7 +125,7 @@ def memagent_memorize_runner(
 def answered_questions(engine: ChatEngine) -> Prepare:
     """A MemAgent instance after its memorize job: its answers are given (the QA model only
     judges LongMemEval's), its memory measured in the QA model's tokens."""
-    from memrl.agents.chunking import count_tokens
+    from memrl.data.tokens import count_tokens
 
     def one(row: dict[str, Any]) -> Prepared:
         memorized = row["memorized"]

@@ -93,10 +93,10 @@ def memory_record(row: dict[str, Any], memory: Any, trace: list[Any], rollout: R
 def memalpha_questions(engine: ChatEngine, qa: MemoryQA) -> Prepare:
     """Mem-α's QA step: each question asked over its BM25 top-k per store plus core memory
     (rows carry their `memorized` record)."""
-    from memrl.agents.chunking import count_tokens
     from memrl.agents.memalpha import QAPromptTooLong, qa_request
     from memrl.agents.structured_memory import from_snapshot
     from memrl.data.memalpha import query
+    from memrl.data.tokens import count_tokens
 
     def count(text: str) -> int:
         return len(engine.tokenizer.encode(text, add_special_tokens=False))

@@ -27,6 +27,7 @@ from typing import Any
 import memrl
 from memrl.data.io import read_json, write_json_atomic, write_text_atomic
 from memrl.digests import ENV_DIGEST_CACHE
+from memrl.layout import config_hash
 from memrl.locks import process_identity
 from memrl.tracking.store import absolute_uri
 
@@ -117,8 +118,6 @@ def start_invocation(
     its jobs need; returns its id."""
     if not enabled():
         return None
-    from memrl.config import config_hash
-
     invocation = f"{time.strftime('%Y%m%dT%H%M%S')}-{uuid.uuid4().hex[:8]}"
     git = git_state()
     tags = {

@@ -14,7 +14,7 @@ from collections.abc import Hashable, Sequence
 import torch
 from torch import Tensor
 
-from memrl.verl import LOSS_AGG_MODES, ROW_MEAN, TOKEN_MEAN
+from memrl.train import LOSS_AGG_MODES, ROW_MEAN, TOKEN_MEAN
 
 STD_EPSILON = 1e-6  # verl's epsilon under the group std
 LOG_RATIO_CLAMP = 20.0  # |log r| bound before exp, for stability (verl's value)

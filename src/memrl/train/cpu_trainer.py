@@ -44,6 +44,7 @@ from memrl.engines.hf import HFEngine
 from memrl.models import load_named, load_tokenizer
 from memrl.progress import progress
 from memrl.scoring.verifier import DEFAULT_VERIFIER, Verifier, check_verifier
+from memrl.train import TOKEN_MEAN
 from memrl.train.algorithms import (
     aggregate,
     broadcast_to_conversations,
@@ -54,7 +55,6 @@ from memrl.train.algorithms import (
     weight_of,
 )
 from memrl.train.rollout import RolloutBatch, collect_rollouts, parse_row
-from memrl.verl import TOKEN_MEAN
 
 log = logging.getLogger(__name__)
 

@@ -12,9 +12,4 @@ MEMALPHA_AGENT_NAME = "memalpha"  # the Mem-α agent loop (memrl.verl.agent_loop
 AGENT_LOOP_CONFIG = PACKAGE_DIR / "agent_loops.yaml"  # rollout.agent.agent_loop_config_path
 REWARD_FILE = PACKAGE_DIR / "reward.py"  # reward.custom_reward_function.path
 REWARD_NAME = "compute_score"  # reward.custom_reward_function.name
-# verl's loss_agg_mode names a run may take (memrl.train.algorithms.aggregate computes both): a
-# mean over every token of the batch (MemAgent; Mem-α's official script), or each row's (action's)
-# token mean averaged over the rows with tokens (Mem-α's Eq. 2: 1/|a_t| inside the sum)
-TOKEN_MEAN, ROW_MEAN = "token-mean", "seq-mean-token-mean"
-LOSS_AGG_MODES = (TOKEN_MEAN, ROW_MEAN)
 QA_URL_ENV = "MEMRL_QA_BASE_URL"  # the Mem-α QA model / judge server, set by memrl.verl.job

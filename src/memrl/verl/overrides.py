@@ -41,14 +41,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from memrl.tracking.store import EXPERIMENT
+from memrl.train import LOSS_AGG_MODES, TOKEN_MEAN
 from memrl.verl import (
     AGENT_LOOP_CONFIG,
     AGENT_NAME,
-    LOSS_AGG_MODES,
     MEMALPHA_AGENT_NAME,
     REWARD_FILE,
     REWARD_NAME,
-    TOKEN_MEAN,
 )
 
 RAY_JOB_SCRIPT = "workflow/scripts/ray_job.sh"

@@ -1,5 +1,6 @@
-"""What every part of the config reads: its error, the results' paths, the training runs and
-the models."""
+"""How a config lays out a run, read by every floor that reads a config (memrl.config, the
+benchmarks' data paths, the provenance records): its error, the results' paths, the training runs
+and the models. It imports nothing of memrl at import time, so it sits below them all."""
 
 from __future__ import annotations
 
