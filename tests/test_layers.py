@@ -111,3 +111,14 @@ def test_the_check_finds_an_import_against_the_picture(picture, expected):
         assert found and found[0].startswith(expected)
     else:
         assert found == []
+
+
+MAX_MODULE_LINES = 600  # past this a module holds more than one concern: split it along its seams
+
+
+def test_no_module_is_over_600_lines():
+    sizes = {
+        str(path.relative_to(REPO)): len(path.read_text(encoding="utf-8").splitlines())
+        for path in SRC.rglob("*.py")
+    }
+    assert {path: n for path, n in sizes.items() if n > MAX_MODULE_LINES} == {}

@@ -1,6 +1,7 @@
 """How a config lays out a run, read by every floor that reads a config (memrl.config, the
 benchmarks' data paths, the provenance records): its error, the results' paths, the training runs
-and the models. It imports nothing of memrl at import time, so it sits below them all."""
+and the models. Of memrl it imports only memrl.models' constant (lazily), so it sits on a low floor,
+just above the models (ARCHITECTURE.md)."""
 
 from __future__ import annotations
 

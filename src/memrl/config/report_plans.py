@@ -1,8 +1,8 @@
-"""Each table's and figure's plan, declared once per name (`REPORTS`): the evaluations it reads,
-its paper file, its own settings, the files it reads; and the functions the Snakefile's input
-functions and the table and figure jobs' settings read it through. The names, captions and
-shared settings are memrl.config.reports'; each one's builder is its report module's
-(memrl.report.registry)."""
+"""Each table's and figure's plan, declared once per name (`REPORTS`, the one list of them, whose
+order is the plan's and the report's): its caption, paper file and key, the evaluations it reads,
+its own settings, the files it reads; and the functions the Snakefile's input functions and the
+table and figure jobs' settings read it through. The settings they share are
+memrl.config.reports'; each one's builder is its report module's (memrl.report.registry)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,8 @@ from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from memrl.benchmarks import CUSTOM_BENCHMARK, EVAL_BENCHMARKS, PROBE_BENCHMARK
+from memrl.benchmarks import CUSTOM_BENCHMARK, PROBE_BENCHMARK
+from memrl.benchmarks import benchmark as registered_benchmark
 from memrl.benchmarks.ruler import data as ruler_data
 from memrl.config.matrix import (
     EvalJob,
@@ -75,11 +76,10 @@ class Selection:
         of systems of `kind`, of `systems`, at `lengths`. A benchmark or system no config could
         have stops the plan, naming the table or figure."""
         kinds = self.kinds
-        if benchmark not in EVAL_BENCHMARKS:
-            raise ConfigError(
-                f"{self.name}: selects unknown benchmark {benchmark!r} "
-                f"(known: {', '.join(EVAL_BENCHMARKS)})"
-            )
+        try:
+            registered_benchmark(benchmark)
+        except ValueError as exc:  # "unknown benchmark 'x'; known: ..."
+            raise ConfigError(f"{self.name}: selects {exc}") from None
         if unknown := sorted(set(systems or ()) - set(kinds)):
             raise ConfigError(
                 f"{self.name}: selects systems not in evaluation.systems: {', '.join(unknown)}"

@@ -1,4 +1,7 @@
-"""The tables and figures: their names, the evaluation jobs each reads and their settings."""
+"""What the tables and figures share: the settings every one reads, the names of those whose
+plans and builders refer to each other (the probe's, the ablations', the statistics'), and the
+config parts several of them read (the memory ablation's members, the margins, Figure 10's
+groups). Each one's plan is memrl.config.report_plans'."""
 
 from __future__ import annotations
 

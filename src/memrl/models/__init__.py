@@ -3,14 +3,38 @@ loading that names what it could not load."""
 
 from __future__ import annotations
 
+import contextlib
 import os
-from collections.abc import Callable
+import shutil
+import tempfile
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
+
+from memrl.data.io import staging_directory
 
 T = TypeVar("T")
 
 TINY_CONTEXT = 4096  # a tiny model's max_position_embeddings unless the config sets it
+
+
+@contextlib.contextmanager
+def model_directory(out: Path) -> Iterator[Path]:
+    """A model directory written whole or not at all: the caller fills the staging folder this
+    yields beside `out`, which then replaces `out` (an existing one is swapped out first and
+    deleted after the rename); on an error nothing changes."""
+    tmp = staging_directory(out)
+    try:
+        yield tmp
+        if out.exists():
+            old = Path(tempfile.mkdtemp(prefix=f".{out.name}.old.", dir=out.parent))
+            out.rename(old / out.name)
+            tmp.rename(out)
+            shutil.rmtree(old, ignore_errors=True)
+        else:
+            tmp.rename(out)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def load_tokenizer(path: str | os.PathLike[str]) -> Any:

@@ -8,8 +8,9 @@ import os
 import shutil
 from pathlib import Path
 
-from memrl.data.io import sha256_file, staging_directory
+from memrl.data.io import sha256_file
 from memrl.data.sources import ChecksumError, fixture_corpus
+from memrl.models import model_directory
 
 
 def fetch_model(spec: dict, out_dir: str | os.PathLike[str]) -> dict:
@@ -111,13 +112,9 @@ def _convert_gguf(spec: dict, out: Path) -> dict:
     model.hf_quantizer = None
     if hasattr(model.config, "quantization_config"):
         del model.config.quantization_config
-    tmp = staging_directory(out)
-    try:
+    with model_directory(out) as tmp:
         model.save_pretrained(tmp)
         tokenizer.save_pretrained(tmp)
-        _replace_dir(tmp, out)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
     return {"file": str(path), "sha256": digest, "bytes": path.stat().st_size}
 
 
@@ -126,14 +123,10 @@ def _fetch_hf(spec: dict, out: Path) -> None:
 
     if "id" not in spec:
         raise ValueError(f"model spec {spec}: source 'hf' needs an 'id'")
-    tmp = staging_directory(out)
-    try:
+    with model_directory(out) as tmp:
         snapshot_download(repo_id=spec["id"], revision=spec.get("revision"), local_dir=tmp)
         shutil.rmtree(tmp / ".cache", ignore_errors=True)  # huggingface_hub's download metadata
         _require_config(tmp, f"Hugging Face snapshot {spec['id']}@{spec.get('revision')}")
-        _replace_dir(tmp, out)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
 
 
 API_MODEL_FILE = "api_model.json"  # {"served_name": ...}: the directory stands for a hosted model
@@ -146,8 +139,7 @@ def _fetch_api(spec: dict, out: Path) -> None:
     missing = [key for key in ("served_name", "tokenizer") if key not in spec]
     if missing:
         raise ValueError(f"model spec {spec}: source 'api' needs {', '.join(missing)}")
-    tmp = staging_directory(out)
-    try:
+    with model_directory(out) as tmp:
         snapshot_download(
             repo_id=spec["tokenizer"],
             revision=spec.get("revision"),
@@ -158,9 +150,6 @@ def _fetch_api(spec: dict, out: Path) -> None:
         if not (tmp / "tokenizer_config.json").is_file():
             raise FileNotFoundError(f"{spec['tokenizer']} has no tokenizer_config.json")
         (tmp / API_MODEL_FILE).write_text(json.dumps({"served_name": spec["served_name"]}))
-        _replace_dir(tmp, out)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def api_served_name(model_dir: str | os.PathLike[str]) -> str | None:
@@ -176,26 +165,10 @@ def _copy_local(spec: dict, out: Path) -> None:
     if not src.is_dir():
         raise FileNotFoundError(f"model spec {spec}: {src} is not a directory")
     _require_config(src, f"local model {src}")
-    tmp = staging_directory(out)
-    try:
+    with model_directory(out) as tmp:
         shutil.copytree(src, tmp, dirs_exist_ok=True)
-        _replace_dir(tmp, out)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def _require_config(directory: Path, what: str) -> None:
     if not (directory / "config.json").is_file():
         raise FileNotFoundError(f"{what} has no config.json: not a model directory")
-
-
-def _replace_dir(src: Path, dst: Path) -> None:
-    """Rename src to dst; an existing dst is moved aside first and deleted after the rename."""
-    if not dst.exists():
-        src.rename(dst)
-        return
-    old = dst.with_name(f".{dst.name}.old")
-    shutil.rmtree(old, ignore_errors=True)
-    dst.rename(old)
-    src.rename(dst)
-    shutil.rmtree(old, ignore_errors=True)

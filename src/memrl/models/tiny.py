@@ -8,8 +8,6 @@ runs unchanged on CPU, with no download. Its outputs are noise; only the plumbin
 from __future__ import annotations
 
 import os
-import shutil
-import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -17,8 +15,7 @@ import torch
 from tokenizers import Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers, trainers
 from transformers import GenerationConfig, PreTrainedTokenizerFast, Qwen2Config, Qwen2ForCausalLM
 
-from memrl.data.io import staging_directory
-from memrl.models import TINY_CONTEXT
+from memrl.models import TINY_CONTEXT, model_directory
 
 PAD_TOKEN = "<|endoftext|>"
 IM_START = "<|im_start|>"
@@ -95,13 +92,9 @@ def build_tiny_model(
         eos_token_id=[tokenizer.eos_token_id, tokenizer.pad_token_id],
         pad_token_id=tokenizer.pad_token_id,
     )
-    tmp = staging_directory(out)
-    try:
+    with model_directory(out) as tmp:
         tokenizer.save_pretrained(tmp)
         model.save_pretrained(tmp)
-        _replace_dir(tmp, out)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
     return out
 
 
@@ -134,14 +127,3 @@ def build_tokenizer(
         model_max_length=model_max_length,
         clean_up_tokenization_spaces=False,
     )
-
-
-def _replace_dir(src: Path, dst: Path) -> None:
-    """Move src to dst; an existing dst is swapped out first and deleted after the rename."""
-    if not dst.exists():
-        src.rename(dst)
-        return
-    old = Path(tempfile.mkdtemp(prefix=f".{dst.name}.old.", dir=dst.parent))
-    dst.rename(old / dst.name)
-    src.rename(dst)
-    shutil.rmtree(old, ignore_errors=True)
