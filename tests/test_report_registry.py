@@ -13,6 +13,7 @@ import pytest
 
 from memrl import config as cfg
 from memrl.config import FIGURES, TABLES
+from memrl.config.report_plans import declared_once
 from memrl.report import tables
 from memrl.report.figures import PAPER_FIGURES
 from memrl.report.registry import (
@@ -70,6 +71,10 @@ def test_every_planned_table_and_figure_is_declared_once_in_the_plans_order():
         gathered("table", TABLES, dict(tables.PAPER_TABLES), one)
     with pytest.raises(ValueError, match="that no module declares: \\['table1'"):
         gathered("table", TABLES, {k: v for k, v in tables.PAPER_TABLES.items() if k != "table1"})
+    plan = cfg.REPORTS["table1"]  # the plan's half: one declaration per name too
+    assert all(name == p.name for name, p in cfg.REPORTS.items())
+    with pytest.raises(cfg.ConfigError, match="'table1' is declared twice"):
+        declared_once(plan, cfg.REPORTS["table2"], plan)
 
 
 def test_a_new_table_is_its_declaration_builder_loader_and_kind_included(tmp_path, monkeypatch):
@@ -89,7 +94,9 @@ def test_a_new_table_is_its_declaration_builder_loader_and_kind_included(tmp_pat
 
     declared = PaperTable(build, BOTH_PAPERS, load=load, text=True, sizes=lambda paper: 7)
     monkeypatch.setitem(tables.PAPER_TABLES, "throwaway", declared)
-    monkeypatch.setitem(cfg.REPORTS, "throwaway", cfg.ReportPlan("A throwaway table", list))
+    monkeypatch.setitem(
+        cfg.REPORTS, "throwaway", cfg.ReportPlan("throwaway", "A throwaway table", list)
+    )
     records = tables.load_table_records("throwaway", ["x.json"])
     table = tables.build_paper_table("throwaway", records, [], {"k": 1}, {50: "7K"})
     assert seen["paths"] == ["x.json"] and seen["input"].length_labels == {50: "7K"}
@@ -114,7 +121,11 @@ def test_a_new_figure_is_its_declaration_drawing_and_claims_included(tmp_path, m
 
     declared = PaperFigure(plot, MEMALPHA, lambda f: ["a claim"])
     monkeypatch.setitem(figures.PAPER_FIGURES, "throwaway", declared)
-    monkeypatch.setitem(cfg.REPORTS, "throwaway", cfg.ReportPlan("A throwaway figure", list))
+    monkeypatch.setitem(
+        cfg.REPORTS,
+        "throwaway",
+        cfg.ReportPlan("throwaway", "A throwaway figure", list, figure=True),
+    )
     records = [{"system": "s"}]
     assert figures.figure_claims("throwaway", records, [], {}) == ["a claim"]
     figures.plot_paper_figure("throwaway", records, [], {}, tmp_path / "throwaway", "T")
@@ -135,6 +146,7 @@ def test_a_new_tables_plan_is_its_declaration_jobs_settings_and_inputs(monkeypat
     file and inputs through the functions the Snakefile calls."""
     smoke = cfg.load_config([Path(__file__).resolve().parents[1] / "config/smoke.yaml"])
     declared = cfg.ReportPlan(
+        "throwaway",
         "A throwaway table",
         lambda s: s.select("longbench", kind="memagent"),
         paper="memalpha_paper",
@@ -168,7 +180,9 @@ def test_a_plan_selecting_an_unknown_benchmark_or_system_stops_naming_the_table(
     monkeypatch, select, error
 ):
     smoke = cfg.load_config([Path(__file__).resolve().parents[1] / "config/smoke.yaml"])
-    monkeypatch.setitem(cfg.REPORTS, "throwaway", cfg.ReportPlan("A throwaway table", select))
+    monkeypatch.setitem(
+        cfg.REPORTS, "throwaway", cfg.ReportPlan("throwaway", "A throwaway table", select)
+    )
     with pytest.raises(cfg.ConfigError, match=error):
         cfg.report_inputs(smoke, "throwaway")
 

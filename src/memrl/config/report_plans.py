@@ -148,6 +148,7 @@ class ReportPlan:
     its jobs' metrics, and whether it carries MemAgent's prompt wording or Figure 10's measured
     cost. Its builder and loader are declared in its report module (memrl.report.registry)."""
 
+    name: str  # its key in REPORTS, its target, the stem of its files
     caption: str
     jobs: Callable[[Selection], list[EvalJob]]
     paper: str = "paper"  # MemAgent's numbers; "memalpha_paper": Mem-α's
@@ -220,29 +221,42 @@ def _keyword_inputs(config: dict[str, Any]) -> list[str]:
 
 
 def _memagent(
-    caption: str, paper_key: str | None, jobs: Callable[[Selection], list[EvalJob]], **kw: Any
+    name: str,
+    caption: str,
+    paper_key: str | None,
+    jobs: Callable[[Selection], list[EvalJob]],
+    **kw: Any,
 ) -> ReportPlan:
     """A MemAgent table: its numbers in MemAgent's paper file, the prompt wording noted."""
-    return ReportPlan(caption, jobs, paper_key=paper_key, wording=True, **kw)
+    return ReportPlan(name, caption, jobs, paper_key=paper_key, wording=True, **kw)
 
 
 def _memalpha(
-    caption: str, paper_key: str | None, jobs: Callable[[Selection], list[EvalJob]], **kw: Any
+    name: str,
+    caption: str,
+    paper_key: str | None,
+    jobs: Callable[[Selection], list[EvalJob]],
+    **kw: Any,
 ) -> ReportPlan:
     """A table or figure compared with Mem-α's paper file."""
-    return ReportPlan(caption, jobs, paper="memalpha_paper", paper_key=paper_key, **kw)
+    return ReportPlan(name, caption, jobs, paper="memalpha_paper", paper_key=paper_key, **kw)
 
 
 def _figure(
-    caption: str, paper_key: str | None, jobs: Callable[[Selection], list[EvalJob]], **kw: Any
+    name: str,
+    caption: str,
+    paper_key: str | None,
+    jobs: Callable[[Selection], list[EvalJob]],
+    **kw: Any,
 ) -> ReportPlan:
     """A MemAgent figure."""
-    return ReportPlan(caption, jobs, paper_key=paper_key, figure=True, **kw)
+    return ReportPlan(name, caption, jobs, paper_key=paper_key, figure=True, **kw)
 
 
 def _memory_ablation(declare: Callable[..., ReportPlan], name: str, caption: str) -> ReportPlan:
     """Tables 8, 9 and Figures 8, 9: the ablated systems and their variants (MEMORY_ABLATION)."""
     return declare(
+        name,
         caption,
         "memory_ablation",
         lambda s: s.memory_ablation(name),
@@ -255,13 +269,19 @@ def _ablation(name: str, caption: str) -> ReportPlan:
     """Mem-α Tables 4 and 9: the (β, γ) ablation of our Mem-α runs on one benchmark."""
     bench = ABLATION_TABLES[name]
     return _memalpha(
-        caption, name.removeprefix("memalpha_"), lambda s: s.ablation(bench), needs=_ABLATION_NEEDS
+        name,
+        caption,
+        name.removeprefix("memalpha_"),
+        lambda s: s.ablation(bench),
+        needs=_ABLATION_NEEDS,
     )
 
 
 def _stats(name: str, caption: str) -> ReportPlan:
     """Mem-α Tables 6-8: the statistics of the `memalpha` splits it describes."""
-    return _memalpha(caption, name.removeprefix("memalpha_"), _nothing, inputs=_stats_inputs(name))
+    return _memalpha(
+        name, caption, name.removeprefix("memalpha_"), _nothing, inputs=_stats_inputs(name)
+    )
 
 
 def _nothing(selection: Selection) -> list[EvalJob]:
@@ -276,44 +296,59 @@ _MEMORY_NEEDS = "evaluation.memory_ablation"
 _RL_NEEDS = "report.rl_ablation"
 _ABLATION_NEEDS = "memalpha.training.runs, evaluated as systems"
 
+
+def declared_once(*plans: ReportPlan) -> dict[str, ReportPlan]:
+    """Name -> plan, in the order given; a name declared twice stops the import, naming it."""
+    found: dict[str, ReportPlan] = {}
+    for plan in plans:
+        if plan.name in found:
+            raise ConfigError(f"memrl.config.report_plans: {plan.name!r} is declared twice")
+        found[plan.name] = plan
+    return found
+
+
 # Every table and figure by name, in the plan's order (the tables, then the figures): its caption,
 # where its numbers are in its paper file, the evaluations it reads and what else it declares
-REPORTS: dict[str, ReportPlan] = {
-    "table1": _memagent("RULER-HQA accuracy (%)", "ruler_hqa", Selection.memagent_suite),
-    "table2": _memagent(
+REPORTS: dict[str, ReportPlan] = declared_once(
+    _memagent("table1", "RULER-HQA accuracy (%)", "ruler_hqa", Selection.memagent_suite),
+    _memagent(
+        "table2",
         "LongBench-SUM, ROUGE recall (%)",
         "longbench_sum",
         lambda s: s.select("longbench", rag=False, tasks=LONGBENCH_SUM),
     ),
-    "table3": _memagent(
+    _memagent(
+        "table3",
         "LongBench-QA (%)",
         "longbench_qa",
         lambda s: s.select("longbench", rag=False, tasks=s.qa),
     ),
-    PROBE_TABLE: _memagent(
+    _memagent(
+        PROBE_TABLE,
         "Table 4: the context-distribution probe, differences from random",
         "probe",
         Selection.probe,
         needs="evaluation.probe",
         settings=_probe_settings,
     ),
-    NIAH_CONFIG_TABLE: _memagent(
+    _memagent(
+        NIAH_CONFIG_TABLE,
         "Table 7: the NIAH synthetic configuration that ran",
         "niah_config",
         _nothing,
         settings=_niah_config_settings,
         inputs=_niah_set_inputs,
     ),
-    "table8": _memory_ablation(
-        _memagent, "table8", "Table 8: NIAH (mean of levels 1-3) by memory/chunk"
-    ),
-    "table9": _memory_ablation(_memagent, "table9", "Table 9: LongBench-QA by memory/chunk size"),
-    "table10": _memagent(
+    _memory_ablation(_memagent, "table8", "Table 8: NIAH (mean of levels 1-3) by memory/chunk"),
+    _memory_ablation(_memagent, "table9", "Table 9: LongBench-QA by memory/chunk size"),
+    _memagent(
+        "table10",
         "RULER-HQA: MemAgent vs RAG over whole documents (%)",
         "rag_ruler_hqa",
         lambda s: s.select("ruler_hqa", rag=True) + s.select("ruler_hqa", kind="memagent"),
     ),
-    "table11": _memagent(
+    _memagent(
+        "table11",
         "LongBench-QA: MemAgent vs RAG over chunks (%)",
         "rag_longbench_qa",
         lambda s: (
@@ -321,106 +356,114 @@ REPORTS: dict[str, ReportPlan] = {
             + s.select("longbench", kind="memagent", tasks=s.qa)
         ),
     ),
-    "table_niah": _memagent(
+    _memagent(
+        "table_niah",
         "NIAH: mean of niah_single_1/2/3 (%)",
         "memory_ablation",
         lambda s: s.select("ruler", tasks=NIAH_FIGURE_TASKS),
     ),
-    PATTERNS_TABLE: _memagent(
+    _memagent(
+        PATTERNS_TABLE,
         "Failure patterns (Appendix F): what the memory did with the gold evidence",
         None,
         lambda s: s.select("ruler_hqa", kind="memagent"),
     ),
-    "memalpha_table1": _memalpha(
+    _memalpha(
+        "memalpha_table1",
         "Mem-α Table 1: validation, Perf. (%) and Mem. (K)",
         "table1",
         lambda s: s.select("memalpha"),
     ),
-    "memalpha_table2": _memalpha(
-        "Mem-α Table 2: MemoryAgentBench, Perf. and Mem.", "table2", lambda s: s.select("mab")
+    _memalpha(
+        "memalpha_table2",
+        "Mem-α Table 2: MemoryAgentBench, Perf. and Mem.",
+        "table2",
+        lambda s: s.select("mab"),
     ),
-    "memalpha_table3": _memalpha(
+    _memalpha(
+        "memalpha_table3",
         "Mem-α Table 3: the framework with three policies",
         "table3",
         lambda s: s.select("memalpha", kind="memalpha"),
     ),
-    "memalpha_table4": _ablation(
-        "memalpha_table4", "Mem-α Table 4: the (β, γ) ablation, validation"
-    ),
-    "memalpha_table9": _ablation(
-        "memalpha_table9", "Mem-α Table 9: the (β, γ) ablation, MemoryAgentBench"
-    ),
-    TRACE_TABLE: _memalpha(
+    _ablation("memalpha_table4", "Mem-α Table 4: the (β, γ) ablation, validation"),
+    _ablation("memalpha_table9", "Mem-α Table 9: the (β, γ) ablation, MemoryAgentBench"),
+    _memalpha(
+        TRACE_TABLE,
         "Mem-α Table 5: final memories side by side",
         "table5",
         lambda s: s.select("memalpha", kind="memalpha") + s.select("mab", kind="memalpha"),
         settings=_trace_settings,
         inputs=_trace_inputs,
     ),
-    "memalpha_table6": _stats("memalpha_table6", "Mem-α Table 6: dataset statistics (validation)"),
-    "memalpha_table7": _stats(
-        "memalpha_table7", "Mem-α Table 7: dataset statistics (train, valid.)"
-    ),
-    "memalpha_table8": _stats("memalpha_table8", "Mem-α Table 8: MemoryAgentBench statistics"),
-    KEYWORDS_TABLE: _memalpha(
+    _stats("memalpha_table6", "Mem-α Table 6: dataset statistics (validation)"),
+    _stats("memalpha_table7", "Mem-α Table 7: dataset statistics (train, valid.)"),
+    _stats("memalpha_table8", "Mem-α Table 8: MemoryAgentBench statistics"),
+    _memalpha(
+        KEYWORDS_TABLE,
         "Mem-α Figure 4: the keyword golds rebuilt beside the released ones",
         None,
         _nothing,
         needs="keywords",
         inputs=_keyword_inputs,
     ),
-    SUITES_TABLE: _memalpha(
+    _memalpha(
+        SUITES_TABLE,
         "Every system on RULER-HQA and MemoryAgentBench",
         None,
         lambda s: s.select("ruler_hqa") + s.select("mab"),
     ),
-    CUSTOM_TABLE: ReportPlan(
+    ReportPlan(
+        CUSTOM_TABLE,
         "Every chosen system on your own datasets",
         lambda s: s.select(CUSTOM_BENCHMARK),
         needs="custom",
     ),
-    "figure1": _figure(
-        "RULER-HQA accuracy against context length", "figure1", Selection.memagent_suite
+    _figure(
+        "figure1", "RULER-HQA accuracy against context length", "figure1", Selection.memagent_suite
     ),
-    "figure5": _figure(
+    _figure(
+        "figure5",
         "NIAH (niah_single_1/2/3) accuracy",
         "niah",
         lambda s: s.select("ruler", tasks=NIAH_FIGURE_TASKS),
     ),
-    "figure_ood": _figure("RULER out-of-distribution tasks", "ood", lambda s: s.select("ruler")),
-    "figure6": _figure(
+    _figure("figure_ood", "RULER out-of-distribution tasks", "ood", lambda s: s.select("ruler")),
+    _figure(
+        "figure6",
         "RL ablation on RULER-HQA: backbone, MemAgent w/o RL, RL-MemAgent",
         "rl_ablation",
         lambda s: s.rl_ablation(RL_ABLATION_FIGURES["figure6"]),
         needs=_RL_NEEDS,
         settings=_rl_groups,
     ),
-    "figure7": _figure(
+    _figure(
+        "figure7",
         "RL ablation on LongBench-QA: backbone, MemAgent w/o RL, RL-MemAgent",
         "rl_ablation",
         lambda s: s.rl_ablation(RL_ABLATION_FIGURES["figure7"], tasks=s.qa),  # QA
         needs=_RL_NEEDS,
         settings=_rl_groups,
     ),
-    "figure8": _memory_ablation(
+    _memory_ablation(
         _figure, "figure8", "Memory size on NIAH (mean of niah_single_1/2/3), chunk size fixed"
     ),
-    "figure9": _memory_ablation(
-        _figure, "figure9", "Memory size on LongBench-QA, chunk size fixed"
-    ),
-    FLOPS_FIGURE: _figure(
+    _memory_ablation(_figure, "figure9", "Memory size on LongBench-QA, chunk size fixed"),
+    _figure(
+        FLOPS_FIGURE,
         "FLOPs from 8K to 4M tokens, and the measured cost of our RULER-HQA jobs",
         None,
         lambda s: s.rl_ablation("ruler_hqa", FLOPS_ROLES),
         measured_cost=True,
     ),
-    "memalpha_frontier": ReportPlan(
+    ReportPlan(
+        "memalpha_frontier",
         "Mem-α suites: average score against memory size",
         lambda s: s.select("memalpha") + s.select("mab"),
         paper="memalpha_paper",
         figure=True,
     ),
-}
+)
 TABLES = tuple(name for name, plan in REPORTS.items() if not plan.figure)
 FIGURES = tuple(name for name, plan in REPORTS.items() if plan.figure)
 if list(REPORTS) != [*TABLES, *FIGURES]:  # the tables first: the plan's and the report's order
