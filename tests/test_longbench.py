@@ -14,9 +14,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from memrl.data.longbench import (
-    LONGBENCH_QA,
     LONGBENCH_REVISION,
-    LONGBENCH_SUM,
     LONGBENCH_TASKS,
     load_longbench,
     max_new_tokens,
@@ -25,7 +23,13 @@ from memrl.data.longbench import (
     question_for_memagent,
 )
 from memrl.data.sources import fixture_path
-from memrl.scoring.longbench import qa_f1_score, rouge_scores, score_longbench
+from memrl.scoring.longbench import (
+    LONGBENCH_QA,
+    LONGBENCH_SUM,
+    qa_f1_score,
+    rouge_scores,
+    score_longbench,
+)
 from memrl.scoring.metrics import f1 as hotpotqa_f1
 
 REPO = Path(__file__).resolve().parents[1]

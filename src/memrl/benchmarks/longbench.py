@@ -69,7 +69,7 @@ def sizes(config: dict[str, Any], tasks: list[str], length: int) -> list[tuple[i
 def sets(config: dict[str, Any], system_id: str, system: dict[str, Any], kind: Any) -> Sets:
     """One job of its configured tasks: QA only for a QA-only kind (the summaries are Table 2's),
     a memory-ablation variant's `tasks.longbench` only."""
-    from memrl.data.longbench import LONGBENCH_SUM
+    from memrl.scoring.longbench import LONGBENCH_SUM
 
     only = system.get("tasks", {}).get("longbench")
     return {

@@ -45,8 +45,8 @@ from memrl.config.reports import (
     stats_splits,
 )
 from memrl.config.yaml_file import load_yaml
-from memrl.data.longbench import LONGBENCH_SUM
 from memrl.layout import ConfigError, keyword_sets, keywords_file, memalpha_runs, stats_file
+from memrl.scoring.longbench import LONGBENCH_SUM
 from memrl.systems import system_kind
 
 

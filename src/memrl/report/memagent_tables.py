@@ -26,7 +26,6 @@ from memrl.benchmarks.longbench import TASK_LABELS
 from memrl.config import (
     NIAH_FIGURE_TASKS,
 )
-from memrl.data.longbench import LONGBENCH_QA, LONGBENCH_SUM
 from memrl.report.assemble import (
     Average,
     Column,
@@ -47,6 +46,7 @@ from memrl.report.rows import (
     system_kind,
     system_specs,
 )
+from memrl.scoring.longbench import LONGBENCH_QA, LONGBENCH_SUM
 
 NIAH_TASKS = NIAH_FIGURE_TASKS
 # Table 2: (paper key, metrics-file field, header)
