@@ -27,7 +27,7 @@ $(STAMP): envs/dev.lock pyproject.toml
 lock: $(STAMP)  ## resolve envs/<env>.in into envs/<env>.lock (all, or ENVS="core infer")
 	$(ENVTOOL) lock $(ENVS)
 
-lock-check: $(STAMP)  ## resolve every lock again (PyPI, no download): each must come out byte for byte
+lock-check: $(STAMP)  ## resolve every lock again (PyPI, no download): each one's pins and hashes must come out the same
 	$(ENVTOOL) lock --check $(ENVS)
 
 smoke: $(STAMP)  ## the whole DAG on config/smoke.yaml: CPU, offline, minutes

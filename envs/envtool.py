@@ -4,8 +4,9 @@ exists, on the host, in conda's post-deploy hook and inside an image's build).
 
     envtool.py lock [ENV ...]          resolve <env>.in into <env>.lock (uv, hashes) and write the
                                        conda file's pip section from it
-    envtool.py lock --check [ENV ...]  resolve again into a scratch file: the committed lock must
-                                       come out byte for byte (CI: `make lock-check`)
+    envtool.py lock --check [ENV ...]  resolve again into a scratch file: the committed lock's
+                                       pins and hashes must come out line for line (CI: `make
+                                       lock-check`); a change in `# via` comments only is printed
     envtool.py install ENV [--python PY]   install the lock into PY's environment (pip,
                                        hash-checked, nothing resolved again), record the lock beside
                                        it and add the `memrl` launcher
@@ -156,12 +157,21 @@ def lock(names: list[str], check: bool = False) -> None:
             command = compile_command(name, uv, output)
             print("+", shlex.join(command), flush=True)
             subprocess.run(command, cwd=REPO, check=True, env=env)
-            if check and output.read_bytes() != lock_path(name).read_bytes():
+            if check and installable(output) != installable(lock_path(name)):
                 stale.append(f"{name} ({lock_differences(lock_path(name), output)})")
+            elif check and output.read_bytes() != lock_path(name).read_bytes():
+                print(f"envtool: {name}: same pins and hashes, other comments (`make lock` renews)")
             elif not check and (ENVS / f"{name}.yaml").is_file():
                 write_conda_file(name)
     if stale:
         raise EnvError(f"locks that resolve differently now: {'; '.join(stale)}: run `make lock`")
+
+
+def installable(lock_file: Path) -> list[str]:
+    """A lock's requirement and hash lines: what pip installs, without uv's `# via` comments (which
+    change when a package the lock omits, such as torchaudio, changes its metadata upstream)."""
+    lines = (line.strip() for line in lock_file.read_text().splitlines())
+    return [line for line in lines if line and not line.startswith("#")]
 
 
 def lock_differences(committed: Path, resolved: Path) -> str:
@@ -170,7 +180,7 @@ def lock_differences(committed: Path, resolved: Path) -> str:
     changed = [
         f"{p} {old.get(p, '-')} -> {new.get(p, '-')}" for p in names if old.get(p) != new.get(p)
     ]
-    return ", ".join(changed[:10]) or "same pins, other hashes or comments"
+    return ", ".join(changed[:10]) or "same pins, other hashes"
 
 
 def resolution_order(names: list[str]) -> list[str]:

