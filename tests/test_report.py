@@ -71,7 +71,16 @@ from memrl.scoring.intervals import wilson
 
 REPO = Path(__file__).resolve().parents[1]
 # their own inputs: below, and in test_memory_patterns.py
-TESTED_ALONE = (TRACE_TABLE, NIAH_CONFIG_TABLE, "table4", PATTERNS_TABLE, KEYWORDS_TABLE)
+# tested in their own files (the recipes tables: tests/test_recipes.py)
+TESTED_ALONE = (
+    TRACE_TABLE,
+    NIAH_CONFIG_TABLE,
+    "table4",
+    PATTERNS_TABLE,
+    KEYWORDS_TABLE,
+    cfg.MEMAGENT_RECIPES_TABLE,
+    cfg.MEMALPHA_RECIPES_TABLE,
+)
 PAPER_FILE = REPO / "config/paper/memagent.yaml"
 N_DOCS = [50, 100, 200, 400, 800, 1600, 3200, 6400, 12800, 25600]
 

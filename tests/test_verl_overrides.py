@@ -38,8 +38,12 @@ PATHS = VerlPaths(
 )
 
 
-def paper_settings(run: str = "rl-memagent-7b", stage: str = "stage1") -> dict[str, Any]:
-    return train_settings(load_yaml(REPO / "config" / "config.yaml"), run, stage)
+def paper_settings(
+    run: str = "rl-memagent-7b", stage: str = "stage1", recipe: str = "official"
+) -> dict[str, Any]:
+    config = load_yaml(REPO / "config" / "config.yaml")
+    config["training"]["recipe"] = recipe
+    return train_settings(config, run, stage)
 
 
 def memalpha_paper_settings(run: str = "memalpha-4b-b0.05-g0.1") -> dict[str, Any]:
@@ -80,15 +84,14 @@ def test_memalpha_paper_settings_give_the_official_grpo_run() -> None:
         "trainer.save_freq": "5",
         "trainer.max_actor_ckpt_to_keep": "2",
         "trainer.experiment_name": "memalpha-4b-b0.05-g0.1-grpo",
-        f"{actor}.loss_agg_mode": "token-mean",  # the script's; absent from the settings
+        f"{actor}.loss_agg_mode": "token-mean",  # the script's (its recipe's)
     }
     assert {key: o[key] for key in expected} == expected
-    assert "loss_agg" not in memalpha_paper_settings()  # the default reruns no job
 
 
 def test_the_papers_per_action_loss_is_verls_seq_mean_token_mean() -> None:
     config = load_yaml(REPO / "config" / "config.yaml")
-    config["memalpha"]["training"]["loss_agg"] = "seq-mean-token-mean"
+    config["memalpha"]["training"]["recipes"]["official"]["loss_agg"] = "seq-mean-token-mean"
     settings = memalpha_train_settings(config, "memalpha-4b-b0.05-g0.1")
     o = as_dict(verl_overrides(settings, PATHS, MEMALPHA))
     assert o["actor_rollout_ref.actor.loss_agg_mode"] == "seq-mean-token-mean"

@@ -105,8 +105,9 @@ def test_slurm_profile_plans_every_paper_job(repo):
     assert counts["train_memalpha"] == counts["plot_memalpha_training_curve"] == 5
     assert "eval/mab/memalpha-4b-released/0.memories.jsonl" in done.stdout
     assert counts["merge_eval"] == 33 and counts["evaluate_shard"] == 4 * 33
-    # MemAgent's 10 and its failure patterns, Mem-α's 9, the suites; 8 figures and the frontier
-    assert counts["make_table"] == 11 + 9 + 1 and counts["plot_figure"] == 8 + 1
+    # MemAgent's 10, its recipes and failure patterns, Mem-α's 9 and recipes, the suites; 8
+    # figures and the frontier
+    assert counts["make_table"] == 12 + 10 + 1 and counts["plot_figure"] == 8 + 1
     assert counts["case_study"] == 3 and counts["reproduction"] == 1
     # the README's numbers of this plan are this plan's
     readme = docs_text(repo)
@@ -595,7 +596,7 @@ def test_smoke_records_one_mlflow_child_run_per_job(smoke):
     own_data = [r for r in every_record if re.search(r"custom|long_qa|minutes", r.as_posix())]
     records = [r for r in every_record if r not in own_data]
     assert len(own_data) == 20  # 2 copies, 2 checks, 12 evaluations, 3 memorize jobs, its table
-    assert len(children) == len(runs) - 2 - len(own_data) == len(records) == 155  # all but `all`
+    assert len(children) == len(runs) - 2 - len(own_data) == len(records) == 157  # all but `all`
     readme = docs_text(Path(__file__).resolve().parents[1])
     # the README's smoke job count: the quickstart, the speed table, what was verified
     assert readme.count(f"{len(records) + 1} jobs") == 3
@@ -644,7 +645,7 @@ def test_smoke_reproduction_report_shows_every_table_figure_and_claim(smoke):
     # the own-data example's table is its own target's, not `all`'s
     tables = sorted(t for t in (results / "tables").glob("*.md") if t.stem != "custom")
     figures = sorted((results / "figures").glob("*.png"))
-    assert len(tables) == 22 and len(figures) == 11  # both papers' tables; 9 figures, 2 curves
+    assert len(tables) == 24 and len(figures) == 11  # both papers' tables; 9 figures, 2 curves
     for table in tables:
         assert f"### [{table.stem}](tables/{table.name}): " in report
         assert f"- Lineage: `memrl lineage results/smoke/tables/{table.name}`" in report

@@ -59,6 +59,10 @@ TOOLS: dict[str, tuple[str, str]] = {
         "GPU-hours, downloads and checkpoints of a target, before it runs",
     ),
     "ui": ("memrl.ui", "MLflow's UI on a results directory's store, opened on its runs"),
+    "recipe-diff": (
+        "memrl.recipe_diff",
+        "another run's verl config beside a paper's recipe and its official script's, key by key",
+    ),
 }
 
 

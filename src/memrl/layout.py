@@ -81,7 +81,8 @@ def memagent_runs(config: dict[str, Any]) -> dict[str, dict[str, Any]]:
             for memory, chunk in ablation["settings"]:
                 if run in config["training"]["runs"]:
                     agent = {"memory_tokens": memory, "chunk_tokens": chunk}
-                    runs[ablation_name(run, memory, chunk, "-")] = {**runs[run], "agent": agent}
+                    variant = {**runs[run], "agent": agent, "of": run}  # `of`: its recipe's run
+                    runs[ablation_name(run, memory, chunk, "-")] = variant
     return runs
 
 

@@ -87,6 +87,18 @@ def test_paper_scale_overrides_pass_verls_validation(cwd: Path) -> None:
     assert (config.trainer.nnodes, config.trainer.n_gpus_per_node) == (4, 8)
 
 
+def test_memagents_paper_recipe_passes_verls_validation(cwd: Path) -> None:
+    """§A.3 under DAPO's clip-higher (training.recipe: paper): 256 questions a step for the 7B
+    too, ε_high 0.28; verl's own checks accept it."""
+    config = prepare(compose(verl_overrides(paper_settings(recipe="paper"), PATHS)), ENV, cwd)
+    actor = config.actor_rollout_ref.actor
+    assert (config.data.train_batch_size, actor.clip_ratio_low, actor.clip_ratio_high) == (
+        256,
+        0.2,
+        0.28,
+    )
+
+
 def test_memalpha_overrides_pass_verls_validation_and_pick_its_trainer(cwd: Path) -> None:
     """Mem-α's GRPO run: verl's own checks and config dataclasses accept it (4 x 8 GPUs,
     32 instances x n 8, 4 instances = 32 rows per update), and the task runner trains it with

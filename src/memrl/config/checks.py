@@ -69,6 +69,7 @@ def check_references(config: dict[str, Any]) -> None:
         require(f"filter.models.{i}", name, models)
     for run, spec in config["training"]["runs"].items():
         require(f"training.runs.{run}.base", spec["base"], models)
+    _check_memagent_recipes(config["training"])
     for run, spec in memalpha_runs(config).items():
         require(f"memalpha.training.runs.{run}.base", spec["base"], models)
     require("ruler.tokenizer", config["ruler"]["tokenizer"], models)
@@ -412,6 +413,43 @@ def _check_memalpha_window(config: dict[str, Any]) -> None:
             raise ConfigError(
                 f"config key memalpha.training.prompt_cap: {cap} + max_new_tokens {reply} exceed "
                 f"run {run!r}'s base {run_spec['base']!r} window of {window} tokens"
+            )
+
+
+# what a stage must have once its recipe is laid over it (the schema's stage lacks clip_high)
+STAGE_KEYS = ("steps", "rollout_batch", "group_size", "mini_batches_per_step", "lr",
+              "warmup_steps", "kl_coef", "clip_low", "clip_high", "clip_c")  # fmt: skip
+
+
+def _check_memagent_recipes(training: dict[str, Any]) -> None:
+    """MemAgent's recipe exists; every recipe sets the same keys, so a switch leaves none unset
+    or stale; no stage sets a key the recipes set (it would be silently replaced); a recipe's
+    `runs` names training runs; and each stage has every key once its recipe is laid over it."""
+    recipes, name = training["recipes"], training["recipe"]
+    if name not in recipes:
+        raise ConfigError(
+            f"config key training.recipe: unknown recipe {name!r} (known: {sorted(recipes)})"
+        )
+    key_sets = {r: sorted(set(entry) - {"runs"}) for r, entry in recipes.items()}
+    if len({tuple(keys) for keys in key_sets.values()}) > 1:
+        raise ConfigError(
+            f"config key training.recipes: the recipes set different keys: {key_sets}"
+        )
+    for stage in ("stage1", "stage2"):
+        if shadowed := sorted(set(training[stage]) & set(key_sets[name])):
+            raise ConfigError(
+                f"config key training.{stage}: {', '.join(shadowed)} set by training.recipes too "
+                "(the recipe's value wins): remove it from the stage"
+            )
+        if missing := [k for k in STAGE_KEYS if k not in {**training[stage], **recipes[name]}]:
+            raise ConfigError(
+                f"config key training.{stage}: no {', '.join(missing)} in the stage nor in "
+                f"recipe {name!r}"
+            )
+    for recipe, entry in recipes.items():
+        if unknown := sorted(set(entry.get("runs", {})) - set(training["runs"])):
+            raise ConfigError(
+                f"config key training.recipes.{recipe}.runs: not training runs: {unknown}"
             )
 
 

@@ -29,6 +29,8 @@ from memrl.config.reports import (
     FLOPS_FIGURE,
     FLOPS_ROLES,
     KEYWORDS_TABLE,
+    MEMAGENT_RECIPES_TABLE,
+    MEMALPHA_RECIPES_TABLE,
     MEMORY_ABLATION,
     NIAH_CONFIG_TABLE,
     NIAH_FIGURE_TASKS,
@@ -45,7 +47,17 @@ from memrl.config.reports import (
     stats_splits,
 )
 from memrl.config.yaml_file import load_yaml
-from memrl.layout import ConfigError, keyword_sets, keywords_file, memalpha_runs, stats_file
+from memrl.layout import (
+    MEMALPHA_STAGE,
+    STAGES,
+    ConfigError,
+    checkpoint_dir,
+    keyword_sets,
+    keywords_file,
+    memagent_runs,
+    memalpha_runs,
+    stats_file,
+)
 from memrl.scoring.longbench import LONGBENCH_SUM
 from memrl.systems import system_kind
 
@@ -220,6 +232,16 @@ def _keyword_inputs(config: dict[str, Any]) -> list[str]:
     return [str(keywords_file(config, name)) for name in keyword_sets(config)]
 
 
+def _memagent_checkpoints(config: dict[str, Any]) -> list[str]:
+    """Every MemAgent training job's checkpoint: its recipe file is beside it."""
+    runs = memagent_runs(config)
+    return [str(checkpoint_dir(config, run, stage)) for run in runs for stage in STAGES]
+
+
+def _memalpha_checkpoints(config: dict[str, Any]) -> list[str]:
+    return [str(checkpoint_dir(config, run, MEMALPHA_STAGE)) for run in memalpha_runs(config)]
+
+
 def _memagent(
     name: str,
     caption: str,
@@ -362,6 +384,14 @@ REPORTS: dict[str, ReportPlan] = declared_once(
         "memory_ablation",
         lambda s: s.select("ruler", tasks=NIAH_FIGURE_TASKS),
     ),
+    ReportPlan(
+        MEMAGENT_RECIPES_TABLE,
+        "MemAgent's training recipe: each trained job beside §A.3 and the official scripts",
+        _nothing,
+        paper_key="recipe",
+        needs="training.runs",
+        inputs=_memagent_checkpoints,
+    ),
     _memagent(
         PATTERNS_TABLE,
         "Failure patterns (Appendix F): what the memory did with the gold evidence",
@@ -395,6 +425,14 @@ REPORTS: dict[str, ReportPlan] = declared_once(
         lambda s: s.select("memalpha", kind="memalpha") + s.select("mab", kind="memalpha"),
         settings=_trace_settings,
         inputs=_trace_inputs,
+    ),
+    _memalpha(
+        MEMALPHA_RECIPES_TABLE,
+        "Mem-α's training recipe: each trained run beside §4.1 and the official script",
+        "recipe",
+        _nothing,
+        needs="memalpha.training.runs",
+        inputs=_memalpha_checkpoints,
     ),
     _stats("memalpha_table6", "Mem-α Table 6: dataset statistics (validation)"),
     _stats("memalpha_table7", "Mem-α Table 7: dataset statistics (train, valid.)"),

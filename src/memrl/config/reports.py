@@ -16,9 +16,10 @@ from memrl.config.matrix import (
     eval_systems,
     rl_ablation_groups,
 )
-from memrl.config.settings import memalpha_loss_agg, memalpha_recipe
+from memrl.config.settings import memalpha_recipe
 from memrl.data.ruler import TASKS as RULER_TASK_SPECS
 from memrl.layout import (
+    memagent_runs,
     memalpha_runs,
     model_reproduces,
     trained_runs,
@@ -68,21 +69,24 @@ def report_systems(config: dict[str, Any], variants: bool) -> list[dict[str, Any
             "paper_row": spec.get("paper_row"),
             "reproduces": model_reproduces(config, spec["model"]) if "model" in spec else True,
             **{key: spec[key] for key in REPORTED_SYSTEM_KEYS if key in spec},
-            **_reward_weights(config, spec),
+            **_trained_here(config, spec),
         }
         for system_id, spec in eval_systems(config).items()
         if variants or "ablation_of" not in spec
     ]
 
 
-def _reward_weights(config: dict[str, Any], system: dict[str, Any]) -> dict[str, Any]:
-    """A Mem-α system whose policy is a Mem-α run of ours: its (β, γ), which pick its row of the
-    ablation tables (memalpha_table4/9), and the recipe that trained it (their notes)."""
-    run = memalpha_runs(config).get(system.get("model", ""))
+def _trained_here(config: dict[str, Any], system: dict[str, Any]) -> dict[str, Any]:
+    """A system whose model is a run of ours: a MemAgent run's recipe (training.recipe: every
+    table showing it says so); a Mem-α policy's (β, γ), which pick its row of the ablation tables
+    (memalpha_table4/9), and its recipe (their notes)."""
+    model = system.get("model", "")
+    if model in memagent_runs(config):
+        return {"memagent_recipe": config["training"]["recipe"]}
+    run = memalpha_runs(config).get(model)
     if system["kind"] != "memalpha" or run is None:
         return {}
-    training = {**memalpha_recipe(config), "loss_agg": memalpha_loss_agg(config)}
-    return {"reward_weights": [run["beta"], run["gamma"]], "training": training}
+    return {"reward_weights": [run["beta"], run["gamma"]], "training": memalpha_recipe(config)}
 
 
 NIAH_CONFIG_TABLE = "table7"  # the NIAH synthetic configuration: reads the RULER sets it describes
@@ -128,6 +132,11 @@ ABLATION_TABLES = {"memalpha_table4": "memalpha", "memalpha_table9": "mab"}
 
 
 KEYWORDS_TABLE = "memalpha_keywords"  # Figure 4's keyword golds rebuilt (the `keywords` block)
+
+
+# each trained job's recipe beside the paper's and the official script's, key by key
+MEMAGENT_RECIPES_TABLE = "memagent_recipes"
+MEMALPHA_RECIPES_TABLE = "memalpha_recipes"
 
 
 SUITES_TABLE = "suites"  # beyond the papers: every system on RULER-HQA and MemoryAgentBench

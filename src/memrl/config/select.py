@@ -98,8 +98,11 @@ def _narrow_mapping(
 def _keep_evaluated_runs(config: dict[str, Any]) -> None:
     """Drop the training runs whose checkpoint no selected system evaluates."""
     evaluated = {system["model"] for system in config["evaluation"]["systems"].values()}
-    runs = config["training"]["runs"]
-    config["training"]["runs"] = {name: run for name, run in runs.items() if name in evaluated}
+    training = config["training"]
+    training["runs"] = {name: run for name, run in training["runs"].items() if name in evaluated}
+    for entry in training["recipes"].values():  # and what the recipes set for a dropped run
+        if "runs" in entry:
+            entry["runs"] = {run: keys for run, keys in entry["runs"].items() if run in evaluated}
     memalpha_training = config.get("memalpha", {}).get("training")
     if memalpha_training:
         memalpha_training["runs"] = {

@@ -27,7 +27,6 @@ from memrl.layout import (
 from memrl.scoring.verifier import DEFAULT_VERIFIER
 from memrl.systems import system_kind
 from memrl.systems.memagent import agent_settings
-from memrl.train import TOKEN_MEAN
 
 
 def probe_set_settings(config: dict[str, Any], task: str, n_docs: int) -> dict[str, Any]:
@@ -185,11 +184,18 @@ def ruler_set_settings(config: dict[str, Any], task: str, length: int) -> dict[s
     }
 
 
+def memagent_recipe(config: dict[str, Any], run: str) -> dict[str, Any]:
+    """The recipe that trains a MemAgent run: its name, its `training.recipes` entry's keys, and
+    those the entry sets for this run (`runs`; a memory-ablation variant takes its run's)."""
+    training = config["training"]
+    entry = dict(training["recipes"][training["recipe"]])
+    per_run = entry.pop("runs", {}).get(memagent_runs(config)[run].get("of", run), {})
+    return {"recipe": training["recipe"], **entry, **per_run}
+
+
 def train_settings(config: dict[str, Any], run: str, stage: str) -> dict[str, Any]:
     spec = memagent_runs(config)[run]
-    stage_spec = dict(config["training"][stage])
-    if "rollout_batch" in spec:
-        stage_spec["rollout_batch"] = spec["rollout_batch"]
+    stage_spec = {**config["training"][stage], **memagent_recipe(config, run)}
     backend = config["training"]["backend"]
     if backend == "verl":  # the cpu trainer's jobs must not rerun when verl-only keys change
         verl = dict(config["training"]["verl"])
@@ -207,6 +213,7 @@ def train_settings(config: dict[str, Any], run: str, stage: str) -> dict[str, An
         "seed": config["seed"],
         "gpus_per_node": spec.get("gpus_per_node", 0),
         "nodes": spec.get("nodes", 1),
+        "recipe_run": spec.get("of", run),  # whose per-run recipe values apply
         **stage_spec,
     }
 
@@ -217,22 +224,14 @@ def memalpha_recipe(config: dict[str, Any]) -> dict[str, Any]:
     return {"recipe": training["recipe"], **training["recipes"][training["recipe"]]}
 
 
-def memalpha_loss_agg(config: dict[str, Any]) -> str:
-    """How Mem-α's GRPO aggregates its loss (`memalpha.training.loss_agg`): token-mean, as the
-    official script, unless set."""
-    return config["memalpha"]["training"].get("loss_agg", TOKEN_MEAN)
-
-
 def memalpha_train_settings(config: dict[str, Any], run: str) -> dict[str, Any]:
     """Everything a Mem-α GRPO job reads: its run (base, β, γ), the chosen recipe (steps,
-    warm-up, KL, checkpoint), the shared hyperparameters, validation on the Memalpha validation
-    sources, the policy's memorisation settings with the training prompt cap, the QA step, the
-    judge."""
+    warm-up, KL, checkpoint, loss aggregation), the shared hyperparameters, validation on the
+    Memalpha validation sources, the policy's memorisation settings with the training prompt cap,
+    the QA step, the judge."""
     spec = config["memalpha"]
     skip = ("runs", "recipe", "recipes")
     training = {key: value for key, value in spec["training"].items() if key not in skip}
-    if training.get("loss_agg") == TOKEN_MEAN:  # the default: its jobs rerun only when changed
-        del training["loss_agg"]
     agent = {**spec["agent"], "prompt_cap": training.pop("prompt_cap")}
     agent["cut_responses"] = training.pop("cut_responses")
     qa = {k: v for k, v in spec["qa"].items() if k not in ("engine", "model")}

@@ -22,6 +22,7 @@ def cmd_table(args: argparse.Namespace, run: JobRecord) -> None:
     from memrl.report.cells import mark_machinery_only
     from memrl.report.claims import not_comparable
     from memrl.report.memalpha_tables import load_instance_texts
+    from memrl.report.recipes import trained_recipe_notes
     from memrl.report.render import MADE_BY_LINE
     from memrl.report.tables import (
         build_paper_table,
@@ -52,6 +53,8 @@ def cmd_table(args: argparse.Namespace, run: JobRecord) -> None:
         from memrl.report.memagent_tables import WORDING_NOTES
 
         table.attrs.setdefault("notes", []).append(WORDING_NOTES[s["memagent_wording"]])
+    shown = {record["system"] for record in records if "system" in record}
+    table.attrs.setdefault("notes", []).extend(trained_recipe_notes(s["systems"], shown))
     mark_machinery_only(table, s["systems"])
     if table.attrs.get("banner"):
         table.attrs["claims"] = not_comparable(table.attrs.get("claims", []))

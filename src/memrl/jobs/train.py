@@ -10,6 +10,7 @@ from typing import Any
 
 from memrl.models import load_tokenizer
 from memrl.tracking.record import JobRecord
+from memrl.train.recipes import write_recipe
 
 
 def cmd_train(args: argparse.Namespace, run: JobRecord) -> None:
@@ -25,7 +26,7 @@ def cmd_train(args: argparse.Namespace, run: JobRecord) -> None:
         summary = run_verl(
             s, read_jsonl(args.data), read_jsonl(args.dev), args.model, args.out, args.launch, env
         )
-        _log_summary(run, summary)
+        _finish(run, summary, args.out, s, "memagent")
         return
     if args.launch:
         raise SystemExit(f"training.backend=cpu runs no launch command, got: {args.launch}")
@@ -40,7 +41,7 @@ def cmd_train(args: argparse.Namespace, run: JobRecord) -> None:
     summary = train(
         args.model, args.out, read_jsonl(args.data), settings_from_job(s), run.log_metrics
     )
-    _log_summary(run, summary)
+    _finish(run, summary, args.out, s, "memagent")
 
 
 def cmd_train_memalpha(args: argparse.Namespace, run: JobRecord) -> None:
@@ -81,7 +82,7 @@ def cmd_train_memalpha(args: argparse.Namespace, run: JobRecord) -> None:
             args.launch,
             env,
         )
-        _log_summary(run, summary)
+        _finish(run, summary, args.out, s, "memalpha")
         return
     if args.launch or args.qa_model is not None:
         raise SystemExit("training.backend=cpu serves no QA model and runs no launch command")
@@ -126,7 +127,7 @@ def cmd_train_memalpha(args: argparse.Namespace, run: JobRecord) -> None:
         check_row=check_instance,
         validation=validation,
     )
-    _log_summary(run, summary)
+    _finish(run, summary, args.out, s, "memalpha")
 
 
 def _memalpha_instances(path: Path, sources: list[str], key: str) -> list[dict[str, Any]]:
@@ -140,6 +141,10 @@ def _memalpha_instances(path: Path, sources: list[str], key: str) -> list[dict[s
     return [row for source in sources for row in grouped[source]]
 
 
-def _log_summary(run: JobRecord, summary: dict[str, Any]) -> None:
-    """A run's totals, under `final.` so they do not land on the per-step curves' step 0."""
+def _finish(
+    run: JobRecord, summary: dict[str, Any], out: Path, settings: dict[str, Any], agent: str
+) -> None:
+    """A trained checkpoint's recipe beside it (what the job ran, for the `recipes` tables), and
+    the run's totals, under `final.` so they do not land on the per-step curves' step 0."""
+    write_recipe(out, settings, agent)
     run.log_metrics({f"final.{k}": v for k, v in summary.items() if isinstance(v, int | float)})

@@ -24,6 +24,7 @@ from memrl.report.memagent_tables import MEMAGENT_TABLES
 from memrl.report.memalpha_tables import MEMALPHA_TABLES
 from memrl.report.memory_patterns import PATTERNS_TABLES
 from memrl.report.niah_config import NIAH_CONFIG_TABLES
+from memrl.report.recipes import RECIPE_TABLES
 from memrl.report.registry import PaperTable, TableInput, gathered
 from memrl.report.render import write_table, write_text_table
 from memrl.report.rows import Systems
@@ -37,6 +38,7 @@ PAPER_TABLES = gathered(
     MEMAGENT_TABLES,
     PROBE_TABLES,
     NIAH_CONFIG_TABLES,
+    RECIPE_TABLES,
     PATTERNS_TABLES,
     MEMALPHA_TABLES,
     KEYWORDS_TABLES,

@@ -1,0 +1,292 @@
+"""A training recipe, key by key: the settings a trained model's job ran, in one vocabulary with
+what its paper states and what its official script runs (both transcribed, each value with where
+it comes from, in the paper files' `recipe` section), and with any other run's verl config.
+
+The vocabulary is verl's: each key names the Hydra key of verl's `ppo_trainer` config it is read
+from, so a third party's verl YAML or JSON of overrides maps onto it (`memrl recipe-diff`), and a
+test checks that our own verl overrides read back as the job's recipe. A train job writes its
+recipe beside its checkpoint (RECIPE_FILE); the `recipes` tables read those files.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from memrl.train import TOKEN_MEAN
+
+RECIPE_FILE = "recipe.json"  # beside a trained checkpoint: what its job ran
+SIDES = ("paper", "official")  # the transcribed recipes of a paper file's `recipe` section
+SIDE_NAMES = {"paper": "paper recipe", "official": "official-script recipe"}
+
+
+@dataclass(frozen=True)
+class RecipeKey:
+    label: str  # what the tables print
+    verl: str | None  # the verl Hydra key it reads from (None: not a verl setting)
+
+
+ACTOR, ROLLOUT = "actor_rollout_ref.actor", "actor_rollout_ref.rollout"
+KEYS: dict[str, RecipeKey] = {
+    "steps": RecipeKey("training steps", "trainer.total_training_steps"),
+    "rollout_batch": RecipeKey("prompts per step", "data.train_batch_size"),
+    "group_size": RecipeKey("rollouts per prompt (G)", f"{ROLLOUT}.n"),
+    "ppo_mini_batch_size": RecipeKey("prompts per update", f"{ACTOR}.ppo_mini_batch_size"),
+    "lr": RecipeKey("learning rate", f"{ACTOR}.optim.lr"),
+    "warmup_steps": RecipeKey("LR warm-up steps", f"{ACTOR}.optim.lr_warmup_steps"),
+    "weight_decay": RecipeKey("weight decay", f"{ACTOR}.optim.weight_decay"),
+    "grad_clip": RecipeKey("gradient clip", f"{ACTOR}.grad_clip"),
+    "clip_low": RecipeKey("PPO clip ε_low", f"{ACTOR}.clip_ratio_low"),
+    "clip_high": RecipeKey("PPO clip ε_high", f"{ACTOR}.clip_ratio_high"),
+    "clip_c": RecipeKey("dual clip c", f"{ACTOR}.clip_ratio_c"),
+    "kl_loss_coef": RecipeKey("KL loss coefficient", f"{ACTOR}.kl_loss_coef"),
+    "kl_loss_type": RecipeKey("KL estimator", f"{ACTOR}.kl_loss_type"),
+    "kl_in_reward": RecipeKey("KL in the reward", "algorithm.use_kl_in_reward"),
+    "entropy_coeff": RecipeKey("entropy bonus", f"{ACTOR}.entropy_coeff"),
+    "loss_agg": RecipeKey("loss aggregation", f"{ACTOR}.loss_agg_mode"),
+    "adv_estimator": RecipeKey("advantage estimator", "algorithm.adv_estimator"),
+    "norm_adv_by_std": RecipeKey("advantage ÷ group std", "algorithm.norm_adv_by_std_in_grpo"),
+    "dynamic_sampling": RecipeKey("DAPO dynamic sampling", "algorithm.filter_groups.enable"),
+    "shuffle": RecipeKey("data shuffled", "data.shuffle"),
+    "context_truncation": RecipeKey("long-context truncation", "data.truncation"),
+    "temperature": RecipeKey("rollout temperature", f"{ROLLOUT}.temperature"),
+    "top_p": RecipeKey("rollout top-p", f"{ROLLOUT}.top_p"),
+    "checkpoint": RecipeKey("checkpoint kept", None),
+}
+# Mem-α's fork samples its groups itself (`customized_grpo_rollout_n`; rollout.n stays 1)
+VERL_ALIASES = {"customized_grpo_rollout_n": "group_size"}
+
+# What each agent's training does where no setting says (its official behaviour, kept by both of
+# our trainers unless noted): MemAgent's context is cut in its centre at max_chunks x chunk tokens
+# (by our agent loop on both backends); Mem-α's memorises every chunk (no cut)
+AGENT_FACTS: dict[str, dict[str, Any]] = {
+    "memagent": {"norm_adv_by_std": False, "verl_shuffle": False, "context_truncation": "center"},
+    "memalpha": {"norm_adv_by_std": True, "verl_shuffle": True, "context_truncation": None},
+}
+
+
+class RecipeError(ValueError):
+    """A recipe file we cannot read; the message names the file and what it can read."""
+
+
+def job_recipe(settings: Mapping[str, Any], agent: str) -> dict[str, Any]:
+    """A train job's recipe in KEYS' vocabulary, from its settings (memrl.config.train_settings
+    or memalpha_train_settings) and its backend: what the job runs on either trainer. The CPU
+    reference trainer reshuffles the rows each epoch and has no dynamic sampling."""
+    facts = AGENT_FACTS[agent]
+    verl = settings["backend"] == "verl"
+    batch, group = settings["rollout_batch"], settings["group_size"]
+    if "mini_batch_rows" in settings:  # Mem-α: rows per update, verl's ppo_mini_batch_size x n
+        mini_batch = settings["mini_batch_rows"] // group
+    else:
+        mini_batch = batch // settings["mini_batches_per_step"]
+    return {
+        "steps": settings["steps"],
+        "rollout_batch": batch,
+        "group_size": group,
+        "ppo_mini_batch_size": mini_batch,
+        "lr": settings["lr"],
+        "warmup_steps": settings["warmup_steps"],
+        "weight_decay": settings.get("weight_decay", 0.0),
+        "grad_clip": settings.get("grad_clip", 1.0),
+        "clip_low": settings["clip_low"],
+        "clip_high": settings["clip_high"],
+        "clip_c": settings["clip_c"],
+        "kl_loss_coef": settings["kl_coef"],
+        "kl_loss_type": "low_var_kl",
+        "kl_in_reward": False,
+        "entropy_coeff": 0,
+        "loss_agg": settings.get("loss_agg", TOKEN_MEAN),
+        "adv_estimator": "grpo",
+        "norm_adv_by_std": facts["norm_adv_by_std"],
+        "dynamic_sampling": bool(verl and settings["verl"]["filter_groups"]),
+        "shuffle": facts["verl_shuffle"] if verl else True,
+        "context_truncation": facts["context_truncation"],
+        "temperature": settings["sampling"]["temperature"],
+        "top_p": settings["sampling"]["top_p"],
+        "checkpoint": settings.get("checkpoint", "last"),
+    }
+
+
+def recipe_record(settings: Mapping[str, Any], agent: str) -> dict[str, Any]:
+    """RECIPE_FILE's content: which run and stage (and whose per-run recipe values apply: a
+    memory-ablation variant's run), the recipe the config selected, the backend, the values."""
+    return {
+        "run": settings["run"],
+        "recipe_run": settings.get("recipe_run", settings["run"]),
+        "stage": settings["stage"],
+        "agent": agent,
+        "recipe": settings["recipe"],
+        "backend": settings["backend"],
+        "values": job_recipe(settings, agent),
+    }
+
+
+def write_recipe(out_dir: str | Path, settings: Mapping[str, Any], agent: str) -> None:
+    """A trained checkpoint's RECIPE_FILE, written once its training succeeded."""
+    from memrl.data.io import write_json_atomic
+
+    write_json_atomic(Path(out_dir) / RECIPE_FILE, recipe_record(settings, agent))
+
+
+# --- another run's trainer config ---------------------------------------------------------------
+
+
+def _flatten(tree: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    flat: dict[str, Any] = {}
+    for key, value in tree.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, Mapping):
+            flat.update(_flatten(value, f"{name}."))
+        else:
+            flat[name] = value
+    return flat
+
+
+def _override_value(text: str) -> Any:
+    import yaml
+
+    return yaml.safe_load(text) if text.strip() else None
+
+
+def _from_overrides(lines: list[Any], path: Path) -> dict[str, Any]:
+    """`key=value` strings (a Hydra command's overrides, `+key` and `++key` as plain keys)."""
+    flat = {}
+    for number, line in enumerate(lines, 1):
+        if not isinstance(line, str) or "=" not in line:
+            raise RecipeError(f"{path}: item {number} is not a `key=value` override: {line!r}")
+        key, value = line.split("=", 1)
+        flat[key.lstrip("+~")] = _override_value(value)
+    return flat
+
+
+def read_trainer_config(path: str | Path) -> dict[str, Any]:
+    """The flat verl keys of a trainer config: a verl/Hydra YAML (nested, or a list of `key=value`
+    overrides) or a JSON object of overrides (flat or nested) or list of `key=value` strings.
+    Anything else stops, naming the file and what it can read."""
+    import yaml
+
+    path = Path(path)
+    formats = "a verl/Hydra YAML (.yaml, .yml) or a JSON of overrides (.json)"
+    if path.suffix not in (".json", ".yaml", ".yml"):
+        raise RecipeError(f"{path}: unknown format {path.suffix!r}; readable: {formats}")
+    text = path.read_text()
+    try:
+        tree = json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
+    except (json.JSONDecodeError, yaml.YAMLError) as exc:
+        raise RecipeError(f"{path}: not {formats}: {exc}") from None
+    if isinstance(tree, list):
+        return _from_overrides(tree, path)
+    if isinstance(tree, Mapping):
+        return _flatten(tree)
+    raise RecipeError(
+        f"{path}: a {type(tree).__name__}, not a mapping or list; readable: {formats}"
+    )
+
+
+def from_verl(flat: Mapping[str, Any], path: str | Path = "verl config") -> dict[str, Any]:
+    """The recipe values a flat verl config sets (keys it leaves to verl's defaults are absent).
+    A KL loss switched off reads as coefficient 0. A config none of whose keys is a recipe key
+    stops, naming the file and the keys it can read."""
+    by_verl = {spec.verl: name for name, spec in KEYS.items() if spec.verl}
+    by_verl.update(VERL_ALIASES)
+    values = {by_verl[key]: _number(value) for key, value in flat.items() if key in by_verl}
+    if not values:
+        readable = ", ".join(sorted(by_verl))
+        shown = ", ".join(sorted(flat)[:8]) + (" ..." if len(flat) > 8 else "")
+        raise RecipeError(
+            f"{path}: no key maps to a recipe key (its keys: {shown or 'none'}); readable: "
+            f"{readable}"
+        )
+    if flat.get(f"{ACTOR}.use_kl_loss") is False:
+        values["kl_loss_coef"] = 0
+    return values
+
+
+def _number(value: Any) -> Any:
+    """YAML 1.1 reads `1e-6` (no dot) as a string; Hydra and verl read it as a float."""
+    if isinstance(value, str):
+        try:
+            return float(value)
+        except ValueError:
+            return value
+    return value
+
+
+def unmapped_keys(flat: Mapping[str, Any]) -> list[str]:
+    """A config's keys outside the recipe (paths, logging, engines): listed, never compared."""
+    known = {spec.verl for spec in KEYS.values()} | set(VERL_ALIASES) | {f"{ACTOR}.use_kl_loss"}
+    return sorted(set(flat) - known)
+
+
+# --- comparing ----------------------------------------------------------------------------------
+
+
+def stated(entry: Mapping[str, Any], side: str, run: str, stage: str) -> Any:
+    """A transcribed key's value on one side for a run's stage: None where the source does not
+    state it (or the key is another stage's); a `{default, <run>: ...}` mapping picks the run."""
+    if stage not in entry.get("stages", [stage]):
+        return None
+    value = entry.get(side)
+    if isinstance(value, Mapping):
+        return value.get(run, value.get("default"))
+    return value
+
+
+def same(ours: Any, theirs: Any) -> bool:
+    if isinstance(ours, bool) or isinstance(theirs, bool):
+        return ours is theirs
+    if isinstance(ours, int | float) and isinstance(theirs, int | float):
+        return math.isclose(ours, theirs, rel_tol=1e-9, abs_tol=1e-12)
+    return ours == theirs
+
+
+def drifts(
+    values: Mapping[str, Any], transcription: Mapping[str, Any], side: str, run: str, stage: str
+) -> list[str]:
+    """The keys whose value differs from what `side` states (keys it does not state, or that
+    `values` lacks, are not compared)."""
+    return [
+        key
+        for key, entry in transcription["keys"].items()
+        if key in values
+        and (want := stated(entry, side, run, stage)) is not None
+        and not same(values[key], want)
+    ]
+
+
+def verdict(
+    values: Mapping[str, Any],
+    transcription: Mapping[str, Any],
+    selected: str | None,
+    run: str,
+    stage: str,
+) -> str:
+    """'paper recipe', 'official-script recipe', or 'n keys drift from the <selected> recipe: …'
+    (selected: the recipe the config chose; None for another run's file: the nearer one)."""
+    drift = {side: drifts(values, transcription, side, run, stage) for side in SIDES}
+    if selected is None:
+        selected = min(SIDES, key=lambda side: len(drift[side]))
+    if not drift[selected]:
+        return SIDE_NAMES[selected]
+    other = next(side for side in SIDES if side != selected)
+    if not drift[other]:
+        return SIDE_NAMES[other]
+    keys = drift[selected]
+    noun = "key drifts" if len(keys) == 1 else "keys drift"
+    return f"{len(keys)} {noun} from the {SIDE_NAMES[selected]}: {', '.join(keys)}"
+
+
+def check_transcription(transcription: Mapping[str, Any], where: str) -> None:
+    """A paper file's `recipe` section names only recipe keys, each with both sides' sources."""
+    unknown = sorted(set(transcription["keys"]) - set(KEYS))
+    if unknown:
+        raise ValueError(f"{where}: recipe.keys: not recipe keys: {unknown} (known: {list(KEYS)})")
+    for key, entry in transcription["keys"].items():
+        for side in SIDES:
+            if entry.get(side) is not None and not entry.get(f"{side}_at"):
+                raise ValueError(f"{where}: recipe.keys.{key}: {side} value without {side}_at")
