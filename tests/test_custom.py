@@ -143,7 +143,7 @@ def test_every_smoke_system_plans_one_job_of_every_dataset(monkeypatch):
     assert {job.system for job in jobs} == chosen  # RAG: both units of its grid
     assert all(job.tasks == ("long_qa", "minutes") and job.length == 0 for job in jobs)
     kinds = {systems[job.system]["kind"] for job in jobs}
-    assert kinds == {"memagent", "longcontext", "rag", "memalpha", "mem1"}
+    assert kinds == {"memagent", "longcontext", "rag", "memalpha", "mem1", "closedbook"}
     memorizing = {job.system for job in jobs if cfg.memorizes(systems[job.system], "custom")}
     assert memorizing == {"memalpha-tiny", "memalpha-tiny-trained-here", "mem1-tiny"}
     config["custom"]["systems"] = ["rl-memagent-tiny", "rag-tiny"]

@@ -71,8 +71,9 @@ from memrl.scoring.intervals import wilson
 
 REPO = Path(__file__).resolve().parents[1]
 # their own inputs: below, and in test_memory_patterns.py
-# tested in their own files (the recipes tables: tests/test_recipes.py)
+# tested in their own files (tests/test_recipes.py, tests/test_controls.py)
 TESTED_ALONE = (
+    cfg.CONTROLS_TABLE,
     TRACE_TABLE,
     NIAH_CONFIG_TABLE,
     "table4",

@@ -91,9 +91,13 @@ def test_slurm_profile_plans_every_paper_job(repo):
     assert len(sharded) == 33 and {j.shards for j in sharded} == {4}
     # ... the memory ablation: 2 systems x 7 settings x (7 NIAH lengths + LongBench-QA), and
     # Table 4's probe: 2 systems x 7 lengths, each job all 5 placements (5 x 7 probe sets)
-    # Mem0 (D.2) on RULER-HQA's 7 unsharded lengths and LongBench-QA
+    # Mem0 (D.2) on RULER-HQA's 7 unsharded lengths and LongBench-QA; the closed-book controls:
+    # RL-MemoryAgent-14B on RULER-HQA's 10 lengths (never sharded) and LongBench-QA, Qwen3-32B on
+    # Mem-α's two benchmarks
     assert (
-        counts["evaluate"] == len(jobs) - len(sharded) == 446 + 2 * 10 + 5 * 2 + 2 * 7 * 8 + 14 + 8
+        counts["evaluate"]
+        == len(jobs) - len(sharded)
+        == (446 + 2 * 10 + 5 * 2 + 2 * 7 * 8 + 14 + 8 + 10 + 1 + 2)
     )
     assert counts["synthesize_probe"] == 5 * 7
     # Mem-α: Memalpha-4B on validation and MemoryAgentBench, Qwen3-4B and gpt-4.1-mini on
@@ -105,9 +109,9 @@ def test_slurm_profile_plans_every_paper_job(repo):
     assert counts["train_memalpha"] == counts["plot_memalpha_training_curve"] == 5
     assert "eval/mab/memalpha-4b-released/0.memories.jsonl" in done.stdout
     assert counts["merge_eval"] == 33 and counts["evaluate_shard"] == 4 * 33
-    # MemAgent's 10, its recipes and failure patterns, Mem-α's 9 and recipes, the suites; 8
-    # figures and the frontier
-    assert counts["make_table"] == 12 + 10 + 1 and counts["plot_figure"] == 8 + 1
+    # MemAgent's 10, its recipes and failure patterns, Mem-α's 9 and recipes, the controls and
+    # the suites; 8 figures and the frontier
+    assert counts["make_table"] == 12 + 10 + 2 and counts["plot_figure"] == 8 + 1
     assert counts["case_study"] == 3 and counts["reproduction"] == 1
     # the README's numbers of this plan are this plan's
     readme = docs_text(repo)
@@ -395,7 +399,8 @@ def test_smoke_table_has_every_cell_with_sane_values(smoke):
     with open(results / "tables/table1.csv") as handle:
         rows = list(csv.DictReader(handle))
     cells = {(row["system"], int(row["n_docs"])) for row in rows}
-    assert len(cells) == 3 * 3  # two memory agents and the direct baseline x 3 lengths
+    # two memory agents, the direct baseline and the closed-book control x 3 lengths
+    assert len(cells) == 4 * 3
     for row in rows:
         assert 0.0 <= float(row["ours"]) <= 100.0
     assert "paper" in (results / "tables/table1.md").read_text()
@@ -424,8 +429,9 @@ def test_smoke_evaluates_every_benchmark_system_and_table(smoke):
     metrics = [record for path in files for record in json.loads(path.read_text())]
     # one file per job, a record per task; beyond the 37 jobs of Tables 1-3, 10, 11 and Mem-α's:
     # MemAgent w/o RL on LongBench (7 tasks, Figure 7), the memory ablation's 2 settings on NIAH
-    # at 2 lengths and LongBench-QA (2 x (3 + 3 + 5)), the probe's 2 placements at 20 docs
-    assert len(files) == 37 + 1 + 6 + 1 and len(metrics) == 147 + 7 + 22 + 2
+    # at 2 lengths and LongBench-QA (2 x (3 + 3 + 5)), the probe's 2 placements at 20 docs, the
+    # closed-book control on RULER-HQA's 3 lengths, LongBench-QA and Mem-α's two (3 + 5 + 16)
+    assert len(files) == 37 + 1 + 6 + 1 + 6 and len(metrics) == 147 + 7 + 22 + 2 + 24
     assert {m["benchmark"] for m in metrics} == {
         "ruler_hqa",
         "ruler",
@@ -587,7 +593,7 @@ def test_smoke_records_one_mlflow_child_run_per_job(smoke):
     # 45 evaluation jobs: 38 score themselves, 7 (RULER-HQA and the probe from 20 docs) run in 2
     # shards each; 10 (Mem-α on its two sets and RULER-HQA's three lengths, after GRPO on both
     # sets, MemAgent on MAB, MEM1 on MAB and 10 docs) read what 10 memorize jobs wrote
-    assert rules.count("evaluate") == 38 and rules.count("evaluate_shard") == 14
+    assert rules.count("evaluate") == 44 and rules.count("evaluate_shard") == 14
     assert rules.count("merge_eval") == 7 and rules.count("memorize") == 10
     assert rules.count("synthesize_probe") == 2
     assert rules.count("train_memalpha") == 1
@@ -595,8 +601,8 @@ def test_smoke_records_one_mlflow_child_run_per_job(smoke):
     every_record = list(results.glob("logs/**/*.provenance.jsonl"))
     own_data = [r for r in every_record if re.search(r"custom|long_qa|minutes", r.as_posix())]
     records = [r for r in every_record if r not in own_data]
-    assert len(own_data) == 20  # 2 copies, 2 checks, 12 evaluations, 3 memorize jobs, its table
-    assert len(children) == len(runs) - 2 - len(own_data) == len(records) == 157  # all but `all`
+    assert len(own_data) == 21  # 2 copies, 2 checks, 13 evaluations, 3 memorize jobs, its table
+    assert len(children) == len(runs) - 2 - len(own_data) == len(records) == 164  # all but `all`
     readme = docs_text(Path(__file__).resolve().parents[1])
     # the README's smoke job count: the quickstart, the speed table, what was verified
     assert readme.count(f"{len(records) + 1} jobs") == 3
@@ -645,7 +651,7 @@ def test_smoke_reproduction_report_shows_every_table_figure_and_claim(smoke):
     # the own-data example's table is its own target's, not `all`'s
     tables = sorted(t for t in (results / "tables").glob("*.md") if t.stem != "custom")
     figures = sorted((results / "figures").glob("*.png"))
-    assert len(tables) == 24 and len(figures) == 11  # both papers' tables; 9 figures, 2 curves
+    assert len(tables) == 25 and len(figures) == 11  # both papers' tables; 9 figures, 2 curves
     for table in tables:
         assert f"### [{table.stem}](tables/{table.name}): " in report
         assert f"- Lineage: `memrl lineage results/smoke/tables/{table.name}`" in report

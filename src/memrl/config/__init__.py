@@ -57,6 +57,7 @@ from memrl.config.report_plans import (
 from memrl.config.reports import (
     ABLATION_ROLES,
     ABLATION_TABLES,
+    CONTROLS_TABLE,
     CUSTOM_TABLE,
     FLOPS_FIGURE,
     KEYWORDS_TABLE,
@@ -132,6 +133,7 @@ from memrl.layout import (
 __all__ = [
     "ABLATION_ROLES",
     "ABLATION_TABLES",
+    "CONTROLS_TABLE",
     "CUSTOM_TABLE",
     "ENV_OVERRIDES",
     "FIGURES",

@@ -25,6 +25,7 @@ from memrl.config.matrix import (
 from memrl.config.reports import (
     ABLATION_ROLES,
     ABLATION_TABLES,
+    CONTROLS_TABLE,
     CUSTOM_TABLE,
     FLOPS_FIGURE,
     FLOPS_ROLES,
@@ -59,7 +60,7 @@ from memrl.layout import (
     stats_file,
 )
 from memrl.scoring.longbench import LONGBENCH_SUM
-from memrl.systems import system_kind
+from memrl.systems import CLOSED_BOOK, system_kind
 
 
 class Selection:
@@ -118,6 +119,20 @@ class Selection:
         """The ablated systems and their variants (MEMORY_ABLATION)."""
         members = memory_ablation_members(self.config, name)
         return self.select(MEMORY_ABLATION[name][0], systems=members, among=self.every_job)
+
+    def controls(self) -> list[EvalJob]:
+        """The closed-book controls, and the memory systems' jobs at each benchmark and length
+        where one ran."""
+        kinds = {sid: system_kind(spec["kind"]) for sid, spec in self.kinds.items()}
+        control = {
+            (j.benchmark, j.length) for j in self.jobs if kinds[j.system].name == CLOSED_BOOK
+        }
+        return [
+            j
+            for j in self.jobs
+            if (j.benchmark, j.length) in control
+            and (kinds[j.system].name == CLOSED_BOOK or kinds[j.system].memory)
+        ]
 
     def memagent_suite(self) -> list[EvalJob]:
         """RULER-HQA without RAG and without Mem-α's agents."""
@@ -240,6 +255,12 @@ def _memagent_checkpoints(config: dict[str, Any]) -> list[str]:
 
 def _memalpha_checkpoints(config: dict[str, Any]) -> list[str]:
     return [str(checkpoint_dir(config, run, MEMALPHA_STAGE)) for run in memalpha_runs(config)]
+
+
+def _controls_inputs(config: dict[str, Any]) -> list[str]:
+    """Each evaluation's metrics (its system, benchmark, length) and predictions (its items)."""
+    prefixes = [eval_prefix(config, job) for job in report_jobs(config, CONTROLS_TABLE)]
+    return [f"{p}.{suffix}" for p in prefixes for suffix in ("metrics.json", "predictions.jsonl")]
 
 
 def _memagent(
@@ -444,6 +465,13 @@ REPORTS: dict[str, ReportPlan] = declared_once(
         _nothing,
         needs="keywords",
         inputs=_keyword_inputs,
+    ),
+    ReportPlan(
+        CONTROLS_TABLE,
+        "What memory adds: each memory system's gain over the closed-book control, paired",
+        Selection.controls,
+        needs="a closedbook system on a memory system's benchmarks",
+        inputs=_controls_inputs,
     ),
     _memalpha(
         SUITES_TABLE,

@@ -139,6 +139,9 @@ MEMAGENT_RECIPES_TABLE = "memagent_recipes"
 MEMALPHA_RECIPES_TABLE = "memalpha_recipes"
 
 
+CONTROLS_TABLE = "controls"  # beyond the papers: each memory system's gain over closed-book
+
+
 SUITES_TABLE = "suites"  # beyond the papers: every system on RULER-HQA and MemoryAgentBench
 
 

@@ -17,6 +17,7 @@ import pandas as pd
 from memrl.config import TABLES, report_plan
 from memrl.report.cells import attach_paper_n
 from memrl.report.claims import CLAIMS_SUFFIX, write_claims
+from memrl.report.controls import CONTROLS_TABLES
 from memrl.report.custom import CUSTOM_TABLES
 from memrl.report.keywords import KEYWORDS_TABLES
 from memrl.report.memagent_probe import PROBE_TABLES
@@ -43,6 +44,7 @@ PAPER_TABLES = gathered(
     MEMALPHA_TABLES,
     KEYWORDS_TABLES,
     SUITES_TABLES,
+    CONTROLS_TABLES,
     CUSTOM_TABLES,
 )
 

@@ -93,6 +93,8 @@ class SystemKind:
     - `instances_only`: it reads every benchmark as Mem-α instances (RULER-HQA too);
     - `sharded`: whether its evaluation splits over `evaluation.shards`;
     - `qa_only`: on LongBench, the QA tasks only (the summarisation ones left out);
+    - `memory`: it answers from a memory it wrote while reading (what the `controls` table
+      sets against the closed-book control);
     - `expand(name, spec)`: the concrete systems of one configured system (a grid, say);
     - `runs(system, benchmark)`: beyond its `benchmarks`, whether a concrete system runs one;
     - `job_settings(config, system)`: its own part of an evaluate job's settings on MemAgent's
@@ -121,6 +123,7 @@ class SystemKind:
     instances_only: bool = False
     sharded: bool = True
     qa_only: bool = False
+    memory: bool = False
     expand: Callable[[str, Settings], dict[str, Settings]] = one_system
     runs: Callable[[Settings, str], bool] = every_benchmark
     job_settings: SpecSettings = no_settings

@@ -112,6 +112,7 @@ def instance_calls(settings: Settings, instance: InstanceShape) -> list[Call]:
 # a baseline of Mem-α's framework: one memorize job reads each instance whole
 KIND = SystemKind(
     "mem1",
+    memory=True,
     benchmarks=MEMALPHA_BENCHMARKS,
     allowed=INSTANCE_BENCHMARKS,
     instances_only=True,

@@ -202,6 +202,7 @@ def judged_only(settings: Settings, instance: InstanceShape) -> list[Call]:
 
 KIND = SystemKind(
     "memagent",
+    memory=True,
     job_settings=job_settings,
     instance_settings=lambda config, system: baseline_protocol(config),
     memorize_settings=memorize_settings,

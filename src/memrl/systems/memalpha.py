@@ -207,6 +207,7 @@ def qa_calls(settings: Settings, instance: InstanceShape) -> list[Call]:
 # its memorize job reads each instance whole (one job), the QA step scored by its own protocol
 KIND = SystemKind(
     "memalpha",
+    memory=True,
     benchmarks=MEMALPHA_BENCHMARKS,
     allowed=INSTANCE_BENCHMARKS,
     instances_only=True,

@@ -1,0 +1,139 @@
+"""The `controls` table: what memory adds. Each memory system beside each closed-book control of
+the same benchmark and length, on the questions both answered: the gain over closed-book with a
+paired 95 % interval (the shared items resampled together; Mem-α's instances, whose score is the
+mean over their questions, as the items), and a flag where the control already reaches the memory
+system's score: those questions were answerable without the context."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from memrl.config import CONTROLS_TABLE
+from memrl.report.cells import DASH
+from memrl.report.registry import BOTH_PAPERS, PaperTable, TableInput
+from memrl.report.rows import system_kind, system_specs
+from memrl.scoring.intervals import bootstrap
+from memrl.systems import CLOSED_BOOK
+from memrl.systems import system_kind as registered_kind
+
+METRICS, PREDICTIONS = ".metrics.json", ".predictions.jsonl"
+MIN_ITEMS = 10  # fewer shared items: shown, never judged (as every verdict here)
+ANSWERABLE = "answerable without the context"
+
+
+def load_item_scores(paths: Iterable[str | Path]) -> list[dict[str, Any]]:
+    """One record per evaluation: its metrics record's system, benchmark and length, and the
+    score of each item of its predictions, by (task, index). The inputs are each evaluation's
+    metrics and predictions files, side by side (the same prefix)."""
+    paths = [Path(p) for p in paths]
+    records = []
+    for metrics in (p for p in paths if p.name.endswith(METRICS)):
+        predictions = metrics.with_name(metrics.name.removesuffix(METRICS) + PREDICTIONS)
+        if predictions not in paths:
+            raise ValueError(f"{metrics}: its predictions {predictions} are not among the inputs")
+        tasks = json.loads(metrics.read_text())  # a record per task, of one evaluation
+        if not isinstance(tasks, list) or not tasks:
+            raise ValueError(f"{metrics}: not a list of metrics records")
+        record = tasks[0]
+        items = {}
+        with predictions.open(encoding="utf-8") as lines:
+            for number, line in enumerate(lines, 1):
+                row = json.loads(line)
+                if "score" not in row:
+                    raise ValueError(f"{predictions}:{number}: no score")
+                items[f"{row['task']}#{row['index']}"] = float(row["score"])
+        records.append(
+            {key: record[key] for key in ("system", "benchmark", "length")} | {"items": items}
+        )
+    return records
+
+
+def paired_gain(ours: Mapping[str, float], control: Mapping[str, float]) -> dict[str, Any]:
+    """The gain over the control on the items both scored: the means (in %), the mean of the
+    per-item differences with its percentile-bootstrap 95 % interval, and the item count."""
+    shared = sorted(set(ours) & set(control))
+    if not shared:
+        return {"n": 0}
+    differences = [ours[key] - control[key] for key in shared]
+    mean = lambda values: 100 * sum(values) / len(values)  # noqa: E731
+    return {
+        "n": len(shared),
+        "ours": mean([ours[key] for key in shared]),
+        "control": mean([control[key] for key in shared]),
+        "gain": mean(differences),
+        "interval": bootstrap(differences),
+    }
+
+
+def cell_text(gain: Mapping[str, Any]) -> str:
+    """`+g [low, high] (ours o, closed-book c; n items)`, with what it shows: a gain, a loss, no
+    difference shown, or too few shared items (under MIN_ITEMS, or an interval of no width: every
+    item differs alike); and the flag where closed-book, above 0, reaches ours."""
+    if gain["n"] == 0:
+        return f"{DASH} (no shared items)"
+    low, high = gain["interval"]
+    text = (
+        f"{gain['gain']:+.1f} [{low:+.1f}, {high:+.1f}] (ours {gain['ours']:.1f}, "
+        f"closed-book {gain['control']:.1f}; n {gain['n']})"
+    )
+    if gain["n"] < MIN_ITEMS or low == high:
+        said = "too few items"
+    elif low > 0:
+        said = "memory adds"
+    elif high < 0:
+        said = "closed-book higher"
+    else:
+        said = "no gain shown"
+    # closed-book right where the memory system is no better (both at 0: nothing was answered)
+    answerable = gain["control"] >= gain["ours"] and gain["control"] > 0
+    flag = f"; {ANSWERABLE}" if answerable else ""
+    return f"{text}: {said}{flag}"
+
+
+def column(record: Mapping[str, Any]) -> str:
+    return f"{record['benchmark']}@{record['length']}" if record["length"] else record["benchmark"]
+
+
+def build_controls_table(records: Sequence[Mapping[str, Any]], systems: Any) -> pd.DataFrame:
+    """A row per (memory system, closed-book control), a column per benchmark and length where
+    both ran; each cell the paired gain (cell_text)."""
+    specs = system_specs(systems)
+
+    def kind(sid: str) -> str:
+        return system_kind(sid, specs[sid])
+
+    controls = [r for r in records if kind(r["system"]) == CLOSED_BOOK]
+    memories = [r for r in records if registered_kind(kind(r["system"])).memory]
+    rows: dict[str, dict[str, str]] = {}
+    for control in controls:
+        for memory in memories:
+            if (memory["benchmark"], memory["length"]) != (control["benchmark"], control["length"]):
+                continue
+            label = f"{specs[memory['system']]['display']} vs {specs[control['system']]['display']}"
+            rows.setdefault(label, {})[column(memory)] = cell_text(
+                paired_gain(memory["items"], control["items"])
+            )
+    frame = pd.DataFrame.from_dict(rows, orient="index").fillna(DASH)
+    frame.index.name = "Memory system vs closed-book"
+    flagged = sum(ANSWERABLE in cell for row in rows.values() for cell in row.values())
+    frame.attrs["notes"] = [
+        "Gain = ours − closed-book on the items both answered, with the 95 % percentile-bootstrap "
+        "interval of the per-item differences (paired: the items resampled together; a Mem-α "
+        "instance, scored as the mean over its questions, is one item).",
+        f"{flagged} cell(s) where closed-book reaches the memory system's score: {ANSWERABLE}.",
+    ]
+    return frame
+
+
+def _build(table: TableInput) -> pd.DataFrame:
+    return build_controls_table(table.records, table.systems)
+
+
+CONTROLS_TABLES = {
+    CONTROLS_TABLE: PaperTable(_build, BOTH_PAPERS, load=load_item_scores, text=True)
+}
