@@ -22,7 +22,7 @@ from memrl.systems import CLOSED_BOOK
 from memrl.systems import system_kind as registered_kind
 
 METRICS, PREDICTIONS = ".metrics.json", ".predictions.jsonl"
-MIN_ITEMS = 10  # fewer shared items: shown, never judged (as every verdict here)
+MIN_ITEMS = 10  # fewer shared items: shown, never judged (the rule of every verdict's cell)
 ANSWERABLE = "answerable without the context"
 
 
@@ -60,14 +60,17 @@ def paired_gain(ours: Mapping[str, float], control: Mapping[str, float]) -> dict
     if not shared:
         return {"n": 0}
     differences = [ours[key] - control[key] for key in shared]
-    mean = lambda values: 100 * sum(values) / len(values)  # noqa: E731
     return {
         "n": len(shared),
-        "ours": mean([ours[key] for key in shared]),
-        "control": mean([control[key] for key in shared]),
-        "gain": mean(differences),
+        "ours": _percent_mean([ours[key] for key in shared]),
+        "control": _percent_mean([control[key] for key in shared]),
+        "gain": _percent_mean(differences),
         "interval": bootstrap(differences),
     }
+
+
+def _percent_mean(values: Sequence[float]) -> float:
+    return 100 * sum(values) / len(values)
 
 
 def cell_text(gain: Mapping[str, Any]) -> str:
