@@ -14,10 +14,12 @@ from pathlib import Path
 from typing import Any
 
 from memrl.config.yaml_file import load_yaml
+from memrl.report.recipes import show
 from memrl.train.recipes import (
     KEYS,
     SIDES,
     RecipeError,
+    check_transcription,
     drifts,
     from_verl,
     read_trainer_config,
@@ -30,14 +32,6 @@ PAPER_FILES = {"memagent": "config/paper/memagent.yaml", "memalpha": "config/pap
 FIRST_STAGE = {"memagent": "stage1", "memalpha": "grpo"}
 
 
-def _text(value: Any) -> str:
-    if value is None:
-        return "-"
-    if isinstance(value, bool):
-        return "yes" if value else "no"
-    return f"{value:g}" if isinstance(value, float) else str(value)
-
-
 def comparison(
     values: Mapping[str, Any], transcription: Mapping[str, Any], run: str, stage: str
 ) -> list[tuple[str, str, str, str, str]]:
@@ -47,9 +41,9 @@ def comparison(
     for key in (k for k in KEYS if k in transcription["keys"]):
         entry = transcription["keys"][key]
         differs = [side for side in SIDES if key in drifts(values, transcription, side, run, stage)]
-        sides = [_text(stated(entry, side, run, stage)) for side in SIDES]
+        sides = [show(stated(entry, side, run, stage)) for side in SIDES]
         unset = "(verl's default)" if KEYS[key].verl else "(not a verl key)"
-        theirs = _text(values[key]) if key in values else unset
+        theirs = show(values[key]) if key in values else unset
         rows.append((key, theirs, *sides, "≠ " + " and ".join(differs) if differs else ""))
     return rows
 
@@ -73,6 +67,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     args = parser.parse_args(argv)
     paper_file = args.paper_file or Path(PAPER_FILES[args.paper])
     transcription = load_yaml(paper_file)["recipe"]
+    check_transcription(transcription, str(paper_file))
     stage = args.stage or FIRST_STAGE[args.paper]
     try:
         flat = read_trainer_config(args.file)

@@ -13,7 +13,15 @@ import pandas as pd
 from memrl.config import MEMAGENT_RECIPES_TABLE, MEMALPHA_RECIPES_TABLE
 from memrl.report.cells import DASH
 from memrl.report.registry import MEMAGENT, MEMALPHA, PaperTable, TableInput
-from memrl.train.recipes import KEYS, RECIPE_FILE, SIDE_NAMES, SIDES, drifts, verdict
+from memrl.train.recipes import (
+    KEYS,
+    RECIPE_FILE,
+    SIDE_NAMES,
+    SIDES,
+    check_transcription,
+    drifts,
+    verdict,
+)
 
 SIDE_COLUMNS = {"paper": "Paper", "official": "Official script"}
 MARKS = {("paper",): "≠ paper", ("official",): "≠ script", ("paper", "official"): "≠ both"}
@@ -103,6 +111,7 @@ def build_recipes_table(
 
 
 def _build(table: TableInput) -> pd.DataFrame:
+    check_transcription(table.paper["recipe"], "the paper file's recipe")
     return build_recipes_table(table.records, table.paper["recipe"])
 
 

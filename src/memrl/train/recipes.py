@@ -60,9 +60,10 @@ KEYS: dict[str, RecipeKey] = {
 # Mem-α's fork samples its groups itself (`customized_grpo_rollout_n`; rollout.n stays 1)
 VERL_ALIASES = {"customized_grpo_rollout_n": "group_size"}
 
-# What each agent's training does where no setting says (its official behaviour, kept by both of
-# our trainers unless noted): MemAgent's context is cut in its centre at max_chunks x chunk tokens
-# (by our agent loop on both backends); Mem-α's memorises every chunk (no cut)
+# What each agent's training does where no setting says (its official behaviour; verl's recipes in
+# memrl.verl.overrides read it from here): MemAgent's advantage is not divided by the group's std
+# and its rows are read in order, its context cut in its centre at max_chunks x chunk tokens (by
+# our agent loop on both backends); Mem-α divides, shuffles, and memorises every chunk (no cut)
 AGENT_FACTS: dict[str, dict[str, Any]] = {
     "memagent": {"norm_adv_by_std": False, "verl_shuffle": False, "context_truncation": "center"},
     "memalpha": {"norm_adv_by_std": True, "verl_shuffle": True, "context_truncation": None},

@@ -42,6 +42,7 @@ from typing import Any
 
 from memrl.tracking.store import EXPERIMENT
 from memrl.train import LOSS_AGG_MODES, TOKEN_MEAN
+from memrl.train.recipes import AGENT_FACTS
 from memrl.verl import (
     AGENT_LOOP_CONFIG,
     AGENT_NAME,
@@ -333,8 +334,8 @@ MEMAGENT = Recipe(
     verl_keys=VERL_KEYS,
     limits=token_limits,
     mini_batch=ppo_mini_batch_size,
-    norm_adv_by_std=False,
-    shuffle=False,
+    norm_adv_by_std=AGENT_FACTS["memagent"]["norm_adv_by_std"],
+    shuffle=AGENT_FACTS["memagent"]["verl_shuffle"],
     validates_before_training=True,
     chooses_checkpoint=False,
     thinking_switch=False,
@@ -344,8 +345,8 @@ MEMALPHA = Recipe(
     verl_keys=MEMALPHA_VERL_KEYS,
     limits=memalpha_token_limits,
     mini_batch=memalpha_mini_batch_size,
-    norm_adv_by_std=True,
-    shuffle=True,
+    norm_adv_by_std=AGENT_FACTS["memalpha"]["norm_adv_by_std"],
+    shuffle=AGENT_FACTS["memalpha"]["verl_shuffle"],
     validates_before_training=False,
     chooses_checkpoint=True,
     thinking_switch=True,
