@@ -1,5 +1,6 @@
-"""The controls table: each memory system's gain over the closed-book control on the items both
-answered, paired, flagged where closed-book already reaches it."""
+"""The controls table: each memory system beside each control (closed-book, oracle, full context)
+on the items both answered, paired, in the control's words; flagged where closed-book already
+reaches it."""
 
 from __future__ import annotations
 
@@ -10,18 +11,23 @@ import pytest
 
 from memrl import config as cfg
 from memrl.report.controls import (
-    ANSWERABLE,
     build_controls_table,
     cell_text,
     load_item_scores,
     paired_gain,
 )
+from memrl.systems import closedbook, fullcontext, oracle
+
+CLOSED = closedbook.KIND.control
+ANSWERABLE = CLOSED.reached
 
 SYSTEMS = [
     {"id": "agent", "display": "Agent", "kind": "memagent"},
     {"id": "alpha", "display": "Mem-α", "kind": "memalpha"},
     {"id": "direct", "display": "Direct", "kind": "longcontext"},
     {"id": "closed", "display": "Closed-book", "kind": "closedbook"},
+    {"id": "oracle", "display": "Oracle", "kind": "oracle"},
+    {"id": "full", "display": "Full context", "kind": "fullcontext"},
 ]
 
 
@@ -40,19 +46,19 @@ def test_the_gain_is_over_the_shared_items_with_a_paired_interval():
 
 
 def test_each_cell_says_what_the_gain_shows_and_flags_what_closed_book_already_answers():
-    adds = cell_text(paired_gain(items([1.0] * 30 + [0.0] * 10), items([0.0] * 40)))
+    adds = cell_text(paired_gain(items([1.0] * 30 + [0.0] * 10), items([0.0] * 40)), CLOSED)
     assert adds.startswith("+75.0 [") and adds.endswith(
         "(ours 75.0, closed-book 0.0; n 40): memory adds"
     )
-    answerable = cell_text(paired_gain(items([1.0, 0.0] * 20), items([1.0, 0.0] * 20)))
+    answerable = cell_text(paired_gain(items([1.0, 0.0] * 20), items([1.0, 0.0] * 20)), CLOSED)
     assert answerable.endswith(f": too few items; {ANSWERABLE}")  # no discordant item: no width
-    mixed = cell_text(paired_gain(items([1.0, 0.0] * 20), items([0.0, 1.0] * 20)))
-    assert mixed.endswith(f": no gain shown; {ANSWERABLE}")
-    nothing = cell_text(paired_gain(items([0.0] * 20), items([0.0] * 20)))
+    mixed = cell_text(paired_gain(items([1.0, 0.0] * 20), items([0.0, 1.0] * 20)), CLOSED)
+    assert mixed.endswith(f": no difference shown; {ANSWERABLE}")
+    nothing = cell_text(paired_gain(items([0.0] * 20), items([0.0] * 20)), CLOSED)
     assert nothing.endswith(": too few items")  # both wrong throughout: nothing answerable
-    few = cell_text(paired_gain(items([1.0] * 5), items([0.0] * 5)))
+    few = cell_text(paired_gain(items([1.0] * 5), items([0.0] * 5)), CLOSED)
     assert few.endswith(": too few items")
-    assert cell_text({"n": 0}) == "— (no shared items)"
+    assert cell_text({"n": 0}, CLOSED) == "— (no shared items)"
 
 
 def test_a_perfectly_null_gain_reads_as_a_gain_or_loss_about_5_percent_of_the_time():
@@ -64,7 +70,7 @@ def test_a_perfectly_null_gain_reads_as_a_gain_or_loss_about_5_percent_of_the_ti
     for _ in range(400):
         ours = items([float(rng.random() < 0.5) for _ in range(128)])
         control = items([float(rng.random() < 0.5) for _ in range(128)])
-        text = cell_text(paired_gain(ours, control))
+        text = cell_text(paired_gain(ours, control), CLOSED)
         shown += "memory adds" in text or "closed-book higher" in text
     assert 0.02 <= shown / 400 <= 0.09
 
@@ -89,7 +95,27 @@ def test_the_table_pairs_each_memory_system_with_each_control_at_its_benchmark_a
     assert table.loc["Agent vs Closed-book", "ruler_hqa@50"].endswith("memory adds")
     assert table.loc["Agent vs Closed-book", "mab"] == "—"
     assert table.loc["Mem-α vs Closed-book", "mab"].endswith(ANSWERABLE)
-    assert table.attrs["notes"][1].startswith("1 cell(s) where closed-book reaches")
+    assert table.attrs["notes"][2].startswith("1 cell(s) where closed-book reaches")
+
+
+def test_the_oracle_and_full_context_are_read_in_their_own_words_and_never_flagged():
+    agent = {"system": "agent", "benchmark": "ruler_hqa", "length": 50}
+    records = [
+        {**agent, "items": items([1.0] * 6 + [0.0] * 14)},
+        {**agent, "system": "oracle", "items": items([1.0] * 20)},
+        {**agent, "system": "full", "items": items([1.0] * 6 + [0.0] * 14)},
+    ]
+    table = build_controls_table(records, SYSTEMS)
+    below_oracle = table.loc["Agent vs Oracle", "ruler_hqa@50"]
+    assert "(ours 30.0, oracle 100.0; n 20)" in below_oracle
+    assert below_oracle.endswith(": oracle higher")  # reached, but the oracle flags nothing
+    same = table.loc["Agent vs Full context", "ruler_hqa@50"]
+    assert same.endswith("(ours 30.0, full context 30.0; n 20): too few items")
+    mostly, rarely = items([1.0] * 25 + [0.0] * 5), items([0.0] * 25 + [1.0] * 5)
+    ahead = cell_text(paired_gain(mostly, rarely), fullcontext.KIND.control)
+    assert ahead.endswith(": memory beats full context")
+    assert cell_text(paired_gain(rarely, mostly), oracle.KIND.control).endswith(": oracle higher")
+    assert not any("reaches" in note for note in table.attrs["notes"])  # no closed-book here
 
 
 def test_items_are_read_from_each_evaluations_metrics_and_predictions(tmp_path):
@@ -116,8 +142,16 @@ def test_the_smoke_plan_selects_the_controls_and_the_memory_systems_beside_them(
     config = cfg.load_yaml(repo / "config/smoke.yaml")
     jobs = cfg.report_jobs(config, cfg.CONTROLS_TABLE)
     kinds = {sid: spec["kind"] for sid, spec in cfg.eval_systems(config).items()}
-    assert {kinds[j.system] for j in jobs} == {"closedbook", "memagent", "memalpha", "mem1"}
-    controls = {(j.benchmark, j.length) for j in jobs if kinds[j.system] == "closedbook"}
+    assert {kinds[j.system] for j in jobs} == {
+        "closedbook",
+        "oracle",
+        "fullcontext",
+        "memagent",
+        "memalpha",
+        "mem1",
+    }
+    control_kinds = ("closedbook", "oracle", "fullcontext")
+    controls = {(j.benchmark, j.length) for j in jobs if kinds[j.system] in control_kinds}
     assert {(j.benchmark, j.length) for j in jobs} == controls
     inputs = cfg.report_inputs(config, cfg.CONTROLS_TABLE)
     assert len(inputs) == 2 * len(jobs) and inputs[1].endswith(".predictions.jsonl")

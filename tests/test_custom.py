@@ -139,11 +139,24 @@ def test_every_smoke_system_plans_one_job_of_every_dataset(monkeypatch):
     config = example_config("config/smoke.yaml")
     jobs = [job for job in cfg.eval_jobs(config) if job.benchmark == CUSTOM_BENCHMARK]
     systems = cfg.eval_systems(config)
-    chosen = {sid for sid, spec in systems.items() if "ablation_of" not in spec}
+    # every one but the memory ablation's variants and the oracle (one's own rows mark no evidence)
+    chosen = {
+        sid
+        for sid, spec in systems.items()
+        if "ablation_of" not in spec and spec["kind"] != "oracle"
+    }
     assert {job.system for job in jobs} == chosen  # RAG: both units of its grid
     assert all(job.tasks == ("long_qa", "minutes") and job.length == 0 for job in jobs)
     kinds = {systems[job.system]["kind"] for job in jobs}
-    assert kinds == {"memagent", "longcontext", "rag", "memalpha", "mem1", "closedbook"}
+    assert kinds == {
+        "memagent",
+        "longcontext",
+        "rag",
+        "memalpha",
+        "mem1",
+        "closedbook",
+        "fullcontext",
+    }
     memorizing = {job.system for job in jobs if cfg.memorizes(systems[job.system], "custom")}
     assert memorizing == {"memalpha-tiny", "memalpha-tiny-trained-here", "mem1-tiny"}
     config["custom"]["systems"] = ["rl-memagent-tiny", "rag-tiny"]
@@ -168,6 +181,11 @@ def test_the_plan_reads_each_datasets_checked_rows_and_sizes_them_for_cost(monke
     ("custom", "message"),
     [
         ({"custom.systems": ["nope"]}, r"config key custom.systems: unknown systems \['nope'\]"),
+        (
+            {"custom.systems": ["oracle-tiny"]},
+            r"config key custom.systems: oracle-tiny cannot run one's own datasets \(the "
+            r"benchmarks that mark each question's gold evidence; ",
+        ),
         ({"custom.datasets.long_qa.metric": "bleu"}, r"config key custom.datasets.long_qa.metric"),
         (
             {"custom.datasets.long_qa.source": "nope"},

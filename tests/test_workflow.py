@@ -88,16 +88,17 @@ def test_slurm_profile_plans_every_paper_job(repo):
 
     jobs = cfg.eval_jobs(cfg.load_yaml(repo / "config/config.yaml"))
     sharded = [j for j in jobs if j.shards > 1]
-    assert len(sharded) == 33 and {j.shards for j in sharded} == {4}
+    assert len(sharded) == 34 and {j.shards for j in sharded} == {4}
     # ... the memory ablation: 2 systems x 7 settings x (7 NIAH lengths + LongBench-QA), and
     # Table 4's probe: 2 systems x 7 lengths, each job all 5 placements (5 x 7 probe sets)
     # Mem0 (D.2) on RULER-HQA's 7 unsharded lengths and LongBench-QA; the closed-book controls:
     # RL-MemoryAgent-14B on RULER-HQA's 10 lengths (never sharded) and LongBench-QA, Qwen3-32B on
-    # Mem-α's two benchmarks
+    # Mem-α's two benchmarks; the oracle on RULER-HQA's 10 lengths, the full context on its 7
+    # unsharded lengths up to 6,400 documents (6,400 itself in shards) and LongBench-QA
     assert (
         counts["evaluate"]
         == len(jobs) - len(sharded)
-        == (446 + 2 * 10 + 5 * 2 + 2 * 7 * 8 + 14 + 8 + 10 + 1 + 2)
+        == (446 + 2 * 10 + 5 * 2 + 2 * 7 * 8 + 14 + 8 + 10 + 1 + 2 + 10 + 7 + 1)
     )
     assert counts["synthesize_probe"] == 5 * 7
     # Mem-α: Memalpha-4B on validation and MemoryAgentBench, Qwen3-4B and gpt-4.1-mini on
@@ -108,7 +109,7 @@ def test_slurm_profile_plans_every_paper_job(repo):
     # the (β, γ) ablation: five GRPO runs on verl, each evaluated on both Mem-α benchmarks
     assert counts["train_memalpha"] == counts["plot_memalpha_training_curve"] == 5
     assert "eval/mab/memalpha-4b-released/0.memories.jsonl" in done.stdout
-    assert counts["merge_eval"] == 33 and counts["evaluate_shard"] == 4 * 33
+    assert counts["merge_eval"] == 34 and counts["evaluate_shard"] == 4 * 34
     # MemAgent's 10, its recipes and failure patterns, Mem-α's 9 and recipes, the controls and
     # the suites; 8 figures and the frontier
     assert counts["make_table"] == 12 + 10 + 2 and counts["plot_figure"] == 8 + 1
@@ -399,8 +400,8 @@ def test_smoke_table_has_every_cell_with_sane_values(smoke):
     with open(results / "tables/table1.csv") as handle:
         rows = list(csv.DictReader(handle))
     cells = {(row["system"], int(row["n_docs"])) for row in rows}
-    # two memory agents, the direct baseline and the closed-book control x 3 lengths
-    assert len(cells) == 4 * 3
+    # two memory agents, the direct baseline and the three controls x 3 lengths
+    assert len(cells) == 6 * 3
     for row in rows:
         assert 0.0 <= float(row["ours"]) <= 100.0
     assert "paper" in (results / "tables/table1.md").read_text()
@@ -430,8 +431,10 @@ def test_smoke_evaluates_every_benchmark_system_and_table(smoke):
     # one file per job, a record per task; beyond the 37 jobs of Tables 1-3, 10, 11 and Mem-α's:
     # MemAgent w/o RL on LongBench (7 tasks, Figure 7), the memory ablation's 2 settings on NIAH
     # at 2 lengths and LongBench-QA (2 x (3 + 3 + 5)), the probe's 2 placements at 20 docs, the
-    # closed-book control on RULER-HQA's 3 lengths, LongBench-QA and Mem-α's two (3 + 5 + 16)
-    assert len(files) == 37 + 1 + 6 + 1 + 6 and len(metrics) == 147 + 7 + 22 + 2 + 24
+    # closed-book control on RULER-HQA's 3 lengths, LongBench-QA and Mem-α's two (3 + 5 + 16),
+    # the oracle on RULER-HQA's 3 (3) and the full context there and on LongBench-QA (3 + 5)
+    assert len(files) == 37 + 1 + 6 + 1 + 6 + 3 + 4
+    assert len(metrics) == 147 + 7 + 22 + 2 + 24 + 3 + 8
     assert {m["benchmark"] for m in metrics} == {
         "ruler_hqa",
         "ruler",
@@ -497,9 +500,12 @@ def test_smoke_runs_every_system_on_ones_own_data(smoke):
     systems = eval_systems(load_config([smoke / "config/smoke.yaml"]))
     with open(results / "tables/custom.csv") as handle:
         rows = list(csv.DictReader(handle))
-    # every system but the memory-ablation variants, RAG with both units of its grid
+    # every system but the memory-ablation variants and the oracle (one's own rows mark no
+    # evidence), RAG with both units of its grid
     assert {row["system_id"] for row in rows} == {
-        sid for sid, spec in systems.items() if "ablation_of" not in spec
+        sid
+        for sid, spec in systems.items()
+        if "ablation_of" not in spec and spec["kind"] != "oracle"
     }
     assert {row["label"] for row in rows} == {"long_qa", "minutes", "Avg.", "Mem. (K)"}
     scores = [row for row in rows if row["label"] != "Mem. (K)"]
@@ -590,11 +596,11 @@ def test_smoke_records_one_mlflow_child_run_per_job(smoke):
     [parent] = [r for r in parents if not runs[r].endswith(" custom")]
     children = [r for r in runs if tags[r].get("mlflow.parentRunId") == parent]
     rules = sorted(tags[r]["rule"] for r in children)
-    # 45 evaluation jobs: 38 score themselves, 7 (RULER-HQA and the probe from 20 docs) run in 2
+    # 58 evaluation jobs: 49 score themselves, 9 (RULER-HQA and the probe from 20 docs) run in 2
     # shards each; 10 (Mem-α on its two sets and RULER-HQA's three lengths, after GRPO on both
     # sets, MemAgent on MAB, MEM1 on MAB and 10 docs) read what 10 memorize jobs wrote
-    assert rules.count("evaluate") == 44 and rules.count("evaluate_shard") == 14
-    assert rules.count("merge_eval") == 7 and rules.count("memorize") == 10
+    assert rules.count("evaluate") == 49 and rules.count("evaluate_shard") == 18
+    assert rules.count("merge_eval") == 9 and rules.count("memorize") == 10
     assert rules.count("synthesize_probe") == 2
     assert rules.count("train_memalpha") == 1
     assert rules.count("download_model") == 2 and rules.count("synthesize_ruler") == 11
@@ -791,7 +797,7 @@ def test_the_readmes_own_data_example_plans_every_paper_system(repo):
     systems = cfg.eval_systems(config)
     jobs = [job for job in cfg.eval_jobs(config, systems) if job.benchmark == "custom"]
     assert {job.system for job in jobs} == {
-        s for s, spec in systems.items() if "ablation_of" not in spec
+        s for s, spec in systems.items() if "ablation_of" not in spec and spec["kind"] != "oracle"
     }
     memorized = [job for job in jobs if cfg.memorizes(systems[job.system], "custom")]
     assert counts["custom_set"] == 2 and counts["memorize"] == len(memorized) >= 8

@@ -224,12 +224,13 @@ COMMANDS: dict[str, Command] = {
         {
             "--data": {"nargs": "+"},
             "--pool": {"required": False},
+            "--evidence": {"required": False},
             "--memories": {"required": False},
             "--model": {},
             "--predictions": {},
             "--metrics": {"required": False},
         },
-        ["data", "model", "memories"],
+        ["data", "model", "memories", "pool", "evidence"],
         named("predictions", "metrics"),
     ),
     "dataset-stats": Command(

@@ -16,6 +16,7 @@ from memrl import config as cfg
 from memrl.benchmarks import EVAL_BENCHMARKS, benchmark, custom
 from memrl import locks, settings_files, slurm
 from memrl.digests import ENV_DIGEST_CACHE
+from memrl.systems import system_kind
 from memrl.tracking.invocation import end_invocation, start_invocation
 
 # A run killed by SIGKILL leaves Snakemake's lock; the plain command resumes (memrl.locks).
@@ -281,14 +282,16 @@ def eval_pool(job):
 
 def get_eval_inputs(wildcards):
     """What one evaluation (shard) reads: its eval sets, the model (the QA model after a
-    memorize job, whose output it reads) and, for RULER-HQA, the document pool that rebuilds
-    doc-id contexts."""
+    memorize job, whose output it reads), for RULER-HQA the document pool that rebuilds
+    doc-id contexts and, for the oracle, the file marking each question's gold evidence."""
     job = eval_job(wildcards)
     system = SYSTEMS[job.system]
     model = str(cfg.model_dir(config, cfg.eval_model(config, system, job.benchmark)))
     inputs = {"data": eval_data(job), "model": model}
     if cfg.memorizes(system, job.benchmark):
         inputs["memories"] = f"{eval_prefix(job)}.memories.jsonl"
+    if system_kind(system["kind"]).reads_evidence:
+        inputs["evidence"] = str(benchmark(job.benchmark).evidence.file(config))
     return inputs | eval_pool(job)
 
 
@@ -341,6 +344,10 @@ def get_eval_memories_arg(wildcards, input):
 
 def get_eval_pool_arg(wildcards, input):
     return f"--pool {shlex.quote(input.pool)}" if "pool" in input.keys() else ""
+
+
+def get_eval_evidence_arg(wildcards, input):
+    return f"--evidence {shlex.quote(input.evidence)}" if "evidence" in input.keys() else ""
 
 
 def get_eval_shards(wildcards):

@@ -61,11 +61,13 @@ rule evaluate:
         job=job("evaluate"),
         settings=get_eval_settings,
         pool=get_eval_pool_arg,
+        evidence=get_eval_evidence_arg,
         memories=get_eval_memories_arg,
         metrics=get_eval_metrics_arg,
     shell:
         "{params.memrl} --job {params.job:q} --log {log:q} evaluate --settings {params.settings:q}"
-        " --data {input.data:q} {params.pool} {params.memories} --model {input.model:q}"
+        " --data {input.data:q} {params.pool} {params.evidence} {params.memories}"
+        " --model {input.model:q}"
         " --predictions {output.predictions:q} {params.metrics} 2> {log:q}"
 
 
@@ -83,6 +85,7 @@ use rule evaluate as evaluate_shard with:
         job=job("evaluate_shard"),
         settings=get_eval_settings,
         pool=get_eval_pool_arg,
+        evidence=get_eval_evidence_arg,
         memories=get_eval_memories_arg,
         metrics=get_eval_metrics_arg,
 

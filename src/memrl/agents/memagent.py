@@ -154,7 +154,11 @@ def read_chunks(
     return memory
 
 
+def final_prompt_text(problem: str, memory: str, final_prompt: FinalPrompt) -> str:
+    """The final step's prompt: the problem over `memory` (the same text in both wordings)."""
+    return FINAL_TEMPLATES[final_prompt].format(prompt=problem, memory=memory)
+
+
 def final_request(problem: str, memory: str, final_prompt: FinalPrompt, tokens: int) -> ChatRequest:
-    """The question asked over the final memory (the same text in both wordings)."""
-    prompt = FINAL_TEMPLATES[final_prompt].format(prompt=problem, memory=memory)
-    return ChatRequest(user(prompt), tokens)
+    """The question asked over the final memory."""
+    return ChatRequest(user(final_prompt_text(problem, memory, final_prompt)), tokens)

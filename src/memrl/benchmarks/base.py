@@ -71,6 +71,17 @@ def no_check(config: Row) -> None:
 
 
 @dataclass(frozen=True)
+class Evidence:
+    """Where a benchmark marks each question's gold evidence, and how it is read.
+    - `file(config)`: the file holding the marks (an input of the jobs that read them);
+    - `contexts(rows, file, pool)`: each row's evidence alone, rendered as its context renders
+      it (`pool`: RULER-HQA's document pool, where a benchmark's rows may store doc ids)."""
+
+    file: Callable[[Row], Path]
+    contexts: Callable[[list[Row], Path, Path | None], list[str]]
+
+
+@dataclass(frozen=True)
 class Benchmark:
     """A benchmark, as the plan and an evaluation job see it.
 
@@ -99,6 +110,8 @@ class Benchmark:
       read by Mem-α's framework, MEM1 and the Mem-α baselines.
     - `retrieves_documents`: a RAG baseline retrieves whole documents on it (False: fixed chunks;
       None: either).
+    - `evidence`: where it marks each question's gold evidence (None: it marks none), what the
+      oracle control reads.
 
     An evaluation:
     - `read_rows(task, data, tokenizer)`: a task's rows, for the systems that answer per row.
@@ -131,6 +144,7 @@ class Benchmark:
     instance_shapes: Callable[[Row, Row], list[tuple[int, tuple[int, int, int], str]]] | None = None
     instances: bool = False
     retrieves_documents: bool | None = True
+    evidence: Evidence | None = None
     read_rows: Callable[[Task, Path, Any], list[Row]] = jsonl_rows
     instance_rows: Callable[[Row, Any, Path | None], RowsOf] | None = None
     question: Callable[[Task, Row], str] = input_question

@@ -11,7 +11,14 @@ from pathlib import Path
 from typing import Any
 
 from memrl.benchmarks import PROBE_BENCHMARK, RULER_HQA_TASK, Task
-from memrl.benchmarks.base import EVAL_ROW_FIELDS, Benchmark, RowsOf, Sets, fixed_budget
+from memrl.benchmarks.base import (
+    EVAL_ROW_FIELDS,
+    Benchmark,
+    Evidence,
+    RowsOf,
+    Sets,
+    fixed_budget,
+)
 from memrl.layout import results_dir
 
 OUTPUT_TOKENS = 10000  # the official direct-generation MAX_OUTPUT_LEN
@@ -112,23 +119,60 @@ def read_documents(pool_docs: Path) -> list[str]:
     return read_parquet(pool_docs, ["doc"])["doc"].to_pylist()
 
 
-def supporting_paragraphs(
-    indices: Iterable[int], docs: Sequence[str], pool_questions: Path
-) -> dict[int, dict[str, str]]:
-    """Each question's supporting paragraphs (HotpotQA's two hops: `gold_doc_ids`) by index, as
-    {title: what begins it in a rendered context}."""
+def gold_documents(pool_questions: Path, indices: Iterable[int]) -> dict[int, list[int]]:
+    """Each question's supporting paragraphs (HotpotQA's two hops, `gold_doc_ids`, in group
+    order) by index, as pool doc ids; an index the pool lacks stops, naming the file."""
     from memrl.data.io import read_parquet
-    from memrl.data.ruler_hqa import document_start, document_title
 
     table = read_parquet(pool_questions, ["index", "gold_doc_ids"]).to_pylist()
     gold = {q["index"]: q["gold_doc_ids"] for q in table}
     wanted = list(indices)
     if missing := [i for i in wanted if i not in gold]:
         raise SystemExit(f"{pool_questions}: no question of index {missing[:5]}")
+    return {i: list(dict.fromkeys(d for group in gold[i] for d in group)) for i in wanted}
+
+
+def supporting_paragraphs(
+    indices: Iterable[int], docs: Sequence[str], pool_questions: Path
+) -> dict[int, dict[str, str]]:
+    """Each question's supporting paragraphs by index, as {title: what begins it in a rendered
+    context}."""
+    from memrl.data.ruler_hqa import document_start, document_title
+
     return {
-        i: {document_title(docs[d]): document_start(docs[d]) for group in gold[i] for d in group}
-        for i in wanted
+        i: {document_title(docs[d]): document_start(docs[d]) for d in ids}
+        for i, ids in gold_documents(pool_questions, indices).items()
     }
+
+
+def pool_questions_file(config: dict[str, Any]) -> Path:
+    """The pool's questions: each one's supporting paragraphs (`gold_doc_ids`) by index."""
+    return results_dir(config) / "data/ruler_hqa/pool_questions.parquet"
+
+
+def gold_contexts(
+    rows: list[dict[str, Any]], pool_questions: Path, pool_docs: Path | None
+) -> list[str]:
+    """Each row's supporting paragraphs alone (HotpotQA's two hops), in the order its context
+    holds them and rendered as a context is ("Document 1:" onwards): what the oracle reads."""
+    from memrl.data.ruler_hqa import document_start, render_context
+
+    if pool_docs is None:
+        raise SystemExit("the supporting paragraphs are the pool's documents: pass --pool")
+    docs = read_documents(pool_docs)
+    gold = gold_documents(pool_questions, [row["index"] for row in rows])
+
+    def position(row: dict[str, Any], doc_id: int) -> int:
+        if "doc_ids" in row:
+            ids = list(row["doc_ids"])
+            return ids.index(doc_id) if doc_id in ids else len(ids)
+        found = row["context"].find(document_start(docs[doc_id]))
+        return found if found >= 0 else len(row["context"])
+
+    return [
+        render_context(sorted(gold[row["index"]], key=lambda d: position(row, d)), docs)
+        for row in rows
+    ]
 
 
 def instance_rows(s: dict[str, Any], tokenizer: Any, pool: Path | None) -> RowsOf:
@@ -167,6 +211,7 @@ BENCHMARK = Benchmark(
     instance_shapes=instance_shapes,
     sizes=sizes,
     sets=sets,
+    evidence=Evidence(pool_questions_file, gold_contexts),
 )
 PROBE = Benchmark(
     PROBE_BENCHMARK,

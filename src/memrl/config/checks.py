@@ -6,6 +6,7 @@ from typing import Any
 
 from memrl.agents.structured_memory import STORES as MEMORY_STORES
 from memrl.benchmarks import (
+    CUSTOM_BENCHMARK,
     MEMAGENT_BENCHMARKS,
     MEMALPHA_BENCHMARKS,
     registered,
@@ -125,6 +126,13 @@ def _check_custom(config: dict[str, Any]) -> None:
         raise ConfigError(
             f"config key custom.systems: unknown systems {unknown} (known: {sorted(systems)})"
         )
+    for name in spec["systems"] if spec["systems"] != "all" else ():
+        kind = system_kind(systems[name]["kind"])
+        if not kind.runs(systems[name], CUSTOM_BENCHMARK):
+            raise ConfigError(
+                f"config key custom.systems: {name} cannot run one's own datasets "
+                f"({kind.allowed_why or f'a {kind.name} system'})"
+            )
     source = spec.get("instances", {}).get("source")
     if source is not None and source not in QUERY_PROMPTS:
         raise ConfigError(
@@ -296,10 +304,12 @@ def _check_kind_benchmarks(config: dict[str, Any]) -> None:
     """Each system runs only benchmarks its kind may run."""
     for name, spec in config["evaluation"]["systems"].items():
         kind = system_kind(spec["kind"])
-        if not set(_benchmarks(spec)) <= set(kind.allowed):
+        if outside := [b for b in _benchmarks(spec) if b not in kind.allowed]:
+            why = f" ({kind.allowed_why})" if kind.allowed_why else ""
+            article = "an" if kind.name[0] in "aeiou" else "a"
             raise ConfigError(
-                f"config key evaluation.systems.{name}.benchmarks: a {kind.name} system runs "
-                f"only on {list(kind.allowed)}"
+                f"config key evaluation.systems.{name}.benchmarks: {article} {kind.name} system "
+                f"runs only on {list(kind.allowed)}{why}, not on {', '.join(outside)}"
             )
 
 

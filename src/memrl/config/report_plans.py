@@ -60,7 +60,7 @@ from memrl.layout import (
     stats_file,
 )
 from memrl.scoring.longbench import LONGBENCH_SUM
-from memrl.systems import CLOSED_BOOK, system_kind
+from memrl.systems import system_kind
 
 
 class Selection:
@@ -121,17 +121,15 @@ class Selection:
         return self.select(MEMORY_ABLATION[name][0], systems=members, among=self.every_job)
 
     def controls(self) -> list[EvalJob]:
-        """The closed-book controls, and the memory systems' jobs at each benchmark and length
-        where one ran."""
+        """The controls (closed-book, oracle, full context), and the memory systems' jobs at
+        each benchmark and length where one ran."""
         kinds = {sid: system_kind(spec["kind"]) for sid, spec in self.kinds.items()}
-        control = {
-            (j.benchmark, j.length) for j in self.jobs if kinds[j.system].name == CLOSED_BOOK
-        }
+        control = {(j.benchmark, j.length) for j in self.jobs if kinds[j.system].control}
         return [
             j
             for j in self.jobs
             if (j.benchmark, j.length) in control
-            and (kinds[j.system].name == CLOSED_BOOK or kinds[j.system].memory)
+            and (kinds[j.system].control or kinds[j.system].memory)
         ]
 
     def memagent_suite(self) -> list[EvalJob]:
@@ -468,9 +466,10 @@ REPORTS: dict[str, ReportPlan] = declared_once(
     ),
     ReportPlan(
         CONTROLS_TABLE,
-        "What memory adds: each memory system's gain over the closed-book control, paired",
+        "What memory adds: each memory system beside each control (closed-book, oracle, full "
+        "context), paired",
         Selection.controls,
-        needs="a closedbook system on a memory system's benchmarks",
+        needs="a control (closedbook, oracle, fullcontext) on a memory system's benchmarks",
         inputs=_controls_inputs,
     ),
     _memalpha(

@@ -60,7 +60,8 @@ def cmd_evaluate(args: argparse.Namespace, run: JobRecord) -> None:
         sampling = SamplingParams(**s["sampling"])
 
         def rows_of(name: str, data: Path) -> list[dict[str, Any]]:
-            return eval_rows(Task(s["benchmark"], name), data, engine.tokenizer)
+            rows = eval_rows(Task(s["benchmark"], name), data, engine.tokenizer)
+            return with_evidence(rows, s["benchmark"], args.evidence, args.pool)
 
         def runner_of(name: str, rows: list[dict[str, Any]]) -> Any:
             task = Task(
@@ -69,7 +70,7 @@ def cmd_evaluate(args: argparse.Namespace, run: JobRecord) -> None:
             system = kind.workflows(task, s, engine.tokenizer, pool_documents(rows, args.pool))
             return workflow_runner(task, system, engine, sampling)
 
-        extra_inputs = []
+        extra_inputs = [args.evidence] if args.evidence is not None else []
     predictions, partials = _run_tasks(
         s, args.data, args.predictions, [args.model, *extra_inputs], rows_of, runner_of, run
     )
@@ -112,6 +113,22 @@ def cmd_memorize(args: argparse.Namespace, run: JobRecord) -> None:
     write_jsonl_atomic(args.memories, [{"system": s["system"], **line} for line in _tagged(lines)])
     for partial in partials:
         partial.unlink(missing_ok=True)  # an empty shard wrote none
+
+
+def with_evidence(
+    rows: list[dict[str, Any]], name: str, evidence: Path | None, pool: Path | None
+) -> list[dict[str, Any]]:
+    """The rows, each with its gold evidence alone (`oracle.EVIDENCE`) where the job reads the
+    benchmark's marks (`--evidence`: the oracle control)."""
+    from memrl.systems.oracle import EVIDENCE
+
+    if evidence is None:
+        return rows
+    marks = benchmark(name).evidence
+    if marks is None:
+        raise SystemExit(f"--evidence: benchmark {name} marks no evidence")
+    contexts = marks.contexts(rows, evidence, pool)
+    return [{**row, EVIDENCE: context} for row, context in zip(rows, contexts, strict=True)]
 
 
 def _memalpha_evaluation(

@@ -1,7 +1,9 @@
-"""The `controls` table: what memory adds. Each memory system beside each closed-book control of
-the same benchmark and length, on the questions both answered: the gain over closed-book with a
-paired 95 % interval (the shared items resampled together; Mem-α's instances, whose score is the
-mean over their questions, as the items), and a flag where the control already reaches the memory
+"""The `controls` table: what memory adds. Each memory system beside each control (a system that
+needs no memory: closed-book, the question alone; oracle, the gold evidence alone; full context in
+the agent's own answer prompt) of the same benchmark and length, on the questions both answered:
+the difference to the control with a paired 95 % interval (the shared items resampled together;
+Mem-α's instances, whose score is the mean over their questions, as the items), its verdict in the
+control's words, and, against closed-book, a flag where the control already reaches the memory
 system's score: those questions were answerable without the context."""
 
 from __future__ import annotations
@@ -18,12 +20,11 @@ from memrl.report.cells import DASH
 from memrl.report.registry import BOTH_PAPERS, PaperTable, TableInput
 from memrl.report.rows import system_kind, system_specs
 from memrl.scoring.intervals import bootstrap
-from memrl.systems import CLOSED_BOOK
 from memrl.systems import system_kind as registered_kind
+from memrl.systems.base import Control
 
 METRICS, PREDICTIONS = ".metrics.json", ".predictions.jsonl"
 MIN_ITEMS = 10  # fewer shared items: shown, never judged (the rule of every verdict's cell)
-ANSWERABLE = "answerable without the context"
 
 
 def load_item_scores(paths: Iterable[str | Path]) -> list[dict[str, Any]]:
@@ -73,28 +74,29 @@ def _percent_mean(values: Sequence[float]) -> float:
     return 100 * sum(values) / len(values)
 
 
-def cell_text(gain: Mapping[str, Any]) -> str:
-    """`+g [low, high] (ours o, closed-book c; n items)`, with what it shows: a gain, a loss, no
-    difference shown, or too few shared items (under MIN_ITEMS, or an interval of no width: every
-    item differs alike); and the flag where closed-book, above 0, reaches ours."""
+def cell_text(gain: Mapping[str, Any], control: Control) -> str:
+    """`+g [low, high] (ours o, <control> c; n items)`, with what it shows in the control's words:
+    ours higher, the control higher, no difference shown, or too few shared items (under
+    MIN_ITEMS, or an interval of no width: every item differs alike); and the control's flag
+    where it, above 0, reaches ours."""
     if gain["n"] == 0:
         return f"{DASH} (no shared items)"
     low, high = gain["interval"]
     text = (
         f"{gain['gain']:+.1f} [{low:+.1f}, {high:+.1f}] (ours {gain['ours']:.1f}, "
-        f"closed-book {gain['control']:.1f}; n {gain['n']})"
+        f"{control.label} {gain['control']:.1f}; n {gain['n']})"
     )
     if gain["n"] < MIN_ITEMS or low == high:
         said = "too few items"
     elif low > 0:
-        said = "memory adds"
+        said = control.above
     elif high < 0:
-        said = "closed-book higher"
+        said = control.below
     else:
-        said = "no gain shown"
-    # closed-book right where the memory system is no better (both at 0: nothing was answered)
-    answerable = gain["control"] >= gain["ours"] and gain["control"] > 0
-    flag = f"; {ANSWERABLE}" if answerable else ""
+        said = "no difference shown"
+    # the control right where the memory system is no better (both at 0: nothing was answered)
+    reached = control.reached and gain["control"] >= gain["ours"] and gain["control"] > 0
+    flag = f"; {control.reached}" if reached else ""
     return f"{text}: {said}{flag}"
 
 
@@ -103,15 +105,14 @@ def column(record: Mapping[str, Any]) -> str:
 
 
 def build_controls_table(records: Sequence[Mapping[str, Any]], systems: Any) -> pd.DataFrame:
-    """A row per (memory system, closed-book control), a column per benchmark and length where
-    both ran; each cell the paired gain (cell_text)."""
+    """A row per (memory system, control), a column per benchmark and length where both ran;
+    each cell the paired difference (cell_text)."""
     specs = system_specs(systems)
-
-    def kind(sid: str) -> str:
-        return system_kind(sid, specs[sid])
-
-    controls = [r for r in records if kind(r["system"]) == CLOSED_BOOK]
-    memories = [r for r in records if registered_kind(kind(r["system"])).memory]
+    kinds = {
+        r["system"]: registered_kind(system_kind(r["system"], specs[r["system"]])) for r in records
+    }
+    controls = [r for r in records if kinds[r["system"]].control]
+    memories = [r for r in records if kinds[r["system"]].memory]
     rows: dict[str, dict[str, str]] = {}
     for control in controls:
         for memory in memories:
@@ -119,18 +120,32 @@ def build_controls_table(records: Sequence[Mapping[str, Any]], systems: Any) -> 
                 continue
             label = f"{specs[memory['system']]['display']} vs {specs[control['system']]['display']}"
             rows.setdefault(label, {})[column(memory)] = cell_text(
-                paired_gain(memory["items"], control["items"])
+                paired_gain(memory["items"], control["items"]), kinds[control["system"]].control
             )
     frame = pd.DataFrame.from_dict(rows, orient="index").fillna(DASH)
-    frame.index.name = "Memory system vs closed-book"
-    flagged = sum(ANSWERABLE in cell for row in rows.values() for cell in row.values())
+    frame.index.name = "Memory system vs control"
     frame.attrs["notes"] = [
-        "Gain = ours − closed-book on the items both answered, with the 95 % percentile-bootstrap "
-        "interval of the per-item differences (paired: the items resampled together; a Mem-α "
-        "instance, scored as the mean over its questions, is one item).",
-        f"{flagged} cell(s) where closed-book reaches the memory system's score: {ANSWERABLE}.",
+        "Difference = ours − the control on the items both answered, with the 95 % "
+        "percentile-bootstrap interval of the per-item differences (paired: the items resampled "
+        "together; a Mem-α instance, scored as the mean over its questions, is one item).",
+        "Closed-book: the question alone (what the model knows); oracle: only the gold evidence "
+        "(what the evidence gives, with nothing to find); full context: the whole context in the "
+        "memory agent's own answer prompt, middle-truncated (the memory loop against reading at "
+        "once, the prompt held fixed).",
+        *_reached_notes(rows.values(), [kinds[r["system"]].control for r in controls]),
     ]
     return frame
+
+
+def _reached_notes(rows: Iterable[Mapping[str, str]], controls: Iterable[Control]) -> list[str]:
+    """A count of the cells that carry each control's flag."""
+    flags = {c.reached: c.label for c in controls if c.reached}
+    cells = [cell for row in rows for cell in row.values()]
+    return [
+        f"{sum(flag in cell for cell in cells)} cell(s) where {label} reaches the memory "
+        f"system's score: {flag}."
+        for flag, label in flags.items()
+    ]
 
 
 def _build(table: TableInput) -> pd.DataFrame:

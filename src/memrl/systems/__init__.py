@@ -4,14 +4,32 @@ module here, its entry below, and its block in the config schema."""
 
 from __future__ import annotations
 
-from memrl.systems import closedbook, longcontext, mem0, mem1, memagent, memalpha, rag
+from memrl.systems import (
+    closedbook,
+    fullcontext,
+    longcontext,
+    mem0,
+    mem1,
+    memagent,
+    memalpha,
+    oracle,
+    rag,
+)
 from memrl.systems.base import SystemKind
-
-CLOSED_BOOK = closedbook.KIND.name  # the control memory systems are read against
 
 KINDS: dict[str, SystemKind] = {
     module.KIND.name: module.KIND
-    for module in (memagent, longcontext, rag, memalpha, mem1, mem0, closedbook)
+    for module in (
+        memagent,
+        longcontext,
+        rag,
+        memalpha,
+        mem1,
+        mem0,
+        closedbook,
+        oracle,
+        fullcontext,
+    )
 }
 
 

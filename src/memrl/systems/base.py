@@ -76,6 +76,19 @@ def no_settings(config: Config, system: Settings) -> Settings:
     return {}
 
 
+@dataclass(frozen=True)
+class Control:
+    """What a control system (one that needs no memory) is to the `controls` table, which reads
+    every memory system's score against it: how its score is named, the verdict where the memory
+    system scores higher or lower, and what a cell says where the control (above 0) reaches the
+    memory system's score, if that means something."""
+
+    label: str
+    above: str
+    below: str
+    reached: str | None = None
+
+
 def one_system(name: str, spec: Settings) -> dict[str, Settings]:
     return {name: spec}
 
@@ -94,7 +107,10 @@ class SystemKind:
     - `sharded`: whether its evaluation splits over `evaluation.shards`;
     - `qa_only`: on LongBench, the QA tasks only (the summarisation ones left out);
     - `memory`: it answers from a memory it wrote while reading (what the `controls` table
-      sets against the closed-book control);
+      sets against the controls);
+    - `control`: it is a control, needing no memory (closed-book, oracle, full context);
+    - `reads_evidence`: its jobs read each question's gold evidence (the benchmark's
+      `evidence`); `allowed_why`: why `allowed` leaves benchmarks out, said where one is asked;
     - `expand(name, spec)`: the concrete systems of one configured system (a grid, say);
     - `runs(system, benchmark)`: beyond its `benchmarks`, whether a concrete system runs one;
     - `job_settings(config, system)`: its own part of an evaluate job's settings on MemAgent's
@@ -124,6 +140,9 @@ class SystemKind:
     sharded: bool = True
     qa_only: bool = False
     memory: bool = False
+    control: Control | None = None
+    reads_evidence: bool = False
+    allowed_why: str = ""
     expand: Callable[[str, Settings], dict[str, Settings]] = one_system
     runs: Callable[[Settings, str], bool] = every_benchmark
     job_settings: SpecSettings = no_settings

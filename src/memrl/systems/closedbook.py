@@ -24,6 +24,7 @@ from memrl.evaluation import (
 from memrl.systems.base import (
     Call,
     Config,
+    Control,
     InstanceShape,
     Settings,
     SystemKind,
@@ -76,6 +77,12 @@ KIND = SystemKind(
     "closedbook",
     qa_only=True,  # a summary of a document it never reads says nothing
     sharded=False,  # a question's prompt, whatever the length: one job a length
+    control=Control(
+        "closed-book",
+        above="memory adds",
+        below="closed-book higher",
+        reached="answerable without the context",
+    ),
     job_settings=job_settings,
     instance_settings=context_baseline_settings,
     workflows=workflows,
