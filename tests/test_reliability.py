@@ -133,7 +133,7 @@ MUTATIONS: list[tuple[tuple[Any, ...], Any, str | None]] = [
     (("evaluation", "engine"), {"kind": "openai", "timeout_s": 0}, "evaluation.engine.timeout_s"),
     (("evaluation", "engine", "timeout_s"), 30, "'timeout_s' is not one of"),  # not an hf option
     (("evaluation", "systems", "mem1-tiny", "max_docs"), 5, "mem1-tiny.max_docs"),
-    (("evaluation", "systems", "rag-tiny", "kind"), "oracle", "rag-tiny.kind"),
+    (("evaluation", "systems", "rag-tiny", "kind"), "oracles", "rag-tiny.kind"),
     (("evaluation", "systems", "rag-tiny", "model"), "ghost", "rag-tiny.model"),
     (("evaluation", "systems", "rag-tiny", "colour"), "red", "rag-tiny: unknown key(s) colour"),
     (("evaluation", "systems", "longcontext-tiny", "context_extension"), "yarn", "extension"),

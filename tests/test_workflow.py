@@ -607,8 +607,8 @@ def test_smoke_records_one_mlflow_child_run_per_job(smoke):
     every_record = list(results.glob("logs/**/*.provenance.jsonl"))
     own_data = [r for r in every_record if re.search(r"custom|long_qa|minutes", r.as_posix())]
     records = [r for r in every_record if r not in own_data]
-    assert len(own_data) == 21  # 2 copies, 2 checks, 13 evaluations, 3 memorize jobs, its table
-    assert len(children) == len(runs) - 2 - len(own_data) == len(records) == 164  # all but `all`
+    assert len(own_data) == 22  # 2 copies, 2 checks, 14 evaluations, 3 memorize jobs, its table
+    assert len(children) == len(runs) - 2 - len(own_data) == len(records) == 175  # all but `all`
     readme = docs_text(Path(__file__).resolve().parents[1])
     # the README's smoke job count: the quickstart, the speed table, what was verified
     assert readme.count(f"{len(records) + 1} jobs") == 3
