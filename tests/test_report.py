@@ -74,6 +74,7 @@ REPO = Path(__file__).resolve().parents[1]
 # tested in their own files (tests/test_recipes.py, tests/test_controls.py)
 TESTED_ALONE = (
     cfg.CONTROLS_TABLE,
+    cfg.PROTOCOLS_TABLE,
     TRACE_TABLE,
     NIAH_CONFIG_TABLE,
     "table4",

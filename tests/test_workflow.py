@@ -94,11 +94,12 @@ def test_slurm_profile_plans_every_paper_job(repo):
     # Mem0 (D.2) on RULER-HQA's 7 unsharded lengths and LongBench-QA; the closed-book controls:
     # RL-MemoryAgent-14B on RULER-HQA's 10 lengths (never sharded) and LongBench-QA, Qwen3-32B on
     # Mem-α's two benchmarks; the oracle on RULER-HQA's 10 lengths, the full context on its 7
-    # unsharded lengths up to 6,400 documents (6,400 itself in shards) and LongBench-QA
+    # unsharded lengths up to 6,400 documents (6,400 itself in shards) and LongBench-QA; the
+    # released 14B question-blind on RULER-HQA's 7 lengths to 448K
     assert (
         counts["evaluate"]
         == len(jobs) - len(sharded)
-        == (446 + 2 * 10 + 5 * 2 + 2 * 7 * 8 + 14 + 8 + 10 + 1 + 2 + 10 + 7 + 1)
+        == (446 + 2 * 10 + 5 * 2 + 2 * 7 * 8 + 14 + 8 + 10 + 1 + 2 + 10 + 7 + 1 + 7)
     )
     assert counts["synthesize_probe"] == 5 * 7
     # Mem-α: Memalpha-4B on validation and MemoryAgentBench, Qwen3-4B and gpt-4.1-mini on
@@ -110,9 +111,9 @@ def test_slurm_profile_plans_every_paper_job(repo):
     assert counts["train_memalpha"] == counts["plot_memalpha_training_curve"] == 5
     assert "eval/mab/memalpha-4b-released/0.memories.jsonl" in done.stdout
     assert counts["merge_eval"] == 34 and counts["evaluate_shard"] == 4 * 34
-    # MemAgent's 10, its recipes and failure patterns, Mem-α's 9 and recipes, the controls and
-    # the suites; 8 figures and the frontier
-    assert counts["make_table"] == 12 + 10 + 2 and counts["plot_figure"] == 8 + 1
+    # MemAgent's 10, its recipes and failure patterns, Mem-α's 9 and recipes, the controls, the
+    # protocols and the suites; 8 figures and the frontier
+    assert counts["make_table"] == 12 + 10 + 3 and counts["plot_figure"] == 8 + 1
     assert counts["case_study"] == 3 and counts["reproduction"] == 1
     # the README's numbers of this plan are this plan's
     readme = docs_text(repo)
@@ -400,8 +401,9 @@ def test_smoke_table_has_every_cell_with_sane_values(smoke):
     with open(results / "tables/table1.csv") as handle:
         rows = list(csv.DictReader(handle))
     cells = {(row["system"], int(row["n_docs"])) for row in rows}
-    # two memory agents, the direct baseline and the three controls x 3 lengths
-    assert len(cells) == 6 * 3
+    # two memory agents (one also question-blind), the direct baseline and the three controls
+    # x 3 lengths
+    assert len(cells) == 7 * 3
     for row in rows:
         assert 0.0 <= float(row["ours"]) <= 100.0
     assert "paper" in (results / "tables/table1.md").read_text()
@@ -432,9 +434,10 @@ def test_smoke_evaluates_every_benchmark_system_and_table(smoke):
     # MemAgent w/o RL on LongBench (7 tasks, Figure 7), the memory ablation's 2 settings on NIAH
     # at 2 lengths and LongBench-QA (2 x (3 + 3 + 5)), the probe's 2 placements at 20 docs, the
     # closed-book control on RULER-HQA's 3 lengths, LongBench-QA and Mem-α's two (3 + 5 + 16),
-    # the oracle on RULER-HQA's 3 (3) and the full context there and on LongBench-QA (3 + 5)
-    assert len(files) == 37 + 1 + 6 + 1 + 6 + 3 + 4
-    assert len(metrics) == 147 + 7 + 22 + 2 + 24 + 3 + 8
+    # the oracle on RULER-HQA's 3 (3), the full context there and on LongBench-QA (3 + 5) and
+    # the trained agent question-blind on RULER-HQA's 3 (3)
+    assert len(files) == 37 + 1 + 6 + 1 + 6 + 3 + 4 + 3
+    assert len(metrics) == 147 + 7 + 22 + 2 + 24 + 3 + 8 + 3
     assert {m["benchmark"] for m in metrics} == {
         "ruler_hqa",
         "ruler",
@@ -596,19 +599,19 @@ def test_smoke_records_one_mlflow_child_run_per_job(smoke):
     [parent] = [r for r in parents if not runs[r].endswith(" custom")]
     children = [r for r in runs if tags[r].get("mlflow.parentRunId") == parent]
     rules = sorted(tags[r]["rule"] for r in children)
-    # 58 evaluation jobs: 49 score themselves, 9 (RULER-HQA and the probe from 20 docs) run in 2
+    # 61 evaluation jobs: 50 score themselves, 11 (RULER-HQA and the probe from 20 docs) run in 2
     # shards each; 10 (Mem-α on its two sets and RULER-HQA's three lengths, after GRPO on both
     # sets, MemAgent on MAB, MEM1 on MAB and 10 docs) read what 10 memorize jobs wrote
-    assert rules.count("evaluate") == 49 and rules.count("evaluate_shard") == 18
-    assert rules.count("merge_eval") == 9 and rules.count("memorize") == 10
+    assert rules.count("evaluate") == 50 and rules.count("evaluate_shard") == 22
+    assert rules.count("merge_eval") == 11 and rules.count("memorize") == 10
     assert rules.count("synthesize_probe") == 2
     assert rules.count("train_memalpha") == 1
     assert rules.count("download_model") == 2 and rules.count("synthesize_ruler") == 11
     every_record = list(results.glob("logs/**/*.provenance.jsonl"))
     own_data = [r for r in every_record if re.search(r"custom|long_qa|minutes", r.as_posix())]
     records = [r for r in every_record if r not in own_data]
-    assert len(own_data) == 22  # 2 copies, 2 checks, 14 evaluations, 3 memorize jobs, its table
-    assert len(children) == len(runs) - 2 - len(own_data) == len(records) == 175  # all but `all`
+    assert len(own_data) == 23  # 2 copies, 2 checks, 15 evaluations, 3 memorize jobs, its table
+    assert len(children) == len(runs) - 2 - len(own_data) == len(records) == 183  # all but `all`
     readme = docs_text(Path(__file__).resolve().parents[1])
     # the README's smoke job count: the quickstart, the speed table, what was verified
     assert readme.count(f"{len(records) + 1} jobs") == 3
@@ -657,7 +660,7 @@ def test_smoke_reproduction_report_shows_every_table_figure_and_claim(smoke):
     # the own-data example's table is its own target's, not `all`'s
     tables = sorted(t for t in (results / "tables").glob("*.md") if t.stem != "custom")
     figures = sorted((results / "figures").glob("*.png"))
-    assert len(tables) == 25 and len(figures) == 11  # both papers' tables; 9 figures, 2 curves
+    assert len(tables) == 26 and len(figures) == 11  # both papers' tables; 9 figures, 2 curves
     for table in tables:
         assert f"### [{table.stem}](tables/{table.name}): " in report
         assert f"- Lineage: `memrl lineage results/smoke/tables/{table.name}`" in report

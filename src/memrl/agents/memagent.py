@@ -126,11 +126,15 @@ def memagent(
     chunks: Iterable[str],
     config: MemAgentConfig,
     trace: MemoryTrace | None = None,
+    reading: str | None = None,
 ) -> Workflow:
     """One MemAgent run: a memory-update conversation per chunk, then the final answer; the
-    memory after every chunk is recorded in `trace` if one is given."""
+    memory after every chunk is recorded in `trace` if one is given. The memory is written for
+    the question (MemAgent's protocol), or, given `reading`, for that task description alone,
+    the question first seen at the final answer (MemoryAgentBench's protocol)."""
     problem = question.strip()
-    memory = yield from read_chunks(problem, chunks, config.memory_tokens, trace, config.wording)
+    task = problem if reading is None else reading.strip()
+    memory = yield from read_chunks(task, chunks, config.memory_tokens, trace, config.wording)
     completion = yield final_request(problem, memory, config.final_prompt, config.final_tokens)
     return completion.text
 

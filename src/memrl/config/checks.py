@@ -79,6 +79,7 @@ def check_references(config: dict[str, Any]) -> None:
     for task in config["longbench"]["tasks"]:
         _require_source(config, f"longbench.tasks ({task})", longbench_source(task))
     _check_kind_benchmarks(config)
+    _check_question_blind(config)
     _check_memalpha(config, require)  # first: a missing section also leaves its runs unknown
     for system, spec in config["evaluation"]["systems"].items():
         key = f"evaluation.systems.{system}"
@@ -313,6 +314,21 @@ def _check_kind_benchmarks(config: dict[str, Any]) -> None:
             )
 
 
+def _check_question_blind(config: dict[str, Any]) -> None:
+    """A question-blind MemAgent runs MemAgent's benchmarks (on Mem-α's, every MemAgent reads an
+    instance before its questions already); it reads for Mem-α's RULER-QA task description
+    (`_check_memalpha` requires that section)."""
+    for name, spec in config["evaluation"]["systems"].items():
+        if not spec.get("question_blind"):
+            continue
+        if on := sorted(set(_benchmarks(spec)) & set(MEMALPHA_BENCHMARKS)):
+            raise ConfigError(
+                f"config key evaluation.systems.{name}.benchmarks: a question-blind MemAgent "
+                f"runs MemAgent's benchmarks; on {', '.join(on)} every MemAgent system reads "
+                "each instance before its questions already"
+            )
+
+
 def _benchmarks(spec: dict[str, Any]) -> list[str]:
     """A configured system's benchmarks: its own, else its kind's default."""
     return list(spec.get("benchmarks", system_kind(spec["kind"]).benchmarks))
@@ -326,6 +342,7 @@ def _check_memalpha(config: dict[str, Any], require: Any) -> None:
         for name, spec in config["evaluation"]["systems"].items()
         if not set(_benchmarks(spec)).isdisjoint(MEMALPHA_BENCHMARKS)
         or system_kind(spec["kind"]).instances_only
+        or spec.get("question_blind")  # memalpha.ruler_hqa.prompt: what its memory is for
     ]
     if "memalpha" not in config:
         if users:

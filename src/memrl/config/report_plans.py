@@ -7,23 +7,19 @@ memrl.config.reports'; each one's builder is its report module's (memrl.report.r
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from memrl.benchmarks import CUSTOM_BENCHMARK, PROBE_BENCHMARK
-from memrl.benchmarks import benchmark as registered_benchmark
+from memrl.benchmarks import CUSTOM_BENCHMARK
 from memrl.benchmarks.ruler import data as ruler_data
 from memrl.config.matrix import (
     EvalJob,
     eval_data,
-    eval_jobs,
     eval_prefix,
-    eval_systems,
     rl_ablation_groups,
 )
 from memrl.config.reports import (
-    ABLATION_ROLES,
     ABLATION_TABLES,
     CONTROLS_TABLE,
     CUSTOM_TABLE,
@@ -32,11 +28,11 @@ from memrl.config.reports import (
     KEYWORDS_TABLE,
     MEMAGENT_RECIPES_TABLE,
     MEMALPHA_RECIPES_TABLE,
-    MEMORY_ABLATION,
     NIAH_CONFIG_TABLE,
     NIAH_FIGURE_TASKS,
     PATTERNS_TABLE,
     PROBE_TABLE,
+    PROTOCOLS_TABLE,
     RL_ABLATION_FIGURES,
     SUITES_TABLE,
     TRACE_TABLE,
@@ -47,6 +43,7 @@ from memrl.config.reports import (
     report_systems,
     stats_splits,
 )
+from memrl.config.selection import Selection
 from memrl.config.yaml_file import load_yaml
 from memrl.layout import (
     MEMALPHA_STAGE,
@@ -60,102 +57,6 @@ from memrl.layout import (
     stats_file,
 )
 from memrl.scoring.longbench import LONGBENCH_SUM
-from memrl.systems import system_kind
-
-
-class Selection:
-    """The evaluation jobs of one config as tables and figures select them: each `ReportPlan`'s
-    `jobs` picks its own through these (a job of a memory-ablation variant only where asked)."""
-
-    def __init__(self, config: dict[str, Any], name: str = "") -> None:
-        self.config = config
-        self.name = name  # the table or figure selecting: named in its errors
-        self.kinds = eval_systems(config)
-        self.every_job = eval_jobs(config, self.kinds)
-        self.jobs = [j for j in self.every_job if "ablation_of" not in self.kinds[j.system]]
-        self.qa = [t for t in config["longbench"]["tasks"] if t not in LONGBENCH_SUM]
-
-    def select(
-        self,
-        benchmark: str,
-        rag: bool | None = None,
-        tasks: Sequence[str] | None = None,
-        kind: str | None = None,
-        systems: Collection[str] | None = None,
-        lengths: Collection[int] | None = None,
-        among: Sequence[EvalJob] | None = None,
-    ) -> list[EvalJob]:
-        """The jobs of `benchmark`: of RAG systems only (`rag`) or none, covering any of `tasks`,
-        of systems of `kind`, of `systems`, at `lengths`. A benchmark or system no config could
-        have stops the plan, naming the table or figure."""
-        kinds = self.kinds
-        try:
-            registered_benchmark(benchmark)
-        except ValueError as exc:  # "unknown benchmark 'x'; known: ..."
-            raise ConfigError(f"{self.name}: selects {exc}") from None
-        if unknown := sorted(set(systems or ()) - set(kinds)):
-            raise ConfigError(
-                f"{self.name}: selects systems not in evaluation.systems: {', '.join(unknown)}"
-            )
-        return [
-            job
-            for job in (self.jobs if among is None else among)
-            if job.benchmark == benchmark
-            and (tasks is None or not set(tasks).isdisjoint(job.tasks))
-            and (rag is None or (kinds[job.system]["kind"] == "rag") == rag)
-            and (kind is None or kinds[job.system]["kind"] == kind)
-            and (systems is None or job.system in systems)
-            and (lengths is None or job.length in lengths)
-        ]
-
-    def probe(self) -> list[EvalJob]:
-        """The probe sets, and RULER-HQA at their lengths (random), in the plan's order."""
-        spec = self.config["evaluation"].get("probe") or {"systems": {}, "n_docs": []}
-        chosen = set(self.select(PROBE_BENCHMARK, systems=spec["systems"]))
-        chosen |= set(self.select("ruler_hqa", systems=spec["systems"], lengths=spec["n_docs"]))
-        return [job for job in self.every_job if job in chosen]
-
-    def memory_ablation(self, name: str) -> list[EvalJob]:
-        """The ablated systems and their variants (MEMORY_ABLATION)."""
-        members = memory_ablation_members(self.config, name)
-        return self.select(MEMORY_ABLATION[name][0], systems=members, among=self.every_job)
-
-    def controls(self) -> list[EvalJob]:
-        """The controls (closed-book, oracle, full context), and the memory systems' jobs at
-        each benchmark and length where one ran."""
-        kinds = {sid: system_kind(spec["kind"]) for sid, spec in self.kinds.items()}
-        control = {(j.benchmark, j.length) for j in self.jobs if kinds[j.system].control}
-        return [
-            j
-            for j in self.jobs
-            if (j.benchmark, j.length) in control
-            and (kinds[j.system].control or kinds[j.system].memory)
-        ]
-
-    def memagent_suite(self) -> list[EvalJob]:
-        """RULER-HQA without RAG and without Mem-α's agents."""
-        return [
-            j
-            for j in self.select("ruler_hqa", rag=False)
-            if not system_kind(self.kinds[j.system]["kind"]).instances_only
-        ]
-
-    def ablation(self, benchmark: str) -> list[EvalJob]:
-        """Mem-α systems whose policy is a Mem-α run of ours."""
-        runs = memalpha_runs(self.config)
-        ours = [sid for sid, spec in self.kinds.items() if spec.get("model") in runs]
-        return self.select(benchmark, kind="memalpha", systems=ours)
-
-    def rl_ablation(
-        self,
-        benchmark: str,
-        roles: Sequence[str] = ABLATION_ROLES,
-        tasks: Sequence[str] | None = None,
-    ) -> list[EvalJob]:
-        """`report.rl_ablation`'s systems in `roles`."""
-        groups = rl_ablation_groups(self.config).values()
-        ablated = {group[role] for group in groups for role in roles}
-        return self.select(benchmark, rag=False, tasks=tasks, systems=ablated)
 
 
 def _no_settings(config: dict[str, Any]) -> dict[str, Any]:
@@ -255,10 +156,41 @@ def _memalpha_checkpoints(config: dict[str, Any]) -> list[str]:
     return [str(checkpoint_dir(config, run, MEMALPHA_STAGE)) for run in memalpha_runs(config)]
 
 
-def _controls_inputs(config: dict[str, Any]) -> list[str]:
+def _item_inputs(name: str) -> Callable[[dict[str, Any]], list[str]]:
     """Each evaluation's metrics (its system, benchmark, length) and predictions (its items)."""
-    prefixes = [eval_prefix(config, job) for job in report_jobs(config, CONTROLS_TABLE)]
-    return [f"{p}.{suffix}" for p in prefixes for suffix in ("metrics.json", "predictions.jsonl")]
+
+    def inputs(config: dict[str, Any]) -> list[str]:
+        prefixes = [eval_prefix(config, job) for job in report_jobs(config, name)]
+        return [f"{p}.{end}" for p in prefixes for end in ("metrics.json", "predictions.jsonl")]
+
+    return inputs
+
+
+def _blind_source(config: dict[str, Any]) -> str | None:
+    """The MemoryAgentBench source a question-blind MemAgent reads for (its RULER-QA one)."""
+    return config["memalpha"]["ruler_hqa"]["source"] if "memalpha" in config else None
+
+
+def _protocol_jobs(selection: Selection) -> list[EvalJob]:
+    return selection.protocols(_blind_source(selection.config))
+
+
+def _protocols_settings(config: dict[str, Any]) -> dict[str, Any]:
+    """The MemoryAgentBench source its column reads (the multi-document RULER-QA one that
+    HotpotQA built too) and Mem-α's printed score of each MemAgent-paper row there (its Table 2,
+    through the Mem-α file's aliases)."""
+    source = _blind_source(config)
+    paper = load_yaml(config["report"]["memalpha_paper"])
+    table = paper.get("table2", {"columns": [], "caption": "no Table 2"})
+    printed = {}
+    if source in table["columns"]:
+        column = table["columns"].index(source)
+        printed = {
+            memagent_row: table["rows"][row]["perf"][column]
+            for memagent_row, row in paper.get("aliases", {}).items()
+            if row in table["rows"]
+        }
+    return {"mab": {"task": source, "paper": printed, "where": table["caption"]}}
 
 
 def _memagent(
@@ -470,7 +402,15 @@ REPORTS: dict[str, ReportPlan] = declared_once(
         "context), paired",
         Selection.controls,
         needs="a control (closedbook, oracle, fullcontext) on a memory system's benchmarks",
-        inputs=_controls_inputs,
+        inputs=_item_inputs(CONTROLS_TABLE),
+    ),
+    ReportPlan(
+        PROTOCOLS_TABLE,
+        "One method, two protocols: MemAgent's memory written for the question and without it",
+        _protocol_jobs,
+        needs="a memagent system with question_blind: true",
+        settings=_protocols_settings,
+        inputs=_item_inputs(PROTOCOLS_TABLE),
     ),
     _memalpha(
         SUITES_TABLE,

@@ -37,6 +37,7 @@ REPORTED_SYSTEM_KEYS = (
     "unit_tokens",
     "agent",  # a memory-ablation variant's budgets
     "ablation_of",  # ... and the system it varies
+    "question_blind",  # MemAgent's memory written without the question (the protocols table)
 )
 
 
@@ -139,7 +140,9 @@ MEMAGENT_RECIPES_TABLE = "memagent_recipes"
 MEMALPHA_RECIPES_TABLE = "memalpha_recipes"
 
 
-CONTROLS_TABLE = "controls"  # beyond the papers: each memory system's gain over closed-book
+CONTROLS_TABLE = "controls"  # beyond the papers: each memory system against each control
+# beyond the papers: MemAgent with its memory written for the question and without it
+PROTOCOLS_TABLE = "protocols"
 
 
 SUITES_TABLE = "suites"  # beyond the papers: every system on RULER-HQA and MemoryAgentBench

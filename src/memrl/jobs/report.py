@@ -48,6 +48,7 @@ def cmd_table(args: argparse.Namespace, run: JobRecord) -> None:
             probe=s.get("probe"),
             margin=s["margin"],
             instances=load_instance_texts(s.get("instance_sets", {})),
+            settings=s,
         )
     if "memagent_wording" in s:  # MemAgent's tables say which prompts ran
         from memrl.report.memagent_tables import WORDING_NOTES

@@ -25,6 +25,7 @@ from memrl.report.memagent_tables import MEMAGENT_TABLES
 from memrl.report.memalpha_tables import MEMALPHA_TABLES
 from memrl.report.memory_patterns import PATTERNS_TABLES
 from memrl.report.niah_config import NIAH_CONFIG_TABLES
+from memrl.report.protocols import PROTOCOLS_TABLES
 from memrl.report.recipes import RECIPE_TABLES
 from memrl.report.registry import PaperTable, TableInput, gathered
 from memrl.report.render import write_table, write_text_table
@@ -45,6 +46,7 @@ PAPER_TABLES = gathered(
     KEYWORDS_TABLES,
     SUITES_TABLES,
     CONTROLS_TABLES,
+    PROTOCOLS_TABLES,
     CUSTOM_TABLES,
 )
 
@@ -65,6 +67,7 @@ def build_paper_table(
     probe: Mapping[str, Any] | None = None,
     margin: float = DEFAULT_MARGIN,
     instances: Mapping[str, list[Mapping[str, Any]]] | None = None,
+    settings: Mapping[str, Any] | None = None,
 ) -> pd.DataFrame:
     """Build `name` (a PAPER_TABLES key) from its records and the whole paper file; its cells
     learn the paper's n (`PaperTable.paper_sizes`, at its plan's paper key) and the margin ±δ
@@ -75,7 +78,9 @@ def build_paper_table(
     the RULER settings that built them (`niah_config`).
     """
     spec = paper_table(name)
-    inputs = TableInput(list(records), systems, paper, length_labels, niah_config, probe, instances)
+    inputs = TableInput(
+        list(records), systems, paper, length_labels, niah_config, probe, instances, settings or {}
+    )
     table = spec.build(inputs)
     attach_paper_n(table, spec.paper_sizes(paper, report_plan(name).paper_key), margin, name)
     return table

@@ -47,9 +47,14 @@ from memrl.systems.base import (
 
 
 def memagent_system(
-    task: Task, tokenizer: Any, pool: Sequence[str] | None, agent: MemAgentConfig
+    task: Task,
+    tokenizer: Any,
+    pool: Sequence[str] | None,
+    agent: MemAgentConfig,
+    reading: str | None = None,
 ) -> WorkflowFactory:
-    """MemAgent over the row's context in `agent.chunk_tokens`-token chunks; its record gains
+    """MemAgent over the row's context in `agent.chunk_tokens`-token chunks (its memory written
+    for the question, or, given `reading`, for that task description alone); its record gains
     the memory after every chunk and the chunks holding a gold answer (`trace_fields`)."""
 
     def build(row: dict[str, Any]) -> Traced:
@@ -57,7 +62,7 @@ def memagent_system(
         chunks = GoldChunks(row_chunks(row, pool, tokenizer, agent.chunk_tokens), strings)
         trace = MemoryTrace()
         return Traced(
-            memagent(question(task, row), chunks, agent, trace),
+            memagent(question(task, row), chunks, agent, trace, reading),
             lambda: trace_fields(trace, chunks.found),
         )
 
@@ -149,7 +154,7 @@ def workflows(task: Task, s: Settings, tokenizer: Any, pool: list[str] | None) -
         final_prompt=s["final_prompt"],
         wording=s["agent"].get("wording", DEFAULT_WORDING),
     )
-    return memagent_system(task, tokenizer, pool, agent)
+    return memagent_system(task, tokenizer, pool, agent, s.get("reading"))
 
 
 def memorizer(
@@ -169,7 +174,16 @@ def agent_settings(config: Config, spec: Settings) -> dict[str, int]:
 
 
 def job_settings(config: Config, system: Settings) -> Settings:
-    return {"agent": agent_settings(config, system)}
+    """Its budgets and, question-blind, the task description its memory is written for."""
+    if not system.get("question_blind"):
+        return {"agent": agent_settings(config, system)}
+    return {"agent": agent_settings(config, system), "reading": blind_reading(config)}
+
+
+def blind_reading(config: Config) -> str:
+    """What a question-blind MemAgent reads for: MemoryAgentBench's task description of its
+    RULER-QA sources (Mem-α's `memalpha.ruler_hqa.prompt`), as Mem-α ran MemAgent there."""
+    return config["memalpha"]["ruler_hqa"]["prompt"]
 
 
 def memorize_settings(config: Config, system: Settings) -> Settings:

@@ -1,0 +1,130 @@
+"""The evaluation jobs of one config as each table and figure selects them (`Selection`), for its
+plan in memrl.config.report_plans."""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Sequence
+from typing import Any
+
+from memrl.benchmarks import PROBE_BENCHMARK
+from memrl.benchmarks import benchmark as registered_benchmark
+from memrl.config.matrix import EvalJob, eval_jobs, eval_systems, rl_ablation_groups
+from memrl.config.reports import ABLATION_ROLES, MEMORY_ABLATION, memory_ablation_members
+from memrl.layout import ConfigError, memalpha_runs
+from memrl.scoring.longbench import LONGBENCH_SUM
+from memrl.systems import system_kind
+
+
+class Selection:
+    """The evaluation jobs of one config as tables and figures select them: each `ReportPlan`'s
+    `jobs` picks its own through these (a job of a memory-ablation variant only where asked)."""
+
+    def __init__(self, config: dict[str, Any], name: str = "") -> None:
+        self.config = config
+        self.name = name  # the table or figure selecting: named in its errors
+        self.kinds = eval_systems(config)
+        self.every_job = eval_jobs(config, self.kinds)
+        self.jobs = [j for j in self.every_job if "ablation_of" not in self.kinds[j.system]]
+        self.qa = [t for t in config["longbench"]["tasks"] if t not in LONGBENCH_SUM]
+
+    def select(
+        self,
+        benchmark: str,
+        rag: bool | None = None,
+        tasks: Sequence[str] | None = None,
+        kind: str | None = None,
+        systems: Collection[str] | None = None,
+        lengths: Collection[int] | None = None,
+        among: Sequence[EvalJob] | None = None,
+    ) -> list[EvalJob]:
+        """The jobs of `benchmark`: of RAG systems only (`rag`) or none, covering any of `tasks`,
+        of systems of `kind`, of `systems`, at `lengths`. A benchmark or system no config could
+        have stops the plan, naming the table or figure."""
+        kinds = self.kinds
+        try:
+            registered_benchmark(benchmark)
+        except ValueError as exc:  # "unknown benchmark 'x'; known: ..."
+            raise ConfigError(f"{self.name}: selects {exc}") from None
+        if unknown := sorted(set(systems or ()) - set(kinds)):
+            raise ConfigError(
+                f"{self.name}: selects systems not in evaluation.systems: {', '.join(unknown)}"
+            )
+        return [
+            job
+            for job in (self.jobs if among is None else among)
+            if job.benchmark == benchmark
+            and (tasks is None or not set(tasks).isdisjoint(job.tasks))
+            and (rag is None or (kinds[job.system]["kind"] == "rag") == rag)
+            and (kind is None or kinds[job.system]["kind"] == kind)
+            and (systems is None or job.system in systems)
+            and (lengths is None or job.length in lengths)
+        ]
+
+    def probe(self) -> list[EvalJob]:
+        """The probe sets, and RULER-HQA at their lengths (random), in the plan's order."""
+        spec = self.config["evaluation"].get("probe") or {"systems": {}, "n_docs": []}
+        chosen = set(self.select(PROBE_BENCHMARK, systems=spec["systems"]))
+        chosen |= set(self.select("ruler_hqa", systems=spec["systems"], lengths=spec["n_docs"]))
+        return [job for job in self.every_job if job in chosen]
+
+    def memory_ablation(self, name: str) -> list[EvalJob]:
+        """The ablated systems and their variants (MEMORY_ABLATION)."""
+        members = memory_ablation_members(self.config, name)
+        return self.select(MEMORY_ABLATION[name][0], systems=members, among=self.every_job)
+
+    def controls(self) -> list[EvalJob]:
+        """The controls (closed-book, oracle, full context), and the memory systems' jobs at
+        each benchmark and length where one ran."""
+        kinds = {sid: system_kind(spec["kind"]) for sid, spec in self.kinds.items()}
+        control = {(j.benchmark, j.length) for j in self.jobs if kinds[j.system].control}
+        return [
+            j
+            for j in self.jobs
+            if (j.benchmark, j.length) in control
+            and (kinds[j.system].control or kinds[j.system].memory)
+        ]
+
+    def protocols(self, source: str | None) -> list[EvalJob]:
+        """Each question-blind MemAgent system's jobs, and those of the question-aware MemAgent
+        systems of its model at the same benchmarks and lengths, and wherever they read Mem-α's
+        instance `source` (MemoryAgentBench's RULER-QA source: every MemAgent reads an instance
+        before its questions there)."""
+        blind = {s for s, spec in self.kinds.items() if spec.get("question_blind")}
+        models = {self.kinds[s]["model"] for s in blind}
+        aware = {
+            s
+            for s, spec in self.kinds.items()
+            if spec["kind"] == "memagent" and spec["model"] in models and s not in blind
+        }
+        cells = {(j.benchmark, j.length) for j in self.jobs if j.system in blind}
+        return [
+            j
+            for j in self.jobs
+            if j.system in blind
+            or (j.system in aware and ((j.benchmark, j.length) in cells or source in j.tasks))
+        ]
+
+    def memagent_suite(self) -> list[EvalJob]:
+        """RULER-HQA without RAG and without Mem-α's agents."""
+        return [
+            j
+            for j in self.select("ruler_hqa", rag=False)
+            if not system_kind(self.kinds[j.system]["kind"]).instances_only
+        ]
+
+    def ablation(self, benchmark: str) -> list[EvalJob]:
+        """Mem-α systems whose policy is a Mem-α run of ours."""
+        runs = memalpha_runs(self.config)
+        ours = [sid for sid, spec in self.kinds.items() if spec.get("model") in runs]
+        return self.select(benchmark, kind="memalpha", systems=ours)
+
+    def rl_ablation(
+        self,
+        benchmark: str,
+        roles: Sequence[str] = ABLATION_ROLES,
+        tasks: Sequence[str] | None = None,
+    ) -> list[EvalJob]:
+        """`report.rl_ablation`'s systems in `roles`."""
+        groups = rl_ablation_groups(self.config).values()
+        ablated = {group[role] for group in groups for role in roles}
+        return self.select(benchmark, rag=False, tasks=tasks, systems=ablated)

@@ -1,0 +1,97 @@
+"""The `protocols` table: one method, two protocols. MemAgent writes its memory for the question
+(its own protocol: MemAgent's Table 1); MemoryAgentBench has every agent read the context once
+and only then asks the questions (Mem-α's Table 2 scores MemAgent so). Each question-blind
+MemAgent system beside the question-aware systems of its model, on the RULER-HQA items both
+answered: the paired difference with its 95 % interval and the paper's question-aware number; and
+the question-aware system's own MemoryAgentBench score on the multi-document RULER-QA source (its
+memorize job reads each instance before its questions) beside Mem-α's printed one. Whether the
+cross-paper gap is the protocol's shows in the difference; what else differs there (chunk size,
+answer prompt, metric) is said in the notes."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import pandas as pd
+
+from memrl.config import PROTOCOLS_TABLE
+from memrl.report.cells import DASH
+from memrl.report.controls import cell_text, column, load_item_scores, paired_gain
+from memrl.report.registry import BOTH_PAPERS, PaperTable, TableInput
+from memrl.report.rows import system_specs
+from memrl.systems.base import Control
+
+# read as a control: the question-aware agent is what the question-blind one is set against
+AWARE = Control("question-aware", above="blind higher", below="the question helps")
+
+
+def build_protocols_table(
+    records: Sequence[Mapping[str, Any]],
+    systems: Any,
+    paper: Mapping[str, Any],
+    mab: Mapping[str, Any],
+) -> pd.DataFrame:
+    """A row per (question-blind system, question-aware system of its model); a column per
+    RULER-HQA length both ran (the paired difference, with the paper's question-aware number
+    at that length), and one for MemoryAgentBench's `mab.task` (the question-aware system's
+    score there, which its memorize job reads blind, beside Mem-α's printed one)."""
+    specs = system_specs(systems)
+    blind = [r for r in records if specs[r["system"]].get("question_blind")]
+    rows: dict[str, dict[str, str]] = {}
+    for ours in blind:
+        model = specs[ours["system"]]["model"]
+        for aware in records:
+            spec = specs[aware["system"]]
+            if spec.get("question_blind") or spec["model"] != model:
+                continue
+            label = f"{specs[ours['system']]['display']} vs {spec['display']}"
+            if (aware["benchmark"], aware["length"]) != (ours["benchmark"], ours["length"]):
+                if _reads_source(aware, mab["task"]):
+                    name = f"{aware['benchmark']}: {mab['task']}"
+                    rows.setdefault(label, {})[name] = _mab_cell(aware, spec, mab)
+            else:
+                printed = paper.get(ours["benchmark"], {}).get(spec.get("paper_row"), {})
+                value = printed.get(ours["length"])
+                text = cell_text(paired_gain(ours["items"], aware["items"]), AWARE)
+                said = f"; paper (question-aware) {value:.2f}" if value is not None else ""
+                rows.setdefault(label, {})[column(ours)] = text + said
+    frame = pd.DataFrame.from_dict(rows, orient="index")
+    lengths = sorted((r["length"], column(r)) for r in blind if column(r) in frame.columns)
+    ordered = [*dict.fromkeys(name for _, name in lengths)]
+    frame = frame[[*ordered, *(c for c in frame.columns if c not in ordered)]].fillna(DASH)
+    frame.index.name = "Question-blind vs question-aware"
+    frame.attrs["notes"] = [
+        "RULER-HQA: blind − aware on the items both answered, with the 95 % percentile-bootstrap "
+        "interval of the per-item differences (paired); the same model, chunks, memory budget, "
+        "answer prompt and metric, only what the memory is written for differs: the question, "
+        "or MemoryAgentBench's task description (the question first seen at the final answer).",
+        f"MemoryAgentBench ({mab['task']}): every MemAgent system reads an instance before its "
+        "questions there (Mem-α's protocol: the instance's own chunks, its questions answered in "
+        "\\boxed{} and scored by its metric), so its score is the blind protocol's; beside it "
+        f"Mem-α's printed number for that model ({mab['where']}), in %.",
+    ]
+    return frame
+
+
+def _reads_source(record: Mapping[str, Any], task: str) -> bool:
+    return any(key.startswith(f"{task}#") for key in record["items"])
+
+
+def _mab_cell(record: Mapping[str, Any], spec: Mapping[str, Any], mab: Mapping[str, Any]) -> str:
+    """The mean score of the source's instances (in %), and Mem-α's printed one for the model."""
+    prefix = f"{mab['task']}#"
+    scores = [score for key, score in record["items"].items() if key.startswith(prefix)]
+    ours = 100 * sum(scores) / len(scores)
+    printed = mab["paper"].get(spec.get("paper_row"))
+    said = f"; Mem-α's Table 2 {100 * printed:.1f}" if printed is not None else ""
+    return f"{ours:.1f} (blind; {len(scores)} instance(s)){said}"
+
+
+def _build(table: TableInput) -> pd.DataFrame:
+    return build_protocols_table(table.records, table.systems, table.paper, table.settings["mab"])
+
+
+PROTOCOLS_TABLES = {
+    PROTOCOLS_TABLE: PaperTable(_build, BOTH_PAPERS, load=load_item_scores, text=True)
+}

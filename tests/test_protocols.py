@@ -1,0 +1,119 @@
+"""One method, two protocols: MemAgent's memory written for the question (its own) or for
+MemoryAgentBench's task description alone (the question first seen at the final answer), and the
+protocols table that sets the two side by side with both papers' numbers."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+from test_controls import items
+from test_evaluation import HQA, RecordingEngine, rows
+
+from memrl import config as cfg
+from memrl.agents.memagent import MemAgentConfig
+from memrl.evaluation import evaluate, workflow_runner
+from memrl.report.protocols import build_protocols_table
+from memrl.systems import memagent
+
+AGENT = MemAgentConfig(chunk_tokens=10, memory_tokens=8, final_tokens=8)
+READING = "I will provide you with sequential information chunks."
+
+
+def test_a_question_blind_memory_never_sees_the_question_until_the_answer(tmp_path):
+    row = rows(1, context_chars=25)[0]
+    engine = RecordingEngine()
+    system = memagent.memagent_system(HQA, engine.tokenizer, None, AGENT, READING)
+    [prediction] = evaluate([row], workflow_runner(HQA, system, engine, None), tmp_path / "p", 1)
+    *updates, final = [r.messages[0]["content"] for r in engine.requests]
+    assert len(updates) == 3 and prediction["n_calls"] == 4  # 25 characters, 10-token chunks
+    assert all(READING in u and row["input"] not in u for u in updates)
+    assert row["input"] in final and READING not in final
+    aware = RecordingEngine()
+    system = memagent.memagent_system(HQA, aware.tokenizer, None, AGENT)
+    evaluate([row], workflow_runner(HQA, system, aware, None), tmp_path / "q", 1)
+    assert all(row["input"] in r.messages[0]["content"] for r in aware.requests)
+
+
+def test_the_blind_switch_reads_mem_alphas_task_description(repo):
+    config = cfg.load_yaml(repo / "config/config.yaml")
+    systems = config["evaluation"]["systems"]
+    blind = memagent.job_settings(config, systems["rl-memoryagent-14b-blind"])
+    assert blind["reading"] == config["memalpha"]["ruler_hqa"]["prompt"]
+    assert "reading" not in memagent.job_settings(config, systems["rl-memoryagent-14b-released"])
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (
+            lambda s: s.update(benchmarks=["ruler_hqa", "mab"]),
+            "config key evaluation.systems.rl-memagent-tiny-blind.benchmarks: a question-blind "
+            "MemAgent runs MemAgent's benchmarks; on mab every MemAgent system reads",
+        ),
+        (lambda s: s.update(question_blind="yes"), "'yes' is not of type 'boolean'"),
+    ],
+)
+def test_a_bad_question_blind_system_names_its_key(repo, change, message):
+    config = copy.deepcopy(cfg.load_yaml(repo / "config/smoke.yaml"))
+    change(config["evaluation"]["systems"]["rl-memagent-tiny-blind"])
+    with pytest.raises(cfg.ConfigError, match=message.replace("(", r"\(")):
+        cfg.validate_config(config, cfg.SCHEMA)
+
+
+SYSTEMS = [
+    {"id": "aware", "display": "Agent", "kind": "memagent", "model": "m", "paper_row": "RL-14B"},
+    {
+        "id": "blind",
+        "display": "Agent blind",
+        "kind": "memagent",
+        "model": "m",
+        "question_blind": True,
+        "paper_row": None,
+    },
+    {"id": "other", "display": "Other", "kind": "memagent", "model": "n", "paper_row": None},
+]
+PAPER = {"ruler_hqa": {"RL-14B": {50: 80.47, 3200: 79.69}}}
+MAB = {"task": "ruler_qa2_421K", "paper": {"RL-14B": 0.16}, "where": "Table 2"}
+
+
+def test_the_table_pairs_each_blind_system_with_the_aware_systems_of_its_model():
+    hqa = {"benchmark": "ruler_hqa", "length": 3200}
+    records = [
+        {**hqa, "system": "aware", "items": items([1.0] * 16 + [0.0] * 4)},
+        {**hqa, "system": "blind", "items": items([1.0] * 4 + [0.0] * 16)},
+        {**hqa, "system": "other", "items": items([0.0] * 20)},
+        {
+            "system": "aware",
+            "benchmark": "mab",
+            "length": 0,
+            "items": {"ruler_qa2_421K#0": 0.2, "ruler_qa1_197K#0": 0.9},
+        },
+    ]
+    records.insert(0, {**records[0], "length": 50, "system": "blind"})  # no aware run at 50
+    table = build_protocols_table(records, SYSTEMS, PAPER, MAB)
+    assert list(table.index) == ["Agent blind vs Agent"]
+    assert list(table.columns) == ["ruler_hqa@3200", "mab: ruler_qa2_421K"]
+    hqa_cell = table.loc["Agent blind vs Agent", "ruler_hqa@3200"]
+    assert "(ours 20.0, question-aware 80.0; n 20): the question helps" in hqa_cell
+    assert hqa_cell.endswith("; paper (question-aware) 79.69")
+    mab_cell = table.loc["Agent blind vs Agent", "mab: ruler_qa2_421K"]
+    assert mab_cell == "20.0 (blind; 1 instance(s)); Mem-α's Table 2 16.0"
+    records[-1]["items"] = {"ruler_qa1_197K#0": 0.9}
+    elsewhere = build_protocols_table(records, SYSTEMS, PAPER, MAB)  # no instance of the source
+    assert list(elsewhere.columns) == ["ruler_hqa@3200"]
+
+
+def test_the_smoke_and_paper_plans_select_both_protocols_on_the_same_sets(repo):
+    for name in ("smoke.yaml", "config.yaml"):
+        config = cfg.load_yaml(repo / "config" / name)
+        jobs = cfg.report_jobs(config, cfg.PROTOCOLS_TABLE)
+        systems = cfg.eval_systems(config)
+        blind = {(j.benchmark, j.length) for j in jobs if systems[j.system].get("question_blind")}
+        aware = {
+            (j.benchmark, j.length) for j in jobs if not systems[j.system].get("question_blind")
+        }
+        assert blind <= aware and aware - blind == {("mab", 0)}, name
+        settings = cfg.table_settings(config, cfg.PROTOCOLS_TABLE)
+        assert settings["mab"]["paper"] == {"RL-MEMAGENT-14B": 0.16}  # Mem-α's Table 2
+    assert max(n for _, n in blind) == 3200  # the paper plan: to 448K, Table 1's 79.69
