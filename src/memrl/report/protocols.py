@@ -46,9 +46,10 @@ def build_protocols_table(
             if spec.get("question_blind") or spec["model"] != model:
                 continue
             label = f"{specs[ours['system']]['display']} vs {spec['display']}"
+            done = rows.get(label, {})
             if (aware["benchmark"], aware["length"]) != (ours["benchmark"], ours["length"]):
-                if _reads_source(aware, mab["task"]):
-                    name = f"{aware['benchmark']}: {mab['task']}"
+                name = f"{aware['benchmark']}: {mab['task']}"
+                if name not in done and _reads_source(aware, mab["task"]):  # once per pair
                     rows.setdefault(label, {})[name] = _mab_cell(aware, spec, mab)
             else:
                 printed = paper.get(ours["benchmark"], {}).get(spec.get("paper_row"), {})

@@ -12,7 +12,8 @@ from typing import Any
 from memrl.benchmarks import Task, benchmark
 from memrl.benchmarks.registry import REGISTRY
 from memrl.evaluation import WorkflowFactory, direct_prompt, output_tokens
-from memrl.systems.base import Call, Config, Control, Settings, SystemKind, one_answer
+from memrl.systems.base import Call, Control, Settings, SystemKind, one_answer
+from memrl.systems.closedbook import job_settings  # the same budgets: one direct answer
 
 EVIDENCE = "gold_evidence"  # the row field the evaluate job fills from the benchmark's marks
 EVIDENCE_TOKENS = 300  # RULER-HQA's two supporting paragraphs, about 140 tokens each
@@ -38,10 +39,6 @@ def workflows(
 def marks_evidence(system: Settings, name: str) -> bool:
     """Where a benchmark a system is not listed for (one's own datasets) has marks to read."""
     return benchmark(name).evidence is not None
-
-
-def job_settings(config: Config, system: Settings) -> Settings:
-    return {key: system[key] for key in ("max_input_tokens", "max_output_tokens")}
 
 
 def calls(settings: Settings, context_tokens: int) -> list[Call]:
