@@ -314,12 +314,13 @@ def test_mini_profile_plans_its_slice_with_the_infer_jobs_in_the_vllm_venv(repo,
     assert done.returncode == 0, done.stderr
     counts = job_counts(done.stdout)
     # MemAgent, direct and RAG on RULER-HQA x 3 and LongBench-QA; MemAgent and direct on NIAH
-    # x 2; Mem-α on validation and MemoryAgentBench (memorize, then QA on the served model)
-    assert counts["evaluate"] == 3 * 4 + 2 * 2 + 2 and counts["memorize"] == 2
+    # x 2; Mem-α on validation and MemoryAgentBench (memorize, then QA on the served model);
+    # question-blind MemAgent and the oracle on RULER-HQA x 3, closed-book there and on LongBench
+    assert counts["evaluate"] == 3 * 4 + 2 * 2 + 2 + 3 + 3 + 4 and counts["memorize"] == 2
     assert counts["download_model"] == 1 and "train_stage1" not in counts
     pattern = r"(\S+) --job '\{\"rule\": \"(evaluate|memorize|filter_questions)\""
     infer = re.findall(pattern, done.stdout)
-    assert len(infer) == 18 + 2 + 1
+    assert len(infer) == 28 + 2 + 1
     assert {launcher for launcher, _ in infer} == {".venv-vllm/bin/memrl"}
     # Mem-α's QA model: a server its job starts
     assert '"kind": "served"' in planned_settings(done.stdout, tmp_path)
