@@ -75,6 +75,7 @@ REPO = Path(__file__).resolve().parents[1]
 TESTED_ALONE = (
     cfg.CONTROLS_TABLE,
     cfg.PROTOCOLS_TABLE,
+    cfg.SCORERS_TABLE,
     TRACE_TABLE,
     NIAH_CONFIG_TABLE,
     "table4",

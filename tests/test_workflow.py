@@ -73,8 +73,9 @@ def test_slurm_profile_plans_every_paper_job(repo):
     counts = job_counts(done.stdout)
     # HotpotQA x2, SQuAD, DocQA, essays, 7 LongBench configs, Memalpha train and validation, MAB
     assert counts["download_data"] == 15
-    # gpt-4.1-mini, gpt-5.1: their tokenizer; not Qwen2.5-7B base, which only the filter asks
-    assert counts["download_model"] == 18
+    # gpt-4.1-mini, gpt-5.1, gpt-4o: their tokenizer; not Qwen2.5-7B base, which only the filter
+    # asks
+    assert counts["download_model"] == 19
     # MemAgent's released questions (train, dev) and evaluation sets, one per length
     n_docs = load_config([repo / "config/config.yaml"])["ruler_hqa"]["n_docs"]
     assert counts["download_official_hqa"] == 2 + len(n_docs) == counts["official_eval_set"] + 2
@@ -112,8 +113,15 @@ def test_slurm_profile_plans_every_paper_job(repo):
     assert "eval/mab/memalpha-4b-released/0.memories.jsonl" in done.stdout
     assert counts["merge_eval"] == 34 and counts["evaluate_shard"] == 4 * 34
     # MemAgent's 10, its recipes and failure patterns, Mem-α's 9 and recipes, the controls, the
-    # protocols and the suites; 8 figures and the frontier
-    assert counts["make_table"] == 12 + 10 + 3 and counts["plot_figure"] == 8 + 1
+    # protocols, the scorers and the suites; 8 figures and the frontier
+    assert counts["make_table"] == 12 + 10 + 4 and counts["plot_figure"] == 8 + 1
+    # scores without regenerating: the whole reply on the four trained or released MemAgents'
+    # RULER-HQA (10 lengths) and LongBench-QA, Mem-α's two under its baselines' protocol on
+    # both Mem-α benchmarks, and GPT-4o judging every system there; the leniency probe of
+    # GPT-4o and of the evaluations' own judge (Qwen3-32B)
+    mem_alpha_evaluations = [j for j in jobs if j.benchmark in ("memalpha", "mab")]
+    assert counts["rescore"] == 4 * 11 + 2 * 2 + len(mem_alpha_evaluations) == 74
+    assert counts["judge_probe"] == 2
     assert counts["case_study"] == 3 and counts["reproduction"] == 1
     # the README's numbers of this plan are this plan's
     readme = docs_text(repo)
@@ -204,9 +212,10 @@ def test_one_machine_plans_the_released_checkpoints_and_refuses_multi_node_train
     ) in readme
     paper_models = load_config([repo / "config/config.yaml"])["models"]
     assert f"downloads {len(downloaded)} of the paper config's {len(paper_models)}" in readme
-    # every GPU job claims the machine's 8 GPUs: Snakemake runs them one at a time
+    # every GPU job claims the machine's 8 GPUs: Snakemake runs them one at a time (a rescoring
+    # by a metric or a hosted judge claims none)
     gpus = set(re.findall(r"\bgpu=(\d+)", released.stdout))
-    assert gpus == {"8"}
+    assert gpus == {"0", "8"}
     paper = snakemake("-n", "--profile", "profiles/local", "table1", cwd=repo)
     assert paper.returncode != 0
     # whichever multi-node run the plan reaches first is refused (the order follows files on disk)
@@ -606,13 +615,16 @@ def test_smoke_records_one_mlflow_child_run_per_job(smoke):
     assert rules.count("evaluate") == 50 and rules.count("evaluate_shard") == 22
     assert rules.count("merge_eval") == 11 and rules.count("memorize") == 10
     assert rules.count("synthesize_probe") == 2
+    # rescored: the trained agent's RULER-HQA by the whole reply (3), Mem-α on MAB under the
+    # baselines' protocol and by the second judge; both judges' leniency probes
+    assert rules.count("rescore") == 5 and rules.count("judge_probe") == 2
     assert rules.count("train_memalpha") == 1
     assert rules.count("download_model") == 2 and rules.count("synthesize_ruler") == 11
     every_record = list(results.glob("logs/**/*.provenance.jsonl"))
     own_data = [r for r in every_record if re.search(r"custom|long_qa|minutes", r.as_posix())]
     records = [r for r in every_record if r not in own_data]
     assert len(own_data) == 23  # 2 copies, 2 checks, 15 evaluations, 3 memorize jobs, its table
-    assert len(children) == len(runs) - 2 - len(own_data) == len(records) == 183  # all but `all`
+    assert len(children) == len(runs) - 2 - len(own_data) == len(records) == 191  # all but `all`
     readme = docs_text(Path(__file__).resolve().parents[1])
     # the README's smoke job count: the quickstart, the speed table, what was verified
     assert readme.count(f"{len(records) + 1} jobs") == 3
@@ -661,7 +673,7 @@ def test_smoke_reproduction_report_shows_every_table_figure_and_claim(smoke):
     # the own-data example's table is its own target's, not `all`'s
     tables = sorted(t for t in (results / "tables").glob("*.md") if t.stem != "custom")
     figures = sorted((results / "figures").glob("*.png"))
-    assert len(tables) == 26 and len(figures) == 11  # both papers' tables; 9 figures, 2 curves
+    assert len(tables) == 27 and len(figures) == 11  # both papers' tables; 9 figures, 2 curves
     for table in tables:
         assert f"### [{table.stem}](tables/{table.name}): " in report
         assert f"- Lineage: `memrl lineage results/smoke/tables/{table.name}`" in report

@@ -44,6 +44,7 @@ from memrl.jobs.report import (
     cmd_trace,
     cmd_training_curve,
 )
+from memrl.jobs.rescore import cmd_judge_probe, cmd_rescore
 from memrl.jobs.train import cmd_train, cmd_train_memalpha
 from memrl.settings_files import read_settings
 from memrl.tracking.invocation import commit_text
@@ -266,6 +267,25 @@ COMMANDS: dict[str, Command] = {
         {"--shards": {"nargs": "+"}, "--predictions": {}, "--metrics": {}},
         ["shards"],
         named("predictions", "metrics"),
+    ),
+    "rescore": Command(
+        "a finished evaluation's predictions scored again by another scorer, no generation",
+        cmd_rescore,
+        {
+            "--predictions": {},
+            "--judge-model": {"required": False},
+            "--out-predictions": {},
+            "--metrics": {},
+        },
+        ["predictions", "judge_model"],
+        named("out_predictions", "metrics"),
+    ),
+    "judge-probe": Command(
+        "an LLM judge on a fixed set of right and vague wrong answers: how lenient it is",
+        cmd_judge_probe,
+        {"--model": {}, "--out": {}},
+        ["model"],
+        named("out"),
     ),
     "table": Command(
         "one paper table: ours beside the paper's numbers, with intervals and verdicts",

@@ -243,6 +243,8 @@ def _qa_record(
     return {
         "index": row["index"],
         "n_questions": n,
+        "questions": row["questions"],  # with the golds: to rescore without asking again
+        "answers": row["answers"],
         "responses": [responses.get((i, j), "") for j in range(n)],
         "scores": per_question,
         "score": sum(per_question) / n,

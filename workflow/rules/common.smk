@@ -54,6 +54,11 @@ VERL_IMAGE = config["containers"]["train"] if WANTS_APPTAINER else None
 INFER_MEMRL = cfg.infer_memrl(config)
 SYSTEMS = cfg.eval_systems(config)
 EVAL_JOBS = {(j.benchmark, j.system, j.length): j for j in cfg.eval_jobs(config, SYSTEMS)}
+RESCORE_JOBS = {
+    (j.scorer, j.evaluation.benchmark, j.evaluation.system, j.evaluation.length): j
+    for j in cfg.rescore_jobs(config)
+}
+JUDGES = cfg.judge_probes(config)
 
 
 wildcard_constraints:
@@ -75,6 +80,8 @@ wildcard_constraints:
     n_docs=r"\d+",
     dataset="|".join(custom.datasets(config)) or "^$",
     keyword_set="|".join(map(re.escape, cfg.keyword_sets(config))) or "^$",
+    scorer="|".join(map(re.escape, config.get("rescore") or {})) or "^$",
+    judge="|".join(map(re.escape, JUDGES)) or "^$",
     ext="|".join(ext.lstrip(".") for ext in cfg.RAW_FORMATS),
 
 
@@ -293,6 +300,47 @@ def get_eval_inputs(wildcards):
     if system_kind(system["kind"]).reads_evidence:
         inputs["evidence"] = str(benchmark(job.benchmark).evidence.file(config))
     return inputs | eval_pool(job)
+
+
+def rescore_job(wildcards):
+    key = (wildcards.scorer, wildcards.benchmark, wildcards.system, int(wildcards.length))
+    if key not in RESCORE_JOBS:
+        raise ValueError(f"not a rescoring of this config: {key}")
+    return RESCORE_JOBS[key]
+
+
+def get_rescore_inputs(wildcards):
+    """The evaluation's predictions and, for a judge, its model."""
+    job = rescore_job(wildcards)
+    inputs = {"predictions": f"{eval_prefix(job.evaluation)}.predictions.jsonl"}
+    spec = cfg.rescore_settings(config, job)["scorer"]
+    if "model" in spec:
+        inputs["judge_model"] = str(cfg.model_dir(config, spec["model"]))
+    return inputs
+
+
+def get_rescore_settings(wildcards):
+    return settings_ref(cfg.rescore_settings(config, rescore_job(wildcards)))
+
+
+def get_rescore_judge_arg(wildcards, input):
+    return (
+        f"--judge-model {shlex.quote(input.judge_model)}" if "judge_model" in input.keys() else ""
+    )
+
+
+def judge_spec(wildcards):
+    if wildcards.judge not in JUDGES:
+        raise ValueError(f"not a judge of this config: {wildcards.judge}")
+    return JUDGES[wildcards.judge]
+
+
+def get_judge_model(wildcards):
+    return str(cfg.model_dir(config, judge_spec(wildcards)["model"]))
+
+
+def get_judge_probe_settings(wildcards):
+    return settings_ref(judge_spec(wildcards))
 
 
 def get_memorize_inputs(wildcards):
@@ -587,6 +635,19 @@ def get_memalpha_container(wildcards):
 def get_eval_gpus(wildcards):
     model = cfg.eval_model(config, SYSTEMS[wildcards.system], wildcards.benchmark)
     job = f"evaluation {wildcards.benchmark}/{wildcards.system}"
+    return MACHINE.claim(job, cfg.model_gpus(config, model), 1, cfg.gpu_keys(config, model))
+
+
+def get_rescore_gpus(wildcards):
+    spec = cfg.rescore_settings(config, rescore_job(wildcards))["scorer"]
+    return judge_gpus(spec["model"], f"rescore {wildcards.scorer}") if "model" in spec else 0
+
+
+def get_judge_gpus(wildcards):
+    return judge_gpus(judge_spec(wildcards)["model"], f"judge probe {wildcards.judge}")
+
+
+def judge_gpus(model, job):
     return MACHINE.claim(job, cfg.model_gpus(config, model), 1, cfg.gpu_keys(config, model))
 
 

@@ -140,3 +140,59 @@ rule merge_eval:
         "memrl --job {params.job:q} --log {log:q} merge-eval --settings {params.settings:q}"
         " --shards {input:q} --predictions {output.predictions:q} --metrics {output.metrics:q}"
         " 2> {log:q}"
+
+
+# Scores without regenerating (the `rescore` block): a finished evaluation's predictions scored
+# again by another scorer (a metric, another Mem-α protocol, a second judge) for the scorers table;
+# and each LLM judge's leniency on a fixed probe of right and vague wrong answers.
+rule rescore:
+    input:
+        unpack(get_rescore_inputs),
+    output:
+        predictions=f"{R}/rescore/{{scorer}}/{{benchmark}}/{{system}}/{{length}}.predictions.jsonl",
+        metrics=f"{R}/rescore/{{scorer}}/{{benchmark}}/{{system}}/{{length}}.metrics.json",
+    log:
+        f"{R}/logs/rescore/{{scorer}}/{{benchmark}}/{{system}}/{{length}}.log",
+    benchmark:
+        f"{R}/benchmarks/rescore/{{scorer}}/{{benchmark}}/{{system}}/{{length}}.tsv"
+    conda:
+        "../../envs/infer.yaml"
+    container:
+        CONTAINERS["infer"]
+    resources:
+        gpu=get_rescore_gpus,
+        runtime=240,
+    params:
+        memrl=INFER_MEMRL,
+        job=job("rescore"),
+        settings=get_rescore_settings,
+        judge=get_rescore_judge_arg,
+    shell:
+        "{params.memrl} --job {params.job:q} --log {log:q} rescore --settings {params.settings:q}"
+        " --predictions {input.predictions:q} {params.judge}"
+        " --out-predictions {output.predictions:q} --metrics {output.metrics:q} 2> {log:q}"
+
+
+rule judge_probe:
+    input:
+        model=get_judge_model,
+    output:
+        f"{R}/judges/{{judge}}.json",
+    log:
+        f"{R}/logs/judge_probe/{{judge}}.log",
+    benchmark:
+        f"{R}/benchmarks/judge_probe/{{judge}}.tsv"
+    conda:
+        "../../envs/infer.yaml"
+    container:
+        CONTAINERS["infer"]
+    resources:
+        gpu=get_judge_gpus,
+        runtime=60,
+    params:
+        memrl=INFER_MEMRL,
+        job=job("judge_probe"),
+        settings=get_judge_probe_settings,
+    shell:
+        "{params.memrl} --job {params.job:q} --log {log:q} judge-probe --settings {params.settings:q}"
+        " --model {input.model:q} --out {output:q} 2> {log:q}"

@@ -14,6 +14,7 @@ from memrl.benchmarks import (
 from memrl.config.matrix import eval_jobs, eval_systems, rl_ablation_groups
 from memrl.config.report_plans import TABLES
 from memrl.config.reports import RL_ABLATION_FIGURES, memalpha_splits
+from memrl.config.rescoring import check_rescore
 from memrl.config.settings import OFFICIAL_HQA
 from memrl.data.custom import FORMATS as CUSTOM_FORMATS
 from memrl.data.memalpha import QUERY_PROMPTS
@@ -98,6 +99,7 @@ def check_references(config: dict[str, Any]) -> None:
     _check_case_studies(config)
     _check_margins(config)
     _check_custom(config)
+    check_rescore(config)
 
 
 def check_data(config: dict[str, Any]) -> None:

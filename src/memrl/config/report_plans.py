@@ -34,6 +34,7 @@ from memrl.config.reports import (
     PROBE_TABLE,
     PROTOCOLS_TABLE,
     RL_ABLATION_FIGURES,
+    SCORERS_TABLE,
     SUITES_TABLE,
     TRACE_TABLE,
     equivalence_margin,
@@ -42,6 +43,13 @@ from memrl.config.reports import (
     niah_sets,
     report_systems,
     stats_splits,
+)
+from memrl.config.rescoring import (
+    judge_probe_file,
+    judge_probes,
+    rescore_jobs,
+    rescore_prefix,
+    scorer_specs,
 )
 from memrl.config.selection import Selection
 from memrl.config.yaml_file import load_yaml
@@ -191,6 +199,24 @@ def _protocols_settings(config: dict[str, Any]) -> dict[str, Any]:
             if row in table["rows"]
         }
     return {"mab": {"task": source, "paper": printed, "where": table["caption"]}}
+
+
+def _rescore_inputs(config: dict[str, Any]) -> list[str]:
+    """Each rescoring's files beside its evaluation's, and each judge's leniency probe."""
+    prefixes = [
+        prefix
+        for job in rescore_jobs(config)
+        for prefix in (eval_prefix(config, job.evaluation), rescore_prefix(config, job))
+    ]
+    files = [f"{p}.{end}" for p in prefixes for end in ("metrics.json", "predictions.jsonl")]
+    return [*dict.fromkeys(files), *(judge_probe_file(config, m) for m in judge_probes(config))]
+
+
+def _scorers_settings(config: dict[str, Any]) -> dict[str, Any]:
+    """What the notes say of each scorer: its kind and its protocol or judge model."""
+    keys = ("kind", "protocol", "model")
+    specs = scorer_specs(config).items()
+    return {"scorers": {name: {k: s[k] for k in keys if k in s} for name, s in specs}}
 
 
 def _memagent(
@@ -411,6 +437,15 @@ REPORTS: dict[str, ReportPlan] = declared_once(
         needs="a memagent system with question_blind: true",
         settings=_protocols_settings,
         inputs=_item_inputs(PROTOCOLS_TABLE),
+    ),
+    ReportPlan(
+        SCORERS_TABLE,
+        "Scores without regenerating: each rescored evaluation beside its benchmark's scorer, "
+        "paired, and each judge's leniency",
+        Selection.rescored,
+        needs="rescore",
+        settings=_scorers_settings,
+        inputs=_rescore_inputs,
     ),
     _memalpha(
         SUITES_TABLE,

@@ -143,6 +143,7 @@ MEMALPHA_RECIPES_TABLE = "memalpha_recipes"
 CONTROLS_TABLE = "controls"  # beyond the papers: each memory system against each control
 # beyond the papers: MemAgent with its memory written for the question and without it
 PROTOCOLS_TABLE = "protocols"
+SCORERS_TABLE = "scorers"  # each finished evaluation scored again beside its benchmark's scorer
 
 
 SUITES_TABLE = "suites"  # beyond the papers: every system on RULER-HQA and MemoryAgentBench

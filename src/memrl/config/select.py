@@ -4,8 +4,8 @@ Config files given together are merged key by key, so a second file can add to t
 but never remove from it; this key removes. With it, only the selected systems are evaluated:
 
 - wherever another key names a system (the probe, the memory ablation, the RL ablation, the case
-  studies), `replace` swaps in another first (a run trained here for the released checkpoint of
-  the same recipe), and what still names an unselected system is left out;
+  studies, the scorers of `rescore`), `replace` swaps in another first (a run trained here for the
+  released checkpoint of the same recipe), and what still names an unselected system is left out;
 - a training run is planned only if a selected system evaluates its checkpoint.
 
 Applied to the merged config after the schema and before the cross-reference checks, so every
@@ -66,6 +66,7 @@ def apply_selection(config: dict[str, Any]) -> dict[str, list[str]]:
             else:
                 swapped.pop(f"report.case_studies.{len(studies)}", None)
         report["case_studies"] = studies
+    _narrow_rescore(config, swap, kept)
     _keep_evaluated_runs(config)
     return swapped
 
@@ -93,6 +94,22 @@ def _narrow_mapping(
         section[name] = {**block, "systems": narrowed}
     else:
         del section[name]
+
+
+def _narrow_rescore(
+    config: dict[str, Any], swap: Callable[[str, str], str], kept: set[str]
+) -> None:
+    """Each scorer's `systems` swapped and narrowed; one left with none is dropped (a scorer
+    that names no systems scores whatever the selection evaluates)."""
+    scorers = config.get("rescore") or {}
+    for name, spec in list(scorers.items()):
+        if spec.get("systems") is None:
+            continue
+        systems = [swap(system, f"rescore.{name}.systems") for system in spec["systems"]]
+        if chosen := [system for system in systems if system in kept]:
+            spec["systems"] = chosen
+        else:
+            del scorers[name]
 
 
 def _keep_evaluated_runs(config: dict[str, Any]) -> None:

@@ -10,6 +10,7 @@ from memrl.benchmarks import PROBE_BENCHMARK
 from memrl.benchmarks import benchmark as registered_benchmark
 from memrl.config.matrix import EvalJob, eval_jobs, eval_systems, rl_ablation_groups
 from memrl.config.reports import ABLATION_ROLES, MEMORY_ABLATION, memory_ablation_members
+from memrl.config.rescoring import rescore_jobs
 from memrl.layout import ConfigError, memalpha_runs
 from memrl.scoring.longbench import LONGBENCH_SUM
 from memrl.systems import system_kind
@@ -103,6 +104,11 @@ class Selection:
             if j.system in blind
             or (j.system in aware and ((j.benchmark, j.length) in cells or source in j.tasks))
         ]
+
+    def rescored(self) -> list[EvalJob]:
+        """The evaluations some scorer of `rescore` scores again."""
+        rescored = {job.evaluation for job in rescore_jobs(self.config)}
+        return [job for job in self.jobs if job in rescored]
 
     def memagent_suite(self) -> list[EvalJob]:
         """RULER-HQA without RAG and without Mem-α's agents."""

@@ -162,7 +162,29 @@ def inference_work(
         return pricing.systems[settings["system"]]["model"], memorize_work(pricing, settings)
     if rule == "rebuild_keywords":
         return settings["model"], keywords_work(pricing, settings)
+    if rule == "rescore" and "model" in settings["scorer"]:
+        return settings["scorer"]["model"], rejudge_work(pricing, settings)
+    if rule == "judge_probe":
+        return settings["model"], probe_work(settings)
     return None, None
+
+
+def rejudge_work(pricing: Pricing, settings: dict[str, Any]) -> Work | None:
+    """A second judge on an evaluation's instances: each judged answer (at the QA model's
+    budget) judged once more, at the judge's budget."""
+    instances = job_instances(pricing, settings)
+    if instances is None:
+        return None
+    answers = pricing.config["memalpha"]["qa"]["max_tokens"]
+    judge = {"max_tokens": answers, "judge_max_tokens": settings["scorer"]["max_tokens"]}
+    return [(n, judge_calls(judge, instance, source)) for n, instance, source in instances]
+
+
+def probe_work(settings: dict[str, Any]) -> Work:
+    """The leniency probe: each of its answers judged once (its texts are a sentence each)."""
+    from memrl.scoring.leniency import probe_prompts
+
+    return [(1, [(template_tokens(p), settings["max_tokens"]) for _, p in probe_prompts()])]
 
 
 def evaluate_job_work(pricing: Pricing, settings: dict[str, Any]) -> tuple[str, Work | None]:

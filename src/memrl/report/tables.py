@@ -30,6 +30,7 @@ from memrl.report.recipes import RECIPE_TABLES
 from memrl.report.registry import PaperTable, TableInput, gathered
 from memrl.report.render import write_table, write_text_table
 from memrl.report.rows import Systems
+from memrl.report.scorers import SCORERS_TABLES
 from memrl.report.suites import SUITES_TABLES
 from memrl.scoring.compare import DEFAULT_MARGIN
 
@@ -47,6 +48,7 @@ PAPER_TABLES = gathered(
     SUITES_TABLES,
     CONTROLS_TABLES,
     PROTOCOLS_TABLES,
+    SCORERS_TABLES,
     CUSTOM_TABLES,
 )
 

@@ -1,0 +1,99 @@
+"""Scores without regenerating: `rescore` scores a finished evaluation's predictions again with
+another scorer (memrl.scoring.rescore), `judge-probe` measures an LLM judge's leniency on a fixed
+set of right and vague wrong answers (memrl.scoring.leniency)."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+from typing import Any
+
+from memrl.jobs.common import build_engine, log, require_rows
+from memrl.tracking.record import JobRecord
+
+
+def judge_replies(
+    engine: Any, prompts: Sequence[str], sampling: dict[str, Any], max_tokens: int
+) -> list[str]:
+    """The judge's replies to `prompts` (thinking off, as Mem-α's judge runs); a failed request
+    fails the job, naming how many failed and the first cause: a judge that did not answer
+    is never a verdict."""
+    from memrl.agents.memalpha import answer
+    from memrl.engines.base import ChatRequest, SamplingParams
+    from memrl.evaluation import drive
+
+    requests = [
+        answer(ChatRequest(({"role": "user", "content": p},), max_tokens, enable_thinking=False))
+        for p in prompts
+    ]
+    rollouts = drive(requests, engine, SamplingParams(**sampling))
+    failed = [r.final.completion.error or "failed" for r in rollouts if r.failed]
+    if failed:
+        raise SystemExit(
+            f"the judge failed {len(failed)} of {len(prompts)} requests; the first: {failed[0]}"
+        )
+    return [r.answer for r in rollouts]
+
+
+def _judge(engine: Any, spec: dict[str, Any]) -> Any:
+    from memrl.scoring.memalpha import judge_prompt, judge_verdict
+
+    def judge(asked: Sequence[tuple[str, Any, str]]) -> list[float]:
+        prompts = [judge_prompt(q, gold, response) for q, gold, response in asked]
+        replies = judge_replies(engine, prompts, spec["sampling"], spec["max_tokens"])
+        return [judge_verdict(reply) for reply in replies]
+
+    return judge
+
+
+def cmd_rescore(args: argparse.Namespace, run: JobRecord) -> None:
+    """One evaluation's predictions scored again by the settings' `scorer`; its predictions and
+    metrics (one record per task, as the evaluation's, with the scorer named)."""
+    from memrl.data.io import read_jsonl, write_json_atomic, write_jsonl_atomic
+    from memrl.evaluation import summarize
+    from memrl.scoring.rescore import rescore_instances, rescore_rows, scorer_kind
+
+    s = args.settings
+    spec = s["scorer"]
+    kind = scorer_kind(spec["kind"])
+    if kind.judge != (args.judge_model is not None):
+        raise SystemExit(f"--judge-model goes with (and only with) a judge scorer ({spec['kind']})")
+    lines = read_jsonl(args.predictions, required=("task", "index", "score"))
+    require_rows(lines, args.predictions, "prediction to rescore")
+    if not kind.instances:
+        rescored = rescore_rows(lines)
+    elif kind.judge:
+        engine = build_engine(args.judge_model, spec["engine"], args.log)
+        rescored = rescore_instances(lines, judge=_judge(engine, spec))
+    else:
+        rescored = rescore_instances(lines, protocol=spec["protocol"])
+    write_jsonl_atomic(args.out_predictions, rescored)
+    metrics = []
+    for task in s["tasks"]:
+        mine = [{k: v for k, v in r.items() if k != "task"} for r in rescored if r["task"] == task]
+        if mine:
+            record = summarize(mine, s["benchmark"], task, s["system"], s["length"])
+            metrics.append({**record, "scorer": spec["id"]})
+            log.info("%s: %s rescored %.2f", spec["id"], task, record["accuracy"])
+    write_json_atomic(args.metrics, metrics)
+    for m in metrics:
+        run.log_metrics({f"{m['task']}.accuracy": m["accuracy"]})
+
+
+def cmd_judge_probe(args: argparse.Namespace, run: JobRecord) -> None:
+    """The leniency probe through one judge model, as an evaluation asks it."""
+    from memrl.data.io import write_json_atomic
+    from memrl.scoring.leniency import probe_prompts, tally
+
+    s = args.settings
+    engine = build_engine(args.model, s["engine"], args.log)
+    asked = probe_prompts()
+    replies = judge_replies(engine, [p for _, p in asked], s["sampling"], s["max_tokens"])
+    result = {"judge": s["judge"], **tally([k for k, _ in asked], replies)}
+    write_json_atomic(args.out, result)
+    for kind in ("right", "wrong"):
+        counts = result[kind]
+        log.info(
+            "%s accepts %d of %d %s answers", s["judge"], counts["accepted"], counts["n"], kind
+        )
+        run.log_metrics({f"{kind}_accepted": counts["accepted"]})

@@ -1,0 +1,138 @@
+"""The `scorers` table: does the metric or the judge explain a gap? Each finished evaluation scored
+again by another scorer (memrl.scoring.rescore: a gold anywhere in the reply, another of Mem-α's
+scoring protocols, a second judge) beside its benchmark's own: both scores, the paired difference
+with its 95 % interval, and how many answers the two score differently; and, in the notes, each LLM
+judge's leniency on a fixed probe of right and vague wrong answers (memrl.scoring.leniency)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from memrl.config import SCORERS_TABLE
+from memrl.report.cells import DASH
+from memrl.report.controls import METRICS, MIN_ITEMS, PREDICTIONS, column, paired_gain
+from memrl.report.registry import BOTH_PAPERS, PaperTable, TableInput
+from memrl.report.rows import system_specs
+from memrl.scoring.rescore import SCORER_KINDS, disagreements
+
+OWN = "the benchmark's"  # the scorer of a plain evaluation
+
+
+def load_scored(paths: Iterable[str | Path]) -> list[dict[str, Any]]:
+    """One record per predictions file among the inputs (an evaluation's, or a rescoring's: its
+    metrics file names the scorer), its lines by (task, index); and each judge probe's file."""
+    paths = [Path(p) for p in paths]
+    records = []
+    for path in paths:
+        if not path.name.endswith(METRICS):
+            if not path.name.endswith(PREDICTIONS):
+                records.append({"probe": json.loads(path.read_text())})
+            continue
+        predictions = path.with_name(path.name.removesuffix(METRICS) + PREDICTIONS)
+        if predictions not in paths:
+            raise ValueError(f"{path}: its predictions {predictions} are not among the inputs")
+        tasks = json.loads(path.read_text())
+        if not isinstance(tasks, list) or not tasks:
+            raise ValueError(f"{path}: not a list of metrics records")
+        lines = {}
+        with predictions.open(encoding="utf-8") as f:
+            for number, text in enumerate(f, 1):
+                line = json.loads(text)
+                if "score" not in line:
+                    raise ValueError(f"{predictions}:{number}: no score")
+                lines[f"{line['task']}#{line['index']}"] = line
+        keys = ("system", "benchmark", "length")
+        records.append({k: tasks[0][k] for k in keys} | {"scorer": tasks[0].get("scorer", OWN)})
+        records[-1]["lines"] = lines
+    return records
+
+
+def cell_text(rescored: Mapping[str, Any], own: Mapping[str, Any]) -> str:
+    """`r vs o: ±d [low, high]; k of n answers scored differently: <verdict>` over the items
+    both scored (a Mem-α instance, the mean over its questions, is one item; its questions are
+    the answers counted)."""
+    ours = {key: float(line["score"]) for key, line in rescored["lines"].items()}
+    theirs = {key: float(line["score"]) for key, line in own["lines"].items()}
+    gain = paired_gain(ours, theirs)
+    if gain["n"] == 0:
+        return f"{DASH} (no shared items)"
+    differ, answers = disagreements(rescored["lines"], own["lines"])
+    low, high = gain["interval"]
+    if not differ:
+        said = "the same scores"
+    elif gain["n"] < MIN_ITEMS or low == high:
+        said = "too few items"
+    elif low > 0:
+        said = "rescored higher"
+    elif high < 0:
+        said = "rescored lower"
+    else:
+        said = "no difference shown"
+    return (
+        f"{gain['ours']:.1f} vs {gain['control']:.1f}: {gain['gain']:+.1f} [{low:+.1f}, "
+        f"{high:+.1f}]; {differ} of {answers} answers scored differently (n {gain['n']}): {said}"
+    )
+
+
+def build_scorers_table(
+    records: Sequence[Mapping[str, Any]], systems: Any, scorers: Mapping[str, Any]
+) -> pd.DataFrame:
+    """A row per (scorer, system), a column per benchmark and length it rescored."""
+    specs = system_specs(systems)
+    scored = [r for r in records if "probe" not in r]
+    own = {(r["system"], r["benchmark"], r["length"]): r for r in scored if r["scorer"] == OWN}
+    rows: dict[str, dict[str, str]] = {}
+    for r in scored:
+        if r["scorer"] == OWN:
+            continue
+        evaluation = own.get((r["system"], r["benchmark"], r["length"]))
+        if evaluation is None:
+            raise ValueError(f"{r['scorer']}: no evaluation of {r['system']} on {column(r)}")
+        label = f"{r['scorer']}: {specs[r['system']]['display']}"
+        rows.setdefault(label, {})[column(r)] = cell_text(r, evaluation)
+    frame = pd.DataFrame.from_dict(rows, orient="index").fillna(DASH)
+    frame.index.name = "Scorer: system"
+    frame.attrs["notes"] = [
+        "Each cell: the rescored score vs the benchmark's own on the items both scored, the "
+        "difference with the 95 % percentile-bootstrap interval of the per-item differences "
+        "(paired; a Mem-α instance, the mean over its questions, is one item), and how many "
+        "answers (a Mem-α instance's questions) the two scorers score differently.",
+        *(_scorer_note(name, spec) for name, spec in scorers.items()),
+        *(_probe_note(r["probe"]) for r in records if "probe" in r),
+    ]
+    return frame
+
+
+def _scorer_note(name: str, spec: Mapping[str, Any]) -> str:
+    about = SCORER_KINDS[spec["kind"]].about
+    detail = spec.get("protocol") or spec.get("model")
+    return f"{name}: {about}" + (f" ({detail})." if detail else ".")
+
+
+def _probe_note(probe: Mapping[str, Any]) -> str:
+    """A judge's leniency: how many vague wrong answers and exact right ones it accepts."""
+
+    def share(kind: str) -> str:
+        counts = probe[kind]
+        low, high = counts["ci95"]
+        return (
+            f"{counts['accepted']} of {counts['n']} {kind} answers "
+            f"({100 * counts['accepted'] / counts['n']:.0f} %, 95 % CI {low:.0f}–{high:.0f})"
+        )
+
+    return (
+        f"Judge {probe['judge']}, leniency probe (vague-but-topical wrong answers, exact right "
+        f"ones): accepts {share('wrong')}, and {share('right')}."
+    )
+
+
+def _build(table: TableInput) -> pd.DataFrame:
+    return build_scorers_table(table.records, table.systems, table.settings["scorers"])
+
+
+SCORERS_TABLES = {SCORERS_TABLE: PaperTable(_build, BOTH_PAPERS, load=load_scored, text=True)}

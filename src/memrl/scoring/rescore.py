@@ -1,0 +1,162 @@
+"""Scores without regenerating: a finished evaluation's predictions scored again by another
+scorer, so that a gap can be read as the metric's or the judge's rather than the model's.
+
+Scorer kinds (`rescore.<id>.scorer` in the config):
+- `whole_reply`: a gold anywhere in the whole reply (normalised containment, after any
+  `</think>`), as RULER's own scoring reads a reply; beside the benchmark's own metric, which
+  reads only the text after "the answer is" (RULER-HQA, MemAgent's RULER) or scores F1
+  (LongBench). For benchmarks answered row by row.
+- `memalpha_protocol`: Mem-α's instances scored under another of its scoring protocols
+  (`memrl.scoring.memalpha.PROTOCOLS`: the agent's evaluate_agent_results.py, the baselines'
+  long_context_eval.py, ...); judged questions keep their verdicts.
+- `judge`: the judged questions (LongMemEval's rubric) judged again by another model; the others
+  keep their scores.
+
+A rescored prediction is the original line with its scores replaced (and the benchmark's side
+metrics dropped: they belong to the other scorer); a failed sample stays failed, at 0.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from memrl.scoring import memalpha as metrics
+from memrl.scoring.extract import answer_part
+from memrl.scoring.metrics import normalize_answer
+
+Record = dict[str, Any]
+# a judged question's (question, rubric, response) -> the judge's verdict in [0, 1]
+Judge = Callable[[Sequence[tuple[str, Any, str]]], list[float]]
+
+
+@dataclass(frozen=True)
+class ScorerKind:
+    """One scorer kind: whether it reads Mem-α instances (else rows), whether it needs a judge
+    model, and what it says in the docs and the table."""
+
+    instances: bool
+    judge: bool
+    about: str
+
+
+SCORER_KINDS = {
+    "whole_reply": ScorerKind(False, False, "a gold anywhere in the whole reply"),
+    "memalpha_protocol": ScorerKind(True, False, "Mem-α's instances under another protocol"),
+    "judge": ScorerKind(True, True, "the judged questions judged by another model"),
+}
+
+
+def scorer_kind(name: str) -> ScorerKind:
+    if name not in SCORER_KINDS:
+        raise ValueError(f"unknown scorer {name!r}; known: {', '.join(SCORER_KINDS)}")
+    return SCORER_KINDS[name]
+
+
+def whole_reply(response: str, golds: Sequence[Any]) -> float:
+    """1 iff some gold, normalised, is inside the normalised reply (after any `</think>`)."""
+    reply = normalize_answer(answer_part(response))
+    return float(any((gold := normalize_answer(str(g))) and gold in reply for g in golds))
+
+
+def rescore_rows(records: Sequence[Record]) -> list[Record]:
+    """Row predictions scored by `whole_reply`."""
+    return [
+        _with_score(r, 0.0 if r["failed"] else whole_reply(r["response"], _golds(r)))
+        for r in records
+    ]
+
+
+def rescore_instances(
+    records: Sequence[Record], protocol: str | None = None, judge: Judge | None = None
+) -> list[Record]:
+    """Instance predictions (each with its `questions`, `answers`, `responses`, `scores`): the
+    unjudged questions under `protocol`, or the judged ones by `judge` (one call for all)."""
+    if (protocol is None) == (judge is None):
+        raise ValueError("rescore_instances: a protocol or a judge, not both")
+    for r in records:
+        _require_questions(r)
+    judged = [
+        (i, j)
+        for i, r in enumerate(records)
+        if metrics.is_judged(r["task"])
+        for j in range(r["n_questions"])
+        if _answered(r, j)
+    ]
+    verdicts: dict[tuple[int, int], float] = {}
+    if judge is not None and judged:
+        asked = [
+            (records[i]["questions"][j], records[i]["answers"][j], records[i]["responses"][j])
+            for i, j in judged
+        ]
+        verdicts = dict(zip(judged, judge(asked), strict=True))
+    out = []
+    for i, r in enumerate(records):
+        scores = list(r["scores"])
+        for j in range(r["n_questions"]):
+            if (i, j) in verdicts:
+                scores[j] = verdicts[(i, j)]
+            elif protocol is not None and _answered(r, j) and not metrics.is_judged(r["task"]):
+                scores[j] = _protocol_score(r, j, protocol)
+        out.append({**r, "scores": scores, "score": sum(scores) / len(scores)})
+    return out
+
+
+def _answered(record: Record, j: int) -> bool:
+    """Whether question `j` was answered: neither its instance's memorisation (which asks
+    nothing) nor its own request failed."""
+    if record["failed"] and not record.get("failed_questions"):
+        return False
+    return str(j) not in record.get("question_errors", {})
+
+
+def _protocol_score(record: Record, j: int, protocol: str) -> float:
+    if "metric" in record:  # one's own datasets: their metric, whatever the protocol
+        return record["scores"][j]
+    return metrics.score_answer(
+        record["task"], record["responses"][j], record["answers"][j], protocol
+    )
+
+
+def _require_questions(record: Record) -> None:
+    missing = [
+        k for k in ("task", "questions", "answers", "responses", "scores") if k not in record
+    ]
+    if missing:
+        raise ValueError(
+            f"prediction {record.get('index')!r} has no {', '.join(missing)}: written before "
+            "predictions kept their questions and golds; evaluate again to rescore it"
+        )
+
+
+def _golds(record: Record) -> list[Any]:
+    answers = record.get("answers")
+    if answers is None:
+        raise ValueError(f"prediction {record.get('index')!r} has no answers to rescore against")
+    return [answers] if isinstance(answers, str) else list(answers)
+
+
+def _with_score(record: Record, score: float) -> Record:
+    """The line with `score` replaced and the other scorer's side metrics dropped."""
+    kept = {k: v for k, v in record.items() if not isinstance(v, float) or k == "score"}
+    return {**kept, "score": score}
+
+
+def unit_scores(record: Record) -> list[float]:
+    """What a scorer scores one by one in a prediction: its questions, else the row."""
+    return (
+        [float(s) for s in record["scores"]] if record.get("scores") else [float(record["score"])]
+    )
+
+
+def disagreements(ours: dict[str, Record], other: dict[str, Record]) -> tuple[int, int]:
+    """(units scored differently, units) over the predictions both hold, by key."""
+    differ = total = 0
+    for key in sorted(set(ours) & set(other)):
+        a, b = unit_scores(ours[key]), unit_scores(other[key])
+        if len(a) != len(b):
+            raise ValueError(f"prediction {key}: {len(a)} vs {len(b)} scored questions")
+        total += len(a)
+        differ += sum(abs(x - y) > 1e-9 for x, y in zip(a, b, strict=True))
+    return differ, total
