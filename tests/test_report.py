@@ -76,6 +76,7 @@ TESTED_ALONE = (
     cfg.CONTROLS_TABLE,
     cfg.PROTOCOLS_TABLE,
     cfg.SCORERS_TABLE,
+    cfg.PAPER_CLAIMS_TABLE,
     TRACE_TABLE,
     NIAH_CONFIG_TABLE,
     "table4",

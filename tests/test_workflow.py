@@ -113,8 +113,8 @@ def test_slurm_profile_plans_every_paper_job(repo):
     assert "eval/mab/memalpha-4b-released/0.memories.jsonl" in done.stdout
     assert counts["merge_eval"] == 34 and counts["evaluate_shard"] == 4 * 34
     # MemAgent's 10, its recipes and failure patterns, Mem-α's 9 and recipes, the controls, the
-    # protocols, the scorers and the suites; 8 figures and the frontier
-    assert counts["make_table"] == 12 + 10 + 4 and counts["plot_figure"] == 8 + 1
+    # protocols, the scorers, the papers' sentences and the suites; 8 figures and the frontier
+    assert counts["make_table"] == 12 + 10 + 5 and counts["plot_figure"] == 8 + 1
     # scores without regenerating: the whole reply on the four trained or released MemAgents'
     # RULER-HQA (10 lengths) and LongBench-QA, Mem-α's two under its baselines' protocol on
     # both Mem-α benchmarks, and GPT-4o judging every system there; the leniency probe of
@@ -624,7 +624,7 @@ def test_smoke_records_one_mlflow_child_run_per_job(smoke):
     own_data = [r for r in every_record if re.search(r"custom|long_qa|minutes", r.as_posix())]
     records = [r for r in every_record if r not in own_data]
     assert len(own_data) == 23  # 2 copies, 2 checks, 15 evaluations, 3 memorize jobs, its table
-    assert len(children) == len(runs) - 2 - len(own_data) == len(records) == 191  # all but `all`
+    assert len(children) == len(runs) - 2 - len(own_data) == len(records) == 192  # all but `all`
     readme = docs_text(Path(__file__).resolve().parents[1])
     # the README's smoke job count: the quickstart, the speed table, what was verified
     assert readme.count(f"{len(records) + 1} jobs") == 3
@@ -673,7 +673,7 @@ def test_smoke_reproduction_report_shows_every_table_figure_and_claim(smoke):
     # the own-data example's table is its own target's, not `all`'s
     tables = sorted(t for t in (results / "tables").glob("*.md") if t.stem != "custom")
     figures = sorted((results / "figures").glob("*.png"))
-    assert len(tables) == 27 and len(figures) == 11  # both papers' tables; 9 figures, 2 curves
+    assert len(tables) == 28 and len(figures) == 11  # both papers' tables; 9 figures, 2 curves
     for table in tables:
         assert f"### [{table.stem}](tables/{table.name}): " in report
         assert f"- Lineage: `memrl lineage results/smoke/tables/{table.name}`" in report

@@ -19,6 +19,7 @@ from memrl.config.matrix import (
     eval_prefix,
     rl_ablation_groups,
 )
+from memrl.config.prose_claims import PAPERS, prose_claims
 from memrl.config.reports import (
     ABLATION_TABLES,
     CONTROLS_TABLE,
@@ -30,6 +31,7 @@ from memrl.config.reports import (
     MEMALPHA_RECIPES_TABLE,
     NIAH_CONFIG_TABLE,
     NIAH_FIGURE_TASKS,
+    PAPER_CLAIMS_TABLE,
     PATTERNS_TABLE,
     PROBE_TABLE,
     PROTOCOLS_TABLE,
@@ -62,6 +64,7 @@ from memrl.layout import (
     keywords_file,
     memagent_runs,
     memalpha_runs,
+    results_dir,
     stats_file,
 )
 from memrl.scoring.longbench import LONGBENCH_SUM
@@ -217,6 +220,16 @@ def _scorers_settings(config: dict[str, Any]) -> dict[str, Any]:
     keys = ("kind", "protocol", "model")
     specs = scorer_specs(config).items()
     return {"scorers": {name: {k: s[k] for k in keys if k in s} for name, s in specs}}
+
+
+def _paper_claims_inputs(config: dict[str, Any]) -> list[str]:
+    """Both paper files, and the claim checks of the tables and figures this config makes that
+    check one of their sentences on our numbers."""
+    named = {claim["ours"][0] for claim in prose_claims(config) if "ours" in claim}
+    made = [name for name in named if name != PAPER_CLAIMS_TABLE and report_inputs(config, name)]
+    folder = {name: "figures" if REPORTS[name].figure else "tables" for name in made}
+    checks = [f"{results_dir(config)}/{folder[n]}/{n}.claims.json" for n in sorted(made)]
+    return [*(config["report"][key] for key in PAPERS), *checks]
 
 
 def _memagent(
@@ -446,6 +459,14 @@ REPORTS: dict[str, ReportPlan] = declared_once(
         needs="rescore",
         settings=_scorers_settings,
         inputs=_rescore_inputs,
+    ),
+    ReportPlan(
+        PAPER_CLAIMS_TABLE,
+        "The papers' headline sentences on their own printed numbers and on ours",
+        lambda s: [],
+        needs="report.paper and report.memalpha_paper",
+        settings=lambda config: {"prose_claims": prose_claims(config)},
+        inputs=_paper_claims_inputs,
     ),
     _memalpha(
         SUITES_TABLE,

@@ -144,6 +144,7 @@ CONTROLS_TABLE = "controls"  # beyond the papers: each memory system against eac
 # beyond the papers: MemAgent with its memory written for the question and without it
 PROTOCOLS_TABLE = "protocols"
 SCORERS_TABLE = "scorers"  # each finished evaluation scored again beside its benchmark's scorer
+PAPER_CLAIMS_TABLE = "paper_claims"  # the papers' sentences on their own numbers and on ours
 
 
 SUITES_TABLE = "suites"  # beyond the papers: every system on RULER-HQA and MemoryAgentBench

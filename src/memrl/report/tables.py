@@ -25,6 +25,7 @@ from memrl.report.memagent_tables import MEMAGENT_TABLES
 from memrl.report.memalpha_tables import MEMALPHA_TABLES
 from memrl.report.memory_patterns import PATTERNS_TABLES
 from memrl.report.niah_config import NIAH_CONFIG_TABLES
+from memrl.report.prose_claims import PAPER_CLAIMS_TABLES
 from memrl.report.protocols import PROTOCOLS_TABLES
 from memrl.report.recipes import RECIPE_TABLES
 from memrl.report.registry import PaperTable, TableInput, gathered
@@ -49,6 +50,7 @@ PAPER_TABLES = gathered(
     CONTROLS_TABLES,
     PROTOCOLS_TABLES,
     SCORERS_TABLES,
+    PAPER_CLAIMS_TABLES,
     CUSTOM_TABLES,
 )
 

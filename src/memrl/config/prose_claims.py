@@ -1,0 +1,104 @@
+"""The papers' headline sentences (each paper file's `prose_claims`), resolved against the paper's
+own printed numbers while the plan is made: each case's numbers are read by their path in the
+file, so a path that leads nowhere stops the plan naming the file, the claim and the path. The
+arithmetic and the verdicts are the `paper_claims` table's (memrl.report.prose_claims)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from memrl.config.yaml_file import load_yaml
+from memrl.layout import ConfigError
+
+PAPERS = ("paper", "memalpha_paper")  # the `report` keys of the two paper files
+
+
+def resolve(paper: Mapping[str, Any], path: Sequence[Any], where: str) -> float:
+    """The printed number at `path`: a mapping's key (a length as a number or text), or in a
+    list a position or the name of one of the nearest enclosing `columns`."""
+    node: Any = paper
+    columns: Sequence[Any] = ()
+    for step in path:
+        if isinstance(node, Mapping):
+            columns = node.get("columns", columns)
+            keys = (step, str(step), *([int(step)] if str(step).isdigit() else []))
+            found = [key for key in keys if key in node]
+            if not found:
+                raise ConfigError(f"{where}: no {step!r} in {list(node)[:12]}")
+            node = node[found[0]]
+        elif isinstance(node, list):
+            index = step if isinstance(step, int) else _column(columns, step, where)
+            if not 0 <= index < len(node):
+                raise ConfigError(f"{where}: position {index} of a list of {len(node)}")
+            node = node[index]
+        else:
+            raise ConfigError(f"{where}: {step!r} after a number")
+    if isinstance(node, bool) or not isinstance(node, int | float):
+        raise ConfigError(f"{where}: not a printed number but {node!r}")
+    return float(node)
+
+
+def _column(columns: Sequence[Any], name: Any, where: str) -> int:
+    if name not in columns:
+        raise ConfigError(f"{where}: {name!r} is not one of the columns {list(columns)}")
+    return list(columns).index(name)
+
+
+def best_cells(
+    paper: Mapping[str, Any],
+    table: Sequence[Any],
+    rows: Sequence[str],
+    columns: Sequence[Any] | None,
+    where: str,
+) -> list[dict[str, Any]]:
+    """Every cell of a table of {row: {column: number or {metric: number}}} (of `columns` only,
+    where given): the claimed rows' numbers first (`of` of them), then every other row's."""
+    node = paper
+    for step in table:
+        node = node.get(step, {})
+    if not node or any(row not in node for row in rows):
+        raise ConfigError(f"{where}: {list(table)} has no rows {list(rows)}")
+    others = [row for row in node if row not in rows]
+    cases = []
+    for leaf in _leaves(node[rows[0]]):
+        if columns is not None and not set(columns) & set(leaf):
+            continue
+        numbers = [resolve(node, [row, *leaf], where) for row in [*rows, *others]]
+        cases.append({"label": " ".join(map(str, leaf)), "numbers": numbers, "of": len(rows)})
+    return cases
+
+
+def _leaves(node: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    if isinstance(node, Mapping):
+        return [leaf for key, value in node.items() for leaf in _leaves(value, (*prefix, key))]
+    return [prefix]
+
+
+def prose_claims(config: dict[str, Any]) -> list[dict[str, Any]]:
+    """Each paper file's prose claims with their cases' numbers read, in order: [{label,
+    numbers, of}] (settings are written key-sorted: a list keeps the file's order)."""
+    resolved = []
+    for key in PAPERS:
+        path = config["report"][key]
+        paper = load_yaml(path)
+        for claim in paper.get("prose_claims", []):
+            where = f"{path}: prose_claims {claim.get('id')!r}"
+            cases = [
+                {
+                    "label": str(label),
+                    "numbers": [resolve(paper, n, f"{where}, {label}") for n in numbers],
+                    "of": 1,
+                }
+                for label, numbers in (claim.get("cases") or {}).items()
+            ]
+            if "cells" in claim:
+                cells = claim["cells"]
+                cases += best_cells(
+                    paper, cells["table"], cells["rows"], cells.get("columns"), where
+                )
+            if ("compute" in claim) != bool(cases):
+                raise ConfigError(f"{where}: a claim computes (compute) over its cases, or neither")
+            kept = {k: v for k, v in claim.items() if k not in ("cases", "cells")}
+            resolved.append({**kept, "text": " ".join(str(claim["text"]).split()), "cases": cases})
+    return resolved

@@ -1,0 +1,128 @@
+"""The `paper_claims` table: the papers' headline sentences, each quoted with its source, computed
+on the paper's own printed numbers (the arithmetic shown, and whether those numbers support the
+sentence) and, where a table or figure of ours checks it, that check's outcome on our numbers.
+Where a paper's own numbers do not support its sentence, the cell says so with the arithmetic."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from memrl.config import PAPER_CLAIMS_TABLE
+from memrl.report.claims import CLAIMS_SUFFIX
+from memrl.report.registry import BOTH_PAPERS, PaperTable, TableInput
+
+Numbers = Sequence[float]
+# a case's result from its numbers (the first `of` are the claimed side), and how it is written
+COMPUTE: dict[str, tuple[Callable[[Numbers, int], float], Callable[[Numbers, int, float], str]]] = {
+    "difference": (lambda x, of: x[0] - x[1], lambda x, of, r: f"{x[0]:g} − {x[1]:g} = {r:+.3g}"),
+    "relative_drop": (
+        lambda x, of: 100 * (x[0] - x[1]) / x[0],
+        lambda x, of, r: f"({x[0]:g} − {x[1]:g}) / {x[0]:g} = {r:.1f} %",
+    ),
+    "ratio": (lambda x, of: x[0] / x[1], lambda x, of, r: f"{x[0]:g} / {x[1]:g} = {r:.3g}"),
+    "value": (lambda x, of: x[0], lambda x, of, r: f"{r:g}"),
+    "margin": (
+        lambda x, of: max(x[:of]) - max(x[of:]),
+        lambda x, of, r: f"{max(x[:of]):g} − {max(x[of:]):g} = {r:+.3g}",
+    ),
+}
+OPS: dict[str, Callable[[float, Any], bool]] = {
+    "<": lambda r, v: r < v,
+    "<=": lambda r, v: r <= v,
+    ">": lambda r, v: r > v,
+    ">=": lambda r, v: r >= v,
+    "==": lambda r, v: abs(r - v) < 1e-9,
+    "!=": lambda r, v: abs(r - v) >= 1e-9,
+    "within": lambda r, v: v[0] <= r <= v[1],
+}
+SUPPORTED, NOT_SUPPORTED, REPORTED = "supported", "**not supported**", "reported"
+
+
+def on_the_papers_numbers(claim: Mapping[str, Any]) -> str:
+    """Each case's arithmetic, then whether the paper's numbers support the sentence: every case
+    (or the share `holds_in` of them: "almost all") meets `op` `value`; without `op` (no number
+    in the sentence) reported, not judged; without cases, the claim's own `paper` note."""
+    if not claim["cases"]:
+        return str(claim.get("paper", "no printed number"))
+    compute, write = COMPUTE[claim["compute"]]
+    parts, passed = [], 0
+    for case in claim["cases"]:
+        numbers, of = case["numbers"], case["of"]
+        result = compute(numbers, of)
+        parts.append(f"{case['label']}: {write(numbers, of, result)}")
+        passed += "op" in claim and OPS[claim["op"]](result, claim["value"])
+    if "op" not in claim:
+        return "; ".join(parts) + f" → {REPORTED} (the sentence states no bound)"
+    n = len(claim["cases"])
+    needed = float(claim.get("holds_in", 1.0))
+    verdict = SUPPORTED if passed >= needed * n else NOT_SUPPORTED
+    bound = f"{claim['op']} {claim['value']}"
+    share = f"{passed} of {n} pass {bound}" + (f", {needed:.0%} needed" if needed < 1 else "")
+    return "; ".join(parts) + f" → {verdict} ({share})"
+
+
+def on_ours(claim: Mapping[str, Any], checks: Mapping[str, list[Mapping[str, Any]]]) -> str:
+    """The outcome of our check of the claim (`ours`: [its table or figure, the claim's id]),
+    per system, where this run makes that report."""
+    if "ours" not in claim:
+        return "no check on our numbers"
+    report, claim_id = claim["ours"]
+    if report not in checks:
+        return f"{report} is not part of this run"
+    found = [c for c in checks[report] if c["claim_id"] == claim_id]
+    if not found:
+        return f"{report} makes no check {claim_id!r}"
+    return "; ".join(f"{c['system'] or report}: {c['outcome']}" for c in found) + f" ({report})"
+
+
+def load_checks(paths: Iterable[str | Path]) -> list[dict[str, Any]]:
+    """Each table's or figure's claim checks among the inputs (the paper files beside them are
+    inputs only so that an edit reruns the table)."""
+    records = []
+    for path in map(Path, paths):
+        if path.name.endswith(CLAIMS_SUFFIX):
+            name = path.name.removesuffix(CLAIMS_SUFFIX)
+            records.append({"report": name, "checks": json.loads(path.read_text())})
+    return records
+
+
+def build_paper_claims_table(
+    claims: Sequence[Mapping[str, Any]], records: Sequence[Mapping[str, Any]]
+) -> pd.DataFrame:
+    """A row per claim: the sentence and its source, how it is read, the paper's arithmetic and
+    whether it supports the sentence, and our check."""
+    checks = {r["report"]: r["checks"] for r in records}
+    rows = {
+        claim["id"]: {
+            "Sentence (source)": f"“{claim['text']}” ({claim['where']})",
+            "Read as": claim.get("reading", ""),
+            "On the paper's own numbers": on_the_papers_numbers(claim),
+            "On ours": on_ours(claim, checks),
+        }
+        for claim in claims
+    }
+    frame = pd.DataFrame.from_dict(rows, orient="index")
+    frame.index.name = "Claim id"
+    unsupported = [c["id"] for c in claims if NOT_SUPPORTED in on_the_papers_numbers(c)]
+    frame.attrs["notes"] = [
+        "On the paper's own numbers: the printed numbers each sentence rests on, the arithmetic, "
+        "and whether they meet the sentence read as stated; on ours: the outcome of the table's or "
+        "figure's check of the same sentence on this run's numbers, with its 95 % interval there.",
+        f"{len(unsupported)} of {len(claims)} sentences are not supported by their own paper's "
+        f"numbers{': ' + ', '.join(unsupported) if unsupported else ''}.",
+    ]
+    return frame
+
+
+def _build(table: TableInput) -> pd.DataFrame:
+    return build_paper_claims_table(table.settings["prose_claims"], table.records)
+
+
+PAPER_CLAIMS_TABLES = {
+    PAPER_CLAIMS_TABLE: PaperTable(_build, BOTH_PAPERS, load=load_checks, text=True)
+}
