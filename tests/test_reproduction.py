@@ -73,7 +73,7 @@ def test_the_report_groups_tables_by_paper_and_links_figures_and_lineage(tmp_pat
     )
     write_claims([check], claims)  # as the figure job writes it
     md, page, cells = write_reproduction(
-        "smoke", [table], [figure], [claims], [study], tmp_path / "reproduction"
+        {"run": "smoke"}, [table], [figure], [claims], [study], tmp_path / "reproduction"
     )
     text = md.read_text()
     assert "- **MemAgent**: 0 of 4 cells reproduced within the margin; 2 consistent" in text
@@ -106,7 +106,18 @@ def test_the_report_groups_tables_by_paper_and_links_figures_and_lineage(tmp_pat
     assert "<title>Reproduction report: run smoke</title>" in page_text
     html = page.read_text()
     assert "<img src='figures/figure1.png'" in html and "<details><summary>Notes" in html
-    assert html.count("<h2>") == 5  # both papers, both at once, training curves, case studies
+    # both papers, both at once, training curves, case studies, and the diagnoses
+    assert html.count("<h2>") == 6
+    # each cell that differs opens a diagnosis, linked from the top of the report
+    assert (
+        "- **Diagnoses** (why a number differs; below): [table1: RL-MemAgent-14B (ours) @ " in text
+    )
+    assert text.count('### <a id="diagnosis-') == 2 and '<h3 id="diagnosis-2">' in html
+    assert text.count("([diagnosis](#diagnosis-") == 2  # each largest miss links its diagnosis
+    diagnosis = text.split('<a id="diagnosis-1"></a>')[1].split("###")[0]
+    assert "- Recipe: not trained here" in diagnosis
+    assert "- Seeds: one sample per question; no spread over sampling seeds" in diagnosis
+    assert "- Chance: 0 of 4 cells reproduced within the margin" in diagnosis
 
 
 def test_a_run_that_cannot_reproduce_opens_with_its_banner_and_counts_nothing(tmp_path):
@@ -124,9 +135,13 @@ def test_a_run_that_cannot_reproduce_opens_with_its_banner_and_counts_nothing(tm
     summary = summarize_table(table)
     assert summary.counts == {**dict.fromkeys(counts_keys(), 0), NOT_COMPARABLE: 4}
     assert summary.misses == [] and summary.banner.startswith("Machinery check only: ")
-    md, page, _ = write_reproduction("smoke", [table], [], [], [], tmp_path / "reproduction")
+    md, page, _ = write_reproduction(
+        {"run": "smoke"}, [table], [], [], [], tmp_path / "reproduction"
+    )
     text = md.read_text()
     assert text.splitlines()[2].startswith("> Machinery check only: 1 of this run's 1 tables")
     assert "- **MemAgent**: no cell compared: 4 not comparable (machinery check only)" in text
     assert "cells reproduced" not in text
     assert '<p class="banner">Machinery check only: ' in page.read_text()
+    # nothing differs, so the page diagnoses the paper's largest gap: the machinery still shows one
+    assert text.count('### <a id="diagnosis-') == 1

@@ -112,7 +112,7 @@ rule reproduction:
         CONTAINERS["core"]
     params:
         job=job("reproduction"),
-        settings=settings_ref({"run": config["run"]}),
+        settings=settings_ref(cfg.reproduction_settings(config)),
         prefix=get_output_prefix,
     shell:
         "memrl --job {params.job:q} --log {log:q} reproduction --settings {params.settings:q}"

@@ -81,6 +81,7 @@ from memrl.config.reports import (
     report_settings,
     stats_splits,
 )
+from memrl.config.reproduction import reproduction_settings
 from memrl.config.rescoring import (
     RescoreJob,
     judge_probe_file,
@@ -237,6 +238,7 @@ __all__ = [
     "report_needs",
     "report_plan",
     "report_settings",
+    "reproduction_settings",
     "rescore_jobs",
     "rescore_prefix",
     "rescore_settings",

@@ -72,7 +72,7 @@ def cmd_reproduction(args: argparse.Namespace, run: JobRecord) -> None:
 
     tables = [path for path in args.tables if path.suffix == ".md"]
     write_reproduction(
-        args.settings["run"],
+        args.settings,
         tables,
         args.figures,
         args.claims,

@@ -15,6 +15,7 @@ import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from memrl.config import report_plan
 from memrl.data.io import atomic_path, read_json, write_text_atomic
@@ -27,6 +28,7 @@ from memrl.report.claims import (
     HOLDS,
     NOT_CHECKABLE,
 )
+from memrl.report.diagnosis import TEXT_TABLES, Cell, Context, diagnose, parse_markdown_table
 from memrl.report.figures import paper_figure
 from memrl.report.registry import BOTH_PAPERS, MEMAGENT, MEMALPHA, OWN_DATA
 from memrl.report.render import (
@@ -50,6 +52,7 @@ PAPERS = (MEMAGENT, MEMALPHA, BOTH_PAPERS, OWN_DATA)
 TRAINING = "Training curves"  # a section of its own: our runs of either paper
 SECTIONS = (*PAPERS, TRAINING)
 MISSES_SHOWN = 3
+MISS_VERDICTS = (DIFFERS_ABOVE, DIFFERS_BELOW)
 PAGE_CSS = (
     "body{font-family:sans-serif;max-width:75em;margin:1em auto;line-height:1.4}"
     "p.banner{font-weight:bold;background:#fff3cd;padding:6px}"
@@ -69,6 +72,9 @@ class JudgedCell:
     p_value: float
     average: bool  # counted apart: it repeats the cells it averages
     text: str  # ours, the paper's, the difference and its interval
+    length: int = 0  # its evaluation's length (documents, tokens; 0: none)
+    delta: float | None = None  # ours − paper
+    memory: bool = False  # a memory size (Mem-α's "Mem."), not a score
 
 
 @dataclass(frozen=True)
@@ -82,6 +88,7 @@ class TableSummary:
     notes: Sequence[str]
     banner: str | None = None  # the table's machinery-only line
     judged: Sequence[JudgedCell] = ()
+    gaps: Sequence[JudgedCell] = ()  # not comparable (machinery only), with a difference
 
     @property
     def cells(self) -> list[JudgedCell]:
@@ -124,6 +131,7 @@ def summarize_table(markdown: Path) -> TableSummary:
         (r for r in judged if r["verdict"] in (DIFFERS_ABOVE, DIFFERS_BELOW)),
         key=lambda r: -abs(float(r["delta"])),
     )
+    gaps = [r for r in own if r.get("verdict") == NOT_COMPARABLE and r.get("delta")]
     return TableSummary(
         name=name,
         paper=paper_of_table(name),
@@ -134,6 +142,7 @@ def summarize_table(markdown: Path) -> TableSummary:
         notes=footnotes(text),
         banner=banner,
         judged=[_judged(name, row) for row in judged],
+        gaps=[_judged(name, row) for row in gaps],
     )
 
 
@@ -143,18 +152,22 @@ def _judged(table: str, row: Mapping[str, str]) -> JudgedCell:
         row["system"],
         row["label"],
         row["verdict"],
-        float(row["p_value"]),
+        float(row["p_value"] or "nan"),
         row.get("kind") == "average",
         _miss(row),
+        int(row.get("n_docs") or row.get("length") or 0),
+        float(row["delta"]) if row.get("delta") else None,
+        row.get("column", "").endswith(".mem"),
     )
 
 
 def _miss(row: Mapping[str, str]) -> str:
-    ours, low, high = (float(row[k]) for k in ("ours", "diff_low", "diff_high"))
-    return (
-        f"{row['system']} @ {row['label']}: ours {ours:.1f}, paper {float(row['paper']):.1f}, "
-        f"{row['verdict']}: ours − paper {float(row['delta']):+.1f} [{low:+.1f}, {high:+.1f}]"
-    )
+    ours, paper, delta = (float(row[k]) for k in ("ours", "paper", "delta"))
+    text = f"{row['system']} @ {row['label']}: ours {ours:.1f}, paper {paper:.1f}, {row['verdict']}"
+    if not row.get("diff_low"):  # not comparable: no interval of the difference
+        return f"{text}: ours − paper {delta:+.1f}"
+    low, high = float(row["diff_low"]), float(row["diff_high"])
+    return f"{text}: ours − paper {delta:+.1f} [{low:+.1f}, {high:+.1f}]"
 
 
 def footnotes(markdown: str) -> list[str]:
@@ -280,6 +293,25 @@ class Reproduction:
     claims: Sequence[Claim]
     case_studies: Sequence[Path]
     base: Path
+    context: Context | None = None  # what the diagnoses read (memrl.report.diagnosis)
+
+    def diagnosed(self) -> list[tuple[JudgedCell, list[str]]]:
+        """The cells worth a look (their q-value first), then every other *differs*, each with
+        its diagnosis; in a run with none that is a machinery check only, each paper's largest
+        score difference among its not-comparable cells, so that the page still shows one."""
+        look = [c for paper in PAPERS for c, _ in worth_a_look(self.of(paper)[0])]
+        differs = [c for t in self.tables for c in t.cells if c.verdict in MISS_VERDICTS]
+        cells = list(dict.fromkeys([*look, *differs]))
+        if not cells and self.banner:
+            for paper in PAPERS:
+                gaps = [c for t in self.of(paper)[0] for c in t.gaps if not c.memory]
+                cells += sorted(gaps, key=lambda c: -abs(c.delta or 0.0))[:1]
+        context = self.context or Context({}, {})
+        return [(c, diagnose(self._cell(c), context)) for c in cells]
+
+    def _cell(self, cell: JudgedCell) -> Cell:
+        benchmarks = (self.context.benchmarks if self.context else {}).get(cell.table, [])
+        return Cell(cell.table, cell.system, cell.label, benchmarks, cell.length)
 
     @property
     def banner(self) -> str | None:
@@ -323,6 +355,12 @@ def render_markdown(report: Reproduction) -> str:
         lines.append(f"- **{paper}**: {report.summary(paper)}")
         look = _worth_a_look_text(report.of(paper)[0])
         lines += [f"  - {look[0]}", *(f"    - {line}" for line in look[1:])] if look else []
+    diagnosed = report.diagnosed()
+    if diagnosed:
+        links = ", ".join(
+            f"[{_anchor_text(c)}](#diagnosis-{k})" for k, (c, _) in _numbered(diagnosed)
+        )
+        lines.append(f"- **Diagnoses** (why a number differs; below): {links}")
     lines += [
         "",
         "Lineage of any file: `memrl lineage PATH` (the jobs, models and data behind it).",
@@ -336,7 +374,9 @@ def render_markdown(report: Reproduction) -> str:
             link = report.link(table.markdown)
             lines += [f"### [{table.name}]({link}): {table.caption}", ""]
             lines += [f"{_table_text(table)}.", ""]
-            lines += [f"- Largest miss: {miss}" for miss in table.misses]
+            lines += [
+                f"- Largest miss: {miss}{_link(miss, diagnosed, md=True)}" for miss in table.misses
+            ]
             lines += [f"- Note: {note}" for note in table.notes]
             lines += [f"- Lineage: `memrl lineage {table.markdown}`", ""]
         if figures:
@@ -345,7 +385,28 @@ def render_markdown(report: Reproduction) -> str:
     if report.case_studies:
         lines += ["", "## Case studies (the memory after every chunk)", ""]
         lines += [f"- [{report.link(c)}]({report.link(c)})" for c in report.case_studies]
+    if diagnosed:
+        lines += ["", "## Diagnoses", ""]
+        for k, (cell, found) in _numbered(diagnosed):
+            lines += [f'### <a id="diagnosis-{k}"></a>{k}. {cell.table}: {cell.text}', ""]
+            lines += [f"- {line}" for line in found] + [""]
     return "\n".join(lines) + "\n"
+
+
+def _numbered(diagnosed: Sequence[tuple[JudgedCell, list[str]]]) -> list[tuple[int, Any]]:
+    return list(enumerate(diagnosed, 1))
+
+
+def _link(miss: str, diagnosed: Sequence[tuple[JudgedCell, list[str]]], md: bool) -> str:
+    """A link to the miss's diagnosis (each *differs* has one)."""
+    k = next((k for k, (cell, _) in _numbered(diagnosed) if cell.text == miss), None)
+    if k is None:
+        return ""
+    return f" ([diagnosis](#diagnosis-{k}))" if md else f' (<a href="#diagnosis-{k}">diagnosis</a>)'
+
+
+def _anchor_text(cell: JudgedCell) -> str:
+    return f"{cell.table}: {cell.system} @ {cell.label}"
 
 
 def render_html(report: Reproduction) -> str:
@@ -360,6 +421,13 @@ def render_html(report: Reproduction) -> str:
         items = "".join(f"<li>{esc(line)}</li>" for line in look[1:])
         nested = f"<br>{esc(look[0])}<ul>{items}</ul>" if look else ""
         body.append(f"<li><b>{esc(paper)}</b>: {esc(report.summary(paper))}{nested}</li>")
+    diagnosed = report.diagnosed()
+    if diagnosed:
+        links = ", ".join(
+            f'<a href="#diagnosis-{k}">{esc(_anchor_text(c))}</a>'
+            for k, (c, _) in _numbered(diagnosed)
+        )
+        body.append(f"<li><b>Diagnoses</b> (why a number differs; below): {links}</li>")
     body.append(
         f"</ul><p>Lineage of any file: <code>memrl lineage PATH</code> ({LINEAGE_WHAT}).</p>"
     )
@@ -373,7 +441,10 @@ def render_html(report: Reproduction) -> str:
             href = esc(report.link(table.markdown.with_suffix(".html")))
             body.append(f'<h3><a href="{href}">{esc(table.name)}</a>: {esc(table.caption)}</h3>')
             body.append(f"<p>{esc(_table_text(table))}.</p><ul>")
-            body += [f"<li>Largest miss: {esc(miss)}</li>" for miss in table.misses]
+            body += [
+                f"<li>Largest miss: {esc(miss)}{_link(miss, diagnosed, md=False)}</li>"
+                for miss in table.misses
+            ]
             body.append(f"<li>Lineage: <code>memrl lineage {esc(str(table.markdown))}</code></li>")
             body.append("</ul>")
             if table.notes:
@@ -390,6 +461,12 @@ def render_html(report: Reproduction) -> str:
         body.append("<h2>Case studies</h2><ul>")
         body += [f'<li><a href="{link}">{link}</a></li>' for link in links]
         body.append("</ul>")
+    if diagnosed:
+        body.append("<h2>Diagnoses</h2>")
+        for k, (cell, found) in _numbered(diagnosed):
+            items = "".join(f"<li>{esc(line)}</li>" for line in found)
+            heading = f"{k}. {esc(cell.table)}: {esc(cell.text)}"
+            body.append(f'<h3 id="diagnosis-{k}">{heading}</h3><ul>{items}</ul>')
     return html_document(f"Reproduction report: run {report.run}", PAGE_CSS, "\n".join(body))
 
 
@@ -399,7 +476,7 @@ def paper_of(name: str) -> str:
 
 
 def write_reproduction(
-    run: str,
+    settings: Mapping[str, Any],
     tables: Sequence[Path],
     figures: Sequence[Path],
     claim_files: Sequence[Path],
@@ -407,14 +484,28 @@ def write_reproduction(
     out_prefix: Path,
 ) -> list[Path]:
     """`<prefix>.md` and `<prefix>.html` from the tables' Markdown files (their CSVs beside),
-    the figures, the claim checks the figures and tables wrote, and the case studies."""
+    the figures, the claim checks the figures and tables wrote, and the case studies; the
+    diagnoses from the settings (memrl.config.reproduction_settings) and the text tables."""
     summaries = [summarize_table(path) for path in tables]
     claims = [
         claim
         for path in claim_files
         for claim in read_claims(path, paper_of(path.name.removesuffix(CLAIMS_SUFFIX)))
     ]
-    report = Reproduction(run, summaries, figures, claims, case_studies, out_prefix.parent)
+    context = Context(
+        systems={s["display"]: s for s in settings.get("systems", [])},
+        tables={
+            t.name: parse_markdown_table(t.markdown.read_text(encoding="utf-8"))
+            for t in summaries
+            if t.name in TEXT_TABLES
+        },
+        chance={t.name: _table_text(t) for t in summaries},
+        benchmarks=settings.get("benchmarks", {}),
+        samples=settings.get("samples", "one sample per question"),
+    )
+    report = Reproduction(
+        settings["run"], summaries, figures, claims, case_studies, out_prefix.parent, context
+    )
     md, page, cells = (
         out_prefix.with_name(out_prefix.name + ext) for ext in (".md", ".html", CELLS_SUFFIX)
     )
