@@ -492,12 +492,13 @@ def write_reproduction(
         for path in claim_files
         for claim in read_claims(path, paper_of(path.name.removesuffix(CLAIMS_SUFFIX)))
     ]
+    markdown = {t.name: t.markdown for t in summaries}
     context = Context(
         systems={s["display"]: s for s in settings.get("systems", [])},
         tables={
-            t.name: parse_markdown_table(t.markdown.read_text(encoding="utf-8"))
-            for t in summaries
-            if t.name in TEXT_TABLES
+            name: parse_markdown_table(markdown[name].read_text(encoding="utf-8"))
+            for name in TEXT_TABLES
+            if name in markdown
         },
         chance={t.name: _table_text(t) for t in summaries},
         benchmarks=settings.get("benchmarks", {}),
