@@ -327,6 +327,9 @@ def test_mini_profile_plans_its_slice_with_the_infer_jobs_in_the_vllm_venv(repo,
     # question-blind MemAgent and the oracle on RULER-HQA x 3, closed-book there and on LongBench
     assert counts["evaluate"] == 3 * 4 + 2 * 2 + 2 + 3 + 3 + 4 and counts["memorize"] == 2
     assert counts["download_model"] == 1 and "train_stage1" not in counts
+    # the whole reply rescores MemAgent (both protocols) and direct generation on RULER-HQA,
+    # MemAgent and direct on LongBench-QA; no judge, so no leniency probe
+    assert counts["rescore"] == 3 * 3 + 2 and "judge_probe" not in counts
     pattern = r"(\S+) --job '\{\"rule\": \"(evaluate|memorize|filter_questions)\""
     infer = re.findall(pattern, done.stdout)
     assert len(infer) == 28 + 2 + 1

@@ -27,12 +27,12 @@ METRICS, PREDICTIONS = ".metrics.json", ".predictions.jsonl"
 MIN_ITEMS = 10  # fewer shared items: shown, never judged (the rule of every verdict's cell)
 
 
-def load_item_scores(paths: Iterable[str | Path]) -> list[dict[str, Any]]:
-    """One record per evaluation: its metrics record's system, benchmark and length, and the
-    score of each item of its predictions, by (task, index). The inputs are each evaluation's
-    metrics and predictions files, side by side (the same prefix)."""
+def load_evaluations(paths: Iterable[str | Path]) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+    """(its metrics' first record, its prediction lines by "task#index") of each evaluation
+    among the inputs: each evaluation's metrics and predictions files, side by side (the same
+    prefix); every prediction line has a score."""
     paths = [Path(p) for p in paths]
-    records = []
+    found = []
     for metrics in (p for p in paths if p.name.endswith(METRICS)):
         predictions = metrics.with_name(metrics.name.removesuffix(METRICS) + PREDICTIONS)
         if predictions not in paths:
@@ -40,18 +40,25 @@ def load_item_scores(paths: Iterable[str | Path]) -> list[dict[str, Any]]:
         tasks = json.loads(metrics.read_text())  # a record per task, of one evaluation
         if not isinstance(tasks, list) or not tasks:
             raise ValueError(f"{metrics}: not a list of metrics records")
-        record = tasks[0]
-        items = {}
-        with predictions.open(encoding="utf-8") as lines:
-            for number, line in enumerate(lines, 1):
-                row = json.loads(line)
-                if "score" not in row:
+        lines = {}
+        with predictions.open(encoding="utf-8") as handle:
+            for number, text in enumerate(handle, 1):
+                line = json.loads(text)
+                if "score" not in line:
                     raise ValueError(f"{predictions}:{number}: no score")
-                items[f"{row['task']}#{row['index']}"] = float(row["score"])
-        records.append(
-            {key: record[key] for key in ("system", "benchmark", "length")} | {"items": items}
-        )
-    return records
+                lines[f"{line['task']}#{line['index']}"] = line
+        found.append((tasks[0], lines))
+    return found
+
+
+def load_item_scores(paths: Iterable[str | Path]) -> list[dict[str, Any]]:
+    """One record per evaluation: its system, benchmark and length, and the score of each item
+    of its predictions, by (task, index)."""
+    return [
+        {key: record[key] for key in ("system", "benchmark", "length")}
+        | {"items": {key: float(line["score"]) for key, line in lines.items()}}
+        for record, lines in load_evaluations(paths)
+    ]
 
 
 def paired_gain(ours: Mapping[str, float], control: Mapping[str, float]) -> dict[str, Any]:

@@ -15,7 +15,14 @@ import pandas as pd
 
 from memrl.config import SCORERS_TABLE
 from memrl.report.cells import DASH
-from memrl.report.controls import METRICS, MIN_ITEMS, PREDICTIONS, column, paired_gain
+from memrl.report.controls import (
+    METRICS,
+    MIN_ITEMS,
+    PREDICTIONS,
+    column,
+    load_evaluations,
+    paired_gain,
+)
 from memrl.report.registry import BOTH_PAPERS, PaperTable, TableInput
 from memrl.report.rows import system_specs
 from memrl.scoring.rescore import SCORER_KINDS, disagreements
@@ -27,29 +34,13 @@ def load_scored(paths: Iterable[str | Path]) -> list[dict[str, Any]]:
     """One record per predictions file among the inputs (an evaluation's, or a rescoring's: its
     metrics file names the scorer), its lines by (task, index); and each judge probe's file."""
     paths = [Path(p) for p in paths]
-    records = []
-    for path in paths:
-        if not path.name.endswith(METRICS):
-            if not path.name.endswith(PREDICTIONS):
-                records.append({"probe": json.loads(path.read_text())})
-            continue
-        predictions = path.with_name(path.name.removesuffix(METRICS) + PREDICTIONS)
-        if predictions not in paths:
-            raise ValueError(f"{path}: its predictions {predictions} are not among the inputs")
-        tasks = json.loads(path.read_text())
-        if not isinstance(tasks, list) or not tasks:
-            raise ValueError(f"{path}: not a list of metrics records")
-        lines = {}
-        with predictions.open(encoding="utf-8") as f:
-            for number, text in enumerate(f, 1):
-                line = json.loads(text)
-                if "score" not in line:
-                    raise ValueError(f"{predictions}:{number}: no score")
-                lines[f"{line['task']}#{line['index']}"] = line
-        keys = ("system", "benchmark", "length")
-        records.append({k: tasks[0][k] for k in keys} | {"scorer": tasks[0].get("scorer", OWN)})
-        records[-1]["lines"] = lines
-    return records
+    keys = ("system", "benchmark", "length")
+    records: list[dict[str, Any]] = [
+        {k: record[k] for k in keys} | {"scorer": record.get("scorer", OWN), "lines": lines}
+        for record, lines in load_evaluations(paths)
+    ]
+    probes = [p for p in paths if not p.name.endswith((METRICS, PREDICTIONS))]
+    return records + [{"probe": json.loads(p.read_text())} for p in probes]
 
 
 def cell_text(rescored: Mapping[str, Any], own: Mapping[str, Any]) -> str:
