@@ -89,7 +89,10 @@ def test_what_the_run_did_not_make_is_said_not_guessed():
     assert columns_of(cell) == ["longbench"]
     assert lines[0] == "Recipe: not trained here (a released checkpoint, a base or a hosted model)"
     assert "no memory" in lines[1]
-    assert lines[2] == "Without memory: none run at this benchmark and length"
+    assert lines[2].startswith("Without memory: not a memory system")
+    assert diagnose(Cell("t", "Agent", "x", ["ruler"], 8), context())[2] == (
+        "Without memory: none run at this benchmark and length"
+    )
     assert lines[5] == "Chance: no table-level test"
     bare = diagnose(CELL, Context(SYSTEMS, {}))
     assert bare[0].endswith("the memagent_recipes table is not part of this run")

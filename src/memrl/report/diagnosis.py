@@ -23,6 +23,7 @@ from memrl.config import (
     PROTOCOLS_TABLE,
     SCORERS_TABLE,
 )
+from memrl.systems import system_kind
 
 TextTable = dict[str, dict[str, str]]  # row label -> column -> cell
 DRIFT = ("≠ paper", "≠ both")  # how a recipes table marks a key that differs from the paper's
@@ -88,7 +89,7 @@ def diagnose(cell: Cell, context: Context) -> list[str]:
     return [
         f"Recipe: {_recipe(system, context.tables)}",
         f"Protocol: {_protocol(cell, system, context.tables)}",
-        f"Without memory: {_rows(cell, context.tables.get(CONTROLS_TABLE, {}), prefix=True)}",
+        f"Without memory: {_controls(cell, system, context.tables)}",
         f"Scorers: {_rows(cell, context.tables.get(SCORERS_TABLE, {}), prefix=False)}",
         f"Seeds: {context.samples}; no spread over sampling seeds is measured here",
         f"Chance: {context.chance.get(cell.table, 'no table-level test')}",
@@ -113,6 +114,12 @@ def _recipe(system: Mapping[str, Any], tables: Mapping[str, TextTable]) -> str:
         listed = f": {', '.join(keys)}" if keys else ""
         drifts.append(f"{job}: {len(keys)} of {len(rows)} keys differ from the paper's{listed}")
     return f"trained here ({named}); " + "; ".join(drifts) + f" ({table})"
+
+
+def _controls(cell: Cell, system: Mapping[str, Any], tables: Mapping[str, TextTable]) -> str:
+    if "kind" in system and not system_kind(system["kind"]).memory:
+        return "not a memory system (the controls table pairs memory systems with the controls)"
+    return _rows(cell, tables.get(CONTROLS_TABLE, {}), prefix=True)
 
 
 def _protocol(cell: Cell, system: Mapping[str, Any], tables: Mapping[str, TextTable]) -> str:
