@@ -28,7 +28,12 @@ def sets(config: dict[str, Any], system_id: str, system: dict[str, Any], kind: A
     """The systems `custom.systems` names (`all`: every configured one; a memory-ablation
     variant never): one job of every dataset."""
     spec = config.get("custom")
-    if not spec or "ablation_of" in system or not kind.runs(system, CUSTOM_BENCHMARK):
+    if (
+        not spec
+        or "ablation_of" in system
+        or "seed_of" in system
+        or not kind.runs(system, CUSTOM_BENCHMARK)
+    ):
         return {}
     chosen = spec["systems"]
     if chosen != "all" and system["name"] not in chosen:

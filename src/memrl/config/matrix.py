@@ -38,9 +38,49 @@ def eval_systems(config: dict[str, Any]) -> Systems:
     systems: dict[str, dict[str, Any]] = {}
     for name, spec in config["evaluation"]["systems"].items():
         base = {"benchmarks": list(system_kind(spec["kind"]).benchmarks), **spec, "name": name}
-        systems.update(system_kind(spec["kind"]).expand(name, base))
+        expanded = system_kind(spec["kind"]).expand(name, base)
+        systems.update(expanded)
         systems.update(_memory_ablation_systems(config, name, base))
+        for sid, concrete in expanded.items():
+            systems.update(_seed_systems(config, sid, concrete))
     return systems
+
+
+def is_variant(system: dict[str, Any]) -> bool:
+    """A variant of a configured system (a memory-ablation setting, a repeat with another
+    sampling seed): shown only by the tables that read variants."""
+    return "ablation_of" in system or "seed_of" in system
+
+
+def seed_repeats(config: dict[str, Any]) -> dict[str, list[str]]:
+    """Each system that samples more than once, and its repeats (`_seed_systems`)."""
+    repeats: dict[str, list[str]] = {}
+    for sid, spec in eval_systems(config).items():
+        if "seed_of" in spec:
+            repeats.setdefault(spec["seed_of"], []).append(sid)
+    return repeats
+
+
+def _seed_systems(config: dict[str, Any], sid: str, system: dict[str, Any]) -> Systems:
+    """The repeats of a system with other sampling seeds (its `seeds`, else evaluation.seeds:
+    N samples a question in all): `<id>.seed<k>` for k = 1 … N-1 at evaluation.sampling.seed
+    + k (unseeded sampling: another unseeded sample), on its benchmarks answered row by row
+    (Mem-α's instances sample with memalpha's own settings); the seeds table reads them."""
+    seeds = system.get("seeds", config["evaluation"].get("seeds", 1))
+    kind = system_kind(system["kind"])
+    benchmarks = [b for b in system["benchmarks"] if not kind.reads_instances(b)]
+    base = config["evaluation"]["sampling"]["seed"]
+    return {
+        f"{sid}.seed{k}": {
+            **system,
+            "benchmarks": benchmarks,
+            "display": f"{system['display']} (seed {k})",
+            "seed_of": sid,
+            "sampling_seed": None if base is None else base + k,
+        }
+        for k in range(1, seeds)
+        if benchmarks
+    }
 
 
 def _memory_ablation_systems(config: dict[str, Any], name: str, base: dict[str, Any]) -> Systems:

@@ -18,6 +18,7 @@ from memrl.config.matrix import (
     eval_data,
     eval_prefix,
     rl_ablation_groups,
+    seed_repeats,
 )
 from memrl.config.prose_claims import PAPERS, prose_claims
 from memrl.config.reports import (
@@ -37,6 +38,7 @@ from memrl.config.reports import (
     PROTOCOLS_TABLE,
     RL_ABLATION_FIGURES,
     SCORERS_TABLE,
+    SEEDS_TABLE,
     SUITES_TABLE,
     TRACE_TABLE,
     equivalence_margin,
@@ -46,13 +48,7 @@ from memrl.config.reports import (
     report_systems,
     stats_splits,
 )
-from memrl.config.rescoring import (
-    judge_probe_file,
-    judge_probes,
-    rescore_jobs,
-    rescore_prefix,
-    scorer_specs,
-)
+from memrl.config.rescoring import rescore_inputs, scorers_settings
 from memrl.config.selection import Selection
 from memrl.config.yaml_file import load_yaml
 from memrl.layout import (
@@ -202,24 +198,6 @@ def _protocols_settings(config: dict[str, Any]) -> dict[str, Any]:
             if row in table["rows"]
         }
     return {"mab": {"task": source, "paper": printed, "where": table["caption"]}}
-
-
-def _rescore_inputs(config: dict[str, Any]) -> list[str]:
-    """Each rescoring's files beside its evaluation's, and each judge's leniency probe."""
-    prefixes = [
-        prefix
-        for job in rescore_jobs(config)
-        for prefix in (eval_prefix(config, job.evaluation), rescore_prefix(config, job))
-    ]
-    files = [f"{p}.{end}" for p in prefixes for end in ("metrics.json", "predictions.jsonl")]
-    return [*dict.fromkeys(files), *(judge_probe_file(config, m) for m in judge_probes(config))]
-
-
-def _scorers_settings(config: dict[str, Any]) -> dict[str, Any]:
-    """What the notes say of each scorer: its kind and its protocol or judge model."""
-    keys = ("kind", "protocol", "model")
-    specs = scorer_specs(config).items()
-    return {"scorers": {name: {k: s[k] for k in keys if k in s} for name, s in specs}}
 
 
 def _paper_claims_inputs(config: dict[str, Any]) -> list[str]:
@@ -457,8 +435,8 @@ REPORTS: dict[str, ReportPlan] = declared_once(
         "paired, and each judge's leniency",
         Selection.rescored,
         needs="rescore",
-        settings=_scorers_settings,
-        inputs=_rescore_inputs,
+        settings=scorers_settings,
+        inputs=rescore_inputs,
     ),
     ReportPlan(
         PAPER_CLAIMS_TABLE,
@@ -467,6 +445,14 @@ REPORTS: dict[str, ReportPlan] = declared_once(
         needs="report.paper and report.memalpha_paper",
         settings=lambda config: {"prose_claims": prose_claims(config)},
         inputs=_paper_claims_inputs,
+    ),
+    ReportPlan(
+        SEEDS_TABLE,
+        "Sampling seeds: the mean over seeds and questions, each seed, and best-of-N apart",
+        Selection.seeds,
+        needs="evaluation.seeds or a system's seeds above 1",
+        settings=lambda config: {"repeats": seed_repeats(config)},
+        inputs=_item_inputs(SEEDS_TABLE),
     ),
     _memalpha(
         SUITES_TABLE,

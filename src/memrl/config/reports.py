@@ -14,6 +14,7 @@ from memrl.benchmarks import (
 from memrl.benchmarks.ruler import ruler_sets
 from memrl.config.matrix import (
     eval_systems,
+    is_variant,
     rl_ablation_groups,
 )
 from memrl.config.settings import memalpha_recipe
@@ -38,6 +39,8 @@ REPORTED_SYSTEM_KEYS = (
     "agent",  # a memory-ablation variant's budgets
     "ablation_of",  # ... and the system it varies
     "question_blind",  # MemAgent's memory written without the question (the protocols table)
+    "seed_of",  # a repeat with another sampling seed (the seeds table) ...
+    "sampling_seed",  # ... at this seed
 )
 
 
@@ -73,7 +76,7 @@ def report_systems(config: dict[str, Any], variants: bool) -> list[dict[str, Any
             **_trained_here(config, spec),
         }
         for system_id, spec in eval_systems(config).items()
-        if variants or "ablation_of" not in spec
+        if variants or not is_variant(spec)
     ]
 
 
@@ -143,6 +146,7 @@ MEMALPHA_RECIPES_TABLE = "memalpha_recipes"
 CONTROLS_TABLE = "controls"  # beyond the papers: each memory system against each control
 # beyond the papers: MemAgent with its memory written for the question and without it
 PROTOCOLS_TABLE = "protocols"
+SEEDS_TABLE = "seeds"  # each system sampled at several seeds: the mean, each seed, best-of-N
 SCORERS_TABLE = "scorers"  # each finished evaluation scored again beside its benchmark's scorer
 PAPER_CLAIMS_TABLE = "paper_claims"  # the papers' sentences on their own numbers and on ours
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any, NamedTuple
 
 from memrl.benchmarks import benchmark
-from memrl.config.matrix import EvalJob, eval_jobs, eval_systems
+from memrl.config.matrix import EvalJob, eval_jobs, eval_prefix, eval_systems
 from memrl.config.settings import engine_settings
 from memrl.layout import ConfigError, qa_model, results_dir
 from memrl.scoring.rescore import scorer_kind
@@ -126,3 +126,21 @@ def check_rescore(config: dict[str, Any]) -> None:
         if not selected and not any(job.scorer == name for job in jobs):
             raise ConfigError(f"{key}: no evaluation of this config on {spec['benchmarks']}")
     scorer_specs(config)  # each judge's settings resolve
+
+
+def rescore_inputs(config: dict[str, Any]) -> list[str]:
+    """Each rescoring's files beside its evaluation's, and each judge's leniency probe."""
+    prefixes = [
+        prefix
+        for job in rescore_jobs(config)
+        for prefix in (eval_prefix(config, job.evaluation), rescore_prefix(config, job))
+    ]
+    files = [f"{p}.{end}" for p in prefixes for end in ("metrics.json", "predictions.jsonl")]
+    return [*dict.fromkeys(files), *(judge_probe_file(config, m) for m in judge_probes(config))]
+
+
+def scorers_settings(config: dict[str, Any]) -> dict[str, Any]:
+    """What the notes say of each scorer: its kind and its protocol or judge model."""
+    keys = ("kind", "protocol", "model")
+    specs = scorer_specs(config).items()
+    return {"scorers": {name: {k: s[k] for k in keys if k in s} for name, s in specs}}

@@ -8,7 +8,7 @@ from typing import Any
 
 from memrl.benchmarks import PROBE_BENCHMARK
 from memrl.benchmarks import benchmark as registered_benchmark
-from memrl.config.matrix import EvalJob, eval_jobs, eval_systems, rl_ablation_groups
+from memrl.config.matrix import EvalJob, eval_jobs, eval_systems, is_variant, rl_ablation_groups
 from memrl.config.reports import ABLATION_ROLES, MEMORY_ABLATION, memory_ablation_members
 from memrl.config.rescoring import rescore_jobs
 from memrl.layout import ConfigError, memalpha_runs
@@ -25,7 +25,7 @@ class Selection:
         self.name = name  # the table or figure selecting: named in its errors
         self.kinds = eval_systems(config)
         self.every_job = eval_jobs(config, self.kinds)
-        self.jobs = [j for j in self.every_job if "ablation_of" not in self.kinds[j.system]]
+        self.jobs = [j for j in self.every_job if not is_variant(self.kinds[j.system])]
         self.qa = [t for t in config["longbench"]["tasks"] if t not in LONGBENCH_SUM]
 
     def select(
@@ -104,6 +104,12 @@ class Selection:
             if j.system in blind
             or (j.system in aware and ((j.benchmark, j.length) in cells or source in j.tasks))
         ]
+
+    def seeds(self) -> list[EvalJob]:
+        """The evaluations of each system sampled at several seeds, and of its repeats."""
+        sampled = {s for s, spec in self.kinds.items() if "seed_of" in spec}
+        sampled |= {self.kinds[s]["seed_of"] for s in sampled}
+        return [job for job in self.every_job if job.system in sampled]
 
     def rescored(self) -> list[EvalJob]:
         """The evaluations some scorer of `rescore` scores again."""

@@ -274,11 +274,16 @@ def eval_settings(
         "engine": engine,
         "wave_size": evaluation["wave_size"],
         "allow_failures": allowed_failures(config),
-        "sampling": evaluation["sampling"],
+        "sampling": _sampling(evaluation["sampling"], system),
         "final_prompt": evaluation["final_prompt"],
         **system_kind(system["kind"]).job_settings(config, system),
     }
     return {**settings, **benchmark(job.benchmark).row_settings(config)}
+
+
+def _sampling(sampling: dict[str, Any], system: dict[str, Any]) -> dict[str, Any]:
+    """evaluation.sampling, at a seed repeat's own seed (memrl.config.matrix)."""
+    return {**sampling, "seed": system["sampling_seed"]} if "seed_of" in system else sampling
 
 
 def _memalpha_eval_settings(

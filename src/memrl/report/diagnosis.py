@@ -5,7 +5,8 @@ it. For each cell worth a look (a *differs*; in a machinery-only run, each table
 - its protocol: whether the memory is written for the question, and the protocols table's rows;
 - what the context and memory add: the controls table's rows at its benchmark and length;
 - whether its scorer explains it: the scorers table's rows there;
-- seeds: how many samples per question the cell rests on;
+- seeds: the seeds table's mean, each seed and best-of-N, or how many samples per question the
+  cell rests on;
 - chance: its table's count of verdicts and its one test of "every cell reproduced".
 It reads the text tables the reproduction report already reads (their Markdown), nothing else."""
 
@@ -22,6 +23,7 @@ from memrl.config import (
     MEMALPHA_RECIPES_TABLE,
     PROTOCOLS_TABLE,
     SCORERS_TABLE,
+    SEEDS_TABLE,
 )
 from memrl.systems import system_kind
 
@@ -50,6 +52,7 @@ TEXT_TABLES = (
     CONTROLS_TABLE,
     PROTOCOLS_TABLE,
     SCORERS_TABLE,
+    SEEDS_TABLE,
 )  # the tables a diagnosis reads
 
 
@@ -91,7 +94,7 @@ def diagnose(cell: Cell, context: Context) -> list[str]:
         f"Protocol: {_protocol(cell, system, context.tables)}",
         f"Without memory: {_controls(cell, system, context.tables)}",
         f"Scorers: {_rows(cell, context.tables.get(SCORERS_TABLE, {}), prefix=False)}",
-        f"Seeds: {context.samples}; no spread over sampling seeds is measured here",
+        f"Seeds: {_seeds(cell, context)}",
         f"Chance: {context.chance.get(cell.table, 'no table-level test')}",
     ]
 
@@ -114,6 +117,12 @@ def _recipe(system: Mapping[str, Any], tables: Mapping[str, TextTable]) -> str:
         listed = f": {', '.join(keys)}" if keys else ""
         drifts.append(f"{job}: {len(keys)} of {len(rows)} keys differ from the paper's{listed}")
     return f"trained here ({named}); " + "; ".join(drifts) + f" ({table})"
+
+
+def _seeds(cell: Cell, context: Context) -> str:
+    """The seeds table's row of the system at the cell's columns, where it ran several."""
+    found = _found(cell, context.tables.get(SEEDS_TABLE, {}), lambda label: label == cell.system)
+    return found or f"{context.samples}; no spread over sampling seeds is measured here"
 
 
 def _controls(cell: Cell, system: Mapping[str, Any], tables: Mapping[str, TextTable]) -> str:

@@ -32,6 +32,7 @@ from memrl.report.registry import PaperTable, TableInput, gathered
 from memrl.report.render import write_table, write_text_table
 from memrl.report.rows import Systems
 from memrl.report.scorers import SCORERS_TABLES
+from memrl.report.seeds import SEEDS_TABLES
 from memrl.report.suites import SUITES_TABLES
 from memrl.scoring.compare import DEFAULT_MARGIN
 
@@ -50,6 +51,7 @@ PAPER_TABLES = gathered(
     CONTROLS_TABLES,
     PROTOCOLS_TABLES,
     SCORERS_TABLES,
+    SEEDS_TABLES,
     PAPER_CLAIMS_TABLES,
     CUSTOM_TABLES,
 )

@@ -1,0 +1,90 @@
+"""Honest selection: a system sampled at several seeds (its repeats `<id>.seed<k>`), the seeds
+table's mean over seeds and questions with its interval, each seed, and best-of-N apart."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+
+from memrl import config as cfg
+from memrl.report.diagnosis import Cell, Context, diagnose, parse_markdown_table
+from memrl.report.seeds import build_seeds_table, cell_text, seed_summary
+
+
+@pytest.fixture(scope="module")
+def smoke(repo):
+    return cfg.load_config([repo / "config/smoke.yaml"])
+
+
+def test_a_system_with_two_seeds_gets_one_repeat_at_the_next_seed(smoke):
+    systems = cfg.eval_systems(smoke)
+    repeat = systems["rl-memagent-tiny-blind.seed1"]
+    assert repeat["seed_of"] == "rl-memagent-tiny-blind" and repeat["sampling_seed"] == 1
+    assert repeat["benchmarks"] == ["ruler_hqa"]
+    jobs = {(j.benchmark, j.system, j.length): j for j in cfg.eval_jobs(smoke, systems)}
+    base = cfg.eval_settings(smoke, jobs[("ruler_hqa", "rl-memagent-tiny-blind", 10)], 0)
+    again = cfg.eval_settings(smoke, jobs[("ruler_hqa", "rl-memagent-tiny-blind.seed1", 10)], 0)
+    assert base["sampling"]["seed"] == 0 and again["sampling"]["seed"] == 1
+    assert {k: v for k, v in again.items() if k not in ("system", "sampling")} == {
+        k: v for k, v in base.items() if k not in ("system", "sampling")
+    }
+    # the paper tables read the first seed only; the seeds table both
+    assert not [j for j in cfg.report_jobs(smoke, "table1") if ".seed" in j.system]
+    assert {j.system for j in cfg.report_jobs(smoke, cfg.SEEDS_TABLE)} == {
+        "rl-memagent-tiny-blind",
+        "rl-memagent-tiny-blind.seed1",
+    }
+
+
+def test_repeats_run_only_where_the_evaluation_samples_and_unseeded_stays_unseeded(repo):
+    config = copy.deepcopy(cfg.load_yaml(repo / "config/smoke.yaml"))
+    config["evaluation"]["seeds"] = 3
+    config["evaluation"]["sampling"]["seed"] = None
+    cfg.validate_config(config, cfg.SCHEMA)
+    systems = cfg.eval_systems(config)
+    assert systems["memagent-tiny-instruct.seed2"]["sampling_seed"] is None
+    # Mem-α's instances sample with memalpha's own settings: its framework gets no repeat
+    assert "memalpha-tiny.seed1" not in systems
+    assert systems["rl-memagent-tiny.seed1"]["benchmarks"] == ["ruler_hqa", "ruler", "longbench"]
+
+
+@pytest.mark.parametrize("where", ["evaluation", "system"])
+def test_seeds_below_one_name_their_key(repo, where):
+    config = copy.deepcopy(cfg.load_yaml(repo / "config/smoke.yaml"))
+    target = config["evaluation"]
+    if where == "system":
+        target = target["systems"]["rl-memagent-tiny-blind"]
+    target["seeds"] = 0
+    with pytest.raises(cfg.ConfigError, match=r"seeds.*0 is less than the minimum of 1"):
+        cfg.validate_config(config, cfg.SCHEMA)
+
+
+def test_the_mean_over_seeds_and_items_with_each_seed_and_best_of_n_apart():
+    first = {f"hqa#{i}": float(i < 4) for i in range(10)}  # 40 %
+    second = {f"hqa#{i}": float(i < 6) for i in range(10)}  # 60 %
+    summary = seed_summary([first, second])
+    assert summary["mean"] == pytest.approx(50.0) and summary["each"] == [40.0, 60.0]
+    assert summary["best"] == 60.0 and summary["n"] == 10
+    low, high = summary["interval"]
+    assert low < 50.0 < high
+    assert cell_text(summary).startswith("50.0 [") and "best-of-2 60.0" in cell_text(summary)
+    partial = seed_summary([first, {"hqa#0": 1.0}])  # only the items every seed scored count
+    assert partial["n"] == 1 and partial["each"] == [100.0, 100.0]
+    assert cell_text(seed_summary([{"a": 1.0}, {"b": 1.0}])).endswith("(no item every seed scored)")
+
+
+def test_the_table_has_a_row_per_sampled_system_and_the_diagnosis_reads_it():
+    def record(system, scores):
+        items = {f"hqa#{i}": s for i, s in enumerate(scores)}
+        return {"system": system, "benchmark": "ruler_hqa", "length": 50, "items": items}
+
+    records = [record("a", [1.0, 0.0]), record("a.seed1", [1.0, 1.0]), record("b", [0.0, 0.0])]
+    systems = [{"id": "a", "display": "Agent"}, {"id": "b", "display": "Other"}]
+    frame = build_seeds_table(records, systems, {"a": ["a.seed1"]})
+    assert list(frame.index) == ["Agent"] and list(frame.columns) == ["ruler_hqa@50"]
+    assert "each seed 50.0 / 100.0; best-of-2 100.0" in frame.loc["Agent", "ruler_hqa@50"]
+    markdown = "| System | ruler_hqa@50 |\n|---|---|\n| Agent | " + frame.iloc[0, 0] + " |\n"
+    context = Context({}, {cfg.SEEDS_TABLE: parse_markdown_table(markdown)})
+    seeds = diagnose(Cell("table1", "Agent", "7K", ["ruler_hqa"], 50), context)[4]
+    assert seeds.startswith("Seeds: Agent @ ruler_hqa@50: 75.0 [")
