@@ -228,3 +228,14 @@ def mark_machinery_only(table: pd.DataFrame, systems: Systems) -> None:
         ]
     shown = [str(label) for label, hit in zip(table.index, rows, strict=True) if hit]
     table.attrs["banner"] = machinery_banner(shown, all(rows))
+
+
+def text_frame(
+    rows: Mapping[str, Mapping[str, str]], index: str, notes: Sequence[str]
+) -> pd.DataFrame:
+    """A table of text cells by row label and column (DASH where a row has none), its index
+    named and its footnotes attached (the controls, scorers and seeds tables)."""
+    frame = pd.DataFrame.from_dict(rows, orient="index").fillna(DASH)
+    frame.index.name = index
+    frame.attrs["notes"] = list(notes)
+    return frame

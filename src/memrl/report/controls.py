@@ -16,7 +16,7 @@ from typing import Any
 import pandas as pd
 
 from memrl.config import CONTROLS_TABLE
-from memrl.report.cells import DASH
+from memrl.report.cells import DASH, text_frame
 from memrl.report.registry import BOTH_PAPERS, PaperTable, TableInput
 from memrl.report.rows import system_kind, system_specs
 from memrl.scoring.intervals import bootstrap
@@ -129,9 +129,7 @@ def build_controls_table(records: Sequence[Mapping[str, Any]], systems: Any) -> 
             rows.setdefault(label, {})[column(memory)] = cell_text(
                 paired_gain(memory["items"], control["items"]), kinds[control["system"]].control
             )
-    frame = pd.DataFrame.from_dict(rows, orient="index").fillna(DASH)
-    frame.index.name = "Memory system vs control"
-    frame.attrs["notes"] = [
+    notes = [
         "Difference = ours − the control on the items both answered, with the 95 % "
         "percentile-bootstrap interval of the per-item differences (paired: the items resampled "
         "together; a Mem-α instance, scored as the mean over its questions, is one item).",
@@ -141,7 +139,7 @@ def build_controls_table(records: Sequence[Mapping[str, Any]], systems: Any) -> 
         "once, the prompt held fixed).",
         *_reached_notes(rows.values(), [kinds[r["system"]].control for r in controls]),
     ]
-    return frame
+    return text_frame(rows, "Memory system vs control", notes)
 
 
 def _reached_notes(rows: Iterable[Mapping[str, str]], controls: Iterable[Control]) -> list[str]:

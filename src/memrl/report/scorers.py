@@ -14,7 +14,7 @@ from typing import Any
 import pandas as pd
 
 from memrl.config import SCORERS_TABLE
-from memrl.report.cells import DASH
+from memrl.report.cells import DASH, text_frame
 from memrl.report.controls import (
     METRICS,
     MIN_ITEMS,
@@ -86,9 +86,7 @@ def build_scorers_table(
             raise ValueError(f"{r['scorer']}: no evaluation of {r['system']} on {column(r)}")
         label = f"{r['scorer']}: {specs[r['system']]['display']}"
         rows.setdefault(label, {})[column(r)] = cell_text(r, evaluation)
-    frame = pd.DataFrame.from_dict(rows, orient="index").fillna(DASH)
-    frame.index.name = "Scorer: system"
-    frame.attrs["notes"] = [
+    notes = [
         "Each cell: the rescored score vs the benchmark's own on the items both scored, the "
         "difference with the 95 % percentile-bootstrap interval of the per-item differences "
         "(paired; a Mem-α instance, the mean over its questions, is one item), and how many "
@@ -96,7 +94,7 @@ def build_scorers_table(
         *(_scorer_note(name, spec) for name, spec in scorers.items()),
         *(_probe_note(r["probe"]) for r in records if "probe" in r),
     ]
-    return frame
+    return text_frame(rows, "Scorer: system", notes)
 
 
 def _scorer_note(name: str, spec: Mapping[str, Any]) -> str:

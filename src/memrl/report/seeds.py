@@ -13,7 +13,7 @@ from typing import Any
 import pandas as pd
 
 from memrl.config import SEEDS_TABLE
-from memrl.report.cells import DASH
+from memrl.report.cells import DASH, text_frame
 from memrl.report.controls import column, load_item_scores
 from memrl.report.registry import BOTH_PAPERS, PaperTable, TableInput
 from memrl.report.rows import system_specs
@@ -66,15 +66,13 @@ def build_seeds_table(
             place = {"benchmark": benchmark, "length": length}
             label = specs[base]["display"] if base in specs else base
             rows.setdefault(label, {})[column(place)] = cell_text(seed_summary(runs))
-    frame = pd.DataFrame.from_dict(rows, orient="index").fillna(DASH)
-    frame.index.name = "System (first seed as in the paper tables)"
-    frame.attrs["notes"] = [
+    notes = [
         "Mean over seeds and items with the 95 % interval of both (items resampled, then the "
         "seeds within each); each seed's score in the order of its sampling seed; best-of-N is "
         "the best seed's score, as some reruns report it: chosen after the fact, it is biased "
         "upwards and is never the verdict's number (the paper tables show the first seed).",
     ]
-    return frame
+    return text_frame(rows, "System (first seed as in the paper tables)", notes)
 
 
 def _build(table: TableInput) -> pd.DataFrame:
