@@ -12,7 +12,7 @@ from memalpha_fakes import Replying
 
 from memrl import config as cfg
 from memrl.engines.base import Completion
-from memrl.jobs.rescore import judge_replies
+from memrl.jobs.rescore import judge_of, judge_replies
 from memrl.report.scorers import build_scorers_table, cell_text, load_scored
 from memrl.scoring import leniency
 from memrl.scoring.memalpha import JUDGE_TEMPLATE
@@ -131,7 +131,7 @@ def test_a_judge_that_fails_a_request_fails_the_job_never_a_verdict():
 
     engine = HalfDown([])
     with pytest.raises(SystemExit, match="the judge failed 1 of 2 requests; the first: HTTP 500"):
-        judge_replies(engine, ["a", "b"], SAMPLING, 8)
+        judge_replies(engine, ["a", "b"], judge_of({"sampling": SAMPLING, "max_tokens": 8}))
 
 
 def test_the_leniency_probe_counts_the_wrong_answers_a_judge_accepts():

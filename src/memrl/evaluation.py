@@ -136,6 +136,11 @@ class Judge:
         """From a job's `qa` settings (memalpha.qa: judge_sampling, judge_max_tokens)."""
         return cls(SamplingParams(**qa["judge_sampling"]), qa["judge_max_tokens"])
 
+    def request(self, prompt: str) -> ChatRequest:
+        """The judge's request for one prompt: a user message, thinking off (Mem-α's judge)."""
+        message = {"role": "user", "content": prompt}
+        return ChatRequest((message,), self.max_tokens, enable_thinking=False)
+
 
 def instance_qa_runner(
     engine: ChatEngine,
@@ -181,13 +186,11 @@ def instance_qa_runner(
                 responses[(i, j)] = rollout.answer
         judged = [(i, j) for (i, j) in responses if metrics.is_judged(wave[i]["task"])]
 
-        def judge_request(i: int, j: int) -> ChatRequest:
+        def prompt(i: int, j: int) -> str:
             row = wave[i]
-            prompt = metrics.judge_prompt(row["questions"][j], row["answers"][j], responses[(i, j)])
-            message = {"role": "user", "content": prompt}
-            return ChatRequest((message,), judge.max_tokens, enable_thinking=False)
+            return metrics.judge_prompt(row["questions"][j], row["answers"][j], responses[(i, j)])
 
-        requests = [answer(judge_request(i, j)) for i, j in judged]
+        requests = [answer(judge.request(prompt(i, j))) for i, j in judged]
         verdicts = drive(requests, engine, judge.sampling)
         scores: dict[tuple[int, int], float] = {}
         for key, rollout in zip(judged, verdicts, strict=True):

@@ -28,8 +28,7 @@ def scorer_specs(config: dict[str, Any]) -> dict[str, dict[str, Any]]:
     specs = {}
     for name, spec in (config.get("rescore") or {}).items():
         resolved = {"id": name, "kind": spec["scorer"]}
-        if spec["scorer"] == "memalpha_protocol":
-            resolved["protocol"] = spec["protocol"]
+        resolved |= {"protocol": spec["protocol"]} if "protocol" in spec else {}
         if scorer_kind(spec["scorer"]).judge:
             resolved |= _judge(config, spec["model"], spec, f"rescore.{name}")
         specs[name] = resolved

@@ -6,27 +6,23 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memrl.jobs.common import build_engine, log, require_rows
 from memrl.tracking.record import JobRecord
 
+if TYPE_CHECKING:
+    from memrl.evaluation import Judge
 
-def judge_replies(
-    engine: Any, prompts: Sequence[str], sampling: dict[str, Any], max_tokens: int
-) -> list[str]:
-    """The judge's replies to `prompts` (thinking off, as Mem-α's judge runs); a failed request
-    fails the job, naming how many failed and the first cause: a judge that did not answer
-    is never a verdict."""
+
+def judge_replies(engine: Any, prompts: Sequence[str], judge: Judge) -> list[str]:
+    """The judge's replies to `prompts`, asked as an evaluation asks them (`Judge.request`); a
+    failed request fails the job, naming how many failed and the first cause: a judge that did
+    not answer is never a verdict."""
     from memrl.agents.memalpha import answer
-    from memrl.engines.base import ChatRequest, SamplingParams
     from memrl.evaluation import drive
 
-    requests = [
-        answer(ChatRequest(({"role": "user", "content": p},), max_tokens, enable_thinking=False))
-        for p in prompts
-    ]
-    rollouts = drive(requests, engine, SamplingParams(**sampling))
+    rollouts = drive([answer(judge.request(p)) for p in prompts], engine, judge.sampling)
     failed = [r.final.completion.error or "failed" for r in rollouts if r.failed]
     if failed:
         raise SystemExit(
@@ -35,13 +31,20 @@ def judge_replies(
     return [r.answer for r in rollouts]
 
 
-def _judge(engine: Any, spec: dict[str, Any]) -> Any:
+def judge_of(spec: dict[str, Any]) -> Judge:
+    """A judge scorer's or probe's sampling and budget (memrl.config.rescoring)."""
+    from memrl.engines.base import SamplingParams
+    from memrl.evaluation import Judge
+
+    return Judge(SamplingParams(**spec["sampling"]), spec["max_tokens"])
+
+
+def _verdicts(engine: Any, spec: dict[str, Any]) -> Any:
     from memrl.scoring.memalpha import judge_prompt, judge_verdict
 
     def judge(asked: Sequence[tuple[str, Any, str]]) -> list[float]:
         prompts = [judge_prompt(q, gold, response) for q, gold, response in asked]
-        replies = judge_replies(engine, prompts, spec["sampling"], spec["max_tokens"])
-        return [judge_verdict(reply) for reply in replies]
+        return [judge_verdict(reply) for reply in judge_replies(engine, prompts, judge_of(spec))]
 
     return judge
 
@@ -64,17 +67,17 @@ def cmd_rescore(args: argparse.Namespace, run: JobRecord) -> None:
         rescored = rescore_rows(lines)
     elif kind.judge:
         engine = build_engine(args.judge_model, spec["engine"], args.log)
-        rescored = rescore_instances(lines, judge=_judge(engine, spec))
+        rescored = rescore_instances(lines, judge=_verdicts(engine, spec))
     else:
         rescored = rescore_instances(lines, protocol=spec["protocol"])
     write_jsonl_atomic(args.out_predictions, rescored)
     metrics = []
     for task in s["tasks"]:
         mine = [{k: v for k, v in r.items() if k != "task"} for r in rescored if r["task"] == task]
-        if mine:
-            record = summarize(mine, s["benchmark"], task, s["system"], s["length"])
-            metrics.append({**record, "scorer": spec["id"]})
-            log.info("%s: %s rescored %.2f", spec["id"], task, record["accuracy"])
+        require_rows(mine, args.predictions, f"prediction of task {task} to rescore")
+        record = summarize(mine, s["benchmark"], task, s["system"], s["length"])
+        metrics.append({**record, "scorer": spec["id"]})
+        log.info("%s: %s rescored %.2f", spec["id"], task, record["accuracy"])
     write_json_atomic(args.metrics, metrics)
     for m in metrics:
         run.log_metrics({f"{m['task']}.accuracy": m["accuracy"]})
@@ -88,7 +91,7 @@ def cmd_judge_probe(args: argparse.Namespace, run: JobRecord) -> None:
     s = args.settings
     engine = build_engine(args.model, s["engine"], args.log)
     asked = probe_prompts()
-    replies = judge_replies(engine, [p for _, p in asked], s["sampling"], s["max_tokens"])
+    replies = judge_replies(engine, [p for _, p in asked], judge_of(s))
     result = {"judge": s["judge"], **tally([k for k, _ in asked], replies)}
     write_json_atomic(args.out, result)
     for kind in ("right", "wrong"):

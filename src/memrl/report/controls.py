@@ -81,6 +81,17 @@ def _percent_mean(values: Sequence[float]) -> float:
     return 100 * sum(values) / len(values)
 
 
+def gain_verdict(gain: Mapping[str, Any], above: str, below: str) -> str:
+    """What a paired difference shows: `above` or `below` 0, no difference shown, or too few
+    shared items (under MIN_ITEMS, or an interval of no width: every item differs alike)."""
+    low, high = gain["interval"]
+    if gain["n"] < MIN_ITEMS or low == high:
+        return "too few items"
+    if low > 0:
+        return above
+    return below if high < 0 else "no difference shown"
+
+
 def cell_text(gain: Mapping[str, Any], control: Control) -> str:
     """`+g [low, high] (ours o, <control> c; n items)`, with what it shows in the control's words:
     ours higher, the control higher, no difference shown, or too few shared items (under
@@ -93,14 +104,7 @@ def cell_text(gain: Mapping[str, Any], control: Control) -> str:
         f"{gain['gain']:+.1f} [{low:+.1f}, {high:+.1f}] (ours {gain['ours']:.1f}, "
         f"{control.label} {gain['control']:.1f}; n {gain['n']})"
     )
-    if gain["n"] < MIN_ITEMS or low == high:
-        said = "too few items"
-    elif low > 0:
-        said = control.above
-    elif high < 0:
-        said = control.below
-    else:
-        said = "no difference shown"
+    said = gain_verdict(gain, control.above, control.below)
     # the control right where the memory system is no better (both at 0: nothing was answered)
     reached = control.reached and gain["control"] >= gain["ours"] and gain["control"] > 0
     flag = f"; {control.reached}" if reached else ""

@@ -132,14 +132,19 @@ def _controls(cell: Cell, system: Mapping[str, Any], tables: Mapping[str, TextTa
 
 
 def _protocol(cell: Cell, system: Mapping[str, Any], tables: Mapping[str, TextTable]) -> str:
-    if system.get("question_blind"):
-        said = "its memory is written without the question (MemoryAgentBench's protocol)"
-    elif system.get("kind") == "memagent" and not {"mab", "memalpha"} & set(cell.benchmarks):
-        said = "its memory is written for the question (MemAgent's protocol)"
-    elif system.get("kind") in ("memagent", "memalpha", "mem1"):
-        said = "its memory is written before the questions are asked (MemoryAgentBench's)"
-    else:
+    kind = system_kind(system["kind"]) if "kind" in system else None
+    if kind is None:
+        said = "not among this run's systems"
+    elif not kind.memory:
         said = "no memory: the model reads the context (or its retrieval) with the question"
+    elif system.get("question_blind"):
+        said = "its memory is written without the question (MemoryAgentBench's protocol)"
+    elif any(kind.reads_instances(benchmark) for benchmark in cell.benchmarks):
+        said = "its memory is written before the questions are asked (MemoryAgentBench's)"
+    elif system["kind"] == "memagent":
+        said = "its memory is written for the question (MemAgent's protocol)"
+    else:
+        said = "its memory is written while it reads, before the question"
     found = _found(cell, tables.get(PROTOCOLS_TABLE, {}), _either_side(cell.system))
     return said + (f"; {PROTOCOLS_TABLE}: {found}" if found else "")
 

@@ -10,6 +10,7 @@ Markdown (the footnotes).
 from __future__ import annotations
 
 import csv
+import functools
 import html
 import os
 from collections.abc import Mapping, Sequence
@@ -295,6 +296,7 @@ class Reproduction:
     base: Path
     context: Context | None = None  # what the diagnoses read (memrl.report.diagnosis)
 
+    @functools.cached_property
     def diagnosed(self) -> list[tuple[JudgedCell, list[str]]]:
         """The cells worth a look (their q-value first), then every other *differs*, each with
         its diagnosis; in a run with none that is a machinery check only, each paper's largest
@@ -355,7 +357,7 @@ def render_markdown(report: Reproduction) -> str:
         lines.append(f"- **{paper}**: {report.summary(paper)}")
         look = _worth_a_look_text(report.of(paper)[0])
         lines += [f"  - {look[0]}", *(f"    - {line}" for line in look[1:])] if look else []
-    diagnosed = report.diagnosed()
+    diagnosed = report.diagnosed
     if diagnosed:
         links = ", ".join(
             f"[{_anchor_text(c)}](#diagnosis-{k})" for k, (c, _) in _numbered(diagnosed)
@@ -421,7 +423,7 @@ def render_html(report: Reproduction) -> str:
         items = "".join(f"<li>{esc(line)}</li>" for line in look[1:])
         nested = f"<br>{esc(look[0])}<ul>{items}</ul>" if look else ""
         body.append(f"<li><b>{esc(paper)}</b>: {esc(report.summary(paper))}{nested}</li>")
-    diagnosed = report.diagnosed()
+    diagnosed = report.diagnosed
     if diagnosed:
         links = ", ".join(
             f'<a href="#diagnosis-{k}">{esc(_anchor_text(c))}</a>'

@@ -17,9 +17,9 @@ from memrl.config import SCORERS_TABLE
 from memrl.report.cells import DASH, text_frame
 from memrl.report.controls import (
     METRICS,
-    MIN_ITEMS,
     PREDICTIONS,
     column,
+    gain_verdict,
     load_evaluations,
     paired_gain,
 )
@@ -54,16 +54,7 @@ def cell_text(rescored: Mapping[str, Any], own: Mapping[str, Any]) -> str:
         return f"{DASH} (no shared items)"
     differ, answers = disagreements(rescored["lines"], own["lines"])
     low, high = gain["interval"]
-    if not differ:
-        said = "the same scores"
-    elif gain["n"] < MIN_ITEMS or low == high:
-        said = "too few items"
-    elif low > 0:
-        said = "rescored higher"
-    elif high < 0:
-        said = "rescored lower"
-    else:
-        said = "no difference shown"
+    said = gain_verdict(gain, "rescored higher", "rescored lower") if differ else "the same scores"
     return (
         f"{gain['ours']:.1f} vs {gain['control']:.1f}: {gain['gain']:+.1f} [{low:+.1f}, "
         f"{high:+.1f}]; {differ} of {answers} answers scored differently (n {gain['n']}): {said}"

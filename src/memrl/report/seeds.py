@@ -64,8 +64,9 @@ def build_seeds_table(
             if any(run is None for run in runs):
                 continue  # a repeat that does not run here
             place = {"benchmark": benchmark, "length": length}
-            label = specs[base]["display"] if base in specs else base
-            rows.setdefault(label, {})[column(place)] = cell_text(seed_summary(runs))
+            rows.setdefault(specs[base]["display"], {})[column(place)] = cell_text(
+                seed_summary(runs)
+            )
     notes = [
         "Mean over seeds and items with the 95 % interval of both (items resampled, then the "
         "seeds within each); each seed's score in the order of its sampling seed; best-of-N is "

@@ -3,8 +3,8 @@ scorer, so that a gap can be read as the metric's or the judge's rather than the
 
 Scorer kinds (`rescore.<id>.scorer` in the config):
 - `whole_reply`: a gold anywhere in the whole reply (normalised containment, after any
-  `</think>`), as RULER's own scoring reads a reply; beside the benchmark's own metric, which
-  reads only the text after "the answer is" (RULER-HQA, MemAgent's RULER) or scores F1
+  `</think>`), as Mem-α scores MemoryAgentBench's RULER-QA; beside the benchmark's own metric,
+  which reads only the text after "the answer is" (RULER-HQA, MemAgent's RULER) or scores F1
   (LongBench). For benchmarks answered row by row.
 - `memalpha_protocol`: Mem-α's instances scored under another of its scoring protocols
   (`memrl.scoring.memalpha.PROTOCOLS`: the agent's evaluate_agent_results.py, the baselines'
@@ -55,9 +55,11 @@ def scorer_kind(name: str) -> ScorerKind:
 
 
 def whole_reply(response: str, golds: Sequence[Any]) -> float:
-    """1 iff some gold, normalised, is inside the normalised reply (after any `</think>`)."""
-    reply = normalize_answer(answer_part(response))
-    return float(any((gold := normalize_answer(str(g))) and gold in reply for g in golds))
+    """1 iff some gold is inside the reply after any `</think>`, both normalised: how Mem-α
+    scores MemoryAgentBench's RULER-QA sources (`memalpha.normalized_sub_em`); a gold that
+    normalises to "" matches nothing."""
+    kept = [str(g) for g in golds if normalize_answer(str(g))]
+    return metrics.normalized_sub_em(answer_part(response), kept) if kept else 0.0
 
 
 def rescore_rows(records: Sequence[Record]) -> list[Record]:
