@@ -155,3 +155,73 @@ def test_the_smoke_plan_selects_the_controls_and_the_memory_systems_beside_them(
     assert {(j.benchmark, j.length) for j in jobs} == controls
     inputs = cfg.report_inputs(config, cfg.CONTROLS_TABLE)
     assert len(inputs) == 2 * len(jobs) and inputs[1].endswith(".predictions.jsonl")
+
+
+def gained_table1(tmp_path):
+    """Table 1 of a MemAgent system at two lengths, each cell with its gain over closed-book:
+    at 50 documents ours answers 30 of 40 and closed-book 10 (ours well above); at 100 ours 12,
+    closed-book 14 of the same 40 (closed-book reaches ours)."""
+    from test_intervals import PAPER, record
+
+    from memrl.report.control_gains import attach_control_gains
+    from memrl.report.render import write_table
+    from memrl.report.tables import build_paper_table
+
+    systems = {
+        "ours": {"display": "Ours", "paper_row": "RL-MEMAGENT-14B", "kind": "memagent"},
+        "closed": {"display": "Closed-book", "paper_row": None, "kind": "closedbook"},
+    }
+    table = build_paper_table("table1", [record(50, 30, 40), record(100, 12, 40)], systems, PAPER)
+    scores = {
+        ("ours", 50): [1.0] * 30 + [0.0] * 10,
+        ("closed", 50): [1.0] * 10 + [0.0] * 30,
+        ("ours", 100): [1.0] * 12 + [0.0] * 28,
+        ("closed", 100): [0.0] * 26 + [1.0] * 14,
+    }
+    evaluations = [
+        {"system": s, "benchmark": "ruler_hqa", "length": n, "items": items(v)}
+        for (s, n), v in scores.items()
+    ]
+    attach_control_gains(table, evaluations, systems)
+    write_table(table, tmp_path / "tables/table1", "Table 1")
+    return table, scores
+
+
+def test_each_memory_cell_shows_its_gain_over_closed_book_and_the_flag(tmp_path):
+    import csv
+
+    table, scores = gained_table1(tmp_path)
+    rows = {
+        int(r["n_docs"]): r
+        for r in csv.DictReader((tmp_path / "tables/table1.csv").open())
+        if r["system_id"] == "ours"  # closed-book's own row has no gain
+    }
+    for n_docs in (50, 100):  # the CSV's gain is the paired mean difference, recomputed here
+        ours, closed = scores[("ours", n_docs)], scores[("closed", n_docs)]
+        expected = 100 * sum(a - b for a, b in zip(ours, closed, strict=True)) / len(ours)
+        row = rows[n_docs]
+        assert float(row["control_gain"]) == pytest.approx(expected)
+        assert float(row["control_gain_low"]) <= expected <= float(row["control_gain_high"])
+        assert row["control"] == "Closed-book" and float(row["control_items"]) == 40
+    assert float(rows[50]["control_gain_low"]) > 0 and not rows[50]["control_flag"]
+    assert rows[100]["control_flag"] == ANSWERABLE  # 14 of 40 >= ours' 12 of 40
+    markdown = (tmp_path / "tables/table1.md").read_text()
+    assert "; vs closed-book +50.0 [+" in markdown
+    assert "; vs closed-book -5.0 [" in markdown and f"]: {ANSWERABLE})" in markdown
+    assert f"1 cell(s) flagged '{ANSWERABLE}'" in markdown
+    assert table.loc["Ours", 50].gain.n == 40
+
+
+def test_a_score_table_plans_its_memory_cells_beside_closed_book(repo):
+    """The smoke plan's Table 1 reads its memory systems' items and closed-book's at the same
+    lengths; a table that declares its own inputs, or a figure, reads none for it."""
+    config = cfg.load_config([repo / "config/smoke.yaml"])
+    kinds = {sid: spec["kind"] for sid, spec in cfg.eval_systems(config).items()}
+    inputs = cfg.control_inputs(config, "table1")
+    systems = {path.split("/")[-2] for path in inputs}
+    assert {kinds[s] for s in systems} == {"memagent", "closedbook"}
+    assert sum(p.endswith(".predictions.jsonl") for p in inputs) == len(inputs) // 2
+    settings = cfg.table_settings(config, "table1")
+    assert {s["id"] for s in settings["control_systems"]} == systems
+    assert cfg.control_inputs(config, cfg.CONTROLS_TABLE) == []
+    assert cfg.control_inputs(config, "figure1") == []

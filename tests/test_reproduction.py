@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 from pathlib import Path
 
 from test_intervals import PAPER, SYSTEMS, record
@@ -97,7 +98,7 @@ def test_the_report_groups_tables_by_paper_and_links_figures_and_lineage(tmp_pat
         "- [holds] RL-MemAgent keeps NIAH above 95 % (figure5) ours, RL-MemAgent (ours): "
         "min 97.0 from 8K to 512K" in text
     )
-    assert "### [table1](tables/table1.md): " in text
+    assert '### <a id="table-table1"></a>[table1](tables/table1.md): ' in text
     assert f"- Lineage: `memrl lineage {table}`" in text
     assert "- [figure1](figures/figure1.png): RULER-HQA accuracy" in text
     assert "(case_studies/ruler_hqa/ours/50.md)" in text
@@ -112,12 +113,36 @@ def test_the_report_groups_tables_by_paper_and_links_figures_and_lineage(tmp_pat
     assert (
         "- **Diagnoses** (why a number differs; below): [table1: RL-MemAgent-14B (ours) @ " in text
     )
-    assert text.count('### <a id="diagnosis-') == 2 and '<h3 id="diagnosis-2">' in html
+    anchor = "diagnosis-table1-rl-memagent-14b-ours-28k"  # table, row, column: stable
+    assert text.count('### <a id="diagnosis-') == 2 and f'<h3 id="{anchor}">' in html
     assert text.count("([diagnosis](#diagnosis-") == 2  # each largest miss links its diagnosis
-    diagnosis = text.split('<a id="diagnosis-1"></a>')[1].split("###")[0]
+    diagnosis = text.split(f'<a id="{anchor}"></a>')[1].split("###")[0]
     assert "- Recipe: not trained here" in diagnosis
     assert "- Seeds: one sample per question; no spread over sampling seeds" in diagnosis
     assert "- Chance: 0 of 4 cells reproduced within the margin" in diagnosis
+
+
+def links(page: Path, pattern: str) -> list[tuple[Path, str]]:
+    """The (file, anchor) of each link of `page` into the reproduction report."""
+    found = re.findall(pattern, page.read_text())
+    return [((page.parent / target).resolve(), anchor) for target, anchor in found]
+
+
+def test_each_cell_that_differs_links_its_diagnosis_from_the_table_itself(tmp_path):
+    """A table's Markdown and HTML link every *differs* cell (and, with its one test of the
+    table below 0.05, the table) to the reproduction report's diagnosis, where the workflow
+    writes both: <run>/tables/<name>.* and <run>/reproduction.*."""
+    table = write_table1(tmp_path)
+    write_reproduction({"run": "smoke"}, [table], [], [], [], tmp_path / "reproduction")
+    md_links = links(table, r"\]\((\.\./reproduction\.md)#([\w-]+)\)")
+    html_links = links(table.with_suffix(".html"), r'href="(\.\./reproduction\.html)#([\w-]+)"')
+    assert len(md_links) == 2  # the two cells that differ, not the consistent ones
+    assert len(html_links) == 3  # ... and the table's test (p < 0.001) in its notes
+    for target, anchor in [*md_links, *html_links]:
+        assert f'id="{anchor}"' in target.read_text(), (target, anchor)
+    assert "its cells worth a look, with their diagnoses: ../reproduction.html#table-table1" in (
+        table.read_text()
+    )
 
 
 def test_a_run_that_cannot_reproduce_opens_with_its_banner_and_counts_nothing(tmp_path):

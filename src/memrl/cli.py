@@ -290,8 +290,8 @@ COMMANDS: dict[str, Command] = {
     "table": Command(
         "one paper table: ours beside the paper's numbers, with intervals and verdicts",
         cmd_table,
-        REPORT_OPTIONS,
-        ["metrics", "paper"],
+        {**REPORT_OPTIONS, "--controls": {"nargs": "*", "default": []}},
+        ["metrics", "paper", "controls"],
         prefixed(".csv", ".md", ".tex", ".html", ".claims.json"),
     ),
     "figure": Command(

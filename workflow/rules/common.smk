@@ -539,6 +539,12 @@ def get_report_metrics(wildcards):
     return records
 
 
+def get_report_controls(wildcards):
+    """A score table's memory evaluations and the closed-book's beside them (metrics and
+    predictions): each memory cell's gain over the control (memrl.config.control_inputs)."""
+    return cfg.control_inputs(config, report_name(wildcards))
+
+
 def report_records(name):
     """The records a table or figure reads (memrl.config.report_inputs): the metrics of its
     evaluation jobs, or what it declares instead (Table 5's memories and instances, the dataset

@@ -5,6 +5,7 @@ rule make_table:
     input:
         metrics=get_report_metrics,
         paper=get_paper,
+        controls=get_report_controls,  # memory cells' and closed-book's items: each cell's gain
     output:
         csv=f"{R}/tables/{{table}}.csv",
         md=f"{R}/tables/{{table}}.md",
@@ -29,8 +30,8 @@ rule make_table:
         caption=get_report_caption,  # read by the Snakemake report's caption
     shell:
         "memrl --job {params.job:q} --log {log:q} table --settings {params.settings:q}"
-        " --metrics {input.metrics:q} --paper {input.paper:q} --out-prefix {params.prefix:q}"
-        " 2> {log:q}"
+        " --metrics {input.metrics:q} --paper {input.paper:q} --controls {input.controls:q}"
+        " --out-prefix {params.prefix:q} 2> {log:q}"
 
 
 rule plot_figure:

@@ -164,13 +164,13 @@ def _memalpha_checkpoints(config: dict[str, Any]) -> list[str]:
 
 
 def _item_inputs(name: str) -> Callable[[dict[str, Any]], list[str]]:
+    return lambda config: _item_files(config, report_jobs(config, name))
+
+
+def _item_files(config: dict[str, Any], jobs: list[EvalJob]) -> list[str]:
     """Each evaluation's metrics (its system, benchmark, length) and predictions (its items)."""
-
-    def inputs(config: dict[str, Any]) -> list[str]:
-        prefixes = [eval_prefix(config, job) for job in report_jobs(config, name)]
-        return [f"{p}.{end}" for p in prefixes for end in ("metrics.json", "predictions.jsonl")]
-
-    return inputs
+    prefixes = [eval_prefix(config, job) for job in jobs]
+    return [f"{p}.{end}" for p in prefixes for end in ("metrics.json", "predictions.jsonl")]
 
 
 def _blind_source(config: dict[str, Any]) -> str | None:
@@ -567,12 +567,32 @@ def report_inputs(config: dict[str, Any], name: str) -> list[str]:
     return list(dict.fromkeys(f"{eval_prefix(config, job)}.metrics.json" for job in jobs))
 
 
+def control_jobs(config: dict[str, Any], name: str) -> list[EvalJob]:
+    """A score table's memory systems' evaluations and the flagging controls' beside them
+    (Selection.beside_controls): each memory cell's gain over the control; none elsewhere."""
+    plan = report_plan(name)
+    if plan.figure or plan.inputs is not None:
+        return []
+    return Selection(config, name).beside_controls(report_jobs(config, name))
+
+
+def control_inputs(config: dict[str, Any], name: str) -> list[str]:
+    return _item_files(config, control_jobs(config, name))
+
+
 def table_settings(config: dict[str, Any], name: str) -> dict[str, Any]:
     """What one table or figure reads beyond `report_settings`: every table its margin ±δ,
-    MemAgent's tables the prompt wording that ran, and what it declares of its own (Figures 6
-    and 7 their groups, Table 4 its probe, Table 7 the RULER settings it reports, the memory
-    ablation its own systems)."""
+    MemAgent's tables the prompt wording that ran, a score table the systems of its gains over
+    a control, and what it declares of its own (Figures 6 and 7 their groups, Table 4 its
+    probe, Table 7 the RULER settings it reports, the memory ablation its own systems)."""
     plan = report_plan(name)
     margin = {} if plan.figure else {"margin": equivalence_margin(config, name)}
     wording = {"memagent_wording": memagent_wording(config)} if plan.wording else {}
-    return {**margin, **wording, **plan.settings(config)}
+    beside = {job.system for job in control_jobs(config, name)}
+    gains = [s for s in report_systems(config, True) if s["id"] in beside]
+    return {
+        **margin,
+        **wording,
+        **({"control_systems": gains} if gains else {}),
+        **plan.settings(config),
+    }

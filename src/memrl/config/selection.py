@@ -85,6 +85,17 @@ class Selection:
             and (kinds[j.system].control or kinds[j.system].memory)
         ]
 
+    def beside_controls(self, shown: Sequence[EvalJob]) -> list[EvalJob]:
+        """Of a score table's jobs (`shown`), the memory systems' at a benchmark and length
+        where a control that flags cells ran (closed-book: `Control.reached`), and those
+        controls' jobs there: what each memory cell's gain over it reads."""
+        kinds = {sid: system_kind(spec["kind"]) for sid, spec in self.kinds.items()}
+        flagging = [j for j in self.jobs if (c := kinds[j.system].control) and c.reached]
+        at = {(j.benchmark, j.length) for j in flagging}
+        memory = [j for j in shown if kinds[j.system].memory and (j.benchmark, j.length) in at]
+        used = {(j.benchmark, j.length) for j in memory}
+        return [*memory, *(j for j in flagging if (j.benchmark, j.length) in used)]
+
     def protocols(self, source: str | None) -> list[EvalJob]:
         """Each question-blind MemAgent system's jobs, and those of the question-aware MemAgent
         systems of its model at the same benchmarks and lengths, and wherever they read Mem-α's

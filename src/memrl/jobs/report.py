@@ -21,9 +21,12 @@ def cmd_table(args: argparse.Namespace, run: JobRecord) -> None:
     from memrl.config import load_yaml, report_plan
     from memrl.report.cells import mark_machinery_only
     from memrl.report.claims import not_comparable
+    from memrl.report.control_gains import attach_control_gains
+    from memrl.report.controls import load_item_scores
     from memrl.report.memalpha_tables import load_instance_texts
     from memrl.report.recipes import trained_recipe_notes
     from memrl.report.render import MADE_BY_LINE
+    from memrl.report.rows import system_specs
     from memrl.report.tables import (
         build_paper_table,
         load_table_records,
@@ -50,6 +53,9 @@ def cmd_table(args: argparse.Namespace, run: JobRecord) -> None:
             instances=load_instance_texts(s.get("instance_sets", {})),
             settings=s,
         )
+    if args.controls:  # each memory cell's gain over the closed-book control
+        gain_systems = {**system_specs(s["systems"]), **system_specs(s["control_systems"])}
+        attach_control_gains(table, load_item_scores(args.controls), gain_systems)
     if "memagent_wording" in s:  # MemAgent's tables say which prompts ran
         from memrl.report.memagent_tables import WORDING_NOTES
 

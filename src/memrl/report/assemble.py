@@ -8,7 +8,7 @@ lenient scoring and partial averages."""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import pandas as pd
@@ -44,6 +44,9 @@ class Average:
     label: str
     of: tuple[Any, ...]
     paper: tuple[Any, ...] | None
+
+
+SCORE = "accuracy"  # the metric each prediction line's score is an item of
 
 
 def _mean(values: Sequence[float]) -> float | None:
@@ -190,7 +193,10 @@ def assemble(
         for column in columns:
             record = found.get((column.benchmark, column.task, sid, column.length))
             paper = lookup(paper_cells, column.paper) if column.paper is not None else None
-            cells[column.key] = _column_cell(column, record, paper, table)
+            cell = _column_cell(column, record, paper, table)
+            if record is not None and column.metric == SCORE:  # its items' own score
+                cell = replace(cell, source=(column.benchmark, column.task, sid, column.length))
+            cells[column.key] = cell
             if record is not None and id(record) not in noted:
                 noted.add(id(record))
                 if n_dropped(record):

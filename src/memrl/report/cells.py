@@ -40,6 +40,26 @@ MEM_LABEL = "Mem."
 
 
 @dataclass(frozen=True)
+class ControlGain:
+    """A memory system's cell against a control that needs no memory (closed-book): ours − the
+    control on the items both answered, its paired 95 % interval and their count
+    (memrl.report.control_gains), and the control's flag where it reaches ours."""
+
+    label: str  # the control's (closed-book)
+    system: str  # the control system's display name
+    gain: float
+    interval: Interval
+    n: int
+    flag: str | None = None
+
+    @property
+    def text(self) -> str:
+        low, high = self.interval
+        flag = f": {self.flag}" if self.flag else ""
+        return f"vs {self.label} {self.gain:+.1f} [{low:+.1f}, {high:+.1f}]{flag}"
+
+
+@dataclass(frozen=True)
 class Cell:
     """One (system, column) entry; percentages. `mark` flags a partial average, `extras` are
     scores shown beside ours (e.g. {"F1": 61.2}). The comparison with the paper's number
@@ -66,6 +86,8 @@ class Cell:
     margin: float = DEFAULT_MARGIN  # ±δ of `reproduced`, in points
     ci_fixed: Interval | None = None  # Mem-α: our 95 % interval with the instances held fixed
     scale: tuple[float, float] = PERCENT  # a difference of two scores: (-100, 100)
+    source: tuple[str, str, str, int] | None = None  # (benchmark, task, system id, length)
+    gain: ControlGain | None = None  # ours against a control (memrl.report.control_gains)
 
     @property
     def design(self) -> str:

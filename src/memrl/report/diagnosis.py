@@ -28,8 +28,31 @@ from memrl.config import (
 from memrl.systems import system_kind
 
 TextTable = dict[str, dict[str, str]]  # row label -> column -> cell
+# the reproduction report from a table's files (<run>/tables/<name>.*; it is <run>/reproduction.*)
+REPORT_FROM_TABLES = "../reproduction"
 DRIFT = ("≠ paper", "≠ both")  # how a recipes table marks a key that differs from the paper's
 PIPE = re.compile(r"(?<!\\)\|")
+
+
+def cell_anchor(table: str, system: str, label: str) -> str:
+    """The id of a cell's diagnosis on the reproduction report, from what the table and the
+    report both know of the cell: the table's name, the row's display name, the column's label
+    (as the table's CSV writes them)."""
+    return "diagnosis-" + _slug(f"{table} {system} {label}")
+
+
+def table_anchor(table: str) -> str:
+    """The id of a table's section on the reproduction report."""
+    return "table-" + _slug(table)
+
+
+def from_table(anchor: str, suffix: str) -> str:
+    """The link from a table's `suffix` file (.md, .html) to an anchor of the report's."""
+    return f"{REPORT_FROM_TABLES}{suffix}#{anchor}"
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
 
 
 def parse_markdown_table(markdown: str) -> TextTable:

@@ -4,9 +4,7 @@
 
 from __future__ import annotations
 
-import html
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +22,11 @@ from memrl.report.cells import (
     Cell,
 )
 from memrl.report.claims import claim_lines
+from memrl.report.control_gains import GAIN_CSV_COLUMNS, gain_columns
+from memrl.report.diagnosis import cell_anchor, from_table, table_anchor
+from memrl.report.html_page import HtmlCell, html_page
 from memrl.scoring.compare import (
+    ALPHA,
     CONSISTENT,
     DIFFERS_ABOVE,
     DIFFERS_BELOW,
@@ -130,72 +132,6 @@ def write_text_table(table: pd.DataFrame, out_prefix: str | Path, caption: str) 
     return [csv_path, md_path, tex_path, html_path]
 
 
-@dataclass(frozen=True)
-class HtmlCell:
-    """A table cell of an HTML page: its text, a CSS class (its verdict) and a tooltip."""
-
-    text: str
-    kind: str = ""
-    tip: str = ""
-
-
-def html_page(
-    caption: str,
-    header: Sequence[str],
-    rows: Sequence[Sequence[str | HtmlCell]],
-    notes: Sequence[str],
-    banner: Sequence[str] = (),
-    title: str | None = None,
-) -> str:
-    """A table as a standalone HTML page (the Snakemake report shows it as it is), titled
-    `title` (default the caption): the banner lines, the caption, the cells (line breaks kept;
-    a cell's verdict as its colour, what it could detect as its tooltip; a wide table scrolls
-    inside the page, its first column fixed) and every footnote."""
-    esc = html.escape
-
-    def cell(tag: str, value: str | HtmlCell) -> str:
-        shown = value if isinstance(value, HtmlCell) else HtmlCell(str(value))
-        attrs = (f' class="{esc(shown.kind)}"' if shown.kind else "") + (
-            f' title="{esc(shown.tip)}"' if shown.tip else ""
-        )
-        return f"<{tag}{attrs}>{esc(shown.text).replace(chr(10), '<br>')}</{tag}>"
-
-    def cells(tag: str, values: Sequence[str | HtmlCell]) -> str:
-        return "<tr>" + "".join(cell(tag, v) for v in values) + "</tr>"
-
-    body = [cells("th", header), *(cells("td", row) for row in rows)]
-    foot = "".join(f"<p>{esc(note)}</p>" for note in notes)
-    table = (
-        f'<p class="caption">{esc(caption)}</p>\n<div class="scroll"><table>\n'
-        + "\n".join(body)
-        + "\n</table></div>"
-    )
-    top = "".join(f'<p class="banner">{esc(line)}</p>\n' for line in banner)
-    return html_document(title or caption, TABLE_CSS, f"{top}{table}\n{foot}")
-
-
-def html_document(title: str, css: str, body: str) -> str:
-    """A self-contained HTML page: its title, its style sheet, the body as given."""
-    return (
-        '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
-        f"<title>{html.escape(title)}</title>\n<style>{css}</style>\n</head>\n<body>\n"
-        f"{body}\n</body>\n</html>\n"
-    )
-
-
-TABLE_CSS = (
-    "body{font-family:sans-serif;font-size:13px}table{border-collapse:separate;border-spacing:0}"
-    "p.caption{font-weight:bold;padding:4px 0}div.scroll{overflow-x:auto;max-width:100%}"
-    "th,td{border:1px solid #ccc;padding:3px 6px;vertical-align:top;background:#fff}"
-    "td{text-align:right;white-space:nowrap}"
-    "th:first-child,td:first-child{text-align:left;white-space:nowrap;position:sticky;left:0;"
-    "z-index:1;box-shadow:2px 0 0 #ccc}"
-    "p{max-width:70em}p.banner{font-weight:bold;background:#fff3cd;padding:6px}"
-    ".reproduced{background:#d4edda}.consistent{background:#f3f3f3}"
-    ".differs-above{background:#cfe2ff}.differs-below{background:#f8d7da}"
-)
-
-
 def _shorten(text: str) -> str:
     lines = text.split("\n")
     kept = [line if len(line) <= TRACE_CHARS else line[:TRACE_CHARS] + "…" for line in lines]
@@ -225,31 +161,34 @@ VERDICTS_LINE = "Verdicts "  # how the verdict footnote begins
 MADE_BY_LINE = "Made by "  # how the provenance footnote begins (the table job's)
 
 
-def format_cell(cell: Cell, with_paper: bool = True, words: bool = False) -> str:
+def format_cell(cell: Cell, with_paper: bool = True, words: bool = False, link: str = "") -> str:
     """'81.2 [74–87] (paper 80.5, +0.8 ✓)', '12.5 (paper —)', '— (paper 80.5)', '—';
-    with extras: '72.5 [64–80] (paper 79.0, -6.5 ↓; F1 60.1)'. The brackets hold our 95 %
-    interval, the mark is the verdict (VERDICT_MARKS; in `words`: 'reproduced ±5',
-    'consistent', 'differs ↓'). A table the paper prints no numbers for (`with_paper` False)
-    shows ours alone."""
+    with extras: '72.5 [64–80] (paper 79.0, -6.5 ↓; F1 60.1)'; with a control's gain:
+    '(…; vs closed-book +12.0 [+4.0, +20.0])'. The brackets hold our 95 % interval, the mark
+    is the verdict (VERDICT_MARKS; in `words`: 'reproduced ±5', 'consistent', 'differs ↓'),
+    a Markdown link to its diagnosis where `link` is given. A table the paper prints no numbers
+    for (`with_paper` False) shows ours alone (and the gain)."""
     places = cell.decimals
     if cell.ours is None:
         return DASH if cell.paper is None else f"{DASH} (paper {cell.paper:.{places}f})"
     bounds = cell.interval
     spread = "" if bounds is None else f" [{bounds[0]:.0f}–{bounds[1]:.0f}]"
     ours = f"{cell.ours:.{places}f}{FAILED_MARK if cell.n_dropped else ''}{cell.mark}{spread}"
+    gain = [cell.gain.text] if cell.gain else []
     if not with_paper:
-        return ours
+        return f"{ours} ({gain[0]})" if gain else ours
     if cell.paper is None or cell.delta is None:
         inside = f"paper {DASH}"
     else:
         mark = ""
         if cell.verdict:
-            mark = f" {verdict_words(cell) if words else VERDICT_MARKS[cell.verdict]}"
+            mark = verdict_words(cell) if words else VERDICT_MARKS[cell.verdict]
+            mark = f" [{mark}]({link})" if link else f" {mark}"
         elif cell.unjudged in (NOT_COMPARABLE, TOO_FEW_ITEMS):
             mark = f", {cell.unjudged}"
         inside = f"paper {cell.paper:.{places}f}, {_signed(cell.delta, places)}{mark}"
     extras = [f"{label} {value:.1f}" for label, value in cell.extras.items() if value is not None]
-    return f"{ours} ({'; '.join([inside, *extras])})"
+    return f"{ours} ({'; '.join([inside, *extras, *gain])})"
 
 
 def verdict_words(cell: Cell) -> str:
@@ -261,13 +200,14 @@ def verdict_words(cell: Cell) -> str:
     return f"differs {VERDICT_MARKS[str(cell.verdict)]}"
 
 
-def html_cell(cell: Cell, with_paper: bool) -> HtmlCell:
+def html_cell(cell: Cell, with_paper: bool, link: str = "") -> HtmlCell:
     """A cell on an HTML page: the paper's number and verdict on a second line, the verdict
-    as the colour, the interval of the difference and what the n could detect as tooltip."""
+    as the colour, the interval of the difference and what the n could detect as tooltip, a
+    link to its diagnosis where `link` is given."""
     text = format_cell(cell, with_paper, words=True).replace(" (", "\n(", 1)
     compared = cell.comparison
     if compared is None or not with_paper:
-        return HtmlCell(text, tip=cell.unjudged or "")
+        return HtmlCell(text, tip=cell.unjudged or "", href=link)
     low, high = compared.ci95
     tip = (
         f"ours − paper {compared.difference:+.1f}, 95 % interval [{low:+.1f}, {high:+.1f}] "
@@ -276,7 +216,7 @@ def html_cell(cell: Cell, with_paper: bool) -> HtmlCell:
         f"difference these n detect at 80 % power: {compared.detectable:.1f} points"
         + (f"; {compared.note}" if compared.note else "")
     )
-    return HtmlCell(text, compared.outcome.replace(" ", "-"), tip)
+    return HtmlCell(text, compared.outcome.replace(" ", "-"), tip, link)
 
 
 def failure_notes(table: pd.DataFrame) -> list[str]:
@@ -340,6 +280,9 @@ def verdict_note(table: pd.DataFrame) -> str:
     parts = [f"{VERDICTS_LINE}({len(cells)} cells with a paper number): {counted(cells)}"]
     if test := table_test([c.comparison.p_value for c in cells if c.comparison]):
         parts.append(test.text())
+        if test.p_value < ALPHA and table.attrs.get("name"):
+            link = from_table(table_anchor(table.attrs["name"]), ".html")
+            parts.append(f"its cells worth a look, with their diagnoses: {link}")
     if averages:
         parts.append(f"averages, counted apart ({len(averages)}): {counted(averages)}")
     return "; ".join(parts) + "."
@@ -444,11 +387,12 @@ def tidy(table: pd.DataFrame) -> pd.DataFrame:
                     "n_dropped": cell.n_dropped if cell.ours is not None else None,
                     "accuracy_official": cell.accuracy_official,
                     "partial": bool(cell.mark),
+                    **gain_columns(cell),
                     **{name: cell.extras.get(name) for name in extra_names},
                 }
             )
     header = [key_name if c == "column" else c for c in CSV_COLUMNS]
-    frame = pd.DataFrame(rows, columns=[*header, "partial", *extra_names])
+    frame = pd.DataFrame(rows, columns=[*header, "partial", *GAIN_CSV_COLUMNS, *extra_names])
     return frame
 
 
@@ -485,6 +429,23 @@ def opening(table: pd.DataFrame) -> list[str]:
     return [table.attrs["banner"]] if table.attrs.get("banner") else []
 
 
+def _diagnosis(table: pd.DataFrame, display: Any, key: Any, cell: Cell, suffix: str) -> str:
+    """Where a *differs* cell's diagnosis is (the reproduction report diagnoses each, averages
+    apart), from the table's `suffix` file; "" for any other cell, or a table with no `name`
+    in its attrs (write_table gives it its file's)."""
+    name = table.attrs.get("name")
+    if not name or cell.parts or cell.verdict not in (DIFFERS_ABOVE, DIFFERS_BELOW):
+        return ""
+    return from_table(cell_anchor(name, str(display), length_label(table, key)), suffix)
+
+
+def _html_cells(table: pd.DataFrame, display: Any, row: pd.Series, with_paper: bool) -> list[Any]:
+    return [
+        html_cell(cell, with_paper, _diagnosis(table, display, key, cell, ".html"))
+        for key, cell in row.items()
+    ]
+
+
 def _row_header(table: pd.DataFrame) -> str:
     return str(table.index.name or "system").capitalize()
 
@@ -510,7 +471,10 @@ def _markdown_grid(table: pd.DataFrame, columns: list[Any]) -> list[str]:
         "|" + "|".join([":---", *("---:" for _ in columns)]) + "|",
     ]
     for display, row in table[columns].iterrows():
-        shown = (format_cell(c, shows_paper(table)) for c in row)
+        shown = (
+            format_cell(c, shows_paper(table), link=_diagnosis(table, display, key, c, ".md"))
+            for key, c in row.items()
+        )
         cells = [str(display).replace("|", "\\|"), *shown]
         lines.append("| " + " | ".join(cells) + " |")
     return lines
@@ -584,13 +548,14 @@ def write_table(table: pd.DataFrame, out_prefix: str | Path, caption: str) -> li
     csv_path, md_path, tex_path, html_path = (
         prefix.with_name(prefix.name + ext) for ext in TABLE_FORMATS
     )
+    table.attrs.setdefault("name", prefix.name)  # its cells link their diagnoses by it
     with atomic_path(csv_path) as tmp:
         tidy(table).to_csv(tmp, index=False)
     write_text_atomic(md_path, to_markdown(table, caption))
     write_text_atomic(tex_path, to_latex(table, caption, label=f"tab:{prefix.name}"))
     with_paper = shows_paper(table)
     header = [_row_header(table), *(length_label(table, n) for n in table.columns)]
-    rows = [[str(d), *(html_cell(c, with_paper) for c in row)] for d, row in table.iterrows()]
+    rows = [[str(d), *_html_cells(table, d, row, with_paper)] for d, row in table.iterrows()]
     legend = table.attrs.get("legend", _LEGEND)
     notes = [legend, *_notes(table)]
     page = html_page(caption, header, rows, notes, opening(table), f"{prefix.name}: {caption}")

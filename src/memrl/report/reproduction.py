@@ -29,15 +29,23 @@ from memrl.report.claims import (
     HOLDS,
     NOT_CHECKABLE,
 )
-from memrl.report.diagnosis import TEXT_TABLES, Cell, Context, diagnose, parse_markdown_table
+from memrl.report.diagnosis import (
+    TEXT_TABLES,
+    Cell,
+    Context,
+    cell_anchor,
+    diagnose,
+    parse_markdown_table,
+    table_anchor,
+)
 from memrl.report.figures import paper_figure
+from memrl.report.html_page import html_document
 from memrl.report.registry import BOTH_PAPERS, MEMAGENT, MEMALPHA, OWN_DATA
 from memrl.report.render import (
     MADE_BY_LINE,
     NOT_COMPARABLE,
     VERDICT_MARKS,
     VERDICTS_LINE,
-    html_document,
 )
 from memrl.report.tables import PAPER_TABLES, paper_table
 from memrl.scoring.compare import CONSISTENT, DIFFERS_ABOVE, DIFFERS_BELOW, REPRODUCED
@@ -359,9 +367,7 @@ def render_markdown(report: Reproduction) -> str:
         lines += [f"  - {look[0]}", *(f"    - {line}" for line in look[1:])] if look else []
     diagnosed = report.diagnosed
     if diagnosed:
-        links = ", ".join(
-            f"[{_anchor_text(c)}](#diagnosis-{k})" for k, (c, _) in _numbered(diagnosed)
-        )
+        links = ", ".join(f"[{_anchor_text(c)}](#{_anchor(c)})" for c, _ in diagnosed)
         lines.append(f"- **Diagnoses** (why a number differs; below): {links}")
     lines += [
         "",
@@ -374,7 +380,8 @@ def render_markdown(report: Reproduction) -> str:
             lines += ["### Claims", ""] + [f"- {_claim_line(c)}" for c in claims] + [""]
         for table in tables:
             link = report.link(table.markdown)
-            lines += [f"### [{table.name}]({link}): {table.caption}", ""]
+            anchor = f'<a id="{table_anchor(table.name)}"></a>'
+            lines += [f"### {anchor}[{table.name}]({link}): {table.caption}", ""]
             lines += [f"{_table_text(table)}.", ""]
             lines += [
                 f"- Largest miss: {miss}{_link(miss, diagnosed, md=True)}" for miss in table.misses
@@ -389,22 +396,24 @@ def render_markdown(report: Reproduction) -> str:
         lines += [f"- [{report.link(c)}]({report.link(c)})" for c in report.case_studies]
     if diagnosed:
         lines += ["", "## Diagnoses", ""]
-        for k, (cell, found) in _numbered(diagnosed):
-            lines += [f'### <a id="diagnosis-{k}"></a>{k}. {cell.table}: {cell.text}', ""]
+        for k, (cell, found) in enumerate(diagnosed, 1):
+            lines += [f'### <a id="{_anchor(cell)}"></a>{k}. {cell.table}: {cell.text}', ""]
             lines += [f"- {line}" for line in found] + [""]
     return "\n".join(lines) + "\n"
 
 
-def _numbered(diagnosed: Sequence[tuple[JudgedCell, list[str]]]) -> list[tuple[int, Any]]:
-    return list(enumerate(diagnosed, 1))
+def _anchor(cell: JudgedCell) -> str:
+    """Its diagnosis's id: the one its table's cell links to (memrl.report.diagnosis)."""
+    return cell_anchor(cell.table, cell.system, cell.label)
 
 
 def _link(miss: str, diagnosed: Sequence[tuple[JudgedCell, list[str]]], md: bool) -> str:
     """A link to the miss's diagnosis (each *differs* has one)."""
-    k = next((k for k, (cell, _) in _numbered(diagnosed) if cell.text == miss), None)
-    if k is None:
+    cell = next((cell for cell, _ in diagnosed if cell.text == miss), None)
+    if cell is None:
         return ""
-    return f" ([diagnosis](#diagnosis-{k}))" if md else f' (<a href="#diagnosis-{k}">diagnosis</a>)'
+    anchor = _anchor(cell)
+    return f" ([diagnosis](#{anchor}))" if md else f' (<a href="#{anchor}">diagnosis</a>)'
 
 
 def _anchor_text(cell: JudgedCell) -> str:
@@ -426,8 +435,7 @@ def render_html(report: Reproduction) -> str:
     diagnosed = report.diagnosed
     if diagnosed:
         links = ", ".join(
-            f'<a href="#diagnosis-{k}">{esc(_anchor_text(c))}</a>'
-            for k, (c, _) in _numbered(diagnosed)
+            f'<a href="#{_anchor(c)}">{esc(_anchor_text(c))}</a>' for c, _ in diagnosed
         )
         body.append(f"<li><b>Diagnoses</b> (why a number differs; below): {links}</li>")
     body.append(
@@ -441,7 +449,10 @@ def render_html(report: Reproduction) -> str:
             body.append(f"<h3>Claims</h3><ul>{items}</ul>")
         for table in tables:
             href = esc(report.link(table.markdown.with_suffix(".html")))
-            body.append(f'<h3><a href="{href}">{esc(table.name)}</a>: {esc(table.caption)}</h3>')
+            body.append(
+                f'<h3 id="{table_anchor(table.name)}"><a href="{href}">{esc(table.name)}</a>: '
+                f"{esc(table.caption)}</h3>"
+            )
             body.append(f"<p>{esc(_table_text(table))}.</p><ul>")
             body += [
                 f"<li>Largest miss: {esc(miss)}{_link(miss, diagnosed, md=False)}</li>"
@@ -465,10 +476,10 @@ def render_html(report: Reproduction) -> str:
         body.append("</ul>")
     if diagnosed:
         body.append("<h2>Diagnoses</h2>")
-        for k, (cell, found) in _numbered(diagnosed):
+        for k, (cell, found) in enumerate(diagnosed, 1):
             items = "".join(f"<li>{esc(line)}</li>" for line in found)
             heading = f"{k}. {esc(cell.table)}: {esc(cell.text)}"
-            body.append(f'<h3 id="diagnosis-{k}">{heading}</h3><ul>{items}</ul>')
+            body.append(f'<h3 id="{_anchor(cell)}">{heading}</h3><ul>{items}</ul>')
     return html_document(f"Reproduction report: run {report.run}", PAGE_CSS, "\n".join(body))
 
 

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from memrl.agents.memagent import NO_MEMORY
-from memrl.report.render import html_document
+from memrl.report.html_page import html_document
 from memrl.scoring.evidence import evidence_pattern, evidence_strings, memory_pattern, replay
 
 DEFAULT_FIRST = 5  # samples per task when none are named
