@@ -79,7 +79,9 @@ def test_the_diagnosis_gathers_recipe_protocol_controls_scorers_seeds_and_chance
         "Scorers: whole-reply: Agent @ ruler_hqa@50: 85.0 vs 80.0: +5.0 [+2.0, +8.0]; "
         "7 of 128 answers scored differently"
     )
-    assert seeds.startswith("Seeds: one sample per question; no spread over sampling seeds")
+    assert seeds.startswith(
+        "Seeds: one sample per question; no spread over sampling or training seeds"
+    )
     assert chance == "Chance: 2 differ; p = 0.01"
 
 

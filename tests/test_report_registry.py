@@ -159,7 +159,12 @@ def test_a_new_tables_plan_is_its_declaration_jobs_settings_and_inputs(monkeypat
     assert cfg.report_inputs(smoke, "throwaway") == [
         f"{cfg.eval_prefix(smoke, j)}.metrics.json" for j in jobs
     ]
-    assert cfg.table_settings(smoke, "throwaway") == {"seed": smoke["seed"], "margin": 5.0}
+    settings = cfg.table_settings(smoke, "throwaway")
+    # its memory cells' gain over closed-book, with no word of its own: closed-book ran there
+    beside = {s["id"]: s["kind"] for s in settings.pop("control_systems")}
+    assert set(beside.values()) == {"memagent", "closedbook"}
+    assert {p.split("/")[-2] for p in cfg.control_inputs(smoke, "throwaway")} == set(beside)
+    assert settings == {"seed": smoke["seed"], "margin": 5.0}
     assert cfg.paper_file(smoke, "throwaway") == smoke["report"]["memalpha_paper"]
     assert cfg.report_needs("throwaway") == "evaluation.systems on LongBench"
     with pytest.raises(cfg.ConfigError, match="unknown table or figure 'nope'"):

@@ -118,7 +118,9 @@ def test_the_report_groups_tables_by_paper_and_links_figures_and_lineage(tmp_pat
     assert text.count("([diagnosis](#diagnosis-") == 2  # each largest miss links its diagnosis
     diagnosis = text.split(f'<a id="{anchor}"></a>')[1].split("###")[0]
     assert "- Recipe: not trained here" in diagnosis
-    assert "- Seeds: one sample per question; no spread over sampling seeds" in diagnosis
+    assert (
+        "- Seeds: one sample per question; no spread over sampling or training seeds" in diagnosis
+    )
     assert "- Chance: 0 of 4 cells reproduced within the margin" in diagnosis
 
 

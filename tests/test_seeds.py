@@ -30,10 +30,45 @@ def test_a_system_with_two_seeds_gets_one_repeat_at_the_next_seed(smoke):
         k: v for k, v in base.items() if k not in ("system", "sampling")
     }
     # the paper tables read the first seed only; the seeds table both
-    assert not [j for j in cfg.report_jobs(smoke, "table1") if ".seed" in j.system]
+    assert not [j for j in cfg.report_jobs(smoke, "table1") if "seed" in j.system]
     assert {j.system for j in cfg.report_jobs(smoke, cfg.SEEDS_TABLE)} == {
         "rl-memagent-tiny-blind",
-        "rl-memagent-tiny-blind.seed1",
+        "rl-memagent-tiny-blind.seed1",  # sampled again
+        "rl-memagent-tiny-blind.train-seed1",  # its model trained again (training.seeds: 2)
+        "rl-memagent-tiny",
+        "rl-memagent-tiny.train-seed1",
+    }
+
+
+def test_a_run_trained_twice_is_a_second_run_at_shifted_seeds_and_its_systems_repeat(smoke):
+    """training.seeds: 2 trains rl-memagent-tiny again as rl-memagent-tiny-seed1, at the run
+    seed and the rollouts' sampling seed + 1, with everything else its run's; every system whose
+    model it is gets a repeat on the same benchmarks, which only the seeds table shows."""
+    runs = cfg.memagent_runs(smoke)
+    assert runs["rl-memagent-tiny-seed1"] == {
+        **runs["rl-memagent-tiny"],
+        "of": "rl-memagent-tiny",
+        "seed_offset": 1,
+    }
+    for stage in ("stage1", "stage2"):
+        base = cfg.train_settings(smoke, "rl-memagent-tiny", stage)
+        again = cfg.train_settings(smoke, "rl-memagent-tiny-seed1", stage)
+        assert again["seed"] == base["seed"] + 1
+        assert again["sampling"] == {**base["sampling"], "seed": base["sampling"]["seed"] + 1}
+        same = ("run", "seed", "sampling", "recipe_run")
+        assert {k: v for k, v in again.items() if k not in same} == {
+            k: v for k, v in base.items() if k not in same
+        }
+        assert again["recipe_run"] == "rl-memagent-tiny"  # its run's per-run recipe values
+    systems = cfg.eval_systems(smoke)
+    repeat = systems["rl-memagent-tiny.train-seed1"]
+    assert repeat["model"] == "rl-memagent-tiny-seed1"
+    assert repeat["benchmarks"] == systems["rl-memagent-tiny"]["benchmarks"]
+    assert cfg.is_variant(repeat) and "memagent-tiny-instruct.train-seed1" not in systems
+    repeats = cfg.report_settings(smoke) | cfg.table_settings(smoke, cfg.SEEDS_TABLE)
+    assert repeats["training_repeats"] == {
+        "rl-memagent-tiny": ["rl-memagent-tiny.train-seed1"],
+        "rl-memagent-tiny-blind": ["rl-memagent-tiny-blind.train-seed1"],
     }
 
 
@@ -49,10 +84,10 @@ def test_repeats_run_only_where_the_evaluation_samples_and_unseeded_stays_unseed
     assert systems["rl-memagent-tiny.seed1"]["benchmarks"] == ["ruler_hqa", "ruler", "longbench"]
 
 
-@pytest.mark.parametrize("where", ["evaluation", "system"])
+@pytest.mark.parametrize("where", ["evaluation", "system", "training"])
 def test_seeds_below_one_name_their_key(repo, where):
     config = copy.deepcopy(cfg.load_yaml(repo / "config/smoke.yaml"))
-    target = config["evaluation"]
+    target = config["training" if where == "training" else "evaluation"]
     if where == "system":
         target = target["systems"]["rl-memagent-tiny-blind"]
     target["seeds"] = 0
@@ -81,10 +116,15 @@ def test_the_table_has_a_row_per_sampled_system_and_the_diagnosis_reads_it():
 
     records = [record("a", [1.0, 0.0]), record("a.seed1", [1.0, 1.0]), record("b", [0.0, 0.0])]
     systems = [{"id": "a", "display": "Agent"}, {"id": "b", "display": "Other"}]
-    frame = build_seeds_table(records, systems, {"a": ["a.seed1"]})
-    assert list(frame.index) == ["Agent"] and list(frame.columns) == ["ruler_hqa@50"]
-    assert "each seed 50.0 / 100.0; best-of-2 100.0" in frame.loc["Agent", "ruler_hqa@50"]
-    markdown = "| System | ruler_hqa@50 |\n|---|---|\n| Agent | " + frame.iloc[0, 0] + " |\n"
+    records.append(record("a.train-seed1", [0.0, 0.0]))
+    frame = build_seeds_table(records, systems, {"a": ["a.seed1"]}, {"a": ["a.train-seed1"]})
+    sampled, trained = "Agent, over sampling seeds", "Agent, over training seeds"
+    assert list(frame.index) == [sampled, trained] and list(frame.columns) == ["ruler_hqa@50"]
+    assert "each seed 50.0 / 100.0; best-of-2 100.0" in frame.loc[sampled, "ruler_hqa@50"]
+    assert "each seed 50.0 / 0.0; best-of-2 50.0" in frame.loc[trained, "ruler_hqa@50"]
+    rows = "".join(f"| {label} | {frame.loc[label].iloc[0]} |\n" for label in frame.index)
+    markdown = "| System | ruler_hqa@50 |\n|---|---|\n" + rows
     context = Context({}, {cfg.SEEDS_TABLE: parse_markdown_table(markdown)})
     seeds = diagnose(Cell("table1", "Agent", "7K", ["ruler_hqa"], 50), context)[4]
-    assert seeds.startswith("Seeds: Agent @ ruler_hqa@50: 75.0 [")
+    assert seeds.startswith(f"Seeds: {sampled} @ ruler_hqa@50: 75.0 [")
+    assert f" | {trained} @ ruler_hqa@50: 25.0 [" in seeds

@@ -70,9 +70,14 @@ def memalpha_runs(config: dict[str, Any]) -> dict[str, dict[str, Any]]:
 
 
 def memagent_runs(config: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    """MemAgent's training runs by name: `training.runs`, and with `memory_ablation.retrain`
-    one more per ablated run and setting, `<run>-m<M>-c<C>`, trained with those budgets."""
+    """MemAgent's training runs by name: `training.runs`; with `training.seeds: N` each one's
+    repeats `<run>-seed<k>` (k = 1 … N-1, trained at seeds shifted by k); and with
+    `memory_ablation.retrain` one more per ablated run and setting, `<run>-m<M>-c<C>`, trained
+    with those budgets."""
     runs = dict(config["training"]["runs"])
+    for run, spec in config["training"]["runs"].items():
+        for k in range(1, config["training"].get("seeds", 1)):
+            runs[training_repeat(run, k)] = {**spec, "of": run, "seed_offset": k}
     ablation = config["evaluation"].get("memory_ablation")
     if ablation and ablation["retrain"]:
         systems = config["evaluation"]["systems"]
@@ -84,6 +89,11 @@ def memagent_runs(config: dict[str, Any]) -> dict[str, dict[str, Any]]:
                     variant = {**runs[run], "agent": agent, "of": run}  # `of`: its recipe's run
                     runs[ablation_name(run, memory, chunk, "-")] = variant
     return runs
+
+
+def training_repeat(run: str, k: int) -> str:
+    """The k-th repeat of a training run, at its seeds shifted by k."""
+    return f"{run}-seed{k}"
 
 
 def ablation_name(name: str, memory: int, chunk: int, separator: str = ".") -> str:

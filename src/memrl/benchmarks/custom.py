@@ -25,15 +25,12 @@ def datasets(config: dict[str, Any]) -> dict[str, dict[str, Any]]:
 
 
 def sets(config: dict[str, Any], system_id: str, system: dict[str, Any], kind: Any) -> Sets:
-    """The systems `custom.systems` names (`all`: every configured one; a memory-ablation
-    variant never): one job of every dataset."""
+    """The systems `custom.systems` names (`all`: every configured one; a variant never: a
+    memory-ablation setting, a repeat at another sampling or training seed): one job of every
+    dataset."""
     spec = config.get("custom")
-    if (
-        not spec
-        or "ablation_of" in system
-        or "seed_of" in system
-        or not kind.runs(system, CUSTOM_BENCHMARK)
-    ):
+    variant = any(key in system for key in ("ablation_of", "seed_of", "training_seed_of"))
+    if not spec or variant or not kind.runs(system, CUSTOM_BENCHMARK):
         return {}
     chosen = spec["systems"]
     if chosen != "all" and system["name"] not in chosen:

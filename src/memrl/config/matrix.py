@@ -13,6 +13,7 @@ from memrl.layout import (
     qa_model,
     results_dir,
     trained_runs,
+    training_repeat,
     uses_qa_server,
 )
 from memrl.systems import system_kind
@@ -43,22 +44,44 @@ def eval_systems(config: dict[str, Any]) -> Systems:
         systems.update(_memory_ablation_systems(config, name, base))
         for sid, concrete in expanded.items():
             systems.update(_seed_systems(config, sid, concrete))
+            systems.update(_training_seed_systems(config, sid, concrete))
     return systems
+
+
+SAMPLING, TRAINING = "seed_of", "training_seed_of"  # what a repeat of a system varies
 
 
 def is_variant(system: dict[str, Any]) -> bool:
     """A variant of a configured system (a memory-ablation setting, a repeat with another
-    sampling seed): shown only by the tables that read variants."""
-    return "ablation_of" in system or "seed_of" in system
+    sampling or training seed): shown only by the tables that read variants."""
+    return any(key in system for key in ("ablation_of", SAMPLING, TRAINING))
 
 
-def seed_repeats(config: dict[str, Any]) -> dict[str, list[str]]:
-    """Each system that samples more than once, and its repeats (`_seed_systems`)."""
+def seed_repeats(config: dict[str, Any], varies: str = SAMPLING) -> dict[str, list[str]]:
+    """Each system repeated at other sampling seeds (`_seed_systems`) or, `varies` TRAINING, at
+    other trainings of its model (`_training_seed_systems`), and its repeats."""
     repeats: dict[str, list[str]] = {}
     for sid, spec in eval_systems(config).items():
-        if "seed_of" in spec:
-            repeats.setdefault(spec["seed_of"], []).append(sid)
+        if varies in spec:
+            repeats.setdefault(spec[varies], []).append(sid)
     return repeats
+
+
+def _training_seed_systems(config: dict[str, Any], sid: str, system: dict[str, Any]) -> Systems:
+    """The repeats of a system whose model is a MemAgent training run trained at several seeds
+    (training.seeds: N): `<id>.train-seed<k>`, its model the run's repeat `<run>-seed<k>`
+    (memrl.layout.memagent_runs), on the same benchmarks; the seeds table reads them."""
+    if system.get("model") not in config["training"]["runs"]:
+        return {}
+    return {
+        f"{sid}.train-seed{k}": {
+            **system,
+            "model": training_repeat(system["model"], k),
+            "display": f"{system['display']} (training seed {k})",
+            TRAINING: sid,
+        }
+        for k in range(1, config["training"].get("seeds", 1))
+    }
 
 
 def _seed_systems(config: dict[str, Any], sid: str, system: dict[str, Any]) -> Systems:

@@ -14,6 +14,7 @@ from typing import Any
 from memrl.benchmarks import CUSTOM_BENCHMARK
 from memrl.benchmarks.ruler import data as ruler_data
 from memrl.config.matrix import (
+    TRAINING,
     EvalJob,
     eval_data,
     eval_prefix,
@@ -21,6 +22,7 @@ from memrl.config.matrix import (
     seed_repeats,
 )
 from memrl.config.prose_claims import PAPERS, prose_claims
+from memrl.config.protocol_plan import protocol_jobs, protocols_settings
 from memrl.config.reports import (
     ABLATION_TABLES,
     CONTROLS_TABLE,
@@ -171,33 +173,6 @@ def _item_files(config: dict[str, Any], jobs: list[EvalJob]) -> list[str]:
     """Each evaluation's metrics (its system, benchmark, length) and predictions (its items)."""
     prefixes = [eval_prefix(config, job) for job in jobs]
     return [f"{p}.{end}" for p in prefixes for end in ("metrics.json", "predictions.jsonl")]
-
-
-def _blind_source(config: dict[str, Any]) -> str | None:
-    """The MemoryAgentBench source a question-blind MemAgent reads for (its RULER-QA one)."""
-    return config["memalpha"]["ruler_hqa"]["source"] if "memalpha" in config else None
-
-
-def _protocol_jobs(selection: Selection) -> list[EvalJob]:
-    return selection.protocols(_blind_source(selection.config))
-
-
-def _protocols_settings(config: dict[str, Any]) -> dict[str, Any]:
-    """The MemoryAgentBench source its column reads (the multi-document RULER-QA one that
-    HotpotQA built too) and Mem-α's printed score of each MemAgent-paper row there (its Table 2,
-    through the Mem-α file's aliases)."""
-    source = _blind_source(config)
-    paper = load_yaml(config["report"]["memalpha_paper"])
-    table = paper.get("table2", {"columns": [], "caption": "no Table 2"})
-    printed = {}
-    if source in table["columns"]:
-        column = table["columns"].index(source)
-        printed = {
-            memagent_row: table["rows"][row]["perf"][column]
-            for memagent_row, row in paper.get("aliases", {}).items()
-            if row in table["rows"]
-        }
-    return {"mab": {"task": source, "paper": printed, "where": table["caption"]}}
 
 
 def _paper_claims_inputs(config: dict[str, Any]) -> list[str]:
@@ -424,9 +399,9 @@ REPORTS: dict[str, ReportPlan] = declared_once(
     ReportPlan(
         PROTOCOLS_TABLE,
         "One method, two protocols: MemAgent's memory written for the question and without it",
-        _protocol_jobs,
+        protocol_jobs,
         needs="a memagent system with question_blind: true",
-        settings=_protocols_settings,
+        settings=protocols_settings,
         inputs=_item_inputs(PROTOCOLS_TABLE),
     ),
     ReportPlan(
@@ -448,10 +423,13 @@ REPORTS: dict[str, ReportPlan] = declared_once(
     ),
     ReportPlan(
         SEEDS_TABLE,
-        "Sampling seeds: the mean over seeds and questions, each seed, and best-of-N apart",
+        "Seeds: the mean over samplings or trainings and questions, each seed, best-of-N apart",
         Selection.seeds,
-        needs="evaluation.seeds or a system's seeds above 1",
-        settings=lambda config: {"repeats": seed_repeats(config)},
+        needs="evaluation.seeds, a system's seeds or training.seeds above 1",
+        settings=lambda config: {
+            "repeats": seed_repeats(config),
+            "training_repeats": seed_repeats(config, TRAINING),
+        },
         inputs=_item_inputs(SEEDS_TABLE),
     ),
     _memalpha(

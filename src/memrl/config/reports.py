@@ -41,6 +41,7 @@ REPORTED_SYSTEM_KEYS = (
     "question_blind",  # MemAgent's memory written without the question (the protocols table)
     "seed_of",  # a repeat with another sampling seed (the seeds table) ...
     "sampling_seed",  # ... at this seed
+    "training_seed_of",  # a repeat whose model is another training of the same run
 )
 
 

@@ -8,7 +8,15 @@ from typing import Any
 
 from memrl.benchmarks import PROBE_BENCHMARK
 from memrl.benchmarks import benchmark as registered_benchmark
-from memrl.config.matrix import EvalJob, eval_jobs, eval_systems, is_variant, rl_ablation_groups
+from memrl.config.matrix import (
+    SAMPLING,
+    TRAINING,
+    EvalJob,
+    eval_jobs,
+    eval_systems,
+    is_variant,
+    rl_ablation_groups,
+)
 from memrl.config.reports import ABLATION_ROLES, MEMORY_ABLATION, memory_ablation_members
 from memrl.config.rescoring import rescore_jobs
 from memrl.layout import ConfigError, memalpha_runs
@@ -117,9 +125,11 @@ class Selection:
         ]
 
     def seeds(self) -> list[EvalJob]:
-        """The evaluations of each system sampled at several seeds, and of its repeats."""
-        sampled = {s for s, spec in self.kinds.items() if "seed_of" in spec}
-        sampled |= {self.kinds[s]["seed_of"] for s in sampled}
+        """The evaluations of each system sampled or trained at several seeds, and of its
+        repeats."""
+        varies = (SAMPLING, TRAINING)
+        sampled = {s for s, spec in self.kinds.items() if any(key in spec for key in varies)}
+        sampled |= {self.kinds[s][key] for s in sampled for key in varies if key in self.kinds[s]}
         return [job for job in self.every_job if job.system in sampled]
 
     def rescored(self) -> list[EvalJob]:

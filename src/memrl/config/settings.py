@@ -194,8 +194,14 @@ def memagent_recipe(config: dict[str, Any], run: str) -> dict[str, Any]:
 
 
 def train_settings(config: dict[str, Any], run: str, stage: str) -> dict[str, Any]:
+    """A MemAgent training job's settings; a repeat of a run (training.seeds) trains at the run
+    seed and the rollouts' sampling seed shifted by its offset."""
     spec = memagent_runs(config)[run]
+    offset = spec.get("seed_offset", 0)
     stage_spec = {**config["training"][stage], **memagent_recipe(config, run)}
+    sampling = stage_spec.get("sampling", {})
+    if offset and sampling.get("seed") is not None:
+        stage_spec["sampling"] = {**sampling, "seed": sampling["seed"] + offset}
     backend = config["training"]["backend"]
     if backend == "verl":  # the cpu trainer's jobs must not rerun when verl-only keys change
         verl = dict(config["training"]["verl"])
@@ -210,7 +216,7 @@ def train_settings(config: dict[str, Any], run: str, stage: str) -> dict[str, An
         # the prompts' wording is evaluation's (training keeps the official code's): left out, so
         # switching it retrains nothing
         "agent": {k: v for k, v in agent_settings(config, spec).items() if k != "wording"},
-        "seed": config["seed"],
+        "seed": config["seed"] + offset,
         "gpus_per_node": spec.get("gpus_per_node", 0),
         "nodes": spec.get("nodes", 1),
         "recipe_run": spec.get("of", run),  # whose per-run recipe values apply

@@ -25,6 +25,7 @@ from memrl.config import (
     SCORERS_TABLE,
     SEEDS_TABLE,
 )
+from memrl.report.seeds import SAMPLINGS, TRAININGS, row_label
 from memrl.systems import system_kind
 
 TextTable = dict[str, dict[str, str]]  # row label -> column -> cell
@@ -144,8 +145,9 @@ def _recipe(system: Mapping[str, Any], tables: Mapping[str, TextTable]) -> str:
 
 def _seeds(cell: Cell, context: Context) -> str:
     """The seeds table's row of the system at the cell's columns, where it ran several."""
-    found = _found(cell, context.tables.get(SEEDS_TABLE, {}), lambda label: label == cell.system)
-    return found or f"{context.samples}; no spread over sampling seeds is measured here"
+    labels = {row_label(cell.system, varies) for varies in (SAMPLINGS, TRAININGS)}
+    found = _found(cell, context.tables.get(SEEDS_TABLE, {}), lambda label: label in labels)
+    return found or f"{context.samples}; no spread over sampling or training seeds is measured here"
 
 
 def _controls(cell: Cell, system: Mapping[str, Any], tables: Mapping[str, TextTable]) -> str:

@@ -1,5 +1,6 @@
 """The `seeds` table: honest selection. A system sampled at several seeds (its `seeds`, or
-evaluation.seeds; memrl.config.matrix: its repeats `<id>.seed<k>`) has, per benchmark and length,
+evaluation.seeds; memrl.config.matrix: its repeats `<id>.seed<k>`), or whose model was trained at
+several (training.seeds: its repeats `<id>.train-seed<k>`), has, per benchmark and length,
 the mean over seeds and questions with the 95 % interval of both (the questions resampled, then the
 seeds within each: memrl.scoring.intervals.nested_interval), each seed's score, and, apart and
 labelled, best-of-N (the best seed's score, as some reruns report it: biased upwards by the choice).
@@ -49,35 +50,50 @@ def cell_text(summary: Mapping[str, Any]) -> str:
     )
 
 
+# how a row names what its repeats vary: another sampling, another training of the model
+SAMPLINGS, TRAININGS = "sampling seeds", "training seeds"
+
+
 def build_seeds_table(
-    records: Sequence[Mapping[str, Any]], systems: Any, repeats: Mapping[str, Sequence[str]]
+    records: Sequence[Mapping[str, Any]],
+    systems: Any,
+    repeats: Mapping[str, Sequence[str]],
+    training_repeats: Mapping[str, Sequence[str]] | None = None,
 ) -> pd.DataFrame:
-    """A row per system sampled at several seeds, a column per benchmark and length."""
+    """A row per system and what its repeats vary (`repeats`: other sampling seeds;
+    `training_repeats`: other trainings of its model), a column per benchmark and length."""
     specs = system_specs(systems)
     found = {(r["system"], r["benchmark"], r["length"]): r["items"] for r in records}
     rows: dict[str, dict[str, str]] = {}
-    for base, others in repeats.items():
-        for (system, benchmark, length), items in found.items():
-            if system != base:
-                continue
-            runs = [items, *(found.get((o, benchmark, length)) for o in others)]
-            if any(run is None for run in runs):
-                continue  # a repeat that does not run here
-            place = {"benchmark": benchmark, "length": length}
-            rows.setdefault(specs[base]["display"], {})[column(place)] = cell_text(
-                seed_summary(runs)
-            )
+    for varies, groups in ((SAMPLINGS, repeats), (TRAININGS, training_repeats or {})):
+        for base, others in groups.items():
+            for (system, benchmark, length), items in found.items():
+                runs = [items, *(found.get((o, benchmark, length)) for o in others)]
+                if system != base or any(run is None for run in runs):
+                    continue  # another system's, or a repeat that does not run here
+                place = {"benchmark": benchmark, "length": length}
+                label = row_label(specs[base]["display"], varies)
+                rows.setdefault(label, {})[column(place)] = cell_text(seed_summary(runs))
     notes = [
         "Mean over seeds and items with the 95 % interval of both (items resampled, then the "
-        "seeds within each); each seed's score in the order of its sampling seed; best-of-N is "
-        "the best seed's score, as some reruns report it: chosen after the fact, it is biased "
-        "upwards and is never the verdict's number (the paper tables show the first seed).",
+        "seeds within each); each seed's score in the order of its seed; best-of-N is the best "
+        "seed's score, as some reruns report it: chosen after the fact, it is biased upwards and "
+        "is never the verdict's number (the paper tables show the first seed).",
+        f"{SAMPLINGS}: the same model sampled again at evaluation.sampling.seed + k; "
+        f"{TRAININGS}: the model trained again at its run's seeds + k (training.seeds: the run "
+        "seed and the rollouts' sampling seed), each training evaluated once.",
     ]
-    return text_frame(rows, "System (first seed as in the paper tables)", notes)
+    return text_frame(rows, "System (first seed as in the paper tables), over", notes)
+
+
+def row_label(display: str, varies: str) -> str:
+    """A row's label: the system, and what its repeats vary (the diagnosis reads it back)."""
+    return f"{display}, over {varies}"
 
 
 def _build(table: TableInput) -> pd.DataFrame:
-    return build_seeds_table(table.records, table.systems, table.settings["repeats"])
+    s = table.settings
+    return build_seeds_table(table.records, table.systems, s["repeats"], s["training_repeats"])
 
 
 SEEDS_TABLES = {SEEDS_TABLE: PaperTable(_build, BOTH_PAPERS, load=load_item_scores, text=True)}
