@@ -189,7 +189,9 @@ def test_each_cell_is_compared_with_both_sampling_errors_and_the_table_counts_th
     assert r"$\uparrow$" in tex and r"$\circ$" in tex
     page = html_path.read_text()  # what the Snakemake report shows: cells and every footnote
     assert '<td class="differs-above" title="ours − paper +25.0, 95 % interval [' in page
-    assert "50.0 [41–59]<br>(paper 25.0, +25.0 differs ↑)</td>" in page
+    # a cell that differs links its diagnosis on the reproduction report
+    diagnosis = "../reproduction.html#diagnosis-table1-rl-memagent-14b-ours-28k"
+    assert f'<a href="{diagnosis}">50.0 [41–59]<br>(paper 25.0, +25.0 differs ↑)</a></td>' in page
     assert "(paper 80.5, +0.0 consistent)" in page and "<p>Verdicts (" in page
     # its title names the table; a wide table scrolls inside the page, the system column fixed
     assert "<title>table1: Table 1</title>" in page and '<div class="scroll"><table>' in page

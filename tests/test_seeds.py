@@ -17,6 +17,12 @@ def smoke(repo):
     return cfg.load_config([repo / "config/smoke.yaml"])
 
 
+@pytest.fixture(scope="module")
+def trained_twice(repo):
+    """The smoke config with its run trained twice (training.seeds: 2)."""
+    return cfg.load_config([repo / "config/smoke.yaml"], overrides={"training.seeds": 2})
+
+
 def test_a_system_with_two_seeds_gets_one_repeat_at_the_next_seed(smoke):
     systems = cfg.eval_systems(smoke)
     repeat = systems["rl-memagent-tiny-blind.seed1"]
@@ -33,26 +39,25 @@ def test_a_system_with_two_seeds_gets_one_repeat_at_the_next_seed(smoke):
     assert not [j for j in cfg.report_jobs(smoke, "table1") if "seed" in j.system]
     assert {j.system for j in cfg.report_jobs(smoke, cfg.SEEDS_TABLE)} == {
         "rl-memagent-tiny-blind",
-        "rl-memagent-tiny-blind.seed1",  # sampled again
-        "rl-memagent-tiny-blind.train-seed1",  # its model trained again (training.seeds: 2)
-        "rl-memagent-tiny",
-        "rl-memagent-tiny.train-seed1",
+        "rl-memagent-tiny-blind.seed1",
     }
 
 
-def test_a_run_trained_twice_is_a_second_run_at_shifted_seeds_and_its_systems_repeat(smoke):
+def test_a_run_trained_twice_is_a_second_run_at_shifted_seeds_and_its_systems_repeat(
+    trained_twice,
+):
     """training.seeds: 2 trains rl-memagent-tiny again as rl-memagent-tiny-seed1, at the run
     seed and the rollouts' sampling seed + 1, with everything else its run's; every system whose
     model it is gets a repeat on the same benchmarks, which only the seeds table shows."""
-    runs = cfg.memagent_runs(smoke)
+    runs = cfg.memagent_runs(trained_twice)
     assert runs["rl-memagent-tiny-seed1"] == {
         **runs["rl-memagent-tiny"],
         "of": "rl-memagent-tiny",
         "seed_offset": 1,
     }
     for stage in ("stage1", "stage2"):
-        base = cfg.train_settings(smoke, "rl-memagent-tiny", stage)
-        again = cfg.train_settings(smoke, "rl-memagent-tiny-seed1", stage)
+        base = cfg.train_settings(trained_twice, "rl-memagent-tiny", stage)
+        again = cfg.train_settings(trained_twice, "rl-memagent-tiny-seed1", stage)
         assert again["seed"] == base["seed"] + 1
         assert again["sampling"] == {**base["sampling"], "seed": base["sampling"]["seed"] + 1}
         same = ("run", "seed", "sampling", "recipe_run")
@@ -60,12 +65,14 @@ def test_a_run_trained_twice_is_a_second_run_at_shifted_seeds_and_its_systems_re
             k: v for k, v in base.items() if k not in same
         }
         assert again["recipe_run"] == "rl-memagent-tiny"  # its run's per-run recipe values
-    systems = cfg.eval_systems(smoke)
+    systems = cfg.eval_systems(trained_twice)
     repeat = systems["rl-memagent-tiny.train-seed1"]
     assert repeat["model"] == "rl-memagent-tiny-seed1"
     assert repeat["benchmarks"] == systems["rl-memagent-tiny"]["benchmarks"]
     assert cfg.is_variant(repeat) and "memagent-tiny-instruct.train-seed1" not in systems
-    repeats = cfg.report_settings(smoke) | cfg.table_settings(smoke, cfg.SEEDS_TABLE)
+    repeats = cfg.report_settings(trained_twice) | cfg.table_settings(
+        trained_twice, cfg.SEEDS_TABLE
+    )
     assert repeats["training_repeats"] == {
         "rl-memagent-tiny": ["rl-memagent-tiny.train-seed1"],
         "rl-memagent-tiny-blind": ["rl-memagent-tiny-blind.train-seed1"],
