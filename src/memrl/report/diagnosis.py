@@ -53,7 +53,7 @@ def from_table(anchor: str, suffix: str) -> str:
 
 
 def _slug(text: str) -> str:
-    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
+    return re.sub(r"[^a-z0-9_]+", "-", text.lower()).strip("-")
 
 
 def parse_markdown_table(markdown: str) -> TextTable:
