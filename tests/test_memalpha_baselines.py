@@ -191,6 +191,60 @@ def test_memagent_memorises_with_the_task_prompt_then_answers_in_boxed(tmp_path)
     assert record["n_calls"] == 4  # three MemAgent calls and the judge
 
 
+def test_a_question_aware_memagent_writes_a_memory_per_question_then_answers_over_it(tmp_path):
+    """MemAgent's own protocol on an instance: a memory loop per question, written for it (the
+    question as the problem), each question answered over its own memory; the memory measured
+    as the mean over the questions'."""
+    replies = {"What did I buy?": "rugs bought", "Where?": "no place said"}
+
+    def reply(text: str) -> str:
+        if "\\boxed{}" in text:
+            return "\\boxed{rugs}" if "rugs bought" in text else "\\boxed{home}"
+        return next(memory for q, memory in replies.items() if q in text)
+
+    engine = RuleQA(reply)
+    row = {
+        **ROWS[0],
+        "prompt": "TASK-DESCRIPTION",
+        "chunks": ["I bought rugs", "and a lamp"],
+        "questions": ["What did I buy?", "Where?"],
+        "answers": [["rugs"], ["nowhere"]],
+    }
+    runner = memagent_memorize_runner(engine, SamplingParams(0.1, 0.95), 16, 8, True)
+    [memorized] = evaluate([row], runner, tmp_path / "m.jsonl", batch_size=1)
+    assert memorized["n_calls"] == 2 * 2 + 2  # two chunks per question's loop, two answers
+    assert memorized["memories"] == {"0": "rugs bought", "1": "no place said"}
+    assert memorized["responses"] == {"0": "\\boxed{rugs}", "1": "\\boxed{home}"}
+    updates = [
+        r.messages[0]["content"]
+        for r in engine.requests
+        if "\\boxed{}" not in r.messages[0]["content"]
+    ]
+    assert len(updates) == 4 and all("TASK-DESCRIPTION" not in u for u in updates)
+    assert sum("What did I buy?" in u for u in updates) == 2
+    qa = RuleQA(lambda text: "unused")
+    scorer = instance_qa_runner(
+        qa, SamplingParams(0.6, 0.95), judge(), answered_questions(qa), "baseline"
+    )
+    [record] = evaluate(
+        [{**row, "memorized": memorized}], scorer, tmp_path / "q.jsonl", batch_size=1
+    )
+    assert record["scores"] == [1.0, 0.0] and record["memory_tokens"] == 2.5  # (2 + 3) / 2
+
+
+def test_a_question_whose_own_memory_failed_has_that_error_and_the_rest_answer(tmp_path):
+    def reply(text: str) -> Completion | str:
+        if "\\boxed{}" in text:
+            return "\\boxed{rugs}"
+        return Completion("", error="HTTP 500") if "Where?" in text else "rugs bought"
+
+    row = {**ROWS[0], "questions": ["What did I buy?", "Where?"], "answers": [["rugs"], ["x"]]}
+    runner = memagent_memorize_runner(RuleQA(reply), SamplingParams(0.1, 0.95), 16, 8, True)
+    [memorized] = evaluate([row], runner, tmp_path / "m.jsonl", batch_size=1)
+    assert not memorized["failed"] and memorized["responses"] == {"0": "\\boxed{rugs}"}
+    assert memorized["question_errors"] == {"1": "HTTP 500"}
+
+
 def test_a_failed_memagent_memory_fails_the_instance(tmp_path):
     broken = RuleQA(lambda text: Completion("", error="HTTP 500"))
     runner = memagent_memorize_runner(broken, SamplingParams(0.1, 0.95), 16, 8)

@@ -104,6 +104,65 @@ def test_the_table_pairs_each_blind_system_with_the_aware_systems_of_its_model()
     assert list(elsewhere.columns) == ["ruler_hqa@3200"]
 
 
+def test_a_question_aware_system_on_the_instances_is_set_beside_the_blind_one_of_its_model():
+    """MemAgent's protocol on MemoryAgentBench: aware − blind on the source's instances both
+    answered, paired, beside Mem-α's printed (blind) number; a system of another model is not."""
+    aware = {"id": "per-question", "display": "Agent per question", "kind": "memagent"}
+    systems = [*SYSTEMS, {**aware, "model": "m", "question_aware": True, "paper_row": None}]
+    mab = {"benchmark": "mab", "length": 0}
+    source = [1.0] * 12 + [0.0] * 8
+    records = [
+        {**mab, "system": "aware", "items": items([0.0] * 20, "ruler_qa2_421K")},
+        {**mab, "system": "per-question", "items": items(source, "ruler_qa2_421K")},
+        {**mab, "system": "other", "items": items([1.0] * 20, "ruler_qa2_421K")},
+    ]
+    table = build_protocols_table(records, systems, PAPER, MAB)
+    row = "Agent per question vs Agent"
+    assert list(table.index) == [row] and list(table.columns) == ["mab: ruler_qa2_421K"]
+    cell = table.loc[row, "mab: ruler_qa2_421K"]
+    assert cell.startswith("+60.0 [") and "(ours 60.0, blind 0.0; n 20): the question helps" in cell
+    assert cell.endswith("; Mem-α's Table 2 (blind) 16.0")
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (
+            lambda s: s.update(benchmarks=["ruler_hqa", "mab"]),
+            "rl-memagent-tiny-aware.benchmarks: a question-aware MemAgent runs Mem-α's "
+            "benchmarks; on ruler_hqa every MemAgent system writes its memory for the question",
+        ),
+        (
+            lambda s: s.update(question_blind=True),
+            "rl-memagent-tiny-aware: question_blind and question_aware, at once",
+        ),
+        (
+            lambda s: s.update(kind="mem1", model="mem1-tiny"),
+            "rl-memagent-tiny-aware.question_aware: only a memagent system has it",
+        ),
+        (
+            lambda s: s.update(sources=["ruler_qa2_421K", "squad"]),
+            "rl-memagent-tiny-aware.sources: squad is not a source of its Mem-α benchmarks (mab)",
+        ),
+    ],
+)
+def test_a_bad_question_aware_system_names_its_key(repo, change, message):
+    config = copy.deepcopy(cfg.load_yaml(repo / "config/smoke.yaml"))
+    change(config["evaluation"]["systems"]["rl-memagent-tiny-aware"])
+    with pytest.raises(cfg.ConfigError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        cfg.validate_config(config, cfg.SCHEMA)
+
+
+def test_a_system_runs_only_its_sources_and_the_memorize_job_is_question_aware(repo):
+    config = cfg.load_config([repo / "config/smoke.yaml"])
+    systems = cfg.eval_systems(config)
+    [job] = [j for j in cfg.eval_jobs(config, systems) if j.system == "rl-memagent-tiny-aware"]
+    assert (job.benchmark, job.tasks) == ("mab", ("ruler_qa2_421K",))
+    settings = memagent.memorize_settings(config, systems["rl-memagent-tiny-aware"])
+    assert settings["question_aware"] is True
+    assert "question_aware" not in memagent.memorize_settings(config, systems["rl-memagent-tiny"])
+
+
 def test_the_smoke_and_paper_plans_select_both_protocols_on_the_same_sets(repo):
     for name in ("smoke.yaml", "config.yaml"):
         config = cfg.load_yaml(repo / "config" / name)
@@ -114,6 +173,8 @@ def test_the_smoke_and_paper_plans_select_both_protocols_on_the_same_sets(repo):
             (j.benchmark, j.length) for j in jobs if not systems[j.system].get("question_blind")
         }
         assert blind <= aware and aware - blind == {("mab", 0)}, name
+        per_question = [j for j in jobs if systems[j.system].get("question_aware")]
+        assert [(j.benchmark, j.tasks) for j in per_question] == [("mab", ("ruler_qa2_421K",))]
         settings = cfg.table_settings(config, cfg.PROTOCOLS_TABLE)
         assert settings["mab"]["paper"] == {"RL-MEMAGENT-14B": 0.16}  # Mem-α's Table 2
     assert max(n for _, n in blind) == 3200  # the paper plan: to 448K, Table 1's 79.69

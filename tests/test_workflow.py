@@ -19,6 +19,7 @@ from memrl.config import ENV_OVERRIDES, load_config
 from memrl.data.io import read_jsonl
 from memrl.report.claims import OUTCOMES
 from memrl.report_digests import compare, report_jobs
+from memrl.scoring.memalpha import is_judged
 
 pytestmark = pytest.mark.workflow
 
@@ -96,18 +97,20 @@ def test_slurm_profile_plans_every_paper_job(repo):
     # RL-MemoryAgent-14B on RULER-HQA's 10 lengths (never sharded) and LongBench-QA, Qwen3-32B on
     # Mem-α's two benchmarks; the oracle on RULER-HQA's 10 lengths, the full context on its 7
     # unsharded lengths up to 6,400 documents (6,400 itself in shards) and LongBench-QA; the
-    # released 14B question-blind on RULER-HQA's 7 lengths to 448K
+    # released 14B question-blind on RULER-HQA's 7 lengths to 448K, and question-aware on
+    # MemoryAgentBench's RULER-QA source
     assert (
         counts["evaluate"]
         == len(jobs) - len(sharded)
-        == (446 + 2 * 10 + 5 * 2 + 2 * 7 * 8 + 14 + 8 + 10 + 1 + 2 + 10 + 7 + 1 + 7)
+        == (446 + 2 * 10 + 5 * 2 + 2 * 7 * 8 + 14 + 8 + 10 + 1 + 2 + 10 + 7 + 1 + 7 + 1)
     )
     assert counts["synthesize_probe"] == 5 * 7
     # Mem-α: Memalpha-4B on validation and MemoryAgentBench, Qwen3-4B and gpt-4.1-mini on
     # validation, the released MemAgents and MEM1 (its baselines) on both, Memalpha-4B and
-    # MEM1 on RULER-HQA's 10 lengths too (the suites table); the QA model (Qwen3-32B, 2 GPUs)
-    # answers or judges in the evaluate job, apart from the policy
-    assert counts["memorize"] == 4 + 4 + 2 + 2 * 10 + 5 * 2
+    # MEM1 on RULER-HQA's 10 lengths too (the suites table), the question-aware released 14B on
+    # MemoryAgentBench's RULER-QA source; the QA model (Qwen3-32B, 2 GPUs) answers or judges in
+    # the evaluate job, apart from the policy
+    assert counts["memorize"] == 4 + 4 + 2 + 2 * 10 + 5 * 2 + 1
     # the (β, γ) ablation: five GRPO runs on verl, each evaluated on both Mem-α benchmarks
     assert counts["train_memalpha"] == counts["plot_memalpha_training_curve"] == 5
     assert "eval/mab/memalpha-4b-released/0.memories.jsonl" in done.stdout
@@ -117,10 +120,12 @@ def test_slurm_profile_plans_every_paper_job(repo):
     assert counts["make_table"] == 12 + 10 + 5 and counts["plot_figure"] == 8 + 1
     # scores without regenerating: the whole reply on the four trained or released MemAgents'
     # RULER-HQA (10 lengths) and LongBench-QA, Mem-α's two under its baselines' protocol on
-    # both Mem-α benchmarks, and GPT-4o judging every system there; the leniency probe of
-    # GPT-4o and of the evaluations' own judge (Qwen3-32B)
-    mem_alpha_evaluations = [j for j in jobs if j.benchmark in ("memalpha", "mab")]
-    assert counts["rescore"] == 4 * 11 + 2 * 2 + len(mem_alpha_evaluations) == 74
+    # both Mem-α benchmarks, and GPT-4o judging every system there with a judged (LongMemEval)
+    # source; the leniency probe of GPT-4o and of the evaluations' own judge (Qwen3-32B)
+    judged = [
+        j for j in jobs if j.benchmark in ("memalpha", "mab") and any(map(is_judged, j.tasks))
+    ]
+    assert counts["rescore"] == 4 * 11 + 2 * 2 + len(judged) == 60
     assert counts["judge_probe"] == 2
     assert counts["case_study"] == 3 and counts["reproduction"] == 1
     # the README's numbers of this plan are this plan's
@@ -448,9 +453,10 @@ def test_smoke_evaluates_every_benchmark_system_and_table(smoke):
     # at 2 lengths and LongBench-QA (2 x (3 + 3 + 5)), the probe's 2 placements at 20 docs, the
     # closed-book control on RULER-HQA's 3 lengths, LongBench-QA and Mem-α's two (3 + 5 + 16),
     # the oracle on RULER-HQA's 3 (3), the full context there and on LongBench-QA (3 + 5) and
-    # the trained agent question-blind on RULER-HQA's 3 (3), again at a second sampling seed (3)
-    assert len(files) == 37 + 1 + 6 + 1 + 6 + 3 + 4 + 3 + 3
-    assert len(metrics) == 147 + 7 + 22 + 2 + 24 + 3 + 8 + 3 + 3
+    # the trained agent question-blind on RULER-HQA's 3 (3), again at a second sampling seed (3),
+    # and question-aware on MemoryAgentBench's RULER-QA source (1)
+    assert len(files) == 37 + 1 + 6 + 1 + 6 + 3 + 4 + 3 + 3 + 1
+    assert len(metrics) == 147 + 7 + 22 + 2 + 24 + 3 + 8 + 3 + 3 + 1
     assert {m["benchmark"] for m in metrics} == {
         "ruler_hqa",
         "ruler",
@@ -610,11 +616,12 @@ def test_smoke_records_one_mlflow_child_run_per_job(smoke):
     [parent] = [r for r in parents if not runs[r].endswith(" custom")]
     children = [r for r in runs if tags[r].get("mlflow.parentRunId") == parent]
     rules = sorted(tags[r]["rule"] for r in children)
-    # 64 evaluation jobs: 51 score themselves, 13 (RULER-HQA and the probe from 20 docs) run in 2
-    # shards each; 10 (Mem-α on its two sets and RULER-HQA's three lengths, after GRPO on both
-    # sets, MemAgent on MAB, MEM1 on MAB and 10 docs) read what 10 memorize jobs wrote
-    assert rules.count("evaluate") == 51 and rules.count("evaluate_shard") == 26
-    assert rules.count("merge_eval") == 13 and rules.count("memorize") == 10
+    # 65 evaluation jobs: 52 score themselves, 13 (RULER-HQA and the probe from 20 docs) run in 2
+    # shards each; 11 (Mem-α on its two sets and RULER-HQA's three lengths, after GRPO on both
+    # sets, MemAgent on MAB and question-aware on its RULER-QA source, MEM1 on MAB and 10 docs)
+    # read what 11 memorize jobs wrote
+    assert rules.count("evaluate") == 52 and rules.count("evaluate_shard") == 26
+    assert rules.count("merge_eval") == 13 and rules.count("memorize") == 11
     assert rules.count("synthesize_probe") == 2
     # rescored: the trained agent's RULER-HQA by the whole reply (3), Mem-α on MAB under the
     # baselines' protocol and by the second judge; both judges' leniency probes
@@ -625,7 +632,7 @@ def test_smoke_records_one_mlflow_child_run_per_job(smoke):
     own_data = [r for r in every_record if re.search(r"custom|long_qa|minutes", r.as_posix())]
     records = [r for r in every_record if r not in own_data]
     assert len(own_data) == 23  # 2 copies, 2 checks, 15 evaluations, 3 memorize jobs, its table
-    assert len(children) == len(runs) - 2 - len(own_data) == len(records) == 200  # all but `all`
+    assert len(children) == len(runs) - 2 - len(own_data) == len(records) == 202  # all but `all`
     readme = docs_text(Path(__file__).resolve().parents[1])
     # the README's smoke job count: the quickstart, the speed table, what was verified
     assert readme.count(f"{len(records) + 1} jobs") == 3

@@ -49,10 +49,13 @@ def split_file(name: str) -> Callable[..., list[Path]]:
 
 
 def source_sets(name: str) -> Callable[..., Sets]:
-    """The plan of a Mem-α benchmark: one job of its data sources (`memalpha.<name>.sources`)."""
+    """The plan of a Mem-α benchmark: one job of its data sources (`memalpha.<name>.sources`),
+    those of the system's `sources` where it names some (none of them here: no job)."""
 
     def sets(config: dict[str, Any], system_id: str, system: dict[str, Any], kind: Any) -> Sets:
-        return {NO_LENGTH: list(config["memalpha"][name]["sources"])}
+        sources = config["memalpha"][name]["sources"]
+        chosen = [s for s in sources if s in system.get("sources", sources)]
+        return {NO_LENGTH: chosen} if chosen else {}
 
     return sets
 

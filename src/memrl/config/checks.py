@@ -80,8 +80,9 @@ def check_references(config: dict[str, Any]) -> None:
     for task in config["longbench"]["tasks"]:
         _require_source(config, f"longbench.tasks ({task})", longbench_source(task))
     _check_kind_benchmarks(config)
-    _check_question_blind(config)
+    _check_protocols(config)
     _check_memalpha(config, require)  # first: a missing section also leaves its runs unknown
+    _check_sources(config)
     for system, spec in config["evaluation"]["systems"].items():
         key = f"evaluation.systems.{system}"
         require(f"{key}.model", spec["model"], models | runs)
@@ -316,18 +317,46 @@ def _check_kind_benchmarks(config: dict[str, Any]) -> None:
             )
 
 
-def _check_question_blind(config: dict[str, Any]) -> None:
-    """A question-blind MemAgent runs MemAgent's benchmarks (on Mem-α's, every MemAgent reads an
-    instance before its questions already); it reads for Mem-α's RULER-QA task description
-    (`_check_memalpha` requires that section)."""
+def _check_protocols(config: dict[str, Any]) -> None:
+    """Each MemAgent switched to the other paper's protocol runs only where it is the other one:
+    question-blind on MemAgent's benchmarks (on Mem-α's, every MemAgent reads an instance before
+    its questions already; it reads for Mem-α's RULER-QA task description, whose section
+    `_check_memalpha` requires), question-aware on Mem-α's (on MemAgent's, every MemAgent
+    writes its memory for the question already); never both, and only a MemAgent."""
     for name, spec in config["evaluation"]["systems"].items():
-        if not spec.get("question_blind"):
-            continue
-        if on := sorted(set(_benchmarks(spec)) & set(MEMALPHA_BENCHMARKS)):
+        key = f"config key evaluation.systems.{name}"
+        switched = [flag for flag in ("question_blind", "question_aware") if spec.get(flag)]
+        if switched and spec["kind"] != "memagent":
+            raise ConfigError(f"{key}.{switched[0]}: only a memagent system has it")
+        if len(switched) == 2:
+            raise ConfigError(f"{key}: question_blind and question_aware, at once")
+        benchmarks = set(_benchmarks(spec))
+        if spec.get("question_blind") and (on := sorted(benchmarks & set(MEMALPHA_BENCHMARKS))):
             raise ConfigError(
-                f"config key evaluation.systems.{name}.benchmarks: a question-blind MemAgent "
-                f"runs MemAgent's benchmarks; on {', '.join(on)} every MemAgent system reads "
-                "each instance before its questions already"
+                f"{key}.benchmarks: a question-blind MemAgent runs MemAgent's benchmarks; on "
+                f"{', '.join(on)} every MemAgent system reads each instance before its "
+                "questions already"
+            )
+        if spec.get("question_aware") and (on := sorted(benchmarks - set(MEMALPHA_BENCHMARKS))):
+            raise ConfigError(
+                f"{key}.benchmarks: a question-aware MemAgent runs Mem-α's benchmarks; on "
+                f"{', '.join(on)} every MemAgent system writes its memory for the question "
+                "already"
+            )
+
+
+def _check_sources(config: dict[str, Any]) -> None:
+    """A system's `sources` are data sources of the Mem-α benchmarks it runs."""
+    for name, spec in config["evaluation"]["systems"].items():
+        if "sources" not in spec:
+            continue
+        on = [b for b in _benchmarks(spec) if b in MEMALPHA_BENCHMARKS]
+        known = {s for b in on for s in config["memalpha"][b]["sources"]}
+        if unknown := [s for s in spec["sources"] if s not in known]:
+            raise ConfigError(
+                f"config key evaluation.systems.{name}.sources: {', '.join(unknown)} is not a "
+                f"source of its Mem-α benchmarks ({', '.join(on) or 'none'}): "
+                f"{', '.join(sorted(known)) or 'no sources'}"
             )
 
 

@@ -39,6 +39,7 @@ REPORTED_SYSTEM_KEYS = (
     "agent",  # a memory-ablation variant's budgets
     "ablation_of",  # ... and the system it varies
     "question_blind",  # MemAgent's memory written without the question (the protocols table)
+    "question_aware",  # ... and, on Mem-α's instances, for each question
     "seed_of",  # a repeat with another sampling seed (the seeds table) ...
     "sampling_seed",  # ... at this seed
     "training_seed_of",  # a repeat whose model is another training of the same run

@@ -10,6 +10,7 @@ from memrl.benchmarks import benchmark
 from memrl.config.matrix import EvalJob, eval_jobs, eval_prefix, eval_systems
 from memrl.config.settings import engine_settings
 from memrl.layout import ConfigError, qa_model, results_dir
+from memrl.scoring.memalpha import is_judged
 from memrl.scoring.rescore import scorer_kind
 
 JUDGE_KEYS = ("model", "engine", "sampling", "max_tokens")  # what a judge's job reads
@@ -48,7 +49,8 @@ def _judge(config: dict[str, Any], model: str, spec: dict[str, Any], key: str) -
 
 
 def rescore_jobs(config: dict[str, Any]) -> list[RescoreJob]:
-    """Each scorer's evaluations: of its benchmarks (and its systems, where it names them)."""
+    """Each scorer's evaluations: of its benchmarks (and its systems, where it names them); a
+    judge's, those with a judged source among their tasks (it has nothing else to judge)."""
     evaluations = eval_jobs(config, eval_systems(config))
     return [
         RescoreJob(name, job)
@@ -56,6 +58,7 @@ def rescore_jobs(config: dict[str, Any]) -> list[RescoreJob]:
         for job in evaluations
         if job.benchmark in spec["benchmarks"]
         and (spec.get("systems") is None or job.system in spec["systems"])
+        and (not scorer_kind(spec["scorer"]).judge or any(map(is_judged, job.tasks)))
     ]
 
 

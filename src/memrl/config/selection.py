@@ -105,23 +105,24 @@ class Selection:
         return [*memory, *(j for j in flagging if (j.benchmark, j.length) in used)]
 
     def protocols(self, source: str | None) -> list[EvalJob]:
-        """Each question-blind MemAgent system's jobs, and those of the question-aware MemAgent
-        systems of its model at the same benchmarks and lengths, and wherever they read Mem-α's
-        instance `source` (MemoryAgentBench's RULER-QA source: every MemAgent reads an instance
-        before its questions there)."""
-        blind = {s for s, spec in self.kinds.items() if spec.get("question_blind")}
-        models = {self.kinds[s]["model"] for s in blind}
-        aware = {
+        """Each MemAgent system switched to the other paper's protocol (question-blind on
+        MemAgent's benchmarks, question-aware on Mem-α's): its jobs, and those of the MemAgent
+        systems of its model as each paper runs them at the same benchmarks and lengths, and
+        wherever they read Mem-α's instance `source` (MemoryAgentBench's RULER-QA source)."""
+        flags = ("question_blind", "question_aware")
+        switched = {s for s, spec in self.kinds.items() if any(spec.get(f) for f in flags)}
+        models = {self.kinds[s]["model"] for s in switched}
+        own = {
             s
             for s, spec in self.kinds.items()
-            if spec["kind"] == "memagent" and spec["model"] in models and s not in blind
+            if spec["kind"] == "memagent" and spec["model"] in models and s not in switched
         }
-        cells = {(j.benchmark, j.length) for j in self.jobs if j.system in blind}
+        cells = {(j.benchmark, j.length) for j in self.jobs if j.system in switched}
         return [
             j
             for j in self.jobs
-            if j.system in blind
-            or (j.system in aware and ((j.benchmark, j.length) in cells or source in j.tasks))
+            if j.system in switched
+            or (j.system in own and ((j.benchmark, j.length) in cells or source in j.tasks))
         ]
 
     def seeds(self) -> list[EvalJob]:

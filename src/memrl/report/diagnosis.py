@@ -164,6 +164,8 @@ def _protocol(cell: Cell, system: Mapping[str, Any], tables: Mapping[str, TextTa
         said = "no memory: the model reads the context (or its retrieval) with the question"
     elif system.get("question_blind"):
         said = "its memory is written without the question (MemoryAgentBench's protocol)"
+    elif system.get("question_aware"):
+        said = "its memory is written for each question (MemAgent's protocol on the instances)"
     elif any(kind.reads_instances(benchmark) for benchmark in cell.benchmarks):
         said = "its memory is written before the questions are asked (MemoryAgentBench's)"
     elif system["kind"] == "memagent":

@@ -22,8 +22,9 @@ from memrl.report.registry import BOTH_PAPERS, PaperTable, TableInput
 from memrl.report.rows import system_specs
 from memrl.systems.base import Control
 
-# read as a control: the question-aware agent is what the question-blind one is set against
+# read as controls: each paper's own protocol is what the other is set against
 AWARE = Control("question-aware", above="blind higher", below="the question helps")
+BLIND = Control("blind", above="the question helps", below="blind higher")
 
 
 def build_protocols_table(
@@ -43,7 +44,7 @@ def build_protocols_table(
         model = specs[ours["system"]]["model"]
         for aware in records:
             spec = specs[aware["system"]]
-            if spec.get("question_blind") or spec["model"] != model:
+            if _switched(spec) or spec["model"] != model:
                 continue
             label = f"{specs[ours['system']]['display']} vs {spec['display']}"
             done = rows.get(label, {})
@@ -57,11 +58,13 @@ def build_protocols_table(
                 text = cell_text(paired_gain(ours["items"], aware["items"]), AWARE)
                 said = f"; paper (question-aware) {value:.2f}" if value is not None else ""
                 rows.setdefault(label, {})[column(ours)] = text + said
+    for label, name, cell in _aware_on_instances(records, specs, mab):
+        rows.setdefault(label, {})[name] = cell
     frame = pd.DataFrame.from_dict(rows, orient="index")
     lengths = sorted((r["length"], column(r)) for r in blind if column(r) in frame.columns)
     ordered = [*dict.fromkeys(name for _, name in lengths)]
     frame = frame[[*ordered, *(c for c in frame.columns if c not in ordered)]].fillna(DASH)
-    frame.index.name = "Question-blind vs question-aware"
+    frame.index.name = "The other protocol vs the paper's own"
     frame.attrs["notes"] = [
         "RULER-HQA: blind − aware on the items both answered, with the 95 % percentile-bootstrap "
         "interval of the per-item differences (paired); the same model, chunks, memory budget, "
@@ -71,8 +74,46 @@ def build_protocols_table(
         "questions there (Mem-α's protocol: the instance's own chunks, its questions answered in "
         "\\boxed{} and scored by its metric), so its score is the blind protocol's; beside it "
         f"Mem-α's printed number for that model ({mab['where']}), in %.",
+        f"A question-aware MemAgent on MemoryAgentBench ({mab['task']}) writes a memory per "
+        "question, for it (MemAgent's protocol on Mem-α's instances: the question as the "
+        "problem of every memory update), and answers each over its own: aware − blind on the "
+        "instances both answered, paired as above, beside Mem-α's printed (blind) number.",
     ]
     return frame
+
+
+def _switched(spec: Mapping[str, Any]) -> bool:
+    return bool(spec.get("question_blind") or spec.get("question_aware"))
+
+
+def _aware_on_instances(
+    records: Sequence[Mapping[str, Any]],
+    specs: Mapping[str, Mapping[str, Any]],
+    mab: Mapping[str, Any],
+) -> list[tuple[str, str, str]]:
+    """Each question-aware system on the source's instances beside the blind (default) system
+    of its model there (row, column, cell): the paired difference and Mem-α's printed number of
+    that model."""
+    prefix = f"{mab['task']}#"
+    found = []
+    for ours in records:
+        spec = specs[ours["system"]]
+        if not spec.get("question_aware") or not _reads_source(ours, mab["task"]):
+            continue
+        for blind in records:
+            other = specs[blind["system"]]
+            same = (blind["benchmark"], blind["length"]) == (ours["benchmark"], ours["length"])
+            if not same or _switched(other) or other["model"] != spec["model"]:
+                continue
+            mine, theirs = (
+                {k: v for k, v in r["items"].items() if k.startswith(prefix)} for r in (ours, blind)
+            )
+            printed = mab["paper"].get(other.get("paper_row"))
+            said = f"; Mem-α's Table 2 (blind) {100 * printed:.1f}" if printed is not None else ""
+            text = cell_text(paired_gain(mine, theirs), BLIND) + said
+            name = f"{ours['benchmark']}: {mab['task']}"
+            found.append((f"{spec['display']} vs {other['display']}", name, text))
+    return found
 
 
 def _reads_source(record: Mapping[str, Any], task: str) -> bool:

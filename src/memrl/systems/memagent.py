@@ -83,53 +83,99 @@ def trace_fields(trace: MemoryTrace, evidence_chunks: list[int]) -> dict[str, An
 
 
 def memagent_memorize_runner(
-    engine: ChatEngine, sampling: SamplingParams, memory_tokens: int, final_tokens: int
+    engine: ChatEngine,
+    sampling: SamplingParams,
+    memory_tokens: int,
+    final_tokens: int,
+    question_aware: bool = False,
 ) -> WaveRunner:
     """MemAgent on a Mem-α benchmark, as long_context_eval.py runs it: the memory loop over the
     instance's chunks with its task `prompt` as the problem, then every (query-prompted)
-    question answered over the final memory in \\boxed{}. One record per instance; the evaluate
-    job judges and scores the answers."""
+    question answered over the final memory in \\boxed{}; `question_aware`: MemAgent's own
+    protocol instead, a memory loop per question with the question as the problem, each
+    question answered over its own memory. One record per instance; the evaluate job judges and
+    scores the answers."""
     from memrl.agents.memagent import final_request, read_chunks
     from memrl.agents.memalpha import answer
     from memrl.data.memalpha import query
 
     def run(wave: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        loops = [read_chunks(row["prompt"], row["chunks"], memory_tokens) for row in wave]
-        memories = drive(loops, engine, sampling)
-        asked = [
-            (i, j, final_request(query(row["task"], q), memories[i].answer, "boxed", final_tokens))
+        loops = {
+            (i, j): read_chunks(problem, row["chunks"], memory_tokens)
             for i, row in enumerate(wave)
-            if not memories[i].failed
+            for j, problem in _problems(row, question_aware)
+        }
+        memories = dict(zip(loops, drive(list(loops.values()), engine, sampling), strict=True))
+
+        def memory_of(i: int, j: int) -> Rollout:
+            return memories[(i, j if question_aware else None)]
+
+        asked = [
+            (
+                i,
+                j,
+                final_request(query(row["task"], q), memory_of(i, j).answer, "boxed", final_tokens),
+            )
+            for i, row in enumerate(wave)
             for j, q in enumerate(row["questions"])
+            if not memory_of(i, j).failed
         ]
         replies = drive([answer(r) for _, _, r in asked], engine, sampling)
         by_instance: dict[int, list[tuple[int, Rollout]]] = {}
         for (i, j, _), reply in zip(asked, replies, strict=True):
             by_instance.setdefault(i, []).append((j, reply))
-        records = []
-        for i, (row, loop) in enumerate(zip(wave, memories, strict=True)):
-            mine = by_instance.get(i, [])
-            records.append(
-                {
-                    "index": row["index"],
-                    "memory": loop.answer,
-                    "responses": {str(j): r.answer for j, r in mine if not r.failed},
-                    "question_errors": {
-                        str(j): r.final.completion.error or "failed" for j, r in mine if r.failed
-                    },
-                    "n_calls": len(loop.conversations) + len(mine),
-                    "failed": loop.failed,
-                    "error": loop.final.completion.error if loop.failed else None,
-                }
+        return [
+            _instance_record(
+                row,
+                {j: loop for (k, j), loop in memories.items() if k == i},
+                by_instance.get(i, []),
             )
-        return records
+            for i, row in enumerate(wave)
+        ]
 
     return run
 
 
+def _problems(row: dict[str, Any], question_aware: bool) -> list[tuple[int | None, str]]:
+    """What each memory loop of an instance is written for: its task prompt (one loop), or each
+    query-prompted question (a loop per question, by its number)."""
+    from memrl.data.memalpha import query
+
+    if not question_aware:
+        return [(None, row["prompt"])]
+    return [(j, query(row["task"], q)) for j, q in enumerate(row["questions"])]
+
+
+def _instance_record(
+    row: dict[str, Any], loops: dict[int | None, Rollout], replies: list[tuple[int, Rollout]]
+) -> dict[str, Any]:
+    """An instance's record: its memory (question-aware: each question's, by number, and the
+    first as `memory`), each answer or why it has none (its reply's or its own memory loop's
+    error), the calls made; failed where every memory loop failed."""
+    written = {j: loop for j, loop in loops.items() if not loop.failed}
+    lost = {j: loop for j, loop in loops.items() if loop.failed and j is not None}
+    first_failed = next((loop for loop in loops.values() if loop.failed), None)
+    record = {
+        "index": row["index"],
+        "memory": next(iter(written.values())).answer if written else "",
+        "responses": {str(j): r.answer for j, r in replies if not r.failed},
+        "question_errors": {
+            **{str(j): loop.final.completion.error or "failed" for j, loop in lost.items()},
+            **{str(j): r.final.completion.error or "failed" for j, r in replies if r.failed},
+        },
+        "n_calls": sum(len(loop.conversations) for loop in loops.values()) + len(replies),
+        "failed": not written,
+        "error": first_failed.final.completion.error if not written and first_failed else None,
+    }
+    if None not in loops:
+        record["memories"] = {str(j): loop.answer for j, loop in written.items()}
+    return record
+
+
 def answered_questions(engine: ChatEngine) -> Prepare:
     """A MemAgent instance after its memorize job: its answers are given (the QA model only
-    judges LongMemEval's), its memory measured in the QA model's tokens."""
+    judges LongMemEval's), its memory measured in the QA model's tokens (question-aware: the
+    mean over its questions' memories)."""
     from memrl.data.tokens import count_tokens
 
     def one(row: dict[str, Any]) -> Prepared:
@@ -140,7 +186,8 @@ def answered_questions(engine: ChatEngine) -> Prepare:
             else Question(response=memorized["responses"][str(j)])
             for j in range(len(row["questions"]))
         )
-        (tokens,) = count_tokens(engine.tokenizer, [memorized["memory"]])
+        texts = list(memorized.get("memories", {}).values()) or [memorized["memory"]]
+        tokens = sum(count_tokens(engine.tokenizer, texts)) / len(texts)
         return Prepared(questions, tokens, counts=counts(row))
 
     return one
@@ -160,7 +207,9 @@ def workflows(task: Task, s: Settings, tokenizer: Any, pool: list[str] | None) -
 def memorizer(
     s: Settings, engine: ChatEngine, sampling: SamplingParams, counter: Path | None
 ) -> WaveRunner:
-    return memagent_memorize_runner(engine, sampling, s["memory_tokens"], s["final_tokens"])
+    return memagent_memorize_runner(
+        engine, sampling, s["memory_tokens"], s["final_tokens"], s.get("question_aware", False)
+    )
 
 
 def questions(s: Settings, engine: ChatEngine, judge: Judge) -> tuple[Prepare, SamplingParams, str]:
@@ -187,7 +236,9 @@ def blind_reading(config: Config) -> str:
 
 
 def memorize_settings(config: Config, system: Settings) -> Settings:
-    return config["memalpha"]["baselines"]["memagent"]
+    """Mem-α's MemAgent baseline settings; question-aware, a memory loop per question."""
+    aware = {"question_aware": True} if system.get("question_aware") else {}
+    return {**config["memalpha"]["baselines"]["memagent"], **aware}
 
 
 def calls(settings: Settings, context_tokens: int) -> list[Call]:
@@ -201,12 +252,14 @@ def calls(settings: Settings, context_tokens: int) -> list[Call]:
 
 
 def memorize_calls(settings: Settings, instance: InstanceShape) -> list[Call]:
-    """On a Mem-α instance: a memory update per chunk with the task prompt as the problem, then
-    each question answered over the final memory; each at its budget."""
+    """On a Mem-α instance: a memory update per chunk with the task prompt as the problem (a
+    loop per question, question-aware), then each question answered over its memory; each at
+    its budget."""
     memory = settings["memory_tokens"]
     update = (QUESTION_TOKENS + WORKFLOW_PROMPT_TOKENS + instance.chunk_tokens + memory, memory)
     final = (QUESTION_TOKENS + FINAL_PROMPT_TOKENS + memory, settings["final_tokens"])
-    return [update] * instance.chunks + [final] * instance.questions
+    loops = instance.questions if settings.get("question_aware") else 1
+    return [update] * instance.chunks * loops + [final] * instance.questions
 
 
 def judged_only(settings: Settings, instance: InstanceShape) -> list[Call]:
