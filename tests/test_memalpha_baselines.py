@@ -229,7 +229,7 @@ def test_a_question_aware_memagent_writes_a_memory_per_question_then_answers_ove
     [record] = evaluate(
         [{**row, "memorized": memorized}], scorer, tmp_path / "q.jsonl", batch_size=1
     )
-    assert record["scores"] == [1.0, 0.0] and record["memory_tokens"] == 2.5  # (2 + 3) / 2
+    assert record["scores"] == [1.0, 0.0] and record["memory_tokens"] == 2  # (2 + 3) / 2, a count
 
 
 def test_a_question_whose_own_memory_failed_has_that_error_and_the_rest_answer(tmp_path):

@@ -187,7 +187,7 @@ def answered_questions(engine: ChatEngine) -> Prepare:
             for j in range(len(row["questions"]))
         )
         texts = list(memorized.get("memories", {}).values()) or [memorized["memory"]]
-        tokens = sum(count_tokens(engine.tokenizer, texts)) / len(texts)
+        tokens = round(sum(count_tokens(engine.tokenizer, texts)) / len(texts))  # a count
         return Prepared(questions, tokens, counts=counts(row))
 
     return one
