@@ -26,11 +26,16 @@ def datasets(config: dict[str, Any]) -> dict[str, dict[str, Any]]:
 
 def sets(config: dict[str, Any], system_id: str, system: dict[str, Any], kind: Any) -> Sets:
     """The systems `custom.systems` names (`all`: every configured one; a variant never: a
-    memory-ablation setting, a repeat at another sampling or training seed): one job of every
-    dataset."""
+    memory-ablation setting, a repeat at another sampling or training seed; nor a question-aware
+    MemAgent, the same as its model's default on rows): one job of every dataset."""
     spec = config.get("custom")
     variant = any(key in system for key in ("ablation_of", "seed_of", "training_seed_of"))
-    if not spec or variant or not kind.runs(system, CUSTOM_BENCHMARK):
+    if (
+        not spec
+        or variant
+        or system.get("question_aware")
+        or not kind.runs(system, CUSTOM_BENCHMARK)
+    ):
         return {}
     chosen = spec["systems"]
     if chosen != "all" and system["name"] not in chosen:
