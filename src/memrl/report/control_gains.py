@@ -14,7 +14,7 @@ from typing import Any
 import pandas as pd
 
 from memrl.report.cells import ControlGain
-from memrl.report.controls import paired_gain
+from memrl.report.controls import items_of_task, paired_gain
 from memrl.report.rows import Systems, system_kind, system_specs
 from memrl.systems import system_kind as registered_kind
 from memrl.systems.base import Control
@@ -44,8 +44,8 @@ def attach_control_gains(table: pd.DataFrame, evaluations: Evaluations, systems:
                 continue
             control = at[0]
             gain = _gain(
-                _of_task(ours, task),
-                _of_task(control["items"], task),
+                items_of_task(ours, task),
+                items_of_task(control["items"], task),
                 kinds[control["system"]].control,
                 specs[control["system"]]["display"],
             )
@@ -57,11 +57,6 @@ def attach_control_gains(table: pd.DataFrame, evaluations: Evaluations, systems:
 
 def _flags(control: Control | None) -> bool:
     return control is not None and control.reached is not None
-
-
-def _of_task(items: Mapping[str, float], task: str) -> dict[str, float]:
-    """The items of one task (keys `task#index`)."""
-    return {key: score for key, score in items.items() if key.rpartition("#")[0] == task}
 
 
 def _gain(

@@ -61,6 +61,11 @@ def load_item_scores(paths: Iterable[str | Path]) -> list[dict[str, Any]]:
     ]
 
 
+def items_of_task(items: Mapping[str, float], task: str) -> dict[str, float]:
+    """The item scores of one task (keys `task#index`, as load_item_scores gives them)."""
+    return {key: score for key, score in items.items() if key.rpartition("#")[0] == task}
+
+
 def paired_gain(ours: Mapping[str, float], control: Mapping[str, float]) -> dict[str, Any]:
     """The gain over the control on the items both scored: the means (in %), the mean of the
     per-item differences with its percentile-bootstrap 95 % interval, and the item count."""

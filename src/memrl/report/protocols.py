@@ -17,7 +17,13 @@ import pandas as pd
 
 from memrl.config import PROTOCOLS_TABLE
 from memrl.report.cells import DASH
-from memrl.report.controls import cell_text, column, load_item_scores, paired_gain
+from memrl.report.controls import (
+    cell_text,
+    column,
+    items_of_task,
+    load_item_scores,
+    paired_gain,
+)
 from memrl.report.registry import BOTH_PAPERS, PaperTable, TableInput
 from memrl.report.rows import system_specs
 from memrl.systems.base import Control
@@ -94,7 +100,6 @@ def _aware_on_instances(
     """Each question-aware system on the source's instances beside the blind (default) system
     of its model there (row, column, cell): the paired difference and Mem-α's printed number of
     that model."""
-    prefix = f"{mab['task']}#"
     found = []
     for ours in records:
         spec = specs[ours["system"]]
@@ -105,9 +110,7 @@ def _aware_on_instances(
             same = (blind["benchmark"], blind["length"]) == (ours["benchmark"], ours["length"])
             if not same or _switched(other) or other["model"] != spec["model"]:
                 continue
-            mine, theirs = (
-                {k: v for k, v in r["items"].items() if k.startswith(prefix)} for r in (ours, blind)
-            )
+            mine, theirs = (items_of_task(r["items"], mab["task"]) for r in (ours, blind))
             printed = mab["paper"].get(other.get("paper_row"))
             said = f"; Mem-α's Table 2 (blind) {100 * printed:.1f}" if printed is not None else ""
             text = cell_text(paired_gain(mine, theirs), BLIND) + said
@@ -117,13 +120,12 @@ def _aware_on_instances(
 
 
 def _reads_source(record: Mapping[str, Any], task: str) -> bool:
-    return any(key.startswith(f"{task}#") for key in record["items"])
+    return bool(items_of_task(record["items"], task))
 
 
 def _mab_cell(record: Mapping[str, Any], spec: Mapping[str, Any], mab: Mapping[str, Any]) -> str:
     """The mean score of the source's instances (in %), and Mem-α's printed one for the model."""
-    prefix = f"{mab['task']}#"
-    scores = [score for key, score in record["items"].items() if key.startswith(prefix)]
+    scores = list(items_of_task(record["items"], mab["task"]).values())
     ours = 100 * sum(scores) / len(scores)
     printed = mab["paper"].get(spec.get("paper_row"))
     said = f"; Mem-α's Table 2 {100 * printed:.1f}" if printed is not None else ""

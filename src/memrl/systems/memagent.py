@@ -154,7 +154,6 @@ def _instance_record(
     error), the calls made; failed where every memory loop failed."""
     written = {j: loop for j, loop in loops.items() if not loop.failed}
     lost = {j: loop for j, loop in loops.items() if loop.failed and j is not None}
-    first_failed = next((loop for loop in loops.values() if loop.failed), None)
     record = {
         "index": row["index"],
         "memory": next(iter(written.values())).answer if written else "",
@@ -165,7 +164,7 @@ def _instance_record(
         },
         "n_calls": sum(len(loop.conversations) for loop in loops.values()) + len(replies),
         "failed": not written,
-        "error": first_failed.final.completion.error if not written and first_failed else None,
+        "error": None if written else next(iter(loops.values())).final.completion.error,
     }
     if None not in loops:
         record["memories"] = {str(j): loop.answer for j, loop in written.items()}
