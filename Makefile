@@ -67,7 +67,7 @@ sif:  ## each image as an apptainer SIF file in containers/ (needs apptainer; a 
 smoke-containers: $(STAMP)  ## the smoke DAG with every job in its image (make images BASE=local first)
 	./pipeline --profile profiles/containers
 
-container-tests: $(STAMP)  ## the built images: their checks, the podman launcher, the containerised smoke run
+container-tests: $(STAMP)  ## the built images: their checks, the podman launcher, a containerised slice of the smoke run
 	pytest -q -m containers tests/containers
 
 toy: $(STAMP)  ## proof that the CPU trainer learns: SFT warm start vs Multi-Conv DAPO, 4 seeds, ~15 min
