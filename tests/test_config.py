@@ -50,7 +50,7 @@ def test_validating_a_config_imports_no_ml_framework(repo, name):
             "config key agent: unknown key(s) chunk_size",
         ),
         (lambda c: c["agent"].update(chunk_tokens="5000"), "config key agent.chunk_tokens: '5000'"),
-        (lambda c: c["training"]["stage1"].pop("lr"), "config key training.stage1: 'lr' is a"),
+        (lambda c: c["training"]["stage1"].pop("lr"), "config key training.stage1: lr missing"),
         (lambda c: c["evaluation"].update(final_prompt="x"), "config key evaluation.final_prompt"),
         (
             lambda c: c["evaluation"]["systems"]["rl-memagent-7b"].update(model="nope"),
@@ -59,11 +59,11 @@ def test_validating_a_config_imports_no_ml_framework(repo, name):
         (lambda c: c["filter"].update(models=["gpt"]), "config key filter.models.0: unknown model"),
         (
             lambda c: c["evaluation"].update(shards={"ruler_hqa": 4}),
-            "config key evaluation.shards.ruler_hqa: 4 is not of type 'object'",
+            "config key evaluation.shards.ruler_hqa: 4 must be a mapping (a YAML section of keys)",
         ),
         (
             lambda c: c["evaluation"].update(shards={"ruler_hqa": {6400: 0}}),
-            "config key evaluation.shards.ruler_hqa.6400: 0 is less than the minimum of 1",
+            "config key evaluation.shards.ruler_hqa.6400: 0 must be at least 1",
         ),
         (
             lambda c: c["evaluation"]["systems"]["qwen3-4b-memalpha"].update(benchmarks=["ruler"]),
@@ -115,7 +115,7 @@ def test_validating_a_config_imports_no_ml_framework(repo, name):
         ),
         (
             lambda c: c["report"]["rl_ablation"]["7B"].pop("backbone"),
-            "config key report.rl_ablation.7B: 'backbone' is a required property",
+            "config key report.rl_ablation.7B: backbone missing (required here)",
         ),
         (
             lambda c: c["evaluation"]["memory_ablation"]["systems"].update(
@@ -138,7 +138,7 @@ def test_validating_a_config_imports_no_ml_framework(repo, name):
         ),
         (
             lambda c: c["evaluation"]["memory_ablation"].update(settings=[[1024]]),
-            "config key evaluation.memory_ablation.settings.0: [1024] is too short",
+            "config key evaluation.memory_ablation.settings.0: [1024] must be a list of 2 or more",
         ),
         (
             lambda c: c["evaluation"]["systems"]["rl-memagent-7b"].update(agent={"chunk": 1}),
@@ -154,7 +154,7 @@ def test_validating_a_config_imports_no_ml_framework(repo, name):
         ),
         (
             lambda c: c["evaluation"]["probe"].update(placements=[[0, 120]]),
-            "config key evaluation.probe.placements.0.1: 120 is greater than the maximum of 100",
+            "config key evaluation.probe.placements.0.1: 120 must be at most 100",
         ),
         (
             lambda c: c["evaluation"]["systems"]["rl-memagent-7b"].update(max_docs=800),
@@ -162,11 +162,11 @@ def test_validating_a_config_imports_no_ml_framework(repo, name):
         ),
         (
             lambda c: c["report"]["equivalence_margin"].update(table1=-2),
-            "config key report.equivalence_margin.table1: -2 is less than the minimum of 0",
+            "config key report.equivalence_margin.table1: -2 must be at least 0",
         ),
         (
             lambda c: c["report"]["equivalence_margin"].update(default="five"),
-            "config key report.equivalence_margin.default: 'five' is not of type 'number'",
+            "config key report.equivalence_margin.default: 'five' must be a number",
         ),
         (
             lambda c: c["evaluation"].update(shardz={}),
@@ -193,7 +193,7 @@ def test_validating_a_config_imports_no_ml_framework(repo, name):
         ),
         (
             lambda c: c["ruler_hqa"].update(eval_sets="released"),
-            "config key ruler_hqa.eval_sets: 'released' is not one of ['official', 'synthesized']",
+            "config key ruler_hqa.eval_sets: 'released' must be one of official, synthesized",
         ),
         (
             lambda c: c["report"]["equivalence_margin"].update(tabel1=3),
@@ -209,7 +209,7 @@ def test_validating_a_config_imports_no_ml_framework(repo, name):
         ),
         (  # YAML 1.1 reads 1e9 as text
             lambda c: c["report"]["equivalence_margin"].update(default=yaml.safe_load("1e9")),
-            "config key report.equivalence_margin.default: '1e9' is not of type 'number' (YAML "
+            "config key report.equivalence_margin.default: '1e9' must be a number (YAML "
             "reads 1e9 without a decimal point as text: write it with one, e.g. 1.0e9)",
         ),
     ],
@@ -221,6 +221,26 @@ def test_bad_config_fails_with_one_line_naming_the_key(paper, mutate, message):
         cfg.validate_config(bad, SCHEMA)
     assert str(error.value).startswith(message)
     assert "\n" not in str(error.value)
+
+
+def test_an_error_names_the_config_file_or_the_override_that_set_its_key(repo, tmp_path):
+    mine = tmp_path / "mine.yaml"
+    mine.write_text("agent:\n  chunk_tokens: 0\n")
+    smoke = repo / "config/smoke.yaml"
+    with pytest.raises(cfg.ConfigError) as error:
+        cfg.load_config([smoke, mine])
+    said = f"config key agent.chunk_tokens (set in {mine}): 0 must be at least 1"
+    assert str(error.value) == said
+    with pytest.raises(cfg.ConfigError, match=r"agent.memory_tokens \(set in --config\): 'x' must"):
+        cfg.load_config([smoke], {"agent.memory_tokens": "x"})
+    mine.write_text("ruler_hqa:\n  eval_sets: oficial\n")  # a key the file sets, misspelt
+    with pytest.raises(cfg.ConfigError) as error:
+        cfg.load_config([smoke, mine])
+    said = "'oficial' must be one of official, synthesized (did you mean official?)"
+    assert str(error.value).endswith(said)
+    with pytest.raises(cfg.ConfigError) as error:  # a missing key: the file that set its section
+        cfg.load_config([smoke], {"training.stage1": {"lr": 1e-6}})
+    assert "training.stage1 (set in --config): " in str(error.value)
 
 
 def test_paper_matrix_covers_every_system_benchmark_and_length(paper):
@@ -614,7 +634,7 @@ def test_the_verifier_reaches_the_filter_and_the_training_jobs(paper):
     assert cfg.filter_settings(paper)["verifier"] == "extended"
     assert cfg.train_settings(paper, "rl-memagent-14b", "stage2")["verifier"] == "extended"
     paper["training"]["verifier"] = "lenient"
-    with pytest.raises(cfg.ConfigError, match=r"key training\.verifier: 'lenient' is not"):
+    with pytest.raises(cfg.ConfigError, match=r"key training\.verifier: 'lenient' must be one of"):
         cfg.validate_config(paper, SCHEMA)
 
 
@@ -638,7 +658,7 @@ def test_mem0_runs_ruler_hqa_and_longbench_qa_with_its_settings(paper):
     with pytest.raises(cfg.ConfigError, match=r"mem0-gpt-5.1.benchmarks: a mem0 system runs only"):
         cfg.validate_config(bad, SCHEMA)
     del bad["evaluation"]["systems"]["mem0-gpt-5.1"]["mem0"]
-    with pytest.raises(cfg.ConfigError, match="'mem0' is a required property"):
+    with pytest.raises(cfg.ConfigError, match="mem0 missing"):
         cfg.validate_config(bad, SCHEMA)
 
 

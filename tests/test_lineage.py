@@ -12,6 +12,7 @@ import pytest
 from memrl import cli
 from memrl.digests import file_digest
 from memrl.lineage import lineage, render
+from memrl.mlflow_notes import short_digest
 from memrl.tracking.invocation import ENV_INVOCATION
 from memrl.tracking.record import job_run
 from memrl.tracking.results_dir import records_under
@@ -198,3 +199,58 @@ def test_a_results_directory_reached_through_a_symlink_keeps_its_lineage(run, ca
     text = capsys.readouterr().out
     assert "<- make_table table3  FINISHED" in text
     assert "5 jobs; 1 source written by none:" in text
+
+
+def test_a_changed_intermediate_is_named_with_both_digests_and_fails(run, capsys):
+    """Not only the file asked about: every file on the trace is hashed again."""
+    metrics = Path("results/r/metrics/50.json")
+    recorded = file_digest(metrics)
+    metrics.write_text("50 ")  # one space appended by hand, after the table was made
+    graph = lineage(Path("results/r/tables/table3.md"), records_under(run / "results/r"))
+    assert graph["target"]["producer"]  # the table itself is as its job wrote it
+    assert graph["changed"] == [
+        {"path": str(run / metrics), "recorded": recorded, "now": file_digest(metrics)}
+    ]
+    with pytest.raises(SystemExit) as exited:
+        cli.main(["lineage", "results/r/tables/table3.md"])
+    assert exited.value.code == 1
+    text = capsys.readouterr().out
+    now = short_digest(file_digest(metrics))
+    assert f"results/r/metrics/50.json  {short_digest(recorded)}  CHANGED: now {now}" in text
+    assert (
+        "1 file on the trace changed since its reader ran (recorded -> now):\n"
+        f"  results/r/metrics/50.json  {short_digest(recorded)} -> {now}"
+    ) in text
+
+
+def test_a_changed_or_deleted_source_is_flagged_and_an_unchanged_trace_passes(run, capsys):
+    cli.main(["lineage", "results/r/tables/table3.md"])  # nothing changed: exit 0
+    assert "changed since" not in capsys.readouterr().out
+    Path("data/hotpot.json").unlink()
+    graph = lineage(Path("results/r/tables/table3.md"), records_under(run / "results/r"))
+    assert [(c["path"], c["now"]) for c in graph["changed"]] == [
+        (str(run / "data/hotpot.json"), None)
+    ]
+    assert "data/hotpot.json  sha256:" in render(graph, {}, run)
+    assert "CHANGED: now gone" in render(graph, {}, run)
+
+
+def test_a_download_shows_the_origin_its_manifest_names(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("MEMRL_TRACKING", "on")
+    monkeypatch.delenv(ENV_INVOCATION, raising=False)
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "results/r/provenance").mkdir(parents=True)
+    raw, manifest = "results/r/raw/hotpot.json", "results/r/raw/hotpot.json.manifest.json"
+    url = "https://example.org/hotpot_dev_distractor_v1.json"
+
+    def download() -> None:
+        Path(raw).write_text("[]")
+        entry = {"source": url, "path": raw, "sha256": "ab" * 32, "bytes": 2, "revision": "c0"}
+        Path(manifest).write_text(json.dumps(entry))
+
+    job("download_data", {"source": "hotpot"}, [], [raw, manifest], download)
+    rows = Path("results/r/data/set.json")
+    job("synth", {"n": "1"}, [raw], [str(rows)], lambda: rows.write_text("rows"))
+    cli.main(["lineage", "results/r/data/set.json"])
+    text = capsys.readouterr().out
+    assert f"origin source={url} revision=c0 sha256={'ab' * 32}" in text

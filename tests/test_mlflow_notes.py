@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from memrl import mlflow_notes as notes
@@ -49,3 +50,31 @@ def test_a_description_links_each_input_to_its_producer_and_fits_mlflows_limit()
     shown = text.count("| `data/part-")
     assert dropped > 0 and shown + dropped == 300  # every file counted, the rest in the artifact
     assert text.rstrip().endswith("the run's artifact `provenance.json` has them all)")
+
+
+def test_a_download_run_says_where_its_file_came_from(tmp_path):
+    manifest = tmp_path / "raw/hotpot.json.manifest.json"
+    manifest.parent.mkdir()
+    spec = {"source": "hf", "id": "Qwen/Qwen2.5-7B-Instruct", "revision": "a09a354"}
+    manifest.write_text(f'{{"source": "hf", "spec": {json.dumps(spec)}, "path": "m"}}')
+    job = record("download_model", "logs/download_model/qwen.log", outputs={str(manifest): "x"})
+    text = notes.job_description(job, {}, {}, "7", tmp_path, None)
+    assert "Origin: source `hf` · id `Qwen/Qwen2.5-7B-Instruct` · revision `a09a354`" in text
+    manifest.unlink()  # gone: no origin line, nothing made up
+    assert "Origin" not in notes.job_description(job, {}, {}, "7", tmp_path, None)
+
+
+def test_an_evaluation_run_shows_each_tasks_score_and_interval_first():
+    from memrl.jobs.evaluate import headline_metrics
+
+    summary = {"task": "hotpotqa", "accuracy": 62.5, "ci95": {"accuracy": [40.1, 80.2]}}
+    named = headline_metrics(summary)
+    assert named == {"score.hotpotqa": 62.5, "ci_low.hotpotqa": 40.1, "ci_high.hotpotqa": 80.2}
+    assert headline_metrics({"task": "qa", "accuracy": 0.0, "ci95": {}}) == {"score.qa": 0.0}
+    details = {"2wikimqa.length": 0.0, "mean_calls": 5.0, "2wikimqa.accuracy": 10.0}
+    lines = [{"values": details}, {"values": named | {"score.2wikimqa": 10.0}}]
+    job = record("evaluate", "logs/evaluate/longbench/rl/0.log", metrics=lines)
+    text = notes.job_description(job, {}, {}, "7", RESULTS, None)
+    assert (
+        "Metrics: `score.2wikimqa` 10 · `score.hotpotqa` 62.5 · `ci_low.hotpotqa` 40.1 · " in text
+    )

@@ -51,7 +51,7 @@ def test_the_blind_switch_reads_mem_alphas_task_description(repo):
             "config key evaluation.systems.rl-memagent-tiny-blind.benchmarks: a question-blind "
             "MemAgent runs MemAgent's benchmarks; on mab every MemAgent system reads",
         ),
-        (lambda s: s.update(question_blind="yes"), "'yes' is not of type 'boolean'"),
+        (lambda s: s.update(question_blind="yes"), "'yes' must be true or false"),
     ],
 )
 def test_a_bad_question_blind_system_names_its_key(repo, change, message):

@@ -114,7 +114,7 @@ MUTATIONS: list[tuple[tuple[Any, ...], Any, str | None]] = [
     (("agent", "memory_tokens"), 0, "agent.memory_tokens"),
     (("agent", "memory_tokens"), 5000, "agent.memory_tokens"),  # beyond the model's context
     (("agent", "chunk_tokens"), "256", "agent.chunk_tokens"),
-    (("agent", "final_tokens"), DELETE, "'final_tokens' is a required property"),
+    (("agent", "final_tokens"), DELETE, "final_tokens missing"),
     (("training", "stage1", "steps"), 10**9, "training.stage1.steps"),
     (("training", "stage1", "clip_c"), 1, "training.stage1.clip_c"),
     (("training", "stage1", "lr"), 0, "training.stage1.lr"),
@@ -131,7 +131,7 @@ MUTATIONS: list[tuple[tuple[Any, ...], Any, str | None]] = [
     (("evaluation", "final_prompt"), "json", "evaluation.final_prompt"),
     (("evaluation", "engine", "kind"), "tgi", "evaluation.engine.kind"),
     (("evaluation", "engine"), {"kind": "openai", "timeout_s": 0}, "evaluation.engine.timeout_s"),
-    (("evaluation", "engine", "timeout_s"), 30, "'timeout_s' is not one of"),  # not an hf option
+    (("evaluation", "engine", "timeout_s"), 30, "'timeout_s' must be one of kind"),  # not an hf option
     (("evaluation", "systems", "mem1-tiny", "max_docs"), 5, "mem1-tiny.max_docs"),
     (("evaluation", "systems", "rag-tiny", "kind"), "oracles", "rag-tiny.kind"),
     (("evaluation", "systems", "rag-tiny", "model"), "ghost", "rag-tiny.model"),
@@ -201,7 +201,7 @@ MUTATIONS: list[tuple[tuple[Any, ...], Any, str | None]] = [
         {"systems": ["rl-memagent-tiny"], "replace": {"rl-memagent-tny": "rl-memagent-tiny"}},
         "evaluation.select.replace: unknown system(s) rl-memagent-tny (did you mean",
     ),
-    (("evaluation", "select"), {"replace": {}}, "evaluation.select: 'systems' is a required"),
+    (("evaluation", "select"), {"replace": {}}, "evaluation.select: systems missing"),
     (("models", "tiny-base", "reproduces"), "no", "models.tiny-base.reproduces"),
     # NaN and infinity are numbers to the schema, within any bounds: refused wherever they stand
     (("evaluation", "allow_failures"), float("nan"), "evaluation.allow_failures: nan is not a"),

@@ -269,7 +269,7 @@ def test_the_smoke_plan_rescores_its_chosen_evaluations_and_probes_both_judges(r
             lambda r: r["whole-reply"].update(benchmarks=["ruler"], systems=["memalpha-tiny"]),
             "rescore.whole-reply: no evaluation of this config on ['ruler']",
         ),
-        (lambda r: r["whole-reply"].update(scorer="vibes"), "'vibes' is not one of"),
+        (lambda r: r["whole-reply"].update(scorer="vibes"), "'vibes' must be one of"),
     ],
 )
 def test_a_bad_scorer_names_its_key(repo, change, message):

@@ -99,7 +99,7 @@ def test_seeds_below_one_name_their_key(repo, where):
     if where == "system":
         target = target["systems"]["rl-memagent-tiny-blind"]
     target["seeds"] = 0
-    with pytest.raises(cfg.ConfigError, match=r"seeds.*0 is less than the minimum of 1"):
+    with pytest.raises(cfg.ConfigError, match=r"seeds.*0 must be at least 1"):
         cfg.validate_config(config, cfg.SCHEMA)
 
 

@@ -67,7 +67,7 @@ def test_a_selected_trained_run_is_still_trained(repo):
             {"systems": ["rl-memagent-7b"], "replace": {"rl-memagent-14b": "nope"}},
             "config key evaluation.select.replace: unknown system(s) nope",
         ),
-        ({"systems": []}, "config key evaluation.select.systems: [] should be non-empty"),
+        ({"systems": []}, "config key evaluation.select.systems: [] must be a list that is not"),
         (  # a misspelt key: nothing would be swapped, and the probe & co. silently dropped
             {"systems": ["rl-memagent-7b"], "replace": {"rl-memagent-7": "rl-memagent-7b"}},
             "config key evaluation.select.replace: unknown system(s) rl-memagent-7 (did you mean",

@@ -8,6 +8,9 @@ import os
 import subprocess
 import sys
 import types
+from pathlib import Path
+
+import pytest
 
 from memrl import software
 from memrl.digests import file_digest
@@ -53,27 +56,52 @@ def test_the_accelerator_counts_the_gpus_nvidia_smi_lists(tmp_path, monkeypatch)
     assert software.accelerator().startswith("cpu: ")
 
 
-def test_a_job_in_a_container_names_its_image_and_digest(tmp_path, monkeypatch):
+@pytest.fixture
+def inside_an_image(tmp_path) -> Path:
+    """The identity file `envs/Containerfile` writes into every image."""
+    marker = tmp_path / "image.json"
+    marker.write_text('{"env": "core", "lock_digest": "sha256:' + "c" * 64 + '"}\n')
+    return marker
+
+
+def test_a_job_in_an_apptainer_image_names_the_sif_its_digest_and_the_images_lock(
+    tmp_path, monkeypatch, inside_an_image
+):
     image = tmp_path / "infer.sif"
     image.write_bytes(b"sif")
     monkeypatch.setenv("APPTAINER_CONTAINER", str(image))
-    tags = software.container_tags()
+    tags = software.container_tags(inside_an_image)
     assert tags["container.image"] == str(image)
     assert tags["container.digest"].startswith("sha256:6d27")
-    monkeypatch.delenv("APPTAINER_CONTAINER")
-    assert software.container_tags() == {"container.image": f"none (ran in {sys.prefix})"}
+    assert tags["container.env"] == "core" and tags["container.lock.digest"].endswith("c" * 64)
 
 
-def test_a_job_on_the_podman_route_names_the_image_its_launcher_passed(monkeypatch):
+def test_a_job_on_the_podman_route_names_the_image_its_launcher_passed(
+    monkeypatch, inside_an_image
+):
     monkeypatch.delenv("APPTAINER_CONTAINER", raising=False)
     monkeypatch.setenv("MEMRL_IMAGE", "localhost/memrl-core")
     monkeypatch.setenv("MEMRL_IMAGE_DIGEST", "sha256:" + "a" * 64)
     monkeypatch.setenv("MEMRL_IMAGE_ID", "sha256:" + "b" * 64)
-    assert software.container_tags() == {
+    assert software.container_tags(inside_an_image) == {
+        "container.env": "core",
+        "container.lock.digest": "sha256:" + "c" * 64,
         "container.image": "localhost/memrl-core",
         "container.digest": "sha256:" + "a" * 64,
         "container.id": "sha256:" + "b" * 64,
     }
+
+
+def test_a_job_on_the_host_claims_no_image_whatever_its_environment_says(tmp_path, monkeypatch):
+    """The launcher's variables, or apptainer's, set on the host: no identity file, no image."""
+    monkeypatch.setenv("APPTAINER_CONTAINER", str(tmp_path / "infer.sif"))
+    monkeypatch.setenv("MEMRL_IMAGE", "localhost/memrl-core")
+    monkeypatch.setenv("MEMRL_IMAGE_DIGEST", "sha256:" + "a" * 64)
+    none = {"container.image": f"none (ran in {sys.prefix})"}
+    assert software.container_tags(tmp_path / "image.json") == none
+    containerfile = Path(__file__).resolve().parents[1] / "envs/Containerfile"
+    assert f"> {software.IMAGE_MARKER}\n" in containerfile.read_text()  # the file it writes
+    assert software.container_tags() == none  # this machine is no image of ours
 
 
 def test_the_lock_an_environment_was_installed_from_is_named_with_its_digest(tmp_path):

@@ -583,3 +583,29 @@ def test_cli_trace_end_to_end(tmp_path, tokenizer_dir, monkeypatch):
 
     with pytest.raises(SystemExit, match="--data and --tokenizer go together"):
         cli.main([*argv, "--data", str(data_path), "--out-prefix", str(tmp_path / "x")])
+
+
+def test_a_case_study_of_a_model_that_cannot_reproduce_opens_with_the_machinery_line():
+    from memrl.report.cells import machinery_line
+
+    study = case_study(
+        {"index": 0, "question": "q?", "answers": ["a"], "output": "a", "score": 1.0}, None
+    )
+    banner = machinery_line("these memories come from")
+    md = render_markdown([study], "t", banner).splitlines()
+    assert md[2] == f"> {banner}" and md[2].startswith("> Machinery check only: ")
+    page = render_html([study], "t", banner)
+    assert '<p class="banner">Machinery check only: ' in page
+    assert "<code>reproduces: false</code>" in page and "`" not in page
+    assert "Machinery" not in render_markdown([study], "t")  # a model that can: no line
+
+
+def test_a_training_curve_says_whether_its_run_can_reproduce(repo):
+    from memrl import config as cfg
+
+    smoke = cfg.load_config([repo / "config/smoke.yaml"])
+    assert cfg.training_curve_settings(smoke, "rl-memagent-tiny")["machinery_only"] is True
+    assert cfg.training_curve_settings(smoke, "memalpha-tiny-grpo")["curve"] == "memalpha"
+    paper = cfg.load_config([repo / "config/config.yaml"])
+    settings = cfg.training_curve_settings(paper, next(iter(cfg.memagent_runs(paper))))
+    assert settings["machinery_only"] is False and settings["labels"] == ["stage I", "stage II"]

@@ -486,3 +486,44 @@ def test_memrl_ui_on_a_missing_or_damaged_store_says_what_to_do_without_a_traceb
         SystemExit, match=r"mlflow\.db: not a readable MLflow store .* memrl\.track"
     ):
         prepare(tmp_path)
+
+
+def test_memrl_ui_waits_for_its_server_to_answer_and_says_when_it_never_does(tmp_path):
+    """A real HTTP server that answers after 2 s: the wait returns only once it does."""
+    import socket
+    import time
+    import urllib.request
+
+    from memrl.ui import wait_until_answering
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    late = (  # answers only after 2 s, as a UI server that takes time to start
+        "import time, http.server as h; time.sleep(2); "
+        f"h.test(h.SimpleHTTPRequestHandler, port={port}, bind='127.0.0.1')"
+    )
+    server = subprocess.Popen(
+        [sys.executable, "-c", late],
+        cwd=tmp_path,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        started = time.monotonic()
+        wait_until_answering(server, f"http://127.0.0.1:{port}/", 60)
+        assert time.monotonic() - started >= 2
+        urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=5).close()  # answering now
+    finally:
+        server.terminate()
+        server.wait()
+    gone = subprocess.Popen([sys.executable, "-c", "raise SystemExit(3)"])
+    with pytest.raises(SystemExit, match=r"exited \(3\) before answering"):
+        wait_until_answering(gone, f"http://127.0.0.1:{port}/", 60)
+    idle = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        with pytest.raises(SystemExit, match=r"did not answer at .* within 1 s"):
+            wait_until_answering(idle, f"http://127.0.0.1:{port}/", 1)
+    finally:
+        idle.kill()
+        idle.wait()

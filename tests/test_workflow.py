@@ -587,6 +587,13 @@ def test_smoke_figures_exist_as_png_and_pdf(smoke):
     ):
         assert (figures / f"{name}.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
         assert (figures / f"{name}.pdf").read_bytes()[:5] == b"%PDF-"
+    from PIL import Image
+
+    from memrl.report.plots import CLIPPED_KEY
+
+    for png in figures.glob("*.png"):  # every figure's text inside its canvas, as laid out
+        with Image.open(png) as image:
+            assert CLIPPED_KEY not in image.text, (png.name, image.text[CLIPPED_KEY])
 
 
 def test_smoke_case_studies_trace_the_memory_of_chosen_samples(smoke):
@@ -649,6 +656,44 @@ def test_smoke_records_one_mlflow_child_run_per_job(smoke):
     }
     assert {"job.wall_s", "job.peak_rss_mb"} <= metric_keys
     assert any(key.endswith(".accuracy") for key in metric_keys)  # per task
+
+
+def planned_jobs(output: str) -> list[tuple[str, set[str], set[str]]]:
+    """(rule, inputs, outputs) of each job a dry run prints."""
+    jobs = []
+    for block in re.split(r"\n(?=(?:local)?rule \w+:\n)", output):
+        if rule := re.match(r"(?:local)?rule (\w+):\n", block):
+            fields = {
+                name: set(m[1].split(", ")) if (m := re.search(rf"^ +{name}: (.*)$", block, re.M))
+                else set()
+                for name in ("input", "output")
+            }  # fmt: skip
+            jobs.append((rule[1], fields["input"], fields["output"]))
+    return jobs
+
+
+def test_every_jobs_record_names_exactly_the_inputs_snakemake_gave_it(smoke):
+    """What a job reads (its Snakemake inputs, NAME=PATH models, Figure 10's model shapes and
+    timing files, the paper's numbers) is what its provenance record digests: none missing, none
+    extra, for every job of the smoke DAG."""
+    from memrl.tracking.results_dir import records_under
+
+    plan = snakemake("--profile", "profiles/smoke", "-n", "-F", "all", cwd=smoke)
+    assert plan.returncode == 0, plan.stderr[-3000:]
+    writers = {}
+    for record in records_under((smoke / "results/smoke").resolve()):
+        writers |= dict.fromkeys(record.get("outputs", {}), record)
+    checked, differ = 0, []
+    for rule, inputs, outputs in planned_jobs(plan.stdout):
+        if rule == "all":
+            continue
+        [record] = {id(w): w for o in outputs if (w := writers.get(str(smoke / o)))}.values()
+        recorded = set(record["inputs"])
+        planned = {str(smoke / path) for path in inputs}
+        if recorded != planned:
+            differ.append((rule, sorted(planned - recorded), sorted(recorded - planned)))
+        checked += 1
+    assert checked == 202 and differ == []
 
 
 def test_smoke_lineage_leads_from_table3_to_the_checkpoint_and_the_base_model(smoke):

@@ -85,13 +85,34 @@ class Command(NamedTuple):
     summary: str  # one line in `memrl --help`
     handler: Handler
     options: dict[str, dict[str, Any]]  # the subcommand's arguments beyond --settings
-    inputs: list[str]  # argument names holding input paths (hashed into the MLflow run)
+    inputs: Callable[[argparse.Namespace], list[Path]]  # every path it reads (its record's inputs)
     outputs: Callable[[argparse.Namespace], list[Path]]  # the paths the command writes
 
 
 def named(*names: str) -> Callable[[argparse.Namespace], list[Path]]:
-    """Outputs given by arguments."""
+    """Paths given by arguments."""
     return lambda args: _paths(args, list(names))
+
+
+def assigned(*names: str) -> Callable[[argparse.Namespace], list[Path]]:
+    """Paths given as NAME=PATH by arguments (the question filter's models)."""
+    return lambda args: [
+        Path(value.partition("=")[2]) for name in names for value in getattr(args, name) or []
+    ]
+
+
+def measured_cost_files(args: argparse.Namespace) -> list[Path]:
+    """Figure 10's files named in its settings: each model's directory (its shape) and each
+    evaluation's Snakemake benchmark files (its wall time)."""
+    flops = args.settings.get("flops", {})
+    benchmarks = [path for paths in flops.get("benchmarks", {}).values() for path in paths]
+    return [Path(path) for path in [*flops.get("models", {}).values(), *benchmarks]]
+
+
+def joined(
+    *parts: Callable[[argparse.Namespace], list[Path]],
+) -> Callable[[argparse.Namespace], list[Path]]:
+    return lambda args: [path for part in parts for path in part(args)]
 
 
 def prefixed(*suffixes: str) -> Callable[[argparse.Namespace], list[Path]]:
@@ -111,21 +132,21 @@ COMMANDS: dict[str, Command] = {
         "fetch one public data source (or its packaged fixture) and check its digest",
         cmd_download_data,
         {"--out": {}, "--manifest": {}},
-        [],
+        named(),
         named("out", "manifest"),
     ),
     "download-model": Command(
         "fetch one model from the Hugging Face hub (or build the tiny one)",
         cmd_download_model,
         {"--out": {}, "--manifest": {}},
-        [],
+        named(),
         named("out", "manifest"),
     ),
     "synthesize": Command(
         "build RULER-HQA train/dev rows from HotpotQA (token lengths recorded)",
         cmd_synthesize,
         {"--train": {}, "--dev": {}, "--tokenizer": {}, "--out-train": {}, "--out-dev": {}},
-        ["train", "dev", "tokenizer"],
+        named("train", "dev", "tokenizer"),
         named("out_train", "out_dev"),
     ),
     "filter": Command(
@@ -139,28 +160,28 @@ COMMANDS: dict[str, Command] = {
             "--out-dev": {},
             "--report": {},
         },
-        ["train", "dev"],
+        joined(named("train", "dev"), assigned("model")),
         named("out_train", "out_dev", "report"),
     ),
     "hqa-pool": Command(
         "the dev document pool every RULER-HQA eval set draws from",
         cmd_hqa_pool,
         {"--dev-raw": {}, "--tokenizer": {}, "--out-docs": {}, "--out-questions": {}},
-        ["dev_raw", "tokenizer"],
+        named("dev_raw", "tokenizer"),
         named("out_docs", "out_questions"),
     ),
     "eval-set": Command(
         "one RULER-HQA evaluation set at a document count",
         cmd_eval_set,
         {"--pool-docs": {}, "--pool-questions": {}, "--dev": {}, "--tokenizer": {}, "--out": {}},
-        ["pool_docs", "pool_questions", "dev", "tokenizer"],
+        named("pool_docs", "pool_questions", "dev", "tokenizer"),
         named("out"),
     ),
     "official-questions": Command(
         "MemAgent's released filtered questions of one split, as the filter's rows",
         cmd_official_questions,
         {"--questions": {}, "--out": {}},
-        ["questions"],
+        named("questions"),
         named("out"),
     ),
     "official-eval-set": Command(
@@ -173,35 +194,35 @@ COMMANDS: dict[str, Command] = {
             "--tokenizer": {},
             "--out": {},
         },
-        ["released", "pool_docs", "pool_questions", "tokenizer"],
+        named("released", "pool_docs", "pool_questions", "tokenizer"),
         named("out"),
     ),
     "custom-set": Command(
         "one dataset of one's own (custom.datasets), checked and written as evaluation rows",
         cmd_custom_set,
         {"--data": {}, "--out": {}},
-        ["data"],
+        named("data"),
         named("out"),
     ),
     "ruler-set": Command(
         "one RULER (task, length) set",
         cmd_ruler_set,
         {"--essays": {}, "--squad": {}, "--hotpotqa": {}, "--tokenizer": {}, "--out": {}},
-        ["essays", "squad", "hotpotqa", "tokenizer"],
+        named("essays", "squad", "hotpotqa", "tokenizer"),
         named("out"),
     ),
     "stage2-data": Command(
         "stage II's training mix: DocQA rows that fit, plus stage I's",
         cmd_stage2_data,
         {"--hqa": {}, "--docqa": {}, "--tokenizer": {}, "--out": {}},
-        ["hqa", "docqa", "tokenizer"],
+        named("hqa", "docqa", "tokenizer"),
         named("out"),
     ),
     "train": Command(
         "MemAgent's Multi-Conv DAPO: one stage, on the CPU trainer or verl",
         cmd_train,
         {"--data": {}, "--dev": {}, "--model": {}, "--out": {}, "launch": {"nargs": "*"}},
-        ["data", "dev", "model"],
+        named("data", "dev", "model"),
         named("out"),
     ),
     "train-memalpha": Command(
@@ -216,7 +237,7 @@ COMMANDS: dict[str, Command] = {
             "--out": {},
             "launch": {"nargs": "*"},
         },
-        ["data", "validation", "model", "memory_tokenizer", "qa_model"],
+        named("data", "validation", "model", "memory_tokenizer", "qa_model"),
         named("out"),
     ),
     "evaluate": Command(
@@ -231,21 +252,21 @@ COMMANDS: dict[str, Command] = {
             "--predictions": {},
             "--metrics": {"required": False},
         },
-        ["data", "model", "memories", "pool", "evidence"],
+        named("data", "model", "memories", "pool", "evidence"),
         named("predictions", "metrics"),
     ),
     "dataset-stats": Command(
         "Mem-α's dataset statistics of one downloaded split",
         cmd_dataset_stats,
         {"--data": {}, "--tokenizer": {}, "--out": {}},
-        ["data", "tokenizer"],
+        named("data", "tokenizer"),
         named("out"),
     ),
     "keywords": Command(
         "Mem-α's Figure 4: one data source's keyword golds rebuilt from its original summaries",
         cmd_keywords,
         {"--summaries": {"nargs": "+"}, "--released": {"nargs": "+"}, "--model": {}, "--out": {}},
-        ["summaries", "released", "model"],
+        named("summaries", "released", "model"),
         named("out"),
     ),
     "memorize": Command(
@@ -258,14 +279,14 @@ COMMANDS: dict[str, Command] = {
             "--pool": {"required": False},
             "--memories": {},
         },
-        ["data", "model", "memory_tokenizer", "pool"],
+        named("data", "model", "memory_tokenizer", "pool"),
         named("memories"),
     ),
     "merge-eval": Command(
         "merge an evaluation's shards into its predictions and metrics",
         cmd_merge_eval,
         {"--shards": {"nargs": "+"}, "--predictions": {}, "--metrics": {}},
-        ["shards"],
+        named("shards"),
         named("predictions", "metrics"),
     ),
     "rescore": Command(
@@ -277,28 +298,28 @@ COMMANDS: dict[str, Command] = {
             "--out-predictions": {},
             "--metrics": {},
         },
-        ["predictions", "judge_model"],
+        named("predictions", "judge_model"),
         named("out_predictions", "metrics"),
     ),
     "judge-probe": Command(
         "an LLM judge on a fixed set of right and vague wrong answers: how lenient it is",
         cmd_judge_probe,
         {"--model": {}, "--out": {}},
-        ["model"],
+        named("model"),
         named("out"),
     ),
     "table": Command(
         "one paper table: ours beside the paper's numbers, with intervals and verdicts",
         cmd_table,
         {**REPORT_OPTIONS, "--controls": {"nargs": "*", "default": []}},
-        ["metrics", "paper", "controls"],
+        named("metrics", "paper", "controls"),
         prefixed(".csv", ".md", ".tex", ".html", ".claims.json"),
     ),
     "figure": Command(
         "one paper figure (PNG, PDF) and the claims it checks",
         cmd_figure,
         REPORT_OPTIONS,
-        ["metrics", "paper"],
+        joined(named("metrics", "paper"), measured_cost_files),
         prefixed(".png", ".pdf", ".claims.json"),
     ),
     "reproduction": Command(
@@ -311,14 +332,14 @@ COMMANDS: dict[str, Command] = {
             "--case-studies": {"nargs": "*", "type": Path},
             "--out-prefix": {},
         },
-        ["tables", "figures", "claims", "case_studies"],
+        named("tables", "figures", "claims", "case_studies"),
         prefixed(".md", ".html"),
     ),
     "training-curve": Command(
         "reward, KL and clipping per step of training runs",
         cmd_training_curve,
         {"--metrics": {"nargs": "+"}, "--out-prefix": {}},
-        ["metrics"],
+        named("metrics"),
         prefixed(".png", ".pdf"),
     ),
     "trace": Command(
@@ -332,7 +353,7 @@ COMMANDS: dict[str, Command] = {
             "--tokenizer": {"required": False},
             "--out-prefix": {},
         },
-        ["predictions", "data", "pool", "pool_questions", "tokenizer"],
+        named("predictions", "data", "pool", "pool_questions", "tokenizer"),
         prefixed(".md", ".html"),
     ),
 }
@@ -416,7 +437,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         args.job["rule"],
         args.job["wildcards"],
         args.settings,
-        _paths(args, command.inputs),
+        command.inputs(args),
         out_paths,
         args.log,
     ) as run:

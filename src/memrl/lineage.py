@@ -5,7 +5,13 @@ wrote, computed the same way by the producer and by every reader (memrl.digests)
 current digest this walks producer → its inputs → their producers, until it reaches inputs no
 job of the run wrote (data and models fetched from outside, packaged fixtures). Each job is shown
 once, with its record, its MLflow run (once the records were loaded), the commit and the
-software it ran on; a job reached again is shown as `(above)`.
+software it ran on, a download with the origin its manifest names (URL or hub id, revision,
+sha256); a job reached again is shown as `(above)`.
+
+Every file on the trace is hashed again and compared with the digest its reader recorded: an
+intermediate or a source changed (or gone) since is flagged with both digests, and the command
+exits 1. Large files are hashed once per content (memrl.digests' cache, keyed by size and
+modification time), so the recheck stays fast.
 """
 
 from __future__ import annotations
@@ -20,12 +26,19 @@ from pathlib import Path
 from typing import Any
 
 from memrl.data.io import read_json
-from memrl.digests import file_digest
+from memrl.digests import ENV_DIGEST_CACHE, file_digest
 from memrl.mlflow_notes import job_run_name, short_digest, shown_path
 from memrl.progress import quantity
 from memrl.tracking.invocation import invocations_dir
 from memrl.tracking.loader import RUNS_FILE
-from memrl.tracking.results_dir import absolute, producer_index, producers_of, records_under
+from memrl.tracking.results_dir import (
+    absolute,
+    origin_of,
+    origin_text,
+    producer_index,
+    producers_of,
+    records_under,
+)
 
 SHOWN_TAGS = ("git.commit", "git.dirty", "host", "accelerator", "pkg.torch", "pkg.transformers")
 SHOWN_TAGS += ("pkg.vllm", "pkg.verl", "env.lock.digest", "container.image", "container.digest")
@@ -45,7 +58,9 @@ def lineage(
     """The producers of `path`'s current content and of everything they read, as a graph:
     `target` (path, digest, producing record id or None), `jobs` (record id -> job, its inputs
     each with digest and producer), `sources` (absolute path -> digest: read, written by none),
-    `damaged` (record lines that could not be read: a producer may be among them).
+    `damaged` (record lines that could not be read: a producer may be among them), `changed`
+    (each file on the trace whose content now differs from what its reader recorded: path,
+    recorded digest, digest now or None where it is gone).
     A file changed since its producer wrote it has no producer; `rewritten` names who wrote
     the path last, with that digest."""
     index = producer_index(records)
@@ -57,7 +72,9 @@ def lineage(
         "jobs": {},
         "sources": {},
         "damaged": list(damaged or []),
+        "changed": [],
     }
+    now = _digests_now()
     if producer is None:
         graph["target"]["rewritten"] = _last_writer(target, index)
     pending = [producer] if producer else []
@@ -68,13 +85,34 @@ def lineage(
         inputs = {}
         for name, source in producers_of(record, index).items():
             input_path = absolute(record, name)
-            inputs[input_path] = {"digest": record["inputs"][name], "producer": _id(source)}
+            recorded = record["inputs"][name]
+            inputs[input_path] = {"digest": recorded, "producer": _id(source)}
+            if now(input_path) != recorded and input_path not in _changed_paths(graph):
+                graph["changed"].append(
+                    {"path": input_path, "recorded": recorded, "now": now(input_path)}
+                )
             if source is None:
                 graph["sources"][input_path] = record["inputs"][name]
             else:
                 pending.append(source)
         graph["jobs"][record["record"]] = {**_job(record), "inputs": inputs}
     return graph
+
+
+def _digests_now():
+    """The current digest of a path (None if it is gone), each path hashed once."""
+    seen: dict[str, str | None] = {}
+
+    def now(path: str) -> str | None:
+        if path not in seen:
+            seen[path] = file_digest(Path(path)) if os.path.exists(path) else None
+        return seen[path]
+
+    return now
+
+
+def _changed_paths(graph: Mapping[str, Any]) -> set[str]:
+    return {change["path"] for change in graph["changed"]}
 
 
 def _id(record: Mapping[str, Any] | None) -> str | None:
@@ -96,6 +134,7 @@ def _job(record: Mapping[str, Any]) -> dict[str, Any]:
         "ended": record.get("end_ms"),
         "tags": {key: record["tags"][key] for key in SHOWN_TAGS if record["tags"].get(key)},
         "log": record["log"],
+        "origin": origin_of(record),
     }
 
 
@@ -104,8 +143,11 @@ def render(graph: Mapping[str, Any], runs: Mapping[str, str], base: Path) -> str
     lines: list[str] = []
     shown: set[str] = set()
 
+    changed = {change["path"]: change["now"] for change in graph.get("changed", [])}
+
     def show_path(path: str, digest: str, producer: str | None, depth: int) -> None:
-        lines.append(f"{'  ' * depth}{shown_path(path, base)}  {short_digest(digest)}")
+        flag = f"  CHANGED: now {_now_text(changed[path])}" if path in changed else ""
+        lines.append(f"{'  ' * depth}{shown_path(path, base)}  {short_digest(digest)}{flag}")
         if producer is None:
             lines.append(f"{'  ' * (depth + 1)}(source: written by no job of this run)")
         else:
@@ -122,6 +164,8 @@ def render(graph: Mapping[str, Any], runs: Mapping[str, str], base: Path) -> str
         lines.append(f"{'  ' * depth}<- {job['name']}  {job['status']} {ended}{run}")
         facts = "  ".join(f"{k}={v}" for k, v in job["tags"].items())
         lines.append(f"{'  ' * (depth + 1)}record {record}  {facts}")
+        if job.get("origin"):
+            lines.append(f"{'  ' * (depth + 1)}origin {origin_text(job['origin'])}")
         for path, edge in sorted(job["inputs"].items()):
             show_path(path, edge["digest"], edge["producer"], depth + 1)
 
@@ -146,12 +190,26 @@ def render(graph: Mapping[str, Any], runs: Mapping[str, str], base: Path) -> str
             f"{quantity(len(sources), 'source')} written by none:"
         )
         lines += [f"  {shown_path(p, base)}  {short_digest(d)}" for p, d in sorted(sources.items())]
+    if changed:
+        lines.append(
+            f"\n{quantity(len(changed), 'file')} on the trace changed since its reader ran "
+            "(recorded -> now):"
+        )
+        lines += [
+            f"  {shown_path(c['path'], base)}  {short_digest(c['recorded'])} -> "
+            f"{_now_text(c['now'])}"
+            for c in graph["changed"]
+        ]
     if graph["damaged"]:
         lines.append(
             f"\n{quantity(len(graph['damaged']), 'record line')} could not be read (skipped):"
         )
         lines += [f"  {shown_path(note, base)}" for note in graph["damaged"]]
     return "\n".join(lines)
+
+
+def _now_text(digest: str | None) -> str:
+    return short_digest(digest) if digest else "gone"
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -165,6 +223,7 @@ def main(argv: list[str] | None = None) -> None:
     if not args.path.exists():
         raise SystemExit(f"{args.path}: no such file or directory")
     results = results_of(args.path.resolve())
+    os.environ.setdefault(ENV_DIGEST_CACHE, str(invocations_dir(results) / "digests"))
     damaged: list[str] = []
     graph = lineage(args.path, records_under(results, damaged), damaged)
     runs_file = invocations_dir(results) / RUNS_FILE
@@ -173,5 +232,5 @@ def main(argv: list[str] | None = None) -> None:
         print(json.dumps({**graph, "runs": runs}, indent=1))
     else:
         print(render(graph, runs, Path.cwd()))
-    if graph["target"]["producer"] is None:
-        raise SystemExit(1)  # no job of the records vouches for this content: said above
+    if graph["target"]["producer"] is None or graph["changed"]:
+        raise SystemExit(1)  # no job vouches for this content, or the path to it changed: said

@@ -17,6 +17,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from memrl.tracking.results_dir import origin_of
+
 # MLflow 3.x's UI opens an experiment on its GenAI overview unless told otherwise: its global
 # "workflow type" comes from this URL parameter (else the browser's stored choice, default GenAI);
 # the experiment's `mlflow.experimentKind` tag is not consulted while that switch is on.
@@ -94,9 +96,12 @@ def job_description(
     head = f"**{record['rule']}** `{job_label(record) or '-'}`: {', '.join(facts)}"
     if parent:
         head += f" · [its pipeline run]({run_link(experiment, parent)})"
+    if origin := origin_of(record):
+        head += "\n\nOrigin: " + " · ".join(f"{k} `{v}`" for k, v in origin.items())
     metrics = final_metrics(record)
     if metrics:
-        shown = " · ".join(f"`{k}` {v:g}" for k, v in sorted(metrics.items())[:KEY_METRICS])
+        first = sorted(metrics.items(), key=lambda item: _metric_order(item[0]))
+        shown = " · ".join(f"`{k}` {v:g}" for k, v in first[:KEY_METRICS])
         more = f" (all {len(metrics)}: Metrics below)" if len(metrics) > KEY_METRICS else ""
         head += f"\n\nMetrics: {shown}{more}"
     linked, sources = [], []  # the inputs a job made (links to follow), the sources
@@ -129,6 +134,17 @@ def job_description(
             (tail, 0),
         ]
     )
+
+
+HEADLINE_PREFIXES = ("score.", "ci_low.", "ci_high.")  # an evaluation's (memrl.jobs.evaluate)
+
+
+def _metric_order(name: str) -> tuple[int, str, int]:
+    """Each task's score and its interval bounds, task by task, before the details."""
+    for rank, prefix in enumerate(HEADLINE_PREFIXES):
+        if name.startswith(prefix):
+            return (0, name.removeprefix(prefix), rank)
+    return (1, name, 0)
 
 
 def final_metrics(record: Mapping[str, Any]) -> dict[str, float]:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import importlib.metadata
 import importlib.util
+import json
 import os
 import platform
 import re
@@ -37,6 +38,7 @@ PODMAN_ENV = {
     "container.id": "MEMRL_IMAGE_ID",
 }
 LOCK_NAME = "memrl.lock"  # an environment installed from a lock keeps a copy in its prefix
+IMAGE_MARKER = Path("/opt/memrl/image.json")  # every image's identity (envs/Containerfile)
 
 
 def software_tags() -> dict[str, str]:
@@ -109,15 +111,27 @@ def lock_tags(prefix: Path | None = None) -> dict[str, str]:
     return {"env.lock": str(lock), "env.lock.digest": file_digest(lock)}
 
 
-def container_tags() -> dict[str, str]:
-    """The image the job runs in: an apptainer SIF file and its digest, or the podman route's
-    image reference, digest and id; "none" with the environment's path outside any container."""
+def container_tags(marker: Path = IMAGE_MARKER) -> dict[str, str]:
+    """The image the job runs in, proven from inside: the identity file every image carries
+    (`container.env`, `container.lock.digest`, written at build), then what the runtime says of
+    it (an apptainer SIF file and its digest, or the podman route's reference, digest and id).
+    Without that file the job ran in no image of ours: "none" with the environment's path,
+    whatever the launcher's variables claim."""
+    try:
+        identity = json.loads(marker.read_text())
+    except (OSError, ValueError):
+        return {"container.image": f"none (ran in {sys.prefix})"}
+    tags = {
+        "container.env": str(identity.get("env")),
+        "container.lock.digest": str(identity.get("lock_digest")),
+    }
     sif = next((os.environ[key] for key in APPTAINER_ENV if os.environ.get(key)), None)
     if sif is not None:
-        tags = {"container.image": sif}
+        tags["container.image"] = sif
         if Path(sif).is_file():
             tags["container.digest"] = file_digest(Path(sif))
-        return tags
-    if os.environ.get(PODMAN_ENV["container.image"]):
-        return {tag: os.environ[key] for tag, key in PODMAN_ENV.items() if os.environ.get(key)}
-    return {"container.image": f"none (ran in {sys.prefix})"}
+    elif os.environ.get(PODMAN_ENV["container.image"]):
+        tags |= {tag: os.environ[key] for tag, key in PODMAN_ENV.items() if os.environ.get(key)}
+    else:
+        tags["container.image"] = f"an image of environment {tags['container.env']} (unnamed)"
+    return tags

@@ -3,18 +3,24 @@
 It is `mlflow ui` run in the results directory (where the store's artifact locations, relative
 to its folder, lead), after the store was opened once by memrl (which makes the locations of a
 store written before that relative), with the address that opens the experiment on its runs
-rather than on MLflow's GenAI overview. Bound to 127.0.0.1 unless told otherwise.
+rather than on MLflow's GenAI overview. Bound to 127.0.0.1 unless told otherwise. The address is
+printed once the server answers (MLflow's UI takes half a minute or more to start), not before.
 """
 
 from __future__ import annotations
 
 import argparse
-import os
+import subprocess
 import sys
+import time
+import urllib.error
+import urllib.request
 from pathlib import Path
 
 from memrl.mlflow_notes import experiment_link
 from memrl.tracking.store import experiment_id
+
+START_TIMEOUT_S = 600  # MLflow's UI starts in 20-60 s here; a server that never answers is said
 
 
 def address(host: str, port: int, experiment: str) -> str:
@@ -53,8 +59,31 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--host", default="127.0.0.1", help="0.0.0.0 to let other hosts in")
     args = parser.parse_args(argv)
     experiment = prepare(args.results)
-    print(f"MLflow UI of {args.results}: {address(args.host, args.port, experiment)}", flush=True)
-    os.chdir(args.results)
     command = ["mlflow", "ui", "--backend-store-uri", "sqlite:///mlflow.db"]
     command += ["--host", args.host, "--port", str(args.port)]
-    os.execv(sys.executable, [sys.executable, "-m", *command])
+    print(f"Starting MLflow's UI on {args.results} (it takes a minute) ...", flush=True)
+    server = subprocess.Popen([sys.executable, "-m", *command], cwd=args.results)
+    local = "127.0.0.1" if args.host in ("0.0.0.0", "::") else args.host
+    try:
+        wait_until_answering(server, f"http://{local}:{args.port}/health", START_TIMEOUT_S)
+        print(f"MLflow UI of {args.results}: {address(args.host, args.port, experiment)}")
+        sys.stdout.flush()
+        sys.exit(server.wait())
+    finally:  # Ctrl-C, a failed start: the server goes with this command
+        if server.poll() is None:
+            server.terminate()
+            server.wait(timeout=30)
+
+
+def wait_until_answering(server: subprocess.Popen, url: str, timeout_s: float) -> None:
+    """Return once `url` answers; stop with the reason if the server exits or never answers."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if server.poll() is not None:
+            raise SystemExit(f"the MLflow UI server exited ({server.returncode}) before answering")
+        try:
+            with urllib.request.urlopen(url, timeout=5):
+                return
+        except (urllib.error.URLError, OSError):
+            time.sleep(0.5)
+    raise SystemExit(f"the MLflow UI server did not answer at {url} within {timeout_s:.0f} s")

@@ -96,6 +96,12 @@ def test_a_job_records_the_image_it_ran_in_with_its_digest(tmp_path, podman, bui
     assert tags["container.image"] == reference
     assert tags["container.digest"] == inspected["Digest"]
     assert tags["container.id"] == "sha256:" + inspected["Id"]
+    # read from the image's own identity file, which the build wrote: the label's lock digest
+    labels = inspected["Labels"]
+    assert (tags["container.env"], tags["container.lock.digest"]) == (
+        labels["memrl.env"],
+        labels["memrl.lock.digest"],
+    )
 
 
 def test_a_stale_image_a_missing_image_and_a_sif_are_refused_before_anything_runs(tmp_path, built):

@@ -101,5 +101,6 @@ def test_every_containerised_job_names_its_image_digest_and_lock(both_runs, podm
         assert tags["container.image"] == image("core"), record["rule"]
         assert tags["container.digest"] == inspected["Digest"]
         assert tags["env.lock.digest"] == inspected["Labels"]["memrl.lock.digest"]
+        assert tags["container.lock.digest"] == inspected["Labels"]["memrl.lock.digest"]
     for record in records(both_runs / "smoke"):  # the venv run says it ran in no container
         assert record["tags"]["container.image"].startswith("none (ran in ")

@@ -26,11 +26,20 @@ if not workflow.remote_exec:
     # the SLURM executor plugin would wait forever for a job killed with scancel (memrl.slurm)
     slurm.report_cancelled_jobs()
 
-cfg.check_config_files(workflow.configfiles)
-cfg.apply_overrides(config, os.environ.get(cfg.ENV_OVERRIDES))  # ./pipeline --config a.b=c
-cfg.validate_config(config, Path(workflow.basedir) / "workflow/schemas/config.schema.yaml")
-if not workflow.remote_exec:  # a job's own process re-plans: checked once, by the main one
-    cfg.check_data(config)
+# A config error is one sentence naming the key, its value, the file (or --config) that set it
+# and what is allowed: no Snakemake frames (memrl.config.load.with_origin)
+OVERRIDES = {
+    **json.loads(os.environ.get(cfg.ENV_OVERRIDES) or "{}"),  # ./pipeline --config a.b=c
+    **workflow.config_settings.config,  # snakemake --config key=value
+}
+try:
+    cfg.check_config_files(workflow.configfiles)
+    cfg.apply_overrides(config, os.environ.get(cfg.ENV_OVERRIDES))
+    cfg.validate_config(config, Path(workflow.basedir) / "workflow/schemas/config.schema.yaml")
+    if not workflow.remote_exec:  # a job's own process re-plans: checked once, by the main one
+        cfg.check_data(config)
+except cfg.ConfigError as error:
+    sys.exit(f"Config error: {cfg.with_origin(error, workflow.configfiles, OVERRIDES)}")
 # planning hashes local sources (memrl.config.source_settings): a large file once per change
 os.environ.setdefault(ENV_DIGEST_CACHE, str(settings_files.SETTINGS_DIR.parent / "digests"))
 
@@ -501,8 +510,8 @@ def get_train_container(stage):
 
 
 def get_training_curve_settings(wildcards):
-    title = f"Multi-Conv DAPO, {wildcards.train_run} (run {config['run']})"
-    return settings_ref({"title": title, "labels": ["stage I", "stage II"]})
+    run = wildcards.get("train_run") or wildcards.memalpha_run
+    return settings_ref(cfg.training_curve_settings(config, run))
 
 
 def get_eval_settings(wildcards):

@@ -156,13 +156,7 @@ rule plot_memalpha_training_curve:
         CONTAINERS["core"]
     params:
         job=job("plot_memalpha_training_curve"),
-        settings=lambda wildcards: settings_ref(
-            {
-                "title": f"Mem-α GRPO, {wildcards.memalpha_run} (run {config['run']})",
-                "labels": ["GRPO"],
-                "curve": "memalpha",
-            }
-        ),
+        settings=get_training_curve_settings,
         prefix=get_output_prefix,
     shell:
         "memrl --job {params.job:q} --log {log:q} training-curve --settings {params.settings:q}"

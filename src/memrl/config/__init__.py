@@ -25,6 +25,7 @@ from memrl.config.load import (
     load_config,
     main,
     validate_config,
+    with_origin,
 )
 from memrl.config.machine import Machine, gpu_keys, train_keys
 from memrl.config.matrix import (
@@ -119,6 +120,7 @@ from memrl.config.settings import (
     stage2_data_settings,
     synthesize_settings,
     train_settings,
+    training_curve_settings,
 )
 from memrl.config.yaml_file import load_yaml
 from memrl.layout import (
@@ -261,6 +263,8 @@ __all__ = [
     "train_keys",
     "train_nodes",
     "train_settings",
+    "training_curve_settings",
     "uses_qa_server",
     "validate_config",
+    "with_origin",
 ]

@@ -6,7 +6,9 @@ from __future__ import annotations
 import difflib
 import json
 import math
-from collections.abc import Sequence
+import os
+import re
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -55,18 +57,62 @@ def _refuse_non_finite(node: Any, key: str = "") -> None:
         _refuse_non_finite(child, f"{key}.{name}" if key else str(name))
 
 
+TYPE_WORDS = {
+    "object": "a mapping (a YAML section of keys)",
+    "array": "a list",
+    "string": "text",
+    "integer": "a whole number",
+    "number": "a number",
+    "boolean": "true or false",
+    "null": "null (empty)",
+}
+
+
 def _describe(error: jsonschema.ValidationError) -> str:
+    """A schema error as one sentence: the key, the value, what is allowed in words."""
     key = ".".join(str(part) for part in error.absolute_path) or "<top level>"
+    schema, value, wanted = error.schema, error.instance, error.validator_value
     if error.validator == "additionalProperties":
-        known = list(error.schema.get("properties", {}))
-        unknown = sorted(set(error.instance) - set(known))
-        hints = [
-            f"{name} (did you mean {' or '.join(close)}?)" if close else str(name)
-            for name in unknown
-            for close in [difflib.get_close_matches(str(name), known, n=2, cutoff=0.6)]
-        ]
-        return f"config key {key}: unknown key(s) {', '.join(hints)}"
-    return f"config key {key}: {error.message}{_number_as_text_hint(error)}"
+        known = list(schema.get("properties", {}))
+        unknown = sorted(set(value) - set(known))
+        hints = [f"{name}{_closest(name, known)}" for name in unknown]
+        return f"config key {key}: unknown key(s) {', '.join(hints)} (known: {', '.join(known)})"
+    if error.validator == "required":
+        missing = [name for name in wanted if name not in value]
+        return f"config key {key}: {', '.join(missing)} missing (required here)"
+    must = _allowed(error)
+    if must is None:
+        return f"config key {key}: {error.message}{_number_as_text_hint(error)}"
+    return f"config key {key}: {value!r} must be {must}{_number_as_text_hint(error)}"
+
+
+def _allowed(error: jsonschema.ValidationError) -> str | None:
+    """What the failed keyword allows, in words; None for a keyword without words here."""
+    wanted, value = error.validator_value, error.instance
+    if error.validator == "type":
+        kinds = wanted if isinstance(wanted, list) else [wanted]
+        return " or ".join(TYPE_WORDS.get(kind, kind) for kind in kinds)
+    if error.validator == "enum":
+        return f"one of {', '.join(map(str, wanted))}{_closest(value, wanted)}"
+    if error.validator == "pattern":
+        return error.schema.get("allowed", f"text matching the pattern {wanted}")
+    words = {
+        "minimum": f"at least {wanted}",
+        "maximum": f"at most {wanted}",
+        "exclusiveMinimum": f"above {wanted}",
+        "exclusiveMaximum": f"below {wanted}",
+        "minItems": "a list that is not empty" if wanted == 1 else f"a list of {wanted} or more",
+        "maxItems": f"a list of at most {wanted}",
+        "minLength": "text that is not empty" if wanted == 1 else f"at least {wanted} characters",
+        "uniqueItems": "a list without repeats",
+        "minProperties": "a mapping that is not empty",
+    }
+    return words.get(error.validator)
+
+
+def _closest(name: object, known: Sequence[object]) -> str:
+    close = difflib.get_close_matches(str(name), [str(k) for k in known], n=2, cutoff=0.6)
+    return f" (did you mean {' or '.join(close)}?)" if close else ""
 
 
 def _number_as_text_hint(error: jsonschema.ValidationError) -> str:
@@ -110,9 +156,59 @@ def load_config(
     config: dict[str, Any] = {}
     for path in paths:
         _merge(config, load_yaml(path))
-    apply_overrides(config, json.dumps(overrides or {}))
-    validate_config(config, SCHEMA)
+    try:
+        apply_overrides(config, json.dumps(overrides or {}))
+        validate_config(config, SCHEMA)
+    except ConfigError as error:
+        raise ConfigError(with_origin(error, paths, overrides or {})) from None
     return config
+
+
+KEY_IN_MESSAGE = re.compile(r"^config key (\S+?):")
+
+
+def with_origin(
+    error: ConfigError, paths: Sequence[str | Path], overrides: Mapping[str, Any]
+) -> str:
+    """The error's sentence with where its key was set: `--config`, else the last config file
+    that sets it (or, for a missing key, its nearest parent); unchanged when neither does."""
+    found = KEY_IN_MESSAGE.match(str(error))
+    origin = key_origin(found[1], paths, overrides) if found else None
+    if origin is None:
+        return str(error)
+    return f"{found[0][:-1]} (set in {origin}):{str(error)[len(found[0]) :]}"
+
+
+def key_origin(key: str, paths: Sequence[str | Path], overrides: Mapping[str, Any]) -> str | None:
+    """`--config` where an override sets the key or a part of it, else the config file that
+    sets the most of its dotted path (the later file on a tie), None where none sets any."""
+    if any(f"{key}.".startswith(f"{o}.") or f"{o}.".startswith(f"{key}.") for o in overrides):
+        return "--config"
+    parts = key.split(".")
+    depths = [(_depth(load_yaml(path), parts), order, path) for order, path in enumerate(paths)]
+    depth, _, path = max(depths, default=(0, 0, None))
+    if not depth:
+        return None
+    relative = os.path.relpath(path)  # as typed: config/smoke.yaml, not its absolute path
+    return str(path) if relative.startswith("..") else relative
+
+
+def _depth(node: Any, parts: Sequence[str]) -> int:
+    """How many leading parts of a dotted key `node` holds (list items by index)."""
+    for depth, part in enumerate(parts):
+        if isinstance(node, dict):
+            found = next((node[k] for k in node if str(k) == part), _ABSENT)
+        elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
+            found = node[int(part)]
+        else:
+            found = _ABSENT
+        if found is _ABSENT:
+            return depth
+        node = found
+    return len(parts)
+
+
+_ABSENT = object()
 
 
 def _merge(into: dict[str, Any], update: dict[str, Any]) -> None:

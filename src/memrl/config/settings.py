@@ -353,4 +353,19 @@ def case_study_settings(config: dict[str, Any], job: EvalJob) -> dict[str, Any]:
         **{key: value for key, value in job._asdict().items() if key != "shards"},
         "agent": agent_settings(config, system),
         **{key: study[key] for key in ("samples", "first", "only", "question") if key in study},
+        "machinery_only": not model_reproduces(config, system["model"]),
+    }
+
+
+def training_curve_settings(config: dict[str, Any], run: str) -> dict[str, Any]:
+    """What `memrl training-curve` draws for one training run: MemAgent's two stages or Mem-α's
+    GRPO, titled, with the machinery-only line where the run trains a model that cannot
+    reproduce the papers."""
+    memalpha = run in memalpha_runs(config)
+    title = "Mem-α GRPO" if memalpha else "Multi-Conv DAPO"
+    return {
+        "title": f"{title}, {run} (run {config['run']})",
+        "labels": ["GRPO"] if memalpha else ["stage I", "stage II"],
+        "curve": "memalpha" if memalpha else "memagent",
+        "machinery_only": not model_reproduces(config, run),
     }

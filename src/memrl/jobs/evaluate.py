@@ -280,6 +280,7 @@ def _write_predictions_and_metrics(
     write_jsonl_atomic(args.predictions, _tagged(predictions))
     write_json_atomic(args.metrics, metrics)
     for m in metrics:
+        run.log_metrics(headline_metrics(m))
         run.log_metrics({f"{m['task']}.{k}": v for k, v in m.items() if isinstance(v, int | float)})
         log.info(
             "%s on %s/%s @ %d: accuracy %.2f (%d of %d failed)",
@@ -291,6 +292,17 @@ def _write_predictions_and_metrics(
             m["n_failed"],
             m["n_items"],
         )
+
+
+def headline_metrics(metrics: dict[str, Any]) -> dict[str, float]:
+    """A task's primary score and its 95 % interval, named for MLflow's runs table and compare
+    view: `score.<task>`, `ci_low.<task>`, `ci_high.<task>` (no interval: no bounds)."""
+    task = metrics["task"]
+    named = {f"score.{task}": metrics["accuracy"]}
+    bounds = metrics.get("ci95", {}).get("accuracy")
+    if bounds:
+        named |= {f"ci_low.{task}": bounds[0], f"ci_high.{task}": bounds[1]}
+    return named
 
 
 def eval_rows(task: Any, data: Path, tokenizer: Any) -> list[dict[str, Any]]:

@@ -143,12 +143,16 @@ def _reading_paper(path: Path, name: str) -> Iterator[None]:
 
 def cmd_training_curve(args: argparse.Namespace, run: JobRecord) -> None:
     """Settings: `title`, optional `labels` (one per --metrics path: a train_metrics.jsonl or a
-    training output directory; default: the paths' distinguishing directory names)."""
+    training output directory; default: the paths' distinguishing directory names), `curve`
+    (memagent, memalpha) and `machinery_only` (the title opens with that line)."""
+    from memrl.report.cells import MACHINERY_ONLY
     from memrl.report.training_curves import CURVES, plot_training_curve, training_metrics_files
 
     s = args.settings
     files = training_metrics_files(args.metrics, s.get("labels"))
     title = s.get("title", "Multi-Conv DAPO training")
+    if s.get("machinery_only"):
+        title = f"{MACHINERY_ONLY}a model that cannot reproduce the papers\n{title}"
     plot_training_curve(files, args.out_prefix, title, CURVES[s.get("curve", "memagent")])
 
 
@@ -167,6 +171,7 @@ def cmd_trace(args: argparse.Namespace, run: JobRecord) -> None:
     from memrl.benchmarks.base import row_chunks
     from memrl.data.io import read_jsonl
     from memrl.report import trace
+    from memrl.report.cells import machinery_line
 
     s = args.settings
     if (args.data is None) != (args.tokenizer is None):
@@ -221,5 +226,6 @@ def cmd_trace(args: argparse.Namespace, run: JobRecord) -> None:
     if asked and studies and not any(trace.asks(st.prediction, asked) for st in studies):
         note = f"no sample of this set asks about {asked!r} (the paper's own case study)"
         studies[0] = replace(studies[0], notes=(*studies[0].notes, note))
-    trace.write_report(studies, args.out_prefix, title)
+    banner = machinery_line("these memories come from") if s.get("machinery_only") else ""
+    trace.write_report(studies, args.out_prefix, title, banner)
     run.log_metrics({"samples": len(studies), "traced": sum(st.has_trace for st in studies)})

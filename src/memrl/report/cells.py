@@ -222,6 +222,14 @@ def machinery_banner(names: Sequence[str], everything: bool) -> str:
     )
 
 
+def machinery_line(what: str) -> str:
+    """The line a case study or a training curve opens with when its model cannot reproduce."""
+    return (
+        f"{MACHINERY_ONLY}{what} a model that cannot reproduce the papers (random weights, or "
+        "marked `reproduces: false`): it shows the pipeline at work, not the method."
+    )
+
+
 def not_reproducing(systems: Systems) -> list[str]:
     """The display names of the report systems whose model cannot reproduce the papers."""
     specs = system_specs(systems).values()

@@ -48,14 +48,22 @@ def html_page(
         return "<tr>" + "".join(cell(tag, v) for v in values) + "</tr>"
 
     body = [cells("th", header), *(cells("td", row) for row in rows)]
-    foot = "".join(f"<p>{_linked(esc(note))}</p>" for note in notes)
+    foot = "".join(f"<p>{_linked(prose(note))}</p>" for note in notes)
     table = (
-        f'<p class="caption">{esc(caption)}</p>\n<div class="scroll"><table>\n'
+        f'<p class="caption">{prose(caption)}</p>\n<div class="scroll"><table>\n'
         + "\n".join(body)
         + "\n</table></div>"
     )
-    top = "".join(f'<p class="banner">{esc(line)}</p>\n' for line in banner)
+    top = "".join(f'<p class="banner">{prose(line)}</p>\n' for line in banner)
     return html_document(title or caption, TABLE_CSS, f"{top}{table}\n{foot}")
+
+
+CODE_SPAN = re.compile(r"`([^`\n]+)`")  # Markdown's inline code, as the notes write names
+
+
+def prose(text: str) -> str:
+    """A line of the Markdown pages as HTML: escaped, its code spans (`x`) as <code>x</code>."""
+    return CODE_SPAN.sub(r"<code>\1</code>", html.escape(text))
 
 
 PAGE_LINK = re.compile(r"(\.\./[\w./-]+\.html#[\w-]+)")  # a note's link to another page of the run

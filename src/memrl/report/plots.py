@@ -5,6 +5,7 @@ saved atomically.
 
 from __future__ import annotations
 
+import logging
 import math
 import textwrap
 from collections.abc import Sequence
@@ -22,6 +23,9 @@ from memrl.report.render import column_mean_tokens
 
 # Deterministic files: no creation date in the PDF, no software stamp in the PNG.
 _METADATA = {"png": {"Software": None}, "pdf": {"CreationDate": None, "Creator": None}}
+CLIPPED_KEY = "Clipped"  # a PNG's note of text the layout cut off (none: no such key)
+CHARS_PER_INCH = 15  # x-small text (about 7 pt) per inch of width, with a margin
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -101,19 +105,21 @@ def overlap_note(ax: Any, lines: Sequence[tuple[str, Sequence[float], Sequence[f
     for name, xs, ys in lines:
         if xs:
             groups.setdefault((tuple(xs), tuple(ys)), []).append(name)
-    notes = []
+    notes, low = [], True
     for (_, ys), names in groups.items():
         if len(names) > 1:
             at = f" at {ys[0]:g}" if len(set(ys)) == 1 else ""
             notes.append(f"{len(names)} series overlap{at} ({', '.join(names)})")
-    if notes:
+            low = low and sum(ys) / len(ys) < 50
+    if notes:  # wrapped to the axes, on the side away from the series it names
+        width = max(30, int(ax.get_position().width * ax.figure.get_figwidth() * CHARS_PER_INCH))
         ax.text(
             0.01,
-            0.01,
-            "\n".join(notes),
+            0.99 if low else 0.01,
+            "\n".join(textwrap.fill(note, width) for note in notes),
             transform=ax.transAxes,
             fontsize="x-small",
-            va="bottom",
+            va="top" if low else "bottom",
             ha="left",
             color="dimgray",
         )
@@ -137,9 +143,11 @@ def figure_legend(
 
 
 def claims_footer(fig: Figure, checks: Sequence[ClaimCheck]) -> None:
+    """The paper's claims and our checks under the figure, wrapped to its width."""
     if checks:
-        lines = [textwrap.fill(line, 150) for line in claim_lines(checks)]
-        fig.supxlabel("\n".join(lines), x=0.0, ha="left", fontsize="x-small")
+        width = int(fig.get_figwidth() * CHARS_PER_INCH)
+        lines = [textwrap.fill(line, width) for line in claim_lines(checks)]
+        fig.supxlabel("\n".join(lines), x=0.01, ha="left", fontsize="x-small")
 
 
 def number(value: Any, where: str) -> float:
@@ -150,15 +158,52 @@ def number(value: Any, where: str) -> float:
 
 
 def save(fig: Figure, out_prefix: str | Path) -> list[Path]:
-    """Write `<prefix>.png` and `<prefix>.pdf` atomically; return their paths."""
+    """Write `<prefix>.png` and `<prefix>.pdf` atomically; return their paths. Text that the
+    layout left outside the canvas (cut off in the image) is warned about and named in the
+    PNG's `Clipped` metadata, which the tests read for every figure of the smoke run."""
     prefix = Path(out_prefix)
+    clipped = outside_canvas(fig)
+    if clipped:
+        log.warning("%s: text outside the figure: %s", prefix.name, "; ".join(clipped))
+    metadata = {**_METADATA, "png": {**_METADATA["png"], CLIPPED_KEY: "; ".join(clipped) or None}}
     written = []
     for ext in ("png", "pdf"):
         path = prefix.with_name(f"{prefix.name}.{ext}")
         with atomic_path(path) as tmp:
-            fig.savefig(tmp, format=ext, dpi=200, metadata=_METADATA[ext])
+            fig.savefig(tmp, format=ext, dpi=200, metadata=metadata[ext])
         written.append(path)
     return written
+
+
+def outside_canvas(fig: Figure) -> list[str]:
+    """The visible texts of a laid-out figure (titles, labels, notes, legends) that reach past
+    its edges, each as its first 60 characters."""
+    from matplotlib.axis import Tick
+    from matplotlib.text import Text
+
+    fig.canvas.draw()  # the layout engine places everything
+    renderer = fig.canvas.get_renderer()
+    ticks = {id(t) for tick in fig.findobj(Tick) for t in (tick.label1, tick.label2)}
+    cut = [
+        " ".join(text.get_text().split())[:60]
+        for text in fig.findobj(Text)
+        if id(text) not in ticks  # those outside the axis' range are not drawn: checked below
+        and text.get_visible()
+        and text.get_text().strip()
+        and not _inside(text.get_window_extent(renderer), fig)
+    ]
+    if not cut and not _inside(fig.get_tightbbox(renderer).transformed(fig.dpi_scale_trans), fig):
+        cut.append("tick labels")  # the drawn ones: the tight box holds only what is drawn
+    return cut
+
+
+def _inside(box: Any, fig: Figure, slack: float = 1.0) -> bool:
+    return (
+        box.x0 >= -slack
+        and box.y0 >= -slack
+        and box.x1 <= fig.bbox.width + slack
+        and box.y1 <= fig.bbox.height + slack
+    )
 
 
 def plain_log_ticks(ax: Any) -> None:

@@ -39,7 +39,7 @@ from memrl.report.diagnosis import (
     table_anchor,
 )
 from memrl.report.figures import paper_figure
-from memrl.report.html_page import html_document
+from memrl.report.html_page import html_document, prose
 from memrl.report.registry import BOTH_PAPERS, MEMAGENT, MEMALPHA, OWN_DATA
 from memrl.report.render import (
     MADE_BY_LINE,
@@ -425,13 +425,13 @@ def render_html(report: Reproduction) -> str:
     esc = html.escape
     body = [f"<h1>Reproduction report: run {esc(report.run)}</h1>"]
     if report.banner:
-        body.append(f'<p class="banner">{esc(report.banner)}</p>')
+        body.append(f'<p class="banner">{prose(report.banner)}</p>')
     body.append("<ul>")
     for paper in shown(report, PAPERS):
         look = _worth_a_look_text(report.of(paper)[0])
-        items = "".join(f"<li>{esc(line)}</li>" for line in look[1:])
-        nested = f"<br>{esc(look[0])}<ul>{items}</ul>" if look else ""
-        body.append(f"<li><b>{esc(paper)}</b>: {esc(report.summary(paper))}{nested}</li>")
+        items = "".join(f"<li>{prose(line)}</li>" for line in look[1:])
+        nested = f"<br>{prose(look[0])}<ul>{items}</ul>" if look else ""
+        body.append(f"<li><b>{esc(paper)}</b>: {prose(report.summary(paper))}{nested}</li>")
     diagnosed = report.diagnosed
     if diagnosed:
         links = ", ".join(
@@ -445,7 +445,7 @@ def render_html(report: Reproduction) -> str:
         tables, figures, claims = report.of(paper)
         body.append(f"<h2>{esc(paper)}</h2>")
         if claims:
-            items = "".join(f"<li>{esc(_claim_line(c))}</li>" for c in claims)
+            items = "".join(f"<li>{prose(_claim_line(c))}</li>" for c in claims)
             body.append(f"<h3>Claims</h3><ul>{items}</ul>")
         for table in tables:
             href = esc(report.link(table.markdown.with_suffix(".html")))
@@ -453,15 +453,15 @@ def render_html(report: Reproduction) -> str:
                 f'<h3 id="{table_anchor(table.name)}"><a href="{href}">{esc(table.name)}</a>: '
                 f"{esc(table.caption)}</h3>"
             )
-            body.append(f"<p>{esc(_table_text(table))}.</p><ul>")
+            body.append(f"<p>{prose(_table_text(table))}.</p><ul>")
             body += [
-                f"<li>Largest miss: {esc(miss)}{_link(miss, diagnosed, md=False)}</li>"
+                f"<li>Largest miss: {prose(miss)}{_link(miss, diagnosed, md=False)}</li>"
                 for miss in table.misses
             ]
             body.append(f"<li>Lineage: <code>memrl lineage {esc(str(table.markdown))}</code></li>")
             body.append("</ul>")
             if table.notes:
-                notes = "".join(f"<li>{esc(note)}</li>" for note in table.notes)
+                notes = "".join(f"<li>{prose(note)}</li>" for note in table.notes)
                 body.append(f"<details><summary>Notes</summary><ul>{notes}</ul></details>")
         for figure in figures:
             body.append(
@@ -477,7 +477,7 @@ def render_html(report: Reproduction) -> str:
     if diagnosed:
         body.append("<h2>Diagnoses</h2>")
         for k, (cell, found) in enumerate(diagnosed, 1):
-            items = "".join(f"<li>{esc(line)}</li>" for line in found)
+            items = "".join(f"<li>{prose(line)}</li>" for line in found)
             heading = f"{k}. {esc(cell.table)}: {esc(cell.text)}"
             body.append(f'<h3 id="{_anchor(cell)}">{heading}</h3><ul>{items}</ul>')
     return html_document(f"Reproduction report: run {report.run}", PAGE_CSS, "\n".join(body))

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from memrl.agents.memagent import NO_MEMORY
-from memrl.report.html_page import html_document
+from memrl.report.html_page import html_document, prose
 from memrl.scoring.evidence import evidence_pattern, evidence_strings, memory_pattern, replay
 
 DEFAULT_FIRST = 5  # samples per task when none are named
@@ -452,9 +452,10 @@ def _update(step: Step) -> str:
     return "\n".join(diff_lines(step)) or "(reworded: no sentence added or dropped)"
 
 
-def render_markdown(studies: Sequence[CaseStudy], title: str) -> str:
-    """The whole Markdown report: a title, the list of samples, then one section each."""
-    lines = [f"# {_md_inline(title)}", ""]
+def render_markdown(studies: Sequence[CaseStudy], title: str, banner: str = "") -> str:
+    """The whole Markdown report: a title, its banner (a model that cannot reproduce the papers),
+    the list of samples, then one section each."""
+    lines = [f"# {_md_inline(title)}", ""] + ([f"> {banner}", ""] if banner else [])
     if not studies:
         lines += ["No sample was selected.", ""]
     lines += [f"- {_md_inline(_heading(s))}" for s in studies]
@@ -480,6 +481,7 @@ dl.facts dt { font-weight: bold; }
 dl.facts dd { margin: 0; }
 .evidence { margin-top: 0.4em; font-weight: normal; background: #fffbe6; }
 .note { color: #a33; }
+p.banner { background: #fff3cd; border-left: 4px solid #e0a800; padding: 0.5em; }
 mark { background: #ffe066; }
 """
 
@@ -554,21 +556,27 @@ def render_html_study(study: CaseStudy) -> str:
     return "\n".join(out)
 
 
-def render_html(studies: Sequence[CaseStudy], title: str) -> str:
-    """A self-contained HTML page: the title, links to the samples, one section each."""
+def render_html(studies: Sequence[CaseStudy], title: str, banner: str = "") -> str:
+    """A self-contained HTML page: the title, its banner, links to the samples, one section
+    each."""
     esc = html.escape
     items = "\n".join(f'<li><a href="#{_anchor(s)}">{esc(_heading(s))}</a></li>' for s in studies)
     body = "\n".join(render_html_study(s) for s in studies)
     empty = "" if studies else "<p>No sample was selected.</p>"
-    return html_document(title, _CSS, f"<h1>{esc(title)}</h1>\n{empty}<ul>\n{items}\n</ul>\n{body}")
+    top = f'<p class="banner">{prose(banner)}</p>\n' if banner else ""
+    return html_document(
+        title, _CSS, f"<h1>{esc(title)}</h1>\n{top}{empty}<ul>\n{items}\n</ul>\n{body}"
+    )
 
 
-def write_report(studies: Sequence[CaseStudy], out_prefix: str | Path, title: str) -> list[Path]:
+def write_report(
+    studies: Sequence[CaseStudy], out_prefix: str | Path, title: str, banner: str = ""
+) -> list[Path]:
     """`<prefix>.md` and `<prefix>.html`, each written atomically."""
     from memrl.data.io import write_text_atomic
 
     prefix = Path(out_prefix)
     md, page = (prefix.with_name(prefix.name + ext) for ext in (".md", ".html"))
-    write_text_atomic(md, render_markdown(studies, title))
-    write_text_atomic(page, render_html(studies, title))
+    write_text_atomic(md, render_markdown(studies, title, banner))
+    write_text_atomic(page, render_html(studies, title, banner))
     return [md, page]

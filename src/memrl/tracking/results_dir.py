@@ -10,6 +10,7 @@ the loader's run descriptions, `memrl lineage` and `memrl cost` read them. No ML
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 from collections.abc import Mapping
@@ -64,12 +65,20 @@ def written_in(record: Mapping[str, Any], results: Path) -> str | None:
 
 def relocated(record: dict[str, Any], origin: str, results: Path) -> dict[str, Any]:
     """`record` with every path it names absolute, those under `origin` moved under `results`
-    (a copy of a results directory reads its own files, never the original's)."""
+    (a copy of a results directory reads its own files, never the original's); where the whole
+    workflow directory moved with it (`results/<run>` under both), the files of the workflow the
+    job read (the paper's numbers in config/paper/) are read in the new one."""
+    moves = [(origin, str(results))]
+    workdir = record.get("cwd") or os.getcwd()
+    if moved_workdir := _workdir_now(origin, results, workdir):
+        moves.append((workdir, moved_workdir))
 
     def moved(path: str) -> str:
         path = absolute(record, path)
-        inside = path == origin or path.startswith(origin + os.sep)
-        return str(results) + path[len(origin) :] if inside else path
+        for old, new in moves:
+            if path == old or path.startswith(old + os.sep):
+                return new + path[len(old) :]
+        return path
 
     record = dict(record)
     for key in ("inputs", "outputs"):
@@ -79,6 +88,16 @@ def relocated(record: dict[str, Any], origin: str, results: Path) -> dict[str, A
     if record.get("diff"):
         record["diff"] = moved(record["diff"])
     return record
+
+
+def _workdir_now(origin: str, results: Path, workdir: str) -> str | None:
+    """Where the workflow directory a job ran in lies now: `results` less the folders that led
+    from it to the results directory then (`results/<run>`), when `results` ends in the same
+    folders; else None (the results directory was copied alone)."""
+    within = Path(os.path.relpath(origin, workdir)).parts
+    if not within or within[0] in (".", "..") or results.parts[-len(within) :] != within:
+        return None
+    return str(Path(*results.parts[: -len(within)]))
 
 
 def absolute(record: Mapping[str, Any], path: str) -> str:
@@ -105,3 +124,28 @@ def producers_of(
         path: index.get((absolute(record, path), digest))
         for path, digest in record.get("inputs", {}).items()
     }
+
+
+MANIFEST_SUFFIX = ".manifest.json"
+ORIGIN_KEYS = ("source", "id", "file", "revision", "sha256")
+
+
+def origin_of(record: Mapping[str, Any]) -> dict[str, str]:
+    """Where a download job's file came from, as its manifest output says: the source (URL, hub
+    id, fixture, local path), the revision or commit it was pinned to, the sha256 checked on
+    arrival. Empty for a job that wrote no manifest, or whose manifest is gone or unreadable."""
+    for path in record.get("outputs", {}):
+        if not path.endswith(MANIFEST_SUFFIX):
+            continue
+        try:
+            manifest = json.loads(Path(absolute(record, path)).read_text())
+        except (OSError, ValueError):
+            return {}
+        fields = {**manifest.get("spec", {}), **manifest}  # a model's spec: hub id, revision
+        return {key: str(fields[key]) for key in ORIGIN_KEYS if fields.get(key) is not None}
+    return {}
+
+
+def origin_text(origin: Mapping[str, str]) -> str:
+    """`source=hf id=Qwen/Qwen2.5-7B-Instruct revision=a09a354…`: one line."""
+    return " ".join(f"{key}={value}" for key, value in origin.items())
