@@ -131,7 +131,7 @@ MUTATIONS: list[tuple[tuple[Any, ...], Any, str | None]] = [
     (("evaluation", "final_prompt"), "json", "evaluation.final_prompt"),
     (("evaluation", "engine", "kind"), "tgi", "evaluation.engine.kind"),
     (("evaluation", "engine"), {"kind": "openai", "timeout_s": 0}, "evaluation.engine.timeout_s"),
-    (("evaluation", "engine", "timeout_s"), 30, "'timeout_s' must be one of kind"),  # not an hf option
+    (("evaluation", "engine", "timeout_s"), 30, "'timeout_s' must be one of"),  # not for hf
     (("evaluation", "systems", "mem1-tiny", "max_docs"), 5, "mem1-tiny.max_docs"),
     (("evaluation", "systems", "rag-tiny", "kind"), "oracles", "rag-tiny.kind"),
     (("evaluation", "systems", "rag-tiny", "model"), "ghost", "rag-tiny.model"),
