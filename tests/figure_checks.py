@@ -1,6 +1,7 @@
 """What can be checked of a drawn figure without looking at it: every data axes holds something
-and is labelled, and every legend entry matches something drawn (its colour, or the ours/paper
-style of a black proxy). Used on every figure a test saves (conftest's `checked_figures`)."""
+and is labelled, every legend entry matches something drawn (its colour, or the ours/paper
+style of a black proxy), and no text reaches past the canvas. Used on every figure a test saves
+(conftest's `checked_figures`)."""
 
 from __future__ import annotations
 
@@ -34,6 +35,9 @@ def figure_problems(fig: Figure) -> list[str]:
         for handle, text in zip(legend.legend_handles, legend.get_texts(), strict=True):
             if not _drawn(handle, drawn_lines, drawn_patches):
                 problems.append(f"legend entry {text.get_text()!r} matches nothing drawn")
+    from memrl.report.plots import outside_canvas
+
+    problems += [f"text outside the canvas: {text!r}" for text in outside_canvas(fig)]
     return problems
 
 

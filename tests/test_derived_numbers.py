@@ -286,5 +286,5 @@ def test_a_config_that_fails_the_schema_prints_its_error(repo, tmp_path, monkeyp
     monkeypatch.chdir(repo)
     monkeypatch.setattr(command, "dry_run", lambda *a: pytest.fail("planned a bad config"))
     argv = [str(bad) if arg == "BAD" else arg for arg in args]
-    with pytest.raises(SystemExit, match=r"ruler_hqa\.train_docs .*: -5 must be at least 1"):
+    with pytest.raises(SystemExit, match=r"ruler_hqa\.train_docs: -5 must be at least 1 \(set in "):
         command.main(argv)

@@ -96,16 +96,26 @@ def pipeline(*args: str) -> subprocess.CompletedProcess[str]:
 
 
 @pytest.mark.workflow
-def test_the_script_plans_with_a_nested_override_and_the_schema_checks_it():
+def test_the_script_plans_with_a_nested_override_and_the_schema_checks_it(tmp_path):
     done = pipeline(
         "-n", "--profile", "profiles/smoke", "table3", "--config", "evaluation.allow_failures=2"
     )
     assert done.returncode != 0
     said = [line for line in done.stderr.splitlines() if "allow_failures" in line]
     assert said == [
-        "Config error: config key evaluation.allow_failures (set in --config): 2 must be at most 1"
+        "Config error: config key evaluation.allow_failures: 2 must be at most 1 (set in --config)"
     ]
     assert 'File "' not in done.stderr and "Traceback" not in done.stderr  # no Snakemake frames
+    mine = tmp_path / "mine.yaml"  # a pin a local file does not match, found while planning
+    text = (REPO / "examples/custom/config.yaml").read_text()
+    mine.write_text(text.replace("sha256: 707bc4bc", "sha256: 000bc4bc"))
+    own = pipeline(
+        "custom", "-n", "--profile", "smoke", "--configfile", "config/smoke.yaml", str(mine)
+    )
+    said = [line for line in own.stderr.splitlines() if "Config error" in line]
+    assert own.returncode != 0 and len(said) == 1 and "Traceback" not in own.stderr
+    assert said[0].startswith("Config error: config key sources.long_qa: examples/custom/long_qa")
+    assert said[0].endswith(f"(the file changed, or the pin is wrong) (set in {mine})")
     misspelt = pipeline("-n", "--profile", "profiles/smoke", "tabel3")
     assert misspelt.returncode == 1 and "did you mean table3" in misspelt.stderr
 

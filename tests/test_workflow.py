@@ -538,6 +538,15 @@ def test_smoke_runs_every_system_on_ones_own_data(smoke):
     assert long_qa["n_items"] == 3 and long_qa["n_questions"] == 8  # 3 contexts, 8 questions
     checked = (results / "data/custom/minutes.jsonl").read_text().splitlines()
     assert json.loads(checked[0])["metric"] == "rouge"
+    # a prediction is found by the user's own id (an instance by its first row's)
+    own = read_jsonl(results / "data/custom/long_qa.jsonl")
+    agent = read_jsonl(results / "eval/custom/rl-memagent-tiny/0.predictions.jsonl")
+    assert [p["id"] for p in agent if p["task"] == "long_qa"] == [row["id"] for row in own]
+    assert agent[0]["task_label"] == own[0]["task_label"] == "history"  # the user's `task`
+    grouped = read_jsonl(results / "eval/custom/memalpha-tiny/0.predictions.jsonl")
+    assert all(
+        p["instance_id"] in {row["id"] for row in own} for p in grouped if p["task"] == "long_qa"
+    )
 
 
 def test_memrl_cost_after_the_run_finds_what_every_job_of_the_target_used(smoke):

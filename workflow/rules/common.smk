@@ -1,4 +1,6 @@
 # Config validation, the experiment matrix and every input function (no logic lives in rules).
+import functools
+import inspect
 import json
 import os
 import re
@@ -26,8 +28,13 @@ if not workflow.remote_exec:
     # the SLURM executor plugin would wait forever for a job killed with scancel (memrl.slurm)
     slurm.report_cancelled_jobs()
 
+
 # A config error is one sentence naming the key, its value, the file (or --config) that set it
 # and what is allowed: no Snakemake frames (memrl.config.load.with_origin)
+def config_error_line(error):
+    return f"Config error: {cfg.with_origin(error, workflow.configfiles, OVERRIDES)}"
+
+
 OVERRIDES = {
     **json.loads(os.environ.get(cfg.ENV_OVERRIDES) or "{}"),  # ./pipeline --config a.b=c
     **workflow.config_settings.config,  # snakemake --config key=value
@@ -39,7 +46,7 @@ try:
     if not workflow.remote_exec:  # a job's own process re-plans: checked once, by the main one
         cfg.check_data(config)
 except cfg.ConfigError as error:
-    sys.exit(f"Config error: {cfg.with_origin(error, workflow.configfiles, OVERRIDES)}")
+    sys.exit(config_error_line(error))
 # planning hashes local sources (memrl.config.source_settings): a large file once per change
 os.environ.setdefault(ENV_DIGEST_CACHE, str(settings_files.SETTINGS_DIR.parent / "digests"))
 
@@ -670,3 +677,22 @@ def get_memorize_gpus(wildcards):
     model = SYSTEMS[wildcards.system]["model"]
     job = f"memorize {wildcards.benchmark}/{wildcards.system}"
     return MACHINE.claim(job, cfg.model_gpus(config, model), 1, cfg.gpu_keys(config, model))
+
+
+# The same one line for a config error that an input, params or resource function finds while the
+# DAG is built (a pinned sha256 a local file no longer matches, a job the machine cannot hold):
+# Snakemake would print it inside its own frames. Every get_* function above, wrapped.
+def _config_errors_as_one_line(function):
+    @functools.wraps(function)  # Snakemake reads the signature (wildcards, input, output, ...)
+    def checked(*args, **kwargs):
+        try:
+            return function(*args, **kwargs)
+        except cfg.ConfigError as error:
+            sys.exit(config_error_line(error))
+
+    return checked
+
+
+for _name, _function in list(globals().items()):
+    if _name.startswith("get_") and inspect.isfunction(_function):
+        globals()[_name] = _config_errors_as_one_line(_function)

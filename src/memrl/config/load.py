@@ -170,13 +170,11 @@ KEY_IN_MESSAGE = re.compile(r"^config key (\S+?):")
 def with_origin(
     error: ConfigError, paths: Sequence[str | Path], overrides: Mapping[str, Any]
 ) -> str:
-    """The error's sentence with where its key was set: `--config`, else the last config file
-    that sets it (or, for a missing key, its nearest parent); unchanged when neither does."""
+    """The error's sentence, ending with where its key was set: `--config`, else the last config
+    file that sets it (or, for a missing key, its nearest parent); unchanged when neither does."""
     found = KEY_IN_MESSAGE.match(str(error))
     origin = key_origin(found[1], paths, overrides) if found else None
-    if origin is None:
-        return str(error)
-    return f"{found[0][:-1]} (set in {origin}):{str(error)[len(found[0]) :]}"
+    return str(error) if origin is None else f"{error} (set in {origin})"
 
 
 def key_origin(key: str, paths: Sequence[str | Path], overrides: Mapping[str, Any]) -> str | None:

@@ -199,9 +199,26 @@ def _run_tasks(
             on_wave=run.log_metrics,
             label=label,
         )
+        records[name] = with_row_ids(records[name], rows)
     for name, lines in records.items():
         check_failures(lines, s["allow_failures"], f"{s['system']} on {s['benchmark']}/{name}")
     return records, partials
+
+
+ROW_ID_FIELDS = ("id", "task_label", "instance_id")  # one's own rows' (memrl.data.custom)
+
+
+def with_row_ids(records: list[dict[str, Any]], rows: list[dict[str, Any]]) -> list[dict]:
+    """Each record with its row's own identity where the row has one (one's own data: the
+    user's `id` and `task` label, an instance's first id), so a prediction is found by the id
+    the user gave it."""
+    by_index = {row["index"]: row for row in rows}
+    return [
+        {**record, **{k: v for k, v in by_index[record["index"]].items() if k in ROW_ID_FIELDS}}
+        if record["index"] in by_index
+        else record
+        for record in records
+    ]
 
 
 def _memories_by_task(path: Path) -> dict[tuple[str, int], dict[str, Any]]:
