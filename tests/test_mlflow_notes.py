@@ -53,15 +53,19 @@ def test_a_description_links_each_input_to_its_producer_and_fits_mlflows_limit()
 
 
 def test_a_download_run_says_where_its_file_came_from(tmp_path):
+    from memrl.tracking.results_dir import origin_of
+
     manifest = tmp_path / "raw/hotpot.json.manifest.json"
     manifest.parent.mkdir()
     spec = {"source": "hf", "id": "Qwen/Qwen2.5-7B-Instruct", "revision": "a09a354"}
     manifest.write_text(f'{{"source": "hf", "spec": {json.dumps(spec)}, "path": "m"}}')
     job = record("download_model", "logs/download_model/qwen.log", outputs={str(manifest): "x"})
-    text = notes.job_description(job, {}, {}, "7", tmp_path, None)
+    origin = origin_of(job)
+    text = notes.job_description(job, {}, {}, "7", tmp_path, None, origin)
     assert "Origin: source `hf` · id `Qwen/Qwen2.5-7B-Instruct` · revision `a09a354`" in text
-    manifest.unlink()  # gone: no origin line, nothing made up
-    assert "Origin" not in notes.job_description(job, {}, {}, "7", tmp_path, None)
+    manifest.unlink()  # gone: no origin, nothing made up
+    assert origin_of(job) == {}
+    assert "Origin" not in notes.job_description(job, {}, {}, "7", tmp_path, None, {})
 
 
 def test_an_evaluation_run_shows_each_tasks_score_and_interval_first():

@@ -174,12 +174,25 @@ def test_one_parent_per_invocation_one_child_per_job_and_loading_twice_adds_noth
     start_invocation(results, "sqlite:///results/t/mlflow.db", CONFIG, "9.0", **INVOKED)
     run_job(results, "a", metrics=({"accuracy": 50.0}, {"accuracy": 75.0}))
     run_job(results, "b")
+    # what the run reproduced: two judged cells and a table's claims
+    (results / "reproduction.cells.csv").write_text(
+        "paper,table,system,label,verdict,kind,p_value,q_value\n"
+        "MemAgent,table1,A,50,reproduced,cell,0.8,0.9\nMemAgent,table1,A,100,differs below,cell,"
+        "0.001,0.002\n"
+    )
+    (results / "tables").mkdir()
+    (results / "tables/table1.claims.json").write_text('[{"outcome": "holds"}]')
     mark_ended(results)
 
     assert load(results) == {"invocations": 1, "jobs": 2, "waiting": 0}
     assert load(results) == {"invocations": 0, "jobs": 0, "waiting": 0}
     runs = mlflow_runs(results)
     [parent] = [r for r in runs if "memrl.invocation.parent" in runs[r]["tags"]]
+    assert runs[parent]["params"] == {"run": "t", "seed": "1"}  # the resolved config
+    summary = {k: v for (k, _), v in runs[parent]["metrics"].items()}
+    assert summary["cells.reproduced"] == summary["cells.differs_below"] == 1.0
+    assert summary["cells.consistent"] == 0.0 and summary["claims.holds"] == 1.0
+    assert summary["claims.does_not_hold"] == 0.0
     assert re.fullmatch(r"t \d\d-\d\d \d\d:\d\d table3", runs[parent]["name"])  # start, targets
     assert runs[parent]["tags"]["command"] == "snakemake --profile profiles/smoke table3"
     assert runs[parent]["tags"]["profile"] == "profiles/smoke"

@@ -74,7 +74,7 @@ def lineage(
         "damaged": list(damaged or []),
         "changed": [],
     }
-    now = _digests_now()
+    now, flagged = _digests_now(), set()
     if producer is None:
         graph["target"]["rewritten"] = _last_writer(target, index)
     pending = [producer] if producer else []
@@ -87,7 +87,8 @@ def lineage(
             input_path = absolute(record, name)
             recorded = record["inputs"][name]
             inputs[input_path] = {"digest": recorded, "producer": _id(source)}
-            if now(input_path) != recorded and input_path not in _changed_paths(graph):
+            if now(input_path) != recorded and input_path not in flagged:
+                flagged.add(input_path)
                 graph["changed"].append(
                     {"path": input_path, "recorded": recorded, "now": now(input_path)}
                 )
@@ -109,10 +110,6 @@ def _digests_now():
         return seen[path]
 
     return now
-
-
-def _changed_paths(graph: Mapping[str, Any]) -> set[str]:
-    return {change["path"] for change in graph["changed"]}
 
 
 def _id(record: Mapping[str, Any] | None) -> str | None:

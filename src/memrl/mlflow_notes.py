@@ -17,8 +17,6 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from memrl.tracking.results_dir import origin_of
-
 # MLflow 3.x's UI opens an experiment on its GenAI overview unless told otherwise: its global
 # "workflow type" comes from this URL parameter (else the browser's stored choice, default GenAI);
 # the experiment's `mlflow.experimentKind` tag is not consulted while that switch is on.
@@ -83,10 +81,12 @@ def job_description(
     experiment: str,
     results: Path,
     parent: str | None,
+    origin: Mapping[str, str] | None = None,
 ) -> str:
-    """A job run's description: what it is, then its inputs (each linked to the run that made
-    that content, or marked as a source) and outputs with digests. `producers`: input path ->
-    the producing record (memrl.tracking.results_dir.producers_of); `runs`: record id -> run id."""
+    """A job run's description: what it is (a download: the `origin` its manifest names), then
+    its inputs (each linked to the run that made that content, or marked as a source) and outputs
+    with digests. `producers`: input path -> the producing record
+    (memrl.tracking.results_dir.producers_of); `runs`: record id -> run id."""
     status = record.get("status", "KILLED")
     facts = [status]
     if "wall_s" in record:
@@ -96,7 +96,7 @@ def job_description(
     head = f"**{record['rule']}** `{job_label(record) or '-'}`: {', '.join(facts)}"
     if parent:
         head += f" · [its pipeline run]({run_link(experiment, parent)})"
-    if origin := origin_of(record):
+    if origin:
         head += "\n\nOrigin: " + " · ".join(f"{k} `{v}`" for k, v in origin.items())
     metrics = final_metrics(record)
     if metrics:

@@ -2,29 +2,38 @@
 child run per job.
 
 A parent run carries the invocation's tags (command, targets, profile, config hash, commit), the
-config, Snakemake's log and the uncommitted diff as artifacts, and is matched on a later load by
-`memrl.invocation.parent`. A job's run carries the record's tags (with the UI's Source and Version
-columns: the rule and the commit), its params (the resolved settings), its metrics (plus
-`job.wall_s`, `job.peak_rss_mb`), its small outputs, log and diff as artifacts, and is matched by
+resolved config as params, what the run reproduced as metrics (cells per verdict, claims per
+outcome), the config, Snakemake's log and the uncommitted diff as artifacts, and is matched on a
+later load by `memrl.invocation.parent`. A job's run carries the record's tags (the rule as the
+UI's Source column), its params (the resolved settings), its metrics (plus `job.wall_s`,
+`job.peak_rss_mb`), its small outputs, log and diff as artifacts, and is matched by
 `memrl.record`. Each run's name and description come from memrl.mlflow_notes. Batches keep to
 MLflow's limits. MLflow is imported only when a run is written.
 """
 
 from __future__ import annotations
 
+import csv
 import json
+import re
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 from memrl import mlflow_notes as notes
 from memrl.tracking.invocation import invocations_dir
-from memrl.tracking.results_dir import producers_of
+from memrl.tracking.record import flatten
+from memrl.tracking.results_dir import origin_of, producers_of
 
 PARENT_TAG = "memrl.invocation.parent"  # on an invocation's run: its invocation id
 RECORD_TAG = "memrl.record"  # on a job's run: its record id
 CLOSED_TAG = "memrl.closed"  # on an invocation's run once its invocation has ended
 PARAM_MAX_CHARS = 6000  # MLflow's limit on a param value
+PARAM_KEY_MAX_CHARS = 250  # and on its name
+# every verdict and claim outcome a summary counts, 0 included (memrl.scoring.compare,
+# memrl.report.claims), so two runs' invocations compare on the same metrics
+SUMMARY_VERDICTS = ("reproduced", "consistent", "differs above", "differs below")
+SUMMARY_OUTCOMES = ("holds", "does not hold", "undecided", "not checkable")
 BATCH = {"params": 100, "tags": 100, "metrics": 1000}  # MLflow's limits per log_batch call
 
 
@@ -50,7 +59,34 @@ def create_parent_run(
         tags={**info["tags"], PARENT_TAG: invocation},
     ).info.run_id
     client.log_dict(run_id, info["config"], "config.json")
+    params = {_param_key(key): value for key, value in flatten(info["config"]).items()}
+    log_batch(client, run_id, params=params.items())  # two invocations compare key by key
     return run_id
+
+
+def _param_key(key: str) -> str:
+    """A config key as an MLflow param name (letters, digits, `_ - . / :` and spaces)."""
+    return re.sub(r"[^\w\-./: ]", "_", key)[:PARAM_KEY_MAX_CHARS]
+
+
+def summary_metrics(results: Path) -> dict[str, float]:
+    """What a run reproduced, as metrics its invocation's run carries: judged cells per verdict
+    (`cells.reproduced`, `cells.consistent`, `cells.differs`, ...: the reproduction report's
+    `reproduction.cells.csv`) and the papers' claims per outcome (`claims.holds`, ...: every
+    `*.claims.json`), each 0 when none; nothing where the run made no report."""
+    cells = results / "reproduction.cells.csv"
+    if not cells.is_file():
+        return {}
+    with cells.open(newline="") as handle:
+        verdicts = [row["verdict"] for row in csv.DictReader(handle)]
+    outcomes = [
+        claim.get("outcome", "")
+        for path in sorted(results.glob("*/*.claims.json"))
+        for claim in json.loads(path.read_text())
+    ]
+    counted = {f"cells.{v}": verdicts.count(v) for v in (*SUMMARY_VERDICTS, *verdicts)}
+    counted |= {f"claims.{o}": outcomes.count(o) for o in (*SUMMARY_OUTCOMES, *outcomes)}
+    return {_param_key(key.replace(" ", "_")): float(n) for key, n in counted.items()}
 
 
 def fill_job_run(client: Any, experiment: str, record: dict[str, Any], parent: str | None) -> str:
@@ -109,7 +145,8 @@ def describe_job_run(
     made_by = producers_of(record, producers)
     run_id = runs[record["record"]]
     parent = parents.get(record["invocation"] or "")
-    note = notes.job_description(record, made_by, runs, experiment, results, parent)
+    origin = origin_of(record)
+    note = notes.job_description(record, made_by, runs, experiment, results, parent, origin)
     client.set_tag(run_id, notes.NOTE_TAG, note)
     inputs = {
         path: {
@@ -135,6 +172,8 @@ def close_parent_run(
     uncommitted diff."""
     note = notes.parent_description(info, jobs, experiment, results)
     client.set_tag(run_id, notes.NOTE_TAG, note)
+    metrics = [(k, v, info["end_ms"], 0) for k, v in summary_metrics(results).items()]
+    log_batch(client, run_id, metrics=metrics)
     for log_file in info.get("snakemake_logs", []):
         if Path(log_file).is_file():
             client.log_artifact(run_id, log_file, artifact_path="snakemake")
