@@ -68,11 +68,14 @@ def main(argv: list[str] | None = None) -> None:
         wait_until_answering(server, f"http://{local}:{args.port}/health", START_TIMEOUT_S)
         print(f"MLflow UI of {args.results}: {address(args.host, args.port, experiment)}")
         sys.stdout.flush()
-        sys.exit(server.wait())
-    finally:  # Ctrl-C, a failed start: the server goes with this command
+        code = server.wait()
+    except KeyboardInterrupt:  # Ctrl-C, or SIGTERM (memrl.cli maps it): stopped, no traceback
+        code = 130
+    finally:  # stopped, or a failed start: the server goes with this command
         if server.poll() is None:
             server.terminate()
             server.wait(timeout=30)
+    sys.exit(code)
 
 
 def wait_until_answering(server: subprocess.Popen, url: str, timeout_s: float) -> None:

@@ -85,7 +85,8 @@ def test_every_computed_file_is_byte_identical_to_the_venv_runs(both_runs):
     assert (found["differ"], found["only_b"]) == ([], [])  # the venv ran the whole DAG
     kinds = {Path(p).parts[0] for p in found["equal"]}
     assert {"raw", "data", "eval", "tables", "checkpoints", "models"} <= kinds
-    assert sum(p.endswith(".predictions.jsonl") for p in found["equal"]) >= 8
+    # table3's five evaluations, Mem-α's on MAB, the merged shards
+    assert sum(p.endswith(".predictions.jsonl") for p in found["equal"]) == 7
 
 
 def test_every_containerised_job_names_its_image_digest_and_lock(both_runs, podman):

@@ -205,13 +205,13 @@ def _run_tasks(
     return records, partials
 
 
-ROW_ID_FIELDS = ("id", "task_label", "instance_id")  # one's own rows' (memrl.data.custom)
+ROW_ID_FIELDS = ("id", "task_label", "instance_id")  # the identities rows may carry
 
 
 def with_row_ids(records: list[dict[str, Any]], rows: list[dict[str, Any]]) -> list[dict]:
     """Each record with its row's own identity where the row has one (one's own data: the
-    user's `id` and `task` label, an instance's first id), so a prediction is found by the id
-    the user gave it."""
+    user's `id` and `task` label; an instance: its `instance_id`, for one's own data its first
+    row's id), so a prediction is found by the id its data gave it."""
     by_index = {row["index"]: row for row in rows}
     return [
         {**record, **{k: v for k, v in by_index[record["index"]].items() if k in ROW_ID_FIELDS}}
