@@ -12,6 +12,7 @@ import re
 import shutil
 import subprocess
 import sys
+import time
 import urllib.request
 from pathlib import Path
 
@@ -73,8 +74,11 @@ def ui(moved):
     command = [sys.executable, "-m", "memrl.cli", "ui", "results/smoke", "--port", str(port)]
     log = moved / "ui.log"
     with serving(command, log, f"http://127.0.0.1:{port}", cwd=moved):
-        [address] = re.findall(r"MLflow UI of results/smoke: (\S+)", log.read_text())
-        yield address
+        deadline = time.monotonic() + 30  # it polls its server every 0.5 s, then prints
+        while not (printed := re.findall(r"MLflow UI of results/smoke: (\S+)", log.read_text())):
+            assert time.monotonic() < deadline, log.read_text()
+            time.sleep(0.2)
+        yield printed[0]
 
 
 @pytest.fixture(scope="module")
