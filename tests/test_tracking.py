@@ -540,3 +540,11 @@ def test_memrl_ui_waits_for_its_server_to_answer_and_says_when_it_never_does(tmp
     finally:
         idle.kill()
         idle.wait()
+
+
+def test_the_summary_counts_every_claim_outcome_the_report_knows():
+    """The copy that memrl.tracking.runs keeps (it sits below memrl.report) cannot drift."""
+    from memrl.report.claims import OUTCOMES
+    from memrl.tracking.runs import SUMMARY_OUTCOMES
+
+    assert SUMMARY_OUTCOMES == OUTCOMES

@@ -297,8 +297,8 @@ def _write_predictions_and_metrics(
     write_jsonl_atomic(args.predictions, _tagged(predictions))
     write_json_atomic(args.metrics, metrics)
     for m in metrics:
-        run.log_metrics(headline_metrics(m))
-        run.log_metrics({f"{m['task']}.{k}": v for k, v in m.items() if isinstance(v, int | float)})
+        details = {f"{m['task']}.{k}": v for k, v in m.items() if isinstance(v, int | float)}
+        run.log_metrics({**headline_metrics(m), **details})
         log.info(
             "%s on %s/%s @ %d: accuracy %.2f (%d of %d failed)",
             s["system"],

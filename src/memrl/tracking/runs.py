@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from memrl import mlflow_notes as notes
+from memrl.scoring.compare import OUTCOMES as VERDICTS
 from memrl.tracking.invocation import invocations_dir
 from memrl.tracking.record import flatten
 from memrl.tracking.results_dir import origin_of, producers_of
@@ -30,9 +31,8 @@ RECORD_TAG = "memrl.record"  # on a job's run: its record id
 CLOSED_TAG = "memrl.closed"  # on an invocation's run once its invocation has ended
 PARAM_MAX_CHARS = 6000  # MLflow's limit on a param value
 PARAM_KEY_MAX_CHARS = 250  # and on its name
-# every verdict and claim outcome a summary counts, 0 included (memrl.scoring.compare,
-# memrl.report.claims), so two runs' invocations compare on the same metrics
-SUMMARY_VERDICTS = ("reproduced", "consistent", "differs above", "differs below")
+# every claim outcome a summary counts, 0 included, so two invocations compare on the same metrics:
+# memrl.report.claims.OUTCOMES, which this floor cannot import (the verdicts it can: OUTCOMES)
 SUMMARY_OUTCOMES = ("holds", "does not hold", "undecided", "not checkable")
 BATCH = {"params": 100, "tags": 100, "metrics": 1000}  # MLflow's limits per log_batch call
 
@@ -84,7 +84,7 @@ def summary_metrics(results: Path) -> dict[str, float]:
         for path in sorted(results.glob("*/*.claims.json"))
         for claim in json.loads(path.read_text())
     ]
-    counted = {f"cells.{v}": verdicts.count(v) for v in (*SUMMARY_VERDICTS, *verdicts)}
+    counted = {f"cells.{v}": verdicts.count(v) for v in (*VERDICTS, *verdicts)}
     counted |= {f"claims.{o}": outcomes.count(o) for o in (*SUMMARY_OUTCOMES, *outcomes)}
     return {_param_key(key.replace(" ", "_")): float(n) for key, n in counted.items()}
 
