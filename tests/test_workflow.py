@@ -30,6 +30,12 @@ CUSTOM_EXAMPLE = ("--configfile", "config/smoke.yaml", "examples/custom/config.y
 KEEP_SMOKE = "MEMRL_KEEP_SMOKE"
 
 
+def kept_smoke() -> Path | None:
+    """The venv smoke run `make test` kept (results/smoke as it was), if this CI run has one."""
+    kept = Path(os.environ.get(KEEP_SMOKE, "/nonexistent")) / "smoke"
+    return kept if (kept / "reproduction.md").is_file() else None
+
+
 def snakemake_env() -> dict[str, str]:
     """This environment with the test's interpreter (its snakemake, its memrl) first on PATH."""
     return {

@@ -5,8 +5,9 @@ slice of the smoke DAG (RULER-HQA synthesis -> the filter -> the document pool -
 SLURM profile, overridden only where a test cluster differs (account, partition, no GPUs, no
 apptainer, a laptop's memory, no automatic retry). A job that exits 1 and one killed by scancel
 are reported as failed (sacct agrees); the documented command, run again, resumes the slice,
-submitting only what is missing, and its outputs equal the same slice run locally. Every job
-goes through sbatch. Needs root; the cluster is stopped at the end."""
+submitting only what is missing, and its outputs equal the same slice run locally (the venv smoke
+run `make test` kept, where CI has one). Every job goes through sbatch. Needs root; the cluster is
+stopped at the end."""
 
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ from pathlib import Path
 import pytest
 import yaml
 from slurm_jobs import ACCOUNT, PARTITION, accounting, run
-from test_workflow import copy_workflow, snakemake, snakemake_env
+from test_workflow import copy_workflow, kept_smoke, snakemake, snakemake_env
 
 pytestmark = pytest.mark.cluster
 
@@ -82,20 +83,26 @@ def cancel_when_running(snakemake_run: subprocess.Popen, rule: str) -> str:
     raise AssertionError(f"no {rule} job ran")
 
 
+def local_run(repo: Path, work: Path) -> Path:
+    """results/smoke of a local run of the slice: the kept smoke run, else one run in `work`."""
+    if kept := kept_smoke():
+        return kept
+    copy_workflow(repo, work)
+    ran = snakemake("--profile", "profiles/smoke", SLICE, cwd=work)
+    assert ran.returncode == 0, ran.stderr[-3000:]
+    return work / "results/smoke"
+
+
 def test_a_smoke_slice_fails_visibly_resumes_and_matches_the_local_run(
     cluster, repo, tmp_path, shared_dir
 ):
-    local, remote = tmp_path / "local", shared_dir  # the nodes see no one's /tmp but their own
-    local.mkdir()
-    for work in (local, remote):
-        copy_workflow(repo, work)
+    local = local_run(repo, tmp_path)
+    remote = shared_dir  # the nodes see no one's /tmp but their own
+    copy_workflow(repo, remote)
     profile = remote / "profiles/slurm-test"
     profile.mkdir()
     (profile / "config.yaml").write_text(yaml.safe_dump(cluster_profile(repo)))
     on_slurm = ("--profile", "profiles/slurm-test", SLICE)  # the documented command
-
-    ran = snakemake("--profile", "profiles/smoke", SLICE, cwd=local)
-    assert ran.returncode == 0, ran.stderr[-3000:]
     started = time.monotonic()
 
     # a job that exits 1: the released evaluation set it reads is corrupt
@@ -134,5 +141,6 @@ def test_a_smoke_slice_fails_visibly_resumes_and_matches_the_local_run(
     print(f"SLURM slice with a failed and a cancelled job: {time.monotonic() - started:.0f} s")
     prefix = SLICE.removesuffix(".metrics.json")
     for suffix in (".metrics.json", ".predictions.jsonl"):
-        ours, theirs = (work / f"{prefix}{suffix}" for work in (remote, local))
+        ours = remote / f"{prefix}{suffix}"
+        theirs = local / f"{prefix.removeprefix('results/smoke/')}{suffix}"
         assert ours.read_bytes() == theirs.read_bytes(), suffix
