@@ -10,7 +10,7 @@ from pathlib import Path
 from test_intervals import PAPER, SYSTEMS, record
 
 from memrl.report.cells import mark_machinery_only
-from memrl.report.claims import HOLDS, ClaimCheck, write_claims
+from memrl.report.claims import HOLDS, NOT_CHECKABLE, ClaimCheck, write_claims
 from memrl.report.records import load_metrics
 from memrl.report.render import NOT_COMPARABLE, write_table
 from memrl.report.reproduction import footnotes, summarize_table, write_reproduction
@@ -107,8 +107,8 @@ def test_the_report_groups_tables_by_paper_and_links_figures_and_lineage(tmp_pat
     assert "<title>Reproduction report: run smoke</title>" in page_text
     html = page.read_text()
     assert "<img src='figures/figure1.png'" in html and "<details><summary>Notes" in html
-    # both papers, both at once, training curves, case studies, and the diagnoses
-    assert html.count("<h2>") == 6
+    # the key numbers, both papers, both at once, training curves, case studies, the diagnoses
+    assert html.count("<h2>") == 7
     # each cell that differs opens a diagnosis, linked from the top of the report
     assert (
         "- **Diagnoses** (why a number differs; below): [table1: RL-MemAgent-14B (ours) @ " in text
@@ -122,6 +122,56 @@ def test_the_report_groups_tables_by_paper_and_links_figures_and_lineage(tmp_pat
         "- Seeds: one sample per question; no spread over sampling or training seeds" in diagnosis
     )
     assert "- Chance: 0 of 4 cells reproduced within the margin" in diagnosis
+
+
+MADE_BY = "Made by commit abc1234, config 9f3e, invocation 20261129T101522-x; its lineage: r.md"
+
+
+def test_the_report_opens_with_each_papers_key_numbers_as_its_table_states_them(tmp_path):
+    """Table 1's RL-MemAgent-14B row (its headline), ours [interval] beside the paper and the
+    verdict as the table's CSV has them, above everything else; what made them under them."""
+    table = write_table1(tmp_path)
+    md, page, _ = write_reproduction(
+        {"run": "smoke"}, [table], [], [], [], tmp_path / "reproduction", MADE_BY
+    )
+    text = md.read_text()
+    key = text.split("## Key numbers\n")[1].split(MADE_BY)[0]  # what made them, under them
+    assert text.index(MADE_BY) < text.index("- **MemAgent**: ")  # then the verdict counts
+    assert "**MemAgent**, [table1](tables/table1.md): " in key
+    expected = [
+        f"| {row['system']} @ {row['label']} | {float(row['ours']):.1f} "
+        f"[{float(row['ci_low']):.1f}, {float(row['ci_high']):.1f}] | "
+        f"{float(row['paper']):.1f} | {row['verdict']} |"
+        for row in csv.DictReader(table.with_suffix(".csv").open())
+        if row["paper_row"] == "RL-MEMAGENT-14B"
+    ]
+    assert len(expected) == 4 and [line for line in key.splitlines() if "@" in line] == expected
+    assert f"| RL-MemAgent-14B (ours) @ 28K | {100 * 64 / 128:.1f} [" in key  # record(200, 64)
+    assert "**Mem-α**: none of its headline rows ran in this run." in key
+    html = page.read_text()
+    assert html.index('<table class="key">') < html.index("<h2>MemAgent</h2>")
+    assert html.count("<tr><td>RL-MemAgent-14B (ours) @ ") == 4 and MADE_BY in html
+
+
+def test_claims_that_cannot_be_checked_are_collapsed_below_the_judged_ones(tmp_path):
+    table = write_table1(tmp_path)
+    claims = tmp_path / "figures/figure5.claims.json"
+    checks = [
+        ClaimCheck("a", "NIAH stays above 95 %", "ours", 97.0, HOLDS, "min 97.0", (96.0, 98.0)),
+        ClaimCheck("b", "3.5M within 10 %", "ours", None, NOT_CHECKABLE, "3.5M not run", None),
+    ]
+    write_claims(checks, claims)
+    md, page, _ = write_reproduction(
+        {"run": "smoke"}, [table], [], [claims], [], tmp_path / "reproduction"
+    )
+    text = md.read_text()
+    judged, collapsed = text.split("<details><summary>1 not checkable here</summary>")
+    assert "[holds] NIAH stays above 95 %" in judged
+    assert "[not checkable] 3.5M within 10 %" in collapsed.split("</details>")[0]
+    page_text = page.read_text()
+    assert "<details><summary>1 not checkable here</summary><ul><li>[not checkable] 3.5M" in (
+        page_text
+    )
 
 
 def links(page: Path, pattern: str) -> list[tuple[Path, str]]:

@@ -25,7 +25,6 @@ def cmd_table(args: argparse.Namespace, run: JobRecord) -> None:
     from memrl.report.controls import load_item_scores
     from memrl.report.memalpha_tables import load_instance_texts
     from memrl.report.recipes import trained_recipe_notes
-    from memrl.report.render import MADE_BY_LINE
     from memrl.report.rows import system_specs
     from memrl.report.tables import (
         build_paper_table,
@@ -66,10 +65,15 @@ def cmd_table(args: argparse.Namespace, run: JobRecord) -> None:
     if table.attrs.get("banner"):
         table.attrs["claims"] = not_comparable(table.attrs.get("claims", []))
     caption = f"{report_plan(name).caption}, run {s['run']}"
-    table.attrs["provenance"] = (
-        f"{MADE_BY_LINE}{made_by()}; its lineage: memrl lineage {args.out_prefix}.md"
-    )
+    table.attrs["provenance"] = provenance_footnote(args.out_prefix)
     write_paper_table(name, table, args.out_prefix, caption)
+
+
+def provenance_footnote(out_prefix: str) -> str:
+    """What made `<out_prefix>.md` (commit, config hash, invocation) and how to trace it."""
+    from memrl.report.render import MADE_BY_LINE
+
+    return f"{MADE_BY_LINE}{made_by()}; its lineage: memrl lineage {out_prefix}.md"
 
 
 def cmd_reproduction(args: argparse.Namespace, run: JobRecord) -> None:
@@ -84,6 +88,7 @@ def cmd_reproduction(args: argparse.Namespace, run: JobRecord) -> None:
         args.claims,
         args.case_studies,
         Path(args.out_prefix),
+        provenance_footnote(args.out_prefix),
     )
 
 

@@ -478,7 +478,11 @@ def _by_key(build: Callable[..., pd.DataFrame], key: str) -> Callable[[TableInpu
 # MemAgent's tables by name (the Snakefile's targets): their key in config/paper/memagent.yaml
 # (Table 4: memrl.report.memagent_probe; Table 7: niah_config; failure patterns: memory_patterns)
 MEMAGENT_TABLES = {
-    "table1": PaperTable(_ruler_hqa(build_table1, "ruler_hqa"), MEMAGENT),
+    "table1": PaperTable(
+        _ruler_hqa(build_table1, "ruler_hqa"),
+        MEMAGENT,
+        headline=("RL-MEMAGENT-14B", "RL-MEMAGENT-7B"),
+    ),
     "table2": PaperTable(
         _by_key(build_longbench_sum_table, "longbench_sum"),
         MEMAGENT,

@@ -34,6 +34,7 @@ MEMALPHA_NOTES = (
 )
 
 
+HEADLINE_TABLES = ("memalpha_table1", "memalpha_table2")  # their Mem-α row opens the report
 CHECKPOINT_WORDS = {"last": "the last checkpoint", "best": "the best checkpoint by validation"}
 LOSS_AGG_WORDS = {  # memalpha.training.loss_agg
     TOKEN_MEAN: "a token-mean loss",
@@ -472,11 +473,13 @@ def _store_text(memory: Mapping[str, Any], store: str) -> str:
 
 def _scores(name: str) -> PaperTable:
     """A score table (Tables 1-3) or an ablation (4, 9): per source, the instances behind the
-    paper's numbers are its n."""
+    paper's numbers are its n. Tables 1 and 2 (validation, MemoryAgentBench) are the paper's
+    headline: Mem-α's averages open the reproduction report."""
     return PaperTable(
         lambda t: build_memalpha_table(t.records, t.systems, t.paper, name),
         MEMALPHA,
         sizes=lambda paper: memalpha_paper_sizes(paper, name),
+        headline=("Mem-α",) if name in HEADLINE_TABLES else (),
     )
 
 

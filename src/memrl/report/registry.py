@@ -59,6 +59,9 @@ class PaperTable:
     # the items behind the paper's numbers (memrl.report.cells.attach_paper_n); default: the
     # paper file's `sources.<its paper key>.items`
     sizes: Callable[[Mapping[str, Any]], PaperSizes] | None = None
+    # the paper's own rows (its file's names) whose numbers open the reproduction report: their
+    # averages where the table has them, else every cell
+    headline: tuple[str, ...] = ()
 
     def paper_sizes(self, paper: Mapping[str, Any], paper_key: str | None) -> PaperSizes:
         if self.sizes is not None:

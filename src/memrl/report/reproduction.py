@@ -1,6 +1,8 @@
-"""The reproduction report: per paper and table, how many cells reproduced, the largest misses,
-the footnotes, and links to every table, figure and case study with the command that traces
-each back to the models and data that made it (`memrl lineage`). Markdown and HTML.
+"""The reproduction report: first the key numbers (each paper's headline rows, ours with its
+interval beside the paper's, the verdict, and what made them), then per paper and table, how many
+cells reproduced, the largest misses, the footnotes, and links to every table, figure and case
+study with the command that traces each back to the models and data that made it (`memrl
+lineage`). Markdown and HTML.
 
 It reads what the table jobs wrote: each table's tidy CSV (a `verdict` per cell: reproduced
 within ±δ, consistent, or ours differs above or below the paper: memrl.scoring.compare) and its
@@ -19,16 +21,16 @@ from pathlib import Path
 from typing import Any
 
 from memrl.config import report_plan
-from memrl.data.io import atomic_path, read_json, write_text_atomic
+from memrl.data.io import atomic_path, write_text_atomic
 from memrl.report.cells import MACHINERY_ONLY
-from memrl.report.claims import (
-    CHECK_LINE,
-    CLAIM_LINE,
-    CLAIMS_SUFFIX,
-    FAILS,
-    HOLDS,
-    NOT_CHECKABLE,
+from memrl.report.claim_lists import (
+    Claim,
+    claims_text,
+    html_claims,
+    markdown_claims,
+    read_claims,
 )
+from memrl.report.claims import CHECK_LINE, CLAIM_LINE, CLAIMS_SUFFIX
 from memrl.report.diagnosis import (
     TEXT_TABLES,
     Cell,
@@ -40,6 +42,14 @@ from memrl.report.diagnosis import (
 )
 from memrl.report.figures import paper_figure
 from memrl.report.html_page import html_document, prose
+from memrl.report.key_numbers import (
+    KEY_CSS,
+    KeyNumber,
+    KeyTable,
+    html_key_numbers,
+    key_numbers,
+    markdown_key_numbers,
+)
 from memrl.report.registry import BOTH_PAPERS, MEMAGENT, MEMALPHA, OWN_DATA
 from memrl.report.render import (
     MADE_BY_LINE,
@@ -64,7 +74,7 @@ MISSES_SHOWN = 3
 MISS_VERDICTS = (DIFFERS_ABOVE, DIFFERS_BELOW)
 PAGE_CSS = (
     "body{font-family:sans-serif;max-width:75em;margin:1em auto;line-height:1.4}"
-    "p.banner{font-weight:bold;background:#fff3cd;padding:6px}"
+    "p.banner{font-weight:bold;background:#fff3cd;padding:6px}" + KEY_CSS
 )
 LINEAGE_WHAT = "the jobs, models and data behind it"
 LEGEND_START = "Cells:"  # the legend line of a table's Markdown (not a footnote)
@@ -98,6 +108,7 @@ class TableSummary:
     banner: str | None = None  # the table's machinery-only line
     judged: Sequence[JudgedCell] = ()
     gaps: Sequence[JudgedCell] = ()  # not comparable (machinery only), with a difference
+    key_numbers: Sequence[KeyNumber] = ()  # its headline rows' (PaperTable.headline)
 
     @property
     def cells(self) -> list[JudgedCell]:
@@ -152,6 +163,7 @@ def summarize_table(markdown: Path) -> TableSummary:
         banner=banner,
         judged=[_judged(name, row) for row in judged],
         gaps=[_judged(name, row) for row in gaps],
+        key_numbers=key_numbers(rows, paper_table(name).headline),
     )
 
 
@@ -189,27 +201,6 @@ def footnotes(markdown: str) -> list[str]:
         line.strip()
         for line in lines[last_row + 1 :]
         if line.strip() and not line.startswith(shown_elsewhere)
-    ]
-
-
-@dataclass(frozen=True)
-class Claim:
-    """A paper claim checked on one of our systems (a figure's or table's `.claims.json`)."""
-
-    paper: str
-    source: str  # the figure or table that checks it
-    text: str
-    system: str | None
-    outcome: str  # memrl.report.claims.OUTCOMES
-    detail: str
-
-
-def read_claims(path: Path, paper: str) -> list[Claim]:
-    """The checks a figure or table wrote (memrl.report.claims.ClaimCheck as JSON)."""
-    source = path.name.removesuffix(CLAIMS_SUFFIX)
-    return [
-        Claim(paper, source, c["text"], c["system"], c["outcome"], c["detail"])
-        for c in read_json(path)
     ]
 
 
@@ -273,25 +264,6 @@ def _worth_a_look_text(tables: Sequence[TableSummary]) -> list[str]:
     return lines
 
 
-def _claims_text(claims: Sequence[Claim]) -> str:
-    judged = [c for c in claims if c.outcome != NOT_CHECKABLE]
-    if not claims:
-        return "no claim checked"
-    if not judged:
-        return f"no claim judged ({len(claims)} checks not checkable or not comparable)"
-    counts = {outcome: sum(c.outcome == outcome for c in judged) for outcome in (HOLDS, FAILS)}
-    undecided = len(judged) - counts[HOLDS] - counts[FAILS]
-    return (
-        f"{counts[HOLDS]} of {len(judged)} claim checks hold, {counts[FAILS]} do not, "
-        f"{undecided} undecided (the 95 % interval across the claim's bound)"
-    )
-
-
-def _claim_line(claim: Claim) -> str:
-    ours = f"ours, {claim.system}: " if claim.system else ""
-    return f"[{claim.outcome}] {claim.text} ({claim.source}) {ours}{claim.detail}"
-
-
 @dataclass(frozen=True)
 class Reproduction:
     """What the report shows; links relative to `base` (the report's folder)."""
@@ -303,6 +275,7 @@ class Reproduction:
     case_studies: Sequence[Path]
     base: Path
     context: Context | None = None  # what the diagnoses read (memrl.report.diagnosis)
+    made_by: str | None = None  # the provenance footnote (commit, config hash, invocation)
 
     @functools.cached_property
     def diagnosed(self) -> list[tuple[JudgedCell, list[str]]]:
@@ -347,10 +320,25 @@ class Reproduction:
     def summary(self, paper: str) -> str:
         tables, _, claims = self.of(paper)
         averages = [a for table in tables for a in table.averages]
-        return f"{_verdict_text(totals(tables), averages)}; {_claims_text(claims)}"
+        return f"{_verdict_text(totals(tables), averages)}; {claims_text(claims)}"
 
     def link(self, path: Path) -> str:
         return os.path.relpath(path, self.base)
+
+    def key_tables(self) -> list[tuple[str, list[KeyTable]]]:
+        """Per paper that declares headline rows, its tables that show some (maybe none)."""
+        declared = {
+            paper_table(name).section for name in PAPER_TABLES if paper_table(name).headline
+        }
+        return [
+            (paper, [self._key_table(t) for t in self.of(paper)[0] if t.key_numbers])
+            for paper in PAPERS
+            if paper in declared
+        ]
+
+    def _key_table(self, table: TableSummary) -> KeyTable:
+        md, page = (self.link(table.markdown.with_suffix(s)) for s in (".md", ".html"))
+        return KeyTable(table.name, table.caption, md, page, table.key_numbers)
 
 
 def shown(report: Reproduction, sections: tuple[str, ...]) -> list[str]:
@@ -361,6 +349,7 @@ def shown(report: Reproduction, sections: tuple[str, ...]) -> list[str]:
 def render_markdown(report: Reproduction) -> str:
     lines = [f"# Reproduction report: run {report.run}", ""]
     lines += [f"> {report.banner}", ""] if report.banner else []
+    lines += markdown_key_numbers(report.key_tables(), report.made_by)
     for paper in shown(report, PAPERS):
         lines.append(f"- **{paper}**: {report.summary(paper)}")
         look = _worth_a_look_text(report.of(paper)[0])
@@ -377,7 +366,7 @@ def render_markdown(report: Reproduction) -> str:
         tables, figures, claims = report.of(paper)
         lines += ["", f"## {paper}", ""]
         if claims:
-            lines += ["### Claims", ""] + [f"- {_claim_line(c)}" for c in claims] + [""]
+            lines += markdown_claims(claims)
         for table in tables:
             link = report.link(table.markdown)
             anchor = f'<a id="{table_anchor(table.name)}"></a>'
@@ -426,6 +415,7 @@ def render_html(report: Reproduction) -> str:
     body = [f"<h1>Reproduction report: run {esc(report.run)}</h1>"]
     if report.banner:
         body.append(f'<p class="banner">{prose(report.banner)}</p>')
+    body += html_key_numbers(report.key_tables(), report.made_by)
     body.append("<ul>")
     for paper in shown(report, PAPERS):
         look = _worth_a_look_text(report.of(paper)[0])
@@ -445,8 +435,7 @@ def render_html(report: Reproduction) -> str:
         tables, figures, claims = report.of(paper)
         body.append(f"<h2>{esc(paper)}</h2>")
         if claims:
-            items = "".join(f"<li>{prose(_claim_line(c))}</li>" for c in claims)
-            body.append(f"<h3>Claims</h3><ul>{items}</ul>")
+            body.append(html_claims(claims))
         for table in tables:
             href = esc(report.link(table.markdown.with_suffix(".html")))
             body.append(
@@ -495,10 +484,12 @@ def write_reproduction(
     claim_files: Sequence[Path],
     case_studies: Sequence[Path],
     out_prefix: Path,
+    made_by: str | None = None,
 ) -> list[Path]:
     """`<prefix>.md` and `<prefix>.html` from the tables' Markdown files (their CSVs beside),
     the figures, the claim checks the figures and tables wrote, and the case studies; the
-    diagnoses from the settings (memrl.config.reproduction_settings) and the text tables."""
+    diagnoses from the settings (memrl.config.reproduction_settings) and the text tables;
+    `made_by`, the provenance footnote under the key numbers."""
     summaries = [summarize_table(path) for path in tables]
     claims = [
         claim
@@ -518,7 +509,14 @@ def write_reproduction(
         samples=settings.get("samples", "one sample per question"),
     )
     report = Reproduction(
-        settings["run"], summaries, figures, claims, case_studies, out_prefix.parent, context
+        settings["run"],
+        summaries,
+        figures,
+        claims,
+        case_studies,
+        out_prefix.parent,
+        context,
+        made_by,
     )
     md, page, cells = (
         out_prefix.with_name(out_prefix.name + ext) for ext in (".md", ".html", CELLS_SUFFIX)
