@@ -37,6 +37,11 @@ INVOKED = {"command": ["snakemake", "--profile", "profiles/smoke", "table3"], "t
 
 @pytest.fixture
 def results(tmp_path, monkeypatch) -> Path:
+    return tracked_results(tmp_path, monkeypatch)
+
+
+def tracked_results(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """results/t under `tmp_path`, the working directory, with tracking on and no invocation."""
     for name in (
         ENV_INVOCATION,
         ENV_GIT_COMMIT,
@@ -254,6 +259,8 @@ def test_a_job_run_names_the_runs_that_made_its_inputs_and_the_parent_keeps_diff
     snakemake_log.write_text("Finished jobs\n")
     # Snakemake 9's handlers get `log` as a list; the load runs in a subprocess
     end_invocation(results, succeeded=True, snakemake_log=[str(snakemake_log)])
+    summary = json.loads((results / "run.json").read_text())  # memrl.tracking.pipeline_info's
+    assert summary["invocation"]["status"] == "FINISHED"
     runs = mlflow_runs(results)
     by_name = {run["name"]: run_id for run_id, run in runs.items()}
     experiment = "1"

@@ -20,6 +20,7 @@ from memrl.data.io import read_jsonl
 from memrl.report.claims import OUTCOMES
 from memrl.report_digests import compare, report_jobs
 from memrl.scoring.memalpha import is_judged
+from memrl.tracking.record import RECORD_SUFFIX, read_record
 
 pytestmark = pytest.mark.workflow
 
@@ -768,6 +769,26 @@ def test_smoke_reproduction_report_shows_every_table_figure_and_claim(smoke):
 
     judged = (results / "reproduction.cells.csv").read_text().splitlines()
     assert judged == [",".join(CELL_COLUMNS)]
+
+
+def test_smoke_run_is_summarised_in_run_json_and_pipeline_info(smoke):
+    """Every job of the run (smoke DAG and own-data example) once in the trace, finished; the
+    summary names the last invocation and holds every claim check the figures and tables wrote."""
+    results = smoke / "results/smoke"
+    with open(results / "pipeline_info/trace.tsv", newline="") as handle:
+        trace = list(csv.DictReader(handle, delimiter="\t"))
+    # a rerun job's earlier records are kept beside its newest (another file, the same log)
+    logs = {read_record(path)["log"] for path in (results / "logs").rglob(f"*{RECORD_SUFFIX}")}
+    assert len(trace) == len(logs) and {row["status"] for row in trace} == {"FINISHED"}
+    benchmarks = list((results / "benchmarks").rglob("*.tsv"))
+    assert sum(row["cpu_s"] != "" for row in trace) == len(benchmarks)
+    summary = json.loads((results / "run.json").read_text())
+    assert summary["invocation"]["targets"] == "custom" and summary["run"] == "smoke"
+    claims = sum(len(json.loads(p.read_text())) for p in results.glob("*/*.claims.json"))
+    assert len(summary["claims"]) == claims
+    [timeline] = (results / "pipeline_info").glob(f"timeline_{summary['invocation']['id']}.html")
+    custom = sum(row["invocation"] == summary["invocation"]["id"] for row in trace)
+    assert custom > 0 and timeline.read_text().count("<rect ") == custom
 
 
 def test_smoke_rerun_is_up_to_date_and_one_target_reruns_alone(smoke):

@@ -175,10 +175,11 @@ def profile_of(command: list[str]) -> str:
 def end_invocation(
     results: Path, succeeded: bool, snakemake_log: str | Sequence[str] | None = None
 ) -> None:
-    """Mark the invocation finished and load every pending record into MLflow (a subprocess:
-    MLflow is imported once per invocation, and a tracking failure never fails the workflow).
-    `snakemake_log`: Snakemake's log file(s) of the invocation (its handlers' `log`: a list in
-    Snakemake 9), attached to its parent run."""
+    """Mark the invocation finished, write the run's summary (run.json, pipeline_info/:
+    memrl.tracking.pipeline_info) and load every pending record into MLflow (subprocesses:
+    MLflow is imported once per invocation, and neither failure fails the workflow, each says
+    how to redo it). `snakemake_log`: Snakemake's log file(s) of the invocation (its handlers'
+    `log`: a list in Snakemake 9), attached to its parent run."""
     invocation = os.environ.get(ENV_INVOCATION)
     if not enabled() or not invocation:
         return
@@ -188,8 +189,10 @@ def end_invocation(
     logs = [snakemake_log] if isinstance(snakemake_log, str) else list(snakemake_log or [])
     record["snakemake_logs"] = [str(Path(log_file).resolve()) for log_file in logs]
     write_json_atomic(path, record)
-    done = subprocess.run([sys.executable, "-m", "memrl.tracking", str(results)], check=False)
-    if done.returncode != 0:
-        log.warning(
-            "provenance: loading into MLflow failed; rerun python -m memrl.tracking %s", results
-        )
+    for module, what in (
+        ("memrl.tracking.pipeline_info", "writing run.json and pipeline_info/"),
+        ("memrl.tracking", "loading into MLflow"),
+    ):
+        done = subprocess.run([sys.executable, "-m", module, str(results)], check=False)
+        if done.returncode != 0:
+            log.warning("provenance: %s failed; rerun python -m %s %s", what, module, results)

@@ -13,7 +13,6 @@ MLflow's limits. MLflow is imported only when a run is written.
 
 from __future__ import annotations
 
-import csv
 import json
 import re
 from collections.abc import Iterator, Mapping
@@ -23,6 +22,7 @@ from typing import Any
 from memrl import mlflow_notes as notes
 from memrl.scoring.compare import OUTCOMES as VERDICTS
 from memrl.tracking.invocation import invocations_dir
+from memrl.tracking.pipeline_info import claim_checks, judged_rows
 from memrl.tracking.record import flatten
 from memrl.tracking.results_dir import origin_of, producers_of
 
@@ -74,16 +74,11 @@ def summary_metrics(results: Path) -> dict[str, float]:
     (`cells.reproduced`, `cells.consistent`, `cells.differs`, ...: the reproduction report's
     `reproduction.cells.csv`) and the papers' claims per outcome (`claims.holds`, ...: every
     `*.claims.json`), each 0 when none; nothing where the run made no report."""
-    cells = results / "reproduction.cells.csv"
-    if not cells.is_file():
+    judged = judged_rows(results)
+    if judged is None:
         return {}
-    with cells.open(newline="") as handle:
-        verdicts = [row["verdict"] for row in csv.DictReader(handle)]
-    outcomes = [
-        claim.get("outcome", "")
-        for path in sorted(results.glob("*/*.claims.json"))
-        for claim in json.loads(path.read_text())
-    ]
+    verdicts = [row["verdict"] for row in judged]
+    outcomes = [claim.get("outcome", "") for claim in claim_checks(results)]
     counted = {f"cells.{v}": verdicts.count(v) for v in (*VERDICTS, *verdicts)}
     counted |= {f"claims.{o}": outcomes.count(o) for o in (*SUMMARY_OUTCOMES, *outcomes)}
     return {_param_key(key.replace(" ", "_")): float(n) for key, n in counted.items()}

@@ -1,0 +1,262 @@
+"""One run in one place, as nf-core's `pipeline_info/` and lm-evaluation-harness's results file
+give it: after each invocation, from the job records (memrl.tracking.record) and Snakemake's
+benchmark files,
+
+- `<results>/pipeline_info/trace.tsv`: every job of the run (its newest record), its status, start,
+  wall time, CPU time and peak memory;
+- `<results>/pipeline_info/timeline_<invocation>.html`: that invocation's jobs as a Gantt chart;
+- `<results>/pipeline_info/software_versions.json`: each distinct software stack (environment
+  lock, image, Python and the packages a record names) once, with the rules that ran in it;
+- `<results>/run.json`: the invocation (command, targets, profile, commit, config and its hash),
+  the software stacks, every table's score cells (ours, interval, the paper's, the verdict, p and
+  the reproduction report's q) and every claim check.
+
+`python -m memrl.tracking.pipeline_info RESULTS` writes them (what `end_invocation` runs); each
+file is replaced whole or not at all, and nothing else in RESULTS is touched."""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import html
+import io
+import json
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from memrl.data.io import read_json, write_text_atomic
+from memrl.tracking.invocation import invocations_dir
+from memrl.tracking.record import RECORD_SUFFIX, read_record
+
+INFO_DIR = "pipeline_info"
+RUN_SUMMARY = "run.json"
+TRACE_COLUMNS = (
+    "job", "rule", "status", "invocation", "start", "wall_s", "cpu_s", "peak_rss_mb", "host",
+    "container",
+)  # fmt: skip
+SOFTWARE_TAGS = ("env.lock", "env.lock.digest", "container.image", "container.digest", "python")
+CELLS_FILE = "reproduction.cells.csv"  # memrl.report.reproduction.CELLS_SUFFIX
+CELL_FIELDS = (
+    "system", "label", "kind", "ours", "ci_low", "ci_high", "paper", "delta", "diff_low",
+    "diff_high", "verdict", "p_value",
+)  # fmt: skip
+CLAIMS_SUFFIX = ".claims.json"  # memrl.report.claims.CLAIMS_SUFFIX
+BAR_HEIGHT, LABEL_WIDTH, CHART_WIDTH = 14, 360, 900
+
+
+def job_name(record: Mapping[str, Any]) -> str:
+    wildcards = record.get("wildcards") or {}
+    return " ".join([record["rule"], *(str(v) for v in wildcards.values())])
+
+
+def newest_records(results: Path) -> list[dict[str, Any]]:
+    """Each job's newest record (by its log), oldest start first."""
+    newest: dict[str, dict[str, Any]] = {}
+    for path in sorted((results / "logs").rglob(f"*{RECORD_SUFFIX}")):
+        record = read_record(path)
+        if record and record.get("start_ms", 0) >= newest.get(record["log"], {}).get("start_ms", 0):
+            newest[record["log"]] = record
+    return sorted(newest.values(), key=lambda r: r["start_ms"])
+
+
+def benchmark_of(results: Path, record: Mapping[str, Any]) -> dict[str, float]:
+    """The job's Snakemake benchmark (its log's path under benchmarks/, .tsv), if it has one:
+    its last line's CPU seconds and peak resident memory (MB)."""
+    parts = Path(record["log"]).parts  # .../results/<run>/logs/<rule>/...
+    if "logs" not in parts:
+        return {}
+    path = results.joinpath("benchmarks", *parts[parts.index("logs") + 1 :]).with_suffix(".tsv")
+    if not path.is_file():
+        return {}
+    rows = list(csv.DictReader(io.StringIO(path.read_text(encoding="utf-8")), delimiter="\t"))
+    return {"cpu_s": float(rows[-1]["cpu_time"]), "max_rss": float(rows[-1]["max_rss"])}
+
+
+def trace_row(results: Path, record: Mapping[str, Any]) -> dict[str, Any]:
+    bench = benchmark_of(results, record)
+    tags = record.get("tags", {})
+    peak = max(record.get("peak_rss_mb") or 0.0, bench.get("max_rss", 0.0))
+    return {
+        "job": job_name(record),
+        "rule": record["rule"],
+        "status": record.get("status", "RUNNING"),
+        "invocation": record.get("invocation", ""),
+        "start": iso(record["start_ms"]),
+        "wall_s": record.get("wall_s", ""),
+        "cpu_s": bench.get("cpu_s", ""),
+        "peak_rss_mb": round(peak, 1) if peak else "",
+        "host": tags.get("host", ""),
+        "container": tags.get("container.image", ""),
+        "start_ms": record["start_ms"],
+        "end_ms": record.get("end_ms"),
+    }
+
+
+def iso(ms: int) -> str:
+    return datetime.fromtimestamp(ms / 1000, UTC).isoformat(timespec="seconds")
+
+
+def trace_tsv(rows: Sequence[Mapping[str, Any]]) -> str:
+    out = io.StringIO()
+    writer = csv.writer(out, delimiter="\t", lineterminator="\n")
+    writer.writerow(TRACE_COLUMNS)
+    writer.writerows([row[c] for c in TRACE_COLUMNS] for row in rows)
+    return out.getvalue()
+
+
+def software_stacks(records: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Each distinct stack (SOFTWARE_TAGS and every `pkg.*` tag) once, with its rules."""
+    stacks: dict[str, dict[str, Any]] = {}
+    for record in records:
+        tags = record.get("tags", {})
+        stack = {k: v for k, v in sorted(tags.items()) if k in SOFTWARE_TAGS or k[:4] == "pkg."}
+        entry = stacks.setdefault(json.dumps(stack, sort_keys=True), {**stack, "rules": []})
+        if record["rule"] not in entry["rules"]:
+            entry["rules"].append(record["rule"])
+    return list(stacks.values())
+
+
+def timeline_html(rows: Sequence[Mapping[str, Any]], title: str) -> str:
+    """The jobs as horizontal bars from their start to their end (a running or killed job: to
+    the last end), one line each, coloured by rule; a bar's tooltip gives its trace row."""
+    esc = html.escape
+    if not rows:
+        svg = "<p>No job ran in this invocation.</p>"
+    else:
+        start = min(r["start_ms"] for r in rows)
+        end = max(max(r["end_ms"] or r["start_ms"] for r in rows), start + 1)
+        scale = CHART_WIDTH / (end - start)
+        rules = sorted({r["rule"] for r in rows})
+        bars = []
+        for k, row in enumerate(rows):
+            x = LABEL_WIDTH + (row["start_ms"] - start) * scale
+            width = max(((row["end_ms"] or end) - row["start_ms"]) * scale, 1.0)
+            hue = 360 * rules.index(row["rule"]) // len(rules)
+            tip = ", ".join(f"{c} {row[c]}" for c in TRACE_COLUMNS if row[c] != "")
+            y = k * (BAR_HEIGHT + 2)
+            bars.append(
+                f'<text x="{LABEL_WIDTH - 6}" y="{y + BAR_HEIGHT - 3}" text-anchor="end">'
+                f"{esc(row['job'][:60])}</text>"
+                f'<rect x="{x:.1f}" y="{y}" width="{width:.1f}" height="{BAR_HEIGHT}" '
+                f'fill="hsl({hue},60%,55%)"><title>{esc(tip)}</title></rect>'
+            )
+        height = len(rows) * (BAR_HEIGHT + 2) + 20
+        axis = f"0 s to {(end - start) / 1000:.0f} s after {iso(start)}"
+        svg = (
+            f'<svg xmlns="http://www.w3.org/2000/svg" width="{LABEL_WIDTH + CHART_WIDTH + 10}" '
+            f'height="{height}" font-family="sans-serif" font-size="11">{"".join(bars)}'
+            f'<text x="{LABEL_WIDTH}" y="{height - 4}">{esc(axis)}</text></svg>'
+        )
+    return (
+        f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>{esc(title)}'
+        f"</title></head><body><h1>{esc(title)}</h1>{svg}</body></html>\n"
+    )
+
+
+def read_csv(path: Path) -> list[dict[str, str]]:
+    with path.open(newline="", encoding="utf-8") as handle:
+        return list(csv.DictReader(handle))
+
+
+def judged_rows(results: Path) -> list[dict[str, str]] | None:
+    """The reproduction report's judged cells (verdict, p, q); None where it made no report."""
+    path = results / CELLS_FILE
+    return read_csv(path) if path.is_file() else None
+
+
+def table_cells(results: Path) -> list[dict[str, str]]:
+    """Every score cell of every table (its CSV: ours, interval, the paper's, the verdict), with
+    the q-value the reproduction report gave it (across its paper's cells; '' if none)."""
+    q_values = {
+        (row["table"], row["system"], row["label"]): row["q_value"]
+        for row in judged_rows(results) or []
+    }
+    cells = []
+    for path in sorted((results / "tables").glob("*.csv")):
+        for row in read_csv(path):
+            if "verdict" not in row or not row.get("ours"):
+                continue  # a text table's row
+            key = (path.stem, row["system"], row["label"])
+            cells.append(
+                {"table": path.stem, **{c: row.get(c, "") for c in CELL_FIELDS}}
+                | {"q_value": q_values.get(key, "")}
+            )
+    return cells
+
+
+def claim_checks(results: Path) -> list[dict[str, Any]]:
+    """Every claim check a figure or table wrote, with its `source` (that figure or table)."""
+    return [
+        {"source": path.name.removesuffix(CLAIMS_SUFFIX), **check}
+        for path in sorted(results.glob(f"*/*{CLAIMS_SUFFIX}"))
+        for check in read_json(path)
+    ]
+
+
+def run_summary(
+    invocation: Mapping[str, Any], stacks: list[dict[str, Any]], results: Path
+) -> dict[str, Any]:
+    tags = invocation.get("tags", {})
+    return {
+        "run": tags.get("run"),
+        "invocation": {
+            "id": invocation["invocation"],
+            "start": iso(invocation["start_ms"]),
+            "end": iso(invocation["end_ms"]) if invocation.get("end_ms") else None,
+            "status": invocation.get("status", "RUNNING"),
+            **{key: tags.get(key) for key in ("command", "targets", "profile", "host")},
+            "commit": tags.get("git.commit"),
+            "uncommitted_changes": tags.get("git.dirty") == "true",
+        },
+        "config_hash": tags.get("config.hash"),
+        "config": invocation.get("config", {}),
+        "software": stacks,
+        "cells": table_cells(results),
+        "claims": claim_checks(results),
+        "pipeline_info": INFO_DIR,
+    }
+
+
+def write_pipeline_info(results: Path) -> list[Path]:
+    """The files of this module's docstring, for the newest invocation of `results`."""
+    invocations = sorted(invocations_dir(results).glob("*.json"))
+    if not invocations:
+        raise FileNotFoundError(f"{invocations_dir(results)}: no invocation recorded")
+    invocation = read_json(invocations[-1])
+    records = newest_records(results)
+    rows = [trace_row(results, record) for record in records]
+    stacks = software_stacks(records)
+    info, name = results / INFO_DIR, invocation["invocation"]
+    current = [row for row in rows if row["invocation"] == name]
+    texts = {  # all made before any is written: a failure leaves the last ones as they were
+        info / "trace.tsv": trace_tsv(rows),
+        info / f"timeline_{name}.html": timeline_html(current, f"Jobs of invocation {name}"),
+        info / "software_versions.json": json_text(stacks),
+        results / RUN_SUMMARY: json_text(run_summary(invocation, stacks, results)),
+    }
+    for path, text in texts.items():
+        write_text_atomic(path, text)
+    return list(texts)
+
+
+def json_text(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, indent=1) + "\n"  # as write_json_atomic
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(
+        prog="python -m memrl.tracking.pipeline_info",
+        description="Write results/<run>/run.json and pipeline_info/ from the job records.",
+    )
+    parser.add_argument("results", type=Path, help="results/<run>")
+    results = parser.parse_args(argv).results
+    written = write_pipeline_info(results)
+    print(
+        f"run summary: {results / RUN_SUMMARY} and {len(written) - 1} files in {results / INFO_DIR}"
+    )
+
+
+if __name__ == "__main__":
+    main()
