@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 from conftest import REPO, image
+from test_workflow import kept_smoke
 
 from memrl.run_compare import differences
 
@@ -60,8 +61,7 @@ def both_runs(tmp_path_factory, built) -> Path:
     root = tmp_path_factory.mktemp("smoke")
     for name in COPIED:
         (shutil.copytree if (REPO / name).is_dir() else shutil.copy)(REPO / name, root / name)
-    kept = Path(os.environ.get("MEMRL_KEEP_SMOKE", "/nonexistent")) / "smoke"
-    if (kept / "reproduction.md").is_file():
+    if kept := kept_smoke():
         shutil.copytree(kept, root / "results/smoke", symlinks=True)
     done = pipeline(root, "smoke")  # a kept venv run is up to date: nothing to do
     assert done.returncode == 0, f"smoke:\n{done.stderr[-4000:]}"

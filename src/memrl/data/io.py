@@ -217,8 +217,13 @@ def write_jsonl_atomic(path: str | Path, rows: Iterable[dict]) -> None:
             f.write(_jsonl_line(row))
 
 
+def json_text(obj: Any) -> str:
+    """`obj` as every JSON file here is written (write_json_atomic)."""
+    return json.dumps(obj, ensure_ascii=False, indent=1) + "\n"
+
+
 def write_json_atomic(path: str | Path, obj: Any) -> None:
-    write_text_atomic(path, json.dumps(obj, ensure_ascii=False, indent=1) + "\n")
+    write_text_atomic(path, json_text(obj))
 
 
 def read_json(path: str | Path) -> Any:

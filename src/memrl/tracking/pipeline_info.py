@@ -26,9 +26,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from memrl.data.io import read_json, write_text_atomic
+from memrl.data.io import json_text, read_json, write_text_atomic
+from memrl.mlflow_notes import job_run_name
 from memrl.tracking.invocation import invocations_dir
-from memrl.tracking.record import RECORD_SUFFIX, read_record
+from memrl.tracking.results_dir import records_under
 
 INFO_DIR = "pipeline_info"
 RUN_SUMMARY = "run.json"
@@ -46,17 +47,11 @@ CLAIMS_SUFFIX = ".claims.json"  # memrl.report.claims.CLAIMS_SUFFIX
 BAR_HEIGHT, LABEL_WIDTH, CHART_WIDTH = 14, 360, 900
 
 
-def job_name(record: Mapping[str, Any]) -> str:
-    wildcards = record.get("wildcards") or {}
-    return " ".join([record["rule"], *(str(v) for v in wildcards.values())])
-
-
 def newest_records(results: Path) -> list[dict[str, Any]]:
-    """Each job's newest record (by its log), oldest start first."""
+    """Each job's newest record (by its log; read where `results` lies now), oldest first."""
     newest: dict[str, dict[str, Any]] = {}
-    for path in sorted((results / "logs").rglob(f"*{RECORD_SUFFIX}")):
-        record = read_record(path)
-        if record and record.get("start_ms", 0) >= newest.get(record["log"], {}).get("start_ms", 0):
+    for record in records_under(results):
+        if record["start_ms"] >= newest.get(record["log"], {}).get("start_ms", 0):
             newest[record["log"]] = record
     return sorted(newest.values(), key=lambda r: r["start_ms"])
 
@@ -64,10 +59,8 @@ def newest_records(results: Path) -> list[dict[str, Any]]:
 def benchmark_of(results: Path, record: Mapping[str, Any]) -> dict[str, float]:
     """The job's Snakemake benchmark (its log's path under benchmarks/, .tsv), if it has one:
     its last line's CPU seconds and peak resident memory (MB)."""
-    parts = Path(record["log"]).parts  # .../results/<run>/logs/<rule>/...
-    if "logs" not in parts:
-        return {}
-    path = results.joinpath("benchmarks", *parts[parts.index("logs") + 1 :]).with_suffix(".tsv")
+    logs = results.resolve() / "logs"  # records_under made the log's path absolute, here
+    path = results / "benchmarks" / Path(record["log"]).relative_to(logs).with_suffix(".tsv")
     if not path.is_file():
         return {}
     rows = list(csv.DictReader(io.StringIO(path.read_text(encoding="utf-8")), delimiter="\t"))
@@ -79,7 +72,7 @@ def trace_row(results: Path, record: Mapping[str, Any]) -> dict[str, Any]:
     tags = record.get("tags", {})
     peak = max(record.get("peak_rss_mb") or 0.0, bench.get("max_rss", 0.0))
     return {
-        "job": job_name(record),
+        "job": job_run_name(record),
         "rule": record["rule"],
         "status": record.get("status", "RUNNING"),
         "invocation": record.get("invocation", ""),
@@ -239,10 +232,6 @@ def write_pipeline_info(results: Path) -> list[Path]:
     for path, text in texts.items():
         write_text_atomic(path, text)
     return list(texts)
-
-
-def json_text(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, indent=1) + "\n"  # as write_json_atomic
 
 
 def main(argv: list[str] | None = None) -> None:
