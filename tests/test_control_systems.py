@@ -10,7 +10,7 @@ import copy
 import numpy as np
 import pytest
 from memalpha_fakes import RuleQA
-from test_evaluation import HQA, RecordingEngine, rows
+from test_evaluation import HQA, ScriptedEngine, rows
 from test_memalpha_baselines import ROWS, judge
 
 from memrl import config as cfg
@@ -36,7 +36,7 @@ SETTINGS = {
 
 def test_on_a_memagent_benchmark_it_asks_the_direct_prompt_without_the_context(tmp_path):
     row = rows(1, context_chars=400)[0]
-    engine = RecordingEngine()
+    engine = ScriptedEngine()
     system = closedbook.workflows(HQA, SETTINGS, engine.tokenizer, None)
     [prediction] = evaluate([row], workflow_runner(HQA, system, engine, None), tmp_path / "p", 1)
     [request] = engine.requests
@@ -130,7 +130,7 @@ def test_the_oracle_asks_the_benchmarks_own_prompt_over_the_evidence_alone(pool,
     docs, questions = pool
     row = {"index": 3, "input": "q3?", "answers": ["Paris"], "doc_ids": [7, 5, 2, 1, 6]}
     [given] = with_evidence([row], "ruler_hqa", questions, docs)
-    engine = RecordingEngine()
+    engine = ScriptedEngine()
     system = oracle.workflows(HQA, {**SETTINGS, "max_output_tokens": 9}, engine.tokenizer, None)
     [prediction] = evaluate([given], workflow_runner(HQA, system, engine, None), tmp_path / "p", 1)
     [request] = engine.requests
@@ -158,7 +158,7 @@ def test_the_full_context_control_asks_the_agents_answer_prompt_over_the_context
     tmp_path,
 ):
     row = rows(1, context_chars=400)[0]
-    engine = RecordingEngine()
+    engine = ScriptedEngine()
     settings = {"max_input_tokens": 300, "max_output_tokens": 8, "final_prompt": "answer_is"}
     system = fullcontext.workflows(HQA, settings, engine.tokenizer, None)
     [prediction] = evaluate([row], workflow_runner(HQA, system, engine, None), tmp_path / "p", 1)

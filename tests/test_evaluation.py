@@ -14,6 +14,7 @@ from memrl.evaluation import (
     evaluate,
     load_finished,
     merge_shards,
+    requests_digest,
     shard_rows,
     summarize,
     workflow_runner,
@@ -34,17 +35,20 @@ class CharTokenizer:
 
 
 class ScriptedEngine:
-    """Memory turns echo a note; final turns answer "Paris" unless the question is poisoned."""
+    """Memory turns echo a note; final turns answer "Paris" unless the question is poisoned.
+    Every request is kept (`requests`)."""
 
     def __init__(self, fail_on: str | None = None, crash_after_calls: int | None = None):
         self.tokenizer = CharTokenizer()
         self.calls: list[int] = []
+        self.requests: list = []
         self.fail_on, self.crash_after_calls = fail_on, crash_after_calls
 
     def chat(self, requests, sampling):
         if self.crash_after_calls is not None and len(self.calls) >= self.crash_after_calls:
             raise KeyboardInterrupt("killed")
         self.calls.append(len(requests))
+        self.requests += requests
         out = []
         for request in requests:
             content = request.messages[-1]["content"]
@@ -88,7 +92,41 @@ def test_every_engine_call_carries_each_unfinished_sample(tmp_path):
     assert engine.calls == [4, 4, 4, 4]
     assert [p["n_calls"] for p in predictions] == [4] * 4
     assert [p["sub_em"] for p in predictions] == [1.0, 0.0, 1.0, 0.0]
-    assert summarize(predictions, "ruler_hqa", "hqa", "s", 3)["accuracy"] == 50.0
+    summary = summarize(predictions, "ruler_hqa", "hqa", "s", 3)
+    assert summary["accuracy"] == 50.0
+    # the memory each answered from ("noted": 5 one-character tokens), the tables' Mem. column
+    assert [p["memory_tokens"] for p in predictions] == [5] * 4
+    assert summary["mean_memory_tokens"] == 5
+
+
+def test_each_prediction_carries_the_digests_of_the_prompts_it_sent(tmp_path):
+    engine = ScriptedEngine()
+    predictions = run(rows(2), engine, tmp_path / "p.jsonl", 1)  # one sample at a time
+    sent = [engine.requests[:4], engine.requests[4:]]  # 3 memory turns and the final one each
+    assert [p["prompt_sha256"] for p in predictions] == [requests_digest(s[:1]) for s in sent]
+    assert [p["prompts_sha256"] for p in predictions] == [requests_digest(s) for s in sent]
+    assert predictions[0]["prompt_sha256"] != predictions[1]["prompt_sha256"]
+    # the same first prompt with another budget is another prompt; a sample that sent nothing
+    # has no digest
+    budget = engine.requests[0].__class__(engine.requests[0].messages, max_tokens=9)
+    assert requests_digest([budget]) != predictions[0]["prompt_sha256"]
+    assert requests_digest([]) is None
+
+
+def test_each_prediction_carries_its_rows_identity_and_the_digest_of_its_data():
+    from memrl.data.io import json_digest
+    from memrl.jobs.evaluate import with_row_identity
+
+    row = {"index": 0, "id": "harbor-1", "task_label": "history", "input": "Who?",
+           "context": "Ada wrote it.", "answers": ["Ada"], "num_tokens": 3}  # fmt: skip
+    (record,) = with_row_identity([{"index": 0, "score": 1.0}], [row])
+    assert (record["id"], record["task_label"], record["score"]) == ("harbor-1", "history", 1.0)
+    data = {k: v for k, v in row.items() if k != "num_tokens"}
+    assert record["row_sha256"] == json_digest(data)
+    # another tokenizer's length or the memory another job wrote leave the row as it was
+    same = with_row_identity([{"index": 0}], [{**row, "num_tokens": 9, "memorized": {"m": 1}}])
+    changed = with_row_identity([{"index": 0}], [{**row, "context": "Ada Lovelace wrote it."}])
+    assert same[0]["row_sha256"] == record["row_sha256"] != changed[0]["row_sha256"]
 
 
 def test_a_killed_job_resumes_after_its_last_finished_wave(tmp_path):
@@ -188,21 +226,11 @@ def test_summary_reports_every_metric_and_the_paper_metric_as_accuracy(tmp_path)
     assert metrics["mean_calls"] == 3.25  # the failed sample stopped after its first call
 
 
-class RecordingEngine(ScriptedEngine):
-    def __init__(self):
-        super().__init__()
-        self.requests = []
-
-    def chat(self, requests, sampling):
-        self.requests += requests
-        return super().chat(requests, sampling)
-
-
 def test_long_context_baseline_gets_the_official_prompt_middle_truncated(tmp_path):
     from memrl.baselines.longcontext import official_prompt
 
     row = rows(1, context_chars=400)[0]
-    engine = RecordingEngine()
+    engine = ScriptedEngine()
     system = longcontext_system(HQA, engine.tokenizer, None, 300, None)
     [prediction] = evaluate(
         [row], workflow_runner(HQA, system, engine, None), tmp_path / "p.jsonl", 1
@@ -224,7 +252,7 @@ def test_rag_answers_from_the_top_k_documents_in_context_order(tmp_path):
     pool = ["alpha", "beta", "gamma", "delta"]
     row = {**rows(1)[0], "doc_ids": [3, 1, 0, 2]}
     del row["context"]
-    engine = RecordingEngine()
+    engine = ScriptedEngine()
     system = rag_system(HQA, engine.tokenizer, pool, FirstUnits(), 2, None, 10**6, 7)
     evaluate([row], workflow_runner(HQA, system, engine, None), tmp_path / "p.jsonl", 1)
     [request] = engine.requests
@@ -241,7 +269,7 @@ def test_longbench_prompts_budgets_and_metrics(tmp_path):
 
     task = Task("longbench", "gov_report")
     data = load_longbench(fixture_path("longbench/gov_report.parquet"), "gov_report")[:1]
-    engine = RecordingEngine()
+    engine = ScriptedEngine()
     direct = longcontext_system(task, engine.tokenizer, None, 10**6, None)
     [prediction] = evaluate(
         data, workflow_runner(task, direct, engine, None), tmp_path / "d.jsonl", 1
@@ -251,7 +279,7 @@ def test_longbench_prompts_budgets_and_metrics(tmp_path):
     assert request.max_tokens == max_new_tokens("gov_report") == 512
     assert {"rouge_1_recall", "rouge_2_recall", "rouge_l_recall", "rouge_l_f"} <= set(prediction)
     agent = MemAgentConfig(chunk_tokens=10**6, memory_tokens=8, final_tokens=8)
-    engine = RecordingEngine()
+    engine = ScriptedEngine()
     memory = memagent_system(task, engine.tokenizer, None, agent)
     evaluate(data, workflow_runner(task, memory, engine, None), tmp_path / "m.jsonl", 1)
     assert f"<problem> \n{SUMMARY_PROBLEM}\n</problem>" in engine.requests[0].messages[0]["content"]

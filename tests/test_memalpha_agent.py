@@ -26,7 +26,14 @@ from memrl.agents.memalpha import (
 )
 from memrl.agents.structured_memory import TRUNCATION_SUFFIX, StructuredMemory
 from memrl.engines.base import Completion, SamplingParams
-from memrl.evaluation import Judge, MemoryQA, check_failures, evaluate, summarize
+from memrl.evaluation import (
+    Judge,
+    MemoryQA,
+    check_failures,
+    evaluate,
+    requests_digest,
+    summarize,
+)
 from memrl.systems.memalpha import memorize_runner, memory_qa_runner
 
 
@@ -317,6 +324,9 @@ def test_memorize_then_memory_qa_scores_each_source_and_counts_failures(tmp_path
     judged = [r for r in qa_engine.requests if r.messages[0]["content"].startswith("I will give")]
     assert len(judged) == 1 and "Rubric: rugs" in judged[0].messages[0]["content"]
     assert judged[0].max_tokens == 8 and judged[0].enable_thinking is False
+    # the prompt digests are the questions' requests (the judge's are not the system's)
+    (label,) = [r for r in answered if r["questions"][0].endswith("What label?")]
+    assert label["prompt_sha256"] == label["prompts_sha256"] == requests_digest([pubmed])
     assert [r["num_tokens"] for r in answered] == [5, 5, 5]
     summary = summarize(answered, "mab", "all", "memalpha", 0)
     assert summary["accuracy"] == pytest.approx(100 * (0.5 + 1 + 1) / 3)

@@ -12,7 +12,7 @@ import pytest
 from test_tracking import CONFIG, INVOKED, mark_ended, run_job, tracked_results
 
 from memrl.tracking.invocation import start_invocation
-from memrl.tracking.pipeline_info import INFO_DIR, RUN_SUMMARY, write_pipeline_info
+from memrl.tracking.pipeline_info import INFO_DIR, RUN_SUMMARY, container_of, write_pipeline_info
 from memrl.tracking.record import read_record
 
 
@@ -104,3 +104,10 @@ def test_the_report_files_it_reads_are_named_as_the_report_writes_them():
 
     assert pipeline_info.CLAIMS_SUFFIX == CLAIMS_SUFFIX
     assert f"reproduction{CELLS_SUFFIX}" == pipeline_info.CELLS_FILE
+
+
+def test_a_verl_jobs_container_names_where_its_ray_and_driver_ran():
+    own = {"container.image": "none (ran in /venv)"}
+    assert container_of(own) == "none (ran in /venv)"
+    ray = {**own, "ray.container.image": "/shared/train.sif"}
+    assert container_of(ray) == "none (ran in /venv); Ray and verl: /shared/train.sif"

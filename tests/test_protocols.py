@@ -8,7 +8,7 @@ import copy
 
 import pytest
 from test_controls import items
-from test_evaluation import HQA, RecordingEngine, rows
+from test_evaluation import HQA, ScriptedEngine, rows
 
 from memrl import config as cfg
 from memrl.agents.memagent import MemAgentConfig
@@ -22,14 +22,14 @@ READING = "I will provide you with sequential information chunks."
 
 def test_a_question_blind_memory_never_sees_the_question_until_the_answer(tmp_path):
     row = rows(1, context_chars=25)[0]
-    engine = RecordingEngine()
+    engine = ScriptedEngine()
     system = memagent.memagent_system(HQA, engine.tokenizer, None, AGENT, READING)
     [prediction] = evaluate([row], workflow_runner(HQA, system, engine, None), tmp_path / "p", 1)
     *updates, final = [r.messages[0]["content"] for r in engine.requests]
     assert len(updates) == 3 and prediction["n_calls"] == 4  # 25 characters, 10-token chunks
     assert all(READING in u and row["input"] not in u for u in updates)
     assert row["input"] in final and READING not in final
-    aware = RecordingEngine()
+    aware = ScriptedEngine()
     system = memagent.memagent_system(HQA, aware.tokenizer, None, AGENT)
     evaluate([row], workflow_runner(HQA, system, aware, None), tmp_path / "q", 1)
     assert all(row["input"] in r.messages[0]["content"] for r in aware.requests)

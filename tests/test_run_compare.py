@@ -63,3 +63,58 @@ def test_a_changed_number_or_a_missing_file_is_named_and_fails(tmp_path, capsys)
     assert "differ: checkpoints/r/stage1/train_metrics.jsonl" in capsys.readouterr().out
     with pytest.raises(SystemExit, match="not a results directory"):
         run_compare.main([str(a), str(tmp_path)])
+
+
+def prediction(index: int, score: float, row: str = "r", prompt: str = "p", **extra) -> dict:
+    return {"task": "hqa", "index": index, "score": score, "failed": False,
+            "row_sha256": row, "prompt_sha256": prompt, **extra}  # fmt: skip
+
+
+def predictions_file(root: Path, lines: list[dict]) -> Path:
+    path = root / "eval/ruler_hqa/s/10.predictions.jsonl"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    return root
+
+
+def test_items_are_matched_by_task_and_index_and_each_change_says_what_else_changed(tmp_path):
+    a = predictions_file(tmp_path / "a", [
+        prediction(0, 1.0), prediction(1, 1.0), prediction(2, 0.0), prediction(3, 1.0),
+        prediction(4, 1.0, id="harbor-1"), prediction(5, 0.0), prediction(6, 1.0),
+    ])  # fmt: skip
+    b = predictions_file(tmp_path / "b", [
+        prediction(0, 1.0, prompt="other"),  # a new prompt, the same outcome: not listed
+        prediction(1, 0.0),
+        prediction(2, 1.0, prompt="other"),
+        prediction(3, 0.0, row="other", prompt="other"),
+        {**prediction(4, 0.0), "row_sha256": None},  # a run before the digests were recorded
+        {**prediction(5, 0.0), "failed": True},
+        prediction(7, 1.0),
+    ])  # fmt: skip
+    (found,) = run_compare.item_differences(a, b).values()
+    assert (found.matched, found.only_a, found.only_b) == (6, 1, 1)
+    assert [(c.index, c.score_a, c.score_b, c.why) for c in found.changed] == [
+        (1, 1.0, 0.0, "same input and prompt (the model, its sampling or chance)"),
+        (2, 0.0, 1.0, "first prompt differs"),
+        (3, 1.0, 0.0, "input row differs"),
+        (4, 1.0, 0.0, "input row not recorded"),
+        (5, 0.0, 0.0, "same input and prompt (the model, its sampling or chance)"),
+    ]
+    assert found.changed[3].line() == "hqa/4 (harbor-1): 1 -> 0, input row not recorded"
+
+
+def test_compare_runs_prints_the_changed_items_of_each_predictions_file(tmp_path, capsys):
+    a = predictions_file(write(tmp_path / "a", RUN), [prediction(i, 1.0) for i in range(4)])
+    b = predictions_file(write(tmp_path / "b", RUN), [prediction(i, 0.0) for i in range(4)])
+    with pytest.raises(SystemExit) as exit_:
+        run_compare.main([str(a), str(b), "--items", "2"])
+    assert exit_.value.code == 1
+    out = capsys.readouterr().out.splitlines()
+    assert "differ: eval/ruler_hqa/s/10.predictions.jsonl" in out
+    assert "4 items matched in 1 predictions files, 4 changed outcome" in out
+    at = out.index("items: eval/ruler_hqa/s/10.predictions.jsonl: 4 of 4 changed outcome, "
+                   "0 only in a, 0 only in b")  # fmt: skip
+    assert (
+        out[at + 1].startswith("  hqa/0: 1 -> 0")
+        and out[at + 3] == "  ... 2 more (--items N shows N)"
+    )

@@ -1,4 +1,5 @@
 import hashlib
+import json
 import os
 import stat
 import types
@@ -13,6 +14,7 @@ from memrl.data.sources import (
     fetch_file,
     fixture_corpus,
     fixture_path,
+    unverified,
 )
 from memrl.models.fetch import fetch_model
 from memrl.settings_files import settings_reference
@@ -44,7 +46,7 @@ def test_fetch_http_missing_file(http_root, tmp_path):
     assert list(dest.parent.iterdir()) == []
 
 
-def test_fetch_http_checksum_mismatch_removes_partial(http_root, tmp_path):
+def test_fetch_http_checksum_mismatch_keeps_the_file_aside_for_inspection(http_root, tmp_path):
     root, base = http_root
     (root / "data.txt").write_bytes(PAYLOAD)
     dest = tmp_path / "out" / "data.txt"
@@ -53,7 +55,9 @@ def test_fetch_http_checksum_mismatch_removes_partial(http_root, tmp_path):
         fetch_file(f"{base}/data.txt", dest, sha256=wrong)
     message = str(info.value)
     assert f"{base}/data.txt" in message and wrong in message and PAYLOAD_SHA in message
-    assert list(dest.parent.iterdir()) == []
+    kept = unverified(dest)
+    assert f"kept for inspection at {kept}" in message
+    assert list(dest.parent.iterdir()) == [kept] and kept.read_bytes() == PAYLOAD
 
 
 def test_checksum_mismatch_keeps_existing_dest(tmp_path):
@@ -64,7 +68,8 @@ def test_checksum_mismatch_keeps_existing_dest(tmp_path):
     with pytest.raises(ChecksumError):
         fetch_file(str(src), dest, sha256="f" * 64)
     assert dest.read_bytes() == b"previous"
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["dest.bin", "src.bin"]
+    names = ["dest.bin", "dest.bin.unverified", "src.bin"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == names
 
 
 def test_fetch_local_path(tmp_path):
@@ -303,3 +308,23 @@ def test_a_local_directory_of_the_released_hqa_sets_is_planned_with_each_files_c
     config["ruler_hqa"]["official"]["sha256"] = {"eval_50.json": "0" * 64}
     with pytest.raises(ConfigError, match=r"ruler_hqa\.official \(file eval_50\.json\)"):
         official_hqa_settings(config, "eval_50.json")
+
+
+def test_a_failed_download_checksum_names_the_config_key_that_pins_it(
+    http_root, tmp_path, monkeypatch
+):
+    from memrl import cli
+
+    monkeypatch.setenv("MEMRL_TRACKING", "off")
+    root, base = http_root
+    (root / "minutes.jsonl").write_bytes(PAYLOAD)
+    out = tmp_path / "raw/minutes.jsonl"
+    job = {"rule": "download_data", "wildcards": {"source": "minutes", "ext": "jsonl"}}
+    settings = {"url": f"{base}/minutes.jsonl", "sha256": "f" * 64}
+    argv = ["--job", json.dumps(job), "download-data", "--settings", json.dumps(settings)]
+    with pytest.raises(SystemExit) as exit_:
+        cli.main([*argv, "--out", str(out), "--manifest", f"{out}.manifest.json"])
+    assert str(exit_.value.code).startswith(
+        f"config key sources.minutes.sha256: checksum mismatch for {base}/minutes.jsonl"
+    )
+    assert unverified(out).read_bytes() == PAYLOAD and not out.exists()

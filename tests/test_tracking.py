@@ -126,6 +126,14 @@ def test_record_holds_tags_params_digests_metrics_and_resources(results):
     assert record["status"] == "FINISHED" and record["wall_s"] >= 0 and record["peak_rss_mb"] > 0
 
 
+def test_tags_learnt_while_a_job_runs_join_its_starts_tags(results):
+    ray = {"ray.container.env": "train", "ray.container.image": "/shared/train.sif"}
+    path = run_job(results, "t", body=lambda record: record.add_tags(ray))
+    tags = read_record(path)["tags"]
+    assert tags["ray.container.env"] == "train" and "git.commit" in tags  # the start's kept
+    assert tags["container.image"].startswith("none (ran in ")  # the job itself: on the host
+
+
 def test_metric_names_keep_only_what_mlflow_accepts(results):
     path = run_job(results, "m", metrics=({"longmemeval_s*.accuracy": 1.0, "a b/c:d-e.f": 2},))
     [metrics] = read_record(path)["metrics"]

@@ -106,12 +106,22 @@ def test_the_dry_run_command_and_the_job_agree_on_every_path(tmp_path):
 
 
 def fake_verl(
-    monkeypatch, final_step: int, logged: dict[int, dict[str, float]] | None = None
+    monkeypatch,
+    final_step: int,
+    logged: dict[int, dict[str, float]] | None = None,
+    image_marker: Path | None = None,
 ) -> list[list[str]]:
     """subprocess.run as the launch (a checkpoint of every logged step and of the final one, a
-    metric log) and the merger would act."""
+    metric log; given `image_marker`, the driver in an image with that identity file, which
+    writes where it ran as memrl.verl.main does) and the merger would act."""
+    from memrl import software
+    from memrl.verl import write_ran_in
+
     calls: list[list[str]] = []
     logged = logged or {1: {"critic/score/mean": 0.5}}
+    if image_marker is not None:
+        inside = software.container_tags
+        monkeypatch.setattr(software, "container_tags", lambda: inside(image_marker))
 
     def run(argv, env=None, check=False):
         calls.append(list(argv))
@@ -125,6 +135,8 @@ def fake_verl(
                 (checkpoints / f"global_step_{step}" / "actor").mkdir(parents=True)
             (checkpoints / TRACKER).write_text(str(final_step))
             verl_log(Path(env["VERL_FILE_LOGGER_PATH"]), logged)
+            if image_marker is not None:
+                write_ran_in(env)
         return subprocess.CompletedProcess(argv, 0)
 
     monkeypatch.setattr(job.subprocess, "run", run)
@@ -143,6 +155,8 @@ def test_run_prepares_data_launches_and_publishes_the_merged_model(tmp_path, mon
     assert metrics == [{"step": 1, "reward_mean": 0.5}]
     assert summary["steps"] == 3 and summary["final_reward_mean"] == 0.5
     assert job.job_paths(out, "base").train_files.exists()  # kept for a later resume
+    # a launch whose driver wrote nowhere where it ran is recorded as unknown, not as none
+    assert summary["ran_in"]["ray.container.image"].startswith("unknown (the driver wrote no ")
 
 
 def test_run_fails_without_the_last_checkpoint_and_on_a_stale_command(tmp_path, monkeypatch):
@@ -167,10 +181,15 @@ def test_in_the_train_image_ray_verl_and_the_merger_run_in_it_srun_and_the_job_o
     assert launch[: launch.index("--")][-2:] == ["--container", image]
     assert job.launch_container(launch) == image
     assert job.launch_container(job.launch_command(settings, str(out), "base")) is None
-    calls = fake_verl(monkeypatch, final_step=3)
+    marker = tmp_path / "image.json"  # the train image's identity file, as the build writes it
+    marker.write_text('{"env": "train", "lock_digest": "sha256:abc"}')
+    calls = fake_verl(monkeypatch, final_step=3, image_marker=marker)
     env = {"PATH": "/bin", "MEMRL_CONTAINER_ARGS": "--nv --bind /scratch"}
-    job.run(settings, ROWS, ROWS[:1], Path("base"), out, launch, env)
+    summary = job.run(settings, ROWS, ROWS[:1], Path("base"), out, launch, env)
     assert calls[0] == launch  # ray_job.sh on the host; it puts Ray and verl in the image
+    # the job (on the host) records the image its driver read from inside, under `ray.`
+    assert summary["ran_in"]["ray.container.env"] == "train"
+    assert summary["ran_in"]["ray.container.lock.digest"] == "sha256:abc"
     merger = calls[1]
     assert merger[:6] == ["apptainer", "exec", "--nv", "--bind", "/scratch", image]
     assert merger[6:9] == ["python", "-m", "verl.model_merger"]

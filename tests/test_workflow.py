@@ -418,7 +418,21 @@ def smoke(tmp_path_factory, repo) -> Path:
         shutil.copytree(work / "results/smoke", Path(keep) / "smoke", symlinks=True)
     custom = snakemake("custom", "--profile", "profiles/smoke", *CUSTOM_EXAMPLE, cwd=work)
     assert custom.returncode == 0, custom.stderr[-5000:]
+    # a second named config of one's own data, one of the example's datasets on one system
+    (work / "second.yaml").write_text(SECOND_CUSTOM)
+    second = ("--configfile", "config/smoke.yaml", "examples/custom/config.yaml", "second.yaml")
+    custom = snakemake("custom", "--profile", "profiles/smoke", *second, cwd=work)
+    assert custom.returncode == 0, custom.stderr[-5000:]
     return work
+
+
+SECOND_CUSTOM = """\
+custom:
+  name: minutes_only
+  systems: [tiny-instruct-direct]
+  datasets:
+    minutes: {source: minutes, metric: rouge}
+"""
 
 
 def test_smoke_table_has_every_cell_with_sane_values(smoke):
@@ -527,7 +541,7 @@ def test_smoke_runs_every_system_on_ones_own_data(smoke):
 
     results = smoke / "results/smoke"
     systems = eval_systems(load_config([smoke / "config/smoke.yaml"]))
-    with open(results / "tables/custom.csv") as handle:
+    with open(results / "tables/custom_example.csv") as handle:
         rows = list(csv.DictReader(handle))
     # every system but the variants (memory ablation, seed repeats), the oracle (one's own rows
     # mark no evidence) and the question-aware MemAgent (on rows, its model's default), RAG with
@@ -540,20 +554,42 @@ def test_smoke_runs_every_system_on_ones_own_data(smoke):
     assert {row["label"] for row in rows} == {"long_qa", "minutes", "Avg.", "Mem. (K)"}
     scores = [row for row in rows if row["label"] != "Mem. (K)"]
     assert all(0.0 <= float(row["ours"]) <= 100.0 and row["ci_high"] for row in scores)
-    metrics = json.loads((results / "eval/custom/memalpha-tiny/0.metrics.json").read_text())
+    metrics = json.loads((results / "eval/custom/memalpha-tiny/example.metrics.json").read_text())
     long_qa = next(m for m in metrics if m["task"] == "long_qa")
     assert long_qa["n_items"] == 3 and long_qa["n_questions"] == 8  # 3 contexts, 8 questions
     checked = (results / "data/custom/minutes.jsonl").read_text().splitlines()
     assert json.loads(checked[0])["metric"] == "rouge"
     # a prediction is found by the user's own id (an instance by its first row's)
     own = read_jsonl(results / "data/custom/long_qa.jsonl")
-    agent = read_jsonl(results / "eval/custom/rl-memagent-tiny/0.predictions.jsonl")
+    agent = read_jsonl(results / "eval/custom/rl-memagent-tiny/example.predictions.jsonl")
     assert [p["id"] for p in agent if p["task"] == "long_qa"] == [row["id"] for row in own]
     assert agent[0]["task_label"] == own[0]["task_label"] == "history"  # the user's `task`
-    grouped = read_jsonl(results / "eval/custom/memalpha-tiny/0.predictions.jsonl")
+    grouped = read_jsonl(results / "eval/custom/memalpha-tiny/example.predictions.jsonl")
     assert all(
         p["instance_id"] in {row["id"] for row in own} for p in grouped if p["task"] == "long_qa"
     )
+    # MemAgent keeps a memory: its Mem. column is filled, as Mem-α's
+    memory = {row["system_id"]: row["ours"] for row in rows if row["label"] == "Mem. (K)"}
+    assert (
+        memory["rl-memagent-tiny"]
+        and memory["memalpha-tiny"]
+        and not memory["tiny-instruct-direct"]
+    )
+    # the second named config wrote its own evaluation and table beside the example's
+    with open(results / "tables/custom_minutes_only.csv") as handle:
+        second = list(csv.DictReader(handle))
+    assert {(row["system_id"], row["label"]) for row in second} >= {
+        ("tiny-instruct-direct", "minutes")
+    }
+    direct = results / "eval/custom/tiny-instruct-direct"
+    assert sorted(p.name for p in direct.glob("*.metrics.json")) == [
+        "example.metrics.json",
+        "minutes_only.metrics.json",
+    ]
+    [again] = json.loads((direct / "minutes_only.metrics.json").read_text())
+    [first] = [m for m in json.loads((direct / "example.metrics.json").read_text())
+               if m["task"] == "minutes"]  # fmt: skip
+    assert again["accuracy"] == first["accuracy"]  # the same rows, model and prompt
 
 
 def test_memrl_cost_after_the_run_finds_what_every_job_of_the_target_used(smoke):
@@ -637,8 +673,8 @@ def test_smoke_records_one_mlflow_child_run_per_job(smoke):
     for run, key, value in db.execute("select run_uuid, key, value from tags"):
         tags.setdefault(run, {})[key] = value
     parents = [r for r in runs if "memrl.invocation.parent" in tags[r]]
-    # the smoke DAG's invocation, then the own-data example's (target custom)
-    assert len(parents) == 2 and sum(runs[r].endswith(" custom") for r in parents) == 1
+    # the smoke DAG's invocation, then the own-data example's and a second config's (target custom)
+    assert len(parents) == 3 and sum(runs[r].endswith(" custom") for r in parents) == 2
     [parent] = [r for r in parents if not runs[r].endswith(" custom")]
     children = [r for r in runs if tags[r].get("mlflow.parentRunId") == parent]
     rules = sorted(tags[r]["rule"] for r in children)
@@ -657,8 +693,10 @@ def test_smoke_records_one_mlflow_child_run_per_job(smoke):
     every_record = list(results.glob("logs/**/*.provenance.jsonl"))
     own_data = [r for r in every_record if re.search(r"custom|long_qa|minutes", r.as_posix())]
     records = [r for r in every_record if r not in own_data]
-    assert len(own_data) == 23  # 2 copies, 2 checks, 15 evaluations, 3 memorize jobs, its table
-    assert len(children) == len(runs) - 2 - len(own_data) == len(records) == 202  # all but `all`
+    # the example: 2 copies, 2 checks, 15 evaluations, 3 memorize jobs, its table; the second
+    # config: 1 evaluation (the copy and check of its dataset are the example's), its table
+    assert len(own_data) == 23 + 2
+    assert len(children) == len(runs) - 3 - len(own_data) == len(records) == 202  # all but `all`
     readme = docs_text(Path(__file__).resolve().parents[1])
     # the README's smoke job count: the quickstart, the speed table, what was verified
     assert readme.count(f"{len(records) + 1} jobs") == 3
@@ -743,7 +781,9 @@ def test_smoke_reproduction_report_shows_every_table_figure_and_claim(smoke):
     results = smoke / "results/smoke"
     report = (results / "reproduction.md").read_text()
     # the own-data example's table is its own target's, not `all`'s
-    tables = sorted(t for t in (results / "tables").glob("*.md") if t.stem != "custom")
+    tables = sorted(
+        t for t in (results / "tables").glob("*.md") if not t.stem.startswith("custom_")
+    )
     figures = sorted((results / "figures").glob("*.png"))
     assert len(tables) == 29 and len(figures) == 11  # both papers' tables; 9 figures, 2 curves
     for table in tables:

@@ -60,6 +60,10 @@ TOOLS: dict[str, tuple[str, str]] = {
         "GPU-hours, downloads and checkpoints of a target, before it runs",
     ),
     "ui": ("memrl.ui", "MLflow's UI on a results directory's store, opened on its runs"),
+    "compare-runs": (
+        "memrl.run_compare",
+        "two runs' computed files, then their predictions item by item: which changed and why",
+    ),
     "recipe-diff": (
         "memrl.recipe_diff",
         "another run's verl config beside a paper's recipe and its official script's, key by key",

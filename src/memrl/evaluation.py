@@ -22,7 +22,7 @@ from typing import Any
 
 from memrl.agents.driver import Rollout, Workflow, run_batched
 from memrl.benchmarks import Task, benchmark
-from memrl.data.io import append_jsonl, jsonl_row
+from memrl.data.io import append_jsonl, json_digest, jsonl_row
 from memrl.engines.base import ChatEngine, ChatRequest, SamplingParams
 from memrl.progress import on_engine_call, progress
 from memrl.scoring.evidence import pattern_counts
@@ -201,13 +201,14 @@ def instance_qa_runner(
         for (i, j), response in responses.items():
             if (i, j) not in scores and (i, j) not in errors:
                 scores[(i, j)] = _question_score(wave[i], j, response, protocol)
-        calls = [0] * len(wave)
-        for i, _, _ in asked:
-            calls[i] += 1
+        sent: list[list[ChatRequest]] = [[] for _ in wave]
+        for i, _, request in asked:
+            sent[i].append(request)
+        calls = [len(requests) for requests in sent]
         for i, _ in judged:
             calls[i] += 1
         return [
-            _qa_record(row, instance, i, responses, scores, errors, calls[i])
+            _qa_record(row, instance, i, responses, scores, errors, calls[i], sent[i])
             for i, (row, instance) in enumerate(zip(wave, prepared, strict=True))
         ]
 
@@ -233,8 +234,10 @@ def _qa_record(
     scores: dict[tuple[int, int], float],
     errors: dict[tuple[int, int], str],
     calls: int,
+    asked: Sequence[ChatRequest],
 ) -> dict[str, Any]:
-    """Instance `i`'s record: per-question responses and scores, their mean, the failures;
+    """Instance `i`'s record: per-question responses and scores, their mean, the failures, the
+    digests of the questions' requests (`asked`; a judge's are not the system's prompts);
     `n_calls` counts this job's requests and the memorize job's."""
     n = len(row["questions"])
     per_question = [scores.get((i, j), 0.0) for j in range(n)]
@@ -257,6 +260,7 @@ def _qa_record(
         "question_errors": question_errors,
         "memory_tokens": instance.memory_tokens,
         "num_tokens": row["num_tokens"],
+        **prompt_digests(asked),
         **instance.counts,
         "n_calls": instance.counts.get("n_calls", 0) + calls,
     }
@@ -354,10 +358,32 @@ def shard_rows(rows: Sequence[dict[str, Any]], shard: int, shards: int) -> list[
     return [row for i, row in enumerate(rows) if i % shards == shard]
 
 
+def requests_digest(requests: Sequence[ChatRequest]) -> str | None:
+    """The sha256 of exactly what `requests` sent (messages, token limit, template switches), in
+    order; None when nothing was sent."""
+    if not requests:
+        return None
+    return json_digest(
+        [[r.messages, r.max_tokens, r.enable_thinking, r.continue_final] for r in requests]
+    )
+
+
+def prompt_digests(requests: Sequence[ChatRequest]) -> dict[str, str | None]:
+    """A prediction's prompt identity: `prompt_sha256`, its first request (fixed by the input, the
+    prompt template and the settings alone, so two runs' items compare on it), and
+    `prompts_sha256`, every request it sent (later ones carry the model's own replies)."""
+    return {
+        "prompt_sha256": requests_digest(requests[:1]),
+        "prompts_sha256": requests_digest(requests),
+    }
+
+
 def record(task: Task, row: dict[str, Any], rollout: Rollout) -> dict[str, Any]:
-    """One prediction line: the row without its context, the response, and its scores."""
+    """One prediction line: the row without its context, the response, its scores and the
+    digests of the prompts sent."""
     out = {key: row.get(key) for key in ("index", "input", "answers", "num_tokens")}
     out.update(
+        prompt_digests([c.request for c in rollout.conversations]),
         n_calls=len(rollout.conversations),
         response=rollout.answer,
         failed=rollout.failed,

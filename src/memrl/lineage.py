@@ -42,6 +42,7 @@ from memrl.tracking.results_dir import (
 
 SHOWN_TAGS = ("git.commit", "git.dirty", "host", "accelerator", "pkg.torch", "pkg.transformers")
 SHOWN_TAGS += ("pkg.vllm", "pkg.verl", "env.lock.digest", "container.image", "container.digest")
+SHOWN_TAGS += ("ray.container.image", "ray.container.lock.digest")  # a verl job's Ray and driver
 
 
 def results_of(path: Path) -> Path:

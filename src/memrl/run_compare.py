@@ -1,9 +1,16 @@
-"""`python -m memrl.run_compare RESULTS_A RESULTS_B`: do two runs of one config hold the same
-numbers? Compares what a run computes, byte for byte: the downloads, data sets, models and
-checkpoints, predictions, metrics, dataset statistics, and every table's CSV and claims. A
-training log is compared without its wall times. What names the run, the time or the machine
-(logs, provenance, benchmarks, manifests' paths, Markdown/LaTeX/HTML footnotes, figure images)
-is left out. Used to show that running every job in its container image changes no number.
+"""`memrl compare-runs A B`: do two runs hold the same numbers; which items changed, and why?
+
+Files: what a run computes, byte for byte: the downloads, data sets, models and checkpoints,
+predictions, metrics, dataset statistics, and every table's CSV and claims. A training log is
+compared without its wall times. What names the run, the time or the machine (logs, provenance,
+benchmarks, manifests' paths, Markdown/LaTeX/HTML footnotes, figure images) is left out. Used to
+show that running every job in its container image changes no number.
+
+Items: every predictions file the two runs share is matched item by item (task and index); an
+item whose score or failure changed is listed with what else changed: its input row
+(`row_sha256`), the first prompt sent (`prompt_sha256`: the template or the settings), or
+neither (the model, its sampling, or chance).
+
 Exit status: 0 when everything compared is equal, 1 otherwise (the differences are listed)."""
 
 from __future__ import annotations
@@ -11,8 +18,10 @@ from __future__ import annotations
 import argparse
 import json
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
+from memrl.data.io import read_jsonl
 from memrl.digests import file_digest
 
 COMPARED = ("raw", "data", "models", "checkpoints", "eval", "stats", "tables", "figures")
@@ -53,10 +62,101 @@ def differences(a: Path, b: Path) -> dict[str, list[str]]:
     }
 
 
+PREDICTIONS = ".predictions.jsonl"
+ItemKey = tuple[str, int]
+
+
+@dataclass(frozen=True)
+class ItemChange:
+    """One item whose outcome differs between the runs, and the first of its recorded inputs
+    that differs too (`why`)."""
+
+    task: str
+    index: int
+    item_id: str | None
+    score_a: float
+    score_b: float
+    why: str
+
+    def line(self) -> str:
+        named = f" ({self.item_id})" if self.item_id is not None else ""
+        item = f"{self.task}/{self.index}{named}"
+        return f"{item}: {self.score_a:g} -> {self.score_b:g}, {self.why}"
+
+
+@dataclass(frozen=True)
+class ItemComparison:
+    """One predictions file of both runs, item by item."""
+
+    matched: int
+    only_a: int
+    only_b: int
+    changed: tuple[ItemChange, ...]
+
+
+def items_by_key(path: Path) -> dict[ItemKey, dict]:
+    """A predictions file's lines by (task, index); a file of one task has no `task` field."""
+    return {(line.get("task", ""), line["index"]): line for line in read_jsonl(path, ("index",))}
+
+
+def outcome(item: dict) -> tuple[float, bool]:
+    return float(item["score"]), bool(item["failed"])
+
+
+def why_changed(a: dict, b: dict) -> str:
+    """The first recorded input of an item that differs between the runs."""
+    for key, what in (("row_sha256", "input row"), ("prompt_sha256", "first prompt")):
+        if a.get(key) is None or b.get(key) is None:
+            return f"{what} not recorded"
+        if a[key] != b[key]:
+            return f"{what} differs"
+    return "same input and prompt (the model, its sampling or chance)"
+
+
+def item_change(key: ItemKey, a: dict, b: dict) -> ItemChange:
+    item_id = a.get("id", a.get("instance_id"))  # one's own data's id, an instance's id
+    return ItemChange(*key, item_id, outcome(a)[0], outcome(b)[0], why_changed(a, b))
+
+
+def compare_items(a: dict[ItemKey, dict], b: dict[ItemKey, dict]) -> ItemComparison:
+    both = sorted(a.keys() & b.keys())
+    changed = tuple(item_change(k, a[k], b[k]) for k in both if outcome(a[k]) != outcome(b[k]))
+    return ItemComparison(len(both), len(a.keys() - b.keys()), len(b.keys() - a.keys()), changed)
+
+
+def item_differences(a: Path, b: Path) -> dict[str, ItemComparison]:
+    """Every predictions file of both runs (its relative path) compared item by item."""
+    shared = sorted(
+        path.relative_to(a)
+        for path in (a / "eval").rglob(f"*{PREDICTIONS}")
+        if (b / path.relative_to(a)).is_file()
+    )
+    return {str(p): compare_items(items_by_key(a / p), items_by_key(b / p)) for p in shared}
+
+
+def print_items(found: dict[str, ItemComparison], shown: int) -> None:
+    """A line per predictions file whose items differ, then up to `shown` changed items each."""
+    matched = sum(c.matched for c in found.values())
+    changed = sum(len(c.changed) for c in found.values())
+    print(f"{matched} items matched in {len(found)} predictions files, {changed} changed outcome")
+    for path, c in found.items():
+        if c.changed or c.only_a or c.only_b:
+            print(f"items: {path}: {len(c.changed)} of {c.matched} changed outcome", end="")
+            print(f", {c.only_a} only in a, {c.only_b} only in b")
+            for change in c.changed[:shown]:
+                print(f"  {change.line()}")
+            if len(c.changed) > shown:
+                print(f"  ... {len(c.changed) - shown} more (--items N shows N)")
+
+
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    summary = __doc__.splitlines()[0]
+    parser = argparse.ArgumentParser(prog="memrl compare-runs", description=summary)
     parser.add_argument("a", type=Path, help="a results directory (results/<run>)")
     parser.add_argument("b", type=Path)
+    parser.add_argument(
+        "--items", type=int, default=10, metavar="N", help="changed items listed per file"
+    )
     args = parser.parse_args(argv)
     for results in (args.a, args.b):
         if not (results / "eval").is_dir():
@@ -69,6 +169,8 @@ def main(argv: list[str] | None = None) -> None:
     for key in ("differ", "only_a", "only_b"):
         for path in found[key]:
             print(f"{key}: {path}")
+    items = item_differences(args.a, args.b)
+    print_items(items, args.items)
     raise SystemExit(1 if any(found[k] for k in ("differ", "only_a", "only_b")) else 0)
 
 

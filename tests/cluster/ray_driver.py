@@ -1,6 +1,8 @@
 """A CPU-only Ray driver for ray_job.sh on the test cluster (tests/cluster/test_ray.py): it checks
 that the cluster has every node and its resources, runs one task pinned to each node and prints
-where each ran. `--fail` exits 3 after that, `--hold S` then waits S seconds (a head to kill)."""
+where each ran and the image it ran in (the identity file every image of ours carries, read from
+inside; none on the host). `--fail` exits 3 after that, `--hold S` then waits S seconds (a head to
+kill)."""
 
 from __future__ import annotations
 
@@ -9,14 +11,21 @@ import json
 import socket
 import sys
 import time
+from pathlib import Path
 
 import ray
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
+IMAGE_MARKER = Path("/opt/memrl/image.json")  # memrl.software.IMAGE_MARKER (no memrl here)
+
+
+def image() -> dict | None:
+    return json.loads(IMAGE_MARKER.read_text()) if IMAGE_MARKER.is_file() else None
+
 
 @ray.remote(num_cpus=1)
 def where() -> dict:
-    return {"host": socket.gethostname(), "ip": ray.util.get_node_ip_address()}
+    return {"host": socket.gethostname(), "ip": ray.util.get_node_ip_address(), "image": image()}
 
 
 def main() -> int:
@@ -40,7 +49,12 @@ def main() -> int:
         for node in alive
     ]
     ran = ray.get([task.remote() for task in pinned], timeout=120)
-    report = {"driver": socket.gethostname(), "tasks": ran, "resources": resources}
+    report = {
+        "driver": socket.gethostname(),
+        "driver_image": image(),
+        "tasks": ran,
+        "resources": resources,
+    }
     print("RAY_DRIVER " + json.dumps(report, sort_keys=True), flush=True)
     if args.fail:
         return 3

@@ -66,6 +66,13 @@ def ray_way(request, repo, shared_dir) -> tuple[list[str], dict[str, str]]:
     }
 
 
+def train_image_identity(repo: Path) -> dict:
+    """What the train-cpu image's identity file holds: its environment and its lock's digest."""
+    from memrl.digests import file_digest
+
+    return {"env": "train-cpu", "lock_digest": file_digest(repo / "envs/train-cpu.lock")}
+
+
 def submit(repo: Path, work: Path, way, *driver_args: str, **env: str) -> tuple[str, Path]:
     """sbatch ray_job.sh with the CPU driver on both nodes; (job id, its output file)."""
     launcher_args, way_env = way
@@ -130,6 +137,9 @@ def test_ray_spans_both_nodes_and_runs_a_task_on_each(cluster, repo, shared_dir,
     assert report["driver"] == HEAD
     hosts = {task["host"]: task["ip"] for task in report["tasks"]}
     assert hosts == NODE_IP
+    # the driver and a worker on each node read the train image's identity from inside it
+    identity = train_image_identity(repo) if ray_way[0] else None
+    assert [report["driver_image"], *(task["image"] for task in report["tasks"])] == [identity] * 3
     assert report["resources"]["GPU"] == 2 and report["resources"]["CPU"] == 4
     assert_nothing_left()
 

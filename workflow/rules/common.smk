@@ -69,10 +69,10 @@ VERL_IMAGE = config["containers"]["train"] if WANTS_APPTAINER else None
 # The infer jobs' `memrl` (their `params.memrl`): a virtualenv's (infer_venv) or the one on PATH.
 INFER_MEMRL = cfg.infer_memrl(config)
 SYSTEMS = cfg.eval_systems(config)
-EVAL_JOBS = {(j.benchmark, j.system, j.length): j for j in cfg.eval_jobs(config, SYSTEMS)}
+# Jobs by their paths' wildcards: (benchmark, system, length or the name its benchmark gives it)
+EVAL_JOBS = {cfg.eval_key(config, j): j for j in cfg.eval_jobs(config, SYSTEMS)}
 RESCORE_JOBS = {
-    (j.scorer, j.evaluation.benchmark, j.evaluation.system, j.evaluation.length): j
-    for j in cfg.rescore_jobs(config)
+    (j.scorer, *cfg.eval_key(config, j.evaluation)): j for j in cfg.rescore_jobs(config)
 }
 JUDGES = cfg.judge_probes(config)
 
@@ -86,10 +86,10 @@ wildcard_constraints:
     benchmark="|".join(EVAL_BENCHMARKS),
     placement=r"p\d+_\d+",
     task=r"[a-z0-9_]+",
-    length=r"\d+",
+    length="|".join([r"\d+", *(re.escape(name) for name in custom.config_names(config))]),
     shard=r"\d+",
     shards=r"\d+",
-    table="|".join(cfg.TABLES),
+    table="|".join(cfg.report_stem(config, name) for name in cfg.TABLES),
     figure="|".join(cfg.FIGURES),
     split="train|dev",
     memalpha_split="|".join(cfg.memalpha_splits(config)),
@@ -195,12 +195,13 @@ def report_outputs(name):
     """The files of one table (CSV, Markdown, LaTeX, HTML) or figure (PNG, PDF), and the paper
     claims each checks."""
     if name in cfg.TABLES:
-        return expand(f"{R}/tables/{name}.{{ext}}", ext=["csv", "md", "tex", "html", "claims.json"])
+        stem = cfg.report_stem(config, name)
+        return expand(f"{R}/tables/{stem}.{{ext}}", ext=["csv", "md", "tex", "html", "claims.json"])
     return expand(f"{R}/figures/{name}.{{ext}}", ext=["png", "pdf", "claims.json"])
 
 
 def case_study_prefix(job):
-    return f"{R}/case_studies/{job.benchmark}/{job.system}/{job.length}"
+    return f"{R}/case_studies/{'/'.join(cfg.eval_key(config, job))}"
 
 
 def get_case_studies():
@@ -285,7 +286,7 @@ def get_base_model(wildcards):
 
 
 def eval_job(wildcards):
-    key = (wildcards.benchmark, wildcards.system, int(wildcards.length))
+    key = (wildcards.benchmark, wildcards.system, wildcards.length)
     if key not in EVAL_JOBS:
         raise ValueError(f"not an evaluation of this config: {key}")
     return EVAL_JOBS[key]
@@ -319,7 +320,7 @@ def get_eval_inputs(wildcards):
 
 
 def rescore_job(wildcards):
-    key = (wildcards.scorer, wildcards.benchmark, wildcards.system, int(wildcards.length))
+    key = (wildcards.scorer, wildcards.benchmark, wildcards.system, wildcards.length)
     if key not in RESCORE_JOBS:
         raise ValueError(f"not a rescoring of this config: {key}")
     return RESCORE_JOBS[key]
@@ -544,7 +545,8 @@ def get_ruler_set_settings(wildcards):
 
 
 def report_name(wildcards):
-    return wildcards.get("table") or wildcards.get("figure")
+    """The table or figure a job makes (a table's files may carry its config's name)."""
+    return cfg.report_of_stem(wildcards.get("table") or wildcards.get("figure"))
 
 
 def get_report_metrics(wildcards):
@@ -582,7 +584,7 @@ def get_report_caption(wildcards):
 
 def eval_benchmark_files(job):
     """Snakemake's benchmark files of an evaluation: one per job that ran it (each shard)."""
-    base = f"{R}/benchmarks/evaluate/{job.benchmark}/{job.system}/{job.length}"
+    base = f"{R}/benchmarks/evaluate/{'/'.join(cfg.eval_key(config, job))}"
     if job.shards == 1:
         return [f"{base}.tsv"]
     return [f"{base}.shard{k}of{job.shards}.tsv" for k in range(job.shards)]

@@ -98,6 +98,8 @@ class Benchmark:
     - `check_data(config)`: checks its data while the plan is made, where it can (a dataset on
       this machine), so that bad rows stop the run before any job.
     - `shards_as`: the benchmark whose `evaluation.shards` steps split its jobs (default: its own).
+    - `job_name(config)`: the last segment of its evaluations' paths where not their length (one's
+      own datasets: the custom config's name, so two named configs keep their own files).
     - `row_settings(config)`, `instance_settings(config)`: what its evaluation jobs read of the
       config beyond the system's settings (per row; as instances, memorize jobs too). Only what
       they read: a key it does not add cannot rerun its jobs.
@@ -138,6 +140,7 @@ class Benchmark:
     lengths: bool = True
     length_unit: str = "documents"
     shards_as: str | None = None
+    job_name: Callable[[Row], str] | None = None
     row_settings: Callable[[Row], Row] = no_settings
     instance_settings: Callable[[Row], Row] = no_settings
     sizes: Callable[[Row, list[str], int], list[tuple[int, int]]] | None = None

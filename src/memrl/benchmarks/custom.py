@@ -24,6 +24,17 @@ def datasets(config: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return config.get("custom", {}).get("datasets", {})
 
 
+def config_name(config: dict[str, Any]) -> str:
+    """The custom config's name (`custom.name`): its evaluations' and table's files carry it, so
+    two configs of one's own data never write over each other."""
+    return config["custom"]["name"]
+
+
+def config_names(config: dict[str, Any]) -> list[str]:
+    """The names this config's evaluations of one's own data carry (none without a `custom`)."""
+    return [config_name(config)] if config.get("custom") else []
+
+
 def sets(config: dict[str, Any], system_id: str, system: dict[str, Any], kind: Any) -> Sets:
     """The systems `custom.systems` names (`all`: every configured one; a variant never: a
     memory-ablation setting, a repeat at another sampling or training seed; nor a question-aware
@@ -207,6 +218,7 @@ BENCHMARK = Benchmark(
     sets=sets,
     chosen_per_system=True,
     lengths=False,
+    job_name=config_name,
     data=data,
     check_data=check_data,
     read_rows=read_rows,

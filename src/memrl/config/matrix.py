@@ -180,9 +180,21 @@ def eval_data(config: dict[str, Any], job: EvalJob) -> list[Path]:
     return registered()[job.benchmark].data(config, job.length, job.tasks)
 
 
+def eval_part(config: dict[str, Any], job: EvalJob) -> str:
+    """The last segment of an evaluation's paths (`eval/<benchmark>/<system>/<part>`): its
+    length, or the name its benchmark gives its jobs (one's own data: the custom config's)."""
+    named = registered()[job.benchmark].job_name
+    return named(config) if named else str(job.length)
+
+
+def eval_key(config: dict[str, Any], job: EvalJob) -> tuple[str, str, str]:
+    """An evaluation as its paths name it: (benchmark, system, part)."""
+    return job.benchmark, job.system, eval_part(config, job)
+
+
 def eval_prefix(config: dict[str, Any], job: EvalJob) -> str:
     """Where an evaluation job's files go: `<prefix>.metrics.json`, `.predictions.jsonl`, ..."""
-    return f"{results_dir(config)}/eval/{job.benchmark}/{job.system}/{job.length}"
+    return f"{results_dir(config)}/eval/{'/'.join(eval_key(config, job))}"
 
 
 def eval_shards(config: dict[str, Any], system: dict[str, Any], benchmark: str, length: int) -> int:

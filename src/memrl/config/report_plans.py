@@ -83,7 +83,7 @@ class ReportPlan:
     its jobs' metrics, and whether it carries MemAgent's prompt wording or Figure 10's measured
     cost. Its builder and loader are declared in its report module (memrl.report.registry)."""
 
-    name: str  # its key in REPORTS, its target, the stem of its files
+    name: str  # its key in REPORTS, its target, the stem of its files (unless `named_by`)
     caption: str
     jobs: Callable[[Selection], list[EvalJob]]
     paper: str = "paper"  # MemAgent's numbers; "memalpha_paper": Mem-α's
@@ -95,6 +95,9 @@ class ReportPlan:
     wording: bool = False  # a MemAgent table: which of MemAgent's prompt wordings ran
     measured_cost: bool = False  # Figure 10: model directories and the jobs' benchmark files
     figure: bool = False  # a figure (drawn by a PaperFigure), not a table
+    # the name a config gives its files, `<name>_<that>` (one's own data: `custom.name`), so
+    # two configs keep their own (None where the config gives none)
+    named_by: Callable[[dict[str, Any]], str | None] | None = None
 
 
 def _memory_ablation_settings(name: str) -> Callable[[dict[str, Any]], dict[str, Any]]:
@@ -443,6 +446,7 @@ REPORTS: dict[str, ReportPlan] = declared_once(
         "Every chosen system on your own datasets",
         lambda s: s.select(CUSTOM_BENCHMARK),
         needs="custom",
+        named_by=lambda config: (config.get("custom") or {}).get("name"),
     ),
     _figure(
         "figure1", "RULER-HQA accuracy against context length", "figure1", Selection.memagent_suite
@@ -496,9 +500,24 @@ if list(REPORTS) != [*TABLES, *FIGURES]:  # the tables first: the plan's and the
 
 
 def report_plan(name: str) -> ReportPlan:
-    if name not in REPORTS:
+    """A table's or figure's plan, by its name or its files' stem (`report_stem`)."""
+    if report_of_stem(name) not in REPORTS:
         raise ConfigError(f"unknown table or figure {name!r}")
-    return REPORTS[name]
+    return REPORTS[report_of_stem(name)]
+
+
+def report_stem(config: dict[str, Any], name: str) -> str:
+    """The file name (no suffix) of a table or figure: its name, followed by the name the config
+    gives it where its plan is `named_by` one (the custom table: `custom_<custom.name>`)."""
+    named_by = REPORTS[name].named_by
+    given = named_by(config) if named_by else None
+    return f"{name}_{given}" if given else name
+
+
+def report_of_stem(stem: str) -> str:
+    """The table or figure whose files are named `stem` (report_stem's inverse)."""
+    named = (n for n, plan in REPORTS.items() if plan.named_by and stem.startswith(f"{n}_"))
+    return next(named, stem)
 
 
 def paper_file(config: dict[str, Any], name: str) -> str:

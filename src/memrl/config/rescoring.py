@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any, NamedTuple
 
 from memrl.benchmarks import benchmark
-from memrl.config.matrix import EvalJob, eval_jobs, eval_prefix, eval_systems
+from memrl.config.matrix import EvalJob, eval_jobs, eval_key, eval_prefix, eval_systems
 from memrl.config.settings import engine_settings
 from memrl.layout import ConfigError, qa_model, results_dir
 from memrl.scoring.memalpha import is_judged
@@ -65,7 +65,7 @@ def rescore_jobs(config: dict[str, Any]) -> list[RescoreJob]:
 def rescore_prefix(config: dict[str, Any], job: RescoreJob) -> str:
     """Where a rescore job's files go: `<prefix>.predictions.jsonl`, `.metrics.json`."""
     e = job.evaluation
-    return f"{results_dir(config)}/rescore/{job.scorer}/{e.benchmark}/{e.system}/{e.length}"
+    return f"{results_dir(config)}/rescore/{job.scorer}/{'/'.join(eval_key(config, e))}"
 
 
 def rescore_settings(config: dict[str, Any], job: RescoreJob) -> dict[str, Any]:

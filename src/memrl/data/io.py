@@ -222,6 +222,11 @@ def json_text(obj: Any) -> str:
     return json.dumps(obj, ensure_ascii=False, indent=1) + "\n"
 
 
+def json_digest(obj: Any) -> str:
+    """The sha256 of `obj`'s canonical JSON (keys sorted): the same value, the same digest."""
+    return hashlib.sha256(json.dumps(obj, sort_keys=True).encode()).hexdigest()
+
+
 def write_json_atomic(path: str | Path, obj: Any) -> None:
     write_text_atomic(path, json_text(obj))
 

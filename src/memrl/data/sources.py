@@ -37,8 +37,9 @@ def fetch_file(source: str, dest: str | os.PathLike[str], sha256: str | None = N
     """Copy `source` (http(s) URL, `fixture:NAME`, local path, or `pg-essays:` for RULER's
     essays) to `dest`; verify `sha256`.
 
-    On a checksum mismatch nothing is left at `dest` (a previous file there is untouched) and
-    ChecksumError names the source, the expected and the actual digest.
+    On a checksum mismatch nothing is left at `dest` (a previous file there is untouched): the
+    file that could not be verified is kept beside it (`unverified(dest)`) for inspection, and
+    ChecksumError names the source, the expected and the actual digest and where that file is.
     """
     dest = Path(dest)
     dest.parent.mkdir(parents=True, exist_ok=True)
@@ -50,13 +51,21 @@ def fetch_file(source: str, dest: str | os.PathLike[str], sha256: str | None = N
             _open_source(source, headers)(out)
         actual = sha256_file(tmp)
         if sha256 is not None and actual != sha256.lower():
+            kept = unverified(dest)
+            tmp.replace(kept)
             raise ChecksumError(
-                f"checksum mismatch for {source}: expected sha256 {sha256}, got {actual}"
+                f"checksum mismatch for {source}: expected sha256 {sha256}, got {actual} "
+                f"(the file is kept for inspection at {kept})"
             )
     entry = {"source": source, "path": str(dest), "sha256": actual, "bytes": dest.stat().st_size}
     if HUB_COMMIT_HEADER in headers:  # pin it: replace `main` in the url by this commit
         entry["revision"] = headers[HUB_COMMIT_HEADER]
     return entry
+
+
+def unverified(dest: Path) -> Path:
+    """Where a file whose checksum did not match is kept: beside `dest`, never read by a job."""
+    return dest.with_name(f"{dest.name}.unverified")
 
 
 def _fetch_essays(dest: Path, sha256: str | None) -> dict:
@@ -65,9 +74,11 @@ def _fetch_essays(dest: Path, sha256: str | None) -> dict:
 
     entry = fetch_essays(essay_urls(), dest)
     if sha256 is not None and entry["sha256"] != sha256.lower():
-        dest.unlink()
+        kept = unverified(dest)
+        dest.replace(kept)
         raise ChecksumError(
-            f"checksum mismatch for the essays: expected sha256 {sha256}, got {entry['sha256']}"
+            f"checksum mismatch for the essays: expected sha256 {sha256}, got {entry['sha256']} "
+            f"(the file is kept for inspection at {kept})"
         )
     return entry
 

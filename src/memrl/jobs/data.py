@@ -12,13 +12,25 @@ from memrl.jobs.common import build_engine, log, require_rows
 from memrl.models import load_counting_tokenizer, load_tokenizer
 from memrl.tracking.record import JobRecord
 
+# The config key that pins a download's sha256, by the rule that downloads it (its wildcards)
+CHECKSUM_KEYS = {
+    "download_data": lambda w: f"sources.{w['source']}.sha256",
+    "download_official_hqa": lambda w: f"ruler_hqa.official.sha256.{w['file']}",
+}
+
 
 def cmd_download_data(args: argparse.Namespace, run: JobRecord) -> None:
     from memrl.data.io import write_json_atomic
-    from memrl.data.sources import fetch_file
+    from memrl.data.sources import ChecksumError, fetch_file
 
     s = args.settings  # a local file is checked against its content when the plan was made
-    entry = fetch_file(s["url"], args.out, s.get("sha256") or s.get("content"))
+    try:
+        entry = fetch_file(s["url"], args.out, s.get("sha256") or s.get("content"))
+    except ChecksumError as exc:
+        key = CHECKSUM_KEYS.get(args.job["rule"])
+        raise SystemExit(
+            f"config key {key(args.job['wildcards'])}: {exc}" if key else exc
+        ) from None
     write_json_atomic(args.manifest, entry)
     run.log_metrics({"bytes": entry["bytes"]})
 
@@ -332,17 +344,15 @@ def _extract_keywords(
     (memrl.evaluation.load_finished) and asked again. A failed request, or a refused reply of a
     model that can reproduce the paper, is not kept and fails the job (naming it by `labels`),
     whose rerun asks only for them."""
-    import hashlib
-
     from memrl.data import keywords as kw
-    from memrl.data.io import append_jsonl
+    from memrl.data.io import append_jsonl, json_digest
     from memrl.engines.base import ChatRequest, SamplingParams
     from memrl.evaluation import load_finished
     from memrl.progress import progress
 
     # Snakemake deletes a failed job's outputs: the replies so far live beside them, under a
     # name that changes with the settings (model, prompt, sampling), so a changed rerun starts over
-    digest = hashlib.sha256(json.dumps(s, sort_keys=True).encode()).hexdigest()[:12]
+    digest = json_digest(s)[:12]
     partial = args.out.with_name(f"{args.out.name}.{digest}.partial")
     done = {r["key"]: r["reply"] for r in load_finished(partial, ("key", "reply"))}
     todo = [key for key in summaries if key not in done]

@@ -199,26 +199,31 @@ def _run_tasks(
             on_wave=run.log_metrics,
             label=label,
         )
-        records[name] = with_row_ids(records[name], rows)
+        records[name] = with_row_identity(records[name], rows)
     for name, lines in records.items():
         check_failures(lines, s["allow_failures"], f"{s['system']} on {s['benchmark']}/{name}")
     return records, partials
 
 
 ROW_ID_FIELDS = ("id", "task_label", "instance_id")  # the identities rows may carry
+# What a row holds that is not its data: a length in the evaluated model's tokens, the memory
+# another job wrote for it.
+NOT_ROW_DATA = ("num_tokens", "memorized")
 
 
-def with_row_ids(records: list[dict[str, Any]], rows: list[dict[str, Any]]) -> list[dict]:
+def with_row_identity(records: list[dict[str, Any]], rows: list[dict[str, Any]]) -> list[dict]:
     """Each record with its row's own identity where the row has one (one's own data: the
     user's `id` and `task` label; an instance: its `instance_id`, for one's own data its first
-    row's id), so a prediction is found by the id its data gave it."""
-    by_index = {row["index"]: row for row in rows}
-    return [
-        {**record, **{k: v for k, v in by_index[record["index"]].items() if k in ROW_ID_FIELDS}}
-        if record["index"] in by_index
-        else record
-        for record in records
-    ]
+    row's id), so a prediction is found by the id its data gave it, and `row_sha256`, the digest
+    of the row as evaluated (memrl.run_compare tells a changed item from a changed outcome)."""
+    from memrl.data.io import json_digest
+
+    def identity(row: dict[str, Any]) -> dict[str, Any]:
+        data = {k: v for k, v in row.items() if k not in NOT_ROW_DATA}
+        return {k: row[k] for k in ROW_ID_FIELDS if k in row} | {"row_sha256": json_digest(data)}
+
+    by_index = {row["index"]: identity(row) for row in rows}
+    return [{**record, **by_index.get(record["index"], {})} for record in records]
 
 
 def _memories_by_task(path: Path) -> dict[tuple[str, int], dict[str, Any]]:

@@ -144,7 +144,9 @@ def _memalpha_instances(path: Path, sources: list[str], key: str) -> list[dict[s
 def _finish(
     run: JobRecord, summary: dict[str, Any], out: Path, settings: dict[str, Any], agent: str
 ) -> None:
-    """A trained checkpoint's recipe beside it (what the job ran, for the `recipes` tables), and
-    the run's totals, under `final.` so they do not land on the per-step curves' step 0."""
+    """A trained checkpoint's recipe beside it (what the job ran, for the `recipes` tables), the
+    run's totals, under `final.` so they do not land on the per-step curves' step 0, and where
+    verl's Ray and driver ran (`ray.container.*`)."""
     write_recipe(out, settings, agent)
     run.log_metrics({f"final.{k}": v for k, v in summary.items() if isinstance(v, int | float)})
+    run.add_tags(summary.get("ran_in", {}))  # verl: the image its Ray and driver ran in

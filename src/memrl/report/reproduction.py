@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from memrl.config import report_plan
+from memrl.config import report_of_stem, report_plan
 from memrl.data.io import atomic_path, write_text_atomic
 from memrl.report.cells import MACHINERY_ONLY
 from memrl.report.claim_lists import (
@@ -474,7 +474,7 @@ def render_html(report: Reproduction) -> str:
 
 def paper_of(name: str) -> str:
     """The paper a table or figure belongs to."""
-    return paper_of_table(name) if name in PAPER_TABLES else paper_of_figure(name)
+    return paper_of_table(name) if report_of_stem(name) in PAPER_TABLES else paper_of_figure(name)
 
 
 def write_reproduction(

@@ -14,7 +14,7 @@ from typing import Any
 
 import pandas as pd
 
-from memrl.config import TABLES, report_plan
+from memrl.config import TABLES, report_of_stem, report_plan
 from memrl.report.cells import attach_paper_n
 from memrl.report.claims import CLAIMS_SUFFIX, write_claims
 from memrl.report.controls import CONTROLS_TABLES
@@ -58,9 +58,10 @@ PAPER_TABLES = gathered(
 
 
 def paper_table(name: str) -> PaperTable:
-    if name not in PAPER_TABLES:
+    """A table by its name or its files' stem (a named custom table: the custom table)."""
+    if report_of_stem(name) not in PAPER_TABLES:
         raise ValueError(f"unknown table {name!r}; expected one of {', '.join(PAPER_TABLES)}")
-    return PAPER_TABLES[name]
+    return PAPER_TABLES[report_of_stem(name)]
 
 
 def build_paper_table(

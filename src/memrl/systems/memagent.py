@@ -63,22 +63,26 @@ def memagent_system(
         trace = MemoryTrace()
         return Traced(
             memagent(question(task, row), chunks, agent, trace, reading),
-            lambda: trace_fields(trace, chunks.found),
+            lambda: trace_fields(trace, chunks.found, tokenizer),
         )
 
     return build
 
 
-def trace_fields(trace: MemoryTrace, evidence_chunks: list[int]) -> dict[str, Any]:
+def trace_fields(trace: MemoryTrace, evidence_chunks: list[int], tokenizer: Any) -> dict[str, Any]:
     """A MemAgent record's `memory_trace` ({chunk, memory} for each chunk, from 0, after which
     the memory changed; "No previous memory" before chunk 0 is implicit), `n_chunks` (the
-    chunks read: all of them unless the sample failed) and `evidence_chunks` (those read that
-    hold a gold answer). memrl.report.trace renders them; memrl.scoring.evidence classifies
-    what the memory did with the evidence."""
+    chunks read: all of them unless the sample failed), `evidence_chunks` (those read that
+    hold a gold answer) and `memory_tokens` (the memory it answered from, in `tokenizer`'s
+    tokens; 0 when it never wrote one). memrl.report.trace renders them; memrl.scoring.evidence
+    classifies what the memory did with the evidence."""
+    from memrl.agents.chunking import text_tokens
+
     return {
         "memory_trace": [{"chunk": i, "memory": memory} for i, memory in trace.changes],
         "n_chunks": trace.n_chunks,
         "evidence_chunks": list(evidence_chunks),
+        "memory_tokens": text_tokens(tokenizer, trace.memory) if trace.changes else 0,
     }
 
 

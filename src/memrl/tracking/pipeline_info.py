@@ -81,10 +81,17 @@ def trace_row(results: Path, record: Mapping[str, Any]) -> dict[str, Any]:
         "cpu_s": bench.get("cpu_s", ""),
         "peak_rss_mb": round(peak, 1) if peak else "",
         "host": tags.get("host", ""),
-        "container": tags.get("container.image", ""),
+        "container": container_of(tags),
         "start_ms": record["start_ms"],
         "end_ms": record.get("end_ms"),
     }
+
+
+def container_of(tags: Mapping[str, str]) -> str:
+    """The image a job ran in; a verl job (on the host) with the one its Ray and driver ran in."""
+    own = tags.get("container.image", "")
+    ray = tags.get("ray.container.image")
+    return f"{own}; Ray and verl: {ray}" if ray else own
 
 
 def iso(ms: int) -> str:

@@ -115,6 +115,11 @@ class JobRecord:
         if values:
             self.write({"event": "metrics", "ts": now_ms(), "step": step or 0, "values": values})
 
+    def add_tags(self, tags: Mapping[str, str]) -> None:
+        """Tags learnt while the job runs (where its Ray workers ran), merged into the start's."""
+        if tags:
+            self.write({"event": "tags", "tags": dict(tags)})
+
     def child_env(self) -> dict[str, str]:
         """MLFLOW_* for a process that logs into MLflow itself (verl under Ray): a live run of
         this job, created here, which the loader later adopts as the job's child run."""
@@ -233,9 +238,10 @@ def read_events(path: Path) -> tuple[list[dict[str, Any]], list[str]]:
 
 
 def read_record(path: Path, damaged: list[str] | None = None) -> dict[str, Any] | None:
-    """A job's record as one dict (start fields, `metrics` lines, end fields); None if it has
-    no start line. Damaged lines are skipped with one warning naming the file and lines, and
-    added to `damaged`; the record then carries them as `damaged`."""
+    """A job's record as one dict (start fields, `metrics` lines, `tags` lines merged into the
+    start's tags, end fields); None if it has no start line. Damaged lines are skipped with one
+    warning naming the file and lines, and added to `damaged`; the record then carries them as
+    `damaged`."""
     events, damage = read_events(path)
     if damage:
         log.warning("skipped damaged provenance lines: %s", "; ".join(damage))
@@ -250,6 +256,8 @@ def read_record(path: Path, damaged: list[str] | None = None) -> dict[str, Any] 
         kind = event.pop("event")
         if kind == "metrics":
             record["metrics"].append(event)
+        elif kind == "tags":
+            record["tags"] = {**record.get("tags", {}), **event["tags"]}
         else:
             record.update(event)
     return record

@@ -4,6 +4,7 @@ Modules here import verl lazily or only inside the train env; the names below ar
 between them and need no verl.
 """
 
+from collections.abc import Mapping
 from pathlib import Path
 
 PACKAGE_DIR = Path(__file__).resolve().parent
@@ -13,3 +14,15 @@ AGENT_LOOP_CONFIG = PACKAGE_DIR / "agent_loops.yaml"  # rollout.agent.agent_loop
 REWARD_FILE = PACKAGE_DIR / "reward.py"  # reward.custom_reward_function.path
 REWARD_NAME = "compute_score"  # reward.custom_reward_function.name
 QA_URL_ENV = "MEMRL_QA_BASE_URL"  # the Mem-α QA model / judge server, set by memrl.verl.job
+# where memrl.verl.main (in the train image) writes the image it runs in, set by memrl.verl.job
+RAN_IN_ENV = "MEMRL_RAN_IN"
+
+
+def write_ran_in(environ: Mapping[str, str]) -> None:
+    """This process's image, as every job records its own (memrl.software.container_tags, read
+    from inside), to $MEMRL_RAN_IN where it is set: memrl.verl.main, in the train image."""
+    from memrl.data.io import write_json_atomic
+    from memrl.software import container_tags
+
+    if environ.get(RAN_IN_ENV):
+        write_json_atomic(environ[RAN_IN_ENV], container_tags())

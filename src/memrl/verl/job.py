@@ -24,7 +24,7 @@ from typing import Any
 
 from memrl.scoring.verifier import DEFAULT_VERIFIER
 from memrl.train.validation import validation_summary
-from memrl.verl import QA_URL_ENV
+from memrl.verl import QA_URL_ENV, RAN_IN_ENV
 from memrl.verl.overrides import MEMAGENT, MEMALPHA, Recipe, SettingsError, VerlPaths, verl_command
 
 log = logging.getLogger(__name__)
@@ -234,7 +234,10 @@ def _train_and_merge(
     resumed_from = latest_step(paths.checkpoints)
     log.info("launching verl (resuming after step %s): %s", resumed_from, " ".join(launch))
     began = time.perf_counter()
-    subprocess.run(list(launch), env={**env, "VERL_FILE_LOGGER_PATH": str(attempt_log)}, check=True)
+    ran_in = work_dir(out) / "ran_in.json"
+    ran_in.unlink(missing_ok=True)
+    trainer_env = {**env, "VERL_FILE_LOGGER_PATH": str(attempt_log), RAN_IN_ENV: str(ran_in)}
+    subprocess.run(list(launch), env=trainer_env, check=True)
     step = latest_step(paths.checkpoints)
     if step is None or step < settings["steps"]:
         raise SystemExit(
@@ -261,7 +264,18 @@ def _train_and_merge(
         "resumed_from": resumed_from or 0,
         "seconds": time.perf_counter() - began,
         "final_reward_mean": curve[-1]["reward_mean"] if curve else float("nan"),
+        "ran_in": read_ran_in(ran_in),
     }
+
+
+def read_ran_in(path: Path) -> dict[str, str]:
+    """The image verl's driver ran in, as it wrote it from inside (memrl.verl.main), under `ray.`:
+    the job itself runs on the host, so its own container tags say none."""
+    try:
+        tags = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {"ray.container.image": f"unknown (the driver wrote no {path})"}
+    return {f"ray.{key}": str(value) for key, value in tags.items()}
 
 
 @dataclass(frozen=True)

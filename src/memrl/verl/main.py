@@ -8,6 +8,9 @@ package, `auto_set_device`, `validate_config`, `run_ppo`), with four additions:
   directory: Ray workers, on other nodes too, do not share it;
 - the task runner trains with MemAlphaTrainer when the agent loop is Mem-α's, else with
   MemAgentTrainer (memrl.verl.trainer.trainer_class);
+- the image it runs in (memrl.software.container_tags, read from inside: the train image's identity
+  file, or none on the host) is written to $MEMRL_RAN_IN where the job sets it, so the job, which
+  runs on the host and starts Ray and this driver in the image, records where they ran;
 - the job's MLflow run, file log and QA server address ($MEMRL_QA_BASE_URL) reach the Ray
   actors: MLFLOW_* (MLFLOW_TRACKING_URI,
   MLFLOW_RUN_ID: verl's Tracking, in the task-runner actor, resumes that run instead of creating
@@ -25,6 +28,7 @@ from pathlib import Path
 from omegaconf import DictConfig, OmegaConf, open_dict
 
 from memrl.tracking.store import absolute_uri
+from memrl.verl import write_ran_in
 from memrl.verl.overrides import RESOLVER, package_file
 
 FORWARDED_PREFIXES = ("MLFLOW_", "HF_", "MEMRL_", "VERL_FILE_LOGGER_")
@@ -113,6 +117,7 @@ def prepare(config: DictConfig, environ: Mapping[str, str], cwd: Path) -> DictCo
 
 def main(argv: Sequence[str] | None = None) -> None:
     overrides = sys.argv[1:] if argv is None else list(argv)
+    write_ran_in(os.environ)
     config = prepare(compose(overrides), os.environ, Path.cwd())
 
     from verl.trainer.main_ppo import run_ppo
