@@ -3,7 +3,9 @@ whole smoke run `make test` kept, where CI has one) is copied to another directo
 original deleted; on the copy, `memrl lineage` walks to the base model, a rerun has nothing to
 do, a load adds nothing, and MLflow's UI (`memrl ui`), driven in Debian's headless Chromium by
 Playwright, opens on the runs and leads by the links of each run's description from table3's run
-to the base model's download run, with the artifacts served from the copy."""
+to the base model's download run, with the artifacts served from the copy; on the way, the
+evaluation's score is a metric chart and the training run shows the checkpoint it wrote as a
+logged model and the data set it read."""
 
 from __future__ import annotations
 
@@ -120,6 +122,15 @@ def follow(page, name: re.Pattern[str] | str, heading: str | None = None):
     return run, text
 
 
+def see_metric_chart(page, title: re.Pattern[str]) -> None:
+    """The run's Model metrics tab, filtered to `score.`, shows the score's chart; back to the
+    overview (its description's links) after."""
+    page.get_by_role("tab", name="Model metrics").click()
+    page.get_by_placeholder("Search metric charts").fill("score.")
+    page.get_by_text(title).first.wait_for()
+    page.get_by_role("tab", name="Overview").click()
+
+
 def test_the_ui_leads_from_table3_to_the_base_model_by_the_descriptions_links(ui, browser):
     page = browser.new_page(viewport={"width": 1600, "height": 1000})
     page.set_default_timeout(60_000)
@@ -135,5 +146,10 @@ def test_the_ui_leads_from_table3_to_the_base_model_by_the_descriptions_links(ui
     for step in CHAIN:
         page, name = follow(page, re.compile(step))
         followed.append(name)
+        if step == CHAIN[0]:  # an evaluation: its score's chart among its metrics
+            see_metric_chart(page, re.compile(r"^score\.\w+$"))
+        if step == CHAIN[1]:  # a training: the checkpoint it wrote, a logged model, and its data
+            page.get_by_text("rl-memagent-tiny stage2", exact=True).first.wait_for()
+            page.get_by_text("data/stage2/train.jsonl", exact=False).first.wait_for()
     assert followed[-1] == "download_model tiny-instruct", followed
     page.get_by_text("models/tiny-instruct", exact=True).first.wait_for()  # what it wrote

@@ -7,8 +7,9 @@ outcome), the config, Snakemake's log and the uncommitted diff as artifacts, and
 later load by `memrl.invocation.parent`. A job's run carries the record's tags (the rule as the
 UI's Source column), its params (the resolved settings), its metrics (plus `job.wall_s`,
 `job.peak_rss_mb`), its small outputs, log and diff as artifacts, and is matched by
-`memrl.record`. Each run's name and description come from memrl.mlflow_notes. Batches keep to
-MLflow's limits. MLflow is imported only when a run is written.
+`memrl.record`, with the models it wrote and the data sets it read by reference
+(memrl.tracking.catalog). Each run's name and description come from memrl.mlflow_notes. Batches
+keep to MLflow's limits. MLflow is imported only when a run is written.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from typing import Any
 
 from memrl import mlflow_notes as notes
 from memrl.scoring.compare import OUTCOMES as VERDICTS
+from memrl.tracking.catalog import dataset_inputs, log_datasets, log_models, model_outputs
 from memrl.tracking.invocation import invocations_dir
 from memrl.tracking.pipeline_info import claim_checks, judged_rows
 from memrl.tracking.record import flatten
@@ -135,8 +137,9 @@ def describe_job_run(
     runs: Mapping[str, str],
     parents: Mapping[str, str],
 ) -> None:
-    """A job run's description (its inputs linked to the runs that made them) and its
-    `provenance.json` artifact (every input with its digest and producing run, every output)."""
+    """A job run's description (its inputs linked to the runs that made them), its
+    `provenance.json` artifact (every input with its digest and producing run, every output),
+    the models it wrote and the data sets it read (memrl.tracking.catalog)."""
     made_by = producers_of(record, producers)
     run_id = runs[record["record"]]
     parent = parents.get(record["invocation"] or "")
@@ -153,6 +156,8 @@ def describe_job_run(
     client.log_dict(
         run_id, {"inputs": inputs, "outputs": record.get("outputs", {})}, "provenance.json"
     )
+    log_models(client, experiment, run_id, model_outputs(record, results))
+    log_datasets(client, run_id, record["rule"], dataset_inputs(record, results, made_by))
 
 
 def close_parent_run(
