@@ -420,13 +420,17 @@ def smoke(tmp_path_factory, repo) -> Path:
     assert custom.returncode == 0, custom.stderr[-5000:]
     # a second named config of one's own data, one of the example's datasets on one system
     (work / "second.yaml").write_text(SECOND_CUSTOM)
-    second = ("--configfile", "config/smoke.yaml", "examples/custom/config.yaml", "second.yaml")
+    second = ("--configfile", "config/smoke.yaml", "second.yaml")
     custom = snakemake("custom", "--profile", "profiles/smoke", *second, cwd=work)
     assert custom.returncode == 0, custom.stderr[-5000:]
     return work
 
 
 SECOND_CUSTOM = """\
+sources:
+  minutes:
+    url: examples/custom/minutes.jsonl
+    sha256: cee2fdfc6ad47835a06920455c3917f1abb027e237d618a3b1e365ad31fbb7d1
 custom:
   name: minutes_only
   systems: [tiny-instruct-direct]
@@ -459,10 +463,11 @@ def test_smoke_table_has_every_cell_with_sane_values(smoke):
 
 def test_smoke_evaluates_every_benchmark_system_and_table(smoke):
     results = smoke / "results/smoke"
-    from memrl.config import TABLES
+    from memrl.config import TABLES, report_stem
 
-    for name in TABLES:
-        assert (results / f"tables/{name}.md").read_text().strip(), name
+    example = load_config([smoke / "config/smoke.yaml", smoke / CUSTOM_EXAMPLE[-1]])
+    for name in TABLES:  # the custom table's files carry its config's name
+        assert (results / f"tables/{report_stem(example, name)}.md").read_text().strip(), name
     assert "TREC-C‡" in (results / "tables/memalpha_table2.md").read_text()
     stats = (results / "tables/memalpha_table7.md").read_text()  # measured on the fixtures
     assert "| LME-Train | 1 (paper 50, -49) |" in stats
