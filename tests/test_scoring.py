@@ -9,6 +9,7 @@ from memrl.scoring.extract import (
     extract_answer,
     extract_boxed,
     extract_solution,
+    final_answer,
     strip_string,
 )
 from memrl.scoring.longbench import score_longbench
@@ -223,3 +224,40 @@ def test_an_answer_of_dots_and_non_breaking_spaces_scores_zero():
 def test_f1_is_rounded_to_two_decimals_per_item():
     # pred "paris france" vs gold "paris": precision 1/2, recall 1 -> F1 2/3
     assert score_answer_is("the answer is Paris France", "Paris")["f1"] == 0.67
+
+
+BOXED_REPLY = "<think>maybe Rome</think>The memory says \\boxed{Paris}."
+
+
+def test_a_boxed_final_prompts_answer_is_read_from_its_box_by_every_scorer_that_reads_one():
+    """Under `final_prompt: boxed` each MemAgent benchmark's scorer reads the last box, as the
+    training verifier does; under the official prompt a reply without "the answer is" has no
+    answer (0), as officially."""
+    from memrl.scoring.answers import score_answers
+
+    assert final_answer(BOXED_REPLY, "boxed") == "Paris"
+    assert final_answer(BOXED_REPLY) is None  # the official extraction
+    assert final_answer("no box at all", "boxed") is None
+    assert score_answer_is(BOXED_REPLY, "Paris", "boxed")["sub_em"] == 1.0
+    assert score_answer_is(BOXED_REPLY, "Paris")["sub_em"] == 0.0
+    assert score_ruler("qa_1", BOXED_REPLY, ["Paris"], "memagent", "boxed")["score"] == 1.0
+    assert score_ruler("niah_single_1", "\\boxed{42}", ["42"], "memagent", "boxed")["score"] == 1
+    boxed_qa = score_longbench("hotpotqa", BOXED_REPLY, ["Paris"], answer_format="boxed")
+    assert (boxed_qa["pred"], boxed_qa["sub_em"]) == ("Paris", 1.0)
+    official = score_longbench("hotpotqa", BOXED_REPLY, ["Paris"])  # the whole part, stripped
+    assert official["pred"] == "The memory says \\boxed{Paris}."
+    assert score_answers("em", BOXED_REPLY, ["Paris"], "boxed")["score"] == 1.0
+    assert score_answers("em", BOXED_REPLY, ["Paris"])["score"] == 0.0
+    with pytest.raises(ValueError, match="unknown answer format 'json'"):
+        final_answer(BOXED_REPLY, "json")
+
+
+def test_only_the_kinds_that_ask_memagents_final_prompt_read_its_answer_format():
+    from memrl.jobs.evaluate import answer_format
+    from memrl.systems import system_kind
+
+    settings = {"final_prompt": "boxed"}
+    asked = {name for name in ("memagent", "fullcontext", "mem0", "longcontext", "rag")
+             if answer_format(system_kind(name), settings) == "boxed"}  # fmt: skip
+    assert asked == {"memagent", "fullcontext", "mem0"}
+    assert answer_format(system_kind("memagent"), {"final_prompt": "answer_is"}) == "answer_is"

@@ -29,12 +29,15 @@ EVAL_BENCHMARKS = (*BENCHMARKS, PROBE_BENCHMARK, CUSTOM_BENCHMARK)  # what an ev
 @dataclass(frozen=True)
 class Task:
     """What is evaluated: a benchmark's task (RULER's `variant` decides its scoring; LongBench's
-    summaries are scored after `</think>` only with `strip_think`)."""
+    summaries are scored after `</think>` only with `strip_think`; `answer_format`: where a reply
+    gives its answer, after "the answer is" or in its last `\\boxed{}`, as the final prompt asked:
+    memrl.scoring.extract.final_answer)."""
 
     benchmark: str
     task: str
     variant: str = "memagent"
     strip_think: bool = False
+    answer_format: str = "answer_is"
 
 
 def benchmark(name: str) -> Benchmark:

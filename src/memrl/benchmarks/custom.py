@@ -119,7 +119,7 @@ def _checked_rows(data: Path) -> list[dict[str, Any]]:
 def score(task: Task, row: dict[str, Any], response: str) -> dict[str, Any]:
     from memrl.scoring.answers import score_answers
 
-    return score_answers(row["metric"], response, row["answers"])
+    return score_answers(row["metric"], response, row["answers"], task.answer_format)
 
 
 def instances(config: dict[str, Any]) -> dict[str, Any]:

@@ -89,7 +89,9 @@ def row_settings(config: dict[str, Any]) -> dict[str, Any]:
 def score(task: Task, row: dict[str, Any], response: str) -> dict[str, Any]:
     from memrl.scoring.longbench import score_longbench
 
-    return score_longbench(task.task, response, row["answers"], task.strip_think)
+    return score_longbench(
+        task.task, response, row["answers"], task.strip_think, task.answer_format
+    )
 
 
 BENCHMARK = Benchmark(

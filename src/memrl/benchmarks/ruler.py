@@ -68,7 +68,7 @@ def row_settings(config: dict[str, Any]) -> dict[str, Any]:
 def score(task: Task, row: dict[str, Any], response: str) -> dict[str, Any]:
     from memrl.scoring.ruler import score_ruler
 
-    return score_ruler(task.task, response, row["answers"], task.variant)
+    return score_ruler(task.task, response, row["answers"], task.variant, task.answer_format)
 
 
 BENCHMARK = Benchmark(

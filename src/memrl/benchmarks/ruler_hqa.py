@@ -50,7 +50,7 @@ def sizes(config: dict[str, Any], tasks: list[str], length: int) -> list[tuple[i
 def score(task: Task, row: dict[str, Any], response: str) -> dict[str, Any]:
     from memrl.scoring.metrics import score_answer_is
 
-    scores = score_answer_is(response, row["answers"][0])
+    scores = score_answer_is(response, row["answers"][0], task.answer_format)
     return {**scores, "score": scores["sub_em"]}
 
 

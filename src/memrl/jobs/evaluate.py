@@ -65,7 +65,11 @@ def cmd_evaluate(args: argparse.Namespace, run: JobRecord) -> None:
 
         def runner_of(name: str, rows: list[dict[str, Any]]) -> Any:
             task = Task(
-                s["benchmark"], name, s.get("variant", "memagent"), s.get("strip_think", False)
+                s["benchmark"],
+                name,
+                s.get("variant", "memagent"),
+                s.get("strip_think", False),
+                answer_format(kind, s),
             )
             system = kind.workflows(task, s, engine.tokenizer, pool_documents(rows, args.pool))
             return workflow_runner(task, system, engine, sampling)
@@ -203,6 +207,13 @@ def _run_tasks(
     for name, lines in records.items():
         check_failures(lines, s["allow_failures"], f"{s['system']} on {s['benchmark']}/{name}")
     return records, partials
+
+
+def answer_format(kind: Any, s: dict[str, Any]) -> str:
+    """Where a system's replies give their answer: where MemAgent's final prompt
+    (`evaluation.final_prompt`) asks for it, for the kinds that ask it; after "the answer is"
+    (their own prompts') for the others."""
+    return s["final_prompt"] if kind.asks_final_prompt else "answer_is"
 
 
 ROW_ID_FIELDS = ("id", "task_label", "instance_id")  # the identities rows may carry

@@ -26,8 +26,11 @@ METRICS = ("sub_em", "em", "f1", "rouge", "string_match")
 _SHORT = {"sub_em": sub_em, "em": exact_match, "f1": token_f1}
 
 
-def score_answers(metric: str, response: str, answers: Sequence[str]) -> dict[str, Any]:
-    """Per-sample scores of a reply: {"pred", "score" (the `metric`'s), the metric's value}."""
+def score_answers(
+    metric: str, response: str, answers: Sequence[str], answer_format: str = "answer_is"
+) -> dict[str, Any]:
+    """Per-sample scores of a reply: {"pred", "score" (the `metric`'s), the metric's value};
+    a short answer where `answer_format` puts it (memrl.scoring.extract.final_answer)."""
     if metric not in METRICS:
         raise ValueError(f"unknown metric {metric!r}; known: {', '.join(METRICS)}")
     if not answers:
@@ -38,6 +41,6 @@ def score_answers(metric: str, response: str, answers: Sequence[str]) -> dict[st
         final = answer_part(response)
         value = string_match_all(final, answers)
         return {"pred": final, "score": value, "string_match": value}
-    pred = qa_prediction(response)
+    pred = qa_prediction(response, answer_format)
     value = best_over(_SHORT[metric], pred, answers) if normalize_answer(pred) else 0.0
     return {"pred": pred, "score": value, metric: value}

@@ -32,9 +32,17 @@ def answer_part(response: str) -> str:
     return after if after.strip() else response
 
 
-def final_answer(response: str) -> str | None:
-    """The official evaluators' prediction: "the answer is" extraction on `answer_part`."""
-    return extract_answer(answer_part(response))
+ANSWER_FORMATS = ("answer_is", "boxed")  # what MemAgent's final prompts ask (FINAL_TEMPLATES)
+
+
+def final_answer(response: str, answer_format: str = "answer_is") -> str | None:
+    """The prediction in a reply's `answer_part`: the official evaluators' "the answer is"
+    extraction, or, where the final prompt asked for `\\boxed{}` (`boxed`), the last box's
+    content as the official training verifier reads it (`extract_boxed_official`)."""
+    if answer_format not in ANSWER_FORMATS:
+        raise ValueError(f"unknown answer format {answer_format!r}; known: {ANSWER_FORMATS}")
+    extract = extract_boxed_official if answer_format == "boxed" else extract_answer
+    return extract(answer_part(response))
 
 
 def extract_answer(text: str) -> str | None:

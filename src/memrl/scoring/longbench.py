@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from memrl.scoring.extract import answer_part, extract_answer, extract_solution
+from memrl.scoring.extract import answer_part, extract_solution, final_answer
 from memrl.scoring.metrics import best_over, normalize_answer, sub_em, token_f1
 
 # LongBench's tasks by the metric they take: QA (F1) and summaries (ROUGE)
@@ -57,7 +57,11 @@ def rouge_scores(pred: str, gold: str) -> dict[str, float]:
 
 
 def score_longbench(
-    task: str, response: str, answers: Sequence[str], strip_think: bool = False
+    task: str,
+    response: str,
+    answers: Sequence[str],
+    strip_think: bool = False,
+    answer_format: str = "answer_is",
 ) -> dict:
     """Per-item scores of one model reply: {"pred", "score", ...metrics}, all in [0, 1].
 
@@ -65,10 +69,11 @@ def score_longbench(
     (mean of the three recalls), "rouge_1_recall", "rouge_2_recall", "rouge_l_recall",
     "rouge_l_f"}. Every metric takes the maximum over the golds, as LongBench's `scorer` does.
     A summary is scored as generated, as LongBench does (`strip_think`: only its text after the
-    last `</think>`, which spares a reasoning model's draft from the recalls).
+    last `</think>`, which spares a reasoning model's draft from the recalls). `answer_format`:
+    where a QA reply gives its answer (memrl.scoring.extract.final_answer).
     """
     if task in LONGBENCH_QA:
-        return _score_qa(response, answers)
+        return _score_qa(response, answers, answer_format)
     if task in LONGBENCH_SUM:
         return summary_scores(extract_solution(response) if strip_think else response, answers)
     raise ValueError(
@@ -76,13 +81,14 @@ def score_longbench(
     )
 
 
-def _score_qa(response: str, answers: Sequence[str]) -> dict:
-    """`pred` = the text after the last "the answer is" of the reply's final part (after
-    `</think>`, or the whole reply when nothing follows it: `answer_part`, as for RULER-HQA),
-    else that whole part stripped. A prediction that normalises to "" (e.g. "",
-    ".", "The") scores sub_em 0: the containment test would otherwise match every gold.
+def _score_qa(response: str, answers: Sequence[str], answer_format: str = "answer_is") -> dict:
+    """`pred` = the text after the last "the answer is" (or in the last `\\boxed{}`, as
+    `answer_format` says) of the reply's final part (after `</think>`, or the whole reply when
+    nothing follows it: `answer_part`, as for RULER-HQA), else that whole part stripped. A
+    prediction that normalises to "" (e.g. "", ".", "The") scores sub_em 0: the containment test
+    would otherwise match every gold.
     `qa_f1` scores the raw reply, as LongBench does."""
-    pred = qa_prediction(response)
+    pred = qa_prediction(response, answer_format)
     hit = best_over(sub_em, pred, answers) if normalize_answer(pred) else 0.0
     return {
         "pred": pred,
@@ -92,12 +98,12 @@ def _score_qa(response: str, answers: Sequence[str]) -> dict:
     }
 
 
-def qa_prediction(response: str) -> str:
-    """The answer a QA reply gives: after the last "the answer is" of its final part (after
-    `</think>`, or the whole reply when nothing follows it), else that whole part stripped."""
-    final = answer_part(response)
-    extracted = extract_answer(final)
-    return final.strip() if extracted is None else extracted
+def qa_prediction(response: str, answer_format: str = "answer_is") -> str:
+    """The answer a QA reply gives: after the last "the answer is" (or in the last `\\boxed{}`)
+    of its final part (after `</think>`, or the whole reply when nothing follows it), else that
+    whole part stripped."""
+    extracted = final_answer(response, answer_format)
+    return answer_part(response).strip() if extracted is None else extracted
 
 
 def summary_scores(pred: str, answers: Sequence[str]) -> dict:

@@ -71,17 +71,21 @@ def contains_any(response: str, ground_truths: Sequence[str]) -> float:
 ANSWER_IS_METRICS = ("sub_em", "em", "f1")  # what `score_answer_is` scores the first gold by
 
 
-def score_answer_is(response: str, gold: str) -> dict[str, str | float | None]:
+def score_answer_is(
+    response: str, gold: str, answer_format: str = "answer_is"
+) -> dict[str, str | float | None]:
     """Official RULER-HQA (and RULER QA) per-item scoring: extract after "the answer is" in the
     text after the last `</think>` (a reasoning model's draft answer does not count; with
     nothing after it, in the whole reply: `answer_part`), then
     sub_em/em/f1; f1 is rounded to 2 decimals per item, as the official evaluator does.
 
-    `gold` is the item's first answer. A missing or empty prediction scores 0 on every metric;
+    `gold` is the item's first answer; `answer_format` "boxed": the prediction is the last
+    `\\boxed{}` instead (memrl.scoring.extract.final_answer). A missing or empty prediction scores
+    0 on every metric;
     `sub_em_strict` beside it differs only for a prediction that normalises to "" ("???", "the"):
     the official sub_em counts it as contained in every gold (1), the strict one scores it 0.
     """
-    pred = final_answer(response)
+    pred = final_answer(response, answer_format)
     if not pred:
         return {"pred": pred, "sub_em": 0.0, "sub_em_strict": 0.0, "em": 0.0, "f1": 0.0}
     lenient = sub_em(pred, gold)

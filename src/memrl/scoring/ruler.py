@@ -60,8 +60,11 @@ def scored_golds(
     return answers, ("string_match",)
 
 
-def score_ruler(task: str, response: str, answers: Sequence[str], variant: str) -> dict[str, Any]:
-    """Per-sample scores; `score` in [0, 1] is the variant's metric for the paper's tables."""
+def score_ruler(
+    task: str, response: str, answers: Sequence[str], variant: str, answer_format: str = "answer_is"
+) -> dict[str, Any]:
+    """Per-sample scores; `score` in [0, 1] is the variant's metric for the paper's tables
+    (MemAgent's: on the answer where `answer_format` puts it; upstream's: the whole reply)."""
     if variant not in VARIANTS:
         raise ValueError(f"unknown RULER variant {variant!r}; known: {', '.join(VARIANTS)}")
     if not answers:
@@ -72,8 +75,8 @@ def score_ruler(task: str, response: str, answers: Sequence[str], variant: str) 
         value = match(pred, answers)
         return {"pred": pred, "score": value, "string_match": value}
     if _is_qa(task):  # as RULER-HQA: against the first gold only
-        scores = score_answer_is(response, answers[0])
+        scores = score_answer_is(response, answers[0], answer_format)
         return {**scores, "score": scores["sub_em"]}
-    pred = final_answer(response)  # after the last </think>, as officially
+    pred = final_answer(response, answer_format)  # after the last </think>, as officially
     value = string_match_all(pred, answers) if pred else 0.0
     return {"pred": pred, "score": value, "string_match": value}

@@ -111,6 +111,9 @@ class SystemKind:
     - `control`: it is a control, needing no memory (closed-book, oracle, full context);
     - `reads_evidence`: its jobs read each question's gold evidence (the benchmark's
       `evidence`); `allowed_why`: why `allowed` leaves benchmarks out, said where one is asked;
+    - `asks_final_prompt`: its last question is MemAgent's final prompt
+      (`evaluation.final_prompt`), so its answers are read where that prompt puts them (after
+      "the answer is", or in `\\boxed{}`); the others ask their own prompts' "the answer is";
     - `expand(name, spec)`: the concrete systems of one configured system (a grid, say);
     - `runs(system, benchmark)`: beyond its `benchmarks`, whether a concrete system runs one;
     - `job_settings(config, system)`: its own part of an evaluate job's settings on MemAgent's
@@ -142,6 +145,7 @@ class SystemKind:
     memory: bool = False
     control: Control | None = None
     reads_evidence: bool = False
+    asks_final_prompt: bool = False
     allowed_why: str = ""
     expand: Callable[[str, Settings], dict[str, Settings]] = one_system
     runs: Callable[[Settings, str], bool] = every_benchmark

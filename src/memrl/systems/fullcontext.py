@@ -45,6 +45,7 @@ def job_settings(config: Config, system: Settings) -> Settings:
 
 KIND = SystemKind(
     "fullcontext",
+    asks_final_prompt=True,
     allowed=MEMAGENT_BENCHMARKS,
     allowed_why="MemAgent's benchmarks, where its answer prompt is asked per sample",
     qa_only=True,

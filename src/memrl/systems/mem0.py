@@ -50,6 +50,7 @@ def job_settings(config: Config, system: Settings) -> Settings:
 # D.2's agent baselines: RULER-HQA and LongBench's QA tasks
 KIND = SystemKind(
     "mem0",
+    asks_final_prompt=True,
     memory=True,
     benchmarks=("ruler_hqa", "longbench"),
     allowed=MEMAGENT_BENCHMARKS,

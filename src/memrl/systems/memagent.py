@@ -272,6 +272,7 @@ def judged_only(settings: Settings, instance: InstanceShape) -> list[Call]:
 
 KIND = SystemKind(
     "memagent",
+    asks_final_prompt=True,
     memory=True,
     job_settings=job_settings,
     instance_settings=lambda config, system: baseline_protocol(config),
