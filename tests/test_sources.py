@@ -325,6 +325,6 @@ def test_a_failed_download_checksum_names_the_config_key_that_pins_it(
     with pytest.raises(SystemExit) as exit_:
         cli.main([*argv, "--out", str(out), "--manifest", f"{out}.manifest.json"])
     assert str(exit_.value.code).startswith(
-        f"config key sources.minutes.sha256: checksum mismatch for {base}/minutes.jsonl"
+        f"config key sources.minutes: checksum mismatch for {base}/minutes.jsonl"
     )
     assert unverified(out).read_bytes() == PAYLOAD and not out.exists()

@@ -591,10 +591,11 @@ def test_smoke_runs_every_system_on_ones_own_data(smoke):
         "example.metrics.json",
         "minutes_only.metrics.json",
     ]
-    [again] = json.loads((direct / "minutes_only.metrics.json").read_text())
-    [first] = [m for m in json.loads((direct / "example.metrics.json").read_text())
-               if m["task"] == "minutes"]  # fmt: skip
-    assert again["accuracy"] == first["accuracy"]  # the same rows, model and prompt
+    # the same rows and prompts, item by item, as their digests say
+    again = read_jsonl(direct / "minutes_only.predictions.jsonl")
+    first = [p for p in read_jsonl(direct / "example.predictions.jsonl") if p["task"] == "minutes"]
+    sent = ("index", "row_sha256", "prompt_sha256")
+    assert [[p[k] for k in sent] for p in again] == [[p[k] for k in sent] for p in first] != []
 
 
 def test_memrl_cost_after_the_run_finds_what_every_job_of_the_target_used(smoke):

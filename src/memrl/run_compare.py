@@ -95,8 +95,8 @@ class ItemComparison:
 
 
 def items_by_key(path: Path) -> dict[ItemKey, dict]:
-    """A predictions file's lines by (task, index); a file of one task has no `task` field."""
-    return {(line.get("task", ""), line["index"]): line for line in read_jsonl(path, ("index",))}
+    """A predictions file's lines by (task, index) (every line is tagged with its task)."""
+    return {(line["task"], line["index"]): line for line in read_jsonl(path, ("task", "index"))}
 
 
 def outcome(item: dict) -> tuple[float, bool]:
@@ -126,11 +126,8 @@ def compare_items(a: dict[ItemKey, dict], b: dict[ItemKey, dict]) -> ItemCompari
 
 def item_differences(a: Path, b: Path) -> dict[str, ItemComparison]:
     """Every predictions file of both runs (its relative path) compared item by item."""
-    shared = sorted(
-        path.relative_to(a)
-        for path in (a / "eval").rglob(f"*{PREDICTIONS}")
-        if (b / path.relative_to(a)).is_file()
-    )
+    in_a = (path.relative_to(a) for path in (a / "eval").rglob(f"*{PREDICTIONS}"))
+    shared = sorted(path for path in in_a if (b / path).is_file())
     return {str(p): compare_items(items_by_key(a / p), items_by_key(b / p)) for p in shared}
 
 

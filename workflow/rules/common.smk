@@ -86,7 +86,8 @@ wildcard_constraints:
     benchmark="|".join(EVAL_BENCHMARKS),
     placement=r"p\d+_\d+",
     task=r"[a-z0-9_]+",
-    length="|".join([r"\d+", *(re.escape(name) for name in custom.config_names(config))]),
+    # a length, or the name a benchmark gives its jobs instead (one's own data: custom.name)
+    length="|".join([r"\d+", *(re.escape(k[2]) for k in EVAL_JOBS if not k[2].isdigit())]),
     shard=r"\d+",
     shards=r"\d+",
     table="|".join(cfg.report_stem(config, name) for name in cfg.TABLES),

@@ -140,7 +140,7 @@ class Benchmark:
     lengths: bool = True
     length_unit: str = "documents"
     shards_as: str | None = None
-    job_name: Callable[[Row], str] | None = None
+    job_name: Callable[[Row], str | None] | None = None
     row_settings: Callable[[Row], Row] = no_settings
     instance_settings: Callable[[Row], Row] = no_settings
     sizes: Callable[[Row, list[str], int], list[tuple[int, int]]] | None = None

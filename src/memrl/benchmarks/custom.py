@@ -24,15 +24,10 @@ def datasets(config: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return config.get("custom", {}).get("datasets", {})
 
 
-def config_name(config: dict[str, Any]) -> str:
-    """The custom config's name (`custom.name`): its evaluations' and table's files carry it, so
-    two configs of one's own data never write over each other."""
-    return config["custom"]["name"]
-
-
-def config_names(config: dict[str, Any]) -> list[str]:
-    """The names this config's evaluations of one's own data carry (none without a `custom`)."""
-    return [config_name(config)] if config.get("custom") else []
+def config_name(config: dict[str, Any]) -> str | None:
+    """The custom config's name (`custom.name`; None without a `custom` block): its evaluations'
+    and table's files carry it, so two configs of one's own data never write over each other."""
+    return (config.get("custom") or {}).get("name")
 
 
 def sets(config: dict[str, Any], system_id: str, system: dict[str, Any], kind: Any) -> Sets:

@@ -184,7 +184,7 @@ def eval_part(config: dict[str, Any], job: EvalJob) -> str:
     """The last segment of an evaluation's paths (`eval/<benchmark>/<system>/<part>`): its
     length, or the name its benchmark gives its jobs (one's own data: the custom config's)."""
     named = registered()[job.benchmark].job_name
-    return named(config) if named else str(job.length)
+    return (named(config) if named else None) or str(job.length)
 
 
 def eval_key(config: dict[str, Any], job: EvalJob) -> tuple[str, str, str]:

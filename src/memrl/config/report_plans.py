@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from memrl.benchmarks import CUSTOM_BENCHMARK
+from memrl.benchmarks.custom import config_name as custom_config_name
 from memrl.benchmarks.ruler import data as ruler_data
 from memrl.config.matrix import (
     TRAINING,
@@ -446,7 +447,7 @@ REPORTS: dict[str, ReportPlan] = declared_once(
         "Every chosen system on your own datasets",
         lambda s: s.select(CUSTOM_BENCHMARK),
         needs="custom",
-        named_by=lambda config: (config.get("custom") or {}).get("name"),
+        named_by=custom_config_name,
     ),
     _figure(
         "figure1", "RULER-HQA accuracy against context length", "figure1", Selection.memagent_suite

@@ -108,9 +108,19 @@ def hqa_eval_sets(config: dict[str, Any]) -> str:
     return str(config["ruler_hqa"].get("eval_sets", "synthesized"))
 
 
+def source_key(name: str) -> str:
+    """The config key that configures source `name` (its url and sha256), as errors name it."""
+    return f"sources.{name}"
+
+
+def official_file_key(file: str) -> str:
+    """The config key of one released RULER-HQA file, as errors name it."""
+    return f"ruler_hqa.official (file {file})"
+
+
 def source_settings(config: dict[str, Any], name: str) -> dict[str, Any]:
     """What download_data needs for a configured source (`sources.<name>`)."""
-    return with_local_content(config["sources"][name], f"sources.{name}")
+    return with_local_content(config["sources"][name], source_key(name))
 
 
 def official_hqa_settings(config: dict[str, Any], file: str) -> dict[str, Any]:
@@ -120,7 +130,7 @@ def official_hqa_settings(config: dict[str, Any], file: str) -> dict[str, Any]:
         "url": f"{official['url'].rstrip('/')}/{file}",
         "sha256": official.get("sha256", {}).get(file),
     }
-    return with_local_content(spec, f"ruler_hqa.official (file {file})")
+    return with_local_content(spec, official_file_key(file))
 
 
 def with_local_content(spec: dict[str, Any], key: str) -> dict[str, Any]:

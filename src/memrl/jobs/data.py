@@ -8,14 +8,16 @@ import json
 import statistics
 from typing import Any
 
+from memrl.config.settings import official_file_key, source_key
 from memrl.jobs.common import build_engine, log, require_rows
 from memrl.models import load_counting_tokenizer, load_tokenizer
 from memrl.tracking.record import JobRecord
 
-# The config key that pins a download's sha256, by the rule that downloads it (its wildcards)
+# The config key that pins a download's sha256 (as the plan's own checks name it), by the rule
+# that downloads it and its wildcards
 CHECKSUM_KEYS = {
-    "download_data": lambda w: f"sources.{w['source']}.sha256",
-    "download_official_hqa": lambda w: f"ruler_hqa.official.sha256.{w['file']}",
+    "download_data": lambda w: source_key(w["source"]),
+    "download_official_hqa": lambda w: official_file_key(w["file"]),
 }
 
 

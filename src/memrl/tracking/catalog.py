@@ -88,7 +88,7 @@ def dataset_inputs(
         source = {"path": relative, "digest": digest, **origin}
         if producer and not origin:
             source["made_by"] = job_run_name(producer)
-        remote = origin.get("source", "").startswith(("http://", "https://", "hf://"))
+        remote = origin.get("source", "").startswith(("http://", "https://"))
         found.append(
             DatasetRef(
                 name=relative,

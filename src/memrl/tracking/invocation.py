@@ -106,6 +106,11 @@ def invocations_dir(results: Path) -> Path:
     return results / "provenance"
 
 
+def read_invocations(results: Path) -> dict[str, dict[str, Any]]:
+    """Every invocation record of `results` by its id, oldest first (ids start with the time)."""
+    return {path.stem: read_json(path) for path in sorted(invocations_dir(results).glob("*.json"))}
+
+
 def start_invocation(
     results: Path,
     uri: str,

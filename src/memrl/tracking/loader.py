@@ -18,9 +18,9 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from memrl.data.io import read_json, write_json_atomic
+from memrl.data.io import write_json_atomic
 from memrl.locks import is_dead
-from memrl.tracking.invocation import invocations_dir
+from memrl.tracking.invocation import invocations_dir, read_invocations
 from memrl.tracking.results_dir import producer_index, records_under
 from memrl.tracking.runs import (
     CLOSED_TAG,
@@ -85,9 +85,7 @@ def load(results: Path, uri: str | None = None) -> dict[str, int]:
 
 def _load(results: Path, uri: str | None) -> dict[str, int]:
     results = results.resolve()
-    invocations = {
-        path.stem: read_json(path) for path in sorted(invocations_dir(results).glob("*.json"))
-    }
+    invocations = read_invocations(results)
     last = next(reversed(invocations.values()), {})
     uri = absolute_uri(uri) if uri else store_uri(results, last)
     if not uri:

@@ -28,7 +28,7 @@ from typing import Any
 
 from memrl.data.io import json_text, read_json, write_text_atomic
 from memrl.mlflow_notes import job_run_name
-from memrl.tracking.invocation import invocations_dir
+from memrl.tracking.invocation import invocations_dir, read_invocations
 from memrl.tracking.results_dir import records_under
 
 INFO_DIR = "pipeline_info"
@@ -221,10 +221,10 @@ def run_summary(
 
 def write_pipeline_info(results: Path) -> list[Path]:
     """The files of this module's docstring, for the newest invocation of `results`."""
-    invocations = sorted(invocations_dir(results).glob("*.json"))
+    invocations = read_invocations(results)
     if not invocations:
         raise FileNotFoundError(f"{invocations_dir(results)}: no invocation recorded")
-    invocation = read_json(invocations[-1])
+    invocation = invocations[next(reversed(invocations))]
     records = newest_records(results)
     rows = [trace_row(results, record) for record in records]
     stacks = software_stacks(records)
