@@ -1266,15 +1266,24 @@ def test_bars_show_a_zero_and_put_the_papers_mark_in_its_bars_colour(tmp_path: P
 PROBE = {"systems": {"rl-14b": "14B"}, "placements": [[0, 20], [40, 60]]}
 
 
+def scored(record: dict, right: int, dropped: tuple[int, ...] = ()) -> dict:
+    """`record` with its items (as load_metrics_with_items gives them): the first `right`
+    questions right, `dropped` left out as the official evaluator does, the others wrong."""
+    n = record["n_items"]
+    items = {i: None if i in dropped else float(i < right) for i in range(n)}
+    return {**record, "items": items, "accuracy": 100 * right / n}
+
+
 def probe_records() -> list[dict]:
+    probe = {("p0_20", 50): 84, ("p0_20", 100): 70, ("p40_60", 50): 78}
     return [
-        metric("rl-14b", 50, 80.0),
-        metric("rl-14b", 100, 75.0, n_failed=2),
+        scored(metric("rl-14b", 50, 80.0, n_items=100), 80),
+        scored(metric("rl-14b", 100, 75.0, n_items=100, n_failed=2), 75, dropped=(98, 99)),
         metric("rl-14b", 200, 70.0),  # no probe at 28K: not a column
         metric("norl", 50, 10.0),  # not a probe system
         *(
-            record("ruler_hqa_probe", task, "rl-14b", n, accuracy=v)
-            for task, n, v in (("p0_20", 50, 84.0), ("p0_20", 100, 70.0), ("p40_60", 50, 78.0))
+            scored(record("ruler_hqa_probe", task, "rl-14b", n, n_items=100), right)
+            for (task, n), right in probe.items()
         ),
     ]
 
@@ -1286,16 +1295,19 @@ def test_table4_prints_differences_from_random_beside_the_papers(paper: dict):
     assert random[50].ours == 80.0 and random[50].paper == 80.47
     assert random[50].delta == pytest.approx(-0.47)
     assert early[50].ours == pytest.approx(4.0) and early[50].paper == 3.91  # 84 - 80
-    assert early[100].ours == pytest.approx(-5.0) and early[100].paper == -3.91
-    assert early["avg"].ours == pytest.approx(-0.5)
+    # over the 98 questions both answered: 70 right in the probe, 75 at random
+    assert early[100].ours == pytest.approx(-500 / 98) and early[100].paper == -3.91
+    assert early[100].n_scored == 98
+    assert early["avg"].ours == pytest.approx((4.0 - 500 / 98) / 2)
     assert early["avg"].paper is None  # the paper's "AVG" is its 3,200-document column
     assert (
         paper["probe"]["rows"]["14B"]["random"][3200] == paper["ruler_hqa"]["RL-MEMAGENT-14B"][3200]
     )
     assert middle[100].ours is None and middle["avg"].mark == PARTIAL_MARK  # 56K not run
-    assert any("2 of 128 outputs empty" in note for note in table.attrs["failure_notes"])
+    assert any("2 of 100 outputs empty" in note for note in table.attrs["failure_notes"])
     md = to_markdown(table, "Table 4")
-    assert "| RL-14B: 0% 20% | 4.0 (paper 3.9, +0.1)" in md and "3,200-document (448K)" in md
+    assert "| RL-14B: 0% 20% | 4.0 [-0–9] (paper 3.9, +0.1 ○)" in md  # paired, from the items
+    assert "3,200-document (448K)" in md
     with pytest.raises(ValueError, match="table4 needs the probe"):
         build_paper_table("table4", probe_records(), REPORT_SYSTEMS, paper, LABELS)
 
@@ -1305,23 +1317,33 @@ def with_interval(record: dict, low: float, high: float) -> dict:
     return {**record, "ci95": {"accuracy": [low, high]}, "right_wrong": ["accuracy"]}
 
 
-def test_table4_cells_have_intervals_and_verdicts_and_the_claim_is_checked(paper: dict):
+def test_table4_cells_have_paired_intervals_and_verdicts_and_the_claim_is_checked(paper: dict):
+    from memrl.scoring.intervals import paired_difference_interval
+
     records = [
-        with_interval(metric("rl-14b", 50, 80.0, n_items=200), 72.0, 86.0),  # 160/200
-        with_interval(metric("rl-14b", 100, 75.0), 67.0, 82.0),
-        with_interval(record("ruler_hqa_probe", "p0_20", "rl-14b", 50, accuracy=84.0), 77, 89),
-        with_interval(record("ruler_hqa_probe", "p0_20", "rl-14b", 100, accuracy=60.0), 51, 68),
+        scored(with_interval(metric("rl-14b", 50, 0.0, n_items=200), 72.0, 86.0), 160),
+        scored(with_interval(metric("rl-14b", 100, 0.0, n_items=100), 65.6, 82.6), 75),
+        scored(with_interval(record("ruler_hqa_probe", "p0_20", "rl-14b", 50), 77.5, 88.8), 168),
+        scored(
+            with_interval(
+                record("ruler_hqa_probe", "p0_20", "rl-14b", 100, n_items=100), 50.2, 69.0
+            ),
+            60,
+        ),
     ]
     table = build_paper_table("table4", records, REPORT_SYSTEMS, paper, LABELS, probe=PROBE)
     early = table.loc["RL-14B: 0% 20%", 50]
-    spread = math.hypot(*((hi - lo) / 2 for lo, hi in ((77, 89), (72, 86))))
-    assert early.ci == pytest.approx((4.0 - spread, 4.0 + spread))
+    # the same 200 questions: 160 right in both, 8 more in the probe
+    pairs = [(float(i < 168), float(i < 160)) for i in range(200)]
+    assert early.ours == pytest.approx(4.0) and early.ci == paired_difference_interval(pairs)
+    independent = 2 * math.hypot(*((hi - lo) / 2 for lo, hi in ((77.5, 88.8), (72, 86))))
+    assert early.ci[1] - early.ci[0] < independent / 2  # pairing removes the shared questions
     assert early.paper_n == 128 and early.comparison is not None  # judged beside 3.91
     assert table.loc["RL-14B: random", 50].comparison is not None
     [claim] = table.attrs["claims"]
     assert claim.claim_id == "no_catastrophic_degradation" and claim.system == "RL-14B"
     assert claim.value == pytest.approx(-15.0)  # 60 - 75 at 100 docs: below -10
-    assert claim.outcome in ("does not hold", "undecided") and "-3.9" in claim.detail
+    assert claim.outcome == "undecided" and "-3.9" in claim.detail  # its interval spans -10
     assert claim.detail.startswith("worst_difference -15.0")
     none = build_paper_table("table4", records[:2], REPORT_SYSTEMS, paper, LABELS, probe=PROBE)
     assert [c.outcome for c in none.attrs["claims"]] == ["not checkable"]

@@ -8,11 +8,11 @@ import pytest
 from test_ruler_hqa import WhitespaceTokenizer
 
 from memrl.data.hotpotqa import build_pool, paragraph_text, question_records
+from memrl.data.hqa_probe import place_groups, probe_rows
 from memrl.data.ruler_hqa import (
     build_eval_sets,
     build_split,
     context_pieces,
-    place_groups,
     sample_doc_ids,
     sample_rng,
 )
@@ -45,6 +45,8 @@ SLOTS_1_2 = {
 }
 OWN = [903, 4, 512, 77, 250, 999, 13, 640, 321, 58]  # a question's 10 paragraphs, pool of 1000
 # Rows of the dev fixture (N = 10, 20, 40, whole pool; eval sets) before the probe existed.
+STORE_IDS = 20  # the packaged released sets hold ids above 20 documents, as ours then do
+RELEASED_INDICES = [0, 2, 3, 5, 6, 8, 9, 11]  # the questions of the packaged released sets
 ROWS_DIGEST = "cbafc1bce6b777bfccc2a4047208c6ff864773435263d4978976e0e9f3312464"
 
 
@@ -197,10 +199,10 @@ def test_bad_inputs_name_the_problem(groups, depths, message):
         place_groups(_sample(50), groups, depths)
 
 
-# --- build_split / build_eval_sets with a placement --------------------------------------------
+# --- probe_rows: the evaluation rows of one length, reordered -----------------------------------
 
 
-def _digest(questions, pool, **kwargs):
+def _digest(questions, pool):
     digest = hashlib.sha256()
     for n in (10, 20, 40, len(pool)):
         rows = build_split(
@@ -211,100 +213,148 @@ def _digest(questions, pool, **kwargs):
             seed=42,
             tokenizer=WhitespaceTokenizer(),
             store_ids_above=30,
-            **kwargs,
         )
         digest.update(json.dumps(rows).encode())
-    sets = build_eval_sets(questions, pool, [10, 50], [7, 2, 9], seed=3, **kwargs)
+    sets = build_eval_sets(questions, pool, [10, 50], [7, 2, 9], seed=3)
     digest.update(json.dumps(sets).encode())
     return digest.hexdigest()
 
 
-def test_no_placement_gives_the_rows_of_before_byte_for_byte(dev):
+def test_the_random_rows_are_those_of_before_byte_for_byte(dev):
     _, pool, questions = dev
-    assert _digest(questions, pool) == _digest(questions, pool, placement=None) == ROWS_DIGEST
+    assert _digest(questions, pool) == ROWS_DIGEST
     # questions without gold_doc_ids (an old pool file) give the same rows too
     old = [{k: v for k, v in q.items() if k != "gold_doc_ids"} for q in questions]
     assert _digest(old, pool) == ROWS_DIGEST
 
 
-@pytest.mark.parametrize("n_docs", [10, 20, 40, None])  # None: the whole pool
-def test_first_and_last_documents_hold_the_groups_at_0_and_100(dev, n_docs):
-    _, pool, questions = dev
-    n_docs = n_docs or len(pool)
-    rows = build_split(questions, pool, n_docs, limit=None, seed=42, placement=(0.0, 1.0))
-    for row, q in zip(rows, questions, strict=True):
-        [first], [last] = q["gold_doc_ids"]
-        docs = row["context"].split("\n\n")
-        assert docs[0] == f"Document 1:\n{pool[first]}"
-        assert docs[-1] == f"Document {n_docs}:\n{pool[last]}" and len(docs) == n_docs
-        assert row["placement"] == [0.0, 1.0]
+@pytest.fixture(scope="module")
+def doc_pool():
+    from memrl.data.hotpotqa import load_hotpotqa
+    from memrl.data.ruler_hqa import build_doc_pool
+    from memrl.data.sources import fixture_path
+
+    records = load_hotpotqa(fixture_path("hotpot_dev_fixture.json"))
+    return build_doc_pool(records, WhitespaceTokenizer())
 
 
-@pytest.mark.parametrize("depths", SETTINGS)
-def test_probe_rows_are_the_random_rows_reordered(dev, depths):
-    _, pool, questions = dev
-    tok = WhitespaceTokenizer()
-    base = build_split(questions, pool, 40, limit=None, seed=42, tokenizer=tok)
-    probe = build_split(questions, pool, 40, limit=None, seed=42, tokenizer=tok, placement=depths)
-    assert probe == build_split(
-        questions, pool, 40, limit=None, seed=42, tokenizer=tok, placement=depths
+def _random_rows(doc_pool, eval_sets, n_docs, store_ids_above=STORE_IDS):
+    """The rows the random placement evaluates under `ruler_hqa.eval_sets`: synthesized here,
+    or the released set converted (the packaged miniature of MemAgent's files)."""
+    if eval_sets == "official":
+        from test_official_hqa import converted
+
+        return converted(doc_pool, n_docs, store_ids_above)[1]
+    questions = {q["index"]: q for q in doc_pool.questions}
+    return build_split(
+        [questions[i] for i in RELEASED_INDICES],
+        doc_pool.docs,
+        n_docs,
+        limit=None,
+        seed=42,
+        tokenizer=WhitespaceTokenizer(),
+        store_ids_above=store_ids_above,
+        doc_tokens=doc_pool.tokens,
     )
-    for b, p, q in zip(base, probe, questions, strict=True):
+
+
+def _probe(doc_pool, rows, depths, store_ids_above=STORE_IDS):
+    return probe_rows(
+        rows,
+        doc_pool,
+        depths,
+        tokenizer=WhitespaceTokenizer(),
+        store_ids_above=store_ids_above,
+        where="eval.jsonl",
+    )
+
+
+def _ids(row, pool):
+    from memrl.data.hqa_probe import row_doc_ids
+
+    return row_doc_ids(row, {doc: i for i, doc in enumerate(pool.docs)}, "row")
+
+
+@pytest.mark.parametrize("eval_sets", ["synthesized", "official"])
+@pytest.mark.parametrize("n_docs", [10, 20, 50])
+@pytest.mark.parametrize("depths", SETTINGS)
+def test_a_probe_row_is_its_random_row_reordered(doc_pool, eval_sets, n_docs, depths):
+    """Paired under either eval_sets: the same question and documents, the gold groups at the
+    probe's slots, every other document in the random row's order."""
+    random = _random_rows(doc_pool, eval_sets, n_docs)
+    probe = _probe(doc_pool, random, depths)
+    questions = {q["index"]: q for q in doc_pool.questions}
+    assert len(probe) == len(random) == len(RELEASED_INDICES)
+    for b, p in zip(random, probe, strict=True):
+        q = questions[b["index"]]
         assert set(p) == set(b) | {"placement"} and p["placement"] == list(depths)
-        assert {k: p[k] for k in b if k != "context"} == {k: b[k] for k in b if k != "context"}
-        bodies = _bodies(p["context"])
-        assert sorted(bodies) == sorted(_bodies(b["context"]))
-        gold = [pool[d] for g in q["gold_doc_ids"] for d in g]
-        assert [x for x in bodies if x not in gold] == [
-            x for x in _bodies(b["context"]) if x not in gold
-        ]
-        for group, depth in zip(q["gold_doc_ids"], depths, strict=True):
-            assert bodies.index(pool[group[0]]) == round(depth * (40 - len(group)))
+        same = ("index", "input", "answers", "num_docs")
+        assert {k: p[k] for k in same} == {k: b[k] for k in same}
+        placed, base = _ids(p, doc_pool), _ids(b, doc_pool)
+        assert sorted(placed) == sorted(base) and len(placed) == n_docs
+        gold = {d for g in q["gold_doc_ids"] for d in g}
+        assert [d for d in placed if d not in gold] == [d for d in base if d not in gold]
+        for group in q["gold_doc_ids"]:  # consecutive (their slots: test_groups_of_one_...)
+            start = placed.index(group[0])
+            assert placed[start : start + len(group)] == group
+        text = "".join(context_pieces(p, doc_pool.docs))
+        assert p["num_tokens"] == len(text.split())  # counted again, in its own order
+    assert probe == _probe(doc_pool, random, depths)  # deterministic
 
 
-def test_probe_rows_above_store_ids_above_hold_the_placed_ids(dev):
-    _, pool, questions = dev
-    tok = WhitespaceTokenizer()
-    kwargs = {"limit": 3, "seed": 42, "tokenizer": tok, "placement": (0.4, 0.6)}
-    text_rows = build_split(questions, pool, 40, **kwargs)
-    id_rows = build_split(questions, pool, 40, store_ids_above=30, **kwargs)
-    for text_row, id_row, q in zip(text_rows, id_rows, questions[:3], strict=True):
-        assert set(id_row) == {
-            "index",
-            "input",
-            "answers",
-            "num_docs",
-            "doc_ids",
-            "num_tokens",
-            "placement",
-        }
-        assert "".join(context_pieces(id_row, pool)) == text_row["context"]
-        assert id_row["num_tokens"] == text_row["num_tokens"] == len(text_row["context"].split())
-        assert id_row["doc_ids"][round(0.4 * 39)] == q["gold_doc_ids"][0][0]
+@pytest.mark.parametrize("n_docs", [10, 20, 40, None])  # None: the whole pool
+def test_first_and_last_documents_hold_the_groups_at_0_and_100(doc_pool, n_docs):
+    n_docs = n_docs or len(doc_pool.docs)
+    probe = _probe(doc_pool, _random_rows(doc_pool, "synthesized", n_docs), (0.0, 1.0), n_docs)
+    questions = {q["index"]: q for q in doc_pool.questions}
+    for row in probe:
+        [first], [last] = questions[row["index"]]["gold_doc_ids"]
+        docs = row["context"].split("\n\n")
+        assert docs[0] == f"Document 1:\n{doc_pool.docs[first]}"
+        assert docs[-1] == f"Document {n_docs}:\n{doc_pool.docs[last]}" and len(docs) == n_docs
 
 
-def test_build_eval_sets_passes_the_placement_on(dev):
-    _, pool, questions = dev
-    indices = [7, 2, 9]
-    sets = build_eval_sets(questions, pool, [10, 40], indices, seed=42, placement=(0.2, 0.8))
-    selected = [questions[i] for i in indices]
-    for n, rows in sets.items():
-        assert rows == build_split(selected, pool, n, limit=None, seed=42, placement=(0.2, 0.8))
+def test_probe_rows_keep_the_random_rows_form(doc_pool):
+    """Text up to store_ids_above documents, ids above: the same context either way."""
+    random = _random_rows(doc_pool, "synthesized", 40, store_ids_above=100)
+    text_rows = _probe(doc_pool, random, (0.4, 0.6), store_ids_above=100)
+    id_rows = _probe(doc_pool, random, (0.4, 0.6), store_ids_above=30)
+    for text_row, id_row in zip(text_rows, id_rows, strict=True):
+        assert "doc_ids" in id_row and "context" not in id_row and "context" in text_row
+        assert "".join(context_pieces(id_row, doc_pool.docs)) == text_row["context"]
+        assert id_row["num_tokens"] == text_row["num_tokens"]
 
 
-def test_bad_placements_and_questions_fail_naming_the_problem(dev):
-    _, pool, questions = dev
+def test_bad_placements_and_rows_fail_naming_the_problem(doc_pool):
+    from memrl.data.ruler_hqa import DocPool
+
+    random = _random_rows(doc_pool, "synthesized", 20)
     with pytest.raises(ValueError, match=r"two depths in \[0, 1\].*got \[0.0, 2.0\]"):
-        build_split(questions, pool, 20, limit=2, placement=(0.0, 2.0))
-    old = [{k: v for k, v in q.items() if k != "gold_doc_ids"} for q in questions]
-    with pytest.raises(ValueError, match=r"question 0: no gold_doc_ids .*rebuild it"):
-        build_split(old, pool, 20, limit=2, placement=(0.0, 1.0))
-    one_title = [
-        dict(questions[0]),
-        dict(questions[1], gold_doc_ids=[questions[1]["doc_ids"][:1], []]),
-    ]
-    with pytest.raises(ValueError, match="question 1: key-information group 2 is empty"):
-        build_split(one_title, pool, 20, limit=None, placement=(0.0, 1.0))
+        _probe(doc_pool, random, (0.0, 2.0))
+    old = DocPool(
+        doc_pool.docs,
+        doc_pool.tokens,
+        [{k: v for k, v in q.items() if k != "gold_doc_ids"} for q in doc_pool.questions],
+    )
+    with pytest.raises(ValueError, match=r"eval.jsonl: row 0 \(question 0\): .*rebuild it"):
+        _probe(old, random, (0.0, 1.0))
+    one_title = [dict(q) for q in doc_pool.questions]
+    second = next(q for q in one_title if q["index"] == random[1]["index"])
+    second["gold_doc_ids"] = [second["doc_ids"][:1], []]
+    with pytest.raises(ValueError, match=r"row 1 \(question 2\): key-information group 2"):
+        _probe(DocPool(doc_pool.docs, doc_pool.tokens, one_title), random, (0.0, 1.0))
+    unknown = [dict(random[0], index=10_000)]
+    with pytest.raises(ValueError, match="names no question of the dev pool"):
+        _probe(doc_pool, unknown, (0.0, 1.0))
+    without_gold = dict(random[0], context=random[0]["context"])
+    q = {x["index"]: x for x in doc_pool.questions}[without_gold["index"]]
+    stranger = next(i for i in range(len(doc_pool.docs)) if i not in _ids(random[0], doc_pool))
+    ids = [stranger if d == q["gold_doc_ids"][0][0] else d for d in _ids(random[0], doc_pool)]
+    from memrl.data.ruler_hqa import render_context
+
+    without_gold["context"] = render_context(ids, doc_pool.docs)
+    with pytest.raises(ValueError, match=r"row 0 .*key-information doc ids .* not in the sample"):
+        _probe(doc_pool, [without_gold], (0.0, 1.0))
 
 
 # --- the pool file -----------------------------------------------------------------------------

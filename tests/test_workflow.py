@@ -111,7 +111,7 @@ def test_slurm_profile_plans_every_paper_job(repo):
         == len(jobs) - len(sharded)
         == (446 + 2 * 10 + 5 * 2 + 2 * 7 * 8 + 14 + 8 + 10 + 1 + 2 + 10 + 7 + 1 + 7 + 1)
     )
-    assert counts["synthesize_probe"] == 5 * 7
+    assert counts["probe_set"] == 5 * 7
     # Mem-α: Memalpha-4B on validation and MemoryAgentBench, Qwen3-4B and gpt-4.1-mini on
     # validation, the released MemAgents and MEM1 (its baselines) on both, Memalpha-4B and
     # MEM1 on RULER-HQA's 10 lengths too (the suites table), the question-aware released 14B on
@@ -690,7 +690,7 @@ def test_smoke_records_one_mlflow_child_run_per_job(smoke):
     # read what 11 memorize jobs wrote
     assert rules.count("evaluate") == 52 and rules.count("evaluate_shard") == 26
     assert rules.count("merge_eval") == 13 and rules.count("memorize") == 11
-    assert rules.count("synthesize_probe") == 2
+    assert rules.count("probe_set") == 2
     # rescored: the trained agent's RULER-HQA by the whole reply (3), Mem-α on MAB under the
     # baselines' protocol and by the second judge; both judges' leniency probes
     assert rules.count("rescore") == 5 and rules.count("judge_probe") == 2

@@ -32,6 +32,7 @@ from memrl.jobs.data import (
     cmd_keywords,
     cmd_official_eval_set,
     cmd_official_questions,
+    cmd_probe_set,
     cmd_ruler_set,
     cmd_stage2_data,
     cmd_synthesize,
@@ -179,6 +180,13 @@ COMMANDS: dict[str, Command] = {
         cmd_eval_set,
         {"--pool-docs": {}, "--pool-questions": {}, "--dev": {}, "--tokenizer": {}, "--out": {}},
         named("pool_docs", "pool_questions", "dev", "tokenizer"),
+        named("out"),
+    ),
+    "probe-set": Command(
+        "Table 4's probe set of one placement, from the evaluation rows of its length",
+        cmd_probe_set,
+        {"--rows": {}, "--pool-docs": {}, "--pool-questions": {}, "--tokenizer": {}, "--out": {}},
+        named("rows", "pool_docs", "pool_questions", "tokenizer"),
         named("out"),
     ),
     "official-questions": Command(

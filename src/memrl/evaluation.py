@@ -27,6 +27,7 @@ from memrl.engines.base import ChatEngine, ChatRequest, SamplingParams
 from memrl.progress import on_engine_call, progress
 from memrl.scoring.evidence import pattern_counts
 from memrl.scoring.intervals import fixed_instances_interval, interval, nested_interval
+from memrl.scoring.metrics import dropped_officially
 from memrl.secrets import redact
 
 log = logging.getLogger(__name__)
@@ -532,7 +533,7 @@ def summarize(
     `memory_patterns`: what a MemAgent's memory did with the gold evidence, in samples
     (memrl.scoring.evidence), where the predictions carry its traces."""
     n = len(predictions)
-    answered = [p for p in predictions if not (p["failed"] or p.get("response") == "")]
+    answered = [p for p in predictions if not dropped_officially(p)]
     metric_keys = sorted(
         {k for p in predictions for k, v in p.items() if isinstance(v, float) and k != "score"}
     )

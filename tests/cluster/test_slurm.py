@@ -34,7 +34,7 @@ MEMORY_HUNGRY = (
     "synthesize_eval",
     "official_eval_set",
     "official_questions",
-    "synthesize_probe",
+    "probe_set",
     "synthesize_ruler",
 )
 SUBMITTED = re.compile(r"has been submitted with SLURM jobid (\d+)")

@@ -267,17 +267,34 @@ else:
     ruleorder: synthesize_eval > official_eval_set
 
 
-# Table 4's probe: the same samples with the two key-information groups at fixed depths
-use rule synthesize_eval as synthesize_probe with:
+# Table 4's probe: the rows of eval_<N>.jsonl (released or synthesized) with the question's two
+# key-information groups at fixed depths: the same documents, so every difference is paired
+rule probe_set:
+    input:
+        rows=f"{R}/data/ruler_hqa/eval_{{n_docs}}.jsonl",
+        pool_docs=f"{R}/data/ruler_hqa/pool_docs.parquet",
+        pool_questions=f"{R}/data/ruler_hqa/pool_questions.parquet",
+        tokenizer=get_tokenizer_dir,
     output:
         f"{R}/data/ruler_hqa/probe/{{placement}}/eval_{{n_docs}}.jsonl",
     log:
-        f"{R}/logs/synthesize_probe/{{placement}}/{{n_docs}}.log",
+        f"{R}/logs/probe_set/{{placement}}/{{n_docs}}.log",
     benchmark:
-        f"{R}/benchmarks/synthesize_probe/{{placement}}/{{n_docs}}.tsv"
+        f"{R}/benchmarks/probe_set/{{placement}}/{{n_docs}}.tsv"
+    conda:
+        "../../envs/core.yaml"
+    container:
+        CONTAINERS["core"]
+    resources:
+        mem_mb=16000,
     params:
-        job=job("synthesize_probe"),
+        job=job("probe_set"),
         settings=get_probe_set_settings,
+    shell:
+        "memrl --job {params.job:q} --log {log:q} probe-set --settings {params.settings:q}"
+        " --rows {input.rows:q} --pool-docs {input.pool_docs:q}"
+        " --pool-questions {input.pool_questions:q} --tokenizer {input.tokenizer:q}"
+        " --out {output:q} 2> {log:q}"
 
 
 # One's own datasets (custom.datasets): each file checked row by row, as the evaluation's rows

@@ -299,6 +299,7 @@ REPORTS: dict[str, ReportPlan] = declared_once(
         Selection.probe,
         needs="evaluation.probe",
         settings=_probe_settings,
+        inputs=_item_inputs(PROBE_TABLE),
     ),
     _memagent(
         NIAH_CONFIG_TABLE,

@@ -32,7 +32,11 @@ from memrl.systems.memagent import agent_settings
 def probe_set_settings(config: dict[str, Any], task: str, n_docs: int) -> dict[str, Any]:
     """One probe set: the RULER-HQA eval set of n_docs with the groups at the task's depths."""
     depths = [int(percent) / 100 for percent in task[1:].split("_")]
-    return {**eval_set_settings(config, n_docs), "placement": depths}
+    return {
+        "n_docs": n_docs,
+        "store_ids_above": config["ruler_hqa"]["store_ids_above"],
+        "placement": depths,
+    }
 
 
 def engine_settings(

@@ -106,7 +106,7 @@ def gold_groups(row: dict, doc_ids: list[int]) -> list[list[int]]:
     order the titles first appear there (a title's paragraphs in `context` order, each id once).
 
     A group is empty when the row names too few titles (or none of a title's paragraphs is in
-    its `context`); `ruler_hqa.place_groups` refuses such a question.
+    its `context`); `hqa_probe.place_groups` refuses such a question.
     """
     titles = list(dict.fromkeys(title for title, _ in row.get("supporting_facts", ())))
     return [_titled(row, doc_ids, titles[:1]), _titled(row, doc_ids, titles[1:])]

@@ -19,10 +19,7 @@ the official one, reproduces the released files. We give every sample its own ge
 (seed, N, question index) (`sample_rng`): reproducible, independent of which other questions are
 built or in what order, and one vectorised draw per sample instead of N Python-level draws.
 
-The probe of the paper's Table 4 (`placement`) takes the same sample and moves the question's
-two key-information groups (its supporting paragraphs, `hotpotqa.gold_groups`) to given relative
-depths (`place_groups`); every other document keeps its shuffled order, so a probe set holds the
-same documents as the random set of its (seed, N) and differs from it in their order alone.
+Table 4's probe sets reorder these rows: `memrl.data.hqa_probe`.
 """
 
 from __future__ import annotations
@@ -76,73 +73,6 @@ def sample_doc_ids(
     else:
         doc_ids = np.arange(pool_size, dtype=np.int64)
     return doc_ids[shuffle_order(len(doc_ids))]
-
-
-def check_placement(placement: Sequence[float]) -> tuple[float, float]:
-    """The two relative depths of a probe placement, validated: 0 = the first slot, 1 = the last."""
-    depths = tuple(float(d) for d in placement)
-    if len(depths) != 2 or not all(0.0 <= d <= 1.0 for d in depths):
-        raise ValueError(
-            f"placement must be two depths in [0, 1] (0 = the beginning, 1 = the end), "
-            f"got {list(placement)}"
-        )
-    return depths[0], depths[1]
-
-
-def place_groups(
-    doc_ids: Sequence[int], groups: Sequence[Sequence[int]], depths: Sequence[float]
-) -> np.ndarray:
-    """`doc_ids` (a sample, as `sample_doc_ids` returns it) with each of the two key-information
-    `groups` moved to consecutive slots from round(depth * (N - len(group))): depth 0 makes it
-    the first documents, 1 the last. The other documents (the question's other paragraphs and
-    the distractors) fill the remaining slots in their order. A group id is taken at its first
-    occurrence in the sample (a question may hold a paragraph twice); overlaps: `_group_starts`.
-    """
-    ids = np.asarray(doc_ids, dtype=np.int64)
-    depths = check_placement(depths)
-    gold = [np.asarray(g, dtype=np.int64) for g in groups]
-    if len(gold) != 2:
-        raise ValueError(f"expected two key-information groups, got {len(gold)}")
-    for k, group in enumerate(gold, start=1):
-        if not len(group):
-            raise ValueError(f"key-information group {k} is empty")
-    flat = np.concatenate(gold)
-    if len(np.unique(flat)) < len(flat):
-        raise ValueError(f"key-information groups repeat a doc id: {[g.tolist() for g in gold]}")
-    rest = np.delete(ids, _first_positions(ids, flat))
-    starts = _group_starts(len(ids), (len(gold[0]), len(gold[1])), depths)
-    slots = np.concatenate([np.arange(s, s + len(g)) for s, g in zip(starts, gold, strict=True)])
-    placed = np.empty_like(ids)
-    placed[slots] = flat
-    free = np.ones(len(ids), dtype=bool)
-    free[slots] = False
-    placed[free] = rest
-    return placed
-
-
-def _first_positions(ids: np.ndarray, wanted: np.ndarray) -> np.ndarray:
-    matches = ids[None, :] == wanted[:, None]
-    found = matches.any(axis=1)
-    if not found.all():
-        raise ValueError(f"key-information doc ids {wanted[~found].tolist()} are not in the sample")
-    return matches.argmax(axis=1)
-
-
-def _group_starts(n: int, sizes: tuple[int, int], depths: tuple[float, float]) -> list[int]:
-    """Each group's first slot. Groups cannot share slots: when the later-starting group (group
-    2 on a tie) would overlap the other, it starts right after it — the nearest arrangement that
-    keeps the earlier group's depth and the order the depths ask for — and if that runs past the
-    end the pair is moved back to end at the last slot, so a group asked at 100% still ends the
-    context. Only small N or near depths overlap: Table 4's settings with groups of a few
-    paragraphs never do at N >= 50. `round` ties to even; Table 4's depths never tie."""
-    starts = [round(d * (n - size)) for d, size in zip(depths, sizes, strict=True)]
-    first, second = sorted((0, 1), key=lambda k: (starts[k], k))
-    if starts[second] < starts[first] + sizes[first]:
-        starts[second] = starts[first] + sizes[first]
-        overflow = max(0, starts[second] + sizes[second] - n)
-        starts[first] -= overflow
-        starts[second] -= overflow
-    return starts
 
 
 @functools.lru_cache(maxsize=4)
@@ -317,7 +247,6 @@ def build_split(
     tokenizer: Tokenizer | None = None,
     store_ids_above: int = STORE_IDS_ABOVE,
     doc_tokens: np.ndarray | None = None,
-    placement: tuple[float, float] | None = None,
 ) -> list[dict]:
     """Rows {index, input, answers, num_docs, context | doc_ids, num_tokens} for the first
     `limit` questions (all when None), from `hotpotqa.question_records`; each sample drawn by
@@ -327,23 +256,19 @@ def build_split(
     text, as the official files do above 10,000; rebuild it with `context_pieces`. `num_tokens`
     (None without a tokenizer) is the count of the rendered context, from per-document counts
     (`ContextTokens`); `num_docs` is the requested N, as in the official rows.
-
-    With a `placement` (two depths, Table 4's probe) each sample has its key-information groups
-    moved there (`place_groups`) and its row records `placement`; None is the random placement.
     """
-    depths = None if placement is None else check_placement(placement)
     selected = questions if limit is None else questions[:limit]
-    samples = [_sample(q, len(pool), n_docs, seed, depths) for q in selected]
+    samples = [
+        sample_doc_ids(q["doc_ids"], len(pool), n_docs, sample_rng(seed, n_docs, q["index"]))
+        for q in selected
+    ]
     counter = ContextTokens(tokenizer, pool, doc_tokens) if tokenizer is not None else None
     if counter is not None:
         counter.prepare(samples)
     rows = []
     for q, doc_ids in zip(selected, samples, strict=True):
         question = {"index": q["index"], "input": q["question"], "answers": q["answers"]}
-        row = sample_row(question, n_docs, doc_ids, pool, store_ids_above, counter)
-        if depths is not None:
-            row["placement"] = list(depths)
-        rows.append(row)
+        rows.append(sample_row(question, n_docs, doc_ids, pool, store_ids_above, counter))
     return rows
 
 
@@ -372,23 +297,6 @@ def sample_row(
     return row
 
 
-def _sample(
-    q: dict, pool_size: int, n_docs: int, seed: int, depths: tuple[float, float] | None
-) -> np.ndarray:
-    doc_ids = sample_doc_ids(q["doc_ids"], pool_size, n_docs, sample_rng(seed, n_docs, q["index"]))
-    if depths is None:
-        return doc_ids
-    if "gold_doc_ids" not in q:
-        raise ValueError(
-            f"question {q['index']}: no gold_doc_ids for the placement (a document pool written "
-            "before the probe existed: rebuild it)"
-        )
-    try:
-        return place_groups(doc_ids, q["gold_doc_ids"], depths)
-    except ValueError as e:
-        raise ValueError(f"question {q['index']}: {e}") from e
-
-
 def build_eval_sets(
     questions: Sequence[dict],
     pool: Sequence[str],
@@ -399,13 +307,11 @@ def build_eval_sets(
     tokenizer: Tokenizer | None = None,
     store_ids_above: int = STORE_IDS_ABOVE,
     doc_tokens: np.ndarray | None = None,
-    placement: tuple[float, float] | None = None,
 ) -> dict[int, list[dict]]:
     """The RULER-HQA evaluation sets: for every N, rows for the same question `indices` (the
-    filtered dev questions of eval_200, as in different_docs_eval.py), in that order; with a
-    `placement`, the probe sets of `build_split`. A question whose first answer (the one scored)
-    the official metrics cannot score (`memrl.scoring.golds`) stops the build, named by its
-    index (its row in the HotpotQA file)."""
+    filtered dev questions of eval_200, as in different_docs_eval.py), in that order. A question
+    whose first answer (the one scored) the official metrics cannot score (`memrl.scoring.golds`)
+    stops the build, named by its index (its row in the HotpotQA file)."""
     from memrl.scoring.golds import bad_gold
     from memrl.scoring.metrics import ANSWER_IS_METRICS
 
@@ -428,7 +334,6 @@ def build_eval_sets(
             tokenizer=tokenizer,
             store_ids_above=store_ids_above,
             doc_tokens=doc_tokens,
-            placement=placement,
         )
         for n in n_docs_list
     }

@@ -133,11 +133,38 @@ def cmd_eval_set(args: argparse.Namespace, run: JobRecord) -> None:
         tokenizer=load_counting_tokenizer(args.tokenizer),
         store_ids_above=s["store_ids_above"],
         doc_tokens=pool.tokens,
-        placement=s.get("placement"),  # Table 4's probe sets
     ).values()
     write_jsonl_atomic(args.out, rows)
     tokens = [row["num_tokens"] for row in rows]
     run.log_metrics({"rows": len(rows), "mean_tokens": sum(tokens) / max(1, len(tokens))})
+
+
+def cmd_probe_set(args: argparse.Namespace, run: JobRecord) -> None:
+    """Table 4's probe set of one placement: the random rows of its length (`--rows`, the
+    evaluation set the config reads) with each question's key-information groups placed."""
+    from memrl.data.hqa_probe import probe_rows
+    from memrl.data.io import read_jsonl, write_jsonl_atomic
+    from memrl.data.ruler_hqa import read_pool
+
+    s = args.settings
+    rows = read_jsonl(args.rows)
+    require_rows(rows, args.rows, "evaluation row")
+    mismatched = [row["index"] for row in rows if row["num_docs"] != s["n_docs"]]
+    if mismatched:
+        raise ValueError(
+            f"{args.rows}: rows of questions {mismatched[:5]} do not hold {s['n_docs']} documents"
+        )
+    probe = probe_rows(
+        rows,
+        read_pool(args.pool_docs, args.pool_questions),
+        s["placement"],
+        tokenizer=load_counting_tokenizer(args.tokenizer),
+        store_ids_above=s["store_ids_above"],
+        where=str(args.rows),
+    )
+    write_jsonl_atomic(args.out, probe)
+    tokens = [row["num_tokens"] for row in probe]
+    run.log_metrics({"rows": len(probe), "mean_tokens": sum(tokens) / len(tokens)})
 
 
 def cmd_official_questions(args: argparse.Namespace, run: JobRecord) -> None:

@@ -17,13 +17,13 @@ import pandas as pd
 
 from memrl.config import CONTROLS_TABLE
 from memrl.report.cells import DASH, text_frame
+from memrl.report.records import METRICS, PREDICTIONS
 from memrl.report.registry import BOTH_PAPERS, PaperTable, TableInput
 from memrl.report.rows import system_kind, system_specs
 from memrl.scoring.intervals import bootstrap
 from memrl.systems import system_kind as registered_kind
 from memrl.systems.base import Control
 
-METRICS, PREDICTIONS = ".metrics.json", ".predictions.jsonl"
 MIN_ITEMS = 10  # fewer shared items: shown, never judged (the rule of every verdict's cell)
 
 

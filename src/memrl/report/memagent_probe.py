@@ -5,7 +5,6 @@ and the paper's robustness claim checked on those differences."""
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -26,15 +25,15 @@ from memrl.report.claims import (
     lowest_note,
     parts_of,
 )
-from memrl.report.records import n_dropped
+from memrl.report.records import load_metrics_with_items, n_dropped
 from memrl.report.registry import MEMAGENT, PaperTable, TableInput
 from memrl.report.rows import (
     Systems,
     lookup,
     system_specs,
 )
-from memrl.scoring.compare import DIFFERENCE, standard_error
-from memrl.scoring.intervals import Z95
+from memrl.scoring.compare import DIFFERENCE
+from memrl.scoring.intervals import paired_difference_interval
 
 PROBE_AVG_NOTE = (
     "The paper's column headed AVG is its 3,200-document (448K) column: both random rows equal "
@@ -99,7 +98,9 @@ def build_probe_table(
         "paper_rows": paper_rows,
         "notes": [
             "random: accuracy (%) of the main experiment's placement (the RULER-HQA evaluation); "
-            "A% B%: the two key-information groups at those depths, accuracy minus random.",
+            "A% B%: the two key-information groups at those depths, accuracy minus random over "
+            "the questions both answered, each probe row holding its random row's documents "
+            "reordered; its interval is paired (Newcombe's method for paired proportions).",
             PROBE_AVG_NOTE,
         ],
         "partial_notes": [],
@@ -116,22 +117,21 @@ def _probe_cell(
     n_docs: int,
     difference: bool,
 ) -> Cell:
-    """One length of a probe row: the accuracy, or (`difference`) its difference from random,
-    each with its 95 % interval (a difference: the two accuracies' standard errors combined, as
-    if independent; the same questions make the true one narrower) and so a verdict against the
-    paper's number (a difference judged as a graded score, its spread taken as ours)."""
+    """One length of a probe row: the accuracy, or (`difference`) its difference from random on
+    the questions both answered (a probe set holds each random row's documents reordered:
+    `memrl.data.hqa_probe`), with the paired 95 % interval (`paired_difference_interval`) and so
+    a verdict against the paper's number (a difference judged as a graded score, its spread
+    taken as ours)."""
     paper = lookup(paper_cells, (n_docs,))
     if record is None or (difference and random is None):
         return Cell(None, paper, None)
     cell = accuracy_cell(record, paper, "Table 4")
     if not difference:
         return cell
-    base = accuracy_cell(random, None, "Table 4")
-    ours = cell.ours - base.ours
-    ci = None
-    if cell.ci is not None and base.ci is not None:
-        spread = Z95 * math.hypot(standard_error(cell.ci), standard_error(base.ci))
-        ci = (ours - spread, ours + spread)
+    pairs = paired_items(record, random)
+    if not pairs:
+        return Cell(None, paper, None, n_items=cell.n_items)
+    ours = 100 * sum(x - y for x, y in pairs) / len(pairs)
     return Cell(
         ours,
         paper,
@@ -139,10 +139,18 @@ def _probe_cell(
         n_items=cell.n_items,
         n_dropped=cell.n_dropped,
         mean_tokens=cell.mean_tokens,
-        ci=ci,
-        n_scored=min(cell.n_scored, base.n_scored),
+        ci=paired_difference_interval(pairs),
+        n_scored=len(pairs),
         scale=DIFFERENCE,
     )
+
+
+def paired_items(record: Mapping[str, Any], random: Mapping[str, Any]) -> list[tuple[float, float]]:
+    """(probe score, random score) of each question both evaluations scored, by index (an item
+    the official evaluator dropped on either side is left out)."""
+    probe, base = record["items"], random["items"]
+    shared = sorted(i for i in probe.keys() & base.keys() if None not in (probe[i], base[i]))
+    return [(probe[i], base[i]) for i in shared]
 
 
 # A probe claim's statistic over a system's probe-minus-random cells: the smallest, judged cell
@@ -205,4 +213,4 @@ def _probe_table(t: TableInput) -> pd.DataFrame:
     return build_probe_table(t.records, t.systems, t.paper, t.probe, t.length_labels)
 
 
-PROBE_TABLES = {PROBE_TABLE: PaperTable(_probe_table, MEMAGENT)}
+PROBE_TABLES = {PROBE_TABLE: PaperTable(_probe_table, MEMAGENT, load=load_metrics_with_items)}

@@ -197,6 +197,55 @@ def load_metrics(paths: Iterable[str | Path]) -> list[dict[str, Any]]:
     return records
 
 
+METRICS, PREDICTIONS = ".metrics.json", ".predictions.jsonl"  # an evaluation's two files
+
+
+def load_metrics_with_items(paths: Iterable[str | Path]) -> list[dict[str, Any]]:
+    """The metrics records of the evaluations among `paths` (load_metrics), each with `items`:
+    its task's item scores by index from the predictions file beside its metrics, None for an
+    item the official evaluator drops (`dropped_officially`). A record whose item count or
+    accuracy its predictions do not give stops the job, naming both files."""
+    from memrl.data.io import iter_jsonl
+    from memrl.scoring.metrics import dropped_officially
+
+    paths = [Path(p) for p in paths]
+    records = []
+    for metrics in (p for p in paths if p.name.endswith(METRICS)):
+        predictions = metrics.with_name(metrics.name.removesuffix(METRICS) + PREDICTIONS)
+        if predictions not in paths:
+            raise ValueError(f"{metrics}: its predictions {predictions} are not among the inputs")
+        scored: dict[str, dict[int, tuple[float, bool]]] = {}
+        for line in iter_jsonl(predictions, ("task", "index", "score", "failed")):
+            scored.setdefault(line["task"], {})[int(line["index"])] = (
+                float(line["score"]),
+                dropped_officially(line),
+            )
+        for record in load_metrics([metrics]):
+            found = scored.get(record["task"], {})
+            _check_items(record, found, f"{metrics} and {predictions}")
+            items = {i: None if dropped else score for i, (score, dropped) in found.items()}
+            records.append({**record, "items": items})
+    return records
+
+
+def _check_items(
+    record: Mapping[str, Any], scored: Mapping[int, tuple[float, bool]], where: str
+) -> None:
+    """The record's item count, dropped count and accuracy are its predictions'."""
+    dropped = sum(d for _, d in scored.values())
+    if len(scored) != record["n_items"] or dropped != n_dropped(record):
+        raise ValueError(
+            f"{where}: task {record['task']!r}: {len(scored)} predictions ({dropped} dropped), "
+            f"the metrics say {record['n_items']} items ({n_dropped(record)} dropped)"
+        )
+    accuracy = 100 * sum(score for score, _ in scored.values()) / len(scored)
+    if abs(accuracy - record["accuracy"]) > ROUNDING:
+        raise ValueError(
+            f"{where}: task {record['task']!r}: the predictions score {accuracy:.4f}, the "
+            f"metrics {record['accuracy']}"
+        )
+
+
 def records_of(
     benchmark: str, tasks: Collection[str] | None = None
 ) -> Callable[[Mapping[str, Any]], bool]:

@@ -123,6 +123,45 @@ def interval(values: Sequence[float]) -> Interval | None:
     return bootstrap(values)
 
 
+def paired_difference_interval(pairs: Sequence[tuple[float, float]]) -> Interval:
+    """The 95 % interval (in points) of the mean per-item difference first − second, each item
+    scored by both sides (the same question under two conditions): for right/wrong items
+    Newcombe's paired score interval (Newcombe 1998, "Improved confidence intervals for the
+    difference between binomial proportions based on paired data", method 10: the two Wilson
+    intervals combined with the correlation of the pairs), never of zero width; for graded
+    ones the percentile bootstrap of the per-item differences."""
+    if not pairs:
+        raise ValueError("an interval needs at least one item")
+    if all(x in (0.0, 1.0) and y in (0.0, 1.0) for x, y in pairs):
+        return _percent(*paired_proportions_bounds(pairs, Z95))
+    return bootstrap([x - y for x, y in pairs])
+
+
+def paired_proportions_bounds(
+    pairs: Sequence[tuple[float, float]], z: float = Z95
+) -> tuple[float, float]:
+    """Newcombe's method 10 for right/wrong pairs, as rates, at the two-sided level of `z`."""
+    n = len(pairs)
+    both = sum(1 for x, y in pairs if x and y)
+    first_only = sum(1 for x, y in pairs if x and not y)
+    second_only = sum(1 for x, y in pairs if y and not x)
+    neither = n - both - first_only - second_only
+    p1, p2 = (both + first_only) / n, (both + second_only) / n
+    l1, u1 = wilson_bounds(both + first_only, n, z)
+    l2, u2 = wilson_bounds(both + second_only, n, z)
+    margins = (
+        (both + first_only)
+        * (second_only + neither)
+        * (both + second_only)
+        * (first_only + neither)
+    )
+    phi = (both * neither - first_only * second_only) / math.sqrt(margins) if margins else 0.0
+    below = (p1 - l1) ** 2 - 2 * phi * (p1 - l1) * (u2 - p2) + (u2 - p2) ** 2
+    above = (u1 - p1) ** 2 - 2 * phi * (u1 - p1) * (p2 - l2) + (p2 - l2) ** 2
+    difference = p1 - p2
+    return difference - math.sqrt(max(0.0, below)), difference + math.sqrt(max(0.0, above))
+
+
 def mean_interval(means: Sequence[float], intervals: Sequence[Interval]) -> Interval:
     """The interval of the mean of independent scores: on each side, the root of the summed
     squares of each score's distance to that bound, over their number (so a Wilson interval's

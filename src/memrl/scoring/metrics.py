@@ -96,3 +96,9 @@ def score_answer_is(
         "em": exact_match(pred, gold),
         "f1": round(f1(pred, gold), 2),
     }
+
+
+def dropped_officially(prediction: dict) -> bool:
+    """Whether the official evaluator leaves a prediction out: it skips every item whose raw
+    output is "" (a failed request among them)."""
+    return bool(prediction["failed"]) or prediction.get("response") == ""
