@@ -366,9 +366,97 @@ def test_a_hosted_models_calls_are_counted_and_priced_not_put_on_our_gpus(paper)
     [row] = summarise([bare])
     shown = dict(zip([title for title, _, _ in COLUMNS], cells(row), strict=True))
     assert shown["API $"] == "0+" and shown["API calls"] == f"{calls:,}"
-    # a hosted model whose calls are not modelled (Mem0's, inside mem0ai): "—+"
-    [mem0] = summarise([Price("evaluate", hosted=True)])
-    assert cells(mem0)[-3:] == ["—", "—", "—+"]
+    # a hosted model whose calls are not modelled: "—+"
+    [unmodelled] = summarise([Price("evaluate", hosted=True)])
+    assert cells(unmodelled)[-3:] == ["—", "—", "—+"]
+
+
+def evaluate_job(config: dict, system: str, benchmark: str, length: int) -> PlannedJob:
+    [job] = [
+        j
+        for j in cfg.eval_jobs(config)
+        if (j.system, j.benchmark, j.length) == (system, benchmark, length)
+    ]
+    return PlannedJob("evaluate", {}, {"gpu": "1"}, cfg.eval_settings(config, job, 0))
+
+
+def test_mem0_is_priced_on_its_engine_its_own_llm_and_its_embedder(paper):
+    """GPT-5.1 answers once per question and extracts the facts of every 5,000-token chunk;
+    text-embedding-3-large embeds each chunk, its facts and the question."""
+    from memrl.systems import mem0
+
+    job = evaluate_job(paper, "mem0-gpt-5.1", "ruler_hqa", 50)
+    price = price_job(job, Pricing.of(paper, RATE))
+    context = context_tokens(paper, 50)  # 7K: two chunks
+    chunks = mem0.chunk_sizes(context, 5000)
+    assert chunks == [5000, context - 5000]
+    facts = mem0.FACTS_PER_CHUNK * mem0.FACT_TOKENS
+    extract = [
+        (mem0.EXTRACTION_PROMPT_TOKENS + 5000, facts),
+        (mem0.EXTRACTION_PROMPT_TOKENS + chunks[1] + 75 + 10 * 30, facts),  # the first's start
+    ]
+    answer = [(100 + 100 + 30 * 30, 1024)]  # the question, MemAgent's final prompt, 30 memories
+    embed_in = sum(chunks) + 2 * facts + 100
+    gpt = [(p, o) for p, o in extract + answer]
+    tokens_in = 128 * (sum(p for p, _ in gpt) + embed_in)
+    assert price.hosted and price.estimate_gpu_h is None
+    assert price.api.calls == 128 * (2 + 1 + 2 * 2 + 1)
+    assert price.api.input_tokens == tokens_in
+    assert price.api.output_tokens == 128 * sum(o for _, o in gpt)
+    gpt_in = 128 * sum(p for p, _ in gpt)
+    usd = (gpt_in * 1.25 + price.api.output_tokens * 10.0 + 128 * embed_in * 0.13) / 1e6
+    assert price.api.usd == pytest.approx(usd)
+
+
+def test_mem0s_extraction_prompt_is_the_installed_packages():
+    from mem0.configs.prompts import (
+        ADDITIVE_EXTRACTION_PROMPT,
+        PAST_MESSAGE_TRUNCATION_LIMIT,
+        generate_additive_extraction_prompt,
+    )
+
+    from memrl.systems import mem0
+
+    empty = generate_additive_extraction_prompt(existing_memories=[], new_messages="")
+    assert template_tokens(ADDITIVE_EXTRACTION_PROMPT + empty) == mem0.EXTRACTION_PROMPT_TOKENS
+    assert template_tokens("x" * PAST_MESSAGE_TRUNCATION_LIMIT) == mem0.PAST_MESSAGE_TOKENS
+
+
+def test_the_papers_retriever_embeds_each_pool_document_once_per_job(paper):
+    from memrl.benchmarks.ruler_hqa import DEV_POOL_DOCS
+    from memrl.systems.rag import distinct_pool_docs
+
+    pricing = Pricing.of(paper, RATE)
+    hqa = evaluate_job(paper, "rag-qwen2.5-14b.openai-k4-doc", "ruler_hqa", 3200)
+    price = price_job(hqa, pricing)
+    assert price.hosted and price.estimate_gpu_h > 0  # Qwen2.5-14B on our GPU, embeddings hosted
+    distinct = distinct_pool_docs(DEV_POOL_DOCS, 3200, 128)
+    assert 0.99 * DEV_POOL_DOCS < distinct < DEV_POOL_DOCS  # nearly every document, once
+    tokens = distinct * context_tokens(paper, 3200) / 3200 + 128 * 100
+    assert price.api.input_tokens == pytest.approx(tokens, abs=price.api.calls)
+    assert price.api.output_tokens == 0
+    assert price.api.calls == -(-(distinct + 128) // 256)  # 256 texts a request
+    assert price.api.usd == pytest.approx(price.api.input_tokens * 0.13 / 1e6)
+    assert distinct_pool_docs(100, 10, 1) == pytest.approx(10)
+    assert distinct_pool_docs(100, 200, 3) == 100  # a sample as large as the pool
+    # fixed chunks of LongBench: each sample's own; BM25 and MiniLM embed nothing hosted
+    chunks = price_job(
+        evaluate_job(paper, "rag-qwen2.5-7b.openai-k2-c1024", "longbench", 0), pricing
+    )
+    assert chunks.api.input_tokens > 0 and chunks.api.usd > 0
+    bm25 = price_job(evaluate_job(paper, "rag-qwen2.5-14b.bm25-k4-doc", "ruler_hqa", 3200), pricing)
+    assert not bm25.hosted and bm25.api is None
+
+
+def test_a_hosted_model_is_priced_by_its_key_or_its_served_name(paper):
+    from memrl.cost.api import Usage, model_price
+
+    assert model_price(paper, "gpt-4o") == model_price(paper, "gpt-4o-2024-08-06")
+    assert model_price(paper, "text-embedding-3-large") == {"input": 0.13, "output": 0.0}
+    assert model_price(paper, "an-unknown-model") is None
+    priced, unpriced = Usage(1, 10, 1, 2.0), Usage(2, 20, 0, None)
+    assert priced + priced == Usage(2, 20, 2, 4.0)
+    assert (priced + unpriced).usd is None and (priced + unpriced).calls == 3
 
 
 def test_the_keyword_rebuild_is_priced_per_released_instance(repo):

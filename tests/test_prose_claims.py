@@ -137,6 +137,9 @@ def test_the_smoke_plan_reads_both_papers_and_the_figures_that_check_a_sentence(
         "figure1.claims.json",
         "figure5.claims.json",
         "figure_ood.claims.json",
+        "table1.claims.json",  # D.2 on Mem0 (its rows are Table 1's) and RAG (Tables 10, 11)
+        "table10.claims.json",
+        "table11.claims.json",
     ]
 
 

@@ -769,6 +769,42 @@ def test_rag_ruler_hqa_table_derives_rows_from_k(paper: dict):
     assert length_label(table, 50) == "7K"
 
 
+def test_d2s_claim_is_checked_against_the_papers_retriever_and_mem0(paper: dict):
+    """MemAgent's margin over every RAG row that retrieved as the paper's (not BM25's) and over
+    Mem0, at every length, each margin's interval judged (the smallest shown)."""
+    [openai] = with_paper_retriever(REPORT_SYSTEMS[3])
+    openai = {**openai, "display": "RAG openai K=4"}
+    mem0 = {"id": "mem0", "display": "Mem0", "paper_row": None, "kind": "mem0"}
+    systems = [*REPORT_SYSTEMS, openai, mem0]
+
+    def rw(system: str, n_docs: int, right: int) -> dict:  # right of 128, with its interval
+        return with_interval(metric(system, n_docs, 100 * right / 128), *wilson(right, 128))
+
+    records = [
+        *(rw("rl-14b", n, 115) for n in (50, 100)),
+        *(rw("rag14.openai-k4-doc", n, 60) for n in (50, 100)),
+        rw("rag14.bm25-k4-doc", 50, 127),  # another retriever: no rival of the paper's claim
+        rw("mem0", 50, 90),
+        rw("mem0", 100, 114),  # one question behind: its margin's interval spans 0
+    ]
+    table10 = build_paper_table("table10", records, systems, paper, LABELS)
+    [claim] = table10.attrs["claims"]
+    assert (claim.claim_id, claim.system, claim.outcome) == (
+        "d2_outperforms_rag",
+        "RL-14B",
+        "holds",
+    )
+    assert claim.value == pytest.approx(100 * 55 / 128)
+    assert "on the paper's own numbers +14.1" in claim.detail  # 80.47 - 66.41 at 7K
+    table1 = build_paper_table("table1", records, systems, paper, LABELS)
+    [mem0_claim] = table1.attrs["claims"]
+    assert mem0_claim.claim_id == "d2_outperforms_mem0" and mem0_claim.outcome == "undecided"
+    assert mem0_claim.value == pytest.approx(100 / 128) and "paper's own" not in mem0_claim.detail
+    assert "the lowest of 2" in mem0_claim.detail  # at 7K and 14K
+    alone = build_paper_table("table1", records[:2], systems, paper, LABELS)
+    assert [c.outcome for c in alone.attrs["claims"]] == ["not checkable"]
+
+
 def test_rag_longbench_table_recomputes_the_papers_avg(paper: dict):
     scores = dict(zip(QA_TASKS, [50.0, 55.0, 25.0, 15.0, 25.0], strict=True))
     records = [*qa_records("rag14.openai-k2-c1024", scores), *qa_records("q14", scores)]
@@ -1632,20 +1668,51 @@ def test_memalpha_table6_puts_the_full_training_set_beside_validation():
     assert squad["full.tokens_per_chunk"].paper == 1078.0 and squad["full.instances"].ours is None
     assert (total["full.instances"].paper, total["memalpha.instances"].paper) == (4139.0, 463.0)
     assert table.attrs["column_labels"]["full.instances"] == "Training Ins."
+    assert (
+        "Training columns: the paper's numbers alone (this run has no memalpha.full set)."
+        in (table.attrs["notes"])
+    )
     measured = [*validation_only, stats("full", "squad", 264, 10.0, 1080.0, 95.5)]
     table = build_paper_table("memalpha_table6", measured, [], MEMALPHA_PAPER)
     assert table.loc["SQuAD"]["full.tokens_per_chunk"].delta == pytest.approx(2.0)
+    assert table.attrs["notes"][-2:] == [
+        "Training columns: ours counted from the config's memalpha.full set, beside the paper's.",
+        "Validation columns: ours counted from the config's memalpha.memalpha set, beside the "
+        "paper's.",
+    ]
 
 
 def test_the_full_training_split_is_measured_only_where_the_config_names_it():
     from memrl import config as cfg
 
     config = cfg.load_config([Path(__file__).resolve().parents[1] / "config/config.yaml"])
+    assert cfg.stats_splits(config, "memalpha_table6") == ["full", "memalpha"]  # the paper's
+    assert cfg.memalpha_splits(config)[-1] == "full"
+    assert config["sources"]["memalpha_full"]["url"].endswith(
+        "datasets/YuWangX/Memalpha-full/resolve/main/train/train.parquet"
+    )
+    del config["memalpha"]["full"]
     assert cfg.stats_splits(config, "memalpha_table6") == ["memalpha"]
     assert "full" not in cfg.memalpha_splits(config)
-    config["memalpha"]["full"] = {"source": "memalpha_train", "sources": ["squad"]}
-    assert cfg.stats_splits(config, "memalpha_table6") == ["full", "memalpha"]
-    assert cfg.memalpha_splits(config)[-1] == "full"
+
+
+def test_the_full_training_sets_fixture_is_in_the_released_schema(tmp_path):
+    """Table 6's training columns count the full set as any split; a file without a field the
+    statistics read stops, naming the file and the field."""
+    import pyarrow.parquet as pq
+
+    from memrl.data.memalpha import instances_by_source
+    from memrl.data.sources import fixture_path
+
+    full = fixture_path("memalpha/full.parquet")
+    sources = {source: len(rows) for source, rows in instances_by_source(full).items()}
+    train = instances_by_source(fixture_path("memalpha/train.parquet"))
+    assert set(sources) == set(train) and sources["squad"] == len(train["squad"]) + 1
+    assert pq.read_schema(full) == pq.read_schema(fixture_path("memalpha/train.parquet"))
+    narrow = tmp_path / "train.parquet"
+    pq.write_table(pq.read_table(full).drop_columns(["chunks"]), narrow)
+    with pytest.raises(ValueError, match=rf"{narrow}: missing column\(s\) \['chunks'\]"):
+        instances_by_source(narrow)
 
 
 def test_memalpha_table8_reports_a_measured_source_the_paper_lacks():

@@ -130,3 +130,43 @@ def test_a_selection_made_by_a_config_file_can_be_cleared_from_the_command_line(
     assert "select" not in cleared["evaluation"]
     paper = cfg.load_config(files[:1])
     assert set(cleared["evaluation"]["systems"]) == set(paper["evaluation"]["systems"])
+
+
+def without_api(repo, **select) -> dict:
+    paper = cfg.load_yaml(repo / "config/config.yaml")
+    paper["evaluation"]["hosted"] = False
+    if select:
+        paper["evaluation"]["select"] = select
+    cfg.validate_config(paper, cfg.SCHEMA)
+    return paper
+
+
+def test_without_an_api_key_nothing_hosted_is_planned_and_everything_else_is(repo):
+    from memrl.cost.api import is_hosted
+
+    paper = cfg.load_config([repo / "config/config.yaml"])
+    offline = without_api(repo)
+    jobs, systems = cfg.eval_jobs(offline), cfg.eval_systems(offline)
+    assert jobs and not any(is_hosted(offline, systems[j.system]["model"]) for j in jobs)
+    kinds = {systems[j.system]["kind"] for j in jobs}
+    assert "mem0" not in kinds and {"rag", "memagent", "memalpha"} <= kinds
+    retrievers = {systems[j.system].get("retriever") for j in jobs} - {None}
+    assert retrievers == {"bm25", "dense"}  # the `openai` retriever alone left out
+    assert "judge-gpt-4o" not in offline["rescore"] and "whole-reply" in offline["rescore"]
+    # every other evaluation of the paper plan stays
+    hosted = {
+        s
+        for s, spec in cfg.eval_systems(paper).items()
+        if spec["kind"] == "mem0"
+        or is_hosted(paper, spec["model"])
+        or spec.get("retriever") == "openai"
+    }
+    kept = [j for j in cfg.eval_jobs(paper) if j.system not in hosted]
+    assert set(jobs) == set(kept) and hosted
+    assert "gpt-4.1-mini-memalpha" not in offline["evaluation"]["systems"]
+    # a selection naming a hosted system says why it cannot be had
+    with pytest.raises(cfg.ConfigError, match=r"mem0-gpt-5\.1 call\(s\) a hosted model, which "):
+        without_api(repo, systems=["mem0-gpt-5.1"])
+    assert set(without_api(repo, systems=["rag-qwen2.5-7b"])["evaluation"]["systems"]) == {
+        "rag-qwen2.5-7b"
+    }

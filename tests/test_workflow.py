@@ -79,8 +79,9 @@ def test_slurm_profile_plans_every_paper_job(repo):
     done = snakemake("-n", "-p", "--profile", "profiles/slurm", "all", cwd=repo)
     assert done.returncode == 0, done.stderr
     counts = job_counts(done.stdout)
-    # HotpotQA x2, SQuAD, DocQA, essays, 7 LongBench configs, Memalpha train and validation, MAB
-    assert counts["download_data"] == 15
+    # HotpotQA x2, SQuAD, DocQA, essays, 7 LongBench configs, Memalpha train, validation and the
+    # full training set (Table 6), MAB
+    assert counts["download_data"] == 16
     # gpt-4.1-mini, gpt-5.1, gpt-4o: their tokenizer; not Qwen2.5-7B base, which only the filter
     # asks
     assert counts["download_model"] == 19
@@ -100,6 +101,8 @@ def test_slurm_profile_plans_every_paper_job(repo):
     assert len(sharded) == 34 and {j.shards for j in sharded} == {4}
     # ... the memory ablation: 2 systems x 7 settings x (7 NIAH lengths + LongBench-QA), and
     # Table 4's probe: 2 systems x 7 lengths, each job all 5 placements (5 x 7 probe sets)
+    # D.2's RAG with the paper's retriever (text-embedding-3-large) beside BM25 and MiniLM: 2 models
+    # x 4 K x (RULER-HQA's 10 lengths + LongBench's 2 chunk sizes);
     # Mem0 (D.2) on RULER-HQA's 7 unsharded lengths and LongBench-QA; the closed-book controls:
     # RL-MemoryAgent-14B on RULER-HQA's 10 lengths (never sharded) and LongBench-QA, Qwen3-32B on
     # Mem-α's two benchmarks; the oracle on RULER-HQA's 10 lengths, the full context on its 7
@@ -109,7 +112,9 @@ def test_slurm_profile_plans_every_paper_job(repo):
     assert (
         counts["evaluate"]
         == len(jobs) - len(sharded)
-        == (446 + 2 * 10 + 5 * 2 + 2 * 7 * 8 + 14 + 8 + 10 + 1 + 2 + 10 + 7 + 1 + 7 + 1)
+        == 446
+        + 2 * 4 * 12
+        + (2 * 10 + 5 * 2 + 2 * 7 * 8 + 14 + 8 + 10 + 1 + 2 + 10 + 7 + 1 + 7 + 1)
     )
     assert counts["probe_set"] == 5 * 7
     # Mem-α: Memalpha-4B on validation and MemoryAgentBench, Qwen3-4B and gpt-4.1-mini on
@@ -142,7 +147,7 @@ def test_slurm_profile_plans_every_paper_job(repo):
     assert f"in {evaluations} evaluation jobs: {counts['evaluate']} `evaluate` jobs" in readme
     assert f"{counts['memorize']} memorize jobs" in readme
     assert f"{counts['make_table']} tables, {counts['plot_figure']} figures" in readme
-    assert counts["dataset_stats"] == 3  # Mem-α's train, validation and MemoryAgentBench
+    assert counts["dataset_stats"] == 4  # Mem-α's train, validation, full set and MemoryAgentBench
     # baselines reach vLLM with their context extension; RAG systems expand over their grid
     # every job's settings by reference: one short command line each, the JSON in a file
     assert "--settings '" not in done.stdout
@@ -263,6 +268,9 @@ def test_cost_of_the_paper_plan_is_the_readmes(repo):
     assert rows["train_stage1"][3] == "2" and rows["evaluate"][4] != "—"  # both estimated
     assert rows["train_memalpha"][3] == "5" and rows["memorize"][4] != "—"  # Mem-α's too
     assert "filter_questions" not in rows  # the released questions: nothing filtered here
+    # every hosted call priced: Mem0's, the embeddings', the judges' and the Mem-α framework's
+    assert not any(row[-1].strip(" |").endswith("+") for row in rows.values())
+    assert rows["evaluate"][-3] != "—" and rows["evaluate_shard"][-3] != "—"
     rebuilt = memrl_cost(
         repo,
         "--profile",

@@ -25,6 +25,8 @@ from memrl.agents.retrieval import BM25Retriever, Retriever, best, check_k
 from memrl.baselines.longcontext import longcontext
 
 FIRST_HEADER = "Document 1:\n"
+EMBEDDING_MODEL = "text-embedding-3-large"  # the paper's (D.2)
+EMBEDDING_BATCH = 256  # texts a request
 
 
 def document_units(context: str | Iterable[str]) -> list[str]:
@@ -152,11 +154,11 @@ class OpenAIEmbeddingRetriever(_EmbeddingRetriever):
 
     def __init__(
         self,
-        model: str = "text-embedding-3-large",
+        model: str = EMBEDDING_MODEL,
         *,
         base_url: str | None = None,
         api_key: str | None = None,
-        batch_size: int = 256,
+        batch_size: int = EMBEDDING_BATCH,
         timeout_s: float = 60.0,
         max_retries: int = 3,
         client: Any | None = None,

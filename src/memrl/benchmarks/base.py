@@ -111,7 +111,8 @@ class Benchmark:
     - `instances`: its sets are Mem-α instances (chunks, then the questions asked after them),
       read by Mem-α's framework, MEM1 and the Mem-α baselines.
     - `retrieves_documents`: a RAG baseline retrieves whole documents on it (False: fixed chunks;
-      None: either).
+      None: either). `pool_docs`: the documents all its samples draw theirs from (RULER-HQA's
+      dev pool), so that a job embeds each at most once however many samples hold it.
     - `evidence`: where it marks each question's gold evidence (None: it marks none), what the
       oracle control reads.
 
@@ -147,6 +148,7 @@ class Benchmark:
     instance_shapes: Callable[[Row, Row], list[tuple[int, tuple[int, int, int], str]]] | None = None
     instances: bool = False
     retrieves_documents: bool | None = True
+    pool_docs: int | None = None
     evidence: Evidence | None = None
     read_rows: Callable[[Task, Path, Any], list[Row]] = jsonl_rows
     instance_rows: Callable[[Row, Any, Path | None], RowsOf] | None = None

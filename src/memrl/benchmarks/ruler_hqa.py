@@ -200,6 +200,10 @@ def instance_rows(s: dict[str, Any], tokenizer: Any, pool: Path | None) -> RowsO
     return rows_of
 
 
+# HotpotQA dev's distinct paragraphs, every RULER-HQA sample's documents drawn from them: the
+# size of MemAgent's largest released set (eval_66635.json, the whole pool)
+DEV_POOL_DOCS = 66_635
+
 BENCHMARK = Benchmark(
     "ruler_hqa",
     score=score,
@@ -212,6 +216,7 @@ BENCHMARK = Benchmark(
     sizes=sizes,
     sets=sets,
     evidence=Evidence(pool_questions_file, gold_contexts),
+    pool_docs=DEV_POOL_DOCS,
 )
 PROBE = Benchmark(
     PROBE_BENCHMARK,
@@ -223,4 +228,5 @@ PROBE = Benchmark(
     sets=probe_sets,
     chosen_per_system=True,
     shards_as="ruler_hqa",  # split as the RULER-HQA set of its length
+    pool_docs=DEV_POOL_DOCS,
 )

@@ -51,22 +51,33 @@ def best_cells(
     rows: Sequence[str],
     columns: Sequence[Any] | None,
     where: str,
+    against: Sequence[Any] | None = None,
 ) -> list[dict[str, Any]]:
     """Every cell of a table of {row: {column: number or {metric: number}}} (of `columns` only,
-    where given): the claimed rows' numbers first (`of` of them), then every other row's."""
-    node = paper
-    for step in table:
-        node = node.get(step, {})
+    where given): the claimed rows' numbers first (`of` of them), then every other row's, or
+    every row's of the table `against` (another table of the same columns: the rivals')."""
+    node = _table(paper, table)
     if not node or any(row not in node for row in rows):
         raise ConfigError(f"{where}: {list(table)} has no rows {list(rows)}")
-    others = [row for row in node if row not in rows]
+    rivals = node if against is None else _table(paper, against)
+    if not rivals:
+        raise ConfigError(f"{where}: no table {list(against or ())}")
+    others = [row for row in rivals if row not in rows]
     cases = []
     for leaf in _leaves(node[rows[0]]):
         if columns is not None and not set(columns) & set(leaf):
             continue
-        numbers = [resolve(node, [row, *leaf], where) for row in [*rows, *others]]
+        numbers = [resolve(node, [row, *leaf], where) for row in rows]
+        numbers += [resolve(rivals, [row, *leaf], where) for row in others]
         cases.append({"label": " ".join(map(str, leaf)), "numbers": numbers, "of": len(rows)})
     return cases
+
+
+def _table(paper: Mapping[str, Any], path: Sequence[Any]) -> Any:
+    node = paper
+    for step in path:
+        node = node.get(step, {})
+    return node
 
 
 def _leaves(node: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
@@ -95,7 +106,12 @@ def prose_claims(config: dict[str, Any]) -> list[dict[str, Any]]:
             if "cells" in claim:
                 cells = claim["cells"]
                 cases += best_cells(
-                    paper, cells["table"], cells["rows"], cells.get("columns"), where
+                    paper,
+                    cells["table"],
+                    cells["rows"],
+                    cells.get("columns"),
+                    where,
+                    cells.get("against"),
                 )
             if ("compute" in claim) != bool(cases):
                 raise ConfigError(f"{where}: a claim computes (compute) over its cases, or neither")

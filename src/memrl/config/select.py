@@ -1,4 +1,5 @@
-"""`evaluation.select`: plan a subset of the systems, e.g. only the released checkpoints.
+"""`evaluation.select`: plan a subset of the systems, e.g. only the released checkpoints; and
+`evaluation.hosted: false`: plan none that calls a hosted model (no API key).
 
 Config files given together are merged key by key, so a second file can add to the paper config
 but never remove from it; this key removes. With it, only the selected systems are evaluated:
@@ -7,6 +8,11 @@ but never remove from it; this key removes. With it, only the selected systems a
   studies, the scorers of `rescore`), `replace` swaps in another first (a run trained here for the
   released checkpoint of the same recipe), and what still names an unselected system is left out;
 - a training run is planned only if a selected system evaluates its checkpoint.
+
+Without a key for hosted models (`evaluation.hosted: false`), every system that calls one is left
+out the same way: its model hosted (gpt-4.1-mini in the Mem-α framework), Mem0 (its LLM and
+embedder), RAG's `openai` retriever (dropped from the system's `retrievers`, the others kept), and
+every judge scorer whose model is hosted.
 
 Applied to the merged config after the schema and before the cross-reference checks, so every
 later step (matrix, jobs, reports) sees only what the selection keeps.
@@ -24,9 +30,11 @@ KEY = "evaluation.select"
 
 
 def apply_selection(config: dict[str, Any]) -> dict[str, list[str]]:
-    """Narrow `config` in place to `evaluation.select` (nothing to do without it, or with it set
-    to null). Returns where `replace` put a system: config key -> ["old → new", ...], so that an
-    error found there later can name the `replace` entry the user wrote."""
+    """Narrow `config` in place: without hosted models (`evaluation.hosted: false`), then to
+    `evaluation.select` (nothing to do without it, or with it set to null). Returns where
+    `replace` put a system: config key -> ["old → new", ...], so that an error found there
+    later can name the `replace` entry the user wrote."""
+    left_out = _leave_out_hosted(config) if config["evaluation"].get("hosted") is False else set()
     select = config["evaluation"].get("select")
     if not select:
         config["evaluation"].pop("select", None)
@@ -35,10 +43,22 @@ def apply_selection(config: dict[str, Any]) -> dict[str, list[str]]:
     chosen = list(select["systems"])
     replace = select.get("replace", {})
     for key, names in (("systems", chosen), ("replace", [*replace, *replace.values()])):
+        if hosted := sorted(set(names) & left_out):
+            raise ConfigError(
+                f"config key {KEY}.{key}: {', '.join(hosted)} call(s) a hosted model, which "
+                "evaluation.hosted: false leaves out"
+            )
         if unknown := sorted(set(names) - set(systems)):
             raise ConfigError(f"config key {KEY}.{key}: {_unknown(unknown, systems)}")
     config["evaluation"]["systems"] = {name: systems[name] for name in chosen}
-    kept = set(chosen)
+    return _narrow_to(config, set(chosen), replace)
+
+
+def _narrow_to(
+    config: dict[str, Any], kept: set[str], replace: dict[str, str]
+) -> dict[str, list[str]]:
+    """Every key naming a system narrowed to `kept`, after `replace`; training runs no kept
+    system evaluates dropped."""
     swapped: dict[str, list[str]] = {}
 
     def swap(name: str, key: str) -> str:
@@ -69,6 +89,34 @@ def apply_selection(config: dict[str, Any]) -> dict[str, list[str]]:
     _narrow_rescore(config, swap, kept)
     _keep_evaluated_runs(config)
     return swapped
+
+
+HOSTED_RETRIEVER = "openai"  # RAG's retriever on a hosted embedding model
+
+
+def _leave_out_hosted(config: dict[str, Any]) -> set[str]:
+    """`evaluation.hosted: false`: the systems and judge scorers that call a hosted model left
+    out (the systems' names returned); a RAG system keeps its other retrievers."""
+    systems = config["evaluation"]["systems"]
+    kept = {}
+    for name, spec in systems.items():
+        if "retrievers" in spec:
+            spec = {**spec, "retrievers": [r for r in spec["retrievers"] if r != HOSTED_RETRIEVER]}
+            if not spec["retrievers"]:
+                continue
+        if spec["kind"] != "mem0" and not _hosted(config, spec["model"]):
+            kept[name] = spec
+    config["evaluation"]["systems"] = kept
+    scorers = config.get("rescore") or {}
+    for name, spec in list(scorers.items()):
+        if "model" in spec and _hosted(config, spec["model"]):
+            del scorers[name]
+    _narrow_to(config, set(kept), {})
+    return set(systems) - set(kept)
+
+
+def _hosted(config: dict[str, Any], model: str) -> bool:
+    return config["models"].get(model, {}).get("source") == "api"
 
 
 def _unknown(names: list[str], systems: dict[str, Any]) -> str:

@@ -1,8 +1,11 @@
-"""Pricing of API calls: what a job asks of a hosted model (source `api`, on no GPU of ours):
-its calls, tokens in and out, and dollars at the model's `price` where the config gives one."""
+"""Pricing of API calls: what a job asks of hosted models (source `api`, on no GPU of ours): its
+engine's calls when its model is hosted, and those on hosted models beside it (an embedder, Mem0's
+own LLM: `SystemKind.hosted_calls`); calls, tokens in and out, and dollars at each model's `price`
+where the config gives one."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -11,12 +14,12 @@ from memrl.cost.work import Work
 
 @dataclass(frozen=True)
 class Usage:
-    """What a job asks of a hosted model: calls, tokens in and out, dollars at its price."""
+    """What a job asks of hosted models: calls, tokens in and out, dollars at their prices."""
 
     calls: float
     input_tokens: float
     output_tokens: float
-    usd: float | None  # None: the config gives the model no `price`
+    usd: float | None  # None: the config gives one of the models no `price`
 
     @classmethod
     def of(cls, work: Work, price: dict[str, float] | None) -> Usage:
@@ -28,12 +31,34 @@ class Usage:
             usd = (tokens_in * price["input"] + tokens_out * price["output"]) / 1e6
         return cls(calls, tokens_in, tokens_out, usd)
 
+    def __add__(self, other: Usage) -> Usage:
+        usd = None if self.usd is None or other.usd is None else self.usd + other.usd
+        return Usage(
+            self.calls + other.calls,
+            self.input_tokens + other.input_tokens,
+            self.output_tokens + other.output_tokens,
+            usd,
+        )
+
 
 def is_hosted(config: dict[str, Any], model: str | None) -> bool:
     """Whether a job's model is hosted (source `api`): it runs on no GPU of ours."""
     return model is not None and config["models"].get(model, {}).get("source") == "api"
 
 
-def usage(config: dict[str, Any], model: str, work: Work) -> Usage:
-    """A hosted model's calls in a job's work, at the model's `price` where the config gives one."""
-    return Usage.of(work, config["models"][model].get("price"))
+def model_price(config: dict[str, Any], name: str) -> dict[str, float] | None:
+    """A hosted model's `price`, by its `models` key or by the name the API serves it under
+    (Mem0's and the retriever's models are named so); None where the config gives none."""
+    models = config["models"]
+    if name in models:
+        return models[name].get("price")
+    served = [spec for spec in models.values() if spec.get("served_name") == name]
+    return served[0].get("price") if served else None
+
+
+def usage(config: dict[str, Any], parts: Sequence[tuple[str, Work]]) -> Usage:
+    """The calls of each (model, work) part, at the model's `price` where the config gives one."""
+    total = Usage(0.0, 0.0, 0.0, 0.0)
+    for model, work in parts:
+        total += Usage.of(work, model_price(config, model))
+    return total

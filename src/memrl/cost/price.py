@@ -11,7 +11,7 @@ from memrl.cost.plan import PlannedJob
 from memrl.cost.pricing import Pricing
 from memrl.cost.storage import checkpoint_gb, dataset_gb, weights_gb
 from memrl.cost.training import TRAINING_RULES
-from memrl.cost.work import inference_work
+from memrl.cost.work import hosted_work, inference_work
 
 
 @dataclass
@@ -23,8 +23,8 @@ class Price:
     checkpoint_gb: float = 0.0
     gpu: bool = False
     measured: bool = False  # the estimate counts responses at a run's measured length
-    hosted: bool = False  # its model is hosted (source api): it uses no GPU of ours
-    api: Usage | None = None  # the hosted model's calls (None: no API job, or not modelled)
+    hosted: bool = False  # it calls hosted models (source api): its own, or beside a local one
+    api: Usage | None = None  # the hosted models' calls (None: no API job, or not modelled)
 
 
 def price_job(job: PlannedJob, pricing: Pricing) -> Price:
@@ -35,10 +35,11 @@ def price_job(job: PlannedJob, pricing: Pricing) -> Price:
     settings = job.settings or {}
     model, work = inference_work(job.rule, settings, pricing) if settings else (None, None)
     hosted = is_hosted(config, model)
-    price.hosted = hosted
-    if hosted and work is not None:
-        price.api = usage(config, model, work)
-    elif gpus and model is not None:
+    beside = hosted_work(job.rule, settings, pricing) if settings else []
+    price.hosted = hosted or bool(beside)
+    if price.hosted and not (hosted and work is None):  # every call modelled
+        price.api = usage(config, [*([(model, work)] if hosted else []), *beside])
+    if gpus and model is not None and not hosted:
         price.estimate_gpu_h = inference_gpu_hours(pricing, model, work)
     elif gpus and job.rule in TRAINING_RULES and settings:
         price.estimate_gpu_h, price.measured = training_gpu_hours(job.rule, settings, pricing)

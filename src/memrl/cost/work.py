@@ -20,10 +20,10 @@ from memrl.systems.base import (
     Call,
     InstanceShape,
     Settings,
+    Work,
     template_tokens,
 )
 
-Work = list[tuple[float, list[Call]]]  # (how many times, the engine calls of one) of a job
 Instances = list[tuple[int, InstanceShape, str]]  # (instances, their shape, source) per source
 
 
@@ -55,6 +55,17 @@ def evaluation_work(config: dict[str, Any], settings: dict[str, Any]) -> Work | 
     if kind.calls is None or benchmark(settings["benchmark"]).sizes is None:
         return None
     return [(n, kind.calls(settings, tokens)) for n, tokens in job_questions(config, settings)]
+
+
+def hosted_work(rule: str, settings: dict[str, Any], pricing: Pricing) -> list[tuple[str, Work]]:
+    """An evaluate job's calls on hosted models beside its engine's (an embedder, Mem0's LLM),
+    per model, on a benchmark that sizes its samples; none elsewhere."""
+    if rule not in ("evaluate", "evaluate_shard"):
+        return []
+    kind = system_kind(pricing.systems[settings["system"]]["kind"])
+    if kind.hosted_calls is None or benchmark(settings["benchmark"]).sizes is None:
+        return []
+    return kind.hosted_calls(settings, job_questions(pricing.config, settings))
 
 
 def split_instances(

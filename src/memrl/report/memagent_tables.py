@@ -16,6 +16,7 @@ Table 11's printed average divides by 6, not 5: its note says so.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
@@ -38,6 +39,7 @@ from memrl.report.assemble import (
 from memrl.report.cells import AVG, BENCHMARK
 from memrl.report.records import records_of
 from memrl.report.registry import MEMAGENT, PaperTable, TableInput
+from memrl.report.rival_claims import rival_claims
 from memrl.report.rows import (
     Systems,
     is_rag_unit,
@@ -475,9 +477,21 @@ def _by_key(build: Callable[..., pd.DataFrame], key: str) -> Callable[[TableInpu
     return lambda t: build(t.records, t.systems, t.paper[key])
 
 
+def _checking_rivals(name: str, table: PaperTable) -> PaperTable:
+    """The table with the paper file's `rival_claims` that name it checked on its cells."""
+
+    def build(t: TableInput) -> pd.DataFrame:
+        frame = table.build(t)
+        claims = rival_claims(frame, t.systems, t.paper.get("rival_claims", []), name)
+        frame.attrs["claims"] = [*frame.attrs.get("claims", []), *claims]
+        return frame
+
+    return dataclasses.replace(table, build=build)
+
+
 # MemAgent's tables by name (the Snakefile's targets): their key in config/paper/memagent.yaml
 # (Table 4: memrl.report.memagent_probe; Table 7: niah_config; failure patterns: memory_patterns)
-MEMAGENT_TABLES = {
+_MEMAGENT_TABLES = {
     "table1": PaperTable(
         _ruler_hqa(build_table1, "ruler_hqa"),
         MEMAGENT,
@@ -520,3 +534,4 @@ MEMAGENT_TABLES = {
         ruler_lengths=True,
     ),
 }
+MEMAGENT_TABLES = {name: _checking_rivals(name, table) for name, table in _MEMAGENT_TABLES.items()}

@@ -325,10 +325,23 @@ def build_memalpha_stats_table(
         },
         "system_ids": ids,
         "paper_rows": ids,
-        "notes": list(spec.get("notes", [])),
+        "notes": [*spec.get("notes", []), *_measured_notes(splits, {s for s, _ in found})],
         "legend": STATS_LEGEND,
     }
     return frame
+
+
+def _measured_notes(splits: Mapping[str, Any], measured: set[str]) -> list[str]:
+    """Where each split's columns come from: ours counted from the config's set beside the
+    paper's, or the paper's alone."""
+    return [
+        f"{part['label'] or split} columns: ours counted from the config's memalpha.{split} set, "
+        "beside the paper's."
+        if split in measured
+        else f"{part['label'] or split} columns: the paper's numbers alone (this run has no "
+        f"memalpha.{split} set)."
+        for split, part in splits.items()
+    ]
 
 
 COUNTS = ("instances",)  # shown as whole numbers

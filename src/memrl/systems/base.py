@@ -58,6 +58,9 @@ class InstanceShape:
 
 
 InstanceCalls = Callable[[Settings, InstanceShape], list[Call]]
+Work = list[tuple[float, list[Call]]]  # (how many times, the calls of one)
+# a job's calls on hosted models beside its engine: (a model's name as the API serves it, work)
+HostedCalls = Callable[[Settings, list[tuple[int, int]]], list[tuple[str, Work]]]
 
 
 def one_answer(settings: Settings, context_tokens: int) -> list[Call]:
@@ -133,6 +136,9 @@ class SystemKind:
       instance, on its own model; `instance_calls(settings, instance)`: those its evaluate job
       makes for one instance (on the QA model after a memorize job, whose settings it finds
       under "memorized"), the judge's aside.
+    - `hosted_calls(settings, questions)`: the calls an evaluate job on MemAgent's benchmarks
+      makes on hosted models beside its engine (an embedder, Mem0's own LLM), per model, from
+      its (questions, context tokens) per task; an embedding request is (its tokens, 0).
     A kind without the one a job needs is priced by that job's allocation alone.
     """
 
@@ -158,6 +164,7 @@ class SystemKind:
     calls: Calls | None = None
     memorize_calls: InstanceCalls | None = None
     instance_calls: InstanceCalls | None = None
+    hosted_calls: HostedCalls | None = None
 
     def __post_init__(self) -> None:
         if (self.memorizer is None) != (self.memorize_settings is None):

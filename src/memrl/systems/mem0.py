@@ -8,10 +8,11 @@ from collections.abc import Sequence
 from typing import Any
 
 from memrl.agents.driver import Workflow
+from memrl.agents.memagent import FINAL_PROMPT_TOKENS
 from memrl.benchmarks import MEMAGENT_BENCHMARKS, Task
 from memrl.benchmarks.base import row_chunks
 from memrl.evaluation import WorkflowFactory, question
-from memrl.systems.base import Config, Settings, SystemKind
+from memrl.systems.base import QUESTION_TOKENS, Call, Config, Settings, SystemKind, Work
 from memrl.systems.memagent import agent_settings
 
 
@@ -47,6 +48,57 @@ def job_settings(config: Config, system: Settings) -> Settings:
     return {"mem0": system.get("mem0"), "agent": agent_settings(config, system)}
 
 
+# What mem0ai 2.2.1 asks per chunk it adds (`Memory.add`, one pass): its embedder embeds the chunk
+# (to find the 10 existing memories nearest it); its LLM reads the additive extraction prompt with
+# those memories, the chunk and the session's last 10 messages (the chunks added before, each cut
+# to its first 300 characters) and writes the facts; the embedder embeds the facts. A search
+# embeds the question.
+EXTRACTION_PROMPT_TOKENS = 8459  # its system prompt and empty user prompt, about (a test counts)
+LAST_MESSAGES = 10
+PAST_MESSAGE_TOKENS = 75  # 300 characters
+EXISTING_MEMORIES = 10
+# Assumptions (the paper prints none): the facts one 5,000-token chunk of Wikipedia paragraphs
+# yields, and one fact's tokens with its JSON
+FACTS_PER_CHUNK = 20
+FACT_TOKENS = 30
+
+
+def calls(settings: Settings, context_tokens: int) -> list[Call]:
+    """Its engine's one answer: MemAgent's final prompt over the top-k memories."""
+    memories = settings["mem0"]["top_k"] * FACT_TOKENS
+    return [(QUESTION_TOKENS + FINAL_PROMPT_TOKENS + memories, settings["agent"]["final_tokens"])]
+
+
+def hosted_calls(settings: Settings, questions: list[tuple[int, int]]) -> list[tuple[str, Work]]:
+    """Mem0's own LLM and embedder, per sample: each chunk added as above, then the question
+    embedded; both on their `mem0` models (the config's hosted models of those served names)."""
+    spec = settings["mem0"]
+    llm: Work = []
+    embedder: Work = []
+    for count, context in questions:
+        chunks = chunk_sizes(context, spec["chunk_tokens"])
+        llm.append((count, [extraction_call(chunks, i) for i in range(len(chunks))]))
+        facts = FACTS_PER_CHUNK * FACT_TOKENS
+        embedder.append((count, [(c, 0) for c in chunks] + [(facts, 0)] * len(chunks)))
+        embedder.append((count, [(QUESTION_TOKENS, 0)]))
+    return [(spec["llm"], llm), (spec["embedder"], embedder)]
+
+
+def chunk_sizes(context_tokens: int, chunk_tokens: int) -> list[int]:
+    """A context's chunks, in tokens: full ones, then the rest."""
+    full, rest = divmod(context_tokens, chunk_tokens)
+    return [chunk_tokens] * full + ([rest] if rest else [])
+
+
+def extraction_call(chunks: list[int], i: int) -> Call:
+    """The LLM's extraction of chunk `i`: the prompt, the chunk, the beginnings of the chunks
+    before it (the last LAST_MESSAGES), the existing memories nearest it; out, its facts."""
+    before = sum(min(c, PAST_MESSAGE_TOKENS) for c in chunks[max(0, i - LAST_MESSAGES) : i])
+    existing = min(i * FACTS_PER_CHUNK, EXISTING_MEMORIES) * FACT_TOKENS
+    prompt = EXTRACTION_PROMPT_TOKENS + chunks[i] + before + existing
+    return (prompt, FACTS_PER_CHUNK * FACT_TOKENS)
+
+
 # D.2's agent baselines: RULER-HQA and LongBench's QA tasks
 KIND = SystemKind(
     "mem0",
@@ -57,4 +109,6 @@ KIND = SystemKind(
     qa_only=True,
     job_settings=job_settings,
     workflows=workflows,
+    calls=calls,
+    hosted_calls=hosted_calls,
 )

@@ -4,6 +4,7 @@ generation; on Mem-α's benchmarks each question over its retrieved chunks.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -22,11 +23,13 @@ from memrl.evaluation import (
     question,
 )
 from memrl.systems.base import (
+    QUESTION_TOKENS,
     Call,
     Config,
     InstanceShape,
     Settings,
     SystemKind,
+    Work,
     context_baseline_settings,
     one_answer,
 )
@@ -154,6 +157,43 @@ def calls(settings: Settings, context_tokens: int) -> list[Call]:
     return one_answer(settings, min(context_tokens, round(settings["top_k"] * unit)))
 
 
+def hosted_calls(settings: Settings, questions: list[tuple[int, int]]) -> list[tuple[str, Work]]:
+    """The `openai` retriever's embedding requests (the others embed nothing hosted): each
+    distinct unit of the job's contexts once (RULER-HQA's documents once however many samples
+    draw them, `distinct_pool_docs`) and each question, `batch_size` texts a request."""
+    from memrl.baselines.rag import EMBEDDING_BATCH, EMBEDDING_MODEL
+
+    if settings["retriever"] != "openai":
+        return []
+    options = settings.get("retriever_options") or {}
+    pool = benchmark(settings["benchmark"]).pool_docs
+    texts = tokens = 0.0
+    for count, context in questions:
+        texts += count
+        tokens += count * QUESTION_TOKENS
+        if settings["unit_tokens"] is None and pool is not None:  # whole documents of the pool
+            n_docs = max(int(settings["length"]), 1)
+            distinct = distinct_pool_docs(pool, n_docs, count)
+            texts += distinct
+            tokens += distinct * context / n_docs
+        else:  # each sample's own units
+            texts += count * math.ceil(context / (settings["unit_tokens"] or context or 1))
+            tokens += count * context
+    requests = math.ceil(texts / options.get("batch_size", EMBEDDING_BATCH))
+    if not requests:
+        return []
+    return [(options.get("model", EMBEDDING_MODEL), [(requests, [(round(tokens / requests), 0)])])]
+
+
+def distinct_pool_docs(pool: int, n_docs: int, samples: int) -> float:
+    """The expected distinct documents among `samples` samples of `n_docs` each, drawn
+    uniformly from a pool of `pool` (each document missing from one sample with probability
+    1 - n_docs/pool); the whole pool from a sample as large."""
+    if n_docs >= pool:
+        return float(pool)
+    return pool * (1 - (1 - n_docs / pool) ** samples)
+
+
 def instance_calls(settings: Settings, instance: InstanceShape) -> list[Call]:
     """Each question over its top-K of the instance's chunks."""
     retrieved = min(instance.context_tokens, settings["top_k"] * instance.chunk_tokens)
@@ -174,4 +214,5 @@ KIND = SystemKind(
     questions=questions,
     calls=calls,
     instance_calls=instance_calls,
+    hosted_calls=hosted_calls,
 )
