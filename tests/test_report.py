@@ -1788,41 +1788,98 @@ def test_memalpha_table5_shows_each_policys_memory_in_the_papers_order(tmp_path)
     assert "event 7" in md and "event 8" not in md and "(+2 more)" in md
     assert long_item not in md and "- " + "x" * (TRACE_CHARS - 2) + "…" in md  # cut per line
     assert "The paper on Mem-α" in md and "perltqa #1" in md
-    assert "The paper's example (a user asking for advice on condo living" in md  # not found
+    assert "This run looks for no example (memalpha.example); shown instead: perltqa #1" in md
     assert r"\newline" in paths[2].read_text()
     paper["table5"]["instance"] = 5
     with pytest.raises(ValueError, match="q4: no instance 5 of perltqa"):
         build_paper_table(TRACE_TABLE, records, systems, paper)
 
 
-def test_memalpha_table5_finds_the_papers_example_by_its_text():
+def test_memalpha_table5_shows_the_policies_on_the_example_they_memorised_alone(tmp_path):
+    """With memalpha.example, every column is its policy's memory of the example's instance
+    (memorised alone: benchmark memalpha_example, its one row); a policy without it drops out."""
+    from memrl.report.memalpha_tables import _memory_records
     from memrl.report.tables import build_paper_table
 
     systems = [
         {"id": "ma", "display": "Mem-α (ours)", "paper_row": "Mem-α"},
         {"id": "q4", "display": "Qwen3-4B (ours)", "paper_row": "Qwen3-4B"},
+        {"id": "gm", "display": "gpt-4.1-mini (ours)", "paper_row": "gpt-4.1-mini"},
     ]
     condo = {"core": "User looks for a downtown condo.", "semantic": [], "episodic": []}
     other = {"core": "Something else.", "semantic": [], "episodic": []}
-    records = [
-        {**memories(sid, "perltqa", other, index=0), "benchmark": "memalpha"}
-        for sid in ("ma", "q4")
-    ]
-    records += [
-        {**memories("ma", "longmemeval_s*", condo, index=2), "benchmark": "mab"},
-        {**memories("q4", "longmemeval_s*", condo, index=2), "benchmark": "mab"},
-    ]
-    instances = {
-        "memalpha": [{"task": "perltqa", "index": 0, "text": "a condo, but no sound"}],
-        "mab": [
-            {"task": "longmemeval_s*", "index": 1, "text": "condo noise, never memorised"},
-            {"task": "longmemeval_s*", "index": 2, "text": "advice on condo living: noise"},
-        ],
+    lines = {
+        "memalpha_example/ma": memories("ma", "lme_train", condo),
+        "memalpha_example/q4": memories("q4", "lme_train", other),
+        "memalpha/gm": memories("gm", "lme_train", other),  # not the example's instance
     }
-    table = build_paper_table(TRACE_TABLE, records, systems, MEMALPHA_PAPER, instances=instances)
+    paths = []
+    for where, line in lines.items():
+        path = tmp_path / "eval" / where / "0.memories.jsonl"
+        path.parent.mkdir(parents=True)
+        path.write_text(json.dumps(line) + "\n")
+        paths.append(path)
+    found = tmp_path / "example.json"
+    found.write_text(
+        json.dumps(
+            {
+                "split": "full",
+                "row": 41,
+                "source": "lme_train",
+                "phrases": ["condo", "noise"],
+                "what": "a user asking for advice on condo living",
+            }
+        )
+    )
+    records = _memory_records([*paths, found])
+    table = build_paper_table(TRACE_TABLE, records, systems, MEMALPHA_PAPER)
+    assert list(table.columns) == ["Qwen3-4B (ours)", "Mem-α (ours)"]
     assert table["Mem-α (ours)"]["Core"] == "User looks for a downtown condo."
-    assert table.attrs["instance"] == "mab / longmemeval_s* (instance 2): the paper's example"
-    assert table.attrs["notes"][0].startswith("The paper's example: a user asking for advice")
+    assert table.attrs["instance"] == "full / lme_train row 41: the paper's example"
+    assert table.attrs["notes"][0] == (
+        "The paper's example: a user asking for advice on condo living, found by its text "
+        "(condo, noise) in the full split, row 41, and memorised alone by each policy."
+    )
+
+
+def test_the_example_is_found_wherever_it_lives_or_its_search_is_named(tmp_path):
+    """Found by its text among one source's instances, in split order: here outside the
+    validation set (the fixture's full training set); written alone in the released schema."""
+    import pyarrow.parquet as pq
+
+    from memrl.data.memalpha import instances_by_source
+    from memrl.data.memalpha_example import ExampleNotFound, find_example, write_example
+    from memrl.data.sources import fixture_path
+
+    splits = {
+        split: fixture_path(f"memalpha/{name}.parquet")
+        for split, name in (("train", "train"), ("memalpha", "validation"), ("full", "full"))
+    }
+    split, row = find_example(splits, "lme_train", ["Condo", "NOISE"])
+    assert split == "full" and row == len(pq.read_table(splits["train"]))  # after the training set
+    out = tmp_path / "example.parquet"
+    write_example(splits[split], row, out)
+    assert pq.read_schema(out) == pq.read_schema(splits["full"])
+    [instance] = instances_by_source(out)["lme_train"]
+    assert "condo" in " ".join(instance["chunks"]) and instance["index"] == 0
+    with pytest.raises(ExampleNotFound) as error:
+        find_example({"memalpha": splits["memalpha"]}, "lme_train", ["condo", "noise"])
+    assert "(every one of ['condo', 'noise']) is in no 'lme_train' instance" in str(error.value)
+    assert f"memalpha ({splits['memalpha']})" in str(error.value)
+
+
+def test_an_example_no_split_holds_stops_the_plan_naming_what_and_where(repo):
+    from memrl import config as cfg
+
+    smoke = cfg.load_config([repo / "config/smoke.yaml"])
+    cfg.check_data(smoke)  # the fixture's full set holds it
+    smoke["memalpha"]["example"]["phrases"] = ["condo", "balcony"]
+    with pytest.raises(
+        cfg.ConfigError, match=r"config key memalpha\.example: .*'balcony'.*full \("
+    ):
+        cfg.check_data(smoke)
+    jobs = [j for j in cfg.eval_jobs(smoke) if j.benchmark == "memalpha_example"]
+    assert [(j.system, j.tasks) for j in jobs] == [("memalpha-tiny", ("lme_train",))]
 
 
 def ruler_set(path: Path, task: str, length: int, tokens: list[int]) -> Path:

@@ -30,6 +30,7 @@ from memrl.jobs.data import (
     cmd_filter,
     cmd_hqa_pool,
     cmd_keywords,
+    cmd_memalpha_example,
     cmd_official_eval_set,
     cmd_official_questions,
     cmd_probe_set,
@@ -181,6 +182,13 @@ COMMANDS: dict[str, Command] = {
         {"--pool-docs": {}, "--pool-questions": {}, "--dev": {}, "--tokenizer": {}, "--out": {}},
         named("pool_docs", "pool_questions", "dev", "tokenizer"),
         named("out"),
+    ),
+    "memalpha-example": Command(
+        "Mem-α's Table 5 instance: the paper's example found by its text in the splits",
+        cmd_memalpha_example,
+        {"--splits": {"nargs": "+"}, "--data": {}, "--found": {}},
+        named("splits"),
+        named("data", "found"),
     ),
     "probe-set": Command(
         "Table 4's probe set of one placement, from the evaluation rows of its length",

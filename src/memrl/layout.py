@@ -150,6 +150,15 @@ def qa_model(config: dict[str, Any]) -> str:
     return config["memalpha"]["qa"]["model"]
 
 
+MEMALPHA_SPLITS = ("train", "memalpha", "mab")  # Mem-α's: its training set, its two benchmarks
+OPTIONAL_SPLITS = ("full",)  # the full training set: Table 6's training columns, where configured
+
+
+def memalpha_splits(config: dict[str, Any]) -> list[str]:
+    """Every `memalpha` split of this config (the optional ones it names)."""
+    return [*MEMALPHA_SPLITS, *(s for s in OPTIONAL_SPLITS if s in config.get("memalpha", {}))]
+
+
 def memalpha_data(config: dict[str, Any], split: str) -> Path:
     """The downloaded parquet of a `memalpha` split (train, memalpha = validation, mab)."""
     return raw_file(config, config["memalpha"][split]["source"])

@@ -76,6 +76,29 @@ rule dataset_stats:  # Mem-α Tables 6-8 in the QA model's (Qwen3-32B's) tokens
         " --data {input.data:q} --tokenizer {input.tokenizer:q} --out {output:q} 2> {log:q}"
 
 
+# Mem-α Table 5: the instance holding the paper's example, wherever it lives (memalpha.example)
+rule memalpha_example:
+    input:
+        splits=lambda wildcards: [
+            str(cfg.memalpha_data(config, split)) for split in cfg.memalpha_splits(config)
+        ],
+    output:
+        data=f"{R}/data/memalpha/example.parquet",
+        found=f"{R}/data/memalpha/example.json",
+    log:
+        f"{R}/logs/memalpha_example.log",
+    conda:
+        "../../envs/core.yaml"
+    container:
+        CONTAINERS["core"]
+    params:
+        job=job("memalpha_example"),
+        settings=lambda wildcards: settings_ref(cfg.example_settings(config)),
+    shell:
+        "memrl --job {params.job:q} --log {log:q} memalpha-example --settings {params.settings:q}"
+        " --splits {input.splits:q} --data {output.data:q} --found {output.found:q} 2> {log:q}"
+
+
 rule synthesize_ruler_hqa:
     input:
         train=raw("hotpotqa_train"),

@@ -23,7 +23,9 @@ RULER_HQA_TASK = "hqa"  # RULER-HQA's one task
 # run by the systems their own config block names (evaluation.probe, custom), not `benchmarks`
 PROBE_BENCHMARK = "ruler_hqa_probe"  # Table 4: RULER-HQA, the gold groups at given depths
 CUSTOM_BENCHMARK = "custom"  # one's own datasets (custom.datasets)
-EVAL_BENCHMARKS = (*BENCHMARKS, PROBE_BENCHMARK, CUSTOM_BENCHMARK)  # what an evaluation may read
+EXAMPLE_BENCHMARK = "memalpha_example"  # Mem-α Table 5: the paper's example (memalpha.example)
+# what an evaluation may read
+EVAL_BENCHMARKS = (*BENCHMARKS, PROBE_BENCHMARK, CUSTOM_BENCHMARK, EXAMPLE_BENCHMARK)
 
 
 @dataclass(frozen=True)

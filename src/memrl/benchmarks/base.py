@@ -107,7 +107,8 @@ class Benchmark:
       `length`, as `memrl cost` prices it; None where its instances' own shapes size it.
     - `instance_shapes(config, settings)`: for `memrl cost`, (count, (chunks, tokens per chunk,
       questions), source) of the instances an evaluation of its samples made instances reads;
-      None where they are its own instances (sized by the measured split's statistics).
+      None where they are its own instances (sized by the measured split's statistics: those
+      of the split `sized_as` names, that many instances of each source, where it names one).
     - `instances`: its sets are Mem-α instances (chunks, then the questions asked after them),
       read by Mem-α's framework, MEM1 and the Mem-α baselines.
     - `retrieves_documents`: a RAG baseline retrieves whole documents on it (False: fixed chunks;
@@ -148,6 +149,7 @@ class Benchmark:
     instance_shapes: Callable[[Row, Row], list[tuple[int, tuple[int, int, int], str]]] | None = None
     instances: bool = False
     retrieves_documents: bool | None = True
+    sized_as: tuple[str, int] | None = None
     pool_docs: int | None = None
     evidence: Evidence | None = None
     read_rows: Callable[[Task, Path, Any], list[Row]] = jsonl_rows

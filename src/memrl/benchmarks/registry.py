@@ -3,7 +3,7 @@ benchmark is one module beside these and its entry here."""
 
 from __future__ import annotations
 
-from memrl.benchmarks import custom, longbench, mab, memalpha, ruler, ruler_hqa
+from memrl.benchmarks import custom, longbench, mab, memalpha, memalpha_example, ruler, ruler_hqa
 from memrl.benchmarks.base import Benchmark
 
 REGISTRY: dict[str, Benchmark] = {
@@ -14,6 +14,7 @@ REGISTRY: dict[str, Benchmark] = {
         longbench.BENCHMARK,
         memalpha.BENCHMARK,
         mab.BENCHMARK,
+        memalpha_example.BENCHMARK,
         ruler_hqa.PROBE,
         custom.BENCHMARK,
     )

@@ -13,7 +13,7 @@ from memrl.benchmarks import (
 )
 from memrl.config.matrix import eval_jobs, eval_systems, rl_ablation_groups
 from memrl.config.report_plans import TABLES
-from memrl.config.reports import RL_ABLATION_FIGURES, memalpha_splits
+from memrl.config.reports import RL_ABLATION_FIGURES
 from memrl.config.rescoring import check_rescore
 from memrl.config.settings import OFFICIAL_HQA
 from memrl.data.custom import FORMATS as CUSTOM_FORMATS
@@ -25,6 +25,7 @@ from memrl.layout import (
     longbench_source,
     memagent_runs,
     memalpha_runs,
+    memalpha_splits,
     raw_file,
     trained_runs,
     uses_qa_server,
@@ -36,6 +37,7 @@ from memrl.systems.memagent import agent_settings
 def check_references(config: dict[str, Any]) -> None:
     _check_memory_ablation(config)  # first: it may add training runs
     _check_probe(config)
+    _check_example(config)
     models = set(config["models"])
     agent_runs, memalpha = set(memagent_runs(config)), set(memalpha_runs(config))
     runs = set(trained_runs(config))
@@ -236,6 +238,26 @@ def _check_probe(config: dict[str, Any]) -> None:
         limit = spec.get("max_docs")
         if limit is not None and max(probe["n_docs"]) > limit:
             raise ConfigError(f"{key}.n_docs: above {sid!r}'s max_docs {limit}")
+
+
+def _check_example(config: dict[str, Any]) -> None:
+    """Table 5's example instance: its systems memorise instances (their kind has a memorizer)
+    and its source is a data source of some configured split."""
+    spec = config.get("memalpha", {}).get("example")
+    if not spec:
+        return
+    key = "config key memalpha.example"
+    for sid in spec["systems"]:
+        system = config["evaluation"]["systems"].get(sid)
+        if system is None:
+            raise ConfigError(f"{key}.systems: {sid!r} is not in evaluation.systems")
+        if system_kind(system["kind"]).memorizer is None:
+            raise ConfigError(f"{key}.systems: {sid!r} ({system['kind']}) memorises no instance")
+    splits = memalpha_splits(config)
+    if not any(spec["source"] in config["memalpha"][split]["sources"] for split in splits):
+        raise ConfigError(
+            f"{key}.source: {spec['source']!r} is no data source of the splits {', '.join(splits)}"
+        )
 
 
 def _check_memory_ablation(config: dict[str, Any]) -> None:

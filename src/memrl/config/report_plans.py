@@ -11,13 +11,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from memrl.benchmarks import CUSTOM_BENCHMARK
+from memrl.benchmarks import CUSTOM_BENCHMARK, EXAMPLE_BENCHMARK
 from memrl.benchmarks.custom import config_name as custom_config_name
+from memrl.benchmarks.memalpha_example import example_files
 from memrl.benchmarks.ruler import data as ruler_data
 from memrl.config.matrix import (
     TRAINING,
     EvalJob,
-    eval_data,
     eval_prefix,
     rl_ablation_groups,
     seed_repeats,
@@ -132,18 +132,21 @@ def _niah_config_settings(config: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _trace_settings(config: dict[str, Any]) -> dict[str, Any]:
-    """Table 5: the instance sets its memories came from (where the paper's example is); a
-    Mem-α evaluation reads every task from its benchmark's one file of instances."""
-    jobs = report_jobs(config, TRACE_TABLE)
-    return {"instance_sets": {job.benchmark: str(eval_data(config, job)[0]) for job in jobs}}
+def _trace_jobs(s: Selection) -> list[EvalJob]:
+    """Table 5's memorize jobs: the paper's example, memorised by the policies `memalpha.example`
+    names; without one, every Mem-α framework job on Mem-α's benchmarks (the fallback)."""
+    return s.select(EXAMPLE_BENCHMARK) or (
+        s.select("memalpha", kind="memalpha") + s.select("mab", kind="memalpha")
+    )
 
 
 def _trace_inputs(config: dict[str, Any]) -> list[str]:
-    """Table 5's memories, and the instances that hold the paper's example."""
-    jobs = report_jobs(config, TRACE_TABLE)
-    memories = [f"{eval_prefix(config, job)}.memories.jsonl" for job in jobs]
-    return [*memories, *dict.fromkeys(str(eval_data(config, job)[0]) for job in jobs)]
+    """Table 5's memories, and where the paper's example was found (where one is looked for)."""
+    memories = [
+        f"{eval_prefix(config, job)}.memories.jsonl" for job in report_jobs(config, TRACE_TABLE)
+    ]
+    found = [str(example_files(config)[1])] if config["memalpha"].get("example") else []
+    return [*memories, *found]
 
 
 def _stats_inputs(name: str) -> Callable[[dict[str, Any]], list[str]]:
@@ -370,8 +373,7 @@ REPORTS: dict[str, ReportPlan] = declared_once(
         TRACE_TABLE,
         "Mem-α Table 5: final memories side by side",
         "table5",
-        lambda s: s.select("memalpha", kind="memalpha") + s.select("mab", kind="memalpha"),
-        settings=_trace_settings,
+        _trace_jobs,
         inputs=_trace_inputs,
     ),
     _memalpha(

@@ -8,9 +8,6 @@ from __future__ import annotations
 from typing import Any
 
 from memrl.agents.memagent import DEFAULT_WORDING
-from memrl.benchmarks import (
-    MEMALPHA_BENCHMARKS,
-)
 from memrl.benchmarks.ruler import ruler_sets
 from memrl.config.matrix import (
     eval_systems,
@@ -20,6 +17,7 @@ from memrl.config.matrix import (
 from memrl.config.settings import memalpha_recipe
 from memrl.data.ruler import TASKS as RULER_TASK_SPECS
 from memrl.layout import (
+    OPTIONAL_SPLITS,
     memagent_runs,
     memalpha_runs,
     model_reproduces,
@@ -112,19 +110,10 @@ STATS_TABLES = {
 }
 
 
-MEMALPHA_SPLITS = ("train", *MEMALPHA_BENCHMARKS)
-OPTIONAL_SPLITS = ("full",)  # the full training set: Table 6's training columns, where configured
-
-
 def stats_splits(config: dict[str, Any], name: str) -> list[str]:
     """The `memalpha` splits whose statistics a stats table shows: an optional one only where
     the config names it."""
     return [s for s in STATS_TABLES[name] if s not in OPTIONAL_SPLITS or s in config["memalpha"]]
-
-
-def memalpha_splits(config: dict[str, Any]) -> list[str]:
-    """Every `memalpha` split of this config (the optional ones it names)."""
-    return [*MEMALPHA_SPLITS, *(s for s in OPTIONAL_SPLITS if s in config.get("memalpha", {}))]
 
 
 TRACE_TABLE = "memalpha_table5"  # final memories side by side: reads memorize records

@@ -67,6 +67,7 @@ def _narrow_to(
         return replace.get(name, name)
 
     _narrow_mapping(config["evaluation"], "probe", swap, kept)
+    _narrow_example(config, swap, kept)
     _narrow_mapping(config["evaluation"], "memory_ablation", swap, kept)
     report = config["report"]
     if "rl_ablation" in report:
@@ -142,6 +143,20 @@ def _narrow_mapping(
         section[name] = {**block, "systems": narrowed}
     else:
         del section[name]
+
+
+def _narrow_example(
+    config: dict[str, Any], swap: Callable[[str, str], str], kept: set[str]
+) -> None:
+    """Table 5's example systems swapped and narrowed; the block dropped if none is left."""
+    example = config.get("memalpha", {}).get("example")
+    if not example:
+        return
+    systems = [swap(s, "memalpha.example.systems") for s in example["systems"]]
+    if chosen := list(dict.fromkeys(s for s in systems if s in kept)):
+        example["systems"] = chosen
+    else:
+        del config["memalpha"]["example"]
 
 
 def _narrow_rescore(

@@ -21,6 +21,7 @@ from memrl.layout import (
     ConfigError,
     memagent_runs,
     memalpha_runs,
+    memalpha_splits,
     model_reproduces,
     qa_model,
 )
@@ -37,6 +38,14 @@ def probe_set_settings(config: dict[str, Any], task: str, n_docs: int) -> dict[s
         "store_ids_above": config["ruler_hqa"]["store_ids_above"],
         "placement": depths,
     }
+
+
+def example_settings(config: dict[str, Any]) -> dict[str, Any]:
+    """Table 5's example job: what it looks for (memalpha.example) and the splits it searches,
+    in order (their files are its inputs, in the same order)."""
+    spec = config["memalpha"]["example"]
+    found = {key: spec[key] for key in ("what", "phrases", "source")}
+    return {**found, "splits": memalpha_splits(config)}
 
 
 def engine_settings(

@@ -90,9 +90,14 @@ def split_instances(
 def job_instances(pricing: Pricing, settings: dict[str, Any]) -> Instances | None:
     """The instances one memorize or evaluate job reads: a benchmark's samples made instances
     as it shapes them (RULER-HQA's), else its own, as the measured split's statistics size them."""
-    shapes = benchmark(settings["benchmark"]).instance_shapes
-    if shapes is None:
-        return split_instances(pricing.instances, settings["benchmark"], settings["tasks"])
+    found = benchmark(settings["benchmark"])
+    if found.instance_shapes is None:
+        split, count = found.sized_as or (found.name, None)
+        sized = split_instances(pricing.instances, split, settings["tasks"])
+        if sized is None or count is None:
+            return sized
+        return [(count, shape, source) for _, shape, source in sized]
+    shapes = found.instance_shapes
     return [
         (count, InstanceShape(*shape), source)
         for count, shape, source in shapes(pricing.config, settings)

@@ -23,7 +23,6 @@ def cmd_table(args: argparse.Namespace, run: JobRecord) -> None:
     from memrl.report.claims import not_comparable
     from memrl.report.control_gains import attach_control_gains
     from memrl.report.controls import load_item_scores
-    from memrl.report.memalpha_tables import load_instance_texts
     from memrl.report.recipes import trained_recipe_notes
     from memrl.report.rows import system_specs
     from memrl.report.tables import (
@@ -49,7 +48,6 @@ def cmd_table(args: argparse.Namespace, run: JobRecord) -> None:
             niah_config=s.get("niah_config"),
             probe=s.get("probe"),
             margin=s["margin"],
-            instances=load_instance_texts(s.get("instance_sets", {})),
             settings=s,
         )
     if args.controls:  # each memory cell's gain over the closed-book control

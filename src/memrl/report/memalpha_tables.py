@@ -10,6 +10,7 @@ from typing import Any
 
 import pandas as pd
 
+from memrl.benchmarks import EXAMPLE_BENCHMARK
 from memrl.config import (
     ABLATION_TABLES,
     MEMALPHA_SCORE_TABLES,
@@ -371,33 +372,17 @@ def load_memories(paths: Iterable[str | Path]) -> list[dict[str, Any]]:
     return records
 
 
-def load_instance_texts(sets: Mapping[str, str | Path]) -> dict[str, list[dict[str, Any]]]:
-    """Per benchmark, its instances' source, index and text (its chunks, lowercased): what
-    Table 5 searches for the paper's example."""
-    from memrl.data.memalpha import instances_by_source
-
-    texts: dict[str, list[dict[str, Any]]] = {}
-    for benchmark, path in sets.items():
-        texts[benchmark] = [
-            {"task": source, "index": row["index"], "text": " ".join(row["chunks"]).lower()}
-            for source, rows in instances_by_source(path).items()
-            for row in rows
-        ]
-    return texts
-
-
 def build_memory_traces(
-    records: Iterable[Mapping[str, Any]],
-    systems: Systems,
-    paper: Mapping[str, Any],
-    instances: Mapping[str, list[Mapping[str, Any]]] | None = None,
+    records: Iterable[Mapping[str, Any]], systems: Systems, paper: Mapping[str, Any]
 ) -> pd.DataFrame:
-    """Mem-α's Table 5: for the paper's own example instance (found by its content among the
-    memorised `instances`, `load_instance_texts`), else the configured fallback (the n-th
-    memorised instance of a source, noted), each system's final core, semantic and episodic
-    memory: a column per system whose paper_row is one of the table's columns, in the paper's
-    order; every item, one per line. The paper's verdicts become notes."""
+    """Mem-α's Table 5: each policy's final core, semantic and episodic memory of the paper's
+    example, which they memorised alone (its instance found by its text wherever it lives:
+    `memalpha.example`, a record {"found": ...} among the memories), else of the configured
+    fallback (the n-th memorised instance of a source, noted): a column per system whose
+    paper_row is one of the table's columns, in the paper's order; every item, one per line.
+    The paper's verdicts become notes."""
     spec = paper["table5"]
+    found = next((r["found"] for r in records if "found" in r), None)
     wanted = {row: n for n, row in enumerate(spec["columns"])}
     columns = sorted(
         (wanted[system["paper_row"]], sid, system)
@@ -405,8 +390,8 @@ def build_memory_traces(
         if system.get("paper_row") in wanted
     )
     shown = {sid for _, sid, _ in columns}
-    memorised = [r for r in records if r["system"] in shown]
-    example, notes = _example_instance(spec, memorised, instances or {})
+    memorised = [r for r in records if "found" not in r and r["system"] in shown]
+    example = None if found is None else (EXAMPLE_BENCHMARK, found["source"], 0)
     data: dict[str, list[str]] = {}
     for _, sid, system in columns:
         record = _instance_of(example, spec, [r for r in memorised if r["system"] == sid], sid)
@@ -419,10 +404,19 @@ def build_memory_traces(
         )
     frame = pd.DataFrame(data, index=pd.Index([s.capitalize() for s in MEMORY_STORES]))
     frame.index.name, frame.columns.name = "memory", "system"
-    if example is None:
+    if found is None:
         instance = f"{spec['benchmark']} / {spec['source']} #{spec['instance']}"
+        notes = [
+            f"This run looks for no example (memalpha.example); shown instead: {spec['source']} "
+            f"#{spec['instance']} of {spec['benchmark']}."
+        ]
     else:
-        instance = f"{example[0]} / {example[1]} (instance {example[2]}): the paper's example"
+        instance = f"{found['split']} / {found['source']} row {found['row']}: the paper's example"
+        phrases = ", ".join(found["phrases"])
+        notes = [
+            f"The paper's example: {found['what']}, found by its text ({phrases}) in the "
+            f"{found['split']} split, row {found['row']}, and memorised alone by each policy."
+        ]
     frame.attrs = {
         "notes": [
             *notes,
@@ -431,26 +425,6 @@ def build_memory_traces(
         "instance": instance,
     }
     return frame
-
-
-def _example_instance(
-    spec: Mapping[str, Any],
-    memorised: Sequence[Mapping[str, Any]],
-    instances: Mapping[str, list[Mapping[str, Any]]],
-) -> tuple[tuple[str, str, int] | None, list[str]]:
-    """(benchmark, source, index) of the first memorised instance whose text holds every
-    phrase of the paper's example (`example`), else None with a note saying so."""
-    done = {(r["benchmark"], r["task"], r["index"]) for r in memorised if "benchmark" in r}
-    phrases = [phrase.lower() for phrase in spec["example"]["phrases"]]
-    for benchmark, rows in instances.items():
-        for row in rows:
-            key = (benchmark, row["task"], row["index"])
-            if key in done and all(phrase in row["text"] for phrase in phrases):
-                return key, [f"The paper's example: {spec['example']['what']} (found by its text)."]
-    return None, [
-        f"The paper's example ({spec['example']['what']}) is not among the instances memorised "
-        f"here; shown instead: {spec['source']} #{spec['instance']} of {spec['benchmark']}."
-    ]
 
 
 def _instance_of(
@@ -506,15 +480,18 @@ def _stats(name: str) -> PaperTable:
 
 
 def _memory_records(paths: Iterable[str | Path]) -> list[dict[str, Any]]:
-    """Table 5's records: its memories (the instance sets beside them: load_instance_texts)."""
-    return load_memories(p for p in map(Path, paths) if p.suffix == ".jsonl")
+    """Table 5's records: its memories, and where its example job found the paper's example
+    (its JSON, as one record {"found": ...})."""
+    paths = [Path(p) for p in paths]
+    found = [{"found": read_json(p)} for p in paths if p.suffix == ".json"]
+    return [*load_memories(p for p in paths if p.suffix == ".jsonl"), *found]
 
 
 # Mem-α's tables by name (their plans, with the key of their numbers: memrl.config.REPORTS)
 MEMALPHA_TABLES = {
     **{name: _scores(name) for name in (*MEMALPHA_SCORE_TABLES, *ABLATION_TABLES)},
     TRACE_TABLE: PaperTable(
-        lambda t: build_memory_traces(t.records, t.systems, t.paper, t.instances),
+        lambda t: build_memory_traces(t.records, t.systems, t.paper),
         MEMALPHA,
         load=_memory_records,
         text=True,

@@ -25,8 +25,8 @@ MEMAGENT, MEMALPHA, BOTH_PAPERS, OWN_DATA = "MemAgent", "Mem-α", "Both papers",
 class TableInput:
     """What a table's builder reads: its records, the systems shown, the whole paper file, the
     length labels its job passes, and the settings only some tables have (Table 7's RULER
-    settings, Table 4's probe, Mem-α Table 5's instance texts; any other in its job's `settings`,
-    which its plan's `settings` fills)."""
+    settings, Table 4's probe; any other in its job's `settings`, which its plan's `settings`
+    fills)."""
 
     records: list[Mapping[str, Any]]
     systems: Systems
@@ -34,7 +34,6 @@ class TableInput:
     length_labels: Mapping[int, str] | None = None
     niah_config: Mapping[str, Any] | None = None
     probe: Mapping[str, Any] | None = None
-    instances: Mapping[str, list[Mapping[str, Any]]] | None = None
     settings: Mapping[str, Any] = field(default_factory=dict)  # its job's, whole
 
     def merged_labels(self) -> dict[int, str]:

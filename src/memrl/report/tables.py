@@ -73,7 +73,6 @@ def build_paper_table(
     niah_config: Mapping[str, Any] | None = None,
     probe: Mapping[str, Any] | None = None,
     margin: float = DEFAULT_MARGIN,
-    instances: Mapping[str, list[Mapping[str, Any]]] | None = None,
     settings: Mapping[str, Any] | None = None,
 ) -> pd.DataFrame:
     """Build `name` (a PAPER_TABLES key) from its records and the whole paper file; its cells
@@ -86,7 +85,7 @@ def build_paper_table(
     """
     spec = paper_table(name)
     inputs = TableInput(
-        list(records), systems, paper, length_labels, niah_config, probe, instances, settings or {}
+        list(records), systems, paper, length_labels, niah_config, probe, settings or {}
     )
     table = spec.build(inputs)
     attach_paper_n(table, spec.paper_sizes(paper, report_plan(name).paper_key), margin, name)
