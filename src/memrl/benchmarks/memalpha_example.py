@@ -1,7 +1,7 @@
 """Mem-α's Table 5 instance (`memalpha.example`): the instance that holds the paper's example,
 found by its text among one data source's instances in every configured split, wherever it lives
-(`memrl.data.memalpha_example`), memorised by the policies the config names and then asked its
-questions as Memalpha's are. Only those policies run it: its own config block names them."""
+(`memrl.data.memalpha_example`), memorised by the policies its own config block names. Table 5
+reads their memories alone: no target asks its questions."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Mem-α's Table 5 instance: the paper's example, found by its text among one data source's
-instances in every configured split (validation, training, the full training set,
-MemoryAgentBench), written alone in the released schema for the policies to memorise."""
+instances in every configured split (training, validation, MemoryAgentBench, the full training
+set), written alone in the released schema for the policies to memorise."""
 
 from __future__ import annotations
 
