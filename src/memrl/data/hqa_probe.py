@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from memrl.data.official_hqa import parse_context
+from memrl.data.official_hqa import parse_context, rows_with_questions
 from memrl.data.ruler_hqa import ContextTokens, DocPool, Tokenizer, sample_row
 
 
@@ -110,13 +110,8 @@ def probe_rows(
     `placement` recorded."""
     depths = check_placement(placement)
     lookup = {doc: i for i, doc in enumerate(pool.docs)}
-    questions = {q["index"]: q for q in pool.questions}
     samples = []
-    for i, row in enumerate(rows):
-        at = f"{where}: row {i} (question {row['index']})"
-        question = questions.get(row["index"])
-        if question is None:
-            raise ValueError(f"{at}: field 'index' names no question of the dev pool")
+    for at, row, question in rows_with_questions(rows, pool, where):
         if "gold_doc_ids" not in question:
             raise ValueError(
                 f"{at}: the dev pool has no gold_doc_ids (a pool written before the probe "

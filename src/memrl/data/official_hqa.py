@@ -27,7 +27,7 @@ metrics can score (`memrl.scoring.golds`).
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -111,13 +111,8 @@ def convert_eval_rows(
     up to `store_ids_above` documents and doc ids above, `num_tokens` counted; each row's
     question must be the pool's question of that index."""
     lookup = {doc: i for i, doc in enumerate(pool.docs)}
-    questions = {q["index"]: q for q in pool.questions}
     samples = []
-    for i, row in enumerate(rows):
-        at = f"{where}: row {i} (question {row['index']})"
-        question = questions.get(row["index"])
-        if question is None:
-            raise ValueError(f"{at}: field 'index' names no question of the dev pool")
+    for at, row, question in rows_with_questions(rows, pool, where):
         if row["input"] != question["question"]:
             raise ValueError(f"{at}: field 'input' is not the dev file's question of that index")
         doc_ids = _doc_ids(row["context"], lookup, pool.docs, at)
@@ -129,6 +124,19 @@ def convert_eval_rows(
         sample_row(row, row["num_docs"], doc_ids, pool.docs, store_ids_above, counter)
         for row, doc_ids in zip(rows, samples, strict=True)
     ]
+
+
+def rows_with_questions(
+    rows: Sequence[Mapping[str, Any]], pool: DocPool, where: str
+) -> Iterator[tuple[str, Mapping[str, Any], dict[str, Any]]]:
+    """Each RULER-HQA row with where it is (`where`: its file; for errors) and the dev pool's
+    question of its index; a row whose index names none stops, naming it."""
+    questions = {q["index"]: q for q in pool.questions}
+    for i, row in enumerate(rows):
+        at = f"{where}: row {i} (question {row['index']})"
+        if row["index"] not in questions:
+            raise ValueError(f"{at}: field 'index' names no question of the dev pool")
+        yield at, row, questions[row["index"]]
 
 
 def _doc_ids(

@@ -17,7 +17,7 @@ import pandas as pd
 
 from memrl.config import CONTROLS_TABLE
 from memrl.report.cells import DASH, text_frame
-from memrl.report.records import METRICS, PREDICTIONS
+from memrl.report.records import evaluation_files
 from memrl.report.registry import BOTH_PAPERS, PaperTable, TableInput
 from memrl.report.rows import system_kind, system_specs
 from memrl.scoring.intervals import bootstrap
@@ -31,12 +31,8 @@ def load_evaluations(paths: Iterable[str | Path]) -> list[tuple[dict[str, Any], 
     """(its metrics' first record, its prediction lines by "task#index") of each evaluation
     among the inputs: each evaluation's metrics and predictions files, side by side (the same
     prefix); every prediction line has a score."""
-    paths = [Path(p) for p in paths]
     found = []
-    for metrics in (p for p in paths if p.name.endswith(METRICS)):
-        predictions = metrics.with_name(metrics.name.removesuffix(METRICS) + PREDICTIONS)
-        if predictions not in paths:
-            raise ValueError(f"{metrics}: its predictions {predictions} are not among the inputs")
+    for metrics, predictions in evaluation_files(paths):
         tasks = json.loads(metrics.read_text())  # a record per task, of one evaluation
         if not isinstance(tasks, list) or not tasks:
             raise ValueError(f"{metrics}: not a list of metrics records")

@@ -200,6 +200,19 @@ def load_metrics(paths: Iterable[str | Path]) -> list[dict[str, Any]]:
 METRICS, PREDICTIONS = ".metrics.json", ".predictions.jsonl"  # an evaluation's two files
 
 
+def evaluation_files(paths: Iterable[str | Path]) -> list[tuple[Path, Path]]:
+    """(metrics, predictions) of each evaluation among `paths`: the two files side by side (the
+    same prefix); a metrics file whose predictions are not among them stops, naming both."""
+    paths = [Path(p) for p in paths]
+    pairs = []
+    for metrics in (p for p in paths if p.name.endswith(METRICS)):
+        predictions = metrics.with_name(metrics.name.removesuffix(METRICS) + PREDICTIONS)
+        if predictions not in paths:
+            raise ValueError(f"{metrics}: its predictions {predictions} are not among the inputs")
+        pairs.append((metrics, predictions))
+    return pairs
+
+
 def load_metrics_with_items(paths: Iterable[str | Path]) -> list[dict[str, Any]]:
     """The metrics records of the evaluations among `paths` (load_metrics), each with `items`:
     its task's item scores by index from the predictions file beside its metrics, None for an
@@ -208,12 +221,8 @@ def load_metrics_with_items(paths: Iterable[str | Path]) -> list[dict[str, Any]]
     from memrl.data.io import iter_jsonl
     from memrl.scoring.metrics import dropped_officially
 
-    paths = [Path(p) for p in paths]
     records = []
-    for metrics in (p for p in paths if p.name.endswith(METRICS)):
-        predictions = metrics.with_name(metrics.name.removesuffix(METRICS) + PREDICTIONS)
-        if predictions not in paths:
-            raise ValueError(f"{metrics}: its predictions {predictions} are not among the inputs")
+    for metrics, predictions in evaluation_files(paths):
         scored: dict[str, dict[int, tuple[float, bool]]] = {}
         for line in iter_jsonl(predictions, ("task", "index", "score", "failed")):
             scored.setdefault(line["task"], {})[int(line["index"])] = (

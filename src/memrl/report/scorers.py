@@ -15,14 +15,8 @@ import pandas as pd
 
 from memrl.config import SCORERS_TABLE
 from memrl.report.cells import DASH, text_frame
-from memrl.report.controls import (
-    METRICS,
-    PREDICTIONS,
-    column,
-    gain_verdict,
-    load_evaluations,
-    paired_gain,
-)
+from memrl.report.controls import column, gain_verdict, load_evaluations, paired_gain
+from memrl.report.records import METRICS, PREDICTIONS
 from memrl.report.registry import BOTH_PAPERS, PaperTable, TableInput
 from memrl.report.rows import system_specs
 from memrl.scoring.rescore import SCORER_KINDS, disagreements
