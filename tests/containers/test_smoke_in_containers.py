@@ -4,7 +4,7 @@ and every job's record names the image it ran in, with its digest and its lock's
 
 The slice is every kind of step once (downloads, synthesis, question filter, both MemAgent
 training stages, Mem-α's GRPO, memorize, a sharded evaluation and its merge, a table, a
-training-curve figure): 36 of the smoke run's 203 jobs. The whole DAG in containers took
+training-curve figure): 36 of the smoke run's 207 jobs. The whole DAG in containers took
 about 15 min of CI's 90 and showed nothing a step's first job does not (each step is one command
 in one image)."""
 
