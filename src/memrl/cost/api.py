@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from memrl.cost.work import Work
+from memrl.systems.base import Work
 
 
 @dataclass(frozen=True)

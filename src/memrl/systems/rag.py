@@ -176,8 +176,9 @@ def hosted_calls(settings: Settings, questions: list[tuple[int, int]]) -> list[t
             distinct = distinct_pool_docs(pool, n_docs, count)
             texts += distinct
             tokens += distinct * context / n_docs
-        else:  # each sample's own units
-            texts += count * math.ceil(context / (settings["unit_tokens"] or context or 1))
+        else:  # each sample's own units: chunks of unit_tokens, else its one context
+            unit = settings["unit_tokens"] or max(context, 1)
+            texts += count * math.ceil(context / unit)
             tokens += count * context
     requests = math.ceil(texts / options.get("batch_size", EMBEDDING_BATCH))
     if not requests:
