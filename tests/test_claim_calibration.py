@@ -7,13 +7,17 @@ r it checks; the seeds make every run read the same."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
+from docs_pages import docs_text
 
 from memrl.report.claims import (
     FAILS,
     HOLDS,
     PARTS,
+    Counted,
     Estimate,
     judge,
     judge_lowest,
@@ -21,7 +25,7 @@ from memrl.report.claims import (
     parts_of,
     statistic_interval,
 )
-from memrl.scoring.intervals import wilson
+from memrl.scoring.intervals import mean_interval, wilson
 
 
 def proportion(rng: np.random.Generator, n: int, rate: float) -> Estimate:
@@ -104,3 +108,59 @@ def test_over_95_at_every_length_rarely_reads_either_way_when_each_is_at_95():
     error = mc_error(0.025, trials)  # 0.35 %
     assert outcomes.count(FAILS) / trials < 0.025 + 3 * error
     assert outcomes.count(HOLDS) / trials < 0.025 + 3 * error
+
+
+NIAH_TRIALS = 4000
+NIAH_MC = 3 * mc_error(0.025, NIAH_TRIALS)  # 0.74 %: three Monte-Carlo errors
+
+
+def niah_length(rng: np.random.Generator, exact: bool = True) -> Estimate:
+    """One length of MemAgent's NIAH mean at the paper's n: three tasks of 128 items, each at
+    exactly 95 %, pooled as the claim checks them (memagent_claims.counted); or, `exact` False,
+    as before: the three tasks' Wilson intervals combined in quadrature (mean_interval)."""
+    right = rng.binomial(128, 0.95, 3)
+    if exact:
+        return Counted(int(right.sum()), 3 * 128)
+    rates = [100 * int(k) / 128 for k in right]
+    return sum(rates) / 3, mean_interval(rates, [wilson(int(k), 128) for k in right])
+
+
+def niah_claims(exact: bool) -> dict[str, list[str]]:
+    """ "over 95 % at 512K" (one length) and "over 95 % at each of seven lengths", the truth
+    at 95 % everywhere: the outcomes of NIAH_TRIALS seeded trials each."""
+    rng = np.random.default_rng(7)
+    one, seven = [], []
+    for _ in range(NIAH_TRIALS):
+        one.append(judge(">", 95.0, statistic_interval(lone, [niah_length(rng, exact)])))
+        lengths = {f"at {i}": (lone, [niah_length(rng, exact)]) for i in range(7)}
+        seven.append(judge_lowest(">", 95.0, parts_of(lengths)))
+    return {"over 95 % at 512K": one, "over 95 % at each of seven lengths": seven}
+
+
+def rates_text(name: str, outcomes: list[str]) -> str:
+    holds, fails = (100 * outcomes.count(v) / len(outcomes) for v in (HOLDS, FAILS))
+    return f'"{name}" reads *holds* in {holds:.1f} % and *does not hold* in {fails:.1f} %'
+
+
+def test_niah_claims_at_the_bound_are_wrong_at_most_2_5_percent_each_way_at_the_papers_n():
+    """MemAgent's NIAH claims with the truth at 95 % on 3 × 128 items a length: exact bounds
+    (Clopper–Pearson on the pooled count, at 2.5 %/7 a side for seven lengths) keep each
+    verdict within 2.5 % (three Monte-Carlo errors); Wilson's per-task bounds in quadrature,
+    extrapolated as normals, read *does not hold* too often. docs/evaluation.md states both."""
+    docs = " ".join(docs_text(Path(__file__).resolve().parents[1]).split())
+    for name, outcomes in niah_claims(exact=True).items():
+        for verdict in (HOLDS, FAILS):
+            assert outcomes.count(verdict) / NIAH_TRIALS < 0.025 + NIAH_MC, (name, verdict)
+        assert rates_text(name, outcomes) in docs
+    for name, outcomes in niah_claims(exact=False).items():
+        assert outcomes.count(FAILS) / NIAH_TRIALS > 0.025 + NIAH_MC, name
+        assert rates_text(name, outcomes) in docs
+
+
+def test_a_count_reads_its_exact_bounds_at_every_level():
+    counted = Counted(380, 384)
+    assert counted[0] == pytest.approx(100 * 380 / 384)
+    assert counted[1] == pytest.approx(counted.bounds(0.025))
+    low, high = counted.bounds(0.025 / 7)
+    assert low < counted[1][0] and high > counted[1][1]  # wider at the Bonferroni level
+    assert statistic_interval(lone, [counted], 0.025 / 7) == pytest.approx((low, high), abs=1e-4)

@@ -13,7 +13,7 @@ from memrl.report.cells import Cell
 from memrl.report.claims import FAILS, HOLDS, NOT_CHECKABLE, UNDECIDED, table_claims
 from memrl.report.memagent_claims import _check_claims
 from memrl.report.memalpha_tables import memalpha_paper_rows
-from memrl.scoring.intervals import wilson
+from memrl.scoring.intervals import clopper_pearson, wilson
 
 PAPER = yaml.safe_load((Path(__file__).parents[1] / "config/paper/memalpha.yaml").read_text())
 CLAIMS = {claim["id"]: claim for claim in PAPER["claims"]}
@@ -244,3 +244,23 @@ def test_a_figure_claim_without_intervals_is_not_checkable():
     [check] = _check_claims(found, SPECS, [claim])
     assert check.outcome == NOT_CHECKABLE and check.value == pytest.approx(99.0)
     assert check.detail == "min over 8K–512K = 99.0, no interval: no sampled input (claim: > 95)"
+
+
+def test_a_claim_on_right_wrong_tasks_reads_their_pooled_exact_bounds():
+    """Three NIAH tasks of 128 items each (MemAgent's n), 122, 123 and 120 right at 512K: the
+    claim's interval is Clopper–Pearson's of 365/384, not the tasks' Wilson bounds combined."""
+    found = {}
+    tasks = ("niah_single_1", "niah_single_2", "niah_single_3")
+    for task, right in zip(tasks, (122, 123, 120), strict=True):
+        found[("ruler", task, "rl", 524288)] = {
+            "accuracy": 100 * right / 128,
+            "n_items": 128,
+            "ci95": {"accuracy": list(wilson(right, 128))},
+            "right_wrong": ["accuracy"],
+        }
+    claim = {**AGAINST, "against": [], "panel": "niah_mean", "lengths": [524288, 524288]}
+    [check] = _check_claims(found, SPECS, [{**claim, "value": 95.0}])
+    low, high = clopper_pearson(365, 384, 0.025)
+    assert check.value == pytest.approx(100 * 365 / 384)
+    assert check.interval == pytest.approx((100 * low, 100 * high), abs=1e-4)
+    assert check.outcome == UNDECIDED

@@ -167,7 +167,7 @@ def test_each_cell_is_compared_with_both_sampling_errors_and_the_table_counts_th
     assert format_cell(cells[200]) == "50.0 [41–59] (paper 25.0, +25.0 ↑)"
     markdown = to_markdown(table, "Table 1")
     assert (
-        "Verdicts (4 cells with a paper number): reproduced within the margin in 0 (✓), "
+        "Verdicts (4 cells with a paper number and its n): reproduced within the margin in 0 (✓), "
         "consistent (neither a difference nor agreement shown) in 2 (○), 2 differ; 0.05 × 4 = "
         "0.2 expected by chance in a perfect reproduction, 95 % range 0–1 (above in 1 ↑, below "
         "in 1 ↓); one test of 'every cell reproduced' (Σz² = " in markdown

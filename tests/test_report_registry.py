@@ -25,7 +25,7 @@ from memrl.report.registry import (
     TableInput,
     gathered,
 )
-from memrl.report.reproduction import paper_of_table
+from memrl.report.table_summaries import paper_of_table
 
 SRC = Path(__file__).resolve().parents[1] / "src/memrl"
 WORKFLOW = SRC.parents[1] / "workflow"

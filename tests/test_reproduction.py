@@ -13,7 +13,8 @@ from memrl.report.cells import mark_machinery_only
 from memrl.report.claims import HOLDS, NOT_CHECKABLE, ClaimCheck, write_claims
 from memrl.report.records import load_metrics
 from memrl.report.render import NOT_COMPARABLE, write_table
-from memrl.report.reproduction import footnotes, summarize_table, write_reproduction
+from memrl.report.reproduction import write_reproduction
+from memrl.report.table_summaries import footnotes, summarize_table
 from memrl.report.tables import build_paper_table
 from memrl.scoring.compare import CONSISTENT, DIFFERS_ABOVE, DIFFERS_BELOW, REPRODUCED
 

@@ -514,6 +514,14 @@ def _fixed_instances_interval(
     return fixed_instances_interval([p["scores"] for p in items])
 
 
+def _nonzero(items: Sequence[dict[str, Any]], key: str) -> int:
+    """How many sampled units score above 0: items, or the questions of Mem-α's instances. A
+    graded score's spread rests on these alone (memrl.scoring.compare.MIN_NONZERO)."""
+    if _nested(items, key):
+        return sum(score > 0 for p in items for score in p["scores"])
+    return sum(p[key] > 0 for p in items)
+
+
 def _right_wrong(items: Sequence[dict[str, Any]], key: str) -> bool:
     """Whether every item scores 0 or 1 (a proportion: the comparison with the paper uses
     Newcombe's interval), not a graded score or instances' means."""
@@ -529,6 +537,7 @@ def summarize(
     output is ""); `n_dropped` counts them. `ci95`: each score's 95 % interval over its items
     (memrl.scoring.intervals), and `ci95_fixed_instances` the same with Mem-α's instances held
     fixed (`_fixed_instances_interval`); `right_wrong`: the scores whose items are all 0 or 1;
+    `n_nonzero`: each score's sampled units above 0 (`_nonzero`);
     `n_questions`: the questions of instances (Mem-α: each prediction an instance);
     `memory_patterns`: what a MemAgent's memory did with the gold evidence, in samples
     (memrl.scoring.evidence), where the predictions carry its traces."""
@@ -575,5 +584,6 @@ def summarize(
         ),
         **({"n_questions": sum(len(p["scores"]) for p in predictions)} if nested else {}),
         "right_wrong": sorted(k for k, items in scored.items() if _right_wrong(items, field[k])),
+        "n_nonzero": {key: _nonzero(items, field[key]) for key, items in scored.items()},
         **({"memory_patterns": patterns} if (patterns := pattern_counts(predictions)) else {}),
     }

@@ -87,7 +87,9 @@ def _column_cell(
     )
     n_scored = int(record["n_items"]) - (0 if scored == "accuracy" else dropped)
     right_wrong = scored in record.get("right_wrong", ())  # k/n, checked when it was read
+    nonzero = record.get("n_nonzero", {}).get(scored) if column.scale == 1.0 else None
     return Cell(
+        n_nonzero=nonzero,
         ci=_bounds(bounds),
         ci_fixed=_bounds(fixed),
         n_scored=n_scored,
@@ -138,6 +140,7 @@ def _average_cell(
     intervals = [parts[key].ci for key in present]
     fixed = [parts[key].ci_fixed for key in present]
     questions = [parts[key].n_questions for key in present]
+    nonzero = [parts[key].n_nonzero for key in present]
     cell = Cell(
         ci=None if None in intervals else mean_interval(means, intervals),  # type: ignore[arg-type]
         ci_fixed=None if None in fixed else mean_interval(means, fixed),  # type: ignore[arg-type]
@@ -148,6 +151,7 @@ def _average_cell(
         n_dropped=sum(parts[key].n_dropped for key in present),
         n_scored=sum(parts[key].n_scored for key in present),
         n_questions=None if None in questions else sum(q for q in questions if q is not None),
+        n_nonzero=None if None in nonzero else sum(k for k in nonzero if k is not None),
         parts=tuple(present),
         derived=average.paper is None,
         mark=PARTIAL_MARK if partial else "",

@@ -21,12 +21,15 @@ from memrl.scoring.compare import (
     FIXED_INSTANCES,
     INSTANCES_RESAMPLED,
     ITEMS,
+    MIN_INSTANCES,
     MIN_ITEMS,
     PERCENT,
     Comparison,
+    check_paper_n,
     compare_graded,
     compare_proportions,
     standard_error,
+    too_sparse,
 )
 from memrl.scoring.intervals import Interval
 
@@ -88,6 +91,7 @@ class Cell:
     scale: tuple[float, float] = PERCENT  # a difference of two scores: (-100, 100)
     source: tuple[str, str, str, int] | None = None  # (benchmark, task, system id, length)
     gain: ControlGain | None = None  # ours against a control (memrl.report.control_gains)
+    n_nonzero: int | None = None  # the sampled units above 0 (None: not recorded)
 
     @property
     def design(self) -> str:
@@ -110,9 +114,21 @@ class Cell:
 
     @property
     def too_few_items(self) -> bool:
-        """Fewer than MIN_ITEMS sampled units, or an interval without width: no verdict."""
+        """Fewer than MIN_ITEMS sampled units, a graded score with fewer than MIN_NONZERO of
+        them above 0, or an interval without width (ours; the difference's, `comparison`): no
+        verdict."""
         bounds = self.interval
-        return self.sampled_units < MIN_ITEMS or (bounds is not None and bounds[0] == bounds[1])
+        return (
+            self.sampled_units < MIN_ITEMS
+            or too_sparse(self.right_wrong, self.n_nonzero)
+            or (bounds is not None and bounds[0] == bounds[1])
+        )
+
+    @property
+    def too_few_instances(self) -> bool:
+        """Instances resampled (they differ from the paper's) but fewer than MIN_INSTANCES of
+        them: the spread between instances cannot be read from one or two."""
+        return self.design == INSTANCES_RESAMPLED and self.n_scored < MIN_INSTANCES
 
     @functools.cached_property
     def comparison(self) -> Comparison | None:
@@ -120,8 +136,24 @@ class Cell:
         bounds = self.interval
         if self.ours is None or self.paper is None or bounds is None or not self.n_scored:
             return None
-        if not self.comparable or self.derived or self.too_few_items:
+        if not self.comparable or self.derived or self.too_few_items or self.too_few_instances:
             return None
+        compared = replace(self._compared(bounds), design_note=self._design_note)
+        low, high = compared.ci95
+        return compared if high > low else None  # a difference without spread judges nothing
+
+    @property
+    def _design_note(self) -> str:
+        """Where ours could have been compared on fixed instances but the paper prints another
+        count of them: said, not silently resampled."""
+        if self.ci_fixed is None or self.paper_n in (None, self.n_scored):
+            return ""
+        return (
+            f"the paper prints {self.paper_n} instances, ours {self.n_scored}: compared as "
+            "different instances (resampled)"
+        )
+
+    def _compared(self, bounds: Interval) -> Comparison:
         if self.right_wrong:
             successes = round(self.ours * self.n_scored / 100)
             return compare_proportions(
@@ -156,13 +188,14 @@ class Cell:
             return DERIVED
         if self.interval is None or not self.n_scored:
             return NOT_SAMPLED
-        return TOO_FEW_ITEMS
+        return TOO_FEW_INSTANCES if self.too_few_instances else TOO_FEW_ITEMS
 
 
 NOT_COMPARABLE = "not comparable"  # a system that cannot reproduce the papers
 DERIVED = "derived"  # an average the paper does not print: no verdict
 NOT_SAMPLED = "not sampled"  # no interval of ours (a memory size): no verdict
 TOO_FEW_ITEMS = "too few items"  # below MIN_ITEMS, or an interval without width: no verdict
+TOO_FEW_INSTANCES = "too few instances"  # resampled instances, below MIN_INSTANCES: no verdict
 PaperSizes = int | Mapping[Any, int] | None  # the paper's n: per table, per column, unknown
 
 
@@ -175,23 +208,32 @@ def attach_paper_n(
 ) -> None:
     """In place: each cell learns the paper's n (an average: its columns' summed; None where
     any is unknown) and the margin ±δ its verdict uses. A paper number off its cell's scale
-    (not finite, or outside 0..100) raises PaperNumberError naming the table and cell."""
+    (not finite, or outside 0..100), or a paper n that is no whole number >= 1 (True, 2.5),
+    raises PaperNumberError naming the table, row and column."""
 
-    def size(key: Any) -> int | None:
-        if sizes is None or isinstance(sizes, int):
-            return sizes
-        return sizes.get(key)
+    def size(key: Any) -> object:
+        return sizes.get(key) if isinstance(sizes, Mapping) else sizes
 
     for column in table.columns:
         cells = []
         for row, cell in zip(table.index, table[column], strict=True):
             if isinstance(cell, Cell):
                 _check_paper_number(cell, name, row, column)
-                counts = [size(key) for key in cell.parts or (column,)]
+                counts = [_paper_n(size(key), name, row, key) for key in cell.parts or (column,)]
                 n = None if None in counts else sum(c for c in counts if c is not None)
                 cell = replace(cell, paper_n=n, margin=margin)
             cells.append(cell)
         table[column] = cells
+
+
+def _paper_n(size: object, name: str, row: Any, column: Any) -> int | None:
+    """A paper file's item count for one column: a whole number >= 1, or None (unknown)."""
+    if size is None:
+        return None
+    try:
+        return check_paper_n(size)
+    except ValueError as error:
+        raise PaperNumberError(f"{name}, row {row!r}, column {column!r}: {error}") from None
 
 
 def _check_paper_number(cell: Cell, name: str, row: Any, column: Any) -> None:

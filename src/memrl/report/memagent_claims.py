@@ -16,6 +16,7 @@ from memrl.report.cells import AVG
 from memrl.report.claims import (
     NOT_CHECKABLE,
     ClaimCheck,
+    Counted,
     Estimate,
     Named,
     described,
@@ -199,13 +200,31 @@ def _length_series(
     lengths = sorted({k[3] for k in found if k[2] == sid and k[1] in tasks and low <= k[3] <= high})
     if not lengths or lengths[0] != low or lengths[-1] != high:
         return None
-    series = []
+    series: Series = []
     for n in lengths:
         value, interval, partial = task_mean(found, sid, tasks, n, benchmark)
         if value is None or partial:
             return None
-        series.append((n, (value, interval)))
+        records = [found[(benchmark, task, sid, n)] for task in tasks]
+        series.append((n, counted(records) or (value, interval)))
     return series
+
+
+def counted(records: Sequence[Mapping[str, Any]]) -> Counted | None:
+    """The tasks' mean accuracy as one count (`Counted`: exact bounds at any level) where every
+    task's accuracy is right/wrong over the same number of items, so the mean of their rates is
+    the pooled rate; None otherwise (the mean keeps its combined interval, or none)."""
+    sampled = [r for r in records if r.get("ci95", {}).get("accuracy") is not None]
+    if len(sampled) < len(records) or not all(
+        "accuracy" in r.get("right_wrong", ()) for r in records
+    ):
+        return None  # graded, or no interval: the mean keeps what it has
+    sizes = {int(record["n_items"]) for record in records}
+    if len(sizes) != 1:
+        return None
+    (n,) = sizes
+    right = sum(round(float(record["accuracy"]) * n / 100) for record in records)
+    return Counted(right, n * len(records))
 
 
 def check_ablation_claims(

@@ -36,7 +36,7 @@ from memrl.report.assemble import (
     length_columns,
     select,
 )
-from memrl.report.cells import AVG, BENCHMARK
+from memrl.report.cells import AVG, BENCHMARK, PaperSizes
 from memrl.report.records import records_of
 from memrl.report.registry import MEMAGENT, PaperTable, TableInput
 from memrl.report.rival_claims import rival_claims
@@ -477,6 +477,17 @@ def _by_key(build: Callable[..., pd.DataFrame], key: str) -> Callable[[TableInpu
     return lambda t: build(t.records, t.systems, t.paper[key])
 
 
+def _ablation_items(part: str) -> Callable[[Mapping[str, Any]], PaperSizes]:
+    """The items behind each column of one part of Tables 8 and 9 (`niah`: a task at a length,
+    `longbench_qa`: a dataset), from `sources.memory_ablation.items`; None where not stated."""
+
+    def sizes(paper: Mapping[str, Any]) -> PaperSizes:
+        items = paper.get("sources", {}).get("memory_ablation", {}).get("items", {})
+        return items.get(part) if isinstance(items, Mapping) else items
+
+    return sizes
+
+
 def _checking_rivals(name: str, table: PaperTable) -> PaperTable:
     """The table with the paper file's `rival_claims` that name it checked on its cells."""
 
@@ -509,10 +520,12 @@ _MEMAGENT_TABLES = {
         lambda t: build_memory_ablation_niah_table(t.records, t.systems, t.paper, t.length_labels),
         MEMAGENT,
         ruler_lengths=True,
+        sizes=_ablation_items("niah"),
     ),
     "table9": PaperTable(
         lambda t: build_memory_ablation_qa_table(t.records, t.systems, t.paper),
         MEMAGENT,
+        sizes=_ablation_items("longbench_qa"),
     ),
     "table10": PaperTable(
         _ruler_hqa(build_rag_ruler_hqa_table, "rag_ruler_hqa"),
@@ -532,6 +545,7 @@ _MEMAGENT_TABLES = {
         ),
         MEMAGENT,
         ruler_lengths=True,
+        sizes=_ablation_items("niah"),
     ),
 }
 MEMAGENT_TABLES = {name: _checking_rivals(name, table) for name, table in _MEMAGENT_TABLES.items()}

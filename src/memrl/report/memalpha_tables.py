@@ -144,7 +144,7 @@ def memalpha_paper_sizes(paper: Mapping[str, Any], name: str) -> dict[str, int]:
     for key in STATS_PAPER_KEYS:
         split = paper.get(key, {}).get("splits", {}).get(spec["benchmark"], {})
         for source, stats in split.get("stats", {}).items():
-            sizes.setdefault(f"{source}.perf", int(stats[0]))
+            sizes.setdefault(f"{source}.perf", stats[0])  # checked by attach_paper_n
     return {f"{s}.perf": sizes[f"{s}.perf"] for s in spec["columns"] if f"{s}.perf" in sizes}
 
 

@@ -100,7 +100,29 @@ def _check_metrics(data: Any, path: Path) -> dict[str, Any]:
         if data.get(key) is not None and not 0 <= data[key] <= 100:
             raise ValueError(f"{path}: {key}={data[key]} is not a percentage")
     _check_scores_against_intervals(path, data)
+    _check_nonzero(path, data)
     return data
+
+
+def _check_nonzero(path: Path, data: Mapping[str, Any]) -> None:
+    """`n_nonzero` (optional: records before it lack it) maps scores to whole counts of sampled
+    units within 0..n (a Mem-α record's questions, else its items), and a count is 0 exactly
+    where its score is."""
+    counts = data.get("n_nonzero", {})
+    if not isinstance(counts, dict):
+        raise ValueError(f"{path}: key 'n_nonzero' must map score names to counts")
+    units = data.get("n_questions") or data["n_items"]
+    for key, count in counts.items():
+        if isinstance(count, bool) or not isinstance(count, int) or not 0 <= count <= units:
+            raise ValueError(
+                f"{path}: n_nonzero[{key!r}]={count!r} is no whole count within 0..{units}"
+            )
+        score = data.get(key)
+        scored = isinstance(score, _NUMBER) and not isinstance(score, bool)
+        if scored and (score > 0) != (count > 0):
+            raise ValueError(
+                f"{path}: n_nonzero[{key!r}]={count} disagrees with its score {key}={score}"
+            )
 
 
 def _check_scores_against_intervals(path: Path, data: dict[str, Any]) -> None:

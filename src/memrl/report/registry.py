@@ -65,8 +65,7 @@ class PaperTable:
     def paper_sizes(self, paper: Mapping[str, Any], paper_key: str | None) -> PaperSizes:
         if self.sizes is not None:
             return self.sizes(paper)
-        items = paper.get("sources", {}).get(paper_key or "", {}).get("items")
-        return None if items is None else int(items)
+        return paper.get("sources", {}).get(paper_key or "", {}).get("items")
 
 
 @dataclass(frozen=True)

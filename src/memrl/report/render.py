@@ -18,6 +18,7 @@ from memrl.report.cells import (
     NOT_COMPARABLE,
     NOT_SAMPLED,
     PARTIAL_MARK,
+    TOO_FEW_INSTANCES,
     TOO_FEW_ITEMS,
     Cell,
 )
@@ -30,10 +31,13 @@ from memrl.scoring.compare import (
     CONSISTENT,
     DIFFERS_ABOVE,
     DIFFERS_BELOW,
+    MIN_INSTANCES,
     MIN_ITEMS,
+    MIN_NONZERO,
     REPRODUCED,
     Z90,
     Z_POWER80,
+    ours_alone_differs_rate,
 )
 from memrl.scoring.intervals import Z95
 from memrl.scoring.multiple import chance_range, format_p, table_test
@@ -184,7 +188,7 @@ def format_cell(cell: Cell, with_paper: bool = True, words: bool = False, link: 
         if cell.verdict:
             mark = verdict_words(cell) if words else VERDICT_MARKS[cell.verdict]
             mark = f" [{mark}]({link})" if link else f" {mark}"
-        elif cell.unjudged in (NOT_COMPARABLE, TOO_FEW_ITEMS):
+        elif cell.unjudged in (NOT_COMPARABLE, TOO_FEW_ITEMS, TOO_FEW_INSTANCES):
             mark = f", {cell.unjudged}"
         inside = f"paper {cell.paper:.{places}f}, {_signed(cell.delta, places)}{mark}"
     extras = [f"{label} {value:.1f}" for label, value in cell.extras.items() if value is not None]
@@ -249,17 +253,24 @@ def shows_paper(table: pd.DataFrame) -> bool:
     return bool(table.attrs.get("paper", True))
 
 
-def judged_cells(table: pd.DataFrame) -> tuple[list[Cell], list[Cell]]:
-    """The cells with a verdict: the table's own, and its averages (counted apart)."""
+def judged_cells(table: pd.DataFrame) -> tuple[list[Cell], list[Cell], list[Cell]]:
+    """The cells with a verdict: the table's own whose paper n is known, its averages, and its
+    own with the paper's n unknown (these two counted apart: neither is a calibrated test)."""
     cells = [cell for _, row in table.iterrows() for cell in row if cell.verdict]
-    return [c for c in cells if not c.parts], [c for c in cells if c.parts]
+    own = [c for c in cells if not c.parts]
+    return (
+        [c for c in own if c.paper_n is not None],
+        [c for c in cells if c.parts],
+        [c for c in own if c.paper_n is None],
+    )
 
 
 def verdict_counts(table: pd.DataFrame) -> dict[str, int]:
-    """How many of the table's own cells (averages apart) have each verdict, and how many with
-    both numbers are not comparable."""
+    """How many of the table's own cells with a known paper n (averages and unknown n apart)
+    have each verdict, and how many with both numbers are not comparable."""
     own = [cell for _, row in table.iterrows() for cell in row if not cell.parts]
-    return _counts(own) | {NOT_COMPARABLE: sum(c.unjudged == NOT_COMPARABLE for c in own)}
+    known = [cell for cell in own if not (cell.verdict and cell.paper_n is None)]
+    return _counts(known) | {NOT_COMPARABLE: sum(c.unjudged == NOT_COMPARABLE for c in own)}
 
 
 def _counts(cells: Sequence[Cell]) -> dict[str, int]:
@@ -268,16 +279,16 @@ def _counts(cells: Sequence[Cell]) -> dict[str, int]:
 
 def verdict_note(table: pd.DataFrame) -> str:
     """The verdicts counted: the cells, what chance alone gives among them, one test of the
-    whole table; the averages apart."""
-    cells, averages = judged_cells(table)
-    if not cells and not averages:
+    whole table; the averages and the cells whose paper n is unknown apart."""
+    cells, averages, unknown = judged_cells(table)
+    if not cells and not averages and not unknown:
         if any(c.unjudged == NOT_COMPARABLE for _, row in table.iterrows() for c in row):
             return f"{VERDICTS_LINE}none: the cells are not comparable (machinery check only)."
         return (
             f"{VERDICTS_LINE}none: no cell has a paper number, our interval and at least "
             f"{MIN_ITEMS} items."
         )
-    parts = [f"{VERDICTS_LINE}({len(cells)} cells with a paper number): {counted(cells)}"]
+    parts = [f"{VERDICTS_LINE}({len(cells)} cells with a paper number and its n): {counted(cells)}"]
     if test := table_test([c.comparison.p_value for c in cells if c.comparison]):
         parts.append(test.text())
         if test.p_value < ALPHA and table.attrs.get("name"):
@@ -285,7 +296,26 @@ def verdict_note(table: pd.DataFrame) -> str:
             parts.append(f"its cells worth a look, with their diagnoses: {link}")
     if averages:
         parts.append(f"averages, counted apart ({len(averages)}): {counted(averages)}")
+    if unknown:
+        parts.append(f"{UNKNOWN_N_APART} ({len(unknown)}): {counted_plainly(unknown)}")
     return "; ".join(parts) + "."
+
+
+UNKNOWN_N_APART = (
+    "cells whose paper n is unknown, judged on our error alone and counted apart (a perfect "
+    f"reproduction reads differs in {100 * ours_alone_differs_rate():.1f} % of them where the "
+    "paper's n equals ours, 5 % only where it is far larger; kept out of the chance range, the "
+    "table test and Benjamini–Hochberg)"
+)
+
+
+def counted_plainly(cells: Sequence[Cell]) -> str:
+    """'reproduced in 0, consistent in 4, differ above in 1, below in 0': no chance range."""
+    counts = _counts(cells)
+    return (
+        f"reproduced in {counts[REPRODUCED]}, consistent in {counts[CONSISTENT]}, differ "
+        f"above in {counts[DIFFERS_ABOVE]}, below in {counts[DIFFERS_BELOW]}"
+    )
 
 
 def counted(cells: Sequence[Cell]) -> str:
@@ -331,8 +361,14 @@ def comparison_note(table: pd.DataFrame) -> str:
         (NOT_SAMPLED, "without an interval of ours (memory sizes): no verdict"),
         (
             TOO_FEW_ITEMS,
-            f"with fewer than {MIN_ITEMS} sampled items or an interval without width: shown, "
+            f"with fewer than {MIN_ITEMS} sampled items, a graded score with fewer than "
+            f"{MIN_NONZERO} of them above 0, or an interval without width: shown, "
             "no verdict",
+        ),
+        (
+            TOO_FEW_INSTANCES,
+            f"over fewer than {MIN_INSTANCES} instances that differ from the paper's (resampled): "
+            "shown, no verdict",
         ),
     ):
         if count := unjudged.count(reason):
@@ -418,7 +454,8 @@ _LEGEND = (
     "Cells: ours [our 95 % interval] (paper value, ours − paper, verdict: ✓ reproduced, the "
     "90 % interval of the difference within ±δ; ○ consistent, neither shown; ↑/↓ ours differs "
     "above/below, the 95 % interval of the difference, with both sampling errors, excludes 0; "
-    f"no verdict with fewer than {MIN_ITEMS} items: '{TOO_FEW_ITEMS}'), "
+    f"no verdict with fewer than {MIN_ITEMS} items or {MIN_NONZERO} non-zero graded ones: "
+    f"'{TOO_FEW_ITEMS}'), "
     f"scores in %; failed requests count as wrong. {DASH} = not run here / not reported in the "
     "paper."
 )

@@ -4,9 +4,9 @@ cells reproduced, the largest misses, the footnotes, and links to every table, f
 study with the command that traces each back to the models and data that made it (`memrl
 lineage`). Markdown and HTML.
 
-It reads what the table jobs wrote: each table's tidy CSV (a `verdict` per cell: reproduced
-within ±δ, consistent, or ours differs above or below the paper: memrl.scoring.compare) and its
-Markdown (the footnotes).
+It reads what the table jobs wrote through memrl.report.table_summaries: each table's tidy CSV (a
+`verdict` per cell: reproduced within ±δ, consistent, or ours differs above or below the paper:
+memrl.scoring.compare) and its Markdown (the footnotes).
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from memrl.report.claim_lists import (
     markdown_claims,
     read_claims,
 )
-from memrl.report.claims import CHECK_LINE, CLAIM_LINE, CLAIMS_SUFFIX
+from memrl.report.claims import CLAIMS_SUFFIX
 from memrl.report.diagnosis import (
     TEXT_TABLES,
     Cell,
@@ -44,21 +44,30 @@ from memrl.report.figures import paper_figure
 from memrl.report.html_page import html_document, prose
 from memrl.report.key_numbers import (
     KEY_CSS,
-    KeyNumber,
     KeyTable,
     html_key_numbers,
-    key_numbers,
     markdown_key_numbers,
 )
 from memrl.report.registry import BOTH_PAPERS, MEMAGENT, MEMALPHA, OWN_DATA
 from memrl.report.render import (
-    MADE_BY_LINE,
     NOT_COMPARABLE,
     VERDICT_MARKS,
-    VERDICTS_LINE,
+)
+from memrl.report.table_summaries import (
+    MISS_VERDICTS,
+    JudgedCell,
+    TableSummary,
+    paper_of_table,
+    summarize_table,
 )
 from memrl.report.tables import PAPER_TABLES, paper_table
-from memrl.scoring.compare import CONSISTENT, DIFFERS_ABOVE, DIFFERS_BELOW, REPRODUCED
+from memrl.scoring.compare import (
+    CONSISTENT,
+    DIFFERS_ABOVE,
+    DIFFERS_BELOW,
+    REPRODUCED,
+    ours_alone_differs_rate,
+)
 from memrl.scoring.multiple import (
     Q_WORTH_A_LOOK,
     bh_q_values,
@@ -70,58 +79,11 @@ from memrl.scoring.multiple import (
 PAPERS = (MEMAGENT, MEMALPHA, BOTH_PAPERS, OWN_DATA)
 TRAINING = "Training curves"  # a section of its own: our runs of either paper
 SECTIONS = (*PAPERS, TRAINING)
-MISSES_SHOWN = 3
-MISS_VERDICTS = (DIFFERS_ABOVE, DIFFERS_BELOW)
 PAGE_CSS = (
     "body{font-family:sans-serif;max-width:75em;margin:1em auto;line-height:1.4}"
     "p.banner{font-weight:bold;background:#fff3cd;padding:6px}" + KEY_CSS
 )
 LINEAGE_WHAT = "the jobs, models and data behind it"
-LEGEND_START = "Cells:"  # the legend line of a table's Markdown (not a footnote)
-
-
-@dataclass(frozen=True)
-class JudgedCell:
-    """A cell with a verdict, as its table's CSV states it."""
-
-    table: str
-    system: str
-    label: str
-    verdict: str
-    p_value: float
-    average: bool  # counted apart: it repeats the cells it averages
-    text: str  # ours, the paper's, the difference and its interval
-    length: int = 0  # its evaluation's length (documents, tokens; 0: none)
-    delta: float | None = None  # ours − paper
-    memory: bool = False  # a memory size (Mem-α's "Mem."), not a score
-
-
-@dataclass(frozen=True)
-class TableSummary:
-    name: str
-    paper: str
-    caption: str
-    markdown: Path
-    counts: Mapping[str, int]  # verdict (or NOT_COMPARABLE) -> cells, averages apart
-    misses: Sequence[str]  # the largest, as text
-    notes: Sequence[str]
-    banner: str | None = None  # the table's machinery-only line
-    judged: Sequence[JudgedCell] = ()
-    gaps: Sequence[JudgedCell] = ()  # not comparable (machinery only), with a difference
-    key_numbers: Sequence[KeyNumber] = ()  # its headline rows' (PaperTable.headline)
-
-    @property
-    def cells(self) -> list[JudgedCell]:
-        return [c for c in self.judged if not c.average]
-
-    @property
-    def averages(self) -> list[JudgedCell]:
-        return [c for c in self.judged if c.average]
-
-
-def paper_of_table(name: str) -> str:
-    """The section a table is shown in: the one it declares."""
-    return paper_table(name).section
 
 
 def paper_of_figure(name: str) -> str:
@@ -135,85 +97,20 @@ def figure_caption(name: str) -> str:
     return report_plan(name).caption
 
 
-def summarize_table(markdown: Path) -> TableSummary:
-    """A table's verdict counts, largest misses and footnotes, from its CSV and Markdown."""
-    name = markdown.stem
-    with markdown.with_suffix(".csv").open(newline="", encoding="utf-8") as handle:
-        rows = list(csv.DictReader(handle))
-    judged = [row for row in rows if row.get("verdict") in VERDICT_MARKS]
-    own = [row for row in rows if row.get("kind") != "average"]
-    counts = {v: sum(r.get("verdict") == v for r in own) for v in [*VERDICT_MARKS, NOT_COMPARABLE]}
-    text = markdown.read_text(encoding="utf-8")
-    banner = next(
-        (line[2:] for line in text.splitlines() if line.startswith("> " + MACHINERY_ONLY)), None
-    )
-    misses = sorted(
-        (r for r in judged if r["verdict"] in (DIFFERS_ABOVE, DIFFERS_BELOW)),
-        key=lambda r: -abs(float(r["delta"])),
-    )
-    gaps = [r for r in own if r.get("verdict") == NOT_COMPARABLE and r.get("delta")]
-    return TableSummary(
-        name=name,
-        paper=paper_of_table(name),
-        caption=report_plan(name).caption,
-        markdown=markdown,
-        counts=counts,
-        misses=[_miss(row) for row in misses[:MISSES_SHOWN]],
-        notes=footnotes(text),
-        banner=banner,
-        judged=[_judged(name, row) for row in judged],
-        gaps=[_judged(name, row) for row in gaps],
-        key_numbers=key_numbers(rows, paper_table(name).headline),
-    )
-
-
-def _judged(table: str, row: Mapping[str, str]) -> JudgedCell:
-    return JudgedCell(
-        table,
-        row["system"],
-        row["label"],
-        row["verdict"],
-        float(row["p_value"] or "nan"),
-        row.get("kind") == "average",
-        _miss(row),
-        int(row.get("n_docs") or row.get("length") or 0),
-        float(row["delta"]) if row.get("delta") else None,
-        row.get("column", "").endswith(".mem"),
-    )
-
-
-def _miss(row: Mapping[str, str]) -> str:
-    ours, paper, delta = (float(row[k]) for k in ("ours", "paper", "delta"))
-    text = f"{row['system']} @ {row['label']}: ours {ours:.1f}, paper {paper:.1f}, {row['verdict']}"
-    if not row.get("diff_low"):  # not comparable: no interval of the difference
-        return f"{text}: ours − paper {delta:+.1f}"
-    low, high = float(row["diff_low"]), float(row["diff_high"])
-    return f"{text}: ours − paper {delta:+.1f} [{low:+.1f}, {high:+.1f}]"
-
-
-def footnotes(markdown: str) -> list[str]:
-    """The lines under a table's Markdown table: its notes, without what the report shows
-    otherwise (the cell legend, the verdict count, the claims, the provenance line)."""
-    lines = markdown.splitlines()
-    last_row = max((i for i, line in enumerate(lines) if line.startswith("|")), default=-1)
-    shown_elsewhere = (LEGEND_START, VERDICTS_LINE, MADE_BY_LINE, CLAIM_LINE, CHECK_LINE)
-    return [
-        line.strip()
-        for line in lines[last_row + 1 :]
-        if line.strip() and not line.startswith(shown_elsewhere)
-    ]
-
-
 def totals(tables: Sequence[TableSummary]) -> dict[str, int]:
     return {v: sum(t.counts.get(v, 0) for t in tables) for v in [*VERDICT_MARKS, NOT_COMPARABLE]}
 
 
-def _verdict_text(counts: Mapping[str, int], averages: Sequence[JudgedCell] = ()) -> str:
+def _verdict_text(
+    counts: Mapping[str, int],
+    averages: Sequence[JudgedCell] = (),
+    unknown_n: Sequence[JudgedCell] = (),
+) -> str:
     """The cells' verdicts, the count of *differs* beside what chance alone gives, and the
-    averages' apart."""
+    averages' and the unknown-n cells' apart."""
     compared = sum(counts.get(v, 0) for v in VERDICT_MARKS)
     aside = counts.get(NOT_COMPARABLE, 0)
-    if not compared and not averages:
+    if not compared and not averages and not unknown_n:
         if aside:
             return f"no cell compared: {aside} not comparable (machinery check only)"
         return "no cell compared (no paper number or no interval)"
@@ -224,15 +121,19 @@ def _verdict_text(counts: Mapping[str, int], averages: Sequence[JudgedCell] = ()
         f"{chance_range(compared).text(differs)} (ours above in {counts[DIFFERS_ABOVE]}, "
         f"below in {counts[DIFFERS_BELOW]})"
     )
-    if averages:
-        differ = sum(a.verdict in (DIFFERS_ABOVE, DIFFERS_BELOW) for a in averages)
-        text += f"; averages, counted apart: {differ} of {len(averages)} differ"
+    for what, apart in (("averages", averages), ("paper n unknown", unknown_n)):
+        if apart:
+            differ = sum(a.verdict in MISS_VERDICTS for a in apart)
+            text += f"; {what}, counted apart: {differ} of {len(apart)} differ"
+    if unknown_n:
+        expected = 100 * ours_alone_differs_rate()
+        text += f" ({expected:.1f} % expected where the paper's n equals ours)"
     return f"{text}; {aside} not comparable (machinery check only)" if aside else text
 
 
 def _table_text(table: TableSummary) -> str:
     """A table's verdicts and its one test of 'every cell reproduced'."""
-    text = _verdict_text(table.counts, table.averages)
+    text = _verdict_text(table.counts, table.averages, table.unknown_n)
     test = table_test([c.p_value for c in table.cells])
     return f"{text}; {test.text()}" if test else text
 
@@ -320,7 +221,8 @@ class Reproduction:
     def summary(self, paper: str) -> str:
         tables, _, claims = self.of(paper)
         averages = [a for table in tables for a in table.averages]
-        return f"{_verdict_text(totals(tables), averages)}; {claims_text(claims)}"
+        unknown = [c for table in tables for c in table.unknown_n]
+        return f"{_verdict_text(totals(tables), averages, unknown)}; {claims_text(claims)}"
 
     def link(self, path: Path) -> str:
         return os.path.relpath(path, self.base)
@@ -533,15 +435,15 @@ CELL_COLUMNS = ("paper", "table", "system", "label", "verdict", "kind", "p_value
 
 def write_judged_cells(report: Reproduction, path: Path) -> Path:
     """Every judged cell of the run with its p-value and its Benjamini–Hochberg q-value across
-    its paper's cells (averages apart: no q)."""
+    its paper's calibrated cells (averages and cells of unknown paper n apart: no q)."""
     rows = []
     for paper in PAPERS:
         tables = report.of(paper)[0]
         cells = [cell for table in tables for cell in table.cells]
-        averages = [cell for table in tables for cell in table.averages]
-        q_values = [*bh_q_values([cell.p_value for cell in cells]), *[None] * len(averages)]
-        for cell, q in zip([*cells, *averages], q_values, strict=True):
-            kind, shown_q = ("average", "") if q is None else ("cell", q)
+        apart = [cell for table in tables for cell in table.judged if cell.apart]
+        q_values = [*bh_q_values([cell.p_value for cell in cells]), *[None] * len(apart)]
+        for cell, q in zip([*cells, *apart], q_values, strict=True):
+            kind, shown_q = (cell.kind, "") if q is None else ("cell", q)
             rows.append(
                 [
                     paper,

@@ -23,6 +23,7 @@ from memrl.scoring.compare import (
     compare_proportions,
     detectable_difference,
     standard_error,
+    too_sparse,
 )
 from memrl.scoring.intervals import bootstrap, fixed_instances_interval, nested_interval
 
@@ -103,21 +104,51 @@ def zero_heavy_items(rng: np.random.Generator, n: int, zeros: float) -> np.ndarr
     return np.where(rng.random(n) < zeros, 0.0, rng.uniform(0.3, 1.0, n))
 
 
-def graded_tail_rates(n: int, zeros: float, trials: int, seed: int) -> dict[str, float]:
+def graded_tail_rates(
+    n: int, zeros: float, trials: int, seed: int, resamples: int = 500
+) -> dict[str, float]:
     """A perfect reproduction of a zero-heavy graded score over n items a side: how often the
-    cell reads *differs* below and above (2.5 % each intended)."""
+    cell reads *differs* below and above (2.5 % each intended), and how often it is judged at
+    all (`judged`). As a table judges it: a cell with fewer than MIN_NONZERO items above 0
+    (`too_sparse`), or every item 0, reads *too few items*; its difference interval must have
+    width (memrl.report.cells)."""
     rng = np.random.default_rng(seed)
-    counts = dict.fromkeys((DIFFERS_BELOW, DIFFERS_ABOVE), 0)
+    counts = dict.fromkeys((DIFFERS_BELOW, DIFFERS_ABOVE, JUDGED), 0)
     for trial in range(trials):
         ours = zero_heavy_items(rng, n, zeros)
         paper = 100 * float(zero_heavy_items(rng, n, zeros).mean())
-        ci = bootstrap(ours.tolist(), seed=trial, resamples=500)
-        if ci[0] == ci[1]:  # every item 0: too few items, never judged
+        if too_sparse(False, int((ours > 0).sum())):
             continue
+        ci = bootstrap(ours.tolist(), seed=trial, resamples=resamples)
         compared = compare_graded(100 * float(ours.mean()), standard_error(ci), n, paper, n, 5.0)
+        if ci[0] == ci[1] or compared.ci95[0] == compared.ci95[1]:
+            continue
+        counts[JUDGED] += 1
         if compared.outcome in counts:
             counts[compared.outcome] += 1
     return {name: count / trials for name, count in counts.items()}
+
+
+JUDGED = "judged"
+SPARSE_SIZES = (10, 20, 30, 50)
+SPARSE_ZEROS = (0.8, 0.92)
+
+
+def sparse_graded_table(trials: int = 2000) -> str:
+    """Zero-heavy graded cells at n 10-50 a side (80 and 92 % zeros): how often a perfect
+    reproduction reads *differs* on each side, and how often it is judged at all."""
+    lines = [
+        "| n a side | zeros | judged | differs below | differs above |",
+        "|---:|---:|---:|---:|---:|",
+    ]
+    for n in SPARSE_SIZES:
+        for zeros in SPARSE_ZEROS:
+            rates = graded_tail_rates(n, zeros, trials, seed=n)
+            lines.append(
+                f"| {n} | {zeros:.0%} | {rates[JUDGED]:.0%} | {rates[DIFFERS_BELOW]:.1%} | "
+                f"{rates[DIFFERS_ABOVE]:.1%} |"
+            )
+    return "\n".join(lines)
 
 
 # The papers' sample sizes a cell compares (docs/evaluation.md prints their error rates).
@@ -206,6 +237,7 @@ def main() -> None:
         ("Right/wrong cells at the papers' n (2,000 trials each)", error_rate_table),
         ("Right/wrong cells by true score and n (1,000 trials each)", reachability_table),
         ("Mem-α cells on shared instances (300 trials each)", memalpha_design_table),
+        ("Sparse graded cells (2,000 trials each)", sparse_graded_table),
     )
     for title, table in sections:
         print(f"## {title}\n\n{table()}\n")

@@ -51,6 +51,21 @@ ALPHA = 0.05  # a cell's two-sided level: a perfect reproduction differs in 5 % 
 # Below this many sampled units (items; a Mem-α cell's questions) no cell is judged: the normal
 # and bootstrap approximations behind its interval do not hold, and one item decides nothing.
 MIN_ITEMS = 10
+# Below this many instances the two-level interval (instances resampled) does not cover the
+# population of instances: at 1-2 instances its spread between instances is a guess.
+MIN_INSTANCES = 3
+# Below this many units above 0, a graded cell (an F1, a ROUGE) is not judged either: its spread
+# rests on those few values, and with 80-92 % zeros at n 10-50 the low tail read *differs* in up
+# to 7 % of perfect reproductions (memrl.scoring.calibration.sparse_graded_table: at most 2.5 %
+# a tail with this rule).
+MIN_NONZERO = 5
+
+
+def too_sparse(right_wrong: bool, n_nonzero: int | None) -> bool:
+    """A graded score with fewer than MIN_NONZERO sampled units above 0 (None: not recorded)."""
+    return not right_wrong and n_nonzero is not None and n_nonzero < MIN_NONZERO
+
+
 # The designs a comparison can have (the CSV's `design` column).
 ITEMS = "items"
 FIXED_INSTANCES = "fixed instances"
@@ -74,11 +89,12 @@ class Comparison:
     p_value: float = 1.0  # two-sided, of "no difference": below ALPHA exactly when it differs
     design: str = ITEMS
     grid_note: str = ""  # the paper's number is no k/n of its n
+    design_note: str = ""  # why the design is what it is, where a reader would ask
 
     @property
     def note(self) -> str:
         unknown = "paper n unknown: our sampling error alone" if self.paper_n is None else ""
-        return "; ".join(note for note in (unknown, self.grid_note) if note)
+        return "; ".join(note for note in (unknown, self.grid_note, self.design_note) if note)
 
 
 def outcome(ci95: Interval, ci90: Interval, delta: float) -> str:
@@ -122,6 +138,16 @@ def compare_proportions(
         ITEMS if paper_n else OURS_ALONE,
         off_grid_note(paper_percent, paper_n),
     )
+
+
+def ours_alone_differs_rate(ratio: float = 1.0) -> float:
+    """How often a perfect reproduction reads *differs* when the paper's n is unknown and only
+    our error is counted: ours − paper has variance se²·(1 + ratio), with ratio = our n over the
+    paper's, so |z| > 1.96 with probability 2Φ(−1.96 / √(1 + ratio)): 5 % only as the paper's
+    n grows without bound, 16.6 % where it equals ours."""
+    if not (math.isfinite(ratio) and ratio >= 0):
+        raise ValueError(f"need a finite ratio >= 0, got {ratio!r}")
+    return math.erfc(Z95 / math.sqrt(1 + ratio) / math.sqrt(2))
 
 
 def off_grid_note(paper_percent: float, paper_n: int | None) -> str:
@@ -224,18 +250,22 @@ def null_spread(
     with c = E[x²] / E[x] read from ours (n·se², Bessel-corrected, plus m², over m): for
     right/wrong items c = 1 and this is the pooled binomial variance; for a graded score with
     many zeros c is set by the non-zero items alone, so the spread no longer shrinks with ours
-    when ours is low by chance. Instances' means (whose se is no spread of n items) scale by
-    the binomial form, se · sqrt(m0(1 − m0) / m(1 − m)). Ours alone (paper n unknown), or ours
-    at 0 or 100 (an interval that is no spread of items: the Wilson fallback), keep `se`."""
+    when ours is low by chance. Never below our own spread: where the paper's mean lies beyond
+    what our items can reach (c·m0 − m0² ≤ 0: ours 15 from items of 0 and 0.3 against the
+    paper's 60), the model has no variance left, and a zero-width interval would judge on
+    nothing. Instances' means (whose se is no spread of n items) scale by the binomial form,
+    se · sqrt(m0(1 − m0) / m(1 − m)). Ours alone (paper n unknown), or ours at 0 or 100 (an
+    interval that is no spread of items: the Wilson fallback), keep `se`."""
     m, p = mean / 100, paper_percent / 100
     if not paper_n or m * (1 - m) <= 0:
         return se
     pooled = (n * m + paper_n * p) / (n + paper_n)
     if design != ITEMS or n < 2:
         return se * math.sqrt(pooled * (1 - pooled) / (m * (1 - m)))
-    second_moment = n * (se / 100) ** 2 * n / (n - 1) + m * m
-    variance = max(second_moment / m * pooled - pooled * pooled, 0.0)
-    return 100 * math.sqrt(variance / n)
+    own_variance = n * (se / 100) ** 2 * n / (n - 1)
+    second_moment = own_variance + m * m
+    variance = second_moment / m * pooled - pooled * pooled
+    return 100 * math.sqrt(max(variance, own_variance) / n)
 
 
 def standard_error(ci95: Interval) -> float:
@@ -303,9 +333,16 @@ def _check(
     if not (math.isfinite(paper_percent) and scale[0] <= paper_percent <= scale[1]):
         what = "a percentage" if scale == PERCENT else f"within {scale[0]:g}..{scale[1]:g}"
         raise ValueError(f"the paper's number {paper_percent} is not {what}")
-    if paper_n is not None and paper_n < 1:
-        raise ValueError(f"the paper's n must be positive, got {paper_n}")
+    if paper_n is not None:
+        check_paper_n(paper_n)
     check_margin(delta)
+
+
+def check_paper_n(paper_n: object) -> int:
+    """The items behind a paper's number: a whole number >= 1 (not True, not 2.5)."""
+    if isinstance(paper_n, bool) or not isinstance(paper_n, int) or paper_n < 1:
+        raise ValueError(f"the paper's n must be a whole number >= 1, got {paper_n!r}")
+    return paper_n
 
 
 def check_margin(delta: object) -> float:

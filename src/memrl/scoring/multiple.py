@@ -76,16 +76,24 @@ def binomial_quantile(n: int, rate: float, level: float) -> int:
 
 def bh_q_values(p_values: Sequence[float]) -> list[float]:
     """Benjamini–Hochberg adjusted p-values, in the order given: q_(i) = min over j >= i of
-    p_(j) · m / j (p sorted ascending), capped at 1."""
-    m = len(p_values)
-    order = sorted(range(m), key=lambda i: p_values[i])
-    q = [1.0] * m
+    p_(j) · m / j (p sorted ascending), capped at 1. Only finite p-values in 0..1 count: m is
+    their number, and any other (a NaN: a cell without a p-value) gets a NaN q-value."""
+    finite = [i for i, p in enumerate(p_values) if _is_p_value(p)]
+    m = len(finite)
+    order = sorted(finite, key=lambda i: p_values[i])
+    q = [math.nan] * len(p_values)
     running = 1.0
     for rank in range(m, 0, -1):
         index = order[rank - 1]
         running = min(running, p_values[index] * m / rank)
         q[index] = min(1.0, running)
     return q
+
+
+def _is_p_value(p: object) -> bool:
+    return (
+        isinstance(p, int | float) and not isinstance(p, bool) and math.isfinite(p) and 0 <= p <= 1
+    )
 
 
 @dataclass(frozen=True)
@@ -112,12 +120,14 @@ def table_test(p_values: Sequence[float]) -> TableTest | None:
 
 
 def z_score(p_value: float) -> float:
-    """|z| of a two-sided p-value."""
-    if not 0 <= p_value <= 1:
-        raise ValueError(f"a p-value must lie in 0..1, got {p_value!r}")
-    if p_value <= 0:
+    """|z| of a two-sided p-value, exact in the far tail: the lower quantile of p/2 (1 − p/2
+    rounds to 1 below p ≈ 1e-16); a p/2 that underflows to 0 counts as Z_CAP."""
+    if not _is_p_value(p_value):
+        raise ValueError(f"a p-value must be a finite number in 0..1, got {p_value!r}")
+    half = p_value / 2
+    if half <= 0:
         return Z_CAP
-    return min(Z_CAP, NormalDist().inv_cdf(1 - p_value / 2))
+    return min(Z_CAP, abs(NormalDist().inv_cdf(half)))
 
 
 def chi2_survival(x: float, k: int) -> float:
