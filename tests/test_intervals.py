@@ -17,10 +17,10 @@ from memrl.report.render import (
     format_cell,
     tidy,
     to_markdown,
-    verdict_counts,
     write_table,
 )
 from memrl.report.tables import build_paper_table
+from memrl.report.verdict_notes import verdict_counts
 from memrl.scoring.compare import (
     CONSISTENT,
     DIFFERS_ABOVE,

@@ -9,7 +9,7 @@ import re
 import pytest
 
 from memrl import config as cfg
-from memrl.config.prose_claims import prose_claims, resolve
+from memrl.config.prose_claims import prose_claims, quoted_version, resolve
 from memrl.report.prose_claims import (
     NOT_SUPPORTED,
     build_paper_claims_table,
@@ -89,7 +89,18 @@ def paper_claims(repo):
 def test_both_papers_sentences_on_their_own_numbers(paper_claims):
     verdicts = {name: on_the_papers_numbers(c) for name, c in paper_claims.items()}
     assert "→ supported (2 of 2 pass < 10)" in verdicts["extrapolate_under_10"]  # 9.38, 9.37
-    assert "(80.47 − 71.09) / 80.47 = 11.7 %" in verdicts["drop_under_5_5_at_3_5m"]
+    # a summary's sentence, judged on the version it quotes (the arXiv version's Table 2)
+    assert paper_claims["drop_under_5_5_at_3_5m"]["version"].startswith("arXiv version")
+    assert verdicts["drop_under_5_5_at_3_5m"] == (
+        "RL-MEMAGENT-14B: 83.59 − 78.12 = +5.47 → supported (1 of 1 pass < 5.5)"
+    )
+    assert "= 6.5 % → **not supported**" in verdicts["drop_under_5_5_at_3_5m_relative"]
+    assert paper_claims["extrapolate_under_10"]["version"].startswith("ICLR 2026")
+    # Mem-α's two headline sentences, contradicted by its own Tables 1 and 2
+    assert "table1 hotpotqa: 0.832 − 0.852 = -0.02" in verdicts["outperforms_across_all_metrics"]
+    assert "table2 vs Long-Context: 129 / 33 = 3.91" in verdicts["memory_footprint_halved"]
+    for name in ("outperforms_across_all_metrics", "memory_footprint_halved"):
+        assert "**not supported**" in verdicts[name], name
     assert "**not supported**" in verdicts["extrapolate_under_10_relative"]
     assert verdicts["longbench_sum_sota"].endswith("(8 of 8 pass >= 0, 75% needed)")
     assert "longmemeval_s*: 0.52 − 0.581 = -0.061" in verdicts["ar_lru_gains_on_memoryagentbench"]
@@ -115,6 +126,13 @@ def test_the_numbers_a_sentence_quotes_are_the_ones_its_tables_print(paper_claim
     assert quoted and quoted <= read
 
 
+def test_a_version_a_paper_file_lacks_stops_the_plan(repo):
+    paper = cfg.load_yaml(repo / "config/paper/memagent.yaml")
+    with pytest.raises(cfg.ConfigError, match=r"x: version 'v9' is not one of other_versions"):
+        quoted_version(paper, "v9", "x")
+    assert quoted_version(paper, None, "x")[0] is paper
+
+
 def test_a_bad_path_in_a_paper_file_stops_the_plan(repo, tmp_path):
     paper = cfg.load_yaml(repo / "config/paper/memagent.yaml")
     broken = copy.deepcopy(paper)
@@ -137,6 +155,7 @@ def test_the_smoke_plan_reads_both_papers_and_the_figures_that_check_a_sentence(
         "figure1.claims.json",
         "figure5.claims.json",
         "figure_ood.claims.json",
+        "memalpha_table1.claims.json",  # Mem-α's headline sentences
         "table1.claims.json",  # D.2 on Mem0 (its rows are Table 1's) and RAG (Tables 10, 11)
         "table10.claims.json",
         "table11.claims.json",

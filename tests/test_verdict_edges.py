@@ -14,14 +14,16 @@ import pandas as pd
 import pytest
 import yaml
 from scipy import stats
+from test_derived_numbers import prediction
 
 from memrl.evaluation import summarize
 from memrl.report.cells import TOO_FEW_INSTANCES, Cell, PaperNumberError, attach_paper_n
 from memrl.report.records import load_metrics
-from memrl.report.render import UNKNOWN_N_APART, verdict_counts, verdict_note, write_table
+from memrl.report.render import write_table
 from memrl.report.reproduction import write_reproduction
 from memrl.report.table_summaries import summarize_table
 from memrl.report.tables import build_paper_table
+from memrl.report.verdict_notes import UNKNOWN_N_APART, verdict_counts, verdict_note
 from memrl.scoring.compare import (
     DIFFERS_ABOVE,
     DIFFERS_BELOW,
@@ -43,18 +45,6 @@ SYSTEMS = {
         "kind": "memagent",
     }
 }
-
-
-def prediction(index: int, score: float, **metrics: float) -> dict:
-    return {
-        "index": index,
-        "failed": False,
-        "response": "an answer",
-        "score": score,
-        "num_tokens": 900,
-        "n_calls": 1,
-        **metrics,
-    }
 
 
 # --- the far tail -----------------------------------------------------------------------------
@@ -245,3 +235,23 @@ def test_a_printed_instance_count_other_than_ours_is_said_not_silently_resampled
     assert cell.design == INSTANCES_RESAMPLED
     assert "the paper prints 5 instances, ours 4: compared as different" in cell.comparison.note
     assert replace(cell, paper_n=4).comparison.note == ""  # the same count: fixed, no note
+
+
+# --- non-zero counts in a metrics record -------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("counts", "message"),
+    [
+        ({"f1": 129}, r"n_nonzero\['f1'\]=129 is no whole count within 0\.\.128"),
+        ({"f1": 2.5}, r"n_nonzero\['f1'\]=2\.5 is no whole count"),
+        ({"f1": 0}, r"n_nonzero\['f1'\]=0 disagrees with its score f1="),
+    ],
+)
+def test_a_non_zero_count_that_cannot_be_is_refused_naming_the_file(tmp_path, counts, message):
+    predictions = [prediction(i, float(i < 60), f1=0.5 * (i < 80)) for i in range(128)]
+    record = summarize(predictions, "ruler_hqa", "hqa", "rl-14b", 50)
+    assert record["n_nonzero"]["f1"] == 80 and record["n_nonzero"]["accuracy"] == 60
+    path = write_evaluation(tmp_path, "hqa", {**record, "n_nonzero": counts})
+    with pytest.raises(ValueError, match=rf"{path}: {message}"):
+        load_metrics([path])

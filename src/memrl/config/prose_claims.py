@@ -95,10 +95,11 @@ def prose_claims(config: dict[str, Any]) -> list[dict[str, Any]]:
         paper = load_yaml(path)
         for claim in paper.get("prose_claims", []):
             where = f"{path}: prose_claims {claim.get('id')!r}"
+            numbers_of, version = quoted_version(paper, claim.get("version"), where)
             cases = [
                 {
                     "label": str(label),
-                    "numbers": [resolve(paper, n, f"{where}, {label}") for n in numbers],
+                    "numbers": [resolve(numbers_of, n, f"{where}, {label}") for n in numbers],
                     "of": 1,
                 }
                 for label, numbers in (claim.get("cases") or {}).items()
@@ -106,7 +107,7 @@ def prose_claims(config: dict[str, Any]) -> list[dict[str, Any]]:
             if "cells" in claim:
                 cells = claim["cells"]
                 cases += best_cells(
-                    paper,
+                    numbers_of,
                     cells["table"],
                     cells["rows"],
                     cells.get("columns"),
@@ -115,6 +116,24 @@ def prose_claims(config: dict[str, Any]) -> list[dict[str, Any]]:
                 )
             if ("compute" in claim) != bool(cases):
                 raise ConfigError(f"{where}: a claim computes (compute) over its cases, or neither")
-            kept = {k: v for k, v in claim.items() if k not in ("cases", "cells")}
-            resolved.append({**kept, "text": " ".join(str(claim["text"]).split()), "cases": cases})
+            kept = {k: v for k, v in claim.items() if k not in ("cases", "cells", "version")}
+            text = " ".join(str(claim["text"]).split())
+            resolved.append({**kept, "text": text, "cases": cases, "version": version})
     return resolved
+
+
+def quoted_version(
+    paper: Mapping[str, Any], name: str | None, where: str
+) -> tuple[Mapping[str, Any], str]:
+    """The numbers a claim is judged on and the version it quotes: the file's own (its
+    `source.version`), or `other_versions.<name>` (an earlier print, e.g. the arXiv version a
+    summary quotes), whose numbers sit under it as the file's sit at its top."""
+    if name is None:
+        return paper, str(paper.get("source", {}).get("version", "as transcribed"))
+    versions = paper.get("other_versions", {})
+    if name not in versions:
+        raise ConfigError(
+            f"{where}: version {name!r} is not one of other_versions {list(versions)}"
+        )
+    other = versions[name]
+    return other, str(other.get("version", name))

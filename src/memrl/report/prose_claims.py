@@ -99,7 +99,7 @@ def build_paper_claims_table(
     checks = {r["report"]: r["checks"] for r in records}
     rows = {
         claim["id"]: {
-            "Sentence (source)": f"“{claim['text']}” ({claim['where']})",
+            "Sentence (source)": f"“{claim['text']}” ({claim['where']}; {claim['version']})",
             "Read as": claim.get("reading", ""),
             "On the paper's own numbers": on_the_papers_numbers(claim),
             "On ours": on_ours(claim, checks),

@@ -49,10 +49,7 @@ from memrl.report.key_numbers import (
     markdown_key_numbers,
 )
 from memrl.report.registry import BOTH_PAPERS, MEMAGENT, MEMALPHA, OWN_DATA
-from memrl.report.render import (
-    NOT_COMPARABLE,
-    VERDICT_MARKS,
-)
+from memrl.report.render import NOT_COMPARABLE
 from memrl.report.table_summaries import (
     MISS_VERDICTS,
     JudgedCell,
@@ -61,6 +58,7 @@ from memrl.report.table_summaries import (
     summarize_table,
 )
 from memrl.report.tables import PAPER_TABLES, paper_table
+from memrl.report.verdict_notes import VERDICT_MARKS
 from memrl.scoring.compare import (
     CONSISTENT,
     DIFFERS_ABOVE,

@@ -15,8 +15,9 @@ from memrl.config import report_plan
 from memrl.report.cells import MACHINERY_ONLY
 from memrl.report.claims import CHECK_LINE, CLAIM_LINE
 from memrl.report.key_numbers import KeyNumber, key_numbers
-from memrl.report.render import MADE_BY_LINE, NOT_COMPARABLE, VERDICT_MARKS, VERDICTS_LINE
+from memrl.report.render import MADE_BY_LINE, NOT_COMPARABLE
 from memrl.report.tables import paper_table
+from memrl.report.verdict_notes import VERDICT_MARKS, VERDICTS_LINE
 from memrl.scoring.compare import DIFFERS_ABOVE, DIFFERS_BELOW, OURS_ALONE
 
 MISSES_SHOWN = 3
