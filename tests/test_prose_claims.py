@@ -16,6 +16,7 @@ from memrl.report.prose_claims import (
     load_checks,
     on_ours,
     on_the_papers_numbers,
+    unsupported_lines,
 )
 
 PAPER = {
@@ -168,3 +169,15 @@ def test_the_docs_count_of_unsupported_sentences_is_the_tables(repo, paper_claim
     unsupported = sum(NOT_SUPPORTED in on_the_papers_numbers(c) for c in paper_claims.values())
     said = " ".join(docs_text(repo).split())
     assert f"{unsupported} of its {len(paper_claims)} sentences are not supported" in said
+
+
+def test_the_docs_list_the_unsupported_sentences_as_the_code_computes_them(repo, paper_claims):
+    from docs_pages import docs_text
+
+    lines = unsupported_lines(list(paper_claims.values()))
+    said = " ".join(docs_text(repo).split())
+    assert len(lines) == sum(
+        NOT_SUPPORTED in on_the_papers_numbers(c) for c in paper_claims.values()
+    )
+    for line in lines:
+        assert " ".join(line.split()) in said, line

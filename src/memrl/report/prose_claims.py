@@ -43,27 +43,60 @@ OPS: dict[str, Callable[[float, Any], bool]] = {
 SUPPORTED, NOT_SUPPORTED, REPORTED = "supported", "**not supported**", "reported"
 
 
+def cases_of(claim: Mapping[str, Any]) -> list[tuple[str, bool | None]]:
+    """Each case's arithmetic ('A: 80 − 70 = +10') and whether it meets `op` `value` (None
+    where the sentence states no bound)."""
+    compute, write = COMPUTE[claim["compute"]]
+    found = []
+    for case in claim["cases"]:
+        numbers, of = case["numbers"], case["of"]
+        result = compute(numbers, of)
+        passed = OPS[claim["op"]](result, claim["value"]) if "op" in claim else None
+        found.append((f"{case['label']}: {write(numbers, of, result)}", passed))
+    return found
+
+
 def on_the_papers_numbers(claim: Mapping[str, Any]) -> str:
     """Each case's arithmetic, then whether the paper's numbers support the sentence: every case
     (or the share `holds_in` of them: "almost all") meets `op` `value`; without `op` (no number
     in the sentence) reported, not judged; without cases, the claim's own `paper` note."""
     if not claim["cases"]:
         return str(claim.get("paper", "no printed number"))
-    compute, write = COMPUTE[claim["compute"]]
-    parts, passed = [], 0
-    for case in claim["cases"]:
-        numbers, of = case["numbers"], case["of"]
-        result = compute(numbers, of)
-        parts.append(f"{case['label']}: {write(numbers, of, result)}")
-        passed += "op" in claim and OPS[claim["op"]](result, claim["value"])
+    cases = cases_of(claim)
+    parts = "; ".join(text for text, _ in cases)
     if "op" not in claim:
-        return "; ".join(parts) + f" → {REPORTED} (the sentence states no bound)"
-    n = len(claim["cases"])
+        return parts + f" → {REPORTED} (the sentence states no bound)"
+    return parts + f" → {_verdict(claim, cases)} ({_share(claim, cases)})"
+
+
+def _verdict(claim: Mapping[str, Any], cases: Sequence[tuple[str, bool | None]]) -> str:
+    passed = sum(bool(ok) for _, ok in cases)
+    return SUPPORTED if passed >= float(claim.get("holds_in", 1.0)) * len(cases) else NOT_SUPPORTED
+
+
+def _share(claim: Mapping[str, Any], cases: Sequence[tuple[str, bool | None]]) -> str:
     needed = float(claim.get("holds_in", 1.0))
-    verdict = SUPPORTED if passed >= needed * n else NOT_SUPPORTED
-    bound = f"{claim['op']} {claim['value']}"
-    share = f"{passed} of {n} pass {bound}" + (f", {needed:.0%} needed" if needed < 1 else "")
-    return "; ".join(parts) + f" → {verdict} ({share})"
+    passed = sum(bool(ok) for _, ok in cases)
+    share = f"{passed} of {len(cases)} pass {claim['op']} {claim['value']}"
+    return share + (f", {needed:.0%} needed" if needed < 1 else "")
+
+
+def unsupported_lines(claims: Sequence[Mapping[str, Any]]) -> list[str]:
+    """A Markdown list item per sentence its own paper's numbers do not support: its id, the
+    version of the paper it quotes, the share of cases that pass and the arithmetic of those
+    that fail (docs/evaluation.md prints these, and a test checks them)."""
+    lines = []
+    for claim in claims:
+        if not claim["cases"] or "op" not in claim:
+            continue
+        cases = cases_of(claim)
+        if _verdict(claim, cases) == SUPPORTED:
+            continue
+        failing = "; ".join(text for text, ok in cases if not ok)
+        lines.append(
+            f"- `{claim['id']}` ({claim['version']}): {_share(claim, cases)}; fails at {failing}"
+        )
+    return lines
 
 
 def on_ours(claim: Mapping[str, Any], checks: Mapping[str, list[Mapping[str, Any]]]) -> str:
