@@ -23,6 +23,7 @@ from memrl.scoring.calibration import (
     memalpha_design_table,
     memalpha_rates,
     outcome_rates,
+    population_table,
     reachability_table,
     sparse_graded_table,
 )
@@ -141,7 +142,7 @@ def test_the_docs_state_the_error_rates_this_code_computes():
     """docs/evaluation.md prints `python -m memrl.scoring.calibration`'s tables (seeded)."""
     docs = docs_text(Path(__file__).resolve().parents[1])
     tables = (error_rate_table(), reachability_table(), memalpha_design_table())
-    for table in (*tables, sparse_graded_table()):
+    for table in (*tables, population_table(), sparse_graded_table()):
         assert table in docs
 
 
