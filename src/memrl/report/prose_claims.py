@@ -70,13 +70,17 @@ def on_the_papers_numbers(claim: Mapping[str, Any]) -> str:
 
 
 def _verdict(claim: Mapping[str, Any], cases: Sequence[tuple[str, bool | None]]) -> str:
-    passed = sum(bool(ok) for _, ok in cases)
-    return SUPPORTED if passed >= float(claim.get("holds_in", 1.0)) * len(cases) else NOT_SUPPORTED
+    needed = float(claim.get("holds_in", 1.0)) * len(cases)
+    return SUPPORTED if _passed(cases) >= needed else NOT_SUPPORTED
+
+
+def _passed(cases: Sequence[tuple[str, bool | None]]) -> int:
+    return sum(bool(ok) for _, ok in cases)
 
 
 def _share(claim: Mapping[str, Any], cases: Sequence[tuple[str, bool | None]]) -> str:
     needed = float(claim.get("holds_in", 1.0))
-    passed = sum(bool(ok) for _, ok in cases)
+    passed = _passed(cases)
     share = f"{passed} of {len(cases)} pass {claim['op']} {claim['value']}"
     return share + (f", {needed:.0%} needed" if needed < 1 else "")
 

@@ -26,7 +26,12 @@ from memrl.scoring.compare import (
     standard_error,
     too_sparse,
 )
-from memrl.scoring.intervals import bootstrap, fixed_instances_interval, nested_interval
+from memrl.scoring.intervals import (
+    bootstrap,
+    fixed_instances_interval,
+    log_binomial_pmf,
+    nested_interval,
+)
 
 
 def outcome_rates(
@@ -73,17 +78,7 @@ def _central_counts(p: float, n: int, spread: float) -> list[tuple[int, float]]:
     """The counts within `spread` standard deviations of n·p, with their binomial probability."""
     sd = math.sqrt(n * p * (1 - p))
     low, high = max(0, math.floor(n * p - spread * sd)), min(n, math.ceil(n * p + spread * sd))
-    return [(k, math.exp(_log_binomial(n, k, p))) for k in range(low, high + 1)]
-
-
-def _log_binomial(n: int, k: int, p: float) -> float:
-    return (
-        math.lgamma(n + 1)
-        - math.lgamma(k + 1)
-        - math.lgamma(n - k + 1)
-        + k * math.log(p)
-        + (n - k) * math.log1p(-p)
-    )
+    return [(k, math.exp(log_binomial_pmf(n, k, p))) for k in range(low, high + 1)]
 
 
 def differs(rates: dict[str, float]) -> float:

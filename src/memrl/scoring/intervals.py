@@ -49,13 +49,10 @@ def clopper_pearson(successes: int, n: int, tail: float) -> tuple[float, float]:
     bound near 100 % errs more often (memrl.report.claims judges claims on these)."""
     if isinstance(successes, bool) or not 0 <= successes <= n or n < 1 or not 0 < tail < 0.5:
         raise ValueError(f"need 0 <= successes <= n, n >= 1, 0 < tail < 0.5: {successes}, {n}")
-    k = np.arange(n + 1)
-    log_choose = np.array(
-        [math.lgamma(n + 1) - math.lgamma(i + 1) - math.lgamma(n - i + 1) for i in k]
-    )
+    counts = range(n + 1)
 
     def pmf(p: float) -> np.ndarray:
-        return np.exp(log_choose + k * math.log(p) + (n - k) * math.log1p(-p))
+        return np.exp([log_binomial_pmf(n, k, p) for k in counts])
 
     def at_least(p: float) -> float:  # P(X >= successes) − tail: increasing in p
         return float(pmf(p)[successes:].sum()) - tail
@@ -66,6 +63,17 @@ def clopper_pearson(successes: int, n: int, tail: float) -> tuple[float, float]:
     low = 0.0 if successes == 0 else _solve_rate(at_least)
     high = 1.0 if successes == n else _solve_rate(at_most)
     return low, high
+
+
+def log_binomial_pmf(n: int, k: int, p: float) -> float:
+    """log P(X = k) for X ~ Binomial(n, p), 0 < p < 1."""
+    return (
+        math.lgamma(n + 1)
+        - math.lgamma(k + 1)
+        - math.lgamma(n - k + 1)
+        + k * math.log(p)
+        + (n - k) * math.log1p(-p)
+    )
 
 
 def _solve_rate(increasing: Callable[[float], float]) -> float:

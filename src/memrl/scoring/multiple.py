@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from statistics import NormalDist
 
 from memrl.scoring.compare import ALPHA
+from memrl.scoring.intervals import log_binomial_pmf
 
 Q_WORTH_A_LOOK = 0.10  # a cell whose q-value is below this is listed as worth a look
 Z_CAP = 40.0  # a p-value of 0 (beyond double precision) counts as this z
@@ -62,13 +63,7 @@ def binomial_quantile(n: int, rate: float, level: float) -> int:
     """The smallest k with P(Binomial(n, rate) <= k) >= level."""
     cumulative = 0.0
     for k in range(n + 1):
-        cumulative += math.exp(
-            math.lgamma(n + 1)
-            - math.lgamma(k + 1)
-            - math.lgamma(n - k + 1)
-            + k * math.log(rate)
-            + (n - k) * math.log1p(-rate)
-        )
+        cumulative += math.exp(log_binomial_pmf(n, k, rate))
         if cumulative >= level - 1e-12:
             return k
     return n
