@@ -214,9 +214,11 @@ def counted(records: Sequence[Mapping[str, Any]]) -> Counted | None:
     """The tasks' mean accuracy as one count (`Counted`: exact bounds at any level) where every
     task's accuracy is right/wrong over the same number of items, so the mean of their rates is
     the pooled rate; None otherwise (the mean keeps its combined interval, or none)."""
+    if not all(_right_wrong_accuracy(record) for record in records):
+        return None  # graded, or no interval: the mean keeps what it has
     sizes = {int(record["n_items"]) for record in records}
-    if len(sizes) != 1 or not all(_right_wrong_accuracy(record) for record in records):
-        return None  # graded, no interval or unequal tasks: the mean keeps what it has
+    if len(sizes) != 1:
+        return None  # unequal tasks: the mean of their rates is no pooled count
     (n,) = sizes
     right = sum(round(float(record["accuracy"]) * n / 100) for record in records)
     return Counted(right, n * len(records))
