@@ -134,6 +134,7 @@ def compile_command(name: str, uv: str, output: Path | None = None) -> list[str]
     command = [uv, "pip", "compile", *inputs, "--generate-hashes"]
     command += ["--python-version", env["python"], "--python-platform", PLATFORM]
     command += ["--custom-compile-command", f"make lock ENVS={name}", "--quiet"]
+    command += ["--refresh"]  # the registry as it is now, not uv's cached index pages
     command += ["--exclude-newer", definitions()["exclude_newer"]]
     command += [arg for extra in env.get("extras", []) for arg in ("--extra", extra)]
     command += [arg for package in env.get("omit", []) for arg in ("--no-emit-package", package)]
@@ -154,6 +155,8 @@ def lock(names: list[str], check: bool = False) -> None:
     with tempfile.TemporaryDirectory() as scratch:
         for name in resolution_order(names or list(environments())):
             output = Path(scratch) / f"{name}.lock" if check else None
+            if check:  # uv keeps the pins an existing output holds: the check sees what `make lock` would
+                shutil.copyfile(lock_path(name), output)
             command = compile_command(name, uv, output)
             print("+", shlex.join(command), flush=True)
             subprocess.run(command, cwd=REPO, check=True, env=env)
