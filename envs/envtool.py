@@ -155,7 +155,7 @@ def lock(names: list[str], check: bool = False) -> None:
     with tempfile.TemporaryDirectory() as scratch:
         for name in resolution_order(names or list(environments())):
             output = Path(scratch) / f"{name}.lock" if check else None
-            if check:  # uv keeps the pins an existing output holds: the check sees what `make lock` would
+            if check:  # uv keeps an existing output's pins: the check sees what `make lock` would
                 shutil.copyfile(lock_path(name), output)
             command = compile_command(name, uv, output)
             print("+", shlex.join(command), flush=True)

@@ -12,10 +12,12 @@ from memrl import config as cfg
 from memrl.config.prose_claims import prose_claims, quoted_version, resolve
 from memrl.report.prose_claims import (
     NOT_SUPPORTED,
+    SUPPORTED,
     build_paper_claims_table,
     load_checks,
     on_ours,
     on_the_papers_numbers,
+    supported_lines,
     unsupported_lines,
 )
 
@@ -69,17 +71,22 @@ def test_the_verdict_says_whether_the_papers_numbers_meet_the_sentence():
 
 def test_our_check_of_the_same_sentence_is_shown_beside():
     checks = {"figure1": [{"claim_id": "c", "system": "Agent", "outcome": "holds"}]}
-    assert on_ours(claim(ours=["figure1", "c"]), checks) == "Agent: holds (figure1)"
-    assert on_ours(claim(ours=["figure5", "c"]), checks) == "figure5 is not part of this run"
-    assert on_ours(claim(ours=["figure1", "d"]), checks) == "figure1 makes no check 'd'"
-    assert on_ours(claim(), checks) == "no check on our numbers"
+    assert on_ours(claim(ours=["figure1", "c"]), checks, {}) == "Agent: holds (figure1)"
+    assert on_ours(claim(ours=["figure5", "c"]), checks, {}) == "figure5 is not part of this run"
+    assert on_ours(claim(ours=["figure1", "d"]), checks, {}) == "figure1 makes no check 'd'"
+    assert on_ours(claim(), checks, {}) == "no check on our numbers"
 
 
 def test_checks_are_read_from_the_claims_files_among_the_inputs(tmp_path):
     (tmp_path / "figure1.claims.json").write_text('[{"claim_id": "c"}]')
     (tmp_path / "paper.yaml").write_text("x: 1")
-    records = load_checks([tmp_path / "paper.yaml", tmp_path / "figure1.claims.json"])
-    assert records == [{"report": "figure1", "checks": [{"claim_id": "c"}]}]
+    (tmp_path / "table3.csv").write_text("system,ours\nAgent,50.0\n")
+    paths = ["paper.yaml", "figure1.claims.json", "table3.csv"]
+    records = load_checks([tmp_path / path for path in paths])
+    assert records == [
+        {"report": "figure1", "checks": [{"claim_id": "c"}]},
+        {"report": "table3", "cells": [{"system": "Agent", "ours": "50.0"}]},
+    ]
 
 
 @pytest.fixture(scope="module")
@@ -148,7 +155,7 @@ def test_a_bad_path_in_a_paper_file_stops_the_plan(repo, tmp_path):
         prose_claims(config)
 
 
-def test_the_smoke_plan_reads_both_papers_and_the_figures_that_check_a_sentence(repo):
+def test_the_smoke_plan_reads_both_papers_and_what_checks_a_sentence_on_ours(repo):
     config = cfg.load_config([repo / "config/smoke.yaml"])
     inputs = cfg.report_inputs(config, cfg.PAPER_CLAIMS_TABLE)
     assert inputs[:2] == ["config/paper/memagent.yaml", "config/paper/memalpha.yaml"]
@@ -160,6 +167,9 @@ def test_the_smoke_plan_reads_both_papers_and_the_figures_that_check_a_sentence(
         "table1.claims.json",  # D.2 on Mem0 (its rows are Table 1's) and RAG (Tables 10, 11)
         "table10.claims.json",
         "table11.claims.json",
+        # the score tables holding a number another sentence rests on (memrl.report.prose_ours)
+        *(f"memalpha_table{n}.csv" for n in (1, 2, 3, 4)),
+        *(f"table{n}.csv" for n in (1, 2, 3, 8, 9)),
     ]
 
 
@@ -171,13 +181,15 @@ def test_the_docs_count_of_unsupported_sentences_is_the_tables(repo, paper_claim
     assert f"{unsupported} of its {len(paper_claims)} sentences are not supported" in said
 
 
-def test_the_docs_list_the_unsupported_sentences_as_the_code_computes_them(repo, paper_claims):
+def test_the_docs_list_each_sentences_verdict_as_the_code_computes_it(repo, paper_claims):
     from docs_pages import docs_text
 
-    lines = unsupported_lines(list(paper_claims.values()))
+    claims = list(paper_claims.values())
+    unsupported, supported = unsupported_lines(claims), supported_lines(claims)
     said = " ".join(docs_text(repo).split())
-    assert len(lines) == sum(
-        NOT_SUPPORTED in on_the_papers_numbers(c) for c in paper_claims.values()
-    )
-    for line in lines:
+    assert len(unsupported) == sum(NOT_SUPPORTED in on_the_papers_numbers(c) for c in claims)
+    assert len(supported) == sum(f"→ {SUPPORTED} (" in on_the_papers_numbers(c) for c in claims)
+    for line in [*unsupported, *supported]:
         assert " ".join(line.split()) in said, line
+    rest = len(claims) - len(unsupported) - len(supported)
+    assert f"{len(supported)} sentences hold on their paper's numbers; the other {rest} " in said

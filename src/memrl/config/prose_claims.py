@@ -69,7 +69,10 @@ def best_cells(
             continue
         numbers = [resolve(node, [row, *leaf], where) for row in rows]
         numbers += [resolve(rivals, [row, *leaf], where) for row in others]
-        cases.append({"label": " ".join(map(str, leaf)), "numbers": numbers, "of": len(rows)})
+        paths = [[*table, row, *leaf] for row in rows]
+        paths += [[*(against or table), row, *leaf] for row in others]
+        label = " ".join(map(str, leaf))
+        cases.append({"label": label, "numbers": numbers, "paths": paths, "of": len(rows)})
     return cases
 
 
@@ -99,10 +102,11 @@ def prose_claims(config: dict[str, Any]) -> list[dict[str, Any]]:
             cases = [
                 {
                     "label": str(label),
-                    "numbers": [resolve(numbers_of, n, f"{where}, {label}") for n in numbers],
+                    "numbers": [resolve(numbers_of, n, f"{where}, {label}") for n in paths],
+                    "paths": [list(path) for path in paths],
                     "of": 1,
                 }
-                for label, numbers in (claim.get("cases") or {}).items()
+                for label, paths in (claim.get("cases") or {}).items()
             ]
             if "cells" in claim:
                 cells = claim["cells"]
@@ -118,8 +122,58 @@ def prose_claims(config: dict[str, Any]) -> list[dict[str, Any]]:
                 raise ConfigError(f"{where}: a claim computes (compute) over its cases, or neither")
             kept = {k: v for k, v in claim.items() if k not in ("cases", "cells", "version")}
             text = " ".join(str(claim["text"]).split())
-            resolved.append({**kept, "text": text, "cases": cases, "version": version})
+            resolved.append(
+                {**kept, "text": text, "cases": cases, "version": version, "paper_file": key}
+            )
     return resolved
+
+
+RowsAt = Mapping[str, tuple[str, tuple[str, ...], Mapping[str, str]]]
+
+
+def our_cells(claims: Sequence[dict[str, Any]], tables: RowsAt) -> list[dict[str, Any]]:
+    """The claims with each case's `ours_at`: per number, the cell of ours that holds it (`tables`:
+    each score table's paper file key, where its rows sit in that file, and its rows' other
+    names), or None where no table of ours does. A claim judged by a table or figure of its own
+    (`ours`) keeps none."""
+    return [
+        claim
+        if "ours" in claim
+        else {
+            **claim,
+            "cases": [
+                {
+                    **case,
+                    "ours_at": [cell_at(claim["paper_file"], p, tables) for p in case["paths"]],
+                }
+                for case in claim["cases"]
+            ],
+        }
+        for claim in claims
+    ]
+
+
+def cell_at(paper_file: str, path: Sequence[Any], tables: RowsAt) -> dict[str, Any] | None:
+    """The table of ours whose rows sit at the longest start of `path`, the row the path names
+    (with its other names: Table 8's 14B-m1024-c5000 is RL-MEMAGENT-14B in our systems) and the
+    steps after it (Mem-α's file lists a field by column, its tables key a column by field: the
+    steps match in either order)."""
+    steps = [str(step) for step in path]
+    found = [
+        (len(rows_at), name, aliases)
+        for name, (paper, rows_at, aliases) in tables.items()
+        if paper == paper_file and tuple(steps[: len(rows_at)]) == rows_at
+    ]
+    deepest = [f for f in found if f[0] == max((f[0] for f in found), default=0)]
+    if len(deepest) > 1:
+        names = ", ".join(name for _, name, _ in deepest)
+        raise ConfigError(f"{'/'.join(steps)}: the tables {names} declare the same rows_at")
+    if not deepest or len(steps) < deepest[0][0] + 2:
+        return None
+    depth, name, aliases = deepest[0]
+    row = steps[depth]
+    names = [row, *(alias for alias, printed in aliases.items() if printed == row)]
+    return {"table": name, "rows": names, "steps": steps[depth + 1 :]}
 
 
 def quoted_version(

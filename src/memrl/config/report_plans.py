@@ -22,7 +22,7 @@ from memrl.config.matrix import (
     rl_ablation_groups,
     seed_repeats,
 )
-from memrl.config.prose_claims import PAPERS, prose_claims
+from memrl.config.paper_claims_plan import paper_claims_inputs, paper_claims_settings
 from memrl.config.protocol_plan import protocol_jobs, protocols_settings
 from memrl.config.reports import (
     ABLATION_TABLES,
@@ -46,8 +46,10 @@ from memrl.config.reports import (
     TRACE_TABLE,
     equivalence_margin,
     memagent_wording,
-    memory_ablation_members,
+    memory_ablation_settings,
+    niah_config_settings,
     niah_sets,
+    probe_settings,
     report_systems,
     stats_splits,
 )
@@ -63,7 +65,6 @@ from memrl.layout import (
     keywords_file,
     memagent_runs,
     memalpha_runs,
-    results_dir,
     stats_file,
 )
 from memrl.scoring.longbench import LONGBENCH_SUM
@@ -89,6 +90,10 @@ class ReportPlan:
     jobs: Callable[[Selection], list[EvalJob]]
     paper: str = "paper"  # MemAgent's numbers; "memalpha_paper": Mem-α's
     paper_key: str | None = None  # where its numbers are in the paper file (checked at planning)
+    # where a score table's paper rows sit in the paper file: a prose claim's number under it is
+    # read from this table's cell of that row (memrl.config.prose_claims.our_cells); None: no rows
+    rows_at: tuple[str, ...] | None = None
+    row_aliases: tuple[str, ...] | None = None  # where its rows' other names sit ({alias: row})
     needs: str = DEFAULT_NEEDS
     settings: Callable[[dict[str, Any]], dict[str, Any]] = _no_settings
     # the files it reads other than its jobs' metrics (None: the metrics)
@@ -99,37 +104,6 @@ class ReportPlan:
     # the name a config gives its files, `<name>_<that>` (one's own data: `custom.name`), so
     # two configs keep their own (None where the config gives none)
     named_by: Callable[[dict[str, Any]], str | None] | None = None
-
-
-def _memory_ablation_settings(name: str) -> Callable[[dict[str, Any]], dict[str, Any]]:
-    """The memory ablation's own systems (the only reports that show the variants) and the
-    agent's budgets."""
-
-    def settings(config: dict[str, Any]) -> dict[str, Any]:
-        members = set(memory_ablation_members(config, name))
-        systems = [s for s in report_systems(config, True) if s["id"] in members]
-        return {"systems": systems, "agent": config["agent"]}
-
-    return settings
-
-
-def _probe_settings(config: dict[str, Any]) -> dict[str, Any]:
-    probe = config["evaluation"].get("probe") or {"systems": {}, "placements": []}
-    return {"probe": {"systems": probe["systems"], "placements": probe["placements"]}}
-
-
-def _niah_config_settings(config: dict[str, Any]) -> dict[str, Any]:
-    """Table 7: the RULER settings it reports."""
-    ruler = config["ruler"]
-    tokenizer = config["models"][ruler["tokenizer"]]
-    return {
-        "niah_config": {
-            "variant": ruler["variant"],
-            "samples": ruler["samples"],
-            "tokenizer": tokenizer.get("id", ruler["tokenizer"]),
-            "seed": config["seed"],
-        }
-    }
 
 
 def _trace_jobs(s: Selection) -> list[EvalJob]:
@@ -182,16 +156,6 @@ def _item_files(config: dict[str, Any], jobs: list[EvalJob]) -> list[str]:
     return [f"{p}.{end}" for p in prefixes for end in ("metrics.json", "predictions.jsonl")]
 
 
-def _paper_claims_inputs(config: dict[str, Any]) -> list[str]:
-    """Both paper files, and the claim checks of the tables and figures this config makes that
-    check one of their sentences on our numbers."""
-    named = {claim["ours"][0] for claim in prose_claims(config) if "ours" in claim}
-    made = [name for name in named if name != PAPER_CLAIMS_TABLE and report_inputs(config, name)]
-    folder = {name: "figures" if REPORTS[name].figure else "tables" for name in made}
-    checks = [f"{results_dir(config)}/{folder[n]}/{n}.claims.json" for n in sorted(made)]
-    return [*(config["report"][key] for key in PAPERS), *checks]
-
-
 def _memagent(
     name: str,
     caption: str,
@@ -225,7 +189,9 @@ def _figure(
     return ReportPlan(name, caption, jobs, paper_key=paper_key, figure=True, **kw)
 
 
-def _memory_ablation(declare: Callable[..., ReportPlan], name: str, caption: str) -> ReportPlan:
+def _memory_ablation(
+    declare: Callable[..., ReportPlan], name: str, caption: str, **kw: Any
+) -> ReportPlan:
     """Tables 8, 9 and Figures 8, 9: the ablated systems and their variants (MEMORY_ABLATION)."""
     return declare(
         name,
@@ -233,7 +199,8 @@ def _memory_ablation(declare: Callable[..., ReportPlan], name: str, caption: str
         "memory_ablation",
         lambda s: s.memory_ablation(name),
         needs=_MEMORY_NEEDS,
-        settings=_memory_ablation_settings(name),
+        settings=memory_ablation_settings(name),
+        **kw,
     )
 
 
@@ -246,6 +213,7 @@ def _ablation(name: str, caption: str) -> ReportPlan:
         name.removeprefix("memalpha_"),
         lambda s: s.ablation(bench),
         needs=_ABLATION_NEEDS,
+        rows_at=(name.removeprefix("memalpha_"), "rows"),
     )
 
 
@@ -282,18 +250,26 @@ def declared_once(*plans: ReportPlan) -> dict[str, ReportPlan]:
 # Every table and figure by name, in the plan's order (the tables, then the figures): its caption,
 # where its numbers are in its paper file, the evaluations it reads and what else it declares
 REPORTS: dict[str, ReportPlan] = declared_once(
-    _memagent("table1", "RULER-HQA accuracy (%)", "ruler_hqa", Selection.memagent_suite),
+    _memagent(
+        "table1",
+        "RULER-HQA accuracy (%)",
+        "ruler_hqa",
+        Selection.memagent_suite,
+        rows_at=("ruler_hqa",),
+    ),
     _memagent(
         "table2",
         "LongBench-SUM, ROUGE recall (%)",
         "longbench_sum",
         lambda s: s.select("longbench", rag=False, tasks=LONGBENCH_SUM),
+        rows_at=("longbench_sum",),
     ),
     _memagent(
         "table3",
         "LongBench-QA (%)",
         "longbench_qa",
         lambda s: s.select("longbench", rag=False, tasks=s.qa),
+        rows_at=("longbench_qa",),
     ),
     _memagent(
         PROBE_TABLE,
@@ -301,7 +277,7 @@ REPORTS: dict[str, ReportPlan] = declared_once(
         "probe",
         Selection.probe,
         needs="evaluation.probe",
-        settings=_probe_settings,
+        settings=probe_settings,
         inputs=_item_inputs(PROBE_TABLE),
     ),
     _memagent(
@@ -309,16 +285,29 @@ REPORTS: dict[str, ReportPlan] = declared_once(
         "Table 7: the NIAH synthetic configuration that ran",
         "niah_config",
         _nothing,
-        settings=_niah_config_settings,
+        settings=niah_config_settings,
         inputs=_niah_set_inputs,
     ),
-    _memory_ablation(_memagent, "table8", "Table 8: NIAH (mean of levels 1-3) by memory/chunk"),
-    _memory_ablation(_memagent, "table9", "Table 9: LongBench-QA by memory/chunk size"),
+    _memory_ablation(
+        _memagent,
+        "table8",
+        "Table 8: NIAH (mean of levels 1-3) by memory/chunk",
+        rows_at=("memory_ablation", "niah"),
+        row_aliases=("niah", "default_rows"),
+    ),
+    _memory_ablation(
+        _memagent,
+        "table9",
+        "Table 9: LongBench-QA by memory/chunk size",
+        rows_at=("memory_ablation", "longbench_qa"),
+        row_aliases=("niah", "default_rows"),
+    ),
     _memagent(
         "table10",
         "RULER-HQA: MemAgent vs RAG over whole documents (%)",
         "rag_ruler_hqa",
         lambda s: s.select("ruler_hqa", rag=True) + s.select("ruler_hqa", kind="memagent"),
+        rows_at=("rag_ruler_hqa",),
     ),
     _memagent(
         "table11",
@@ -328,6 +317,7 @@ REPORTS: dict[str, ReportPlan] = declared_once(
             s.select("longbench", rag=True, tasks=s.qa)
             + s.select("longbench", kind="memagent", tasks=s.qa)
         ),
+        rows_at=("rag_longbench_qa",),
     ),
     _memagent(
         "table_niah",
@@ -354,18 +344,21 @@ REPORTS: dict[str, ReportPlan] = declared_once(
         "Mem-α Table 1: validation, Perf. (%) and Mem. (K)",
         "table1",
         lambda s: s.select("memalpha"),
+        rows_at=("table1", "rows"),
     ),
     _memalpha(
         "memalpha_table2",
         "Mem-α Table 2: MemoryAgentBench, Perf. and Mem.",
         "table2",
         lambda s: s.select("mab"),
+        rows_at=("table2", "rows"),
     ),
     _memalpha(
         "memalpha_table3",
         "Mem-α Table 3: the framework with three policies",
         "table3",
         lambda s: s.select("memalpha", kind="memalpha"),
+        rows_at=("table3", "rows"),
     ),
     _ablation("memalpha_table4", "Mem-α Table 4: the (β, γ) ablation, validation"),
     _ablation("memalpha_table9", "Mem-α Table 9: the (β, γ) ablation, MemoryAgentBench"),
@@ -425,8 +418,8 @@ REPORTS: dict[str, ReportPlan] = declared_once(
         "The papers' headline sentences on their own printed numbers and on ours",
         lambda s: [],
         needs="report.paper and report.memalpha_paper",
-        settings=lambda config: {"prose_claims": prose_claims(config)},
-        inputs=_paper_claims_inputs,
+        settings=paper_claims_settings,
+        inputs=paper_claims_inputs,
     ),
     ReportPlan(
         SEEDS_TABLE,

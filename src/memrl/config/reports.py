@@ -5,6 +5,7 @@ groups). Each one's plan is memrl.config.report_plans'."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from memrl.agents.memagent import DEFAULT_WORDING
@@ -240,3 +241,34 @@ def flops_models(config: dict[str, Any]) -> dict[str, str]:
 def memagent_wording(config: dict[str, Any]) -> str:
     """The MemAgent prompts' text its evaluations ran with (`agent.wording`)."""
     return config["agent"].get("wording", DEFAULT_WORDING)
+
+
+def memory_ablation_settings(name: str) -> Callable[[dict[str, Any]], dict[str, Any]]:
+    """The memory ablation's own systems (the only reports that show the variants) and the
+    agent's budgets."""
+
+    def settings(config: dict[str, Any]) -> dict[str, Any]:
+        members = set(memory_ablation_members(config, name))
+        systems = [s for s in report_systems(config, True) if s["id"] in members]
+        return {"systems": systems, "agent": config["agent"]}
+
+    return settings
+
+
+def probe_settings(config: dict[str, Any]) -> dict[str, Any]:
+    probe = config["evaluation"].get("probe") or {"systems": {}, "placements": []}
+    return {"probe": {"systems": probe["systems"], "placements": probe["placements"]}}
+
+
+def niah_config_settings(config: dict[str, Any]) -> dict[str, Any]:
+    """Table 7: the RULER settings it reports."""
+    ruler = config["ruler"]
+    tokenizer = config["models"][ruler["tokenizer"]]
+    return {
+        "niah_config": {
+            "variant": ruler["variant"],
+            "samples": ruler["samples"],
+            "tokenizer": tokenizer.get("id", ruler["tokenizer"]),
+            "seed": config["seed"],
+        }
+    }

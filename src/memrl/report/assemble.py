@@ -226,6 +226,8 @@ def assemble(
     frame.columns.name = column_name
     frame.attrs = {
         "column_labels": {key: labels[key] for key in data},
+        # where each column's number sits in a paper row (the CSV's paper_at)
+        "paper_paths": {c.key: c.paper for c in columns} | {a.key: a.paper for a in averages},
         "system_ids": {spec["display"]: sid for sid, spec in selected.items()},
         "paper_rows": {selected[sid]["display"]: row for sid, row in rows.items()},
         "notes": [*notes, *paper_notes],

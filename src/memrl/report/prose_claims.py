@@ -5,6 +5,7 @@ Where a paper's own numbers do not support its sentence, the cell says so with t
 
 from __future__ import annotations
 
+import csv
 import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
@@ -14,6 +15,7 @@ import pandas as pd
 
 from memrl.config import PAPER_CLAIMS_TABLE
 from memrl.report.claims import CLAIMS_SUFFIX
+from memrl.report.prose_ours import Cells, on_our_cells
 from memrl.report.registry import BOTH_PAPERS, PaperTable, TableInput
 
 Numbers = Sequence[float]
@@ -90,12 +92,7 @@ def unsupported_lines(claims: Sequence[Mapping[str, Any]]) -> list[str]:
     version of the paper it quotes, the share of cases that pass and the arithmetic of those
     that fail (docs/evaluation.md prints these, and a test checks them)."""
     lines = []
-    for claim in claims:
-        if not claim["cases"] or "op" not in claim:
-            continue
-        cases = cases_of(claim)
-        if _verdict(claim, cases) == SUPPORTED:
-            continue
+    for claim, cases in _judged_claims(claims, NOT_SUPPORTED):
         failing = "; ".join(text for text, ok in cases if not ok)
         lines.append(
             f"- `{claim['id']}` ({claim['version']}): {_share(claim, cases)}; fails at {failing}"
@@ -103,11 +100,54 @@ def unsupported_lines(claims: Sequence[Mapping[str, Any]]) -> list[str]:
     return lines
 
 
-def on_ours(claim: Mapping[str, Any], checks: Mapping[str, list[Mapping[str, Any]]]) -> str:
-    """The outcome of our check of the claim (`ours`: [its table or figure, the claim's id]),
-    per system, where this run makes that report."""
+def supported_lines(claims: Sequence[Mapping[str, Any]]) -> list[str]:
+    """A Markdown list item per sentence its own paper's numbers support: its id, the version
+    it quotes, the share of cases that pass and the passing case nearest the bound (its margin),
+    as docs/evaluation.md prints them."""
+    lines = []
+    for claim, cases in _judged_claims(claims, SUPPORTED):
+        results = zip(cases, _results(claim), strict=True)
+        passing = [(text, result) for (text, ok), result in results if ok]
+        nearest = min(passing, key=lambda found: _distance(claim["value"], found[1]))[0]
+        lines.append(
+            f"- `{claim['id']}` ({claim['version']}): {_share(claim, cases)}; "
+            f"nearest the bound at {nearest}"
+        )
+    return lines
+
+
+def _judged_claims(
+    claims: Sequence[Mapping[str, Any]], verdict: str
+) -> list[tuple[Mapping[str, Any], list[tuple[str, bool | None]]]]:
+    """The claims with a bound and cases whose paper's numbers give `verdict`, with their cases."""
+    found = []
+    for claim in claims:
+        if not claim["cases"] or "op" not in claim:
+            continue
+        cases = cases_of(claim)
+        if _verdict(claim, cases) == verdict:
+            found.append((claim, cases))
+    return found
+
+
+def _results(claim: Mapping[str, Any]) -> list[float]:
+    compute = COMPUTE[claim["compute"]][0]
+    return [compute(case["numbers"], case["of"]) for case in claim["cases"]]
+
+
+def _distance(bound: Any, result: float) -> float:
+    ends = bound if isinstance(bound, list | tuple) else [bound]
+    return min(abs(result - float(end)) for end in ends)
+
+
+def on_ours(
+    claim: Mapping[str, Any], checks: Mapping[str, list[Mapping[str, Any]]], cells: Cells
+) -> str:
+    """The outcome of our check of the claim per system: its table's or figure's (`ours`: [that
+    report, the claim's id]) where this run makes that report, else the sentence's arithmetic
+    on our score tables' cells (memrl.report.prose_ours)."""
     if "ours" not in claim:
-        return "no check on our numbers"
+        return on_our_cells(claim, cells)
     report, claim_id = claim["ours"]
     if report not in checks:
         return f"{report} is not part of this run"
@@ -118,13 +158,16 @@ def on_ours(claim: Mapping[str, Any], checks: Mapping[str, list[Mapping[str, Any
 
 
 def load_checks(paths: Iterable[str | Path]) -> list[dict[str, Any]]:
-    """Each table's or figure's claim checks among the inputs (the paper files beside them are
-    inputs only so that an edit reruns the table)."""
+    """Each table's or figure's claim checks and each score table's cells (its CSV) among the
+    inputs (the paper files beside them are inputs only so that an edit reruns the table)."""
     records = []
     for path in map(Path, paths):
         if path.name.endswith(CLAIMS_SUFFIX):
             name = path.name.removesuffix(CLAIMS_SUFFIX)
             records.append({"report": name, "checks": json.loads(path.read_text())})
+        elif path.suffix == ".csv":
+            with path.open(newline="", encoding="utf-8") as handle:
+                records.append({"report": path.stem, "cells": list(csv.DictReader(handle))})
     return records
 
 
@@ -133,13 +176,14 @@ def build_paper_claims_table(
 ) -> pd.DataFrame:
     """A row per claim: the sentence and its source, how it is read, the paper's arithmetic and
     whether it supports the sentence, and our check."""
-    checks = {r["report"]: r["checks"] for r in records}
+    checks = {r["report"]: r["checks"] for r in records if "checks" in r}
+    cells = {r["report"]: r["cells"] for r in records if "cells" in r}
     rows = {
         claim["id"]: {
             "Sentence (source)": f"“{claim['text']}” ({claim['where']}; {claim['version']})",
             "Read as": claim.get("reading", ""),
             "On the paper's own numbers": on_the_papers_numbers(claim),
-            "On ours": on_ours(claim, checks),
+            "On ours": on_ours(claim, checks, cells),
         }
         for claim in claims
     }
@@ -149,7 +193,9 @@ def build_paper_claims_table(
     frame.attrs["notes"] = [
         "On the paper's own numbers: the printed numbers each sentence rests on, the arithmetic, "
         "and whether they meet the sentence read as stated; on ours: the outcome of the table's or "
-        "figure's check of the same sentence on this run's numbers, with its 95 % interval there.",
+        "figure's check of the same sentence on this run's numbers, with its 95 % interval there, "
+        "or the same arithmetic on the cells of ours that stand for those numbers (each case's "
+        "interval wholly on the claimed side for holds, Bonferroni-corrected over the cases).",
         f"{len(unsupported)} of {len(claims)} sentences are not supported by their own paper's "
         f"numbers{': ' + ', '.join(unsupported) if unsupported else ''}.",
     ]

@@ -55,6 +55,7 @@ CSV_COLUMNS = [
     "kind",  # cell, or average (counted apart: it repeats the cells it averages)
     "system_id",
     "paper_row",
+    "paper_at",  # where the paper's number sits in that row ('gov_report/rouge_1', 'squad/perf')
     "mean_tokens",
     "n_items",  # items (Mem-α: instances)
     "n_questions",  # Mem-α: the questions of those instances
@@ -70,7 +71,8 @@ TRACE_CHARS = 300  # characters per item shown there
 
 def write_text_table(table: pd.DataFrame, out_prefix: str | Path, caption: str) -> list[Path]:
     """A table of text cells (Table 5's memories, Table 7's settings) as `<prefix>.csv` (row,
-    column, the whole content: named by the index's and the columns' names), `.md`, `.tex`
+    column, the whole content: named by the index's and the columns' names, the latter
+    "column" where unnamed), `.md`, `.tex`
     and `.html` (at most TRACE_ITEMS lines of TRACE_CHARS characters per cell)."""
     prefix = Path(out_prefix)
     csv_path, md_path, tex_path, html_path = (
@@ -78,7 +80,7 @@ def write_text_table(table: pd.DataFrame, out_prefix: str | Path, caption: str) 
     )
     if "instance" in table.attrs:
         caption = f"{caption} ({table.attrs['instance']})"
-    row_name, column_name = table.index.name, table.columns.name
+    row_name, column_name = table.index.name, table.columns.name or "column"
     rows = [
         {row_name: row, column_name: column, "content": table.loc[row, column]}
         for row in table.index
@@ -274,6 +276,7 @@ def tidy(table: pd.DataFrame) -> pd.DataFrame:
                     **_comparison_columns(cell),
                     "system_id": table.attrs["system_ids"][display],
                     "paper_row": table.attrs["paper_rows"][display],
+                    "paper_at": paper_at(table, key),
                     "mean_tokens": cell.mean_tokens,
                     "n_items": cell.n_items if cell.ours is not None else None,
                     "n_questions": cell.n_questions if cell.ours is not None else None,
@@ -287,6 +290,13 @@ def tidy(table: pd.DataFrame) -> pd.DataFrame:
     header = [key_name if c == "column" else c for c in CSV_COLUMNS]
     frame = pd.DataFrame(rows, columns=[*header, "partial", *GAIN_CSV_COLUMNS, *extra_names])
     return frame
+
+
+def paper_at(table: pd.DataFrame, key: Any) -> str | None:
+    """Where a column's number sits in a paper row, its steps joined by '/' ('gov_report/rouge_1',
+    'squad/perf', '50'); None where the table does not say (a text table's)."""
+    path = table.attrs.get("paper_paths", {}).get(key)
+    return None if path is None else "/".join(map(str, path))
 
 
 def _comparison_columns(cell: Cell) -> dict[str, Any]:
