@@ -92,6 +92,7 @@ def test_the_two_recipes_differ_where_the_issue_of_each_paper_says():
     } == {
         "rollout_batch",
         "ppo_mini_batch_size",
+        "mini_batch_rows",
         "clip_high",
     }
     assert {
@@ -138,7 +139,7 @@ def test_the_cpu_trainer_is_said_to_shuffle_and_have_no_dynamic_sampling():
     values = job_recipe(settings, "memagent")
     assert (values["shuffle"], values["dynamic_sampling"]) == (True, False)
     drift = verdict(values, PAPERS["memagent"]["recipe"], "official", "rl-memagent-14b", "stage1")
-    assert drift == "1 key drifts from the official-script recipe: shuffle"
+    assert drift == "1 key drifts from the official-script recipe: data shuffled"
 
 
 @pytest.mark.parametrize(
@@ -230,8 +231,9 @@ def test_the_table_marks_each_drift_and_gives_a_verdict_per_job(tmp_path):
     assert table.loc["PPO clip ε_high", "Paper"].startswith("0.28 — Eq. 2's ε_high")
     assert table.loc["data shuffled", "Paper"] == "not stated"
     assert table.loc["Verdict", column] == (
-        "7 keys drift from the official-script recipe: steps, rollout_batch, group_size, "
-        "ppo_mini_batch_size, lr, warmup_steps, shuffle"
+        "7 keys drift from the official-script recipe: training steps, prompts per step, "
+        "rollouts per prompt (G), prompts per update, learning rate, LR warm-up steps, "
+        "data shuffled"
     )
 
 
@@ -265,6 +267,9 @@ def test_a_recipe_switch_that_cannot_work_stops_the_plan_naming_the_key():
     )
 
 
+GOLDEN = REPO / "tests/golden/recipes"
+
+
 def test_recipe_diff_prints_every_key_and_the_nearer_recipe(tmp_path, capsys):
     path = tmp_path / "theirs.yaml"
     path.write_text(
@@ -274,10 +279,86 @@ def test_recipe_diff_prints_every_key_and_the_nearer_recipe(tmp_path, capsys):
     recipe_diff([str(path), "--paper", "memagent", "--run", "rl-memagent-7b"])
     out = capsys.readouterr().out
     assert "rollout_batch        128" in out and "≠ paper" in out
-    assert "not compared (outside the recipe): trainer.project_name" in out
-    assert out.rstrip().endswith("verdict: 1 key drifts from the paper recipe: rollout_batch")
+    assert "shuffle              yes (verl's default)" in out  # unset: the fork's default
+    assert "not compared (outside the recipe, or not read by MemAgent's verl fork): " in out
+    assert "trainer.project_name" in out
     with pytest.raises(SystemExit, match=r"memrl recipe-diff: .*nothing\.yaml"):
         recipe_diff([str(tmp_path / "nothing.yaml")])
+
+
+@pytest.mark.parametrize(
+    ("name", "run", "verdict_line"),
+    [
+        ("memagent_7b_overrides", "rl-memagent-7b", "official-script recipe, 0 drifts"),
+        ("memagent_14b_overrides", "default", "official-script recipe, 0 drifts"),
+        ("memagent_7b_resolved", "rl-memagent-7b", "official-script recipe, 0 drifts"),
+        (
+            "verl_port_at_defaults",
+            "rl-memagent-7b",
+            "official-script recipe, 4 drifts: KL loss coefficient, advantage ÷ group std, "
+            "data shuffled, long-context truncation",
+        ),
+    ],
+)
+def test_recipe_diff_reads_real_configs_over_verls_defaults(name, run, verdict_line, capsys):
+    """The official scripts' overrides and the 7B run's resolved config (steps left to the
+    epochs, the fork's own grpo_use_adv) read as the official recipe; a port that leaves seven
+    settings at verl's defaults reads the four whose defaults differ."""
+    recipe_diff([str(GOLDEN / f"{name}.yaml"), "--run", run])
+    assert capsys.readouterr().out.rstrip().endswith(f"verdict: {verdict_line}")
+
+
+def test_mem_alphas_script_reads_as_its_recipe_in_chunk_rows(capsys):
+    """Mem-α's script: 5 epochs over its 562 training rows at 32 a step (85 steps), a warm-up
+    ratio of 0.05 (4 steps), 32 chunk rows per update (ppo_mini_batch_size 32 at rollout.n 1)."""
+    args = ["--paper", "memalpha", "--train-rows", "562"]
+    recipe_diff([str(GOLDEN / "memalpha_official_overrides.yaml"), *args])
+    out = capsys.readouterr().out
+    assert "85 (5 epochs x 562 rows / 32)" in out and "4 (lr_warmup_steps_ratio 0.05 x 85" in out
+    assert out.rstrip().endswith("verdict: official-script recipe, 0 drifts")
+
+
+def test_steps_follow_from_the_epochs_where_the_rows_are_given(capsys):
+    recipe_diff([str(GOLDEN / "memagent_7b_overrides.yaml"), "--run", "rl-memagent-7b"])
+    assert "unset (30 epochs x the rows / 128: give --train-rows)" in capsys.readouterr().out
+    rows = ["--train-rows", "1708"]  # 13 steps an epoch at 128 prompts
+    recipe_diff([str(GOLDEN / "memagent_7b_overrides.yaml"), "--run", "rl-memagent-7b", *rows])
+    out = capsys.readouterr().out
+    assert "390 (30 epochs x 1708 rows / 128)" in out and "1 drift: training steps" in out
+
+
+@pytest.mark.parametrize(
+    ("content", "args", "message"),
+    [
+        (b"- data.shuffle=False\n", ["--run", "rl-memagent-7"], "--run 'rl-memagent-7': "),
+        (b"- data.shuffle=False\n", ["--stage", "stage3"], "--stage 'stage3': memagent has "),
+        (b"- data.shuffle=False\n- data.shuffle=True\n", [], "data.shuffle is set twice"),
+        (b"data:\n  shuffle: false\n  shuffle: true\n", [], "shuffle set twice in the mapping"),
+        (b"\xff\xfe", [], "not UTF-8 text \\(byte 0 is 0xff\\)"),
+        (b"- data.shuffle=False\n", ["--paper-file", "nope.yaml"], "not a readable paper file"),
+        (b"- data.shuffle=False\n", ["--paper-file", "config.yaml"], "no `recipe` section"),
+    ],
+)
+def test_every_bad_input_is_one_sentence(tmp_path, monkeypatch, content, args, message):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "theirs.yaml").write_bytes(content)
+    (tmp_path / "config.yaml").write_text("seed: 0\n")
+    with pytest.raises(SystemExit, match=f"memrl recipe-diff: .*{message}"):
+        recipe_diff(["theirs.yaml", *args])
+
+
+def test_a_tie_goes_to_the_recipe_behind_the_printed_numbers():
+    from memrl.recipe_diff import nearest
+
+    both = {"keys": {"lr": {"paper": 1e-6, "official": 2e-6}}}
+    values = {"lr": 3e-6}
+    assert nearest(values, both, "default", "stage1") == (
+        "paper recipe and official-script recipe, 1 drift: learning rate"
+    )
+    printed = both | {"printed_by": "official"}
+    assert nearest(values, printed, "default", "stage1") == (
+        "official-script recipe, 1 drift: learning rate"
+    )
 
 
 def test_a_memory_ablation_variant_takes_its_runs_recipe():
@@ -309,3 +390,28 @@ def test_a_table_showing_a_run_of_ours_names_the_recipe_that_trained_it():
     assert "memagent_recipes table" in note
     others = [s["id"] for s in systems if "memagent_recipe" not in s]
     assert len(others) > 10 and trained_recipe_notes(systems, others) == []
+
+
+def test_the_docs_example_is_recipe_diffs_own_output(capsys):
+    from docs_pages import docs_text
+
+    recipe_diff([str(GOLDEN / "verl_port_at_defaults.yaml"), "--run", "rl-memagent-7b"])
+    out = capsys.readouterr().out.splitlines()
+    docs = docs_text(REPO)
+    start = docs.index(
+        "The output of `memrl recipe-diff tests/golden/recipes/verl_port_at_defaults"
+    )
+    block = docs[start:].split("```")[1].strip().splitlines()
+    shown = [line for line in block if line != "..."]
+    assert len(shown) == 10 and all(line in out for line in shown)
+
+
+def test_stage_two_is_marked_as_the_pipelines_own(tmp_path):
+    config = load_yaml(REPO / "config" / "smoke.yaml")
+    write_recipe(tmp_path, train_settings(config, "rl-memagent-tiny", "stage2"), "memagent")
+    table = build_recipes_table(load_recipes([tmp_path]), PAPERS["memagent"]["recipe"])
+    [said] = table.loc["Verdict"].iloc[2:]
+    assert said.endswith(
+        "; stage II's steps and chunks are the pipeline's own (§A.3 gives its data "
+        "only: 2,560 rows up to 60K tokens)"
+    )

@@ -87,7 +87,8 @@ def build_recipes_table(
 ) -> pd.DataFrame:
     """A row per recipe key the paper file transcribes, in KEYS' order: the paper's and the
     official script's values with their sources, then each trained job's value (marked where it
-    differs); the last row, each job's verdict against the recipe its config selected."""
+    differs); the last row, each job's verdict against the recipe its config selected, with the
+    note of a stage neither the paper nor the script sets up (`pipeline_stages`)."""
     keys = [key for key in KEYS if key in transcription["keys"]]
     rows = {}
     for key in keys:
@@ -96,10 +97,12 @@ def build_recipes_table(
         for record in records:
             row[job_column(record)] = _job_cell(record, key, entry, transcription)
         rows[KEYS[key].label] = row
+    own = transcription.get("pipeline_stages", {})
     verdicts = {
         job_column(record): verdict(
             record["values"], transcription, record["recipe"], record["recipe_run"], record["stage"]
         )
+        + (f"; {own[record['stage']]}" if record["stage"] in own else "")
         for record in records
     }
     rows[VERDICT_ROW] = {**dict.fromkeys(SIDE_COLUMNS.values(), ""), **verdicts}

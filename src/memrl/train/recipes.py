@@ -10,6 +10,7 @@ recipe beside its checkpoint (RECIPE_FILE); the `recipes` tables read those file
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 from collections.abc import Mapping
@@ -31,11 +32,16 @@ class RecipeKey:
 
 
 ACTOR, ROLLOUT = "actor_rollout_ref.actor", "actor_rollout_ref.rollout"
+EPOCHS, ROLLOUT_N = "trainer.total_epochs", f"{ROLLOUT}.n"
+WARMUP_RATIO = f"{ACTOR}.optim.lr_warmup_steps_ratio"
 KEYS: dict[str, RecipeKey] = {
     "steps": RecipeKey("training steps", "trainer.total_training_steps"),
     "rollout_batch": RecipeKey("prompts per step", "data.train_batch_size"),
     "group_size": RecipeKey("rollouts per prompt (G)", f"{ROLLOUT}.n"),
     "ppo_mini_batch_size": RecipeKey("prompts per update", f"{ACTOR}.ppo_mini_batch_size"),
+    # what verl updates on: ppo_mini_batch_size x rollout.n rows (Mem-α's fork: chunk rows, one
+    # chunk step of one trajectory each, at rollout.n 1); derived, so read from no key itself
+    "mini_batch_rows": RecipeKey("rows per update", None),
     "lr": RecipeKey("learning rate", f"{ACTOR}.optim.lr"),
     "warmup_steps": RecipeKey("LR warm-up steps", f"{ACTOR}.optim.lr_warmup_steps"),
     "weight_decay": RecipeKey("weight decay", f"{ACTOR}.optim.weight_decay"),
@@ -90,6 +96,7 @@ def job_recipe(settings: Mapping[str, Any], agent: str) -> dict[str, Any]:
         "rollout_batch": batch,
         "group_size": group,
         "ppo_mini_batch_size": mini_batch,
+        "mini_batch_rows": settings.get("mini_batch_rows", mini_batch * group),
         "lr": settings["lr"],
         "warmup_steps": settings["warmup_steps"],
         "weight_decay": settings.get("weight_decay", 0.0),
@@ -156,13 +163,48 @@ def _override_value(text: str) -> Any:
 
 def _from_overrides(lines: list[Any], path: Path) -> dict[str, Any]:
     """`key=value` strings (a Hydra command's overrides, `+key` and `++key` as plain keys)."""
-    flat = {}
+    flat, where = {}, {}
     for number, line in enumerate(lines, 1):
         if not isinstance(line, str) or "=" not in line:
             raise RecipeError(f"{path}: item {number} is not a `key=value` override: {line!r}")
         key, value = line.split("=", 1)
-        flat[key.lstrip("+~")] = _override_value(value)
+        key = key.lstrip("+~")
+        if key in flat:
+            raise RecipeError(f"{path}: {key} is set twice (items {where[key]} and {number})")
+        flat[key], where[key] = _override_value(value), number
     return flat
+
+
+def _json_unique(text: str) -> Any:
+    """JSON with every object's keys unique (json's own reader keeps the last of a repeat)."""
+
+    def unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        seen: dict[str, Any] = {}
+        for key, value in pairs:
+            if key in seen:
+                raise KeyError(f"{key} is set twice")
+            seen[key] = value
+        return seen
+
+    return json.loads(text, object_pairs_hook=unique)
+
+
+@functools.cache
+def _unique_keys_loader() -> type:
+    import yaml
+
+    class UniqueKeys(yaml.SafeLoader):
+        """YAML whose mappings name each key once (safe_load keeps the last of a repeat)."""
+
+        def construct_mapping(self, node: Any, deep: bool = False) -> dict[Any, Any]:
+            keys = [self.construct_object(key, deep=deep) for key, _ in node.value]
+            repeated = sorted({str(key) for key in keys if keys.count(key) > 1})
+            if repeated:
+                line = node.start_mark.line + 1
+                raise KeyError(f"{', '.join(repeated)} set twice in the mapping at line {line}")
+            return super().construct_mapping(node, deep=deep)
+
+    return UniqueKeys
 
 
 def read_trainer_config(path: str | Path) -> dict[str, Any]:
@@ -175,11 +217,18 @@ def read_trainer_config(path: str | Path) -> dict[str, Any]:
     formats = "a verl/Hydra YAML (.yaml, .yml) or a JSON of overrides (.json)"
     if path.suffix not in (".json", ".yaml", ".yml"):
         raise RecipeError(f"{path}: unknown format {path.suffix!r}; readable: {formats}")
-    text = path.read_text()
     try:
-        tree = json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        byte = exc.object[exc.start]
+        raise RecipeError(f"{path}: not UTF-8 text (byte {exc.start} is {byte:#x})") from None
+    try:
+        read_yaml = functools.partial(yaml.load, Loader=_unique_keys_loader())  # a SafeLoader
+        tree = _json_unique(text) if path.suffix == ".json" else read_yaml(text)
     except (json.JSONDecodeError, yaml.YAMLError) as exc:
-        raise RecipeError(f"{path}: not {formats}: {exc}") from None
+        raise RecipeError(f"{path}: not {formats}: {' '.join(str(exc).split())}") from None
+    except KeyError as exc:
+        raise RecipeError(f"{path}: {exc.args[0]}") from None
     if isinstance(tree, list):
         return _from_overrides(tree, path)
     if isinstance(tree, Mapping):
@@ -189,13 +238,31 @@ def read_trainer_config(path: str | Path) -> dict[str, Any]:
     )
 
 
-def from_verl(flat: Mapping[str, Any], path: str | Path = "verl config") -> dict[str, Any]:
-    """The recipe values a flat verl config sets (keys it leaves to verl's defaults are absent).
-    A KL loss switched off reads as coefficient 0. A config none of whose keys is a recipe key
-    stops, naming the file and the keys it can read."""
+def recipe_keys_by_verl(read_from: Mapping[str, str] | None = None) -> dict[str, str]:
+    """verl key -> recipe key: KEYS' own, the aliases, and a verl base's keys of its own
+    (`read_from`: recipe key -> the verl key that base reads it from instead)."""
     by_verl = {spec.verl: name for name, spec in KEYS.items() if spec.verl}
     by_verl.update(VERL_ALIASES)
-    values = {by_verl[key]: _number(value) for key, value in flat.items() if key in by_verl}
+    for name, verl_key in (read_from or {}).items():
+        by_verl = {k: v for k, v in by_verl.items() if v != name} | {verl_key: name}
+    return by_verl
+
+
+def from_verl(
+    flat: Mapping[str, Any],
+    path: str | Path = "verl config",
+    read_from: Mapping[str, str] | None = None,
+) -> dict[str, Any]:
+    """The recipe values a flat verl config sets (keys it leaves to verl's defaults are absent;
+    `read_from`: a verl base's keys of its own, memrl.train.verl_defaults). A KL loss switched
+    off reads as coefficient 0; `total_training_steps: null` as unset (epochs decide). A config
+    none of whose keys is a recipe key stops, naming the file and the keys it can read."""
+    by_verl = recipe_keys_by_verl(read_from)
+    values = {
+        by_verl[key]: _number(value)
+        for key, value in flat.items()
+        if key in by_verl and not (by_verl[key] == "steps" and value is None)
+    }
     if not values:
         readable = ", ".join(sorted(by_verl))
         shown = ", ".join(sorted(flat)[:8]) + (" ..." if len(flat) > 8 else "")
@@ -205,6 +272,8 @@ def from_verl(flat: Mapping[str, Any], path: str | Path = "verl config") -> dict
         )
     if flat.get(f"{ACTOR}.use_kl_loss") is False:
         values["kl_loss_coef"] = 0
+    if "ppo_mini_batch_size" in values:  # verl's rows: x rollout.n (unset: 1)
+        values["mini_batch_rows"] = values["ppo_mini_batch_size"] * (flat.get(ROLLOUT_N) or 1)
     return values
 
 
@@ -218,10 +287,59 @@ def _number(value: Any) -> Any:
     return value
 
 
-def unmapped_keys(flat: Mapping[str, Any]) -> list[str]:
-    """A config's keys outside the recipe (paths, logging, engines): listed, never compared."""
-    known = {spec.verl for spec in KEYS.values()} | set(VERL_ALIASES) | {f"{ACTOR}.use_kl_loss"}
+def unmapped_keys(flat: Mapping[str, Any], read_from: Mapping[str, str] | None = None) -> list[str]:
+    """A config's keys outside the recipe (paths, logging, engines) or that its verl base does
+    not read: listed, never compared."""
+    known = set(recipe_keys_by_verl(read_from)) | {f"{ACTOR}.use_kl_loss", EPOCHS, WARMUP_RATIO}
     return sorted(set(flat) - known)
+
+
+def resolved(
+    values: Mapping[str, Any],
+    flat: Mapping[str, Any],
+    defaults: Mapping[str, Any],
+    epochs: int,
+    rows: int | None,
+) -> tuple[dict[str, Any], dict[str, str]]:
+    """A config's recipe values with every key it leaves unset at its verl base's `defaults`,
+    and how each such key got its value ({key: note}): the rows per update, the steps from the
+    epochs (`_steps`), the warm-up from its ratio of them (`_warmup`)."""
+    found, notes = dict(values), {}
+    for key, value in defaults.items():
+        if key not in found and key != "steps":
+            found[key], notes[key] = value, "verl's default"
+    if "mini_batch_rows" not in found:
+        n = flat.get(ROLLOUT_N) or 1
+        found["mini_batch_rows"] = found["ppo_mini_batch_size"] * n
+        notes["mini_batch_rows"] = f"verl's default: {found['ppo_mini_batch_size']} x {n}"
+    if "steps" not in found:
+        batch = int(found.get("rollout_batch") or defaults["rollout_batch"])
+        steps, notes["steps"] = _steps(int(flat.get(EPOCHS) or epochs), batch, rows)
+        if steps is not None:
+            found["steps"] = steps
+    if values.get("warmup_steps", -1) == -1:  # unset or -1: verl takes the ratio of the steps
+        warmup, notes["warmup_steps"] = _warmup(float(flat.get(WARMUP_RATIO) or 0.0), found)
+        found.pop("warmup_steps", None)
+        if warmup is not None:
+            found["warmup_steps"] = warmup
+    return found, notes
+
+
+def _steps(epochs: int, batch: int, rows: int | None) -> tuple[int | None, str]:
+    """What `total_training_steps: null` runs: the epochs over the rows at the batch (verl drops
+    the last partial batch); unknown without the rows."""
+    if rows is None:
+        return None, f"{epochs} epochs x the rows / {batch}: give --train-rows"
+    return epochs * (rows // batch), f"{epochs} epochs x {rows} rows / {batch}"
+
+
+def _warmup(ratio: float, found: Mapping[str, Any]) -> tuple[int | None, str]:
+    """What `lr_warmup_steps: -1` runs: `ratio` of the steps (none at 0; unknown without them)."""
+    if ratio == 0.0:
+        return 0, "verl's default: no warm-up"
+    if "steps" not in found:
+        return None, f"lr_warmup_steps_ratio {ratio:g} of the steps: give --train-rows"
+    return int(ratio * found["steps"]), f"lr_warmup_steps_ratio {ratio:g} x {found['steps']} steps"
 
 
 # --- comparing ----------------------------------------------------------------------------------
@@ -279,7 +397,8 @@ def verdict(
         return SIDE_NAMES[other]
     keys = drift[selected]
     noun = "key drifts" if len(keys) == 1 else "keys drift"
-    return f"{len(keys)} {noun} from the {SIDE_NAMES[selected]}: {', '.join(keys)}"
+    labels = ", ".join(KEYS[key].label for key in keys)  # as the recipes tables name their rows
+    return f"{len(keys)} {noun} from the {SIDE_NAMES[selected]}: {labels}"
 
 
 def check_transcription(transcription: Mapping[str, Any], where: str) -> None:
@@ -287,6 +406,8 @@ def check_transcription(transcription: Mapping[str, Any], where: str) -> None:
     unknown = sorted(set(transcription["keys"]) - set(KEYS))
     if unknown:
         raise ValueError(f"{where}: recipe.keys: not recipe keys: {unknown} (known: {list(KEYS)})")
+    if transcription.get("printed_by", SIDES[0]) not in SIDES:
+        raise ValueError(f"{where}: recipe.printed_by: one of {list(SIDES)}")
     for key, entry in transcription["keys"].items():
         for side in SIDES:
             if entry.get(side) is not None and not entry.get(f"{side}_at"):
