@@ -225,3 +225,21 @@ def test_a_score_table_plans_its_memory_cells_beside_closed_book(repo):
     assert {s["id"] for s in settings["control_systems"]} == systems
     assert cfg.control_inputs(config, cfg.CONTROLS_TABLE) == []
     assert cfg.control_inputs(config, "figure1") == []
+
+
+def test_a_scorers_row_of_a_machinery_model_gives_the_table_its_banner():
+    import pandas as pd
+
+    from memrl.report.cells import mark_machinery_only
+
+    systems = {
+        "tiny": {"display": "Tiny (trained here)", "reproduces": False},
+        "real": {"display": "Real model"},
+    }
+    rows = ["whole-reply: Tiny (trained here)", "judge: Real model"]
+    table = pd.DataFrame({"mab": ["0.0 vs 0.0", "1 vs 2"]}, index=rows)
+    mark_machinery_only(table, systems)
+    assert "only: whole-reply: Tiny (trained here) run a model" in table.attrs["banner"]
+    other = pd.DataFrame({"mab": ["0.0 vs 0.0"]}, index=["whole-reply: Tinyx"])
+    mark_machinery_only(other, systems)
+    assert "banner" not in other.attrs

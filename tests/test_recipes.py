@@ -415,3 +415,15 @@ def test_stage_two_is_marked_as_the_pipelines_own(tmp_path):
         "; stage II's steps and chunks are the pipeline's own (§A.3 gives its data "
         "only: 2,560 rows up to 60K tokens)"
     )
+
+
+def test_a_tiny_trained_model_opens_the_recipes_table_with_the_machinery_banner(tmp_path):
+    from memrl.report.recipes import machinery_jobs_banner
+
+    config = load_yaml(REPO / "config" / "smoke.yaml")
+    write_recipe(tmp_path, train_settings(config, "rl-memagent-tiny", "stage1"), "memagent")
+    records = load_recipes([tmp_path])
+    tiny = {"rl-tiny": {"display": "RL tiny", "model": "rl-memagent-tiny", "reproduces": False}}
+    banner = machinery_jobs_banner(records, tiny)
+    assert banner.startswith("Machinery check only: every system here runs")
+    assert machinery_jobs_banner(records, {"rl": {**tiny["rl-tiny"], "reproduces": True}}) is None

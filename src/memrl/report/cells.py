@@ -283,11 +283,14 @@ def mark_machinery_only(table: pd.DataFrame, systems: Systems) -> None:
     get cells compared with nothing, and the table its banner (attrs `banner`)."""
     names = not_reproducing(systems)
 
-    def machinery(label: Any) -> bool:  # the system's row, or one of its rows ("X: random")
-        text = str(label)
+    def machinery(label: Any) -> bool:  # the system's row, one of its rows ("X: random"), or
+        text = str(label)  # a row of it under a scorer's or a protocol's name ("whole-reply: X")
+        starts = [0] + ([text.index(": ") + 2] if ": " in text else [])
         return any(
-            text.startswith(name) and not text[len(name) : len(name) + 1].isalnum()
+            text.startswith(name, start)
+            and not text[start + len(name) : start + len(name) + 1].isalnum()
             for name in names
+            for start in starts
         )
 
     rows = [machinery(label) for label in table.index]

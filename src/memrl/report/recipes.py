@@ -11,8 +11,9 @@ from typing import Any
 import pandas as pd
 
 from memrl.config import MEMAGENT_RECIPES_TABLE, MEMALPHA_RECIPES_TABLE
-from memrl.report.cells import DASH
+from memrl.report.cells import DASH, machinery_banner
 from memrl.report.registry import MEMAGENT, MEMALPHA, PaperTable, TableInput
+from memrl.report.rows import Systems, system_specs
 from memrl.train.recipes import (
     KEYS,
     RECIPE_FILE,
@@ -115,7 +116,19 @@ def build_recipes_table(
 
 def _build(table: TableInput) -> pd.DataFrame:
     check_transcription(table.paper["recipe"], "the paper file's recipe")
-    return build_recipes_table(table.records, table.paper["recipe"])
+    frame = build_recipes_table(table.records, table.paper["recipe"])
+    if banner := machinery_jobs_banner(table.records, table.systems):
+        frame.attrs["banner"] = banner
+    return frame
+
+
+def machinery_jobs_banner(records: Sequence[Mapping[str, Any]], systems: Systems) -> str | None:
+    """The machinery banner where trained jobs made a model the systems mark as unable to
+    reproduce the papers (the smoke and mini runs' tiny trainings): None where none did."""
+    specs = system_specs(systems).values()
+    machinery = {spec.get("model") for spec in specs if not spec.get("reproduces", True)}
+    jobs = [job_column(record) for record in records if record["run"] in machinery]
+    return machinery_banner(jobs, len(jobs) == len(records)) if jobs else None
 
 
 def trained_recipe_notes(systems: Sequence[Mapping[str, Any]], shown: Iterable[str]) -> list[str]:
