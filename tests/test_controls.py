@@ -240,6 +240,6 @@ def test_a_scorers_row_of_a_machinery_model_gives_the_table_its_banner():
     table = pd.DataFrame({"mab": ["0.0 vs 0.0", "1 vs 2"]}, index=rows)
     mark_machinery_only(table, systems)
     assert "only: whole-reply: Tiny (trained here) run a model" in table.attrs["banner"]
-    other = pd.DataFrame({"mab": ["0.0 vs 0.0"]}, index=["whole-reply: Tinyx"])
+    other = pd.DataFrame({"mab": ["1 vs 2"]}, index=["whole-reply: Real model"])
     mark_machinery_only(other, systems)
     assert "banner" not in other.attrs
