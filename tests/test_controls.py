@@ -35,6 +35,11 @@ def items(scores: list[float], task: str = "hqa") -> dict[str, float]:
     return {f"{task}#{i}": score for i, score in enumerate(scores)}
 
 
+def with_units(records: list[dict]) -> list[dict]:
+    """Records as load_item_scores gives them: one question per item, its score."""
+    return [record | {"questions": record["items"]} for record in records]
+
+
 def test_the_gain_is_over_the_shared_items_with_a_paired_interval():
     ours = items([1.0] * 30 + [0.0] * 10)
     control = {**items([1.0] * 10 + [0.0] * 30), "other#0": 1.0}  # one item ours never answered
@@ -89,7 +94,7 @@ def test_the_table_pairs_each_memory_system_with_each_control_at_its_benchmark_a
         {"system": "alpha", "benchmark": "mab", "length": 0, "items": items([0.5] * 12, "squad")},
         {"system": "closed", "benchmark": "mab", "length": 0, "items": items([1.0] * 12, "squad")},
     ]
-    table = build_controls_table(records, SYSTEMS)
+    table = build_controls_table(with_units(records), SYSTEMS)
     assert list(table.index) == ["Agent vs Closed-book", "Mem-α vs Closed-book"]
     assert list(table.columns) == ["ruler_hqa@50", "mab"]  # no control at 100 documents
     assert table.loc["Agent vs Closed-book", "ruler_hqa@50"].endswith("memory adds")
@@ -105,7 +110,7 @@ def test_the_oracle_and_full_context_are_read_in_their_own_words_and_never_flagg
         {**agent, "system": "oracle", "items": items([1.0] * 20)},
         {**agent, "system": "full", "items": items([1.0] * 6 + [0.0] * 14)},
     ]
-    table = build_controls_table(records, SYSTEMS)
+    table = build_controls_table(with_units(records), SYSTEMS)
     below_oracle = table.loc["Agent vs Oracle", "ruler_hqa@50"]
     assert "(ours 30.0, oracle 100.0; n 20)" in below_oracle
     assert below_oracle.endswith(": oracle higher")  # reached, but the oracle flags nothing
@@ -130,6 +135,7 @@ def test_items_are_read_from_each_evaluations_metrics_and_predictions(tmp_path):
         "benchmark": "ruler_hqa",
         "length": 50,
         "items": {"hqa#3": 1.0},
+        "questions": {"hqa#3": [1.0]},
     }
     with pytest.raises(ValueError, match=r"50\.metrics\.json: its predictions .* not among"):
         load_item_scores([metrics])
@@ -182,7 +188,7 @@ def gained_table1(tmp_path):
         {"system": s, "benchmark": "ruler_hqa", "length": n, "items": items(v)}
         for (s, n), v in scores.items()
     ]
-    attach_control_gains(table, evaluations, systems)
+    attach_control_gains(table, with_units(evaluations), systems)
     write_table(table, tmp_path / "tables/table1", "Table 1")
     return table, scores
 
@@ -243,3 +249,17 @@ def test_a_scorers_row_of_a_machinery_model_gives_the_table_its_banner():
     other = pd.DataFrame({"mab": ["1 vs 2"]}, index=["whole-reply: Real model"])
     mark_machinery_only(other, systems)
     assert "banner" not in other.attrs
+
+
+def test_each_task_of_a_benchmark_is_a_column_of_its_own():
+    """LongBench's five QA tasks are never pooled: each gain is the cell's own column."""
+    both = {**items([1.0] * 12, "hotpotqa"), **items([0.0] * 12, "musique")}
+    records = [
+        {"system": "agent", "benchmark": "longbench", "length": 0, "items": both},
+        {"system": "closed", "benchmark": "longbench", "length": 0, "items": items([0.0] * 24)},
+    ]
+    records[1]["items"] = {**items([0.0] * 12, "hotpotqa"), **items([0.0] * 12, "musique")}
+    table = build_controls_table(with_units(records), SYSTEMS)
+    assert list(table.columns) == ["longbench: hotpotqa", "longbench: musique"]
+    assert table.loc["Agent vs Closed-book", "longbench: hotpotqa"].startswith("+100.0 [")
+    assert table.loc["Agent vs Closed-book", "longbench: musique"].startswith("+0.0 [")

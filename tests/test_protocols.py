@@ -7,7 +7,7 @@ from __future__ import annotations
 import copy
 
 import pytest
-from test_controls import items
+from test_controls import items, with_units
 from test_evaluation import HQA, ScriptedEngine, rows
 
 from memrl import config as cfg
@@ -72,6 +72,24 @@ SYSTEMS = [
         "paper_row": None,
     },
     {"id": "other", "display": "Other", "kind": "memagent", "model": "n", "paper_row": None},
+    # repeats at another sampling seed: of the aware and the blind system (never a row)
+    {
+        "id": "aware.seed1",
+        "display": "Agent (seed 1)",
+        "kind": "memagent",
+        "model": "m",
+        "paper_row": "RL-14B",
+        "seed_of": "aware",
+    },
+    {
+        "id": "blind.seed1",
+        "display": "Agent blind (seed 1)",
+        "kind": "memagent",
+        "model": "m",
+        "question_blind": True,
+        "paper_row": None,
+        "seed_of": "blind",
+    },
 ]
 PAPER = {"ruler_hqa": {"RL-14B": {50: 80.47, 3200: 79.69}}}
 MAB = {"task": "ruler_qa2_421K", "paper": {"RL-14B": 0.16}, "where": "Table 2"}
@@ -83,6 +101,8 @@ def test_the_table_pairs_each_blind_system_with_the_aware_systems_of_its_model()
         {**hqa, "system": "aware", "items": items([1.0] * 16 + [0.0] * 4)},
         {**hqa, "system": "blind", "items": items([1.0] * 4 + [0.0] * 16)},
         {**hqa, "system": "other", "items": items([0.0] * 20)},
+        {**hqa, "system": "aware.seed1", "items": items([1.0] * 20)},
+        {**hqa, "system": "blind.seed1", "items": items([0.0] * 20)},
         {
             "system": "aware",
             "benchmark": "mab",
@@ -91,7 +111,7 @@ def test_the_table_pairs_each_blind_system_with_the_aware_systems_of_its_model()
         },
     ]
     records.insert(0, {**records[0], "length": 50, "system": "blind"})  # no aware run at 50
-    table = build_protocols_table(records, SYSTEMS, PAPER, MAB)
+    table = build_protocols_table(with_units(records), SYSTEMS, PAPER, MAB)
     assert list(table.index) == ["Agent blind vs Agent"]
     assert list(table.columns) == ["ruler_hqa@3200", "mab: ruler_qa2_421K"]
     hqa_cell = table.loc["Agent blind vs Agent", "ruler_hqa@3200"]
@@ -100,7 +120,9 @@ def test_the_table_pairs_each_blind_system_with_the_aware_systems_of_its_model()
     mab_cell = table.loc["Agent blind vs Agent", "mab: ruler_qa2_421K"]
     assert mab_cell == "20.0 (blind; 1 instance(s)); Mem-α's Table 2 16.0"
     records[-1]["items"] = {"ruler_qa1_197K#0": 0.9}
-    elsewhere = build_protocols_table(records, SYSTEMS, PAPER, MAB)  # no instance of the source
+    elsewhere = build_protocols_table(
+        with_units(records), SYSTEMS, PAPER, MAB
+    )  # no instance of the source
     assert list(elsewhere.columns) == ["ruler_hqa@3200"]
 
 
@@ -116,7 +138,7 @@ def test_a_question_aware_system_on_the_instances_is_set_beside_the_blind_one_of
         {**mab, "system": "per-question", "items": items(source, "ruler_qa2_421K")},
         {**mab, "system": "other", "items": items([1.0] * 20, "ruler_qa2_421K")},
     ]
-    table = build_protocols_table(records, systems, PAPER, MAB)
+    table = build_protocols_table(with_units(records), systems, PAPER, MAB)
     row = "Agent per question vs Agent"
     assert list(table.index) == [row] and list(table.columns) == ["mab: ruler_qa2_421K"]
     cell = table.loc[row, "mab: ruler_qa2_421K"]

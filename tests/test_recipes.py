@@ -23,7 +23,6 @@ from memrl.config import (
 from memrl.recipe_diff import main as recipe_diff
 from memrl.report.recipes import build_recipes_table, load_recipes
 from memrl.train.recipes import (
-    KEYS,
     RecipeError,
     check_transcription,
     from_verl,
@@ -79,27 +78,32 @@ def test_the_paper_configs_switch_trains_each_transcribed_recipe_to_the_key(reci
 
 
 def test_the_two_recipes_differ_where_the_issue_of_each_paper_says():
-    """MemAgent: the 7B script's batch of 128 and clip-high 0.2 against §A.3's 256 and DAPO;
-    Mem-α: 85 steps, a KL loss, the last checkpoint, token-mean against 205, none, best,
-    per-action."""
+    """MemAgent: the 7B script's batch of 128, clip-high 0.2 and no dynamic sampling against
+    §A.3's 256 and DAPO's two halves; Mem-α: 85 steps, a KL loss, the last checkpoint,
+    token-mean against 205, none, best, per-action."""
     by_recipe = {
         recipe: {r["run"] + r["stage"]: r["values"] for r in memagent_records(paper_config(recipe))}
         for recipe in ("official", "paper")
     }
     official, paper = by_recipe["official"], by_recipe["paper"]
-    assert {
-        k for k in KEYS if official["rl-memagent-7bstage1"][k] != paper["rl-memagent-7bstage1"][k]
-    } == {
+
+    def differ(a: dict, b: dict) -> set[str]:
+        assert set(a) == set(b)
+        return {k for k in a if a[k] != b[k]}
+
+    assert differ(official["rl-memagent-7bstage1"], paper["rl-memagent-7bstage1"]) == {
         "rollout_batch",
         "ppo_mini_batch_size",
         "mini_batch_rows",
         "clip_high",
+        "dynamic_sampling",
     }
-    assert {
-        k for k in KEYS if official["rl-memagent-14bstage1"][k] != paper["rl-memagent-14bstage1"][k]
-    } == {"clip_high"}
+    assert differ(official["rl-memagent-14bstage1"], paper["rl-memagent-14bstage1"]) == {
+        "clip_high",
+        "dynamic_sampling",
+    }
     alpha = {r: memalpha_records(paper_config(r))[0]["values"] for r in ("official", "paper")}
-    assert {k for k in KEYS if alpha["official"][k] != alpha["paper"][k]} == {
+    assert differ(alpha["official"], alpha["paper"]) == {
         "steps",
         "warmup_steps",
         "kl_loss_coef",
@@ -427,3 +431,11 @@ def test_a_tiny_trained_model_opens_the_recipes_table_with_the_machinery_banner(
     banner = machinery_jobs_banner(records, tiny)
     assert banner.startswith("Machinery check only: every system here runs")
     assert machinery_jobs_banner(records, {"rl": {**tiny["rl-tiny"], "reproduces": True}}) is None
+
+
+def test_the_docs_count_the_recipe_vocabulary_as_the_code_holds_it(repo):
+    from docs_pages import docs_text
+
+    from memrl.train.recipes import KEYS
+
+    assert f"`memrl.train.recipes.KEYS`: {len(KEYS)} keys" in " ".join(docs_text(repo).split())

@@ -74,7 +74,7 @@ def test_the_report_groups_tables_by_paper_and_links_figures_and_lineage(tmp_pat
         (96.0, 98.0),
     )
     write_claims([check], claims)  # as the figure job writes it
-    md, page, cells = write_reproduction(
+    md, page, cells, _ = write_reproduction(
         {"run": "smoke"}, [table], [figure], [claims], [study], tmp_path / "reproduction"
     )
     text = md.read_text()
@@ -108,20 +108,23 @@ def test_the_report_groups_tables_by_paper_and_links_figures_and_lineage(tmp_pat
     assert "<title>Reproduction report: run smoke</title>" in page_text
     html = page.read_text()
     assert "<img src='figures/figure1.png'" in html and "<details><summary>Notes" in html
-    # the key numbers, both papers, both at once, training curves, case studies, the diagnoses
-    assert html.count("<h2>") == 7
-    # each cell that differs opens a diagnosis, linked from the top of the report
-    assert (
-        "- **Diagnoses** (why a number differs; below): [table1: RL-MemAgent-14B (ours) @ " in text
-    )
+    # the ranked gaps, the key numbers, both papers, both at once, training curves, case
+    # studies, the diagnoses
+    assert html.count("<h2>") == 8
+    # the report opens with its diagnoses, ranked by the gap left unexplained: +25.0, then -16.9
+    ranked = text.split("## What explains the gaps (2 of 2, ranked)")[1].split("## Key numbers")[0]
     anchor = "diagnosis-table1-rl-memagent-14b-ours-28k"  # table, row, column: stable
+    assert ranked.index(f"1. [table1: RL-MemAgent-14B (ours) @ 28K](#{anchor}): ") < ranked.index(
+        "2. [table1: RL-MemAgent-14B (ours) @ 56K]"
+    )
+    # no evaluation among the inputs: said, never guessed
+    assert "no attribution: the cell's evaluation is not among the report's inputs" in ranked
     assert text.count('### <a id="diagnosis-') == 2 and f'<h3 id="{anchor}">' in html
     assert text.count("([diagnosis](#diagnosis-") == 2  # each largest miss links its diagnosis
     diagnosis = text.split(f'<a id="{anchor}"></a>')[1].split("###")[0]
+    assert diagnosis.startswith("1. [table1](tables/table1.md): RL-MemAgent-14B (ours) @ 28K")
+    assert "Its table in this report: [table1](#table-table1)." in diagnosis
     assert "- Recipe: not trained here" in diagnosis
-    assert (
-        "- Seeds: one sample per question; no spread over sampling or training seeds" in diagnosis
-    )
     assert "- Chance: 0 of 4 cells reproduced within the margin" in diagnosis
 
 
@@ -132,7 +135,7 @@ def test_the_report_opens_with_each_papers_key_numbers_as_its_table_states_them(
     """Table 1's RL-MemAgent-14B row (its headline), ours [interval] beside the paper and the
     verdict as the table's CSV has them, above everything else; what made them under them."""
     table = write_table1(tmp_path)
-    md, page, _ = write_reproduction(
+    md, page, _, _ = write_reproduction(
         {"run": "smoke"}, [table], [], [], [], tmp_path / "reproduction", MADE_BY
     )
     text = md.read_text()
@@ -162,7 +165,7 @@ def test_claims_that_cannot_be_checked_are_collapsed_below_the_judged_ones(tmp_p
         ClaimCheck("b", "3.5M within 10 %", "ours", None, NOT_CHECKABLE, "3.5M not run", None),
     ]
     write_claims(checks, claims)
-    md, page, _ = write_reproduction(
+    md, page, _, _ = write_reproduction(
         {"run": "smoke"}, [table], [], [claims], [], tmp_path / "reproduction"
     )
     text = md.read_text()
@@ -213,7 +216,7 @@ def test_a_run_that_cannot_reproduce_opens_with_its_banner_and_counts_nothing(tm
     summary = summarize_table(table)
     assert summary.counts == {**dict.fromkeys(counts_keys(), 0), NOT_COMPARABLE: 4}
     assert summary.misses == [] and summary.banner.startswith("Machinery check only: ")
-    md, page, _ = write_reproduction(
+    md, page, _, _ = write_reproduction(
         {"run": "smoke"}, [table], [], [], [], tmp_path / "reproduction"
     )
     text = md.read_text()

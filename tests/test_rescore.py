@@ -309,3 +309,27 @@ def test_the_rescore_job_writes_predictions_and_metrics_that_derive_from_them(
     assert record["accuracy"] == pytest.approx(100 * sum(r["score"] for r in rescored) / 3)
     with pytest.raises(SystemExit, match="--judge-model goes with"):
         cli.main([*argv, "--metrics", str(metrics), "--judge-model", str(tmp_path)])
+
+
+def test_each_task_of_a_rescored_benchmark_is_a_column_of_its_own():
+    """A judge that rejects half of one task's answers shows on that task, not on a pooled
+    column that the other tasks dilute."""
+
+    def two_tasks(scorer, first, second):
+        record = scored(scorer, [])
+        for task, scores in (("hotpotqa", first), ("musique", second)):
+            for i, s in enumerate(scores):
+                record["lines"][f"{task}#{i}"] = {
+                    "task": task,
+                    "index": i,
+                    "score": s,
+                    "scores": [s],
+                }
+        return record | {"benchmark": "longbench", "length": 0}
+
+    own = two_tasks("the benchmark's", [1.0] * 20, [1.0] * 20)
+    judge = two_tasks("judge", [1.0] * 10 + [0.0] * 10, [1.0] * 20)
+    frame = build_scorers_table([own, judge], SYSTEMS, {"judge": {"kind": "whole_reply"}})
+    assert list(frame.columns) == ["longbench: hotpotqa", "longbench: musique"]
+    assert frame.loc["judge: Agent", "longbench: hotpotqa"].startswith("50.0 vs 100.0: -50.0 [")
+    assert "the same scores" in frame.loc["judge: Agent", "longbench: musique"]

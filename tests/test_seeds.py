@@ -8,7 +8,7 @@ import copy
 import pytest
 
 from memrl import config as cfg
-from memrl.report.diagnosis import Cell, Context, diagnose, parse_markdown_table
+from memrl.report.attribution import Evidence, Gap, Source, attribute
 from memrl.report.seeds import build_seeds_table, cell_text, seed_summary
 
 
@@ -130,9 +130,18 @@ def test_the_table_has_a_row_per_sampled_system_and_the_diagnosis_reads_it():
     assert list(frame.index) == [sampled, trained] and list(frame.columns) == ["ruler_hqa@50"]
     assert "each seed 50.0 / 100.0; best-of-2 100.0" in frame.loc[sampled, "ruler_hqa@50"]
     assert "each seed 50.0 / 0.0; best-of-2 50.0" in frame.loc[trained, "ruler_hqa@50"]
-    rows = "".join(f"| {label} | {frame.loc[label].iloc[0]} |\n" for label in frame.index)
-    markdown = "| System | ruler_hqa@50 |\n|---|---|\n" + rows
-    context = Context({}, {cfg.SEEDS_TABLE: parse_markdown_table(markdown)})
-    seeds = diagnose(Cell("table1", "Agent", "7K", ["ruler_hqa"], 50), context)[4]
-    assert seeds.startswith(f"Seeds: {sampled} @ ruler_hqa@50: 75.0 [")
-    assert f" | {trained} @ ruler_hqa@50: 25.0 [" in seeds
+    # a diagnosis reads the same repeats as bounds on noise, the seeds table's rows named
+    ids = {"a": {}, "a.seed1": {"seed_of": "a"}, "a.train-seed1": {"training_seed_of": "a"}}
+    evidence = Evidence(
+        {
+            (r["system"], "ruler_hqa", 50, "the benchmark's"): {
+                key: {"score": s} for key, s in r["items"].items()
+            }
+            for r in records
+        },
+        {sid: {"id": sid, "display": "Agent", **spec} for sid, spec in ids.items()},
+    )
+    found = attribute(Gap(-40.0, (-60.0, -20.0), Source("ruler_hqa", "hqa", "a", 50)), evidence)
+    bounds = {e.factor: (e.effect, e.row) for e in found.effects if e.bound}
+    assert bounds == {"sampling": (50.0, sampled), "training seeds": (50.0, trained)}
+    assert found.verdict == "explained"  # a 40-point gap within a 50-point move of the seeds

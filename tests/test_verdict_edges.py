@@ -102,7 +102,7 @@ def test_a_far_miss_renders_its_table_its_footnote_and_the_report(tmp_path):
     assert rouge_cell.paper_n == 200 and rouge_cell.verdict == DIFFERS_BELOW
     markdown = tables[0].read_text()
     assert "one test of 'every cell reproduced' (Σz² = " in markdown and "p = <0.001" in markdown
-    md, _, cells = write_reproduction({"run": "far"}, tables, [], [], [], tmp_path / "report")
+    md, _, cells, _ = write_reproduction({"run": "far"}, tables, [], [], [], tmp_path / "report")
     assert "differs below" in md.read_text()
     rows = list(csv.DictReader(cells.open()))
     assert {r["table"] for r in rows} == {"table1", "table2"}
@@ -199,7 +199,9 @@ def test_cells_of_unknown_paper_n_are_counted_apart(tmp_path):
     write_table(table, tmp_path / "tables/table1", "Table 1")
     summary = summarize_table(tmp_path / "tables/table1.md")
     assert summary.cells == [] and [c.verdict for c in summary.unknown_n] == [DIFFERS_BELOW]
-    md, _, listed = write_reproduction({"run": "n"}, [summary.markdown], [], [], [], tmp_path / "r")
+    md, _, listed, _ = write_reproduction(
+        {"run": "n"}, [summary.markdown], [], [], [], tmp_path / "r"
+    )
     assert "paper n unknown, counted apart: 1 of 1 differ (16.6 % expected" in md.read_text()
     assert [row["kind"] for row in csv.DictReader(listed.open())] == ["paper n unknown"]
 

@@ -94,11 +94,12 @@ def test_slurm_profile_plans_every_paper_job(repo):
     assert counts["stage2_data"] == 1
     assert counts["train_stage1"] == counts["train_stage2"] == counts["plot_training_curve"] == 2
     # one job per (system, benchmark, length) for all its tasks; long RULER-HQA ones in 4 shards
+    # (the released checkpoints' repeats at two more sampling seeds among them)
     from memrl import config as cfg
 
     jobs = cfg.eval_jobs(cfg.load_yaml(repo / "config/config.yaml"))
     sharded = [j for j in jobs if j.shards > 1]
-    assert len(sharded) == 34 and {j.shards for j in sharded} == {4}
+    assert len(sharded) == 46 and {j.shards for j in sharded} == {4}
     # ... the memory ablation: 2 systems x 7 settings x (7 NIAH lengths + LongBench-QA), and
     # Table 4's probe: 2 systems x 7 lengths, each job all 5 placements (5 x 7 probe sets)
     # D.2's RAG with the paper's retriever (text-embedding-3-large) beside BM25 and MiniLM: 2 models
@@ -117,6 +118,9 @@ def test_slurm_profile_plans_every_paper_job(repo):
         == 446
         + 2 * 4 * 12
         + (2 * 10 + 5 * 2 + 2 * 7 * 8 + 14 + 8 + 10 + 1 + 2 + 10 + 7 + 1 + 7 + 1)
+        # the released 14B and 7B at 2 more sampling seeds: RULER-HQA's 7 unsharded lengths,
+        # RULER's 7 and LongBench-QA, each (Mem-α's instances sample with memalpha's settings)
+        + 2 * 2 * (7 + 7 + 1)
     )
     assert counts["probe_set"] == 5 * 7
     # Mem-α: Memalpha-4B on validation and MemoryAgentBench, Qwen3-4B and gpt-4.1-mini on
@@ -130,10 +134,11 @@ def test_slurm_profile_plans_every_paper_job(repo):
     # the (β, γ) ablation: five GRPO runs on verl, each evaluated on both Mem-α benchmarks
     assert counts["train_memalpha"] == counts["plot_memalpha_training_curve"] == 5
     assert "eval/mab/memalpha-4b-released/0.memories.jsonl" in done.stdout
-    assert counts["merge_eval"] == 34 and counts["evaluate_shard"] == 4 * 34
+    assert counts["merge_eval"] == 46 and counts["evaluate_shard"] == 4 * 46
     # MemAgent's 10, its recipes and failure patterns, Mem-α's 9 and recipes, the controls, the
-    # protocols, the scorers, the papers' sentences and the suites; 8 figures and the frontier
-    assert counts["make_table"] == 12 + 10 + 5 and counts["plot_figure"] == 8 + 1
+    # protocols, the scorers, the seeds (the released checkpoints' 3), the papers' sentences and
+    # the suites; 8 figures and the frontier
+    assert counts["make_table"] == 12 + 10 + 6 and counts["plot_figure"] == 8 + 1
     # scores without regenerating: the whole reply on the four trained or released MemAgents'
     # RULER-HQA (10 lengths) and LongBench-QA, Mem-α's two under its baselines' protocol on
     # both Mem-α benchmarks, and GPT-4o judging every system there with a judged (LongMemEval)

@@ -350,10 +350,11 @@ COMMANDS: dict[str, Command] = {
             "--figures": {"nargs": "*", "type": Path},
             "--claims": {"nargs": "*", "type": Path},  # the figures' claim checks
             "--case-studies": {"nargs": "*", "type": Path},
+            "--evaluations": {"nargs": "*", "type": Path, "default": []},  # their items
             "--out-prefix": {},
         },
-        named("tables", "figures", "claims", "case_studies"),
-        prefixed(".md", ".html"),
+        named("tables", "figures", "claims", "case_studies", "evaluations"),
+        prefixed(".md", ".html", ".cells.csv", ".diagnoses.csv"),
     ),
     "training-curve": Command(
         "reward, KL and clipping per step of training runs",

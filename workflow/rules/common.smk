@@ -246,7 +246,12 @@ def get_reports():
 def get_reproduction():
     """The reproduction report, where the config makes any table."""
     tables = [path for path in get_reports() if path.endswith(".md")]
-    outputs = ("reproduction.md", "reproduction.html", "reproduction.cells.csv")
+    outputs = (
+        "reproduction.md",
+        "reproduction.html",
+        "reproduction.cells.csv",
+        "reproduction.diagnoses.csv",
+    )
     return [f"{R}/{name}" for name in outputs] if tables else []
 
 
@@ -263,6 +268,11 @@ def get_reproduction_figures(wildcards):
 
 def get_reproduction_claims(wildcards):
     return [p for p in get_reports() if p.endswith(".claims.json")]
+
+
+def get_reproduction_evaluations(wildcards):
+    """The evaluations whose items the diagnoses pair (each metrics and predictions file)."""
+    return cfg.reproduction_evaluations(config)
 
 
 def get_reproduction_case_studies(wildcards):

@@ -97,9 +97,11 @@ rule reproduction:
         figures=get_reproduction_figures,
         claims=get_reproduction_claims,
         case_studies=get_reproduction_case_studies,
+        evaluations=get_reproduction_evaluations,
     output:
         md=f"{R}/reproduction.md",
         cells=f"{R}/reproduction.cells.csv",
+        diagnoses=f"{R}/reproduction.diagnoses.csv",
         html=report(
             f"{R}/reproduction.html",
             caption="../report/reproduction.rst",
@@ -118,4 +120,5 @@ rule reproduction:
     shell:
         "memrl --job {params.job:q} --log {log:q} reproduction --settings {params.settings:q}"
         " --tables {input.tables:q} --figures {input.figures:q} --claims {input.claims:q}"
-        " --case-studies {input.case_studies:q} --out-prefix {params.prefix:q} 2> {log:q}"
+        " --case-studies {input.case_studies:q} --evaluations {input.evaluations:q}"
+        " --out-prefix {params.prefix:q} 2> {log:q}"

@@ -87,7 +87,7 @@ from memrl.config.reports import (
     report_settings,
     stats_splits,
 )
-from memrl.config.reproduction import reproduction_settings
+from memrl.config.reproduction import reproduction_evaluations, reproduction_settings
 from memrl.config.rescoring import (
     RescoreJob,
     judge_probe_file,
@@ -254,6 +254,7 @@ __all__ = [
     "report_plan",
     "report_settings",
     "report_stem",
+    "reproduction_evaluations",
     "reproduction_settings",
     "rescore_jobs",
     "rescore_prefix",

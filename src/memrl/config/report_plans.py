@@ -147,10 +147,10 @@ def _memalpha_checkpoints(config: dict[str, Any]) -> list[str]:
 
 
 def _item_inputs(name: str) -> Callable[[dict[str, Any]], list[str]]:
-    return lambda config: _item_files(config, report_jobs(config, name))
+    return lambda config: item_files(config, report_jobs(config, name))
 
 
-def _item_files(config: dict[str, Any], jobs: list[EvalJob]) -> list[str]:
+def item_files(config: dict[str, Any], jobs: list[EvalJob]) -> list[str]:
     """Each evaluation's metrics (its system, benchmark, length) and predictions (its items)."""
     prefixes = [eval_prefix(config, job) for job in jobs]
     return [f"{p}.{end}" for p in prefixes for end in ("metrics.json", "predictions.jsonl")]
@@ -566,7 +566,7 @@ def control_jobs(config: dict[str, Any], name: str) -> list[EvalJob]:
 
 
 def control_inputs(config: dict[str, Any], name: str) -> list[str]:
-    return _item_files(config, control_jobs(config, name))
+    return item_files(config, control_jobs(config, name))
 
 
 def table_settings(config: dict[str, Any], name: str) -> dict[str, Any]:

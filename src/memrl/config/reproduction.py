@@ -1,27 +1,55 @@
 """What the reproduction report reads beyond the tables' files: the systems (their recipes and
-protocols, for the diagnoses), the benchmarks behind each table's cells (the controls' and
-scorers' columns), and how many samples each question's score rests on."""
+protocols, for the diagnoses), the sampling settings, which recipe produced each paper's printed
+numbers, and the evaluations whose items the diagnoses' attributions pair
+(reproduction_evaluations)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from memrl.config.report_plans import TABLES, report_inputs, report_jobs
-from memrl.config.reports import report_systems
+from memrl.config.report_plans import (
+    TABLES,
+    control_inputs,
+    item_files,
+    paper_file,
+    report_inputs,
+    report_jobs,
+    report_plan,
+)
+from memrl.config.reports import (
+    MEMAGENT_RECIPES_TABLE,
+    MEMALPHA_RECIPES_TABLE,
+    report_systems,
+)
+from memrl.config.yaml_file import load_yaml
+
+ITEM_FILES = ("metrics.json", "predictions.jsonl")  # an evaluation's (or a rescoring's) files
 
 
 def reproduction_settings(config: dict[str, Any]) -> dict[str, Any]:
-    sampling = config["evaluation"]["sampling"]
     return {
         "run": config["run"],
         "systems": report_systems(config, variants=True),
-        "benchmarks": {
-            name: sorted({job.benchmark for job in report_jobs(config, name)})
-            for name in TABLES
+        "sampling": dict(config["evaluation"]["sampling"]),
+        "printed_by": {
+            name: load_yaml(paper_file(config, name)).get("recipe", {}).get("printed_by", "paper")
+            for name in (MEMAGENT_RECIPES_TABLE, MEMALPHA_RECIPES_TABLE)
             if report_inputs(config, name)
         },
-        "samples": (
-            f"one sample per question (evaluation.sampling: temperature {sampling['temperature']}"
-            f", top_p {sampling['top_p']}, seed {sampling['seed']})"
-        ),
     }
+
+
+def reproduction_evaluations(config: dict[str, Any]) -> list[str]:
+    """Every evaluation's metrics and predictions a table reads (a score table's cells and the
+    controls beside them; the controls', protocols', scorers' and seeds' tables), once each:
+    the items a diagnosis pairs."""
+    files: list[str] = []
+    for name in TABLES:
+        plan = report_plan(name)
+        if plan.figure or not report_inputs(config, name):
+            continue
+        if plan.inputs is None:
+            files += item_files(config, report_jobs(config, name)) + control_inputs(config, name)
+        else:
+            files += [path for path in plan.inputs(config) if path.endswith(ITEM_FILES)]
+    return sorted(set(files))

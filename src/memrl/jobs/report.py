@@ -87,6 +87,7 @@ def cmd_reproduction(args: argparse.Namespace, run: JobRecord) -> None:
         args.case_studies,
         Path(args.out_prefix),
         provenance_footnote(args.out_prefix),
+        args.evaluations,
     )
 
 

@@ -14,7 +14,7 @@ from typing import Any
 import pandas as pd
 
 from memrl.report.cells import ControlGain
-from memrl.report.controls import items_of_task, paired_gain
+from memrl.report.controls import Units, items_of_task, paired_gain
 from memrl.report.rows import Systems, system_kind, system_specs
 from memrl.systems import system_kind as registered_kind
 from memrl.systems.base import Control
@@ -29,7 +29,7 @@ def attach_control_gains(table: pd.DataFrame, evaluations: Evaluations, systems:
     every one of them, by id."""
     specs = system_specs(systems)
     kinds = {sid: registered_kind(system_kind(sid, spec)) for sid, spec in specs.items()}
-    items = {(e["system"], e["benchmark"], e["length"]): e["items"] for e in evaluations}
+    items = {(e["system"], e["benchmark"], e["length"]): e["questions"] for e in evaluations}
     controls = [e for e in evaluations if _flags(kinds[e["system"]].control)]
     for column in table.columns:
         for display in table.index:
@@ -45,7 +45,7 @@ def attach_control_gains(table: pd.DataFrame, evaluations: Evaluations, systems:
             control = at[0]
             gain = _gain(
                 items_of_task(ours, task),
-                items_of_task(control["items"], task),
+                items_of_task(control["questions"], task),
                 kinds[control["system"]].control,
                 specs[control["system"]]["display"],
             )
@@ -59,9 +59,7 @@ def _flags(control: Control | None) -> bool:
     return control is not None and control.reached is not None
 
 
-def _gain(
-    ours: Mapping[str, float], control: Mapping[str, float], said: Control, system: str
-) -> ControlGain | None:
+def _gain(ours: Units, control: Units, said: Control, system: str) -> ControlGain | None:
     """The paired gain (None without shared items), flagged where the control, above 0, reaches
     ours."""
     gain = paired_gain(ours, control)

@@ -20,7 +20,8 @@ from memrl.report.cells import DASH, text_frame
 from memrl.report.records import evaluation_files
 from memrl.report.registry import BOTH_PAPERS, PaperTable, TableInput
 from memrl.report.rows import system_kind, system_specs
-from memrl.scoring.intervals import bootstrap
+from memrl.scoring.intervals import bootstrap, paired_fixed_instances_interval
+from memrl.scoring.rescore import unit_scores
 from memrl.systems import system_kind as registered_kind
 from memrl.systems.base import Control
 
@@ -48,34 +49,81 @@ def load_evaluations(paths: Iterable[str | Path]) -> list[tuple[dict[str, Any], 
 
 
 def load_item_scores(paths: Iterable[str | Path]) -> list[dict[str, Any]]:
-    """One record per evaluation: its system, benchmark and length, and the score of each item
-    of its predictions, by (task, index)."""
+    """One record per evaluation: its system, benchmark and length, the score of each item of
+    its predictions by (task, index), and each item's questions' scores (`questions`)."""
     return [
         {key: record[key] for key in ("system", "benchmark", "length")}
-        | {"items": {key: float(line["score"]) for key, line in lines.items()}}
+        | {
+            "items": {key: float(line["score"]) for key, line in lines.items()},
+            "questions": {key: unit_scores(line) for key, line in lines.items()},
+        }
         for record, lines in load_evaluations(paths)
     ]
 
 
-def items_of_task(items: Mapping[str, float], task: str) -> dict[str, float]:
-    """The item scores of one task (keys `task#index`, as load_item_scores gives them)."""
+Units = Mapping[str, "float | Sequence[float]"]  # item key -> its score, or its questions'
+
+
+def items_of_task(items: Mapping[str, Any], task: str) -> dict[str, Any]:
+    """The items of one task (keys `task#index`, as load_item_scores gives them)."""
     return {key: score for key, score in items.items() if key.rpartition("#")[0] == task}
 
 
-def paired_gain(ours: Mapping[str, float], control: Mapping[str, float]) -> dict[str, Any]:
+ITEMS, FIXED_INSTANCES = "items", "fixed instances"  # how a paired difference is resampled
+
+
+def paired_gain(ours: Units, control: Units) -> dict[str, Any]:
     """The gain over the control on the items both scored: the means (in %), the mean of the
-    per-item differences with its percentile-bootstrap 95 % interval, and the item count."""
+    per-item differences with its 95 % interval, the questions paired (`n`) and the items.
+
+    An item given as its questions' scores (a Mem-α instance) is paired question by question:
+    the gain is the mean of the instances' mean differences, its interval the fixed-instances
+    bootstrap (the questions resampled within each instance, the released instances held
+    fixed). Where every item has one question, the items are resampled (percentile bootstrap)."""
     shared = sorted(set(ours) & set(control))
     if not shared:
         return {"n": 0}
-    differences = [ours[key] - control[key] for key in shared]
+    mine, theirs = ([_units(side[key]) for key in shared] for side in (ours, control))
+    groups = [_differences(a, b) for a, b in zip(mine, theirs, strict=True)]
+    fixed = any(len(group) > 1 for group in groups)
     return {
-        "n": len(shared),
-        "ours": _percent_mean([ours[key] for key in shared]),
-        "control": _percent_mean([control[key] for key in shared]),
-        "gain": _percent_mean(differences),
-        "interval": bootstrap(differences),
+        "n": sum(len(group) for group in groups),
+        "instances": len(shared),
+        "design": FIXED_INSTANCES if fixed else ITEMS,
+        "ours": _percent_mean([_mean(a) for a in mine]),
+        "control": _percent_mean([_mean(b) for b in theirs]),
+        "gain": _percent_mean([_mean(group) for group in groups]),
+        "interval": (
+            paired_fixed_instances_interval(groups)
+            if fixed
+            else bootstrap([group[0] for group in groups])
+        ),
+        "keys": shared,
+        "differences": [_mean(group) for group in groups],
     }
+
+
+def _units(value: float | Sequence[float]) -> list[float]:
+    return [float(value)] if isinstance(value, int | float) else [float(v) for v in value]
+
+
+def _differences(ours: Sequence[float], control: Sequence[float]) -> list[float]:
+    """The per-question differences of one item; its mean difference where the two sides hold
+    different question counts (then it is paired as one unit)."""
+    if len(ours) == len(control):
+        return [a - b for a, b in zip(ours, control, strict=True)]
+    return [_mean(ours) - _mean(control)]
+
+
+def _mean(values: Sequence[float]) -> float:
+    return sum(values) / len(values)
+
+
+def n_text(gain: Mapping[str, Any]) -> str:
+    """What a paired difference rests on: `n 40`, or `n 100 questions in 1 instance`."""
+    if gain.get("design") != FIXED_INSTANCES:
+        return f"n {gain['n']}"
+    return f"n {gain['n']} questions in {gain['instances']} instance(s)"
 
 
 def _percent_mean(values: Sequence[float]) -> float:
@@ -103,7 +151,7 @@ def cell_text(gain: Mapping[str, Any], control: Control) -> str:
     low, high = gain["interval"]
     text = (
         f"{gain['gain']:+.1f} [{low:+.1f}, {high:+.1f}] (ours {gain['ours']:.1f}, "
-        f"{control.label} {gain['control']:.1f}; n {gain['n']})"
+        f"{control.label} {gain['control']:.1f}; {n_text(gain)})"
     )
     said = gain_verdict(gain, control.above, control.below)
     # the control right where the memory system is no better (both at 0: nothing was answered)
@@ -116,9 +164,25 @@ def column(record: Mapping[str, Any]) -> str:
     return f"{record['benchmark']}@{record['length']}" if record["length"] else record["benchmark"]
 
 
+def task_columns(
+    record: Mapping[str, Any], items: Mapping[str, Any]
+) -> list[tuple[str, str | None]]:
+    """The columns of an evaluation's cells, each with its task: the benchmark and length alone
+    where it holds one task; else a column per task (`longbench: hotpotqa`), never pooled."""
+    tasks = sorted({key.rpartition("#")[0] for key in items})
+    if len(tasks) <= 1:
+        return [(column(record), None)]
+    return [(f"{column(record)}: {task}", task) for task in tasks]
+
+
+def of_task(items: Mapping[str, Any], task: str | None) -> dict[str, Any]:
+    """`items` of one task (None: all of them)."""
+    return dict(items) if task is None else items_of_task(items, task)
+
+
 def build_controls_table(records: Sequence[Mapping[str, Any]], systems: Any) -> pd.DataFrame:
-    """A row per (memory system, control), a column per benchmark and length where both ran;
-    each cell the paired difference (cell_text)."""
+    """A row per (memory system, control), a column per benchmark, length and task where both
+    ran (task_columns); each cell the paired difference (cell_text)."""
     specs = system_specs(systems)
     kinds = {
         r["system"]: registered_kind(system_kind(r["system"], specs[r["system"]])) for r in records
@@ -131,13 +195,15 @@ def build_controls_table(records: Sequence[Mapping[str, Any]], systems: Any) -> 
             if (memory["benchmark"], memory["length"]) != (control["benchmark"], control["length"]):
                 continue
             label = f"{specs[memory['system']]['display']} vs {specs[control['system']]['display']}"
-            rows.setdefault(label, {})[column(memory)] = cell_text(
-                paired_gain(memory["items"], control["items"]), kinds[control["system"]].control
-            )
+            for name, task in task_columns(memory, memory["questions"]):
+                ours, theirs = (of_task(r["questions"], task) for r in (memory, control))
+                gain = paired_gain(ours, theirs)
+                rows.setdefault(label, {})[name] = cell_text(gain, kinds[control["system"]].control)
     notes = [
         "Difference = ours − the control on the items both answered, with the 95 % "
         "percentile-bootstrap interval of the per-item differences (paired: the items resampled "
-        "together; a Mem-α instance, scored as the mean over its questions, is one item).",
+        "together). On Mem-α's instances the questions are paired inside each instance: the "
+        "instances are held fixed, their questions resampled (n counts the questions).",
         "Closed-book: the question alone (what the model knows); oracle: only the gold evidence "
         "(what the evidence gives, with nothing to find); full context: the whole context in the "
         "memory agent's own answer prompt, middle-truncated (the memory loop against reading at "

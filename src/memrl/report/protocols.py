@@ -44,7 +44,11 @@ def build_protocols_table(
     at that length), and one for MemoryAgentBench's `mab.task` (the question-aware system's
     score there, which its memorize job reads blind, beside Mem-α's printed one)."""
     specs = system_specs(systems)
-    blind = [r for r in records if specs[r["system"]].get("question_blind")]
+    blind = [
+        r
+        for r in records
+        if specs[r["system"]].get("question_blind") and not _repeat(specs[r["system"]])
+    ]
     rows: dict[str, dict[str, str]] = {}
     for ours in blind:
         model = specs[ours["system"]]["model"]
@@ -61,7 +65,7 @@ def build_protocols_table(
             else:
                 printed = paper.get(ours["benchmark"], {}).get(spec.get("paper_row"), {})
                 value = printed.get(ours["length"])
-                text = cell_text(paired_gain(ours["items"], aware["items"]), AWARE)
+                text = cell_text(paired_gain(ours["questions"], aware["questions"]), AWARE)
                 said = f"; paper (question-aware) {value:.2f}" if value is not None else ""
                 rows.setdefault(label, {})[column(ours)] = text + said
     for label, name, cell in _aware_on_instances(records, specs, mab):
@@ -83,13 +87,21 @@ def build_protocols_table(
         f"A question-aware MemAgent on MemoryAgentBench ({mab['task']}) writes a memory per "
         "question, for it (MemAgent's protocol on Mem-α's instances: the question as the "
         "problem of every memory update), and answers each over its own: aware − blind on the "
-        "instances both answered, paired as above, beside Mem-α's printed (blind) number.",
+        "instances both answered, beside Mem-α's printed (blind) number. The questions are "
+        "paired inside each instance: the instances held fixed, their questions resampled.",
     ]
     return frame
 
 
+def _repeat(spec: Mapping[str, Any]) -> bool:
+    """A system's repeat at another seed, or its memory-ablation variant: never a row here."""
+    return any(spec.get(key) for key in ("seed_of", "training_seed_of", "ablation_of"))
+
+
 def _switched(spec: Mapping[str, Any]) -> bool:
-    return bool(spec.get("question_blind") or spec.get("question_aware"))
+    """Not the model's own question-aware system: switched to the other protocol, or a repeat
+    (another seed) or a memory-ablation variant of a system."""
+    return bool(spec.get("question_blind") or spec.get("question_aware")) or _repeat(spec)
 
 
 def _aware_on_instances(
@@ -103,14 +115,14 @@ def _aware_on_instances(
     found = []
     for ours in records:
         spec = specs[ours["system"]]
-        if not spec.get("question_aware") or not _reads_source(ours, mab["task"]):
+        if not spec.get("question_aware") or _repeat(spec) or not _reads_source(ours, mab["task"]):
             continue
         for blind in records:
             other = specs[blind["system"]]
             same = (blind["benchmark"], blind["length"]) == (ours["benchmark"], ours["length"])
             if not same or _switched(other) or other["model"] != spec["model"]:
                 continue
-            mine, theirs = (items_of_task(r["items"], mab["task"]) for r in (ours, blind))
+            mine, theirs = (items_of_task(r["questions"], mab["task"]) for r in (ours, blind))
             printed = mab["paper"].get(other.get("paper_row"))
             said = f"; Mem-α's Table 2 (blind) {100 * printed:.1f}" if printed is not None else ""
             text = cell_text(paired_gain(mine, theirs), BLIND) + said

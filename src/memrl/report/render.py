@@ -56,6 +56,9 @@ CSV_COLUMNS = [
     "system_id",
     "paper_row",
     "paper_at",  # where the paper's number sits in that row ('gov_report/rouge_1', 'squad/perf')
+    "source_benchmark",  # the evaluation behind the cell (its diagnosis reads its items)
+    "source_task",
+    "source_length",
     "mean_tokens",
     "n_items",  # items (Mem-α: instances)
     "n_questions",  # Mem-α: the questions of those instances
@@ -277,6 +280,7 @@ def tidy(table: pd.DataFrame) -> pd.DataFrame:
                     "system_id": table.attrs["system_ids"][display],
                     "paper_row": table.attrs["paper_rows"][display],
                     "paper_at": paper_at(table, key),
+                    **_source_columns(cell),
                     "mean_tokens": cell.mean_tokens,
                     "n_items": cell.n_items if cell.ours is not None else None,
                     "n_questions": cell.n_questions if cell.ours is not None else None,
@@ -290,6 +294,12 @@ def tidy(table: pd.DataFrame) -> pd.DataFrame:
     header = [key_name if c == "column" else c for c in CSV_COLUMNS]
     frame = pd.DataFrame(rows, columns=[*header, "partial", *GAIN_CSV_COLUMNS, *extra_names])
     return frame
+
+
+def _source_columns(cell: Cell) -> dict[str, Any]:
+    """The evaluation behind a cell: benchmark, task and length (none for an average)."""
+    benchmark, task, _, length = cell.source or (None, None, None, None)
+    return {"source_benchmark": benchmark, "source_task": task, "source_length": length}
 
 
 def paper_at(table: pd.DataFrame, key: Any) -> str | None:

@@ -22,6 +22,7 @@ from typing import Any
 
 from memrl.config import report_of_stem, report_plan
 from memrl.data.io import atomic_path, write_text_atomic
+from memrl.report.attribution import Gap, load_evidence
 from memrl.report.cells import MACHINERY_ONLY
 from memrl.report.claim_lists import (
     Claim,
@@ -35,10 +36,23 @@ from memrl.report.diagnosis import (
     TEXT_TABLES,
     Cell,
     Context,
+    Diagnosis,
     cell_anchor,
     diagnose,
     parse_markdown_table,
     table_anchor,
+)
+from memrl.report.diagnosis_pages import (
+    ALONE,
+    DIAGNOSES_SUFFIX,
+    SHOWN,
+    html_diagnosis,
+    html_ranked,
+    html_rest,
+    markdown_diagnosis,
+    markdown_ranked,
+    markdown_rest,
+    write_diagnoses,
 )
 from memrl.report.figures import paper_figure
 from memrl.report.html_page import html_document, prose
@@ -177,10 +191,11 @@ class Reproduction:
     made_by: str | None = None  # the provenance footnote (commit, config hash, invocation)
 
     @functools.cached_property
-    def diagnosed(self) -> list[tuple[JudgedCell, list[str]]]:
-        """The cells worth a look (their q-value first), then every other *differs*, each with
-        its diagnosis; in a run with none that is a machinery check only, each paper's largest
-        score difference among its not-comparable cells, so that the page still shows one."""
+    def diagnosed(self) -> list[Diagnosis]:
+        """The cells worth a look, then every other *differs*, each with its diagnosis, ranked by
+        the gap no measured factor accounts for (largest first; ties in that order). In a run with
+        none that is a machinery check only: each paper's largest score difference among its
+        not-comparable cells, so that the page still shows one."""
         look = [c for paper in PAPERS for c, _ in worth_a_look(self.of(paper)[0])]
         differs = [c for t in self.tables for c in t.cells if c.verdict in MISS_VERDICTS]
         cells = list(dict.fromkeys([*look, *differs]))
@@ -189,11 +204,16 @@ class Reproduction:
                 gaps = [c for t in self.of(paper)[0] for c in t.gaps if not c.memory]
                 cells += sorted(gaps, key=lambda c: -abs(c.delta or 0.0))[:1]
         context = self.context or Context({}, {})
-        return [(c, diagnose(self._cell(c), context)) for c in cells]
+        found = [diagnose(_cell(c), context) for c in cells]
+        return sorted(found, key=lambda d: -d.unexplained)
 
-    def _cell(self, cell: JudgedCell) -> Cell:
-        benchmarks = (self.context.benchmarks if self.context else {}).get(cell.table, [])
-        return Cell(cell.table, cell.system, cell.label, benchmarks, cell.length)
+    @property
+    def shown_diagnoses(self) -> list[Diagnosis]:
+        return self.diagnosed[:SHOWN]
+
+    @property
+    def table_files(self) -> dict[str, Path]:
+        return {t.name: t.markdown for t in self.tables}
 
     @property
     def banner(self) -> str | None:
@@ -241,6 +261,15 @@ class Reproduction:
         return KeyTable(table.name, table.caption, md, page, table.key_numbers)
 
 
+def _cell(cell: JudgedCell) -> Cell:
+    """A judged cell as a diagnosis reads it: its gap, where the CSV gives its evaluation (a
+    machinery-only cell's gap has no interval)."""
+    gap = None
+    if cell.source is not None and cell.delta is not None:
+        gap = Gap(cell.delta, cell.gap_interval, cell.source)
+    return Cell(cell.table, cell.system, cell.label, gap, cell.text)
+
+
 def shown(report: Reproduction, sections: tuple[str, ...]) -> list[str]:
     """The sections the report shows: each paper's always, one's own datasets' when it ran."""
     return [s for s in sections if s != OWN_DATA or report.of(s)[0]]
@@ -249,15 +278,13 @@ def shown(report: Reproduction, sections: tuple[str, ...]) -> list[str]:
 def render_markdown(report: Reproduction) -> str:
     lines = [f"# Reproduction report: run {report.run}", ""]
     lines += [f"> {report.banner}", ""] if report.banner else []
+    diagnosed = report.diagnosed
+    lines += markdown_ranked(diagnosed)
     lines += markdown_key_numbers(report.key_tables(), report.made_by)
     for paper in shown(report, PAPERS):
         lines.append(f"- **{paper}**: {report.summary(paper)}")
         look = _worth_a_look_text(report.of(paper)[0])
         lines += [f"  - {look[0]}", *(f"    - {line}" for line in look[1:])] if look else []
-    diagnosed = report.diagnosed
-    if diagnosed:
-        links = ", ".join(f"[{_anchor_text(c)}](#{_anchor(c)})" for c, _ in diagnosed)
-        lines.append(f"- **Diagnoses** (why a number differs; below): {links}")
     lines += [
         "",
         "Lineage of any file: `memrl lineage PATH` (the jobs, models and data behind it).",
@@ -273,7 +300,7 @@ def render_markdown(report: Reproduction) -> str:
             lines += [f"### {anchor}[{table.name}]({link}): {table.caption}", ""]
             lines += [f"{_table_text(table)}.", ""]
             lines += [
-                f"- Largest miss: {miss}{_link(miss, diagnosed, md=True)}" for miss in table.misses
+                f"- Largest miss: {miss}{_link(miss, report, md=True)}" for miss in table.misses
             ]
             lines += [f"- Note: {note}" for note in table.notes]
             lines += [f"- Lineage: `memrl lineage {table.markdown}`", ""]
@@ -284,29 +311,21 @@ def render_markdown(report: Reproduction) -> str:
         lines += ["", "## Case studies (the memory after every chunk)", ""]
         lines += [f"- [{report.link(c)}]({report.link(c)})" for c in report.case_studies]
     if diagnosed:
-        lines += ["", "## Diagnoses", ""]
-        for k, (cell, found) in enumerate(diagnosed, 1):
-            lines += [f'### <a id="{_anchor(cell)}"></a>{k}. {cell.table}: {cell.text}', ""]
-            lines += [f"- {line}" for line in found] + [""]
+        lines += ["", "## Diagnoses", "", ALONE, ""]
+        for k, found in enumerate(report.shown_diagnoses, 1):
+            lines += markdown_diagnosis(k, found, report.table_files, report.link)
+        lines += markdown_rest(diagnosed[SHOWN:])
     return "\n".join(lines) + "\n"
 
 
-def _anchor(cell: JudgedCell) -> str:
-    """Its diagnosis's id: the one its table's cell links to (memrl.report.diagnosis)."""
-    return cell_anchor(cell.table, cell.system, cell.label)
-
-
-def _link(miss: str, diagnosed: Sequence[tuple[JudgedCell, list[str]]], md: bool) -> str:
-    """A link to the miss's diagnosis (each *differs* has one)."""
-    cell = next((cell for cell, _ in diagnosed if cell.text == miss), None)
-    if cell is None:
+def _link(miss: str, report: Reproduction, md: bool) -> str:
+    """A link to the miss's diagnosis (in full for the first SHOWN, a line for the others)."""
+    found = next((d for d in report.diagnosed if d.cell.text == miss), None)
+    if found is None:
         return ""
-    anchor = _anchor(cell)
+    cell = found.cell
+    anchor = cell_anchor(cell.table, cell.system, cell.label)
     return f" ([diagnosis](#{anchor}))" if md else f' (<a href="#{anchor}">diagnosis</a>)'
-
-
-def _anchor_text(cell: JudgedCell) -> str:
-    return f"{cell.table}: {cell.system} @ {cell.label}"
 
 
 def render_html(report: Reproduction) -> str:
@@ -315,6 +334,8 @@ def render_html(report: Reproduction) -> str:
     body = [f"<h1>Reproduction report: run {esc(report.run)}</h1>"]
     if report.banner:
         body.append(f'<p class="banner">{prose(report.banner)}</p>')
+    diagnosed = report.diagnosed
+    body += html_ranked(diagnosed)
     body += html_key_numbers(report.key_tables(), report.made_by)
     body.append("<ul>")
     for paper in shown(report, PAPERS):
@@ -322,12 +343,6 @@ def render_html(report: Reproduction) -> str:
         items = "".join(f"<li>{prose(line)}</li>" for line in look[1:])
         nested = f"<br>{prose(look[0])}<ul>{items}</ul>" if look else ""
         body.append(f"<li><b>{esc(paper)}</b>: {prose(report.summary(paper))}{nested}</li>")
-    diagnosed = report.diagnosed
-    if diagnosed:
-        links = ", ".join(
-            f'<a href="#{_anchor(c)}">{esc(_anchor_text(c))}</a>' for c, _ in diagnosed
-        )
-        body.append(f"<li><b>Diagnoses</b> (why a number differs; below): {links}</li>")
     body.append(
         f"</ul><p>Lineage of any file: <code>memrl lineage PATH</code> ({LINEAGE_WHAT}).</p>"
     )
@@ -344,7 +359,7 @@ def render_html(report: Reproduction) -> str:
             )
             body.append(f"<p>{prose(_table_text(table))}.</p><ul>")
             body += [
-                f"<li>Largest miss: {prose(miss)}{_link(miss, diagnosed, md=False)}</li>"
+                f"<li>Largest miss: {prose(miss)}{_link(miss, report, md=False)}</li>"
                 for miss in table.misses
             ]
             body.append(f"<li>Lineage: <code>memrl lineage {esc(str(table.markdown))}</code></li>")
@@ -364,11 +379,12 @@ def render_html(report: Reproduction) -> str:
         body += [f'<li><a href="{link}">{link}</a></li>' for link in links]
         body.append("</ul>")
     if diagnosed:
-        body.append("<h2>Diagnoses</h2>")
-        for k, (cell, found) in enumerate(diagnosed, 1):
-            items = "".join(f"<li>{prose(line)}</li>" for line in found)
-            heading = f"{k}. {esc(cell.table)}: {esc(cell.text)}"
-            body.append(f'<h3 id="{_anchor(cell)}">{heading}</h3><ul>{items}</ul>')
+        body.append(f"<h2>Diagnoses</h2><p>{prose(ALONE)}</p>")
+        body += [
+            html_diagnosis(k, found, report.table_files, report.link)
+            for k, found in enumerate(report.shown_diagnoses, 1)
+        ]
+        body.append(html_rest(diagnosed[SHOWN:]))
     return html_document(f"Reproduction report: run {report.run}", PAGE_CSS, "\n".join(body))
 
 
@@ -385,10 +401,12 @@ def write_reproduction(
     case_studies: Sequence[Path],
     out_prefix: Path,
     made_by: str | None = None,
+    evaluations: Sequence[Path] = (),
 ) -> list[Path]:
-    """`<prefix>.md` and `<prefix>.html` from the tables' Markdown files (their CSVs beside),
-    the figures, the claim checks the figures and tables wrote, and the case studies; the
-    diagnoses from the settings (memrl.config.reproduction_settings) and the text tables;
+    """`<prefix>.md`, `.html`, `.cells.csv` and `.diagnoses.csv` from the tables' Markdown files
+    (their CSVs beside), the figures, the claim checks the figures and tables wrote, and the
+    case studies; the diagnoses from the settings (memrl.config.reproduction_settings), the
+    recipes tables and the evaluations' items (memrl.config.reproduction_evaluations);
     `made_by`, the provenance footnote under the key numbers."""
     summaries = [summarize_table(path) for path in tables]
     claims = [
@@ -405,8 +423,8 @@ def write_reproduction(
             if name in markdown
         },
         chance={t.name: _table_text(t) for t in summaries},
-        benchmarks=settings.get("benchmarks", {}),
-        samples=settings.get("samples", "one sample per question"),
+        printed_by=settings.get("printed_by", {}),
+        evidence=load_evidence(evaluations, settings.get("systems", []), settings.get("sampling")),
     )
     report = Reproduction(
         settings["run"],
@@ -418,13 +436,15 @@ def write_reproduction(
         context,
         made_by,
     )
-    md, page, cells = (
-        out_prefix.with_name(out_prefix.name + ext) for ext in (".md", ".html", CELLS_SUFFIX)
+    md, page, cells, diagnoses = (
+        out_prefix.with_name(out_prefix.name + ext)
+        for ext in (".md", ".html", CELLS_SUFFIX, DIAGNOSES_SUFFIX)
     )
     write_text_atomic(md, render_markdown(report))
     write_text_atomic(page, render_html(report))
     write_judged_cells(report, cells)
-    return [md, page, cells]
+    write_diagnoses(report.diagnosed, diagnoses)
+    return [md, page, cells, diagnoses]
 
 
 CELLS_SUFFIX = ".cells.csv"

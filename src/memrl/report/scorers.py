@@ -15,11 +15,19 @@ import pandas as pd
 
 from memrl.config import SCORERS_TABLE
 from memrl.report.cells import DASH, text_frame
-from memrl.report.controls import column, gain_verdict, load_evaluations, paired_gain
+from memrl.report.controls import (
+    column,
+    gain_verdict,
+    load_evaluations,
+    n_text,
+    of_task,
+    paired_gain,
+    task_columns,
+)
 from memrl.report.records import METRICS, PREDICTIONS
 from memrl.report.registry import BOTH_PAPERS, PaperTable, TableInput
 from memrl.report.rows import system_specs
-from memrl.scoring.rescore import SCORER_KINDS, disagreements
+from memrl.scoring.rescore import SCORER_KINDS, disagreements, unit_scores
 
 OWN = "the benchmark's"  # the scorer of a plain evaluation
 
@@ -39,10 +47,10 @@ def load_scored(paths: Iterable[str | Path]) -> list[dict[str, Any]]:
 
 def cell_text(rescored: Mapping[str, Any], own: Mapping[str, Any]) -> str:
     """`r vs o: ±d [low, high]; k of n answers scored differently: <verdict>` over the items
-    both scored (a Mem-α instance, the mean over its questions, is one item; its questions are
-    the answers counted)."""
-    ours = {key: float(line["score"]) for key, line in rescored["lines"].items()}
-    theirs = {key: float(line["score"]) for key, line in own["lines"].items()}
+    both scored (a Mem-α instance's questions paired inside it: controls.paired_gain; its
+    questions are the answers counted)."""
+    ours = {key: unit_scores(line) for key, line in rescored["lines"].items()}
+    theirs = {key: unit_scores(line) for key, line in own["lines"].items()}
     gain = paired_gain(ours, theirs)
     if gain["n"] == 0:
         return f"{DASH} (no shared items)"
@@ -51,14 +59,15 @@ def cell_text(rescored: Mapping[str, Any], own: Mapping[str, Any]) -> str:
     said = gain_verdict(gain, "rescored higher", "rescored lower") if differ else "the same scores"
     return (
         f"{gain['ours']:.1f} vs {gain['control']:.1f}: {gain['gain']:+.1f} [{low:+.1f}, "
-        f"{high:+.1f}]; {differ} of {answers} answers scored differently (n {gain['n']}): {said}"
+        f"{high:+.1f}]; {differ} of {answers} answers scored differently ({n_text(gain)}): {said}"
     )
 
 
 def build_scorers_table(
     records: Sequence[Mapping[str, Any]], systems: Any, scorers: Mapping[str, Any]
 ) -> pd.DataFrame:
-    """A row per (scorer, system), a column per benchmark and length it rescored."""
+    """A row per (scorer, system), a column per benchmark, length and task it rescored
+    (controls.task_columns: one per task, never pooled)."""
     specs = system_specs(systems)
     scored = [r for r in records if "probe" not in r]
     own = {(r["system"], r["benchmark"], r["length"]): r for r in scored if r["scorer"] == OWN}
@@ -70,12 +79,16 @@ def build_scorers_table(
         if evaluation is None:
             raise ValueError(f"{r['scorer']}: no evaluation of {r['system']} on {column(r)}")
         label = f"{r['scorer']}: {specs[r['system']]['display']}"
-        rows.setdefault(label, {})[column(r)] = cell_text(r, evaluation)
+        for name, task in task_columns(r, r["lines"]):
+            rescored, scored_own = (
+                {**e, "lines": of_task(e["lines"], task)} for e in (r, evaluation)
+            )
+            rows.setdefault(label, {})[name] = cell_text(rescored, scored_own)
     notes = [
         "Each cell: the rescored score vs the benchmark's own on the items both scored, the "
         "difference with the 95 % percentile-bootstrap interval of the per-item differences "
-        "(paired; a Mem-α instance, the mean over its questions, is one item), and how many "
-        "answers (a Mem-α instance's questions) the two scorers score differently.",
+        "(paired; on Mem-α's instances, question by question inside each fixed instance), and "
+        "how many answers (a Mem-α instance's questions) the two scorers score differently.",
         *(_scorer_note(name, spec) for name, spec in scorers.items()),
         *(_probe_note(r["probe"]) for r in records if "probe" in r),
     ]

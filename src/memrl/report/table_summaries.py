@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from memrl.config import report_plan
+from memrl.report.attribution import Source
 from memrl.report.cells import MACHINERY_ONLY
 from memrl.report.claims import CHECK_LINE, CLAIM_LINE
 from memrl.report.key_numbers import KeyNumber, key_numbers
@@ -40,6 +41,8 @@ class JudgedCell:
     delta: float | None = None  # ours − paper
     memory: bool = False  # a memory size (Mem-α's "Mem."), not a score
     unknown_n: bool = False  # the paper's n unknown: judged on ours alone, counted apart
+    gap_interval: tuple[float, float] | None = None  # of ours − paper
+    source: Source | None = None  # the evaluation behind it (its items: the attribution's)
 
     @property
     def apart(self) -> bool:
@@ -136,7 +139,16 @@ def _judged(table: str, row: Mapping[str, str], path: Path) -> JudgedCell:
         float(row["delta"]) if row.get("delta") else None,
         row.get("column", "").endswith(".mem"),
         _unknown_n(row),
+        (float(row["diff_low"]), float(row["diff_high"])) if row.get("diff_low") else None,
+        _source(row),
     )
+
+
+def _source(row: Mapping[str, str]) -> Source | None:
+    if not row.get("source_benchmark"):
+        return None
+    length = int(float(row.get("source_length") or 0))
+    return Source(row["source_benchmark"], row["source_task"], row["system_id"], length)
 
 
 def _p_value(row: Mapping[str, str], path: Path) -> float:

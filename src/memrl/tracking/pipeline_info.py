@@ -9,7 +9,7 @@ benchmark files,
   lock, image, Python and the packages a record names) once, with the rules that ran in it;
 - `<results>/run.json`: the invocation (command, targets, profile, commit, config and its hash),
   the software stacks, every table's score cells (ours, interval, the paper's, the verdict, p and
-  the reproduction report's q) and every claim check.
+  the reproduction report's q), every claim check and every diagnosis (ranked, a row per factor).
 
 `python -m memrl.tracking.pipeline_info RESULTS` writes them (what `end_invocation` runs); each
 file is replaced whole or not at all, and nothing else in RESULTS is touched."""
@@ -39,6 +39,7 @@ TRACE_COLUMNS = (
 )  # fmt: skip
 SOFTWARE_TAGS = ("env.lock", "env.lock.digest", "container.image", "container.digest", "python")
 CELLS_FILE = "reproduction.cells.csv"  # memrl.report.reproduction.CELLS_SUFFIX
+DIAGNOSES_FILE = "reproduction.diagnoses.csv"  # memrl.report.diagnosis_pages.DIAGNOSES_SUFFIX
 CELL_FIELDS = (
     "system", "label", "kind", "ours", "ci_low", "ci_high", "paper", "delta", "diff_low",
     "diff_high", "verdict", "p_value",
@@ -186,6 +187,12 @@ def table_cells(results: Path) -> list[dict[str, str]]:
     return cells
 
 
+def diagnoses(results: Path) -> list[dict[str, str]]:
+    """Every diagnosis the reproduction report ranked, a row per measured factor (its CSV)."""
+    path = results / DIAGNOSES_FILE
+    return read_csv(path) if path.is_file() else []
+
+
 def claim_checks(results: Path) -> list[dict[str, Any]]:
     """Every claim check a figure or table wrote, with its `source` (that figure or table)."""
     return [
@@ -215,6 +222,7 @@ def run_summary(
         "software": stacks,
         "cells": table_cells(results),
         "claims": claim_checks(results),
+        "diagnoses": diagnoses(results),
         "pipeline_info": INFO_DIR,
     }
 

@@ -62,6 +62,11 @@ KEYS: dict[str, RecipeKey] = {
     "temperature": RecipeKey("rollout temperature", f"{ROLLOUT}.temperature"),
     "top_p": RecipeKey("rollout top-p", f"{ROLLOUT}.top_p"),
     "checkpoint": RecipeKey("checkpoint kept", None),
+    # Mem-α's own: its reward weights (r1 + β·r3 + r2 + γ·r4), its chunk prompt cap, its turns
+    "beta": RecipeKey("compression weight β", None),
+    "gamma": RecipeKey("content weight γ", None),
+    "prompt_cap": RecipeKey("chunk prompt cap (tokens)", None),
+    "turns": RecipeKey("tool-call turns per chunk", None),
 }
 # Mem-α's fork samples its groups itself (`customized_grpo_rollout_n`; rollout.n stays 1)
 VERL_ALIASES = {"customized_grpo_rollout_n": "group_size"}
@@ -74,6 +79,7 @@ AGENT_FACTS: dict[str, dict[str, Any]] = {
     "memagent": {"norm_adv_by_std": False, "verl_shuffle": False, "context_truncation": "center"},
     "memalpha": {"norm_adv_by_std": True, "verl_shuffle": True, "context_truncation": None},
 }
+MEMALPHA_TURNS = 1  # our Mem-α agent writes each chunk's memory in one turn of tool calls
 
 
 class RecipeError(ValueError):
@@ -111,12 +117,23 @@ def job_recipe(settings: Mapping[str, Any], agent: str) -> dict[str, Any]:
         "loss_agg": settings.get("loss_agg", TOKEN_MEAN),
         "adv_estimator": "grpo",
         "norm_adv_by_std": facts["norm_adv_by_std"],
-        "dynamic_sampling": bool(verl and settings["verl"]["filter_groups"]),
+        "dynamic_sampling": bool(verl and settings["filter_groups"]),
         "shuffle": facts["verl_shuffle"] if verl else True,
         "context_truncation": facts["context_truncation"],
         "temperature": settings["sampling"]["temperature"],
         "top_p": settings["sampling"]["top_p"],
         "checkpoint": settings.get("checkpoint", "last"),
+        **(_memalpha_values(settings) if agent == "memalpha" else {}),
+    }
+
+
+def _memalpha_values(settings: Mapping[str, Any]) -> dict[str, Any]:
+    """Mem-α's own keys: its run's reward weights, the training prompt cap, one turn a chunk."""
+    return {
+        "beta": settings["beta"],
+        "gamma": settings["gamma"],
+        "prompt_cap": settings["agent"]["prompt_cap"],
+        "turns": MEMALPHA_TURNS,
     }
 
 

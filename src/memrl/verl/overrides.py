@@ -76,7 +76,6 @@ VERL_KEYS: dict[str, tuple[type, ...]] = {
     # the cluster; verl's padding-free path then uses its own torch helpers. envs/README.md)
     "attn_implementation": (str,),
     "fsdp_size": (int,),  # FSDP shard group, -1 = all GPUs (official: 8 for 7B, 16 for 14B)
-    "filter_groups": (bool,),  # DAPO dynamic sampling (official: off)
     "agent_workers": (int,),  # verl agent-loop worker actors (8)
     "max_checkpoints": (int, type(None)),  # checkpoints kept, null = all (official: all)
 }
@@ -416,7 +415,8 @@ def _pairs(settings: Mapping[str, Any], paths: VerlPaths, recipe: Recipe) -> lis
         ("algorithm.norm_adv_by_std_in_grpo", recipe.norm_adv_by_std),
         ("algorithm.use_kl_in_reward", False),
         ("critic.enable", False),
-        ("algorithm.filter_groups.enable", verl["filter_groups"]),
+        # DAPO's dynamic sampling: the recipe's (official: off; MemAgent's paper recipe: on)
+        ("algorithm.filter_groups.enable", _typed(settings, "filter_groups", (bool,))),
         ("algorithm.filter_groups.metric", "reward"),
         # data: the parquet of memrl.verl.dataset, sequential like the official run
         ("data.train_files", paths.train_files),
