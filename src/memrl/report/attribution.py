@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from memrl.report.controls import MIN_ITEMS, items_of_task, n_text, paired_gain
-from memrl.report.records import evaluation_files
+from memrl.report.records import evaluation_files, prediction_lines
 from memrl.report.seeds import SAMPLINGS, TRAININGS, row_label
 from memrl.scoring.intervals import wilson_bounds
 from memrl.scoring.rescore import unit_scores
@@ -250,20 +250,9 @@ def load_evidence(
             int(first["length"]),
             first.get("scorer", OWN_SCORER),
         )
-        lines[key] = _lean_lines(predictions)
+        lines[key] = prediction_lines(predictions, KEPT)
         files[key] = predictions
     return Evidence(lines, {s["id"]: s for s in systems}, sampling or {}, files)
-
-
-def _lean_lines(predictions: Path) -> dict[str, dict[str, Any]]:
-    found = {}
-    with predictions.open(encoding="utf-8") as handle:
-        for number, text in enumerate(handle, 1):
-            line = json.loads(text)
-            if "score" not in line:
-                raise ValueError(f"{predictions}:{number}: no score")
-            found[f"{line['task']}#{line['index']}"] = {k: line[k] for k in KEPT if k in line}
-    return found
 
 
 def attribute(gap: Gap, evidence: Evidence) -> Attribution | None:
@@ -369,6 +358,11 @@ def _protocol_of(spec: Mapping[str, Any]) -> str:
     return "question-aware (per question)" if spec.get("question_aware") else "its own"
 
 
+def _own_system(spec: Mapping[str, Any]) -> bool:
+    """Not a repeat at another seed, nor a memory-ablation variant."""
+    return not (spec.get("seed_of") or spec.get("ablation_of"))
+
+
 def _twins(spec: Mapping[str, Any], evidence: Evidence) -> list[str]:
     """The systems of the same kind and model whose protocol differs (the protocols table's)."""
     return [
@@ -377,27 +371,43 @@ def _twins(spec: Mapping[str, Any], evidence: Evidence) -> list[str]:
         if other.get("kind") == spec.get("kind") == "memagent"
         and other.get("model") == spec.get("model")
         and _protocol_of(other) != _protocol_of(spec)
-        and not other.get("seed_of")
-        and not other.get("ablation_of")
+        and _own_system(other)
     ]
+
+
+def _against(
+    factor: str,
+    source: Source,
+    ours: Lines,
+    evidence: Evidence,
+    others: Sequence[tuple[str, str, tuple[str | None, str | None]]],
+) -> list[Effect]:
+    """Each (system, what changes, where it shows) measured against ours, where that system
+    answered the cell's items."""
+    found = []
+    for sid, change, where in others:
+        other = evidence.task_lines(sid, source)
+        if other:
+            files = (evidence.file(source.system, source), evidence.file(sid, source))
+            found.append(_measured(factor, change, ours, other, where, files))
+    return found
 
 
 def _protocols(
     source: Source, ours: Lines, spec: Mapping[str, Any], evidence: Evidence
 ) -> list[Effect]:
-    found = []
-    for sid in _twins(spec, evidence):
-        other = evidence.task_lines(sid, source)
-        if other:
-            name = _display(evidence, sid)
-            change = f"the {_protocol_of(evidence.systems[sid])} protocol ({name})"
-            row = _protocol_row(spec, evidence.systems[sid], evidence)
-            files = (evidence.file(source.system, source), evidence.file(sid, source))
-            found.append(_measured("protocol", change, ours, other, ("protocols", row), files))
-    return found
+    others = [
+        (
+            sid,
+            f"the {_protocol_of(evidence.systems[sid])} protocol ({_display(evidence, sid)})",
+            ("protocols", _protocol_row(spec, evidence.systems[sid])),
+        )
+        for sid in _twins(spec, evidence)
+    ]
+    return _against("protocol", source, ours, evidence, others)
 
 
-def _protocol_row(ours: Mapping[str, Any], other: Mapping[str, Any], evidence: Evidence) -> str:
+def _protocol_row(ours: Mapping[str, Any], other: Mapping[str, Any]) -> str:
     """The protocols table's row of the pair: the other protocol's system vs the paper's own."""
     switched = ours if _protocol_of(ours) != "its own" else other
     own = other if switched is ours else ours
@@ -419,22 +429,18 @@ def _released(spec: Mapping[str, Any], evidence: Evidence) -> list[str]:
         and other.get("kind") == spec.get("kind")
         and not _trained_here(other)
         and _protocol_of(other) == _protocol_of(spec)
-        and not other.get("seed_of")
-        and not other.get("ablation_of")
+        and _own_system(other)
     ]
 
 
 def _trainings(
     source: Source, ours: Lines, spec: Mapping[str, Any], evidence: Evidence
 ) -> list[Effect]:
-    found = []
-    for sid in _released(spec, evidence):
-        other = evidence.task_lines(sid, source)
-        if other:
-            change = f"the released checkpoint ({_display(evidence, sid)})"
-            files = (evidence.file(source.system, source), evidence.file(sid, source))
-            found.append(_measured("training", change, ours, other, (None, None), files))
-    return found
+    others = [
+        (sid, f"the released checkpoint ({_display(evidence, sid)})", (None, None))
+        for sid in _released(spec, evidence)
+    ]
+    return _against("training", source, ours, evidence, others)
 
 
 def _controls_of(spec: Mapping[str, Any], evidence: Evidence) -> list[str]:
@@ -454,16 +460,15 @@ def _memories(
 ) -> list[Effect]:
     if "kind" not in spec or not system_kind(spec["kind"]).memory:
         return []
-    found = []
-    for sid in _controls_of(spec, evidence):
-        other = evidence.task_lines(sid, source)
-        if other:
-            name = _display(evidence, sid)
-            row = f"{spec.get('display')} vs {name}"
-            files = (evidence.file(source.system, source), evidence.file(sid, source))
-            change = f"no memory: {name}"
-            found.append(_measured("memory", change, ours, other, ("controls", row), files))
-    return found
+    others = [
+        (
+            sid,
+            f"no memory: {_display(evidence, sid)}",
+            ("controls", f"{spec.get('display')} vs {_display(evidence, sid)}"),
+        )
+        for sid in _controls_of(spec, evidence)
+    ]
+    return _against("memory", source, ours, evidence, others)
 
 
 def _repeats_bound(

@@ -17,7 +17,7 @@ import pandas as pd
 
 from memrl.config import CONTROLS_TABLE
 from memrl.report.cells import DASH, text_frame
-from memrl.report.records import evaluation_files
+from memrl.report.records import evaluation_files, prediction_lines
 from memrl.report.registry import BOTH_PAPERS, PaperTable, TableInput
 from memrl.report.rows import system_kind, system_specs
 from memrl.scoring.intervals import bootstrap, paired_fixed_instances_interval
@@ -37,14 +37,7 @@ def load_evaluations(paths: Iterable[str | Path]) -> list[tuple[dict[str, Any], 
         tasks = json.loads(metrics.read_text())  # a record per task, of one evaluation
         if not isinstance(tasks, list) or not tasks:
             raise ValueError(f"{metrics}: not a list of metrics records")
-        lines = {}
-        with predictions.open(encoding="utf-8") as handle:
-            for number, text in enumerate(handle, 1):
-                line = json.loads(text)
-                if "score" not in line:
-                    raise ValueError(f"{predictions}:{number}: no score")
-                lines[f"{line['task']}#{line['index']}"] = line
-        found.append((tasks[0], lines))
+        found.append((tasks[0], prediction_lines(predictions)))
     return found
 
 

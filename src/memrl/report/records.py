@@ -4,6 +4,7 @@ and the accuracy the official evaluator reports."""
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Callable, Collection, Iterable, Mapping
 from pathlib import Path
@@ -233,6 +234,22 @@ def evaluation_files(paths: Iterable[str | Path]) -> list[tuple[Path, Path]]:
             raise ValueError(f"{metrics}: its predictions {predictions} are not among the inputs")
         pairs.append((metrics, predictions))
     return pairs
+
+
+def prediction_lines(
+    predictions: Path, keep: tuple[str, ...] | None = None
+) -> dict[str, dict[str, Any]]:
+    """Each line of a predictions file by "task#index" (only `keep`'s fields, where given); a line
+    without a score stops, naming the file and the line."""
+    found = {}
+    with predictions.open(encoding="utf-8") as handle:
+        for number, text in enumerate(handle, 1):
+            line = json.loads(text)
+            if "score" not in line:
+                raise ValueError(f"{predictions}:{number}: no score")
+            kept = line if keep is None else {k: line[k] for k in keep if k in line}
+            found[f"{line['task']}#{line['index']}"] = kept
+    return found
 
 
 def load_metrics_with_items(paths: Iterable[str | Path]) -> list[dict[str, Any]]:
