@@ -29,6 +29,7 @@ from typing import Any
 
 from memrl.report.controls import MIN_ITEMS, items_of_task, n_text, paired_gain
 from memrl.report.records import evaluation_files, prediction_lines
+from memrl.report.scorers import OWN as OWN_SCORER
 from memrl.report.seeds import SAMPLINGS, TRAININGS, row_label
 from memrl.scoring.intervals import wilson_bounds
 from memrl.scoring.rescore import unit_scores
@@ -39,7 +40,6 @@ Lines = Mapping[str, Mapping[str, Any]]  # an evaluation's prediction lines by "
 EXPLAINED, PARTLY, UNEXPLAINED = "explained", "partly explained", "unexplained"
 MOVED_SHOWN = 3  # items shown per effect: the ones that moved most
 RESPONSE_CHARS = 120
-OWN_SCORER = "the benchmark's"  # memrl.report.scorers.OWN: a plain evaluation's scorer
 
 
 @dataclass(frozen=True)

@@ -91,8 +91,6 @@ def paired_gain(ours: Units, control: Units) -> dict[str, Any]:
             if fixed
             else bootstrap([group[0] for group in groups])
         ),
-        "keys": shared,
-        "differences": [_mean(group) for group in groups],
     }
 
 

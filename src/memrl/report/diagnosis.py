@@ -16,15 +16,16 @@ from typing import Any
 
 from memrl.config import MEMAGENT_RECIPES_TABLE, MEMALPHA_RECIPES_TABLE
 from memrl.report.attribution import Attribution, Evidence, Gap, attribute
+from memrl.report.recipes import MARKS, VERDICT_ROW
 from memrl.systems import system_kind
+from memrl.train.recipes import SIDES
 
 TextTable = dict[str, dict[str, str]]  # row label -> column -> cell
 # the reproduction report from a table's files (<run>/tables/<name>.*; it is <run>/reproduction.*)
 REPORT_FROM_TABLES = "../reproduction"
-# how a recipes table marks a key that differs from each side (memrl.report.recipes.MARKS)
-DRIFT = {"paper": ("≠ paper", "≠ both"), "official": ("≠ script", "≠ both")}
+# how a recipes table marks a key that differs from each side
+DRIFT = {side: tuple(m for sides, m in MARKS.items() if side in sides) for side in SIDES}
 SIDE = {"paper": "the paper's stated recipe", "official": "the official script's"}
-VERDICT_ROW = "Verdict"  # a recipes table's last row: not a key
 PIPE = re.compile(r"(?<!\\)\|")
 
 

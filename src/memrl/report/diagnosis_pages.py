@@ -15,12 +15,12 @@ from pathlib import Path
 
 from memrl.data.io import atomic_path
 from memrl.report.attribution import Attribution, Effect, Moved
+from memrl.report.cells import DASH
 from memrl.report.diagnosis import Diagnosis, cell_anchor, table_anchor
 from memrl.report.html_page import prose
 
 SHOWN = 10  # diagnoses on the page, ranked by the gap left unexplained (the CSV keeps all)
 DIAGNOSES_SUFFIX = ".diagnoses.csv"
-DASH = "—"
 ALONE = (
     "Each factor is one change, measured alone on the cell's items (paired): effects are never "
     "added, since two may overlap. The gap left is the gap plus that effect; *explained* means "
