@@ -105,6 +105,36 @@ def test_the_released_7b_separates_training_from_evaluation_at_448k():
     assert any("training.recipe=paper" in s.text() for s in found.suggestions)
 
 
+def test_the_cells_own_closed_book_run_once_on_ruler_hqa_measures_memory_at_every_length():
+    """The 7B's closed-book ran once (50 documents; the questions are the same at each length):
+    it is read at 800. A Mem-α cell is read against the QA model's closed-book, not its own."""
+    ours = [1.0] * 60 + [0.0] * 68
+    closed = {"kind": "closedbook", "display": "Closed-book (7B)", "model": "rl-memagent-7b"}
+    alpha = {"id": "alpha", "display": "Mem-α", "kind": "memalpha", "model": "4b"}
+    systems = {s["id"]: s for s in SYSTEMS} | {
+        "closedbook-7b": {"id": "closedbook-7b", **closed},
+        "alpha": alpha | {"answered_by": {"ruler_hqa": "32b"}},
+        "closedbook-4b": {"id": "closedbook-4b", **closed, "model": "4b", "display": "CB 4B"},
+        "closedbook-32b": {"id": "closedbook-32b", **closed, "model": "32b", "display": "CB 32B"},
+    }
+    evidence = Evidence(
+        {
+            ("rl-memagent-7b", "ruler_hqa", 800, "the benchmark's"): lines(ours),
+            ("alpha", "ruler_hqa", 800, "the benchmark's"): lines(ours),
+            ("closedbook-7b", "ruler_hqa", 50, "the benchmark's"): lines([0.0] * 128),
+            ("closedbook-4b", "ruler_hqa", 50, "the benchmark's"): lines([1.0] * 128),
+            ("closedbook-32b", "ruler_hqa", 50, "the benchmark's"): lines([0.5] * 128),
+        },
+        systems,
+    )
+    [memory] = [e for e in attribute(gap_of(ours), evidence).effects if e.factor == "memory"]
+    assert memory.change == "no memory: Closed-book (7B)"
+    assert memory.effect == pytest.approx(-100 * 60 / 128)
+    gap = gap_of(ours, source=Source("ruler_hqa", "hqa", "alpha", 800))
+    [memory] = [e for e in attribute(gap, evidence).effects if e.factor == "memory"]
+    assert memory.change == "no memory: CB 32B"
+
+
 def test_a_released_checkpoint_that_misses_alike_points_at_the_evaluation():
     ours = [1.0] * 60 + [0.0] * 68
     evidence = Evidence(

@@ -22,7 +22,7 @@ from memrl.data.ruler_hqa import DocPool, render_context, write_pool
 from memrl.engines.base import SamplingParams
 from memrl.evaluation import direct_prompt, evaluate, instance_qa_runner, workflow_runner
 from memrl.jobs.evaluate import with_evidence
-from memrl.systems import closedbook, fullcontext, oracle
+from memrl.systems import closedbook, fullcontext, oracle, system_kind
 from memrl.systems.base import InstanceShape
 
 SETTINGS = {
@@ -31,6 +31,7 @@ SETTINGS = {
     "max_output_tokens": 7,
     "sampling": {"temperature": 0.1, "top_p": 1.0, "seed": None},
     "protocol": "baseline",
+    "prompt": "direct",
 }
 
 
@@ -66,18 +67,49 @@ def test_its_cost_does_not_grow_with_the_context():
     assert closedbook.instance_calls(settings, shape) == [(100, 1024)] * 3
 
 
-def test_the_paper_plan_runs_it_on_every_length_and_the_qa_tasks_only(repo):
+def test_in_memagents_filter_prompt_it_asks_the_question_alone_for_a_boxed_answer(tmp_path):
+    row = rows(1, context_chars=400)[0]
+    engine = ScriptedEngine()
+    system = closedbook.workflows(HQA, {**SETTINGS, "prompt": "filter"}, engine.tokenizer, None)
+    evaluate([row], workflow_runner(HQA, system, engine, None), tmp_path / "p", 1)
+    [request] = engine.requests
+    # MemAgent's filter: the question, then where to put the answer; no empty "text" to read
+    assert request.messages[0]["content"] == f"{row['input']}\nYour final answer in \\boxed{{}}."
+    settings = closedbook.job_settings({}, {"max_input_tokens": 9, "max_output_tokens": 3})
+    assert settings["prompt"] == "direct" and settings["answer_format"] == "answer_is"
+    system = {"max_input_tokens": 9, "max_output_tokens": 3, "prompt": "filter"}
+    assert closedbook.job_settings({}, system)["answer_format"] == "boxed"
+
+
+def test_the_paper_plan_runs_it_once_on_ruler_hqa_for_every_model_a_memory_cell_reads(repo):
     config = cfg.load_yaml(repo / "config/config.yaml")
     systems = cfg.eval_systems(config)
-    jobs = [j for j in cfg.eval_jobs(config, systems) if systems[j.system]["kind"] == "closedbook"]
+    every = cfg.eval_jobs(config, systems)
+    jobs = [j for j in every if systems[j.system]["kind"] == "closedbook"]
+    # the same questions at every length, no context: one job stands for all of them
     hqa = [j for j in jobs if j.benchmark == "ruler_hqa"]
-    assert [j.length for j in hqa] == config["ruler_hqa"]["n_docs"] and {j.shards for j in hqa} == {
-        1
+    assert {j.length for j in hqa} == {min(config["ruler_hqa"]["n_docs"])}
+    assert len(hqa) == len({j.system for j in hqa}) and {j.shards for j in hqa} == {1}
+    longbench = [j for j in jobs if j.benchmark == "longbench"]
+    assert {tuple(sorted(j.tasks)) for j in longbench} == {
+        ("2wikimqa", "hotpotqa", "musique", "narrativeqa", "qasper")
     }
-    [longbench] = [j for j in jobs if j.benchmark == "longbench"]
-    assert set(longbench.tasks) == {"2wikimqa", "hotpotqa", "musique", "narrativeqa", "qasper"}
-    assert {j.benchmark for j in jobs} == {"ruler_hqa", "longbench", "memalpha", "mab"}
-    assert Task("longbench", "gov_report").task not in longbench.tasks
+    assert Task("longbench", "gov_report").task not in longbench[0].tasks
+    # every model that answers a memory cell of a closed-book's benchmarks has its own
+    kinds = {s: system_kind(spec["kind"]) for s, spec in systems.items()}
+    closed = {(systems[j.system]["model"], j.benchmark) for j in jobs}
+    for job in every:
+        kind, spec = kinds[job.system], systems[job.system]
+        if kind.memory and job.benchmark in {"ruler_hqa", "longbench", "memalpha", "mab"}:
+            answers = cfg.qa_model(config) if kind.answers_with_qa_model(job.benchmark) else None
+            assert (answers or spec["model"], job.benchmark) in closed, job
+
+
+def test_a_prompt_is_refused_on_a_system_that_is_not_a_closed_book(repo):
+    config = cfg.load_yaml(repo / "config/smoke.yaml")
+    config["evaluation"]["systems"]["oracle-tiny"]["prompt"] = "filter"
+    with pytest.raises(cfg.ConfigError, match=r"oracle-tiny\.prompt: only a closedbook"):
+        cfg.validate_config(config, repo / "workflow/schemas/config.schema.yaml")
 
 
 DOCS = [f"Title {i}\nParagraph {i} says {i * 7}." for i in range(8)]
@@ -195,3 +227,9 @@ def test_the_paper_plan_runs_the_oracle_on_every_length_and_full_context_to_6400
     assert oracle.calls({"max_input_tokens": 4096, "max_output_tokens": 1024}, 10**6) == [
         (oracle.EVIDENCE_TOKENS + 100, 1024)
     ]
+
+
+def test_the_schema_offers_exactly_the_prompts_the_closed_book_knows(repo):
+    schema = cfg.load_yaml(repo / "workflow/schemas/config.schema.yaml")
+    system = schema["properties"]["evaluation"]["properties"]["systems"]["additionalProperties"]
+    assert system["properties"]["prompt"]["enum"] == list(closedbook.ANSWER_FORMATS)

@@ -10,6 +10,7 @@ import random
 import pytest
 
 from memrl import config as cfg
+from memrl.config.selection import Selection
 from memrl.report.controls import (
     build_controls_table,
     cell_text,
@@ -96,11 +97,43 @@ def test_the_table_pairs_each_memory_system_with_each_control_at_its_benchmark_a
     ]
     table = build_controls_table(with_units(records), SYSTEMS)
     assert list(table.index) == ["Agent vs Closed-book", "Mem-α vs Closed-book"]
-    assert list(table.columns) == ["ruler_hqa@50", "mab"]  # no control at 100 documents
+    # closed-book's one RULER-HQA run stands at every length: its questions are the same
+    assert list(table.columns) == ["ruler_hqa@50", "ruler_hqa@100", "mab"]
     assert table.loc["Agent vs Closed-book", "ruler_hqa@50"].endswith("memory adds")
+    assert (
+        "(ours 100.0, closed-book 0.0; n 12)" in table.loc["Agent vs Closed-book", "ruler_hqa@100"]
+    )
     assert table.loc["Agent vs Closed-book", "mab"] == "—"
     assert table.loc["Mem-α vs Closed-book", "mab"].endswith(ANSWERABLE)
-    assert table.attrs["notes"][2].startswith("1 cell(s) where closed-book reaches")
+    assert table.attrs["notes"][-1].startswith("1 cell(s) where closed-book reaches")
+
+
+def test_a_memory_cell_is_set_only_beside_controls_of_the_model_that_answers_it():
+    systems = [
+        {"id": "agent", "display": "Agent 7B", "kind": "memagent", "model": "7b"},
+        {"id": "big", "display": "Agent 14B", "kind": "memagent", "model": "14b"},
+        {
+            "id": "alpha",
+            "display": "Mem-α",
+            "kind": "memalpha",
+            "model": "4b",
+            "answered_by": {"mab": "32b"},
+        },
+        {"id": "c7", "display": "Closed-book 7B", "kind": "closedbook", "model": "7b"},
+        {"id": "c32", "display": "Closed-book 32B", "kind": "closedbook", "model": "32b"},
+    ]
+    hqa, mab = {"benchmark": "ruler_hqa", "length": 50}, {"benchmark": "mab", "length": 0}
+    records = [
+        {**hqa, "system": "agent", "items": items([1.0] * 12)},
+        {**hqa, "system": "big", "items": items([1.0] * 12)},
+        {**hqa, "system": "c7", "items": items([0.0] * 12)},
+        {**mab, "system": "alpha", "items": items([1.0] * 12, "squad")},
+        {**mab, "system": "c7", "items": items([0.0] * 12, "squad")},
+        {**mab, "system": "c32", "items": items([0.0] * 12, "squad")},
+    ]
+    table = build_controls_table(with_units(records), systems)
+    # the 14B has no closed-book of its own: never read against the 7B's knowledge
+    assert list(table.index) == ["Agent 7B vs Closed-book 7B", "Mem-α vs Closed-book 32B"]
 
 
 def test_the_oracle_and_full_context_are_read_in_their_own_words_and_never_flagged():
@@ -157,16 +190,21 @@ def test_the_smoke_plan_selects_the_controls_and_the_memory_systems_beside_them(
         "mem1",
     }
     control_kinds = ("closedbook", "oracle", "fullcontext")
-    controls = {(j.benchmark, j.length) for j in jobs if kinds[j.system] in control_kinds}
-    assert {(j.benchmark, j.length) for j in jobs} == controls
+    controls = [j for j in jobs if kinds[j.system] in control_kinds]
+    # a closed-book's one RULER-HQA job stands for every length the plan runs
+    cells = {(j.benchmark, j.length) for j in cfg.eval_jobs(config) if j.benchmark == "ruler_hqa"}
+    [closed] = [j for j in controls if j.system == "closedbook-tiny" and j.benchmark == "ruler_hqa"]
+    assert Selection(config).cells(closed) == cells and len(cells) > 1
+    stood = {cell for j in controls for cell in Selection(config).cells(j)}
+    assert {(j.benchmark, j.length) for j in jobs} == stood
     inputs = cfg.report_inputs(config, cfg.CONTROLS_TABLE)
     assert len(inputs) == 2 * len(jobs) and inputs[1].endswith(".predictions.jsonl")
 
 
 def gained_table1(tmp_path):
-    """Table 1 of a MemAgent system at two lengths, each cell with its gain over closed-book:
-    at 50 documents ours answers 30 of 40 and closed-book 10 (ours well above); at 100 ours 12,
-    closed-book 14 of the same 40 (closed-book reaches ours)."""
+    """Table 1 of a MemAgent system at two lengths, each cell with its gain over closed-book's
+    one run (the same questions at every length): closed-book answers 14 of 40; at 50 documents
+    ours answers 30 (ours well above); at 100 ours 12 (closed-book reaches ours)."""
     from test_intervals import PAPER, record
 
     from memrl.report.control_gains import attach_control_gains
@@ -180,14 +218,14 @@ def gained_table1(tmp_path):
     table = build_paper_table("table1", [record(50, 30, 40), record(100, 12, 40)], systems, PAPER)
     scores = {
         ("ours", 50): [1.0] * 30 + [0.0] * 10,
-        ("closed", 50): [1.0] * 10 + [0.0] * 30,
         ("ours", 100): [1.0] * 12 + [0.0] * 28,
-        ("closed", 100): [0.0] * 26 + [1.0] * 14,
+        ("closed", 50): [0.0] * 26 + [1.0] * 14,
     }
     evaluations = [
         {"system": s, "benchmark": "ruler_hqa", "length": n, "items": items(v)}
         for (s, n), v in scores.items()
     ]
+    scores[("closed", 100)] = scores[("closed", 50)]
     attach_control_gains(table, with_units(evaluations), systems)
     write_table(table, tmp_path / "tables/table1", "Table 1")
     return table, scores
@@ -212,7 +250,7 @@ def test_each_memory_cell_shows_its_gain_over_closed_book_and_the_flag(tmp_path)
     assert float(rows[50]["control_gain_low"]) > 0 and not rows[50]["control_flag"]
     assert rows[100]["control_flag"] == ANSWERABLE  # 14 of 40 >= ours' 12 of 40
     markdown = (tmp_path / "tables/table1.md").read_text()
-    assert "; vs closed-book +50.0 [+" in markdown
+    assert "; vs closed-book +40.0 [+" in markdown
     assert "; vs closed-book -5.0 [" in markdown and f"]: {ANSWERABLE})" in markdown
     assert f"1 cell(s) flagged '{ANSWERABLE}'" in markdown
     assert table.loc["Ours", 50].gain.n == 40

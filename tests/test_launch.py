@@ -50,6 +50,10 @@ def test_nested_config_entries_become_typed_overrides_and_plain_ones_stay():
             """evaluation.x='"2026-01-01"'""",
         ),
         (["--config", "evaluation.x=!!binary aGk="], "reads the value as bytes"),
+        (  # a list holding a date: the date named, not the list
+            ["--config", "evaluation.x=[1, 2026-01-01]"],
+            "YAML reads 2026-01-01 in the value as date, which a config cannot hold",
+        ),
         (
             ["--config", "evaluation..allow_failures=0.5"],
             "the key 'evaluation..allow_failures' has",

@@ -254,3 +254,4 @@ def test_a_download_shows_the_origin_its_manifest_names(tmp_path, monkeypatch, c
     cli.main(["lineage", "results/r/data/set.json"])
     text = capsys.readouterr().out
     assert f"origin source={url} revision=c0 sha256={'ab' * 32}" in text
+    assert "2 jobs; 0 sources written by none.\n" in text + "\n"  # no list: no colon

@@ -224,5 +224,5 @@ def test_a_run_that_cannot_reproduce_opens_with_its_banner_and_counts_nothing(tm
     assert "- **MemAgent**: no cell compared: 4 not comparable (machinery check only)" in text
     assert "cells reproduced" not in text
     assert '<p class="banner">Machinery check only: ' in page.read_text()
-    # nothing differs, so the page diagnoses the paper's largest gap: the machinery still shows one
+    # nothing differs, so the page diagnoses each table's largest gap (one table here: one)
     assert text.count('### <a id="diagnosis-') == 1

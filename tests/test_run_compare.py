@@ -118,3 +118,85 @@ def test_compare_runs_prints_the_changed_items_of_each_predictions_file(tmp_path
         out[at + 1].startswith("  hqa/0: 1 -> 0")
         and out[at + 3] == "  ... 2 more (--items N shows N)"
     )
+
+
+def test_every_output_family_is_compared_but_the_records_of_how_the_run_ran(tmp_path):
+    """Rescorings, judges' probes and keyword rebuilds are computed numbers: a changed one is a
+    difference; logs, Snakemake's benchmarks, provenance and pipeline_info never are."""
+    families = {
+        "rescore/whole-reply/ruler_hqa/s/10.metrics.json": '{"accuracy": 0.5}',
+        "judges/gpt-4o.json": '{"lenient": 2}',
+        "keywords/booksum.jsonl": '{"keywords": ["a"]}\n',
+        "benchmarks/evaluate/x.tsv": "s\n1.0\n",
+        "provenance/1.json": '{"host": "a"}',
+        "pipeline_info/trace.tsv": "job\n",
+        "mlartifacts/0/meta.yaml": "run_id: 1\n",
+    }
+    a = write(tmp_path / "a", {**RUN, **families})
+    changed = {
+        "rescore/whole-reply/ruler_hqa/s/10.metrics.json": '{"accuracy": 0.6}',
+        "judges/gpt-4o.json": '{"lenient": 3}',
+        "keywords/booksum.jsonl": '{"keywords": ["b"]}\n',
+        "benchmarks/evaluate/x.tsv": "s\n2.0\n",
+        "provenance/1.json": '{"host": "b"}',
+        "pipeline_info/trace.tsv": "job, again\n",
+        "mlartifacts/0/meta.yaml": "run_id: 2\n",
+    }
+    b = write(tmp_path / "b", {**RUN, **changed})
+    assert run_compare.differences(a, b)["differ"] == [
+        "judges/gpt-4o.json",
+        "keywords/booksum.jsonl",
+        "rescore/whole-reply/ruler_hqa/s/10.metrics.json",
+    ]
+
+
+def test_a_symlinked_subdirectory_is_followed(tmp_path):
+    a = write(tmp_path / "a", RUN)
+    elsewhere = write(tmp_path / "elsewhere", {"ruler_hqa/s/10.metrics.json": '{"accuracy": 0.5}'})
+    b = write(tmp_path / "b", {k: v for k, v in RUN.items() if not k.startswith("eval/")})
+    (b / "eval").symlink_to(elsewhere, target_is_directory=True)
+    found = run_compare.differences(a, b)
+    assert (
+        found["only_a"] == found["only_b"] == []
+        and "eval/ruler_hqa/s/10.metrics.json" in found["equal"]
+    )
+
+
+def test_a_damaged_or_repeated_predictions_file_is_named_and_the_rest_compared(tmp_path, capsys):
+    a = predictions_file(tmp_path / "a", [prediction(0, 1.0), prediction(1, 1.0)])
+    b = predictions_file(
+        tmp_path / "b", [prediction(0, 1.0), prediction(1, 0.0), prediction(1, 1.0)]
+    )
+    for root in (a, b):  # a second file, torn in b by a killed write
+        other = root / "eval/ruler_hqa/s/20.predictions.jsonl"
+        other.write_text(json.dumps(prediction(0, 1.0)) + "\n")
+    torn = b / "eval/ruler_hqa/s/20.predictions.jsonl"
+    torn.write_bytes(torn.read_bytes() + b'{"task": "hq')
+    found = run_compare.item_differences(a, b)
+    repeated = found["eval/ruler_hqa/s/10.predictions.jsonl"]
+    assert repeated.matched == 2 and not repeated.changed  # the last line of item 1 kept
+    assert repeated.left_out == ("b: item hqa/1 appears more than once; its last line compared",)
+    damaged = found["eval/ruler_hqa/s/20.predictions.jsonl"]
+    assert damaged.matched == 0 and damaged.left_out[0].startswith("b: damaged, its items left out")
+    assert "20.predictions.jsonl:2" in damaged.left_out[0]  # the file and line
+    with pytest.raises(SystemExit):
+        run_compare.main([str(a), str(b)])
+    out = capsys.readouterr().out
+    assert "warning: items: eval/ruler_hqa/s/20.predictions.jsonl: b: damaged" in out
+
+
+def test_a_negative_item_count_is_refused(tmp_path, capsys):
+    a = write(tmp_path / "a", RUN)
+    with pytest.raises(SystemExit) as exit_:
+        run_compare.main([str(a), str(a), "--items", "-1"])
+    assert exit_.value.code == 2
+    assert "'-1' is not a count (0 or more)" in capsys.readouterr().err
+
+
+def test_the_records_left_out_are_the_ones_the_tracking_modules_write():
+    from memrl.tracking.invocation import invocations_dir
+    from memrl.tracking.pipeline_info import INFO_DIR
+    from memrl.tracking.store import ARTIFACTS
+
+    records = {invocations_dir(Path("r")).name, INFO_DIR, ARTIFACTS, "logs", "benchmarks"}
+    assert set(run_compare.NOT_COMPUTED) == records

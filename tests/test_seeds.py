@@ -77,6 +77,7 @@ def test_a_run_trained_twice_is_a_second_run_at_shifted_seeds_and_its_systems_re
         "rl-memagent-tiny": ["rl-memagent-tiny.train-seed1"],
         "rl-memagent-tiny-blind": ["rl-memagent-tiny-blind.train-seed1"],
         "rl-memagent-tiny-aware": ["rl-memagent-tiny-aware.train-seed1"],
+        "closedbook-rl-memagent-tiny": ["closedbook-rl-memagent-tiny.train-seed1"],
     }
 
 

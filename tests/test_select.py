@@ -15,10 +15,14 @@ def released(repo):
 
 
 def test_released_config_evaluates_only_the_released_checkpoints(released):
+    # and the closed-books of the models answering their cells (Memalpha-4B's: the QA model)
     assert set(released["evaluation"]["systems"]) == {
         "rl-memoryagent-14b-released",
         "rl-memoryagent-7b-released",
         "memalpha-4b-released",
+        "closedbook-rl-memoryagent-14b",
+        "closedbook-rl-memoryagent-7b",
+        "closedbook-qwen3-32b",
     }
     # nothing trains: no system evaluates a run trained here
     assert not cfg.memagent_runs(released) and not cfg.memalpha_runs(released)

@@ -104,10 +104,13 @@ def test_slurm_profile_plans_every_paper_job(repo):
     # Table 4's probe: 2 systems x 7 lengths, each job all 5 placements (5 x 7 probe sets)
     # D.2's RAG with the paper's retriever (text-embedding-3-large) beside BM25 and MiniLM: 2 models
     # x 4 K x (RULER-HQA's 10 lengths + LongBench's 2 chunk sizes);
-    # Mem0 (D.2) on RULER-HQA's 7 unsharded lengths and LongBench-QA; the closed-book controls:
-    # RL-MemoryAgent-14B on RULER-HQA's 10 lengths (never sharded) and LongBench-QA, Qwen3-32B on
-    # Mem-α's two benchmarks; the oracle on RULER-HQA's 10 lengths, the full context on its 7
-    # unsharded lengths up to 6,400 documents (6,400 itself in shards) and LongBench-QA; the
+    # Mem0 (D.2) on RULER-HQA's 7 unsharded lengths and LongBench-QA; the closed-book controls,
+    # one per question set (one RULER-HQA job for every length) for each model a memory cell
+    # reads: the released 14B and 7B on RULER-HQA, LongBench-QA and Mem-α's two (2 x 4), the
+    # trained 14B and 7B, Qwen2.5-7B/14B/32B-Instruct and GPT-5.1 on RULER-HQA and LongBench-QA
+    # (6 x 2), Qwen3-32B (Mem-α's QA model) on RULER-HQA and Mem-α's two (3); the oracle on
+    # RULER-HQA's 10 lengths, the full context on its 7 unsharded lengths up to 6,400 documents
+    # (6,400 itself in shards) and LongBench-QA; the
     # released 14B question-blind on RULER-HQA's 7 lengths to 448K, and question-aware on
     # MemoryAgentBench's RULER-QA source
     # (Table 5's example is memorised and never asked: no table reads its answers)
@@ -117,7 +120,7 @@ def test_slurm_profile_plans_every_paper_job(repo):
         == len(asked) - len(sharded)
         == 446
         + 2 * 4 * 12
-        + (2 * 10 + 5 * 2 + 2 * 7 * 8 + 14 + 8 + 10 + 1 + 2 + 10 + 7 + 1 + 7 + 1)
+        + (2 * 10 + 5 * 2 + 2 * 7 * 8 + 14 + 8 + (2 * 4 + 6 * 2 + 3) + 10 + 7 + 1 + 7 + 1)
         # the released 14B and 7B at 2 more sampling seeds: RULER-HQA's 7 unsharded lengths,
         # RULER's 7 and LongBench-QA, each (Mem-α's instances sample with memalpha's settings)
         + 2 * 2 * (7 + 7 + 1)
@@ -146,7 +149,7 @@ def test_slurm_profile_plans_every_paper_job(repo):
     judged = [
         j for j in jobs if j.benchmark in ("memalpha", "mab") and any(map(is_judged, j.tasks))
     ]
-    assert counts["rescore"] == 4 * 11 + 2 * 2 + len(judged) == 60
+    assert counts["rescore"] == 4 * 11 + 2 * 2 + len(judged) == 62
     assert counts["judge_probe"] == 2
     assert counts["case_study"] == 3 and counts["reproduction"] == 1
     # the README's numbers of this plan are this plan's
@@ -354,8 +357,9 @@ def test_mini_profile_plans_its_slice_with_the_infer_jobs_in_the_vllm_venv(repo,
     counts = job_counts(done.stdout)
     # MemAgent, direct and RAG on RULER-HQA x 3 and LongBench-QA; MemAgent and direct on NIAH
     # x 2; Mem-α on validation and MemoryAgentBench (memorize, then QA on the served model);
-    # question-blind MemAgent and the oracle on RULER-HQA x 3, closed-book there and on LongBench
-    assert counts["evaluate"] == 3 * 4 + 2 * 2 + 2 + 3 + 3 + 4 and counts["memorize"] == 2
+    # question-blind MemAgent and the oracle on RULER-HQA x 3; closed-book in its two prompts,
+    # once on RULER-HQA (for every length) and on LongBench
+    assert counts["evaluate"] == 3 * 4 + 2 * 2 + 2 + 3 + 3 + 2 * 2 and counts["memorize"] == 2
     assert counts["download_model"] == 1 and "train_stage1" not in counts
     # the whole reply rescores MemAgent (both protocols) and direct generation on RULER-HQA,
     # MemAgent and direct on LongBench-QA; no judge, so no leniency probe
@@ -461,11 +465,14 @@ def test_smoke_table_has_every_cell_with_sane_values(smoke):
     results = smoke / "results/smoke"
     with open(results / "tables/table1.csv") as handle:
         rows = list(csv.DictReader(handle))
-    cells = {(row["system"], int(row["n_docs"])) for row in rows}
-    # two memory agents (one also question-blind), the direct baseline and the three controls
-    # x 3 lengths
-    assert len(cells) == 7 * 3
-    for row in rows:
+    scored = [row for row in rows if row["ours"]]
+    cells = {(row["system"], int(row["n_docs"])) for row in scored}
+    # two memory agents (one also question-blind), the direct baseline, the oracle and the full
+    # context x 3 lengths; the two closed-books once each (their one run, at the first length;
+    # "—" at the others)
+    assert len(cells) == 6 * 3 + 2 and len(rows) == 8 * 3
+    assert {n for system, n in cells if system.startswith("Closed-book")} == {10}
+    for row in scored:
         assert 0.0 <= float(row["ours"]) <= 100.0
     assert "paper" in (results / "tables/table1.md").read_text()
     assert (
@@ -495,12 +502,14 @@ def test_smoke_evaluates_every_benchmark_system_and_table(smoke):
     # one file per job, a record per task; beyond the 37 jobs of Tables 1-3, 10, 11 and Mem-α's:
     # MemAgent w/o RL on LongBench (7 tasks, Figure 7), the memory ablation's 2 settings on NIAH
     # at 2 lengths and LongBench-QA (2 x (3 + 3 + 5)), the probe's 2 placements at 20 docs, the
-    # closed-book control on RULER-HQA's 3 lengths, LongBench-QA and Mem-α's two (3 + 5 + 16),
+    # closed-book control once on RULER-HQA (for its 3 lengths), LongBench-QA and Mem-α's two
+    # (1 + 5 + 16), and the trained agent's own on RULER-HQA, LongBench-QA and MemoryAgentBench
+    # (1 + 5 + 9),
     # the oracle on RULER-HQA's 3 (3), the full context there and on LongBench-QA (3 + 5) and
     # the trained agent question-blind on RULER-HQA's 3 (3), again at a second sampling seed (3),
     # and question-aware on MemoryAgentBench's RULER-QA source (1)
-    assert len(files) == 37 + 1 + 6 + 1 + 6 + 3 + 4 + 3 + 3 + 1
-    assert len(metrics) == 147 + 7 + 22 + 2 + 24 + 3 + 8 + 3 + 3 + 1
+    assert len(files) == 37 + 1 + 6 + 1 + (4 + 3) + 3 + 4 + 3 + 3 + 1
+    assert len(metrics) == 147 + 7 + 22 + 2 + (22 + 15) + 3 + 8 + 3 + 3 + 1
     assert {m["benchmark"] for m in metrics} == {
         "ruler_hqa",
         "ruler",
@@ -702,11 +711,11 @@ def test_smoke_records_one_mlflow_child_run_per_job(smoke):
     [parent] = [r for r in parents if not runs[r].endswith(" custom")]
     children = [r for r in runs if tags[r].get("mlflow.parentRunId") == parent]
     rules = sorted(tags[r]["rule"] for r in children)
-    # 65 evaluation jobs: 52 score themselves, 13 (RULER-HQA and the probe from 20 docs) run in 2
+    # 66 evaluation jobs: 53 score themselves, 13 (RULER-HQA and the probe from 20 docs) run in 2
     # shards each; 11 (Mem-α on its two sets and RULER-HQA's three lengths, after GRPO on both
     # sets, MemAgent on MAB and question-aware on its RULER-QA source, MEM1 on MAB and 10 docs)
     # read what 11 memorize jobs wrote; a 12th memorises Table 5's example, found in the full set
-    assert rules.count("evaluate") == 52 and rules.count("evaluate_shard") == 26
+    assert rules.count("evaluate") == 53 and rules.count("evaluate_shard") == 26
     assert rules.count("merge_eval") == 13 and rules.count("memorize") == 12
     assert rules.count("memalpha_example") == 1
     assert rules.count("probe_set") == 2
@@ -718,10 +727,10 @@ def test_smoke_records_one_mlflow_child_run_per_job(smoke):
     every_record = list(results.glob("logs/**/*.provenance.jsonl"))
     own_data = [r for r in every_record if re.search(r"custom|long_qa|minutes", r.as_posix())]
     records = [r for r in every_record if r not in own_data]
-    # the example: 2 copies, 2 checks, 15 evaluations, 3 memorize jobs, its table; the second
+    # the example: 2 copies, 2 checks, 16 evaluations, 3 memorize jobs, its table; the second
     # config: 1 evaluation (the copy and check of its dataset are the example's), its table
-    assert len(own_data) == 23 + 2
-    assert len(children) == len(runs) - 3 - len(own_data) == len(records) == 206  # all but `all`
+    assert len(own_data) == 24 + 2
+    assert len(children) == len(runs) - 3 - len(own_data) == len(records) == 207  # all but `all`
     readme = docs_text(Path(__file__).resolve().parents[1])
     # the README's smoke job count: the quickstart, the speed table, what was verified
     assert readme.count(f"{len(records) + 1} jobs") == 3
@@ -772,7 +781,7 @@ def test_every_jobs_record_names_exactly_the_inputs_snakemake_gave_it(smoke):
         if recorded != planned:
             differ.append((rule, sorted(planned - recorded), sorted(recorded - planned)))
         checked += 1
-    assert checked == 206 and differ == []
+    assert checked == 207 and differ == []
 
 
 def test_smoke_lineage_leads_from_table3_to_the_checkpoint_and_the_base_model(smoke):
@@ -793,8 +802,10 @@ def test_smoke_lineage_leads_from_table3_to_the_checkpoint_and_the_base_model(sm
     # the checkpoint as its reader recorded it (after Snakemake marked the directory) is the
     # content its producer wrote
     checkpoint = str(smoke / "results/smoke/checkpoints/rl-memagent-tiny/stage2")
-    [reader] = [job for job in jobs.values() if checkpoint in job["inputs"]]
-    assert graph["jobs"][reader["inputs"][checkpoint]["producer"]] == stage2
+    readers = [job for job in jobs.values() if checkpoint in job["inputs"]]
+    assert len(readers) == 2  # the agent's evaluation and its own closed-book's
+    for reader in readers:
+        assert graph["jobs"][reader["inputs"][checkpoint]["producer"]] == stage2
     assert (
         smoke / "results/smoke/checkpoints/rl-memagent-tiny/stage2/.snakemake_timestamp"
     ).exists()

@@ -111,20 +111,27 @@ def _yaml_value(value: str, arg: str) -> object:
             f"--config {arg}: the value is not YAML ({problem}); quote a string, e.g. "
             f"{arg.partition('=')[0]}='\"{value}\"'"
         ) from None
-    if not _json_like(parsed):
+    if (found := _not_json(parsed)) is not None:
+        part = "the value" if found is parsed else f"{found!s} in the value"
         raise SystemExit(
-            f"--config {arg}: YAML reads the value as {type(parsed).__name__}, which a config "
+            f"--config {arg}: YAML reads {part} as {type(found).__name__}, which a config "
             f"cannot hold; quote it for a string: {arg.partition('=')[0]}='\"{value}\"'"
         )
     return parsed
 
 
-def _json_like(value: object) -> bool:
+def _not_json(value: object) -> object | None:
+    """The first part of a YAML value that JSON cannot hold (a date, bytes, a non-text key);
+    None where it all can."""
     if isinstance(value, dict):
-        return all(isinstance(k, str) and _json_like(v) for k, v in value.items())
+        keys = (k for k in value if not isinstance(k, str))
+        return next(keys, None) or next(
+            (found for v in value.values() if (found := _not_json(v)) is not None), None
+        )
     if isinstance(value, list):
-        return all(_json_like(item) for item in value)
-    return value is None or isinstance(value, str | int | float | bool)  # no date, bytes
+        return next((found for v in value if (found := _not_json(v)) is not None), None)
+    fits = value is None or isinstance(value, str | int | float | bool)
+    return None if fits else value
 
 
 def _check_config_file(arg: str, option: str) -> None:

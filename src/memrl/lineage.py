@@ -183,9 +183,10 @@ def render(graph: Mapping[str, Any], runs: Mapping[str, str], base: Path) -> str
         lines.append("  (no job of this run wrote this file)")
     sources = graph["sources"]
     if graph["jobs"]:
+        listed = ":" if sources else "."  # a colon only before a list
         lines.append(
             f"\n{quantity(len(graph['jobs']), 'job')}; "
-            f"{quantity(len(sources), 'source')} written by none:"
+            f"{quantity(len(sources), 'source')} written by none{listed}"
         )
         lines += [f"  {shown_path(p, base)}  {short_digest(d)}" for p, d in sorted(sources.items())]
     if changed:

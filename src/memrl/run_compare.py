@@ -6,10 +6,16 @@ compared without its wall times. What names the run, the time or the machine (lo
 benchmarks, manifests' paths, Markdown/LaTeX/HTML footnotes, figure images) is left out. Used to
 show that running every job in its container image changes no number.
 
+Which directories: every top-level directory of a run but the records of how it ran
+(NOT_COMPUTED: logs, benchmarks, provenance, pipeline_info, MLflow's artifacts). A family of
+outputs added later (rescorings, judges' probes, keyword rebuilds today) is compared without
+naming it here. A symlinked subdirectory is followed.
+
 Items: every predictions file the two runs share is matched item by item (task and index); an
 item whose score or failure changed is listed with what else changed: its input row
 (`row_sha256`), the first prompt sent (`prompt_sha256`: the template or the settings), or
-neither (the model, its sampling, or chance).
+neither (the model, its sampling, or chance). A damaged predictions file (torn, not UTF-8) is
+named and its items left out; the others are compared. A repeated item is named.
 
 Exit status: 0 when everything compared is equal, 1 otherwise (the differences are listed)."""
 
@@ -17,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,18 +31,28 @@ from pathlib import Path
 from memrl.data.io import read_jsonl
 from memrl.digests import file_digest
 
-COMPARED = ("raw", "data", "models", "checkpoints", "eval", "stats", "tables", "figures")
+# what records how a run ran (its time, machine, invocation), not what it computed: Snakemake's
+# logs and benchmarks, memrl.tracking's provenance, pipeline_info and MLflow artifacts (a test
+# holds these names to the modules that write them)
+NOT_COMPUTED = ("logs", "benchmarks", "provenance", "pipeline_info", "mlartifacts")
 LEFT_OUT_SUFFIXES = (".manifest.json", ".md", ".tex", ".html", ".png", ".pdf", ".log")
 TRAINING_LOG = "train_metrics.jsonl"
 WALL_TIME_KEYS = ("seconds",)
 
 
 def computed_files(results: Path) -> Iterator[Path]:
-    """The files of a results directory that hold what the run computed (relative paths)."""
-    for top in COMPARED:
-        for path in sorted((results / top).rglob("*")):
-            if path.is_file() and not path.name.endswith(LEFT_OUT_SUFFIXES):
+    """The files of a results directory that hold what the run computed (relative paths):
+    those under every top-level directory but NOT_COMPUTED, symlinks followed."""
+    tops = sorted(p for p in results.iterdir() if p.is_dir() and p.name not in NOT_COMPUTED)
+    for top in tops:
+        for path in sorted(_files_under(top)):
+            if not path.name.endswith(LEFT_OUT_SUFFIXES):
                 yield path.relative_to(results)
+
+
+def _files_under(top: Path) -> Iterator[Path]:
+    for folder, _, names in os.walk(top, followlinks=True):
+        yield from (Path(folder) / name for name in names if (Path(folder) / name).is_file())
 
 
 def training_log(path: Path) -> list[dict]:
@@ -86,17 +103,39 @@ class ItemChange:
 
 @dataclass(frozen=True)
 class ItemComparison:
-    """One predictions file of both runs, item by item."""
+    """One predictions file of both runs, item by item, and what kept items out (`left_out`:
+    a damaged side, a repeated item)."""
 
     matched: int
     only_a: int
     only_b: int
     changed: tuple[ItemChange, ...]
+    left_out: tuple[str, ...] = ()
 
 
-def items_by_key(path: Path) -> dict[ItemKey, dict]:
-    """A predictions file's lines by (task, index) (every line is tagged with its task)."""
-    return {(line["task"], line["index"]): line for line in read_jsonl(path, ("task", "index"))}
+@dataclass(frozen=True)
+class Items:
+    """A predictions file's lines by (task, index) (every line is tagged with its task), the
+    keys it holds more than once (the last line kept), or why it could not be read."""
+
+    lines: dict[ItemKey, dict]
+    repeated: tuple[ItemKey, ...] = ()
+    damaged: str | None = None
+
+
+def items_by_key(path: Path) -> Items:
+    try:
+        rows = read_jsonl(path, ("task", "index"))
+    except ValueError as exc:  # names the file and line
+        return Items({}, damaged=str(exc))
+    lines: dict[ItemKey, dict] = {}
+    repeated = []
+    for row in rows:
+        key = (row["task"], row["index"])
+        if key in lines:
+            repeated.append(key)
+        lines[key] = row
+    return Items(lines, tuple(repeated))
 
 
 def outcome(item: dict) -> tuple[float, bool]:
@@ -118,15 +157,31 @@ def item_change(key: ItemKey, a: dict, b: dict) -> ItemChange:
     return ItemChange(*key, item_id, outcome(a)[0], outcome(b)[0], why_changed(a, b))
 
 
-def compare_items(a: dict[ItemKey, dict], b: dict[ItemKey, dict]) -> ItemComparison:
+def compare_items(found_a: Items, found_b: Items) -> ItemComparison:
+    notes = [
+        note for side, found in (("a", found_a), ("b", found_b)) for note in _notes(side, found)
+    ]
+    if found_a.damaged or found_b.damaged:
+        return ItemComparison(0, 0, 0, (), tuple(notes))
+    a, b = found_a.lines, found_b.lines
     both = sorted(a.keys() & b.keys())
     changed = tuple(item_change(k, a[k], b[k]) for k in both if outcome(a[k]) != outcome(b[k]))
-    return ItemComparison(len(both), len(a.keys() - b.keys()), len(b.keys() - a.keys()), changed)
+    only = (len(a.keys() - b.keys()), len(b.keys() - a.keys()))
+    return ItemComparison(len(both), *only, changed, tuple(notes))
+
+
+def _notes(side: str, found: Items) -> list[str]:
+    if found.damaged:
+        return [f"{side}: damaged, its items left out: {found.damaged}"]
+    return [
+        f"{side}: item {task}/{index} appears more than once; its last line compared"
+        for task, index in found.repeated
+    ]
 
 
 def item_differences(a: Path, b: Path) -> dict[str, ItemComparison]:
     """Every predictions file of both runs (its relative path) compared item by item."""
-    in_a = (path.relative_to(a) for path in (a / "eval").rglob(f"*{PREDICTIONS}"))
+    in_a = (p for p in computed_files(a) if p.name.endswith(PREDICTIONS))
     shared = sorted(path for path in in_a if (b / path).is_file())
     return {str(p): compare_items(items_by_key(a / p), items_by_key(b / p)) for p in shared}
 
@@ -137,6 +192,8 @@ def print_items(found: dict[str, ItemComparison], shown: int) -> None:
     changed = sum(len(c.changed) for c in found.values())
     print(f"{matched} items matched in {len(found)} predictions files, {changed} changed outcome")
     for path, c in found.items():
+        for note in c.left_out:
+            print(f"warning: items: {path}: {note}")
         if c.changed or c.only_a or c.only_b:
             print(f"items: {path}: {len(c.changed)} of {c.matched} changed outcome", end="")
             print(f", {c.only_a} only in a, {c.only_b} only in b")
@@ -146,13 +203,20 @@ def print_items(found: dict[str, ItemComparison], shown: int) -> None:
                 print(f"  ... {len(c.changed) - shown} more (--items N shows N)")
 
 
+def _count(text: str) -> int:
+    """--items: a whole number, 0 or more."""
+    if not text.isdigit():
+        raise argparse.ArgumentTypeError(f"{text!r} is not a count (0 or more)")
+    return int(text)
+
+
 def main(argv: list[str] | None = None) -> None:
     summary = __doc__.splitlines()[0]
     parser = argparse.ArgumentParser(prog="memrl compare-runs", description=summary)
     parser.add_argument("a", type=Path, help="a results directory (results/<run>)")
     parser.add_argument("b", type=Path)
     parser.add_argument(
-        "--items", type=int, default=10, metavar="N", help="changed items listed per file"
+        "--items", type=_count, default=10, metavar="N", help="changed items listed per file"
     )
     args = parser.parse_args(argv)
     for results in (args.a, args.b):

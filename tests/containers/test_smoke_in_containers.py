@@ -4,7 +4,7 @@ and every job's record names the image it ran in, with its digest and its lock's
 
 The slice is every kind of step once (downloads, synthesis, question filter, both MemAgent
 training stages, Mem-α's GRPO, memorize, a sharded evaluation and its merge, a table, a
-training-curve figure): 36 of the smoke run's 207 jobs. The whole DAG in containers took
+training-curve figure): 37 of the smoke run's 208 jobs. The whole DAG in containers took
 about 15 min of CI's 90 and showed nothing a step's first job does not (each step is one command
 in one image)."""
 
@@ -85,8 +85,9 @@ def test_every_computed_file_is_byte_identical_to_the_venv_runs(both_runs):
     assert (found["differ"], found["only_b"]) == ([], [])  # the venv ran the whole DAG
     kinds = {Path(p).parts[0] for p in found["equal"]}
     assert {"raw", "data", "eval", "tables", "checkpoints", "models"} <= kinds
-    # table3's five evaluations, Mem-α's on MAB, the merged shards
-    assert sum(p.endswith(".predictions.jsonl") for p in found["equal"]) == 7
+    # table3's five evaluations and the trained agent's own closed-book, Mem-α's on MAB, the
+    # merged shards
+    assert sum(p.endswith(".predictions.jsonl") for p in found["equal"]) == 8
 
 
 def test_every_containerised_job_names_its_image_digest_and_lock(both_runs, podman):

@@ -16,6 +16,8 @@ from memrl.engines.base import ChatRequest
 from memrl.scoring.extract import extract_solution
 
 NO_MEMORY = "No previous memory"
+# MemAgent's "answerable without context" filter (filter.py): the question alone, its answer boxed
+NO_CONTEXT_PROMPT = "{question}\nYour final answer in \\boxed{{}}."
 # the prompts' own tokens, as Appendix B counts them (FLOPs, and the budgets a plan prices)
 WORKFLOW_PROMPT_TOKENS = 200  # the memory prompt's
 FINAL_PROMPT_TOKENS = 100  # the final prompt's

@@ -92,6 +92,9 @@ class Benchmark:
       rather than each system's `benchmarks`.
     - `lengths`: its sets have a length axis; without one every job and record is at length 0
       (`memrl.benchmarks.NO_LENGTH`). `length_unit`: what a length counts (documents, tokens).
+    - `same_questions`: its sets ask the same questions, in the same order, at every length
+      (RULER-HQA: the 128 dev questions among ever more documents). A system that reads no
+      context then runs at one length, and its records stand for every length.
     - `data(config, length, tasks)`: the files an evaluation job at `length` reads, one per
       task (in the results directory: built by its data jobs, or downloaded).
     - `reads_pool`: its rows may store document ids, resolved in RULER-HQA's document pool.
@@ -140,6 +143,7 @@ class Benchmark:
     check_data: Callable[[Row], None] = no_check
     chosen_per_system: bool = False
     lengths: bool = True
+    same_questions: bool = False
     length_unit: str = "documents"
     shards_as: str | None = None
     job_name: Callable[[Row], str | None] | None = None

@@ -210,6 +210,7 @@ BENCHMARK = Benchmark(
     output_tokens=fixed_budget(OUTPUT_TOKENS),
     data=eval_set,
     reads_pool=True,
+    same_questions=True,  # the filtered dev questions of eval_200, in its order, at every length
     instance_rows=instance_rows,
     instance_settings=instance_settings,
     instance_shapes=instance_shapes,

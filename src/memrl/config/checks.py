@@ -83,6 +83,7 @@ def check_references(config: dict[str, Any]) -> None:
         _require_source(config, f"longbench.tasks ({task})", longbench_source(task))
     _check_kind_benchmarks(config)
     _check_protocols(config)
+    _check_closed_book_prompts(config)
     _check_memalpha(config, require)  # first: a missing section also leaves its runs unknown
     _check_sources(config)
     for system, spec in config["evaluation"]["systems"].items():
@@ -365,6 +366,16 @@ def _check_protocols(config: dict[str, Any]) -> None:
                 f"{', '.join(on)} every MemAgent system writes its memory for the question "
                 "already"
             )
+
+
+def _check_closed_book_prompts(config: dict[str, Any]) -> None:
+    """`prompt` (the schema knows its values) only on a closed-book."""
+    for name, spec in config["evaluation"]["systems"].items():
+        if "prompt" not in spec:
+            continue
+        key = f"config key evaluation.systems.{name}.prompt"
+        if spec["kind"] != "closedbook":
+            raise ConfigError(f"{key}: only a closedbook system has it")
 
 
 def _check_sources(config: dict[str, Any]) -> None:

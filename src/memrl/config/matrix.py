@@ -159,7 +159,7 @@ def eval_jobs(config: dict[str, Any], systems: Systems | None = None) -> list[Ev
             (name, length): names
             for name, found in registered().items()
             if found.chosen_per_system or _runs_benchmark(system, name)
-            for length, names in found.sets(config, system_id, system, kind).items()
+            for length, names in _lengths(found.sets(config, system_id, system, kind), kind, name)
         }
         jobs += [
             EvalJob(
@@ -173,6 +173,15 @@ def eval_jobs(config: dict[str, Any], systems: Systems | None = None) -> list[Ev
             if names
         ]
     return jobs
+
+
+def _lengths(sets: dict[int, list[str]], kind: Any, benchmark: str) -> list[tuple[int, list[str]]]:
+    """A system's sets of one benchmark, by length: only the shortest where one evaluation stands
+    for every length (`SystemKind.one_length`: a closed-book asks the same questions at each)."""
+    if kind.one_length(benchmark) and sets:
+        shortest = min(sets)
+        return [(shortest, sets[shortest])]
+    return list(sets.items())
 
 
 def eval_data(config: dict[str, Any], job: EvalJob) -> list[Path]:

@@ -22,9 +22,11 @@ from memrl.layout import (
     memagent_runs,
     memalpha_runs,
     model_reproduces,
+    qa_model,
     trained_runs,
 )
 from memrl.scoring.compare import DEFAULT_MARGIN
+from memrl.systems import system_kind
 
 REPORTED_SYSTEM_KEYS = (
     "kind",
@@ -75,10 +77,20 @@ def report_systems(config: dict[str, Any], variants: bool) -> list[dict[str, Any
             "reproduces": model_reproduces(config, spec["model"]) if "model" in spec else True,
             **{key: spec[key] for key in REPORTED_SYSTEM_KEYS if key in spec},
             **_trained_here(config, spec),
+            **_answered_by(config, spec),
         }
         for system_id, spec in eval_systems(config).items()
         if variants or not is_variant(spec)
     ]
+
+
+def _answered_by(config: dict[str, Any], system: dict[str, Any]) -> dict[str, Any]:
+    """The benchmarks where the QA model, not the system's own, answers over its memory (Mem-α,
+    MEM1 on Mem-α's instances): `answered_by` {benchmark: model}, the model its controls pair
+    with (memrl.report.rows.answering_model)."""
+    kind = system_kind(system["kind"])
+    by = {b: qa_model(config) for b in system["benchmarks"] if kind.answers_with_qa_model(b)}
+    return {"answered_by": by} if by else {}
 
 
 def _trained_here(config: dict[str, Any], system: dict[str, Any]) -> dict[str, Any]:

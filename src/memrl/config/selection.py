@@ -83,26 +83,37 @@ class Selection:
 
     def controls(self) -> list[EvalJob]:
         """The controls (closed-book, oracle, full context), and the memory systems' jobs at
-        each benchmark and length where one ran."""
-        kinds = {sid: system_kind(spec["kind"]) for sid, spec in self.kinds.items()}
-        control = {(j.benchmark, j.length) for j in self.jobs if kinds[j.system].control}
+        each benchmark and length where one ran or stands (`cells`)."""
+        kinds = self._kinds()
+        control = {cell for j in self.jobs if kinds[j.system].control for cell in self.cells(j)}
         return [
             j
             for j in self.jobs
-            if (j.benchmark, j.length) in control
-            and (kinds[j.system].control or kinds[j.system].memory)
+            if kinds[j.system].control
+            or (kinds[j.system].memory and (j.benchmark, j.length) in control)
         ]
 
     def beside_controls(self, shown: Sequence[EvalJob]) -> list[EvalJob]:
         """Of a score table's jobs (`shown`), the memory systems' at a benchmark and length
-        where a control that flags cells ran (closed-book: `Control.reached`), and those
-        controls' jobs there: what each memory cell's gain over it reads."""
-        kinds = {sid: system_kind(spec["kind"]) for sid, spec in self.kinds.items()}
+        where a control that flags cells ran or stands (closed-book: `Control.reached`), and
+        those controls' jobs: what each memory cell's gain over it reads."""
+        kinds = self._kinds()
         flagging = [j for j in self.jobs if (c := kinds[j.system].control) and c.reached]
-        at = {(j.benchmark, j.length) for j in flagging}
+        at = {cell for j in flagging for cell in self.cells(j)}
         memory = [j for j in shown if kinds[j.system].memory and (j.benchmark, j.length) in at]
         used = {(j.benchmark, j.length) for j in memory}
-        return [*memory, *(j for j in flagging if (j.benchmark, j.length) in used)]
+        return [*memory, *(j for j in flagging if used & self.cells(j))]
+
+    def cells(self, job: EvalJob) -> set[tuple[str, int]]:
+        """The (benchmark, length) cells a job's records stand for: its own, or every length
+        of its benchmark in the plan where one evaluation stands for all (`one_length`: a
+        closed-book on RULER-HQA)."""
+        if not system_kind(self.kinds[job.system]["kind"]).one_length(job.benchmark):
+            return {(job.benchmark, job.length)}
+        return {(j.benchmark, j.length) for j in self.jobs if j.benchmark == job.benchmark}
+
+    def _kinds(self) -> dict[str, Any]:
+        return {sid: system_kind(spec["kind"]) for sid, spec in self.kinds.items()}
 
     def protocols(self, source: str | None) -> list[EvalJob]:
         """Each MemAgent system switched to the other paper's protocol (question-blind on

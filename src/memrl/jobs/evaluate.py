@@ -211,9 +211,11 @@ def _run_tasks(
 
 def answer_format(kind: Any, s: dict[str, Any]) -> str:
     """Where a system's replies give their answer: where MemAgent's final prompt
-    (`evaluation.final_prompt`) asks for it, for the kinds that ask it; after "the answer is"
-    (their own prompts') for the others."""
-    return s["final_prompt"] if kind.asks_final_prompt else "answer_is"
+    (`evaluation.final_prompt`) asks for it, for the kinds that ask it; where a kind's own
+    settings say (`answer_format`: the closed-book's prompt); else after "the answer is"."""
+    if kind.asks_final_prompt:
+        return s["final_prompt"]
+    return s.get("answer_format", "answer_is")
 
 
 ROW_ID_FIELDS = ("id", "task_label", "instance_id")  # the identities rows may carry

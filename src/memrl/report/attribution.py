@@ -6,7 +6,7 @@ the run measured is then its own counterfactual, paired on the cell's items:
 - protocol: the same model under the other protocol − ours;
 - training: the released checkpoint of the same paper row − ours (a model trained here);
 - memory: each control of the cell's own model − ours (closed-book, oracle, full context);
-- sampling: the seeds' spread, or the binomial noise of one sample per question (a bound);
+- sampling: the seeds' spread, or one sample per question's Wilson 95 % half-width (a bound);
 - recipe: the keys that differ from the recipe behind the printed number (not measured).
 
 A factor's gap left (its residual) is gap + effect: the gap had that factor alone been changed.
@@ -27,8 +27,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from memrl.report.controls import MIN_ITEMS, items_of_task, n_text, paired_gain
+from memrl.benchmarks import benchmark as benchmark_of
+from memrl.report.controls import MIN_ITEMS, items_of_task, n_text, paired_gain, same_model
 from memrl.report.records import evaluation_files, prediction_lines
+from memrl.report.rows import answering_model
 from memrl.report.scorers import OWN as OWN_SCORER
 from memrl.report.seeds import SAMPLINGS, TRAININGS, row_label
 from memrl.scoring.intervals import wilson_bounds
@@ -223,11 +225,23 @@ class Evidence:
     files: Mapping[tuple[str, str, int, str], Path] = field(default_factory=dict)
 
     def task_lines(self, system: str, source: Source, scorer: str = OWN_SCORER) -> Lines | None:
-        found = self.lines.get((system, source.benchmark, source.length, scorer))
+        found = self.lines.get(self._key(system, source, scorer))
         return None if found is None else items_of_task(found, source.task)
 
     def file(self, system: str, source: Source, scorer: str = OWN_SCORER) -> Path | None:
-        return self.files.get((system, source.benchmark, source.length, scorer))
+        return self.files.get(self._key(system, source, scorer))
+
+    def _key(self, system: str, source: Source, scorer: str) -> tuple[str, str, int, str]:
+        """The evaluation of `system` at the cell: its own length's, or the one that stands
+        for every length (`SystemKind.one_length`: a closed-book on RULER-HQA)."""
+        key = (system, source.benchmark, source.length, scorer)
+        spec = self.systems.get(system, {})
+        if key in self.lines or "kind" not in spec:
+            return key
+        if not system_kind(spec["kind"]).one_length(source.benchmark):
+            return key
+        same = (k for k in self.lines if (k[0], k[1], k[3]) == (system, source.benchmark, scorer))
+        return next(same, key)
 
 
 def load_evidence(
@@ -443,14 +457,15 @@ def _trainings(
     return _against("training", source, ours, evidence, others)
 
 
-def _controls_of(spec: Mapping[str, Any], evidence: Evidence) -> list[str]:
-    """The control systems of the cell's own model (closed-book, oracle, full context)."""
+def _controls_of(spec: Mapping[str, Any], benchmark: str, evidence: Evidence) -> list[str]:
+    """The control systems (closed-book, oracle, full context) of the model that answers the
+    cell's questions (its own, or the QA model over its memory: `answering_model`)."""
     return [
         sid
         for sid, other in evidence.systems.items()
         if "kind" in other
         and system_kind(other["kind"]).control is not None
-        and other.get("model") == spec.get("model")
+        and same_model(spec, other, benchmark)
         and not other.get("seed_of")
     ]
 
@@ -466,7 +481,7 @@ def _memories(
             f"no memory: {_display(evidence, sid)}",
             ("controls", f"{spec.get('display')} vs {_display(evidence, sid)}"),
         )
-        for sid in _controls_of(spec, evidence)
+        for sid in _controls_of(spec, source.benchmark, evidence)
     ]
     return _against("memory", source, ours, evidence, others)
 
@@ -496,8 +511,8 @@ def _repeats_bound(
 
 
 def _sampling(source: Source, ours: Lines, spec: Mapping[str, Any], evidence: Evidence) -> Effect:
-    """The seeds' largest move of the cell's score (a bound), or the binomial noise of one sample
-    per question at the sampling temperature (0: greedy, no bound to state)."""
+    """The seeds' largest move of the cell's score (a bound), or the Wilson 95 % half-width of one
+    sample per question at the sampling temperature (0: greedy, no bound to state)."""
     seeds = _repeats_bound(source, ours, spec, evidence, SAMPLINGS)
     if seeds is not None:
         return seeds
@@ -513,8 +528,8 @@ def _sampling(source: Source, ours: Lines, spec: Mapping[str, Any], evidence: Ev
     low, high = wilson_bounds(p * n, n)  # right/wrong items; graded ones: as wide at their mean
     bound = 100 * max(p - low, high - p)
     change = (
-        f"one sample per question at temperature {temperature:g}: its binomial noise at "
-        f"n {len(scores)}, a bound"
+        f"one sample per question at temperature {temperature:g}: the Wilson 95 % half-width "
+        f"at n {len(scores)}, a bound"
     )
     return Effect("sampling", change, bound, bound=True, n=f"n {len(scores)}")
 
@@ -530,7 +545,6 @@ def _suggestions(
 ) -> list[Suggestion]:
     """The config changes that would measure a factor this run left unmeasured."""
     measured = {e.factor for e in effects if e.effect is not None and not e.bound}
-    model = spec.get("model")
     found = []
     if not any(e.factor == "sampling" and e.table for e in effects):  # no seeds ran
         found.append(
@@ -555,12 +569,15 @@ def _suggestions(
         )
     kind = system_kind(spec["kind"]) if "kind" in spec else None
     if kind is not None and kind.memory and "memory" not in measured:
+        answers = answering_model(spec, source.benchmark)
+        # MemAgent's filter prompt where rows are asked one by one (not Mem-α's instances)
+        prompt = "" if benchmark_of(source.benchmark).instances else "prompt: filter, "
         found.append(
             Suggestion(
                 "memory",
-                f"a closed-book control of {model}",
-                f"evaluation.systems.closedbook-{model}={{kind: closedbook, model: {model}, "
-                f"display: Closed-book ({model}), max_input_tokens: 4096, "
+                f"a closed-book control of {answers}",
+                f"evaluation.systems.closedbook-{answers}={{kind: closedbook, model: {answers}, "
+                f"display: Closed-book ({answers}), {prompt}max_input_tokens: 4096, "
                 f"max_output_tokens: 1024, benchmarks: [{source.benchmark}]}}",
             )
         )

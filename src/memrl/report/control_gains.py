@@ -14,7 +14,7 @@ from typing import Any
 import pandas as pd
 
 from memrl.report.cells import ControlGain
-from memrl.report.controls import Units, items_of_task, paired_gain
+from memrl.report.controls import Units, at_every_length, items_of_task, paired_gain, same_model
 from memrl.report.rows import Systems, system_kind, system_specs
 from memrl.systems import system_kind as registered_kind
 from memrl.systems.base import Control
@@ -24,10 +24,11 @@ Evaluations = Sequence[Mapping[str, Any]]  # memrl.report.controls.load_item_sco
 
 def attach_control_gains(table: pd.DataFrame, evaluations: Evaluations, systems: Systems) -> None:
     """Give every memory system's score cell (one with a `source`) its gain over a flagging
-    control evaluated at its benchmark and length (the one of its own model first), and the
+    control of its answering model at its benchmark and length (never another model's), and the
     table a note. `evaluations`: the memory systems' and the controls' item scores; `systems`:
     every one of them, by id."""
     specs = system_specs(systems)
+    evaluations = at_every_length(evaluations, specs)
     kinds = {sid: registered_kind(system_kind(sid, spec)) for sid, spec in specs.items()}
     items = {(e["system"], e["benchmark"], e["length"]): e["questions"] for e in evaluations}
     controls = [e for e in evaluations if _flags(kinds[e["system"]].control)]
@@ -38,8 +39,12 @@ def attach_control_gains(table: pd.DataFrame, evaluations: Evaluations, systems:
                 continue
             benchmark, task, sid, length = cell.source
             ours = items.get((sid, benchmark, length))
-            at = [c for c in controls if (c["benchmark"], c["length"]) == (benchmark, length)]
-            at.sort(key=lambda c: specs[c["system"]].get("model") != specs[sid].get("model"))
+            at = [
+                c
+                for c in controls
+                if (c["benchmark"], c["length"]) == (benchmark, length)
+                and same_model(specs[sid], specs[c["system"]], benchmark)
+            ]
             if ours is None or not at:
                 continue
             control = at[0]

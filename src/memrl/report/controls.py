@@ -19,7 +19,7 @@ from memrl.config import CONTROLS_TABLE
 from memrl.report.cells import DASH, text_frame
 from memrl.report.records import evaluation_files, prediction_lines
 from memrl.report.registry import BOTH_PAPERS, PaperTable, TableInput
-from memrl.report.rows import system_kind, system_specs
+from memrl.report.rows import answering_model, system_kind, system_specs
 from memrl.scoring.intervals import bootstrap, paired_fixed_instances_interval
 from memrl.scoring.rescore import unit_scores
 from memrl.systems import system_kind as registered_kind
@@ -171,10 +171,37 @@ def of_task(items: Mapping[str, Any], task: str | None) -> dict[str, Any]:
     return dict(items) if task is None else items_of_task(items, task)
 
 
+def at_every_length(
+    records: Sequence[Mapping[str, Any]], specs: Mapping[str, Mapping[str, Any]]
+) -> list[Mapping[str, Any]]:
+    """The records, each one-length evaluation (a closed-book on RULER-HQA, whose lengths ask
+    the same questions: `SystemKind.one_length`) standing at every length of its benchmark
+    among them."""
+    lengths: dict[str, set[int]] = {}
+    for record in records:
+        lengths.setdefault(record["benchmark"], set()).add(record["length"])
+    found: list[Mapping[str, Any]] = []
+    for record in records:
+        kind = registered_kind(system_kind(record["system"], specs[record["system"]]))
+        if kind.one_length(record["benchmark"]):
+            found += [{**record, "length": n} for n in sorted(lengths[record["benchmark"]])]
+        else:
+            found.append(record)
+    return found
+
+
+def same_model(memory: Mapping[str, Any], control: Mapping[str, Any], benchmark: str) -> bool:
+    """Whether a control's answers come from the model that answers a memory system's cells on
+    `benchmark` (rows.answering_model): what memory adds is read against that model alone."""
+    return answering_model(memory, benchmark) == answering_model(control, benchmark)
+
+
 def build_controls_table(records: Sequence[Mapping[str, Any]], systems: Any) -> pd.DataFrame:
-    """A row per (memory system, control), a column per benchmark, length and task where both
-    ran (task_columns); each cell the paired difference (cell_text)."""
+    """A row per (memory system, control of its answering model), a column per benchmark,
+    length and task where both ran or the control stands (at_every_length, task_columns);
+    each cell the paired difference (cell_text)."""
     specs = system_specs(systems)
+    records = at_every_length(records, specs)
     kinds = {
         r["system"]: registered_kind(system_kind(r["system"], specs[r["system"]])) for r in records
     }
@@ -185,12 +212,19 @@ def build_controls_table(records: Sequence[Mapping[str, Any]], systems: Any) -> 
         for memory in memories:
             if (memory["benchmark"], memory["length"]) != (control["benchmark"], control["length"]):
                 continue
+            if not same_model(
+                specs[memory["system"]], specs[control["system"]], memory["benchmark"]
+            ):
+                continue
             label = f"{specs[memory['system']]['display']} vs {specs[control['system']]['display']}"
             for name, task in task_columns(memory, memory["questions"]):
                 ours, theirs = (of_task(r["questions"], task) for r in (memory, control))
                 gain = paired_gain(ours, theirs)
                 rows.setdefault(label, {})[name] = cell_text(gain, kinds[control["system"]].control)
     notes = [
+        "Each memory system beside the controls of the model that answers its questions (the "
+        "QA model on Mem-α's framework). A closed-book on RULER-HQA runs once: its questions are "
+        "the same at every length.",
         "Difference = ours − the control on the items both answered, with the 95 % "
         "percentile-bootstrap interval of the per-item differences (paired: the items resampled "
         "together). On Mem-α's instances the questions are paired inside each instance: the "

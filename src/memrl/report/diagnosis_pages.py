@@ -73,7 +73,8 @@ def markdown_ranked(diagnoses: Sequence[Diagnosis]) -> list[str]:
     lines = [f"## What explains the gaps ({len(shown)} of {len(diagnoses)}, ranked)", ""]
     lines += [f"{k}. [{title(d)}](#{anchor(d)}): {summary_line(d)}" for k, d in enumerate(shown, 1)]
     more = len(diagnoses) - len(shown)
-    tail = f" {more} more are in `reproduction{DIAGNOSES_SUFFIX}`." if more else ""
+    verb = "is" if more == 1 else "are"
+    tail = f" {more} more {verb} in `reproduction{DIAGNOSES_SUFFIX}`." if more else ""
     return [*lines, "", f"Ranked by the gap no measured factor accounts for.{tail}", ""]
 
 

@@ -194,14 +194,14 @@ class Reproduction:
     def diagnosed(self) -> list[Diagnosis]:
         """The cells worth a look, then every other *differs*, each with its diagnosis, ranked by
         the gap no measured factor accounts for (largest first; ties in that order). In a run with
-        none that is a machinery check only: each paper's largest score difference among its
-        not-comparable cells, so that the page still shows one."""
+        none that is a machinery check only: each table's largest score difference among its
+        not-comparable cells, so that the page shows every table's diagnosis at work."""
         look = [c for paper in PAPERS for c, _ in worth_a_look(self.of(paper)[0])]
         differs = [c for t in self.tables for c in t.cells if c.verdict in MISS_VERDICTS]
         cells = list(dict.fromkeys([*look, *differs]))
         if not cells and self.banner:
-            for paper in PAPERS:
-                gaps = [c for t in self.of(paper)[0] for c in t.gaps if not c.memory]
+            for table in self.tables:
+                gaps = [c for c in table.gaps if not c.memory]
                 cells += sorted(gaps, key=lambda c: -abs(c.delta or 0.0))[:1]
         context = self.context or Context({}, {})
         found = [diagnose(_cell(c), context) for c in cells]

@@ -44,6 +44,13 @@ def system_kind(system_id: str, spec: Mapping[str, Any]) -> str:
     return str(spec["kind"])
 
 
+def answering_model(spec: Mapping[str, Any], benchmark: str) -> str | None:
+    """The model whose answers a system's cells on `benchmark` score: the QA model where it
+    answers over the system's memory (`answered_by`, Mem-α's framework), else the system's own.
+    A memory cell is set only beside controls of this model."""
+    return spec.get("answered_by", {}).get(benchmark, spec.get("model"))
+
+
 def reads_instances(system_id: str, spec: Mapping[str, Any]) -> bool:
     """Whether the system's kind reads every benchmark as Mem-α instances (Mem-α's framework)."""
     from memrl.systems import system_kind as registered_kind

@@ -112,6 +112,10 @@ class SystemKind:
     - `memory`: it answers from a memory it wrote while reading (what the `controls` table
       sets against the controls);
     - `control`: it is a control, needing no memory (closed-book, oracle, full context);
+    - `reads_context`: its prompts hold the context; one that reads none (closed-book) runs at
+      one length of a benchmark whose lengths ask the same questions (`one_length`);
+    - `qa_model_answers`: after its memorize job, the QA model answers over the memory (Mem-α,
+      MEM1); else its own model gave the answers;
     - `reads_evidence`: its jobs read each question's gold evidence (the benchmark's
       `evidence`); `allowed_why`: why `allowed` leaves benchmarks out, said where one is asked;
     - `asks_final_prompt`: its last question is MemAgent's final prompt
@@ -150,6 +154,8 @@ class SystemKind:
     qa_only: bool = False
     memory: bool = False
     control: Control | None = None
+    reads_context: bool = True
+    qa_model_answers: bool = False
     reads_evidence: bool = False
     asks_final_prompt: bool = False
     allowed_why: str = ""
@@ -176,6 +182,15 @@ class SystemKind:
         if self.memorizer is None:
             return False
         return self.instances_only or benchmark_of(benchmark).instances
+
+    def one_length(self, benchmark: str) -> bool:
+        """Whether one evaluation stands for every length of `benchmark`: it reads no context,
+        and the benchmark asks the same questions at each length."""
+        return not self.reads_context and benchmark_of(benchmark).same_questions
+
+    def answers_with_qa_model(self, benchmark: str) -> bool:
+        """Whether the QA model, not its own, answers its questions on `benchmark`."""
+        return self.qa_model_answers and self.memorizes(benchmark)
 
     def reads_instances(self, benchmark: str) -> bool:
         """Whether its evaluation on `benchmark` reads Mem-α instances, asking each instance's

@@ -1,8 +1,14 @@
-"""The closed-book control: the question alone, in the benchmark's own direct-generation prompt with
-an empty context (on Mem-α's benchmarks, each question in the official long-context prompt over no
-context). It reads nothing, so its score is what the model knows without the document: the level a
-memory system's score is read against (a cell where it already reaches the agent's score was
-answerable without the context).
+"""The closed-book control: the question alone. Its score is what the model knows without the
+document: the level a memory system's score is read against. A cell where it already reaches the
+agent's score was answerable without the context.
+
+Its `prompt` on MemAgent's benchmarks:
+- `filter`: MemAgent's own "answerable without context" filter (memrl.train.filter): the
+  question, then "Your final answer in \\boxed{}.", read in `\\boxed{}`;
+- `direct` (the default): the benchmark's direct-generation prompt over an empty context.
+
+On Mem-α's benchmarks each question goes in the official long-context prompt over no context.
+It reads no context, so on RULER-HQA, whose lengths ask the same questions, it runs once.
 """
 
 from __future__ import annotations
@@ -10,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from memrl.agents.memagent import NO_CONTEXT_PROMPT
 from memrl.benchmarks import Task
 from memrl.engines.base import ChatEngine, SamplingParams
 from memrl.evaluation import (
@@ -20,6 +27,7 @@ from memrl.evaluation import (
     context_question,
     direct_prompt,
     output_tokens,
+    question,
 )
 from memrl.systems.base import (
     Call,
@@ -33,6 +41,15 @@ from memrl.systems.base import (
 )
 
 NO_CONTEXT = ""
+# its `prompt` (the benchmark's own, or MemAgent's filter's) and where each asks the answer
+ANSWER_FORMATS = {"direct": "answer_is", "filter": "boxed"}
+
+
+def prompt_text(task: Task, row: dict[str, Any], prompt: str) -> str:
+    """The whole prompt of one question under `prompt` (a key of ANSWER_FORMATS)."""
+    if prompt == "filter":
+        return NO_CONTEXT_PROMPT.format(question=question(task, row))
+    return direct_prompt(task, row, NO_CONTEXT)
 
 
 def workflows(
@@ -41,8 +58,8 @@ def workflows(
     from memrl.baselines.longcontext import longcontext
 
     budget = output_tokens(task, s["max_output_tokens"])
-    prompt = s["max_input_tokens"]
-    return lambda row: longcontext(direct_prompt(task, row, NO_CONTEXT), tokenizer, prompt, budget)
+    cap, prompt = s["max_input_tokens"], s["prompt"]
+    return lambda row: longcontext(prompt_text(task, row, prompt), tokenizer, cap, budget)
 
 
 def questions(s: Settings, engine: ChatEngine, judge: Judge) -> tuple[Prepare, SamplingParams, str]:
@@ -61,7 +78,12 @@ def questions(s: Settings, engine: ChatEngine, judge: Judge) -> tuple[Prepare, S
 
 
 def job_settings(config: Config, system: Settings) -> Settings:
-    return {key: system[key] for key in ("max_input_tokens", "max_output_tokens")}
+    prompt = system.get("prompt", "direct")
+    return {
+        **{key: system[key] for key in ("max_input_tokens", "max_output_tokens")},
+        "prompt": prompt,
+        "answer_format": ANSWER_FORMATS[prompt],
+    }
 
 
 def calls(settings: Settings, context_tokens: int) -> list[Call]:
@@ -76,7 +98,8 @@ def instance_calls(settings: Settings, instance: InstanceShape) -> list[Call]:
 KIND = SystemKind(
     "closedbook",
     qa_only=True,  # a summary of a document it never reads says nothing
-    sharded=False,  # a question's prompt, whatever the length: one job a length
+    sharded=False,  # a question's prompt, whatever the length: one job
+    reads_context=False,
     control=Control(
         "closed-book",
         above="memory adds",

@@ -120,6 +120,7 @@ KIND = SystemKind(
     instance_settings=instance_settings,
     memorize_settings=memorize_settings,
     memorizer=memorizer,
+    qa_model_answers=True,
     questions=questions,
     memorize_calls=memorize_calls,
     instance_calls=instance_calls,

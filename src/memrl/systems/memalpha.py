@@ -214,6 +214,7 @@ KIND = SystemKind(
     sharded=False,
     memorize_settings=memorize_settings,
     memorizer=memorizer,
+    qa_model_answers=True,
     questions=questions,
     memorize_calls=memorize_calls,
     instance_calls=qa_calls,

@@ -14,11 +14,11 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from functools import partial
 
+from memrl.agents.memagent import NO_CONTEXT_PROMPT
 from memrl.engines.base import ChatEngine, ChatRequest, SamplingParams
 from memrl.scoring.metrics import contains_any
 from memrl.scoring.verifier import DEFAULT_VERIFIER, Verifier, boxed_reward, check_verifier
 
-NO_CONTEXT_PROMPT = "{question}\nYour final answer in \\boxed{{}}."
 FILTER_SAMPLING = SamplingParams(temperature=1.0, top_p=0.7)
 
 
