@@ -27,7 +27,7 @@ import os
 import shutil
 import subprocess
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 import yaml
@@ -124,14 +124,17 @@ def _not_json(value: object) -> object | None:
     """The first part of a YAML value that JSON cannot hold (a date, bytes, a non-text key);
     None where it all can."""
     if isinstance(value, dict):
-        keys = (k for k in value if not isinstance(k, str))
-        return next(keys, None) or next(
-            (found for v in value.values() if (found := _not_json(v)) is not None), None
-        )
+        if any(not isinstance(key, str) for key in value):
+            return next(key for key in value if not isinstance(key, str))
+        return _first_not_json(value.values())
     if isinstance(value, list):
-        return next((found for v in value if (found := _not_json(v)) is not None), None)
+        return _first_not_json(value)
     fits = value is None or isinstance(value, str | int | float | bool)
     return None if fits else value
+
+
+def _first_not_json(values: Iterable[object]) -> object | None:
+    return next((found for v in values if (found := _not_json(v)) is not None), None)
 
 
 def _check_config_file(arg: str, option: str) -> None:
