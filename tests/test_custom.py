@@ -61,6 +61,17 @@ def test_a_parquet_file_reads_as_the_same_rows(tmp_path):
     assert read[1]["documents"] == ["one", "two"] and read[0]["context"] == GOOD["context"]
 
 
+def test_a_truncated_or_foreign_parquet_file_is_one_sentence_naming_it(tmp_path):
+    path = tmp_path / "data.parquet"
+    pq.write_table(pa.Table.from_pylist([GOOD]), path)
+    path.write_bytes(path.read_bytes()[:-40])  # cut short, as a killed copy leaves it
+    with pytest.raises(CustomDataError, match=r"data\.parquet: not a readable parquet file"):
+        read_custom_rows(path)
+    path.write_text(json.dumps(GOOD) + "\n")  # JSONL under a .parquet name
+    with pytest.raises(CustomDataError, match=r"data\.parquet: not a readable parquet file"):
+        read_custom_rows(path)
+
+
 @pytest.mark.parametrize(
     ("change", "message"),
     [
@@ -109,6 +120,39 @@ def test_a_line_that_is_not_json_and_an_empty_file_are_named(tmp_path):
 def test_each_metric_scores_the_final_answer_against_the_best_gold(metric, response, expected):
     scores = score_answers(metric, response, ["Bobby Tables", "Ada"])
     assert scores["score"] == pytest.approx(expected) and scores[metric] == scores["score"]
+
+
+@pytest.mark.parametrize(
+    ("response", "golds", "answer_format"),
+    [
+        ("\\boxed{P}", ["Paris"], "boxed"),
+        ("the answer is R", ["Tamsin Roe"], "answer_is"),
+        ("the answer is ???", ["Tamsin Roe"], "answer_is"),
+    ],
+)
+def test_own_sub_em_scores_a_one_letter_or_empty_answer_wrong(response, golds, answer_format):
+    """The mirror of the gold rule: a letter lies inside almost any gold. The official sub_em
+    (the paper benchmarks) would score these 1."""
+    from memrl.scoring.metrics import sub_em
+
+    scores = score_answers("sub_em", response, golds, answer_format)
+    assert scores["score"] == 0.0 and scores["sub_em_inside_gold"] is False
+    assert sub_em(scores["pred"], golds[0]) == 1.0
+
+
+def test_own_sub_em_marks_and_counts_answers_right_only_inside_a_gold():
+    from memrl.evaluation import summarize
+
+    golds = ["Bobby Tables", "Ada"]
+    inside = score_answers("sub_em", "the answer is Bob", golds)
+    holds = score_answers("sub_em", "the answer is Ada Lovelace", golds)
+    assert (inside["score"], inside["sub_em_inside_gold"]) == (1.0, True)
+    assert (holds["score"], holds["sub_em_inside_gold"]) == (1.0, False)
+    lines = [
+        {"index": i, "task": "t", "failed": False, "response": "r", "n_calls": 1, **scores}
+        for i, scores in enumerate([inside, holds, inside])
+    ]
+    assert summarize(lines, CUSTOM_BENCHMARK, "t", "s", 0)["n_inside_gold_sub_em"] == 2
 
 
 def test_rouge_scores_the_mean_recall_and_an_unknown_metric_is_refused():

@@ -255,3 +255,11 @@ def test_a_download_shows_the_origin_its_manifest_names(tmp_path, monkeypatch, c
     text = capsys.readouterr().out
     assert f"origin source={url} revision=c0 sha256={'ab' * 32}" in text
     assert "2 jobs; 0 sources written by none.\n" in text + "\n"  # no list: no colon
+
+
+def test_a_folder_named_like_a_record_is_named_and_the_chain_still_read(run, capsys):
+    Path("results/r/logs/stray/x.provenance.jsonl").mkdir(parents=True)
+    cli.main(["lineage", "results/r/checkpoints/rl"])
+    text = capsys.readouterr().out
+    assert text.splitlines()[1].startswith("  <- train 2  FINISHED")
+    assert "results/r/logs/stray/x.provenance.jsonl: not a file, so no job record" in text

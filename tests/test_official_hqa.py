@@ -17,6 +17,7 @@ from memrl.data.official_hqa import (
     eval_file_name,
     read_eval_file,
     read_question_rows,
+    supporting_ids,
 )
 from memrl.data.ruler_hqa import build_doc_pool, context_pieces, render_context
 from memrl.data.sources import fixture_path
@@ -125,3 +126,26 @@ def test_a_released_question_file_missing_a_field_is_named(tmp_path):
         ValueError, match=r"hotpotqa_dev.parquet: 8 rows; the released file has 128"
     ):
         read_question_rows(path, rows=128)
+
+
+def test_a_repeated_released_row_stops_the_reader_before_any_evaluation(tmp_path):
+    path = edited(tmp_path, 10, lambda rows: rows.__setitem__(3, dict(rows[2])))
+    with pytest.raises(ValueError, match=r"eval_10.json: row 3 repeats row 2 \(question 3\)"):
+        read_eval_file(path, 10, rows=8)
+
+
+def test_a_row_without_its_questions_gold_paragraphs_is_refused(tmp_path, pool):
+    """50 distinct documents of the pool, but the question's supporting paragraphs swapped
+    for others: unanswerable from its context, so it must not score as a plain wrong answer."""
+    gold = supporting_ids(next(q for q in pool.questions if q["index"] == 0))
+
+    def drop_gold(rows):
+        ids = rows[0]["context"]
+        spare = [d for d in range(len(pool.docs)) if d not in ids and d not in gold]
+        rows[0]["context"] = [spare.pop() if d in gold else d for d in ids]
+
+    path = edited(tmp_path, 50, drop_gold)
+    released = read_eval_file(path, 50, rows=8)
+    lacks = r"row 0 \(question 0\): field 'context' lacks 2 of its question's 2 gold"
+    with pytest.raises(ValueError, match=lacks):
+        convert_eval_rows(released, pool, WhitespaceTokenizer(), 20, str(path))

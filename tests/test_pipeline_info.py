@@ -111,3 +111,58 @@ def test_a_verl_jobs_container_names_where_its_ray_and_driver_ran():
     assert container_of(own) == "none (ran in /venv)"
     ray = {**own, "ray.container.image": "/shared/train.sif"}
     assert container_of(ray) == "none (ran in /venv); Ray and verl: /shared/train.sif"
+
+
+def test_each_cell_names_the_job_that_wrote_its_table_and_marks_one_no_job_wrote(results):
+    """A table left by another config (or by hand) is marked, not passed off as this run's."""
+    import os
+
+    from memrl.tracking.invocation import ENV_INVOCATION
+    from memrl.tracking.record import job_run, settings_digest
+
+    two_jobs_and_a_table(results)  # its table1.csv is written by no job
+    made = results / "tables/table2.csv"
+    log = results / "logs/make_table/table2.log"
+    log.parent.mkdir(parents=True)
+    settings = {"table": "table2", "caption": "c"}
+    with job_run("make_table", {"name": "table2"}, settings, [], [made], log):
+        made.write_text(
+            "system,label,kind,ours,ci_low,ci_high,paper,delta,diff_low,diff_high,verdict,p_value\n"
+            "Ours,7K,cell,50.0,41.0,59.0,,,,,,\n"
+        )
+    write_pipeline_info(results)
+    cells = {c["table"]: c for c in json.loads((results / RUN_SUMMARY).read_text())["cells"]}
+    assert cells["table2"]["written_by"] == {
+        "invocation": os.environ[ENV_INVOCATION],
+        "config_hash": json.loads((results / RUN_SUMMARY).read_text())["config_hash"],
+        "settings_digest": settings_digest(settings),
+    }
+    assert cells["table2"]["same_config"] is True
+    assert cells["table1"]["written_by"] is None and cells["table1"]["same_config"] is False
+
+
+@pytest.mark.parametrize("text", [BENCHMARK, BENCHMARK + "x\ty\tz\n", b"\xff\xfe"])
+def test_a_damaged_benchmark_reads_as_none_with_a_warning_naming_it(results, text, caplog):
+    two_jobs_and_a_table(results)
+    benchmark = results / "benchmarks/rule_a/a.tsv"
+    benchmark.write_bytes(text if isinstance(text, bytes) else text.encode())
+    write_pipeline_info(results)
+    trace = csv.DictReader((results / INFO_DIR / "trace.tsv").open(), delimiter="\t")
+    assert {row["job"]: row["cpu_s"] for row in trace}["rule_a a"] == ""
+    assert f"{benchmark}: not a Snakemake benchmark" in caplog.text
+
+
+@pytest.mark.parametrize("damaged", ["[{", "[1]", '{"a": 1}'])
+def test_a_damaged_claims_file_is_one_sentence_naming_it(results, damaged):
+    two_jobs_and_a_table(results)
+    claims = results / "figures/figure5.claims.json"
+    claims.write_text(damaged)
+    done = subprocess.run(
+        [sys.executable, "-m", "memrl.tracking.pipeline_info", str(results)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 1 and "Traceback" not in done.stderr
+    assert done.stderr.startswith(f"pipeline_info: {claims}")
+    assert not (results / RUN_SUMMARY).exists()

@@ -4,6 +4,7 @@ case's numbers read by path from the paper files, the arithmetic, the verdict, o
 from __future__ import annotations
 
 import copy
+import math
 import re
 
 import pytest
@@ -46,6 +47,24 @@ def test_a_number_is_read_by_key_length_or_column_name():
 def test_a_path_that_leads_nowhere_names_the_file_and_claim(path, message):
     with pytest.raises(cfg.ConfigError, match=message):
         resolve(PAPER, path, "f.yaml: claim x")
+
+
+@pytest.mark.parametrize("printed", [-5, 100.5, math.nan, math.inf])
+def test_a_printed_number_off_its_tables_scale_stops_the_plan(printed):
+    """-5 would turn "a loss under 10 points" into supported, NaN and infinity into not
+    supported: the score tables refuse the same file, and so does the claims' reader."""
+    paper = copy.deepcopy(PAPER) | {"ruler_hqa": {"A": {50: printed}}}
+    with pytest.raises(cfg.ConfigError, match=r"f.yaml: claim x: the printed number .* 0\.\.100"):
+        resolve(paper, ["ruler_hqa", "A", 50], "f.yaml: claim x")
+
+
+def test_a_table_of_differences_and_a_memory_size_have_scales_of_their_own():
+    paper = {"probe": {"scale": [-100, 100], "rows": {"14B": {"0-20": {100: -3.91}}}}}
+    assert resolve(paper, ["probe", "rows", "14B", "0-20", 100], "w") == -3.91
+    sizes = {"table4": {"rows": {"b": {"mem": {"booksum": 4500.0}}}}}
+    assert resolve(sizes, ["table4", "rows", "b", "mem", "booksum"], "w") == 4500.0
+    with pytest.raises(cfg.ConfigError, match=r"-1 is not within 0\.\.inf"):
+        resolve({"t": {"mem": -1}}, ["t", "mem"], "w")
 
 
 def claim(**kw):

@@ -331,13 +331,35 @@ def test_steps_follow_from_the_epochs_where_the_rows_are_given(capsys):
     assert "390 (30 epochs x 1708 rows / 128)" in out and "1 drift: training steps" in out
 
 
+def test_interpolations_and_nulls_are_listed_not_compared(tmp_path, capsys):
+    """`${…}` is known only when Hydra runs; null is verl's default: neither is a drift."""
+    path = tmp_path / "theirs.yaml"
+    path.write_text(
+        "data:\n  train_batch_size: ${oc.env:BS}\n  shuffle: null\n"
+        "actor_rollout_ref:\n  actor:\n    clip_ratio_high: 0.28\n"
+    )
+    recipe_diff([str(path), "--paper", "memagent"])
+    out = capsys.readouterr().out
+    assert "rollout_batch        ${oc.env:BS} (an interpolation: not compared)" in out
+    assert "shuffle              yes (verl's default)" in out
+    said = "not compared (Hydra interpolations, known only when it runs): data.train_batch_size"
+    assert said in out
+    assert "null, read as MemAgent's verl fork's default: data.shuffle" in out
+    assert "prompts per step" not in out.splitlines()[-1]  # rollout_batch is no drift
+
+
 @pytest.mark.parametrize(
     ("content", "args", "message"),
     [
         (b"- data.shuffle=False\n", ["--run", "rl-memagent-7"], "--run 'rl-memagent-7': "),
         (b"- data.shuffle=False\n", ["--stage", "stage3"], "--stage 'stage3': memagent has "),
         (b"- data.shuffle=False\n- data.shuffle=True\n", [], "data.shuffle is set twice"),
-        (b"data:\n  shuffle: false\n  shuffle: true\n", [], "shuffle set twice in the mapping"),
+        (b"data:\n  shuffle: false\n  shuffle: true\n", [], "shuffle set twice, at lines 2 and 3"),
+        (
+            b"data.shuffle: false\ndata:\n  shuffle: true\n",
+            [],
+            "data.shuffle set twice: once as a dotted key, once nested",
+        ),
         (b"\xff\xfe", [], "not UTF-8 text \\(byte 0 is 0xff\\)"),
         (b"- data.shuffle=False\n", ["--paper-file", "nope.yaml"], "not a readable paper file"),
         (b"- data.shuffle=False\n", ["--paper-file", "config.yaml"], "no `recipe` section"),

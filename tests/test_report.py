@@ -1882,6 +1882,19 @@ def test_an_example_no_split_holds_stops_the_plan_naming_what_and_where(repo):
     assert [(j.system, j.tasks) for j in jobs] == [("memalpha-tiny", ("lme_train",))]
 
 
+@pytest.mark.parametrize("phrases", [["the"], [" "]])
+def test_phrases_that_fit_many_instances_stop_the_plan_with_their_count(repo, phrases):
+    """The first of many matches is not the paper's example: the plan stops, counting them."""
+    from memrl import config as cfg
+
+    smoke = cfg.load_config([repo / "config/smoke.yaml"])
+    smoke["memalpha"]["example"]["phrases"] = phrases
+    with pytest.raises(
+        cfg.ConfigError, match=r"memalpha\.example: .* fits \d+ 'lme_train' instances \(train row"
+    ):
+        cfg.check_data(smoke)
+
+
 def ruler_set(path: Path, task: str, length: int, tokens: list[int]) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     rows = [
@@ -2067,3 +2080,10 @@ def test_a_claim_against_another_system_takes_the_margin_at_every_length(paper):
     mine = records[: len(records) // 2]  # RL-7B's alone
     [alone] = check_claims(mine, systems[:1], [claim], average_tasks=TEN_TASKS)
     assert alone.outcome == NOT_CHECKABLE and alone.detail == "no system of Qwen2.5-Instruct-32B"
+
+
+def test_a_note_counts_answers_right_only_as_part_of_a_gold(tmp_path: Path):
+    inside = metric("rl-14b", 50, 81.25, n_inside_gold_sub_em=3)
+    table = build_table1(load_metrics(write_metrics(tmp_path, [inside])), SYSTEMS, PAPER, LABELS)
+    md = write_table(table, tmp_path / "t", caption="c")[1].read_text()
+    assert "RL-MemAgent-14B (ours) @ 7K: 3/128 answers score sub_em 1 only as part of a gold" in md

@@ -563,3 +563,59 @@ def test_the_summary_counts_every_claim_outcome_the_report_knows():
     from memrl.tracking.runs import SUMMARY_OUTCOMES
 
     assert SUMMARY_OUTCOMES == OUTCOMES
+
+
+def _loader_of(results: Path) -> bool:
+    """Whether a `python -m memrl.tracking RESULTS` process (the MLflow load) is running."""
+    wanted = ["-m", "memrl.tracking", str(results)]
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            args = cmdline.read_bytes().decode(errors="replace").split("\0")
+        except OSError:
+            continue
+        if any(args[i : i + 3] == wanted for i in range(len(args))):
+            return True
+    return False
+
+
+def test_a_kill_during_the_end_of_run_load_is_finished_by_the_next_invocation(results):
+    """SIGKILL to the invocation's end steps while MLflow loads: nothing reaches MLflow, the
+    mark stays, the next invocation names what waits and its end loads every record once."""
+    import signal
+    import time
+
+    from memrl.tracking.invocation import (
+        END_PENDING,
+        finish_killed_end,
+        killed_end_warning,
+    )
+
+    start_invocation(results, "sqlite:///results/t/mlflow.db", CONFIG, "9.0", **INVOKED)
+    run_job(results, "a")
+    run_job(results, "b")
+    code = (
+        "import sys; from pathlib import Path; from memrl.tracking.invocation import "
+        "end_invocation; end_invocation(Path(sys.argv[1]), True)"
+    )
+    ending = subprocess.Popen(
+        [sys.executable, "-c", code, str(results)], start_new_session=True, env=os.environ
+    )
+    deadline = time.monotonic() + 120
+    while not _loader_of(results) and ending.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert ending.poll() is None, "the end steps finished before the load could be killed"
+    os.killpg(ending.pid, signal.SIGKILL)  # the invocation and its loader, mid-load
+    ending.wait()
+    mark = results / "provenance" / END_PENDING
+    assert mark.is_file() and not (results / "provenance" / RUNS_FILE).exists()
+    said = killed_end_warning(results)
+    assert said is not None and os.environ[ENV_INVOCATION] in said
+    assert f"python -m memrl.tracking {results}" in said
+    assert finish_killed_end(results) and not mark.exists()
+    runs = mlflow_runs(results)
+    assert sorted(r["name"] for r in runs.values() if r["name"].startswith("rule_")) == [
+        "rule_a a",
+        "rule_b b",
+    ]
+    assert {r["status"] for r in runs.values()} == {"FINISHED"}  # the invocation had ended
+    assert not finish_killed_end(results) and killed_end_warning(results) is None

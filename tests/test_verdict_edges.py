@@ -257,3 +257,32 @@ def test_a_non_zero_count_that_cannot_be_is_refused_naming_the_file(tmp_path, co
     path = write_evaluation(tmp_path, "hqa", {**record, "n_nonzero": counts})
     with pytest.raises(ValueError, match=rf"{path}: {message}"):
         load_metrics([path])
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (
+            {"right_wrong": []},
+            r"accuracy=46\.875 is 60/128 items right \(n_nonzero\), yet 'right_wrong' does not",
+        ),
+        ({"right_wrong": ["accuracy", "f1"]}, r"ci95\['f1'\]=\[26\.9531, 35\.1562\] disagrees"),
+        (
+            {"right_wrong": ["accuracy", "f1"], "ci95": {}},
+            r"'right_wrong' lists 'f1', but f1=31\.25 over 128 items is not its 80 non-zero",
+        ),
+        ({"n_lenient_sub_em": 500}, r"n_lenient_sub_em=500 not within 0\.\.n_items"),
+        ({"n_inside_gold_sub_em": -1}, r"n_inside_gold_sub_em=-1 not within 0\.\.n_items"),
+        ({"n_lenient_sub_em": 2.0}, r"key 'n_lenient_sub_em' has invalid value 2\.0"),
+    ],
+)
+def test_a_count_or_right_wrong_list_the_scores_cannot_give_is_refused(tmp_path, change, message):
+    """A proportion not listed as right/wrong would have its Wilson interval read as a
+    bootstrap one; a count of items above n_items is no count of them."""
+    predictions = [prediction(i, float(i < 60), f1=0.5 * (i < 80)) for i in range(128)]
+    record = summarize(predictions, "ruler_hqa", "hqa", "rl-14b", 50)
+    assert record["right_wrong"] == ["accuracy", "accuracy_official"]
+    load_metrics([write_evaluation(tmp_path, "good", record)])  # as written, it passes
+    path = write_evaluation(tmp_path, "hqa", {**record, **change})
+    with pytest.raises(ValueError, match=rf"{path}: {message}"):
+        load_metrics([path])

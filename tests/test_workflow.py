@@ -7,6 +7,7 @@ import json
 import os
 import re
 import shutil
+import socket
 import sqlite3
 import subprocess
 import sys
@@ -867,9 +868,21 @@ def test_smoke_run_is_summarised_in_run_json_and_pipeline_info(smoke):
     assert custom > 0 and timeline.read_text().count("<rect ") == custom
 
 
-def test_smoke_rerun_is_up_to_date_and_one_target_reruns_alone(smoke):
+def test_smoke_rerun_is_up_to_date_and_one_target_reruns_alone(smoke, exited_pid):
+    """A no-op rerun also runs the end steps a killed invocation left (Snakemake calls no
+    handler when nothing is to be done); a dry run only says they wait."""
+    from memrl.tracking.invocation import END_PENDING
+
+    mark = smoke / "results/smoke/provenance" / END_PENDING
+    killed = {"host": socket.gethostname(), "pid": exited_pid, "started": 1}
+    mark.write_text(json.dumps({"invocation": "20261202T000000-killed", "process": killed}))
+    dry = snakemake("--profile", "profiles/smoke", "-n", cwd=smoke)
+    said = dry.stdout + dry.stderr  # a dry run logs to stdout
+    assert "invocation 20261202T000000-killed was killed while it wrote run.json" in said
+    assert mark.is_file() and "provenance → " not in said  # a dry run loads nothing
     again = snakemake("--profile", "profiles/smoke", cwd=smoke)
     assert again.returncode == 0 and "Nothing to be done" in again.stderr + again.stdout
+    assert "provenance → " in again.stderr and not mark.exists()  # loaded at its exit
     (smoke / "results/smoke/tables/table1.csv").unlink()
     table = snakemake("--profile", "profiles/smoke", "table1", cwd=smoke)
     assert table.returncode == 0, table.stderr

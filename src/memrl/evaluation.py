@@ -553,6 +553,8 @@ def summarize(
     lenient = {}  # answers normalising to "" that the official sub_em counts as correct
     if "sub_em_strict" in metric_keys:
         lenient["n_lenient_sub_em"] = sum(p["sub_em"] != p["sub_em_strict"] for p in predictions)
+    if any("sub_em_inside_gold" in p for p in predictions):  # one's own data: `p in g` alone
+        lenient["n_inside_gold_sub_em"] = sum(bool(p.get("sub_em_inside_gold")) for p in answered)
     nested = _nested(predictions, "score")  # instances of questions (Mem-α)
     tokens = [p["num_tokens"] for p in predictions if p.get("num_tokens") is not None]
     memory = [p["memory_tokens"] for p in predictions if p.get("memory_tokens") is not None]

@@ -24,10 +24,13 @@ from memrl.train.recipes import (
     check_transcription,
     drifts,
     from_verl,
+    nulls,
     read_trainer_config,
+    recipe_keys_by_verl,
     resolved,
     stated,
     unmapped_keys,
+    unresolved,
 )
 from memrl.train.verl_defaults import BASES
 
@@ -43,16 +46,21 @@ def comparison(
     transcription: Mapping[str, Any],
     run: str,
     stage: str,
+    interpolated: Mapping[str, Any] | None = None,
 ) -> list[tuple[str, str, str, str, str]]:
     """(key, theirs, paper, official, mark) per transcribed key; theirs says where a value came
-    from when the file leaves it unset (the base's default, the epochs); mark names the sides
+    from when the file leaves it unset (the base's default, the epochs) and shows an
+    interpolation (`interpolated`: recipe key -> its text) as not compared; mark names the sides
     it differs from."""
     rows = []
+    interpolated = interpolated or {}
     for key in (k for k in KEYS if k in transcription["keys"]):
         entry = transcription["keys"][key]
         differs = [side for side in SIDES if key in drifts(values, transcription, side, run, stage)]
         sides = [show(stated(entry, side, run, stage)) for side in SIDES]
-        if key in values:
+        if key in interpolated:
+            theirs = f"{interpolated[key]} (an interpolation: not compared)"
+        elif key in values:
             theirs = show(values[key]) + (f" ({notes[key]})" if key in notes else "")
         else:
             theirs = f"unset ({notes[key]})" if key in notes else "(not a verl key)"
@@ -83,6 +91,12 @@ def nearest(
     noun = "drift" if fewest == 1 else "drifts"
     labels = [KEYS[key].label for key in drift[sides[0]]]
     return f"{named}, {fewest} {noun}" + (f": {', '.join(labels)}" if labels else "")
+
+
+def _listed(keys: Sequence[str] | Mapping[str, Any]) -> str:
+    """Keys in a line: the first 12, then how many more."""
+    names = sorted(keys)
+    return ", ".join(names[:12]) + (f" and {len(names) - 12} more" if len(names) > 12 else "")
 
 
 def known_runs(transcription: Mapping[str, Any]) -> list[str]:
@@ -143,17 +157,23 @@ def main(argv: Sequence[str] | None = None) -> None:
     try:
         paper_file, transcription = _transcription(args)
         stage = _check_run_and_stage(args, transcription)
-        flat = read_trainer_config(args.file)
+        read = read_trainer_config(args.file)
+        left_out = unresolved(read)
+        flat = {k: v for k, v in read.items() if k not in left_out and v is not None}
         values = from_verl(flat, args.file, base.read_from)
     except (RecipeError, OSError) as exc:
         sys.exit(f"memrl recipe-diff: {exc}")
     values, notes = resolved(values, flat, base.values, base.total_epochs, args.train_rows)
+    by_verl = recipe_keys_by_verl(base.read_from)
+    interpolated = {by_verl[k]: v for k, v in left_out.items() if k in by_verl}
+    values = {k: v for k, v in values.items() if k not in interpolated}
     print(f"{args.file} against {paper_file} (run {args.run}, {stage})")
     print(f"unset keys: {base.name}'s defaults ({base.source})")
-    print(render(comparison(values, notes, transcription, args.run, stage)))
+    print(render(comparison(values, notes, transcription, args.run, stage, interpolated)))
+    if left_out:
+        print(f"not compared (Hydra interpolations, known only when it runs): {_listed(left_out)}")
+    if set_null := nulls(read):
+        print(f"null, read as {base.name}'s default: {_listed(set_null)}")
     if ignored := unmapped_keys(flat, base.read_from):
-        shown = ", ".join(ignored[:12]) + (
-            f" and {len(ignored) - 12} more" if len(ignored) > 12 else ""
-        )
-        print(f"not compared (outside the recipe, or not read by {base.name}): {shown}")
+        print(f"not compared (outside the recipe, or not read by {base.name}): {_listed(ignored)}")
     print(f"verdict: {nearest(values, transcription, args.run, stage)}")

@@ -1,4 +1,5 @@
 # Config validation, the experiment matrix and every input function (no logic lives in rules).
+import atexit
 import functools
 import inspect
 import json
@@ -19,7 +20,12 @@ from memrl.benchmarks import EVAL_BENCHMARKS, benchmark, custom
 from memrl import locks, settings_files, slurm
 from memrl.digests import ENV_DIGEST_CACHE
 from memrl.systems import system_kind
-from memrl.tracking.invocation import end_invocation, start_invocation
+from memrl.tracking.invocation import (
+    end_invocation,
+    finish_killed_end,
+    killed_end_warning,
+    start_invocation,
+)
 
 # A run killed by SIGKILL leaves Snakemake's lock; the plain command resumes (memrl.locks).
 if not workflow.remote_exec:
@@ -51,6 +57,19 @@ except cfg.ConfigError as error:
 os.environ.setdefault(ENV_DIGEST_CACHE, str(settings_files.SETTINGS_DIR.parent / "digests"))
 
 R = str(cfg.results_dir(config))
+
+
+# A run killed while it wrote run.json or loaded MLflow: said now, and its end steps run when this
+# invocation ends, a no-op included (Snakemake calls no handler when nothing is to be done).
+def finish_killed_end_at_exit():
+    if workflow.executor_plugin is not None and not workflow.dryrun:  # a real run, not a listing
+        finish_killed_end(Path(R))
+
+
+if not (workflow.remote_exec or workflow.subprocess_exec):
+    if killed := killed_end_warning(Path(R)):
+        logger.warning(killed)
+        atexit.register(finish_killed_end_at_exit)
 
 # Apptainer runs jobs; planning needs none. Snakemake checks the binary while planning whenever a
 # rule names an image, so on a host without it the main process plans without images and

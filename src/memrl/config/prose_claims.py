@@ -5,6 +5,7 @@ arithmetic and the verdicts are the `paper_claims` table's (memrl.report.prose_c
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -36,7 +37,23 @@ def resolve(paper: Mapping[str, Any], path: Sequence[Any], where: str) -> float:
             raise ConfigError(f"{where}: {step!r} after a number")
     if isinstance(node, bool) or not isinstance(node, int | float):
         raise ConfigError(f"{where}: not a printed number but {node!r}")
+    low, high = printed_scale(paper, path)
+    if not (math.isfinite(node) and low <= node <= high):
+        raise ConfigError(f"{where}: the printed number {node!r} is not within {low:g}..{high:g}")
     return float(node)
+
+
+PERCENT = (0.0, 100.0)
+
+
+def printed_scale(paper: Mapping[str, Any], path: Sequence[Any]) -> tuple[float, float]:
+    """Where a printed number must lie: a memory size (a `mem` step) at or above 0; else its
+    table's `scale` (Table 4's differences: -100..100), by default a percentage."""
+    if "mem" in map(str, path):
+        return 0.0, math.inf
+    table = paper.get(path[0]) if path else None
+    low, high = table.get("scale", PERCENT) if isinstance(table, Mapping) else PERCENT
+    return float(low), float(high)
 
 
 def _column(columns: Sequence[Any], name: Any, where: str) -> int:

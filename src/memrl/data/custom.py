@@ -70,9 +70,13 @@ def _raw_rows(path: Path) -> Iterator[tuple[str, Any]]:
     if not path.is_file():
         raise CustomDataError(f"{path}: no such file")
     if path.suffix == ".parquet":
-        import pyarrow.parquet as pq
+        from memrl.data.io import read_parquet
 
-        for number, raw in enumerate(pq.read_table(path).to_pylist(), 1):
+        try:
+            table = read_parquet(path, ())
+        except ValueError as exc:  # cut short, or not parquet at all: named, not pyarrow's
+            raise CustomDataError(str(exc)) from None
+        for number, raw in enumerate(table.to_pylist(), 1):
             yield f"{path}: row {number}", raw
         return
     with path.open("rb") as handle:  # UTF-8, JSON and lone surrogates checked as every reader does

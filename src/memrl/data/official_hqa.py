@@ -20,7 +20,8 @@ counted from the pool's per-document counts (`ruler_hqa.ContextTokens`). A file 
 download checks it), fields or row count differ from the released ones stops the job, naming
 the file, the row and the field; so does a row that does not hold what it says: `num_docs`
 documents (ids, or "Document i:" sections), distinct but for the paragraphs its own question
-repeats (checked against the dev pool), and a first answer, the one scored, that the official
+repeats (checked against the dev pool), every gold paragraph of its question, each question
+once, and a first answer, the one scored, that the official
 metrics can score (`memrl.scoring.golds`).
 """
 
@@ -59,13 +60,20 @@ def eval_file_name(n_docs: int) -> str:
 
 def read_eval_file(path: Path, n_docs: int, rows: int) -> list[dict[str, Any]]:
     """A released `eval_{N}.json`, every row checked: the fields and their types, `num_docs`
-    equal to N, N documents in its context, a first answer that can be scored, and `rows` rows
-    (the released count: the paper's 128 questions)."""
+    equal to N, N documents in its context, a first answer that can be scored, each question
+    once, and `rows` rows (the released count: the paper's 128 questions)."""
     data = read_json(path)
     if not isinstance(data, list):
         raise ValueError(f"{path}: expected a JSON list of rows, got {type(data).__name__}")
+    first_row: dict[int, int] = {}
     for i, row in enumerate(data):
         _check_eval_row(row, f"{path}: row {i}", n_docs)
+        seen = first_row.setdefault(row["index"], i)
+        if seen != i:
+            raise ValueError(
+                f"{path}: row {i} repeats row {seen} (question {row['index']}); "
+                "the released set holds each question once"
+            )
     if len(data) != rows:
         raise ValueError(f"{path}: {len(data)} rows; the released set has {rows} (one a question)")
     return data
@@ -117,6 +125,7 @@ def convert_eval_rows(
             raise ValueError(f"{at}: field 'input' is not the dev file's question of that index")
         doc_ids = _doc_ids(row["context"], lookup, pool.docs, at)
         _check_repeats(doc_ids, question["doc_ids"], at)
+        _check_gold_paragraphs(doc_ids, supporting_ids(question), at)
         samples.append(doc_ids)
     counter = ContextTokens(tokenizer, pool.docs, pool.tokens)
     counter.prepare(samples)
@@ -160,6 +169,24 @@ def _check_repeats(doc_ids: Sequence[int], own: Sequence[int], at: str) -> None:
                 f"{at}: field 'context': doc id {doc_id} appears {times} times; a row's "
                 "documents are distinct but for those its question repeats"
             )
+
+
+def supporting_ids(question: Mapping[str, Any]) -> list[int]:
+    """A pool question's supporting paragraphs (its two key-information groups). A pool written
+    before they were stored gives all its own paragraphs, which an official sample holds too."""
+    groups = question.get("gold_doc_ids")
+    return question["doc_ids"] if groups is None else [d for group in groups for d in group]
+
+
+def _check_gold_paragraphs(doc_ids: Sequence[int], gold: Sequence[int], at: str) -> None:
+    """A sample holds every supporting paragraph of its question: without them the question
+    cannot be answered from the context, and a wrong answer would measure nothing."""
+    missing = sorted(set(gold) - set(doc_ids))
+    if missing:
+        raise ValueError(
+            f"{at}: field 'context' lacks {len(missing)} of its question's "
+            f"{len(set(gold))} gold paragraphs (dev-pool doc ids {missing[:5]})"
+        )
 
 
 def parse_context(text: str, lookup: Mapping[str, int], at: str) -> list[int]:

@@ -207,6 +207,8 @@ def assemble(
                     failure_notes.append(_failure_note(spec["display"], column, record))
                 if record.get("n_lenient_sub_em"):
                     scoring_notes.append(_lenient_note(spec["display"], column, record))
+                if record.get("n_inside_gold_sub_em"):
+                    scoring_notes.append(_inside_gold_note(spec["display"], column, record))
         for average in averages:
             printed = lookup(paper_cells, average.paper) if average.paper is not None else None
             parts = {key: cells[key] for key in average.of}
@@ -286,6 +288,14 @@ def _lenient_note(display: str, column: Column, record: Mapping[str, Any]) -> st
         f"{_cell_name(display, column)}: {record['n_lenient_sub_em']}/{record['n_items']} "
         "answers normalise to nothing (e.g. '???') and score sub_em 1, as in the official "
         f"scorer; strict sub_em {record['sub_em_strict']:.2f}"
+    )
+
+
+def _inside_gold_note(display: str, column: Column, record: Mapping[str, Any]) -> str:
+    return (
+        f"{_cell_name(display, column)}: {record['n_inside_gold_sub_em']}/{record['n_items']} "
+        "answers score sub_em 1 only as part of a gold ('Ada' in 'Ada Lovelace'); "
+        "exact match would score them 0"
     )
 
 

@@ -38,6 +38,10 @@ _METRIC_FIELDS: dict[str, tuple[type, ...]] = {
     "mean_tokens": (*_NUMBER, type(None)),
 }
 
+# Counts of items, each within 0..n_items when present: answers the official sub_em counts
+# right though they normalise to nothing; one's own data's answers right only inside a gold.
+_ITEM_COUNTS = ("n_lenient_sub_em", "n_inside_gold_sub_em")
+
 # Percentages checked when present (the builders read them).
 _SCORE_FIELDS = (
     "sub_em",
@@ -74,7 +78,7 @@ def _check_metrics(data: Any, path: Path) -> dict[str, Any]:
             raise ValueError(f"{path}: mean_memory_tokens must be >= 0, got {memory}")
     if data["mean_tokens"] is not None and data["mean_tokens"] <= 0:
         raise ValueError(f"{path}: mean_tokens must be positive, got {data['mean_tokens']}")
-    for key in ("n_dropped", "n_questions"):
+    for key in ("n_dropped", "n_questions", *_ITEM_COUNTS):
         if key in data:
             _check_type(path, key, data[key], (int,))
     _check_intervals(path, data.get("ci95", {}))
@@ -94,7 +98,7 @@ def _check_metrics(data: Any, path: Path) -> dict[str, Any]:
             f"{path}: n_questions={data['n_questions']} is below n_items={data['n_items']} "
             "(every instance has a question)"
         )
-    for key in ("n_failed", "n_dropped"):
+    for key in ("n_failed", "n_dropped", *_ITEM_COUNTS):
         if key in data and not 0 <= data[key] <= data["n_items"]:
             raise ValueError(f"{path}: {key}={data[key]} not within 0..n_items")
     for key in ("accuracy", "accuracy_official", *_SCORE_FIELDS):
@@ -124,6 +128,29 @@ def _check_nonzero(path: Path, data: Mapping[str, Any]) -> None:
             raise ValueError(
                 f"{path}: n_nonzero[{key!r}]={count} disagrees with its score {key}={score}"
             )
+        if scored and "n_questions" not in data:
+            _check_listed_right_wrong(path, data, key, score, count)
+
+
+def _check_listed_right_wrong(
+    path: Path, data: Mapping[str, Any], key: str, score: float, count: int
+) -> None:
+    """Items score within 0..1, so a mean equal to its share of non-zero items means every item
+    is 0 or 1: such a score is a proportion, and `right_wrong` must list it (else its Wilson
+    interval would be read as a bootstrap one); a listed one must be that share."""
+    n = scored_items(data, key)
+    proportion = n >= 1 and abs(score * n / 100 - count) <= 1e-6 * n
+    listed = key in data.get("right_wrong", [])
+    if proportion and not listed and (key in data.get("ci95", {})):
+        raise ValueError(
+            f"{path}: {key}={score} is {count}/{n} items right (n_nonzero), yet 'right_wrong' "
+            "does not list it: its interval would be read as a bootstrap one"
+        )
+    if listed and not proportion:
+        raise ValueError(
+            f"{path}: 'right_wrong' lists {key!r}, but {key}={score} over {n} items is not its "
+            f"{count} non-zero items (n_nonzero)"
+        )
 
 
 def _check_scores_against_intervals(path: Path, data: dict[str, Any]) -> None:
@@ -153,7 +180,7 @@ def _check_counts(path: Path, data: Mapping[str, Any], key: str) -> None:
     score = data.get(key)
     if isinstance(score, bool) or not isinstance(score, _NUMBER):
         raise ValueError(f"{path}: key 'right_wrong' lists {key!r}, a score the record lacks")
-    n = data["n_items"] - (0 if key == "accuracy" else n_dropped(data))
+    n = scored_items(data, key)
     successes = score * n / 100
     right = round(successes)
     if n < 1 or abs(successes - right) > 1e-6 * n:
@@ -168,6 +195,11 @@ def _check_counts(path: Path, data: Mapping[str, Any], key: str) -> None:
             f"{path}: ci95[{key!r}]={bounds} disagrees with its counts, {right}/{n} right "
             f"(their Wilson interval: [{low:.2f}, {high:.2f}])"
         )
+
+
+def scored_items(data: Mapping[str, Any], key: str) -> int:
+    """The items behind a score: all of them for `accuracy`, the answered ones for the rest."""
+    return data["n_items"] - (0 if key == "accuracy" else n_dropped(data))
 
 
 def _check_inside(

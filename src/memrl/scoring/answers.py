@@ -3,7 +3,10 @@ each the papers' own, taken over every gold answer (the best one counts):
 
 - `sub_em`: MemAgent's: the answer after "the answer is" in the reply's final part (after
   `</think>`; the whole final part without that phrase) contains a gold or is contained in one,
-  after SQuAD normalisation; an answer that normalises to "" scores 0.
+  after SQuAD normalisation. Two readings differ from the official one, as one's own golds do
+  (`memrl.scoring.golds`): an answer that normalises to "" scores 0, and so does one character
+  other than a digit ("P" is inside "Paris", "R" inside "Tamsin Roe"). `sub_em_inside_gold`
+  marks a 1 earned only by the answer being part of a gold (`p in g`), which the tables count.
 - `em`, `f1`: exact match and token F1 of that answer (SQuAD normalisation).
 - `rouge`: LongBench's summary score, the mean of the ROUGE-1/2/L recalls of the final part.
 - `string_match`: RULER's: the fraction of the golds that occur, case-insensitively, in the final
@@ -18,12 +21,13 @@ from collections.abc import Sequence
 from typing import Any
 
 from memrl.scoring.extract import answer_part
+from memrl.scoring.golds import one_letter
 from memrl.scoring.longbench import qa_prediction, summary_scores
-from memrl.scoring.metrics import best_over, exact_match, normalize_answer, sub_em, token_f1
+from memrl.scoring.metrics import best_over, exact_match, normalize_answer, token_f1
 from memrl.scoring.ruler import string_match_all
 
 METRICS = ("sub_em", "em", "f1", "rouge", "string_match")
-_SHORT = {"sub_em": sub_em, "em": exact_match, "f1": token_f1}
+_SHORT = {"em": exact_match, "f1": token_f1}
 
 
 def score_answers(
@@ -42,5 +46,21 @@ def score_answers(
         value = string_match_all(final, answers)
         return {"pred": final, "score": value, "string_match": value}
     pred = qa_prediction(response, answer_format)
+    if metric == "sub_em":
+        value, inside = own_sub_em(pred, answers)
+        return {"pred": pred, "score": value, "sub_em": value, "sub_em_inside_gold": inside}
     value = best_over(_SHORT[metric], pred, answers) if normalize_answer(pred) else 0.0
     return {"pred": pred, "score": value, metric: value}
+
+
+def own_sub_em(pred: str, answers: Sequence[str]) -> tuple[float, bool]:
+    """sub_em on one's own data, and whether its 1 came only from the answer lying inside a
+    gold: an answer that normalises to nothing or to one letter scores 0."""
+    answer = normalize_answer(pred)
+    if not answer or one_letter(answer):
+        return 0.0, False
+    golds = [normalize_answer(gold) for gold in answers]
+    if any(gold in answer for gold in golds):
+        return 1.0, False
+    inside = any(answer in gold for gold in golds)
+    return float(inside), inside

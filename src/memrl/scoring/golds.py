@@ -31,6 +31,11 @@ CONTAINMENT = ("sub_em", "string_match")
 _NORMALISED = ("sub_em", "em", "f1")
 
 
+def one_letter(form: str) -> bool:
+    """Whether a compared form is one character other than a digit: inside almost any text."""
+    return len(form) == 1 and not form.isdigit()
+
+
 def compared_form(metric: str, gold: str) -> str:
     """The gold as `metric` compares it with a reply."""
     if metric in _NORMALISED:
@@ -47,7 +52,7 @@ def gold_problem(metric: str, gold: str, published: bool = False) -> str | None:
     form = compared_form(metric, gold)
     if not form:
         return f"{gold!r} leaves nothing to compare under {metric}, so every reply scores the same"
-    if not published and metric in CONTAINMENT and len(form) == 1 and not form.isdigit():
+    if not published and metric in CONTAINMENT and one_letter(form):
         return (
             f"{gold!r} is one character: {metric} would find it inside almost any reply; "
             "write the answer out (an option's text, not its letter)"

@@ -7,7 +7,10 @@ jobs need (`MEMRL_INVOCATION`, the config hash, git state, the diff, the digest 
 URI); local job processes inherit it and the SLURM executor forwards it (`--export=ALL`). A job
 reads it back (`git_state`, `made_by`). `end_invocation` (`onsuccess`/`onerror`) marks the
 invocation finished and loads the records into MLflow in a subprocess (`python -m
-memrl.tracking`, memrl.tracking.loader). Set MEMRL_TRACKING=off to disable tracking entirely.
+memrl.tracking`, memrl.tracking.loader). A kill during those end steps leaves a mark
+(`END_PENDING`): the next invocation names what waits and, when it ends, runs them
+(`finish_killed_end`), even if it had nothing to do. Set MEMRL_TRACKING=off to disable tracking
+entirely.
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ import memrl
 from memrl.data.io import read_json, write_json_atomic, write_text_atomic
 from memrl.digests import ENV_DIGEST_CACHE
 from memrl.layout import config_hash
-from memrl.locks import process_identity
+from memrl.locks import is_dead, process_identity
 from memrl.tracking.store import absolute_uri
 
 log = logging.getLogger(__name__)
@@ -194,10 +197,59 @@ def end_invocation(
     logs = [snakemake_log] if isinstance(snakemake_log, str) else list(snakemake_log or [])
     record["snakemake_logs"] = [str(Path(log_file).resolve()) for log_file in logs]
     write_json_atomic(path, record)
-    for module, what in (
-        ("memrl.tracking.pipeline_info", "writing run.json and pipeline_info/"),
-        ("memrl.tracking", "loading into MLflow"),
-    ):
+    mark = invocations_dir(results) / END_PENDING
+    write_json_atomic(mark, {"invocation": invocation, "process": process_identity()})
+    finish_run(results)
+
+
+# In invocations_dir while an invocation's end steps run: a kill there leaves it behind, and the
+# next invocation of the results directory, a no-op included, runs them (`finish_killed_end`).
+END_PENDING = ".end-pending"
+END_STEPS = (
+    ("memrl.tracking.pipeline_info", "writing run.json and pipeline_info/"),
+    ("memrl.tracking", "loading into MLflow"),
+)
+
+
+def finish_run(results: Path) -> None:
+    """The end steps of a run (run.json and pipeline_info/, then the MLflow load), each in a
+    subprocess that may fail without failing the workflow; then the pending mark goes."""
+    for module, what in END_STEPS:
         done = subprocess.run([sys.executable, "-m", module, str(results)], check=False)
         if done.returncode != 0:
             log.warning("provenance: %s failed; rerun python -m %s %s", what, module, results)
+    (invocations_dir(results) / END_PENDING).unlink(missing_ok=True)
+
+
+def killed_end(results: Path) -> str | None:
+    """The invocation whose end steps were killed (its pending mark outlived its process), or
+    None. A damaged mark counts as killed: only a kill leaves one half-written."""
+    mark = invocations_dir(results) / END_PENDING
+    if not enabled() or not mark.is_file():
+        return None
+    try:
+        info = read_json(mark)
+        invocation, process = str(info["invocation"]), info["process"]
+    except (ValueError, KeyError, TypeError):
+        return "unknown"
+    return invocation if is_dead(process) else None
+
+
+def killed_end_warning(results: Path) -> str | None:
+    """What a new invocation says when a killed one's records have not reached MLflow."""
+    invocation = killed_end(results)
+    if invocation is None:
+        return None
+    return (
+        f"provenance: invocation {invocation} was killed while it wrote run.json or loaded "
+        f"MLflow, so its records wait; this invocation loads them when it ends (a no-op too, "
+        f"not a dry run), or run: python -m memrl.tracking {results}"
+    )
+
+
+def finish_killed_end(results: Path) -> bool:
+    """Run the end steps a killed invocation left undone; whether there were any."""
+    if killed_end(results) is None:
+        return False
+    finish_run(results)
+    return True

@@ -10,6 +10,12 @@ benchmark files,
 - `<results>/run.json`: the invocation (command, targets, profile, commit, config and its hash),
   the software stacks, every table's score cells (ours, interval, the paper's, the verdict, p and
   the reproduction report's q), every claim check and every diagnosis (ranked, a row per factor).
+  Each cell names the job that wrote its table (`written_by`: invocation, config hash, settings
+  digest) and whether that job ran under this invocation's config (`same_config`): a table left
+  by another config, or by no job of this directory, is marked, not passed off as this run's.
+
+A damaged benchmark file reads as no benchmark, with a warning naming it. A damaged table or
+claims file stops the step in one sentence naming it (rc 1), and nothing is written.
 
 `python -m memrl.tracking.pipeline_info RESULTS` writes them (what `end_invocation` runs); each
 file is replaced whole or not at all, and nothing else in RESULTS is touched."""
@@ -21,15 +27,21 @@ import csv
 import html
 import io
 import json
+import logging
+import os
+import sys
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from memrl.data.io import json_text, read_json, write_text_atomic
+from memrl.digests import file_digest
 from memrl.mlflow_notes import job_run_name
 from memrl.tracking.invocation import invocations_dir, read_invocations
-from memrl.tracking.results_dir import records_under
+from memrl.tracking.results_dir import producer_index, records_under
+
+log = logging.getLogger(__name__)
 
 INFO_DIR = "pipeline_info"
 RUN_SUMMARY = "run.json"
@@ -48,10 +60,10 @@ CLAIMS_SUFFIX = ".claims.json"  # memrl.report.claims.CLAIMS_SUFFIX
 BAR_HEIGHT, LABEL_WIDTH, CHART_WIDTH = 14, 360, 900
 
 
-def newest_records(results: Path) -> list[dict[str, Any]]:
-    """Each job's newest record (by its log; read where `results` lies now), oldest first."""
+def newest_records(records: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each job's newest record (by its log), oldest first."""
     newest: dict[str, dict[str, Any]] = {}
-    for record in records_under(results):
+    for record in records:
         if record["start_ms"] >= newest.get(record["log"], {}).get("start_ms", 0):
             newest[record["log"]] = record
     return sorted(newest.values(), key=lambda r: r["start_ms"])
@@ -64,8 +76,13 @@ def benchmark_of(results: Path, record: Mapping[str, Any]) -> dict[str, float]:
     path = results / "benchmarks" / Path(record["log"]).relative_to(logs).with_suffix(".tsv")
     if not path.is_file():
         return {}
-    rows = list(csv.DictReader(io.StringIO(path.read_text(encoding="utf-8")), delimiter="\t"))
-    return {"cpu_s": float(rows[-1]["cpu_time"]), "max_rss": float(rows[-1]["max_rss"])}
+    try:
+        rows = list(csv.DictReader(io.StringIO(path.read_text(encoding="utf-8")), delimiter="\t"))
+        return {"cpu_s": float(rows[-1]["cpu_time"]), "max_rss": float(rows[-1]["max_rss"])}
+    except (IndexError, KeyError, TypeError, ValueError) as exc:  # UnicodeDecodeError too
+        why = "a header and no row" if isinstance(exc, IndexError) else f"{exc}"
+        log.warning("%s: not a Snakemake benchmark (%s): read as no benchmark", path, why)
+        return {}
 
 
 def trace_row(results: Path, record: Mapping[str, Any]) -> dict[str, Any]:
@@ -157,8 +174,12 @@ def timeline_html(rows: Sequence[Mapping[str, Any]], title: str) -> str:
 
 
 def read_csv(path: Path) -> list[dict[str, str]]:
-    with path.open(newline="", encoding="utf-8") as handle:
-        return list(csv.DictReader(handle))
+    """A CSV's rows; one that is not UTF-8 text stops, naming it and the byte."""
+    try:
+        with path.open(newline="", encoding="utf-8") as handle:
+            return list(csv.DictReader(handle))
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"{path}: not UTF-8 text (byte {exc.start})") from None
 
 
 def judged_rows(results: Path) -> list[dict[str, str]] | None:
@@ -167,15 +188,20 @@ def judged_rows(results: Path) -> list[dict[str, str]] | None:
     return read_csv(path) if path.is_file() else None
 
 
-def table_cells(results: Path) -> list[dict[str, str]]:
+def table_cells(
+    results: Path, records: list[dict[str, Any]], config_hash: str | None
+) -> list[dict[str, Any]]:
     """Every score cell of every table (its CSV: ours, interval, the paper's, the verdict), with
-    the q-value the reproduction report gave it (across its paper's cells; '' if none)."""
+    the q-value the reproduction report gave it (across its paper's cells; '' if none) and the
+    job that wrote its table (`written_by`)."""
     q_values = {
         (row["table"], row["system"], row["label"]): row["q_value"]
         for row in judged_rows(results) or []
     }
+    producers = producer_index(records)
     cells = []
     for path in sorted((results / "tables").glob("*.csv")):
+        made = written_by(path, producers, config_hash)
         for row in read_csv(path):
             if "verdict" not in row or not row.get("ours"):
                 continue  # a text table's row
@@ -183,8 +209,26 @@ def table_cells(results: Path) -> list[dict[str, str]]:
             cells.append(
                 {"table": path.stem, **{c: row.get(c, "") for c in CELL_FIELDS}}
                 | {"q_value": q_values.get(key, "")}
+                | made
             )
     return cells
+
+
+def written_by(
+    path: Path, producers: Mapping[tuple[str, str], Mapping[str, Any]], config_hash: str | None
+) -> dict[str, Any]:
+    """The job whose record wrote this very content of `path`: its invocation, config hash and
+    settings digest, and whether it ran under `config_hash`; None and False where no job did."""
+    record = producers.get((os.path.abspath(path), file_digest(path)))
+    if record is None:
+        return {"written_by": None, "same_config": False}
+    tags = record.get("tags", {})
+    job = {
+        "invocation": record.get("invocation"),
+        "config_hash": tags.get("config.hash"),
+        "settings_digest": tags.get("settings.digest"),
+    }
+    return {"written_by": job, "same_config": job["config_hash"] == config_hash}
 
 
 def diagnoses(results: Path) -> list[dict[str, str]]:
@@ -194,16 +238,23 @@ def diagnoses(results: Path) -> list[dict[str, str]]:
 
 
 def claim_checks(results: Path) -> list[dict[str, Any]]:
-    """Every claim check a figure or table wrote, with its `source` (that figure or table)."""
-    return [
-        {"source": path.name.removesuffix(CLAIMS_SUFFIX), **check}
-        for path in sorted(results.glob(f"*/*{CLAIMS_SUFFIX}"))
-        for check in read_json(path)
-    ]
+    """Every claim check a figure or table wrote, with its `source` (that figure or table); a
+    file that is not a JSON list of checks stops, naming it."""
+    checks = []
+    for path in sorted(results.glob(f"*/*{CLAIMS_SUFFIX}")):
+        found = read_json(path)
+        if not isinstance(found, list) or not all(isinstance(c, dict) for c in found):
+            raise ValueError(f"{path}: not a JSON list of claim checks")
+        source = path.name.removesuffix(CLAIMS_SUFFIX)
+        checks += [{"source": source, **check} for check in found]
+    return checks
 
 
 def run_summary(
-    invocation: Mapping[str, Any], stacks: list[dict[str, Any]], results: Path
+    invocation: Mapping[str, Any],
+    stacks: list[dict[str, Any]],
+    results: Path,
+    records: list[dict[str, Any]],
 ) -> dict[str, Any]:
     tags = invocation.get("tags", {})
     return {
@@ -220,7 +271,7 @@ def run_summary(
         "config_hash": tags.get("config.hash"),
         "config": invocation.get("config", {}),
         "software": stacks,
-        "cells": table_cells(results),
+        "cells": table_cells(results, records, tags.get("config.hash")),
         "claims": claim_checks(results),
         "diagnoses": diagnoses(results),
         "pipeline_info": INFO_DIR,
@@ -233,7 +284,8 @@ def write_pipeline_info(results: Path) -> list[Path]:
     if not invocations:
         raise FileNotFoundError(f"{invocations_dir(results)}: no invocation recorded")
     invocation = invocations[next(reversed(invocations))]
-    records = newest_records(results)
+    every = records_under(results)
+    records = newest_records(every)
     rows = [trace_row(results, record) for record in records]
     stacks = software_stacks(records)
     info, name = results / INFO_DIR, invocation["invocation"]
@@ -242,7 +294,7 @@ def write_pipeline_info(results: Path) -> list[Path]:
         info / "trace.tsv": trace_tsv(rows),
         info / f"timeline_{name}.html": timeline_html(current, f"Jobs of invocation {name}"),
         info / "software_versions.json": json_text(stacks),
-        results / RUN_SUMMARY: json_text(run_summary(invocation, stacks, results)),
+        results / RUN_SUMMARY: json_text(run_summary(invocation, stacks, results, every)),
     }
     for path, text in texts.items():
         write_text_atomic(path, text)
@@ -256,7 +308,11 @@ def main(argv: list[str] | None = None) -> None:
     )
     parser.add_argument("results", type=Path, help="results/<run>")
     results = parser.parse_args(argv).results
-    written = write_pipeline_info(results)
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    try:
+        written = write_pipeline_info(results)
+    except (ValueError, FileNotFoundError) as exc:  # a damaged file, named; nothing written
+        sys.exit(f"pipeline_info: {exc}")
     print(
         f"run summary: {results / RUN_SUMMARY} and {len(written) - 1} files in {results / INFO_DIR}"
     )

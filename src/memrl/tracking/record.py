@@ -136,6 +136,13 @@ class JobRecord:
         return {"MLFLOW_TRACKING_URI": uri, "MLFLOW_RUN_ID": self.mlflow_run_id}
 
 
+def settings_digest(settings: Mapping[str, Any]) -> str:
+    """The digest that names a job's settings file (memrl.settings_files)."""
+    from memrl.settings_files import canonical, digest
+
+    return digest(canonical(settings))
+
+
 @contextlib.contextmanager
 def job_run(
     rule: str,
@@ -166,6 +173,7 @@ def job_run(
                 "snakemake.version": os.environ.get(ENV_SNAKEMAKE_VERSION, "unknown"),
                 "host": socket.gethostname(),
                 "slurm.job_id": os.environ.get("SLURM_JOB_ID", ""),
+                "settings.digest": settings_digest(settings),
                 **git_state(),
                 **software_tags(),
             },

@@ -28,7 +28,11 @@ def records_under(results: Path, damaged: list[str] | None = None) -> list[dict[
     (`relocated`). What could not be read or placed (each warned about) is added to `damaged`."""
     results = results.resolve()
     paths = sorted(results.glob(f"logs/**/*{RECORD_SUFFIX}"))
-    records = [record for path in paths if (record := read_record(path, damaged))]
+    for folder in (path for path in paths if not path.is_file()):
+        log.warning("%s: not a file, so no job record: skipped", folder)
+        if damaged is not None:
+            damaged.append(f"{folder}: not a file, so no job record")
+    records = [r for path in paths if path.is_file() and (r := read_record(path, damaged))]
     placed, moved, unplaced = [], set(), []
     for record in records:
         origin = written_in(record, results)

@@ -162,13 +162,14 @@ def write_recipe(out_dir: str | Path, settings: Mapping[str, Any], agent: str) -
 
 
 def _flatten(tree: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    """A nested config's dotted keys; one key set both dotted and nested is refused."""
     flat: dict[str, Any] = {}
     for key, value in tree.items():
         name = f"{prefix}{key}"
-        if isinstance(value, Mapping):
-            flat.update(_flatten(value, f"{name}."))
-        else:
-            flat[name] = value
+        found = _flatten(value, f"{name}.") if isinstance(value, Mapping) else {name: value}
+        for repeated in found.keys() & flat.keys():
+            raise KeyError(f"{repeated} set twice: once as a dotted key, once nested")
+        flat.update(found)
     return flat
 
 
@@ -214,11 +215,12 @@ def _unique_keys_loader() -> type:
         """YAML whose mappings name each key once (safe_load keeps the last of a repeat)."""
 
         def construct_mapping(self, node: Any, deep: bool = False) -> dict[Any, Any]:
-            keys = [self.construct_object(key, deep=deep) for key, _ in node.value]
-            repeated = sorted({str(key) for key in keys if keys.count(key) > 1})
-            if repeated:
-                line = node.start_mark.line + 1
-                raise KeyError(f"{', '.join(repeated)} set twice in the mapping at line {line}")
+            lines: dict[Any, int] = {}
+            for key_node, _ in node.value:
+                key, line = self.construct_object(key_node, deep=deep), key_node.start_mark.line
+                if key in lines:
+                    raise KeyError(f"{key} set twice, at lines {lines[key] + 1} and {line + 1}")
+                lines[key] = line
             return super().construct_mapping(node, deep=deep)
 
     return UniqueKeys
@@ -249,7 +251,10 @@ def read_trainer_config(path: str | Path) -> dict[str, Any]:
     if isinstance(tree, list):
         return _from_overrides(tree, path)
     if isinstance(tree, Mapping):
-        return _flatten(tree)
+        try:
+            return _flatten(tree)
+        except KeyError as exc:
+            raise RecipeError(f"{path}: {exc.args[0]}") from None
     raise RecipeError(
         f"{path}: a {type(tree).__name__}, not a mapping or list; readable: {formats}"
     )
@@ -302,6 +307,17 @@ def _number(value: Any) -> Any:
         except ValueError:
             return value
     return value
+
+
+def unresolved(flat: Mapping[str, Any]) -> dict[str, Any]:
+    """A config's Hydra interpolations (`${…}`): their values exist only when Hydra runs, so they
+    are listed, never compared."""
+    return {k: v for k, v in flat.items() if isinstance(v, str) and "${" in v}
+
+
+def nulls(flat: Mapping[str, Any]) -> list[str]:
+    """A config's keys set to null: verl then takes its default, as for a key left unset."""
+    return sorted(k for k, v in flat.items() if v is None)
 
 
 def unmapped_keys(flat: Mapping[str, Any], read_from: Mapping[str, str] | None = None) -> list[str]:
