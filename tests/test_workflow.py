@@ -1021,3 +1021,139 @@ def test_the_readmes_keyword_rebuild_plans_both_sources_on_the_hosted_model(repo
     assert "booksum_chapters_test.parquet" in booksum
     settings = planned_settings(done.stdout, repo)
     assert '"model": "gpt-4.1"' in settings and '"kind": "openai"' in settings
+
+
+def _verify_copy(smoke: Path, dest: Path) -> Path:
+    """The smoke run and its job settings, copied where `memrl verify` reads them (no MLflow)."""
+    unloaded = shutil.ignore_patterns("mlartifacts", "mlflow.db")
+    shutil.copytree(smoke / "results/smoke", dest / "results/smoke", symlinks=True, ignore=unloaded)
+    shutil.copytree(smoke / ".snakemake/memrl/settings", dest / ".snakemake/memrl/settings")
+    return dest / "results/smoke"
+
+
+def _forge(run: Path, rel: str, edit) -> None:
+    """Edit a file and every record's digest of it, as a careful forger would: only the numbers
+    derived again can tell."""
+    from memrl.digests import file_digest
+
+    path = run / rel
+    old = file_digest(path)
+    path.write_text(edit(path.read_text()))
+    named, new = f'"results/smoke/{rel}": "{old}"', f'"results/smoke/{rel}": "{file_digest(path)}"'
+    for record in run.glob(f"logs/**/*{RECORD_SUFFIX}"):
+        if named in (text := record.read_text()):
+            record.write_text(text.replace(named, new))
+
+
+def _lines(edit):
+    """An edit of a JSON-lines file's list of lines."""
+    return lambda text: "".join(f"{line}\n" for line in edit(text.splitlines()))
+
+
+def _line(number: int, **changes):
+    def edit(lines):
+        line = json.loads(lines[number - 1])
+        lines[number - 1] = json.dumps(line | changes)
+        return lines
+
+    return _lines(edit)
+
+
+def _metrics(change):
+    def edit(text):
+        records = json.loads(text)
+        change(records[0])
+        return json.dumps(records)
+
+    return edit
+
+
+def _settings(run: Path) -> None:
+    for path in (run.parent.parent / ".snakemake/memrl/settings").glob("*.json"):
+        path.write_text(json.dumps(json.loads(path.read_text()) | {"tampered": True}))
+
+
+PREDICTIONS = "eval/ruler/rl-memagent-tiny/1024.predictions.jsonl"
+METRICS = "eval/ruler/rl-memagent-tiny/1024.metrics.json"
+RESCORED = "rescore/whole-reply/ruler_hqa/rl-memagent-tiny/10.predictions.jsonl"
+# Each tampering, and the difference `memrl verify` must name first.
+TAMPERINGS = {
+    "a prediction's score": (
+        lambda run: _forge(run, PREDICTIONS, _line(1, score=1.0, string_match=1.0)),
+        r"1024\.predictions\.jsonl:1 \(item 0\) score: the run holds 1\.0, its files give 0\.0",
+    ),
+    "a prediction's answer": (
+        lambda run: _forge(run, PREDICTIONS, _line(1, response="the answer is 2867825")),
+        r"1024\.predictions\.jsonl:1 \(item 0\) \w+: the run holds",
+    ),
+    "a dropped item": (
+        lambda run: _forge(run, PREDICTIONS, _lines(lambda lines: lines[1:])),
+        r"1024\.metrics\.json: record 0 \(niah_single_1\) \w+",
+    ),
+    "a repeated item": (
+        lambda run: _forge(run, PREDICTIONS, _lines(lambda lines: [lines[0], *lines])),
+        r"1024\.metrics\.json: record 0 \(niah_single_1\) \w+",
+    ),
+    "a metric": (
+        lambda run: _forge(run, METRICS, _metrics(lambda m: m.update(accuracy=m["accuracy"] + 10))),
+        r"1024\.metrics\.json: record 0 \(niah_single_1\) accuracy: the run holds",
+    ),
+    "an interval": (
+        lambda run: _forge(run, METRICS, _metrics(lambda m: m["ci95"]["accuracy"].reverse())),
+        r"1024\.metrics\.json: record 0 \(niah_single_1\) ci95",
+    ),
+    "a count": (
+        lambda run: _forge(run, METRICS, _metrics(lambda m: m["n_nonzero"].update(accuracy=7))),
+        r"1024\.metrics\.json: record 0 \(niah_single_1\) n_nonzero",
+    ),
+    "a rescored score": (
+        lambda run: _forge(run, RESCORED, _line(1, score=1.0)),
+        r"whole-reply/ruler_hqa/rl-memagent-tiny/10\.predictions\.jsonl:1 \(item \w+\) score",
+    ),
+    "a file against its digest": (
+        lambda run: (run / METRICS).write_text((run / METRICS).read_text() + " "),
+        r"1024\.metrics\.json \(sha256\): the run holds 'sha256:",
+    ),
+    "a record's digest": (
+        lambda run: _zero_digest(run, "tables/table3.csv"),
+        r"table3\.csv \(sha256\): the run holds 'sha256:0{64}'",
+    ),
+    "a deleted output": (
+        lambda run: (run / "figures/figure5.png").unlink(),
+        r"figure5\.png \(sha256\): .*'no such file'",
+    ),
+    "a settings file": (_settings, r"its content is not the settings its name digests"),
+}
+
+
+def _zero_digest(run: Path, rel: str) -> None:
+    """The digest its writer's record gives a file, replaced by zeros."""
+    recorded = re.compile(rf'("results/smoke/{re.escape(rel)}": "sha256:)[0-9a-f]{{64}}')
+    for record in run.glob(f"logs/**/*{RECORD_SUFFIX}"):
+        record.write_text(recorded.sub(rf"\g<1>{'0' * 64}", record.read_text()))
+
+
+def memrl_verify(run: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "memrl.cli", "verify", str(run)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+
+
+def test_verify_passes_the_smoke_run_moved_elsewhere_and_says_what_it_left(smoke, tmp_path):
+    done = memrl_verify(_verify_copy(smoke, tmp_path))
+    assert done.returncode == 0, done.stderr
+    assert re.search(r"checked: \d{3,} files against their digests", done.stdout)
+    assert re.search(r"checked: \d{3,} predictions scored again", done.stdout)
+    assert "not re-derived by this version: claims" in done.stdout  # said, not passed off
+
+
+@pytest.mark.parametrize("tampering", TAMPERINGS)
+def test_verify_names_each_tampering_first(smoke, tmp_path, tampering):
+    tamper, named = TAMPERINGS[tampering]
+    run = _verify_copy(smoke, tmp_path)
+    tamper(run)
+    done = memrl_verify(run)
+    assert done.returncode == 1 and re.search(named, done.stderr), done.stderr

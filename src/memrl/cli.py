@@ -70,6 +70,10 @@ TOOLS: dict[str, tuple[str, str]] = {
         "memrl.recipe_diff",
         "another run's verl config beside a paper's recipe and its official script's, key by key",
     ),
+    "verify": (
+        "memrl.verify",
+        "a run's numbers derived again from its own files, offline: the first difference, named",
+    ),
 }
 
 

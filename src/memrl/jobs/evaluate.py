@@ -8,7 +8,7 @@ import hashlib
 import json
 import os
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -64,13 +64,7 @@ def cmd_evaluate(args: argparse.Namespace, run: JobRecord) -> None:
             return with_evidence(rows, s["benchmark"], args.evidence, args.pool)
 
         def runner_of(name: str, rows: list[dict[str, Any]]) -> Any:
-            task = Task(
-                s["benchmark"],
-                name,
-                s.get("variant", "memagent"),
-                s.get("strip_think", False),
-                answer_format(kind, s),
-            )
+            task = evaluation_task(kind, s, name)
             system = kind.workflows(task, s, engine.tokenizer, pool_documents(rows, args.pool))
             return workflow_runner(task, system, engine, sampling)
 
@@ -209,7 +203,16 @@ def _run_tasks(
     return records, partials
 
 
-def answer_format(kind: Any, s: dict[str, Any]) -> str:
+def evaluation_task(kind: Any, s: Mapping[str, Any], name: str) -> Any:
+    """The Task a system of `kind` is evaluated and scored under on task `name` (`memrl verify`
+    scores its predictions again under the same one)."""
+    from memrl.benchmarks import Task
+
+    variant, strip_think = s.get("variant", "memagent"), s.get("strip_think", False)
+    return Task(s["benchmark"], name, variant, strip_think, answer_format(kind, s))
+
+
+def answer_format(kind: Any, s: Mapping[str, Any]) -> str:
     """Where a system's replies give their answer: where MemAgent's final prompt
     (`evaluation.final_prompt`) asks for it, for the kinds that ask it; where a kind's own
     settings say (`answer_format`: the closed-book's prompt); else after "the answer is"."""
