@@ -186,7 +186,12 @@ def rescore_differences(
     if kind.judge:
         tally.left[f"judged predictions ({spec['id']})"] += len(lines)
         return
-    [scored] = [Path(p) for p in writer["inputs"] if p.endswith(".predictions.jsonl")]
+    read = [Path(p) for p in writer["inputs"] if p.endswith(".predictions.jsonl")]
+    if len(read) != 1:
+        raise VerifyError(
+            f"{writer['path']}: a rescoring reads one predictions file, not {len(read)}"
+        )
+    scored = read[0]
     source = read_jsonl(scored, required=("task", "index", "score"))
     derived = (
         rescore_instances(source, protocol=spec["protocol"])
