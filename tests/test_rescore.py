@@ -72,6 +72,8 @@ def instance(task, answers, responses, scores, **kw):
         "questions": [f"q{j}" for j in range(n)],
         "answers": answers,
         "responses": responses,
+        "judge_replies": kw.pop("judge_replies", {}),
+        "protocol": kw.pop("protocol", "agent"),
         "scores": scores,
         "score": sum(scores) / n,
         "failed": False,
@@ -84,10 +86,12 @@ def instance(task, answers, responses, scores, **kw):
 
 def test_another_protocol_rescores_the_labels_and_keeps_the_judged_verdicts():
     labels = instance("icl_trec_coarse_6600shot_balance", ["2", "3"], ["Label: 2", "4"], [0.0, 0.0])
-    judged = instance("longmemeval_s", ["rubric"], ["an answer"], [1.0], index=1)
+    judged = instance(
+        "longmemeval_s", ["rubric"], ["an answer"], [1.0], index=1, judge_replies={"0": "Yes."}
+    )
     [loose, kept] = rescore_instances([labels, judged], protocol="baseline")
     assert loose["scores"] == [1.0, 0.0] and loose["score"] == 0.5  # the first line holds "2"
-    assert kept["scores"] == [1.0]
+    assert kept["scores"] == [1.0] and kept["protocol"] == "baseline"
     [strict] = rescore_instances([labels], protocol="agent")
     assert strict["scores"] == [0.0, 0.0]  # "Label: 2" is not all digits
 
@@ -103,17 +107,21 @@ def test_unanswered_questions_stay_at_zero_whatever_the_scorer():
 
 
 def test_a_second_judge_sees_only_the_answered_judged_questions():
-    judged = instance("longmemeval_s", ["rubric a", "rubric b"], ["yes a", "b"], [0.0, 1.0])
+    judged = instance(
+        "longmemeval_s", ["rubric a", "rubric b"], ["yes a", "b"], [0.0, 1.0],
+        judge_replies={"0": "No.", "1": "Yes."},
+    )  # fmt: skip
     other = instance("squad", ["Paris"], ["Paris"], [1.0], index=1)
     asked = []
 
     def judge(questions):
         asked.extend(questions)
-        return [1.0, 0.0]
+        return ["Yes, it is.", "Not quite."]
 
     [rejudged, kept] = rescore_instances([judged, other], judge=judge)
     assert asked == [("q0", "rubric a", "yes a"), ("q1", "rubric b", "b")]
     assert rejudged["scores"] == [1.0, 0.0] and kept["scores"] == [1.0]
+    assert rejudged["judge_replies"] == {"0": "Yes, it is.", "1": "Not quite."}
     assert disagreements({"x": rejudged}, {"x": judged}) == (2, 2)
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from memrl import verify
+from memrl.verify import reports as verify_reports
 
 
 def run_verify(path) -> str:
@@ -45,3 +46,71 @@ def test_a_metrics_file_needs_its_predictions_and_a_job_that_wrote_it(tmp_path):
 )
 def test_numbers_are_the_same_up_to_rounding_and_type(held, derived, same):
     assert verify.same_number(held, derived) is same
+
+
+def write(path, text):
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def test_a_table_cell_apart_is_named_by_its_line_row_and_column(tmp_path):
+    header = "system,label,ours,verdict\n"
+    held = write(tmp_path / "held.csv", header + "Agent,50,41.0,agrees\nOracle,50,90.0,agrees\n")
+    again = write(tmp_path / "again.csv", header + "Agent,50,41.0,agrees\nOracle,50,88.0,agrees\n")
+    [apart] = verify_reports.csv_differences(held, again)
+    assert str(apart) == f"{held}:3 (Oracle, 50) ours: the run holds '90.0', its files give '88.0'"
+    fewer = write(tmp_path / "fewer.csv", header + "Agent,50,41.0,agrees\n")
+    assert [d.where for d in verify_reports.csv_differences(held, fewer)] == [f"{held} (rows)"]
+    assert list(verify_reports.csv_differences(held, held)) == []
+
+
+def test_a_page_differs_by_its_lines_but_not_by_the_footnote_naming_the_invocation(tmp_path):
+    held = write(tmp_path / "held.md", "| a |\nMade by commit 1, invocation x\nnote\n")
+    same = write(tmp_path / "same.md", "| a |\nMade by commit 2, invocation y\nnote\n")
+    other = write(tmp_path / "other.md", "| a |\nMade by commit 2\nanother note\n")
+    assert list(verify_reports.text_differences(held, same)) == []
+    [apart] = verify_reports.text_differences(held, other)
+    assert apart.where.endswith("line 2 (footnote apart)") and apart.held == "note"
+
+
+def test_a_claim_apart_is_named_by_its_number_and_field(tmp_path):
+    held = write(tmp_path / "c.claims.json", '[{"claim_id": "rl_helps", "holds": true}]')
+    [apart] = verify_reports.claims_differences(held, [{"claim_id": "rl_helps", "holds": False}])
+    assert apart.where == f"{held}: claim 0 (rl_helps) holds" and apart.derived is False
+    [count] = verify_reports.claims_differences(held, [])
+    assert (count.held, count.derived) == (1, 0)
+
+
+def instance_line(**changes):
+    line = {
+        "task": "longmemeval_s*",
+        "index": 0,
+        "n_questions": 2,
+        "questions": ["When?", "Where?"],
+        "answers": ["May", "Rome"],
+        "responses": ["in May", "Paris"],
+        "judge_replies": {"0": "Yes.", "1": "No."},
+        "protocol": "agent",
+        "scores": [1.0, 0.0],
+        "score": 0.5,
+        "failed": False,
+        "failed_questions": 0,
+        "question_errors": {},
+    }
+    return line | changes
+
+
+def test_an_instance_is_scored_again_question_by_question_from_its_own_line():
+    assert verify.scored_again({}, instance_line()) == {"scores": [1.0, 0.0], "score": 0.5}
+    # a verdict swapped against the judge's reply is what the reply does not give
+    swapped = instance_line(scores=[0.0, 1.0])
+    assert verify.scored_again({}, swapped)["scores"] == [1.0, 0.0]
+    # an unjudged source under its protocol; a question whose request failed scores 0
+    squad = instance_line(task="squad", responses=["May", "Rome"], judge_replies={})
+    assert verify.scored_again({}, squad)["scores"] == [1.0, 1.0]
+    lost = squad | {"failed": True, "failed_questions": 1, "question_errors": {"1": "timeout"}}
+    assert verify.scored_again({}, lost)["scores"] == [1.0, 0.0]
+    # one's own data: the dataset's metric, which the line names
+    own = squad | {"task": "minutes", "metric": "em", "answers": [["May"], ["Rome"]]}
+    own |= {"responses": ["may", "in Rome"]}
+    assert verify.scored_again({}, own)["scores"] == [1.0, 0.0]  # exact match, normalised

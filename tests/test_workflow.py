@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import io
 import json
 import os
 import re
@@ -1024,25 +1025,55 @@ def test_the_readmes_keyword_rebuild_plans_both_sources_on_the_hosted_model(repo
 
 
 def _verify_copy(smoke: Path, dest: Path) -> Path:
-    """The smoke run and its job settings, copied where `memrl verify` reads them (no MLflow)."""
+    """The smoke run, its job settings and the paper's numbers, copied where `memrl verify`
+    reads them (no MLflow)."""
     unloaded = shutil.ignore_patterns("mlartifacts", "mlflow.db")
     shutil.copytree(smoke / "results/smoke", dest / "results/smoke", symlinks=True, ignore=unloaded)
     shutil.copytree(smoke / ".snakemake/memrl/settings", dest / ".snakemake/memrl/settings")
+    shutil.copytree(smoke / "config/paper", dest / "config/paper")
     return dest / "results/smoke"
 
 
-def _forge(run: Path, rel: str, edit) -> None:
-    """Edit a file and every record's digest of it, as a careful forger would: only the numbers
-    derived again can tell."""
+def _forge(run: Path, rel: str, edit, workdir: bool = False) -> None:
+    """Edit a file of the run (or, with `workdir`, of the workflow) and every record's digest of
+    it, as a careful forger would: only the numbers derived again can tell."""
     from memrl.digests import file_digest
 
-    path = run / rel
+    named = rel if workdir else f"results/smoke/{rel}"
+    path = run.parent.parent / named
     old = file_digest(path)
     path.write_text(edit(path.read_text()))
-    named, new = f'"results/smoke/{rel}": "{old}"', f'"results/smoke/{rel}": "{file_digest(path)}"'
     for record in run.glob(f"logs/**/*{RECORD_SUFFIX}"):
-        if named in (text := record.read_text()):
-            record.write_text(text.replace(named, new))
+        if f'"{named}": "{old}"' in (text := record.read_text()):
+            record.write_text(
+                text.replace(f'"{named}": "{old}"', f'"{named}": "{file_digest(path)}"')
+            )
+
+
+def _cell(line: int, column: str, value: str):
+    """An edit of one CSV cell (line 1 is the header)."""
+
+    def edit(text):
+        rows = list(csv.DictReader(io.StringIO(text)))
+        rows[line - 2][column] = value
+        out = io.StringIO()
+        writer = csv.DictWriter(out, fieldnames=list(rows[0]), lineterminator="\n")
+        writer.writeheader()
+        writer.writerows(rows)
+        return out.getvalue()
+
+    return edit
+
+
+def _json(change):
+    """An edit of a JSON file's value."""
+
+    def edit(text):
+        value = json.loads(text)
+        change(value)
+        return json.dumps(value)
+
+    return edit
 
 
 def _lines(edit):
@@ -1123,7 +1154,80 @@ TAMPERINGS = {
         r"figure5\.png \(sha256\): .*'no such file'",
     ),
     "a settings file": (_settings, r"its content is not the settings its name digests"),
+    "a Mem-α question's score": (
+        lambda run: _forge(run, INSTANCES, _line(1, scores=[1.0])),
+        r"memalpha-tiny/0\.predictions\.jsonl:1 \(item 0\) scores: the run holds \[1\.0\]",
+    ),
+    "a swapped judge verdict": (  # the judge's reply says no (LongMemEval), the line says yes
+        lambda run: _forge(run, INSTANCES, _line(3, scores=[1.0], score=1.0)),
+        r"memalpha-tiny/0\.predictions\.jsonl:3 \(item 2\) score: the run holds 1\.0",
+    ),
+    "an own-data prediction's score": (
+        lambda run: _forge(run, OWN_DATA, _line(1, score=1.0, sub_em=1.0)),
+        r"tiny-instruct-direct/example\.predictions\.jsonl:1 \(item 0\) score",
+    ),
+    "a table cell": (
+        lambda run: _forge(run, "tables/table1.csv", _cell(2, "ours", "55.0")),
+        r"table1\.csv:2 \(RL-MemAgent-tiny \(trained here\), 10 docs\) ours: the run holds '55\.0'",
+    ),
+    "a paper number in a table": (
+        lambda run: _forge(run, "tables/table1.csv", _cell(4, "paper", "99.9")),
+        r"table1\.csv:4 \(RL-MemAgent-tiny \(trained here\), 50 docs\) paper: .* '99\.9'",
+    ),
+    "a verdict": (
+        lambda run: _forge(run, "tables/memalpha_table6.csv", _cell(2, "verdict", "agrees")),
+        r"memalpha_table6\.csv:2 \(SQuAD, Training Ins\.\) verdict: .* 'agrees', .* 'not sampled'",
+    ),
+    "a table's note": (
+        lambda run: _forge(run, "tables/table1.md", lambda text: text + "All cells agree.\n"),
+        r"table1\.md \(lines, footnote apart\)",
+    ),
+    "a paper number, the paper file's digest forged": (
+        lambda run: _forge(run, PAPER, lambda t: t.replace("{50: 80.47", "{50: 88.47"), True),
+        r"the run holds '[^']*80\.47[^']*', its files give '[^']*88\.47",
+    ),
+    "a paper file against its digest": (
+        lambda run: (run.parent.parent / PAPER).write_text("{}\n"),
+        r"config/paper/memagent\.yaml \(sha256\)",
+    ),
+    "a table's claim": (
+        lambda run: _forge(run, "tables/memalpha_table2.claims.json", _json(_first("outcome"))),
+        r"memalpha_table2\.claims\.json: claim 0 \(memory_half\) outcome: the run holds 'holds'",
+    ),
+    "a figure's claim": (
+        lambda run: _forge(run, "figures/figure1.claims.json", _json(_first("outcome"))),
+        r"figure1\.claims\.json: claim 0 \(extrapolate_under_10\) outcome",
+    ),
+    "a diagnosis": (
+        lambda run: _forge(run, "reproduction.diagnoses.csv", _cell(2, "gap", "-1.0")),
+        r"reproduction\.diagnoses\.csv:2 \(.*\) gap: the run holds '-1\.0'",
+    ),
+    "a judged cell added, with its q-value": (
+        lambda run: _forge(run, "reproduction.cells.csv", lambda t: t + JUDGED_CELL),
+        r"reproduction\.cells\.csv \(rows\): the run holds 1, its files give 0",
+    ),
+    "run.json's cell": (
+        lambda run: _json_file(run / "run.json", lambda d: d["cells"][0].update(ours="9.9")),
+        r"run\.json: cells\[0\] \(\w+\) ours: the run holds '9\.9'",
+    ),
+    "run.json's claim": (
+        lambda run: _json_file(run / "run.json", lambda d: d["claims"][0].update(outcome="holds")),
+        r"run\.json: claims\[0\] \(figure1\) outcome: the run holds 'holds'",
+    ),
 }
+INSTANCES = "eval/mab/memalpha-tiny/0.predictions.jsonl"  # its line 3: LongMemEval, judged
+OWN_DATA = "eval/custom/tiny-instruct-direct/example.predictions.jsonl"
+PAPER = "config/paper/memagent.yaml"
+JUDGED_CELL = "memagent,table1,RL-MemAgent-tiny (trained here),10 docs,agrees,cell,0.5,0.01\n"
+
+
+def _first(key: str):
+    """A change of the first claim's `key` to "holds"."""
+    return lambda claims: claims[0].update({key: "holds"})
+
+
+def _json_file(path: Path, change) -> None:
+    path.write_text(_json(change)(path.read_text()))
 
 
 def _zero_digest(run: Path, rel: str) -> None:
@@ -1147,7 +1251,8 @@ def test_verify_passes_the_smoke_run_moved_elsewhere_and_says_what_it_left(smoke
     assert done.returncode == 0, done.stderr
     assert re.search(r"checked: \d{3,} files against their digests", done.stdout)
     assert re.search(r"checked: \d{3,} predictions scored again", done.stdout)
-    assert "not re-derived by this version: claims" in done.stdout  # said, not passed off
+    assert re.search(r"checked: \d{2,} tables built again", done.stdout)
+    assert "not re-derived by this version: the pixels of the figures" in done.stdout
 
 
 @pytest.mark.parametrize("tampering", TAMPERINGS)

@@ -426,6 +426,19 @@ def _paths(args: argparse.Namespace, names: list[str]) -> list[Path]:
     return paths
 
 
+def path_arguments(args: argparse.Namespace, command: Command) -> dict[str, str | list[str]]:
+    """The command's arguments that name paths, by name, as given: its record says which input
+    is which (a file may be given twice: a table's metrics and its controls)."""
+    named: dict[str, str | list[str]] = {}
+    for flag in command.options:
+        value = getattr(args, flag.lstrip("-").replace("-", "_"))
+        if isinstance(value, Path):
+            named[flag.lstrip("-")] = str(value)
+        elif isinstance(value, list) and value and all(isinstance(v, Path) for v in value):
+            named[flag.lstrip("-")] = [str(v) for v in value]
+    return named
+
+
 def run_tool(module: str, argv: list[str]) -> None:
     """A report command; its reader closing the pipe early (`| head`) ends it quietly, as for
     any Unix filter."""
@@ -465,6 +478,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         command.inputs(args),
         out_paths,
         args.log,
+        path_arguments(args, command),
     ) as run:
         command.handler(args, run)
 

@@ -193,72 +193,76 @@ def instance_qa_runner(
 
         requests = [answer(judge.request(prompt(i, j))) for i, j in judged]
         verdicts = drive(requests, engine, judge.sampling)
-        scores: dict[tuple[int, int], float] = {}
+        judge_replies: dict[tuple[int, int], str] = {}
         for key, rollout in zip(judged, verdicts, strict=True):
             if rollout.failed:
                 errors[key] = rollout.final.completion.error or "judge failed"
             else:
-                scores[key] = metrics.judge_verdict(rollout.answer)
-        for (i, j), response in responses.items():
-            if (i, j) not in scores and (i, j) not in errors:
-                scores[(i, j)] = _question_score(wave[i], j, response, protocol)
+                judge_replies[key] = rollout.answer
         sent: list[list[ChatRequest]] = [[] for _ in wave]
         for i, _, request in asked:
             sent[i].append(request)
         calls = [len(requests) for requests in sent]
         for i, _ in judged:
             calls[i] += 1
+        answered = Answered(responses, judge_replies, errors)
         return [
-            _qa_record(row, instance, i, responses, scores, errors, calls[i], sent[i])
+            _qa_record(row, instance, i, answered, protocol, calls[i], sent[i])
             for i, (row, instance) in enumerate(zip(wave, prepared, strict=True))
         ]
 
     return run
 
 
-def _question_score(row: dict[str, Any], j: int, response: str, protocol: str) -> float:
-    """Question `j`'s score: by its dataset's metric (one's own datasets), else as its source
-    is scored under `protocol`."""
-    from memrl.scoring import memalpha as metrics
-    from memrl.scoring.answers import score_answers
+@dataclass(frozen=True)
+class Answered:
+    """A wave's answers by (instance, question): the responses, the judge's replies, the errors."""
 
-    if "metric" in row:
-        return score_answers(row["metric"], response, row["answers"][j])["score"]
-    return metrics.score_answer(row["task"], response, row["answers"][j], protocol)
+    responses: dict[tuple[int, int], str]
+    judge_replies: dict[tuple[int, int], str]
+    errors: dict[tuple[int, int], str]
 
 
 def _qa_record(
     row: dict[str, Any],
     instance: Prepared,
     i: int,
-    responses: dict[tuple[int, int], str],
-    scores: dict[tuple[int, int], float],
-    errors: dict[tuple[int, int], str],
+    answered: Answered,
+    protocol: str,
     calls: int,
     asked: Sequence[ChatRequest],
 ) -> dict[str, Any]:
-    """Instance `i`'s record: per-question responses and scores, their mean, the failures, the
-    digests of the questions' requests (`asked`; a judge's are not the system's prompts);
-    `n_calls` counts this job's requests and the memorize job's."""
+    """Instance `i`'s record: per-question responses, the judge's replies, the protocol and (one's
+    own data) the metric, so its scores derive from the line alone (`instance_scores`); their
+    mean; the failures; the digests of the questions' requests (`asked`; a judge's are not the
+    system's prompts). `n_calls` counts this job's requests and the memorize job's."""
+    from memrl.scoring.rescore import instance_scores
+
     n = len(row["questions"])
-    per_question = [scores.get((i, j), 0.0) for j in range(n)]
+    errors = answered.errors
     question_errors = {str(j): errors[(i, j)] for j in range(n) if (i, j) in errors}
     error = instance.error
     if not instance.failed and question_errors:
         first = next(iter(question_errors.values()))
         error = f"{len(question_errors)} of {n} questions failed; the first: {first}"
-    return {
+    line = {
         "index": row["index"],
         "n_questions": n,
         "questions": row["questions"],  # with the golds: to rescore without asking again
         "answers": row["answers"],
-        "responses": [responses.get((i, j), "") for j in range(n)],
-        "scores": per_question,
-        "score": sum(per_question) / n,
+        "responses": [answered.responses.get((i, j), "") for j in range(n)],
+        "judge_replies": {str(j): r for (k, j), r in answered.judge_replies.items() if k == i},
+        "protocol": protocol,
+        **({"metric": row["metric"]} if "metric" in row else {}),
         "failed": instance.failed or bool(question_errors),
         "error": error,
         "failed_questions": len(question_errors),
         "question_errors": question_errors,
+    }
+    scores = instance_scores({**line, "task": row["task"]})
+    line |= {"scores": scores, "score": sum(scores) / n}
+    return {
+        **line,
         "memory_tokens": instance.memory_tokens,
         "num_tokens": row["num_tokens"],
         **prompt_digests(asked),
@@ -380,9 +384,11 @@ def prompt_digests(requests: Sequence[ChatRequest]) -> dict[str, str | None]:
 
 
 def record(task: Task, row: dict[str, Any], rollout: Rollout) -> dict[str, Any]:
-    """One prediction line: the row without its context, the response, its scores and the
-    digests of the prompts sent."""
+    """One prediction line: the row without its context (with its `metric` on one's own data),
+    the response, its scores and the digests of the prompts sent."""
     out = {key: row.get(key) for key in ("index", "input", "answers", "num_tokens")}
+    if "metric" in row:  # one's own data: the line says what scored it
+        out["metric"] = row["metric"]
     out.update(
         prompt_digests([c.request for c in rollout.conversations]),
         n_calls=len(rollout.conversations),

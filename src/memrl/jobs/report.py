@@ -18,27 +18,37 @@ from memrl.tracking.record import JobRecord
 
 def cmd_table(args: argparse.Namespace, run: JobRecord) -> None:
     """A paper table (settings `name`): ours beside the paper's numbers, as CSV, Markdown, LaTeX."""
-    from memrl.config import load_yaml, report_plan
+    from memrl.config import report_plan
+    from memrl.report.tables import write_paper_table
+
+    s = args.settings
+    table = paper_table_of(s, args.metrics, args.paper, args.controls)
+    caption = f"{report_plan(s['name']).caption}, run {s['run']}"
+    table.attrs["provenance"] = provenance_footnote(args.out_prefix)
+    write_paper_table(s["name"], table, args.out_prefix, caption)
+
+
+def paper_table_of(
+    s: dict[str, Any], metrics: list[Path], paper_file: Path, controls: list[Path]
+) -> Any:
+    """The table (a DataFrame, its notes and claims in `attrs`) that settings `s` build from
+    these metrics, paper file and controls: what the table job writes, and `memrl verify`
+    builds again."""
+    from memrl.config import load_yaml
     from memrl.report.cells import mark_machinery_only
     from memrl.report.claims import not_comparable
     from memrl.report.control_gains import attach_control_gains
     from memrl.report.controls import load_item_scores
     from memrl.report.recipes import trained_recipe_notes
     from memrl.report.rows import system_specs
-    from memrl.report.tables import (
-        build_paper_table,
-        load_table_records,
-        paper_table,
-        write_paper_table,
-    )
+    from memrl.report.tables import build_paper_table, load_table_records, paper_table
 
-    s = args.settings
     name = s["name"]
     spec = paper_table(name)
     labels = s["ruler_length_labels" if spec.ruler_lengths else "length_labels"]
-    records = load_table_records(name, args.metrics)
-    paper = load_yaml(args.paper)
-    with _reading_paper(args.paper, name):
+    records = load_table_records(name, metrics)
+    paper = load_yaml(paper_file)
+    with _reading_paper(paper_file, name):
         table = build_paper_table(
             name,
             records,
@@ -50,9 +60,9 @@ def cmd_table(args: argparse.Namespace, run: JobRecord) -> None:
             margin=s["margin"],
             settings=s,
         )
-    if args.controls:  # each memory cell's gain over the closed-book control
+    if controls:  # each memory cell's gain over the closed-book control
         gain_systems = {**system_specs(s["systems"]), **system_specs(s["control_systems"])}
-        attach_control_gains(table, load_item_scores(args.controls), gain_systems)
+        attach_control_gains(table, load_item_scores(controls), gain_systems)
     if "memagent_wording" in s:  # MemAgent's tables say which prompts ran
         from memrl.report.memagent_tables import WORDING_NOTES
 
@@ -62,9 +72,7 @@ def cmd_table(args: argparse.Namespace, run: JobRecord) -> None:
     mark_machinery_only(table, s["systems"])
     if table.attrs.get("banner"):
         table.attrs["claims"] = not_comparable(table.attrs.get("claims", []))
-    caption = f"{report_plan(name).caption}, run {s['run']}"
-    table.attrs["provenance"] = provenance_footnote(args.out_prefix)
-    write_paper_table(name, table, args.out_prefix, caption)
+    return table
 
 
 def provenance_footnote(out_prefix: str) -> str:
@@ -95,22 +103,19 @@ def cmd_figure(args: argparse.Namespace, run: JobRecord) -> None:
     """A paper figure (settings `name`) as PNG and PDF."""
     from memrl.config import load_yaml, report_plan
     from memrl.report.cells import MACHINERY_ONLY, not_reproducing
-    from memrl.report.claims import CLAIMS_SUFFIX, not_comparable, write_claims
-    from memrl.report.figures import figure_claims, plot_paper_figure
+    from memrl.report.claims import CLAIMS_SUFFIX, write_claims
+    from memrl.report.figures import plot_paper_figure
     from memrl.report.records import load_metrics
 
     s = args.settings
     name = s["name"]
     records, paper = load_metrics(args.metrics), load_yaml(args.paper)
     title = f"{report_plan(name).caption}, run {s['run']}"
+    if not_reproducing(s["systems"]):  # the figure opens with it; no claim holds or fails
+        title = f"{MACHINERY_ONLY}no comparison with the paper\n{title}"
+    checks = figure_checks(s, records, paper, args.paper)
+    write_claims(checks, Path(f"{args.out_prefix}{CLAIMS_SUFFIX}"))
     with _reading_paper(args.paper, name):
-        checks = figure_claims(
-            name, records, s["systems"], paper, s["length_labels"], s.get("rl_ablation")
-        )
-        if not_reproducing(s["systems"]):  # the figure opens with it; no claim holds or fails
-            checks = not_comparable(checks)
-            title = f"{MACHINERY_ONLY}no comparison with the paper\n{title}"
-        write_claims(checks, Path(f"{args.out_prefix}{CLAIMS_SUFFIX}"))
         plot_paper_figure(
             name,
             records,
@@ -125,6 +130,22 @@ def cmd_figure(args: argparse.Namespace, run: JobRecord) -> None:
             agent=s.get("agent"),
             checks=checks,
         )
+
+
+def figure_checks(
+    s: dict[str, Any], records: list[dict[str, Any]], paper: Any, paper_file: Path
+) -> list[dict[str, Any]]:
+    """The paper claims a figure checks: what its job writes, and `memrl verify` checks again.
+    A figure of models that cannot reproduce the papers marks each as not comparable."""
+    from memrl.report.cells import not_reproducing
+    from memrl.report.claims import not_comparable
+    from memrl.report.figures import figure_claims
+
+    with _reading_paper(paper_file, s["name"]):
+        checks = figure_claims(
+            s["name"], records, s["systems"], paper, s["length_labels"], s.get("rl_ablation")
+        )
+    return not_comparable(checks) if not_reproducing(s["systems"]) else checks
 
 
 @contextlib.contextmanager

@@ -39,12 +39,13 @@ def judge_of(spec: dict[str, Any]) -> Judge:
     return Judge(SamplingParams(**spec["sampling"]), spec["max_tokens"])
 
 
-def _verdicts(engine: Any, spec: dict[str, Any]) -> Any:
-    from memrl.scoring.memalpha import judge_prompt, judge_verdict
+def _replies(engine: Any, spec: dict[str, Any]) -> Any:
+    """The rescoring's judge: judged questions -> the judge model's replies."""
+    from memrl.scoring.memalpha import judge_prompt
 
-    def judge(asked: Sequence[tuple[str, Any, str]]) -> list[float]:
+    def judge(asked: Sequence[tuple[str, Any, str]]) -> list[str]:
         prompts = [judge_prompt(q, gold, response) for q, gold, response in asked]
-        return [judge_verdict(reply) for reply in judge_replies(engine, prompts, judge_of(spec))]
+        return judge_replies(engine, prompts, judge_of(spec))
 
     return judge
 
@@ -67,7 +68,7 @@ def cmd_rescore(args: argparse.Namespace, run: JobRecord) -> None:
         rescored = rescore_rows(lines)
     elif kind.judge:
         engine = build_engine(args.judge_model, spec["engine"], args.log)
-        rescored = rescore_instances(lines, judge=_verdicts(engine, spec))
+        rescored = rescore_instances(lines, judge=_replies(engine, spec))
     else:
         rescored = rescore_instances(lines, protocol=spec["protocol"])
     write_jsonl_atomic(args.out_predictions, rescored)

@@ -14,6 +14,10 @@ Scorer kinds (`rescore.<id>.scorer` in the config):
 
 A rescored prediction is the original line with its scores replaced (and the benchmark's side
 metrics dropped: they belong to the other scorer); a failed sample stays failed, at 0.
+
+An instance line holds all its scores derive from (`instance_scores`): its responses, the judge's
+replies (`judge_replies`), its protocol, and its dataset's `metric` on one's own data. So a
+rescoring and `memrl verify` score it again from the line alone.
 """
 
 from __future__ import annotations
@@ -23,12 +27,22 @@ from dataclasses import dataclass
 from typing import Any
 
 from memrl.scoring import memalpha as metrics
+from memrl.scoring.answers import score_answers
 from memrl.scoring.extract import answer_part
 from memrl.scoring.metrics import normalize_answer
 
 Record = dict[str, Any]
-# a judged question's (question, rubric, response) -> the judge's verdict in [0, 1]
-Judge = Callable[[Sequence[tuple[str, Any, str]]], list[float]]
+# judged questions' (question, rubric, response) -> the judge's replies (verdicts: judge_verdict)
+Judge = Callable[[Sequence[tuple[str, Any, str]]], list[str]]
+INSTANCE_FIELDS = (
+    "task",
+    "questions",
+    "answers",
+    "responses",
+    "scores",
+    "judge_replies",
+    "protocol",
+)
 
 
 @dataclass(frozen=True)
@@ -73,8 +87,8 @@ def rescore_rows(records: Sequence[Record]) -> list[Record]:
 def rescore_instances(
     records: Sequence[Record], protocol: str | None = None, judge: Judge | None = None
 ) -> list[Record]:
-    """Instance predictions (each with its `questions`, `answers`, `responses`, `scores`): the
-    unjudged questions under `protocol`, or the judged ones by `judge` (one call for all)."""
+    """Instance predictions (`INSTANCE_FIELDS`): the unjudged questions under `protocol`, or the
+    judged ones by `judge` (one call for all, its replies kept)."""
     if (protocol is None) == (judge is None):
         raise ValueError("rescore_instances: a protocol or a judge, not both")
     for r in records:
@@ -86,23 +100,39 @@ def rescore_instances(
         for j in range(r["n_questions"])
         if _answered(r, j)
     ]
-    verdicts: dict[tuple[int, int], float] = {}
+    replies: dict[tuple[int, int], str] = {}
     if judge is not None and judged:
         asked = [
             (records[i]["questions"][j], records[i]["answers"][j], records[i]["responses"][j])
             for i, j in judged
         ]
-        verdicts = dict(zip(judged, judge(asked), strict=True))
+        replies = dict(zip(judged, judge(asked), strict=True))
     out = []
     for i, r in enumerate(records):
-        scores = list(r["scores"])
-        for j in range(r["n_questions"]):
-            if (i, j) in verdicts:
-                scores[j] = verdicts[(i, j)]
-            elif protocol is not None and _answered(r, j) and not metrics.is_judged(r["task"]):
-                scores[j] = _protocol_score(r, j, protocol)
-        out.append({**r, "scores": scores, "score": sum(scores) / len(scores)})
+        mine = {str(j): reply for (k, j), reply in replies.items() if k == i}
+        line = {**r, "judge_replies": {**r["judge_replies"], **mine}}
+        line["protocol"] = protocol or r["protocol"]
+        scores = instance_scores(line)
+        out.append({**line, "scores": scores, "score": sum(scores) / len(scores)})
     return out
+
+
+def instance_scores(record: Record) -> list[float]:
+    """Each question's score, from its instance line alone: 0 if unanswered; the judge's verdict
+    from its reply (judged sources); its dataset's metric (one's own data); else its source's
+    metric under the line's protocol."""
+    return [_question_score(record, j) for j in range(record["n_questions"])]
+
+
+def _question_score(record: Record, j: int) -> float:
+    if not _answered(record, j):
+        return 0.0
+    response, gold = record["responses"][j], record["answers"][j]
+    if metrics.is_judged(record["task"]):
+        return metrics.judge_verdict(record["judge_replies"][str(j)])
+    if "metric" in record:
+        return score_answers(record["metric"], response, gold)["score"]
+    return metrics.score_answer(record["task"], response, gold, record["protocol"])
 
 
 def _answered(record: Record, j: int) -> bool:
@@ -113,22 +143,12 @@ def _answered(record: Record, j: int) -> bool:
     return str(j) not in record.get("question_errors", {})
 
 
-def _protocol_score(record: Record, j: int, protocol: str) -> float:
-    if "metric" in record:  # one's own datasets: their metric, whatever the protocol
-        return record["scores"][j]
-    return metrics.score_answer(
-        record["task"], record["responses"][j], record["answers"][j], protocol
-    )
-
-
 def _require_questions(record: Record) -> None:
-    missing = [
-        k for k in ("task", "questions", "answers", "responses", "scores") if k not in record
-    ]
+    missing = [k for k in INSTANCE_FIELDS if k not in record]
     if missing:
         raise ValueError(
             f"prediction {record.get('index')!r} has no {', '.join(missing)}: written before "
-            "predictions kept their questions and golds; evaluate again to rescore it"
+            "predictions kept what their scores derive from; evaluate again to rescore it"
         )
 
 

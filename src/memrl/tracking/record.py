@@ -2,11 +2,11 @@
 
 Every `memrl` subcommand runs inside `job_run`, which appends JSON lines to
 `<log stem>.provenance.jsonl`: a `start` line (rule, wildcards, tags with the software it runs on
-(memrl.software), params = the resolved settings, input digests (memrl.digests)), `metrics` lines
-as the job logs them (`JobRecord.log_metrics`), and an `end` line (status, wall time, peak RSS,
-output digests). Each line is flushed, so a killed job leaves a record without `end` (loaded as
-KILLED); a rerun keeps the earlier attempt's record beside it (`keep_attempt`). `read_record`
-reads one back, a damaged line costing that line only.
+(memrl.software), params = the resolved settings, input digests (memrl.digests), the command's
+path arguments by name), `metrics` lines as the job logs them (`JobRecord.log_metrics`), and an
+`end` line (status, wall time, peak RSS, output digests). Each line is flushed, so a killed job
+leaves a record without `end` (loaded as KILLED); a rerun keeps the earlier attempt's record
+beside it (`keep_attempt`). `read_record` reads one back, a damaged line costing that line only.
 
 Every job imports this module, so it never imports MLflow at import time: a job whose process logs
 to MLflow itself (verl's tracker) asks `JobRecord.child_env()` for a live run, which the loader
@@ -151,8 +151,11 @@ def job_run(
     inputs: list[Path],
     outputs: list[Path],
     log_file: Path | None = None,
+    arguments: Mapping[str, str | list[str]] | None = None,
 ) -> Iterator[JobRecord]:
-    """Run the body while writing this job's provenance record next to its log."""
+    """Run the body while writing this job's provenance record next to its log. `arguments`
+    are the command's path arguments by name (`metrics`, `paper`): which input is which, for
+    whoever runs the job again from its record (`memrl verify`)."""
     if not enabled() or log_file is None:
         yield JobRecord()
         return
@@ -179,6 +182,7 @@ def job_run(
             },
             "params": flatten(settings),
             "inputs": {str(p): file_digest(p) for p in inputs if p.exists()},
+            "arguments": dict(arguments or {}),
             "log": str(log_file),
             "cwd": os.getcwd(),  # what the relative paths above are relative to
             "diff": os.environ.get(ENV_GIT_DIFF, ""),

@@ -87,6 +87,10 @@ def relocated(record: dict[str, Any], origin: str, results: Path) -> dict[str, A
     record = dict(record)
     for key in ("inputs", "outputs"):
         record[key] = {moved(path): digest for path, digest in record.get(key, {}).items()}
+    record["arguments"] = {
+        name: [moved(p) for p in value] if isinstance(value, list) else moved(value)
+        for name, value in record.get("arguments", {}).items()
+    }
     record["artifacts"] = [moved(path) for path in record.get("artifacts", [])]
     record["log"] = moved(record["log"])
     if record.get("diff"):

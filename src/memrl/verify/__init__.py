@@ -1,18 +1,22 @@
 """`memrl verify RUN`: does a run hold the numbers it reports? Re-derived from its own files.
 
-It runs offline, on a CPU, with no model, and reads only the results directory and the job
-settings. It checks in this order and stops at the first difference, naming the file, the item
-or key, and both values (rc 1):
+It runs offline, on a CPU, with no model. It reads the results directory `<workdir>/results/<run>`,
+the job settings (`<workdir>/.snakemake/memrl/settings/`) and the paper's numbers the report jobs
+read (`<workdir>/config/paper/`): a bundle (`memrl bundle`) unpacks to just these. It checks in
+this order and stops at the first difference, naming the file, the item or key, and both values
+(rc 1):
 
 1. every file a job wrote, against the sha256 its record gave it (the newest finished writer);
 2. every prediction, scored again by its benchmark's scorer under its job's settings, and every
    rescoring, rescored again from the evaluation's predictions;
-3. every metrics file, aggregated again from its predictions.
+3. every metrics file, aggregated again from its predictions;
+4. every table, figure and reproduction report, built again from the metrics and the paper's
+   numbers, and run.json read again from them (memrl.verify.reports).
 
-A run passes only when nothing differs and every check could be made. What this version does not
-re-derive is listed in the summary: table cells and their verdicts, claims, Mem-α's
-per-question scores, judges' verdicts, and predictions whose line lacks what its scorer reads
-(one's own data: its row's `metric`). A rescoring without a judge is rescored again.
+A judge's verdict is read again from its reply, which the line keeps; the judge is not asked again.
+A run passes only when nothing differs and every check could be made. The summary lists what
+this version does not re-derive, with counts: the renders (LaTeX, HTML, pixels), and predictions
+written before their lines kept what their scores derive from.
 """
 
 from __future__ import annotations
@@ -32,11 +36,9 @@ from memrl.digests import ENV_DIGEST_CACHE, file_digest
 from memrl.settings_files import SETTINGS_DIR, canonical, digest
 from memrl.tracking.results_dir import records_under
 
-# Where a job's settings file is looked for: beside the run (a bundle), then the workdir's.
-BUNDLED_SETTINGS = "settings"
 RULES_SCORED = ("evaluate", "merge_eval")  # the jobs whose predictions their benchmark scored
 FAMILIES = ("eval", "rescore")  # the directories whose metrics files aggregate predictions
-NOT_YET = ("table cells, their intervals, verdicts and q-values", "claims")
+NOT_YET = ("the LaTeX and HTML renders of the checked tables", "the pixels of the figures")
 
 
 class VerifyError(ValueError):
@@ -109,16 +111,13 @@ def settings_of(record: Mapping[str, Any], results: Path) -> dict[str, Any]:
     name = record.get("tags", {}).get("settings.digest")
     if not name:
         raise VerifyError(f"{record['path']}: the record names no settings digest")
-    places = [results / BUNDLED_SETTINGS, results.parent.parent / SETTINGS_DIR]
-    for place in places:
-        path = place / f"{name}.json"
-        if path.is_file():
-            settings = read_json(path)
-            if digest(canonical(settings)) != name:
-                raise VerifyError(f"{path}: its content is not the settings its name digests")
-            return settings
-    searched = ", ".join(str(p) for p in places)
-    raise VerifyError(f"{record['path']}: settings {name} are in none of {searched}")
+    path = results.parent.parent / SETTINGS_DIR / f"{name}.json"
+    if not path.is_file():
+        raise VerifyError(f"{record['path']}: its settings {name} are not in {path.parent}")
+    settings = read_json(path)
+    if digest(canonical(settings)) != name:
+        raise VerifyError(f"{path}: its content is not the settings its name digests")
+    return settings
 
 
 def scoring_settings(
@@ -142,22 +141,27 @@ def scoring_task(settings: Mapping[str, Any], task: str) -> Any:
     return evaluation_task(system_kind(settings["kind"]), settings, task)
 
 
+def scored_again(settings: Mapping[str, Any], line: Mapping[str, Any]) -> dict[str, Any]:
+    """A prediction's scores from its own fields: an instance's questions one by one (Mem-α:
+    its responses, the judge's replies, its protocol), a row's by its benchmark's scorer."""
+    from memrl.evaluation import failed_scores, score
+    from memrl.scoring.rescore import instance_scores
+
+    if "scores" in line:  # an instance of questions
+        scores = instance_scores(line)
+        return {"scores": scores, "score": sum(scores) / len(scores)}
+    task = scoring_task(settings, line["task"])
+    return failed_scores(task, line) if line["failed"] else score(task, line, line["response"])
+
+
 def prediction_differences(
     path: Path, settings: Mapping[str, Any], lines: Sequence[dict[str, Any]], tally: Tally
 ) -> Iterator[Difference]:
     """Each prediction line scored again from its own fields, as its evaluation scored it."""
-    from memrl.evaluation import failed_scores, score
-
     for number, line in enumerate(lines, 1):
-        if "scores" in line:  # an instance of questions (Mem-α): not re-derived yet
-            tally.left["Mem-α instances' per-question scores"] += 1
-            continue
-        task = scoring_task(settings, line["task"])
         try:
-            scores = (
-                failed_scores(task, line) if line["failed"] else score(task, line, line["response"])
-            )
-        except KeyError as missing:  # the scorer reads a row field the line does not keep
+            scores = scored_again(settings, line)
+        except KeyError as missing:  # the scorer reads a field the line does not keep
             tally.left[f"predictions whose line lacks {missing} ({settings['benchmark']})"] += 1
             continue
         tally.checked["predictions scored again"] += 1
@@ -175,7 +179,8 @@ def rescore_differences(
     tally: Tally,
 ) -> Iterator[Difference]:
     """A rescore job's predictions against its evaluation's, rescored again by the scorer its
-    settings name; a judge's verdicts need the judge model, and are left."""
+    settings name. A judge is not asked again: its replies are taken from the rescoring, and
+    its verdicts read from them."""
     from memrl.scoring.rescore import rescore_instances, rescore_rows, scorer_kind
 
     spec = settings_of(writer, results)["scorer"]
@@ -183,21 +188,25 @@ def rescore_differences(
         kind = scorer_kind(spec["kind"])
     except ValueError as exc:
         raise VerifyError(f"{writer['path']}: {exc}") from None
-    if kind.judge:
-        tally.left[f"judged predictions ({spec['id']})"] += len(lines)
-        return
     read = [Path(p) for p in writer["inputs"] if p.endswith(".predictions.jsonl")]
     if len(read) != 1:
         raise VerifyError(
             f"{writer['path']}: a rescoring reads one predictions file, not {len(read)}"
         )
-    scored = read[0]
-    source = read_jsonl(scored, required=("task", "index", "score"))
-    derived = (
-        rescore_instances(source, protocol=spec["protocol"])
-        if kind.instances
-        else rescore_rows(source)
-    )
+    source = read_jsonl(read[0], required=("task", "index", "score"))
+    if len(source) != len(lines):
+        yield Difference(f"{path} (lines)", len(lines), len(source))
+        return
+    if not kind.instances:
+        derived = rescore_rows(source)
+    elif kind.judge:
+        replied = [
+            {**mine, "judge_replies": {**mine["judge_replies"], **line.get("judge_replies", {})}}
+            for mine, line in zip(source, lines, strict=True)
+        ]
+        derived = rescore_instances(replied, protocol=replied[0]["protocol"])
+    else:
+        derived = rescore_instances(source, protocol=spec["protocol"])
     if len(derived) != len(lines):
         yield Difference(f"{path} (lines)", len(lines), len(derived))
         return
@@ -260,6 +269,9 @@ def differences(results: Path, tally: Tally) -> Iterator[Difference]:
         else:
             tally.left[f"{writer['rule']} predictions"] += len(lines)
         yield from metrics_differences(metrics, lines, tally)
+    from memrl.verify.reports import report_differences
+
+    yield from report_differences(results, writers, tally)
 
 
 def summary(tally: Tally) -> list[str]:
