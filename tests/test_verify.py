@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from memrl import verify
+from memrl.verify import bundle
 from memrl.verify import reports as verify_reports
 
 
@@ -114,3 +115,57 @@ def test_an_instance_is_scored_again_question_by_question_from_its_own_line():
     own = squad | {"task": "minutes", "metric": "em", "answers": [["May"], ["Rome"]]}
     own |= {"responses": ["may", "in Rome"]}
     assert verify.scored_again({}, own)["scores"] == [1.0, 0.0]  # exact match, normalised
+
+
+def pem_key(tmp_path, key, name):
+    from cryptography.hazmat.primitives import serialization
+
+    path = tmp_path / name
+    path.write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption(),
+        )
+    )
+    public = tmp_path / f"{name}.pub"
+    public.write_bytes(
+        key.public_key().public_bytes(
+            serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
+        )
+    )
+    return path, public
+
+
+def test_a_signature_holds_for_its_bytes_and_its_key_only(tmp_path):
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+    key, public = pem_key(tmp_path, Ed25519PrivateKey.generate(), "a.pem")
+    _, stranger = pem_key(tmp_path, Ed25519PrivateKey.generate(), "b.pem")
+    signature = bundle.sign(b'{"files": {}}', key)
+    assert bundle.signature_holds(b'{"files": {}}', signature, public)
+    assert not bundle.signature_holds(b'{"files": {"x": 1}}', signature, public)
+    assert not bundle.signature_holds(b'{"files": {}}', signature, stranger)
+    assert not bundle.signature_holds(b'{"files": {}}', b"not base64!", public)
+
+
+def test_a_key_that_is_not_an_ed25519_pem_is_named(tmp_path):
+    from cryptography.hazmat.primitives.asymmetric.ec import SECP256R1, generate_private_key
+
+    other, _ = pem_key(tmp_path, generate_private_key(SECP256R1()), "ec.pem")
+    with pytest.raises(bundle.BundleError, match=r"ec\.pem: not an ed25519 key"):
+        bundle.sign(b"x", other)
+    text = write(tmp_path / "text.pem", "a key, I promise\n")
+    with pytest.raises(bundle.BundleError, match=r"text\.pem: not a PEM private key"):
+        bundle.sign(b"x", text)
+
+
+def test_bundle_refuses_a_directory_that_is_not_a_run(tmp_path):
+    with pytest.raises(SystemExit) as done:
+        bundle.main([str(tmp_path), str(tmp_path / "out.tar.gz")])
+    assert "not a results directory (no logs/ with job records)" in str(done.value.code)
+    (tmp_path / "logs").mkdir()
+    with pytest.raises(SystemExit) as done:
+        bundle.main([str(tmp_path), str(tmp_path / "out.tar.gz")])
+    assert "no job records under logs/: not a run" in str(done.value.code)
+    assert not (tmp_path / "out.tar.gz").exists()

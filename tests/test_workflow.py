@@ -1262,3 +1262,85 @@ def test_verify_names_each_tampering_first(smoke, tmp_path, tampering):
     tamper(run)
     done = memrl_verify(run)
     assert done.returncode == 1 and re.search(named, done.stderr), done.stderr
+
+
+def _key_pair(folder: Path) -> tuple[Path, Path]:
+    """An ed25519 key pair as PEM files (what `openssl genpkey -algorithm ed25519` writes)."""
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+    key = Ed25519PrivateKey.generate()
+    private, public = folder / "key.pem", folder / "key.pub.pem"
+    private.write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption(),
+        )
+    )
+    public.write_bytes(
+        key.public_key().public_bytes(
+            serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
+        )
+    )
+    return private, public
+
+
+def _unpacked(archive: Path, where: Path) -> Path:
+    import tarfile
+
+    with tarfile.open(archive) as tar:
+        tar.extractall(where, filter="data")
+    return where / "smoke-bundle/results/smoke"
+
+
+def memrl_tool(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "memrl.cli", *args],
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=cwd,
+    )
+
+
+def test_a_signed_bundle_verifies_elsewhere_and_a_wrong_key_or_an_edit_is_named(smoke, tmp_path):
+    keys, other = tmp_path / "keys", tmp_path / "other"
+    keys.mkdir(), other.mkdir()
+    private, public = _key_pair(keys)
+    stranger = _key_pair(other)[1]
+    archive = tmp_path / "smoke.tar.gz"
+    done = memrl_tool("bundle", "results/smoke", str(archive), "--sign", str(private), cwd=smoke)
+    assert done.returncode == 0, done.stderr
+    assert re.search(
+        r"\d+ files carried, \d+ referenced by digest and origin, [\d.]+ MiB", done.stdout
+    )
+    run = _unpacked(archive, tmp_path / "elsewhere")
+    assert not (run / "mlflow.db").exists()  # the store: loaded again from the records
+    left = json.loads((run.parent.parent / "bundle.json").read_text())["referenced"]
+    raw = {path: entry for path, entry in left.items() if path.startswith("results/smoke/raw/")}
+    assert raw and all(entry["origin"]["sha256"] for entry in raw.values())  # whence, pinned
+    assert not any((run.parent.parent / path).is_file() for path in raw)
+    checked = memrl_tool("verify", str(run), "--key", str(public), cwd=tmp_path)
+    assert checked.returncode == 0, checked.stderr
+    assert f"a bundle signed by the key in {public} (ed25519)" in checked.stdout
+    assert re.search(
+        r"files a bundle references by digest and origin \(models, data\) \(\d+\)", checked.stdout
+    )
+    wrong = memrl_tool("verify", str(run), "--key", str(stranger), cwd=tmp_path)
+    assert wrong.returncode == 1 and "bundle.sig: not a signature of bundle.json" in wrong.stderr
+    (run / "tables/table1.md").write_text("edited\n")
+    edited = memrl_tool("verify", str(run), cwd=tmp_path)
+    assert edited.returncode == 1 and "table1.md (sha256 in bundle.json)" in edited.stderr
+
+
+def test_an_unsigned_bundle_says_so_and_refuses_a_key(smoke, tmp_path):
+    archive = tmp_path / "smoke.tar.gz"
+    assert memrl_tool("bundle", "results/smoke", str(archive), cwd=smoke).returncode == 0
+    run = _unpacked(archive, tmp_path / "elsewhere")
+    checked = memrl_tool("verify", str(run), cwd=tmp_path)
+    assert checked.returncode == 0, checked.stderr
+    assert "an unsigned bundle: who made it is not checked" in checked.stdout
+    public = _key_pair(tmp_path)[1]
+    keyed = memrl_tool("verify", str(run), "--key", str(public), cwd=tmp_path)
+    assert keyed.returncode == 1 and "the bundle is unsigned (no bundle.sig)" in keyed.stderr

@@ -74,6 +74,7 @@ TOOLS: dict[str, tuple[str, str]] = {
         "memrl.verify",
         "a run's numbers derived again from its own files, offline: the first difference, named",
     ),
+    "bundle": ("memrl.verify.bundle", "a run packed for someone else to check with memrl verify"),
 }
 
 

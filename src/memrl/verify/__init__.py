@@ -38,6 +38,7 @@ from memrl.tracking.results_dir import records_under
 
 RULES_SCORED = ("evaluate", "merge_eval")  # the jobs whose predictions their benchmark scored
 FAMILIES = ("eval", "rescore")  # the directories whose metrics files aggregate predictions
+MANIFEST = "bundle.json"  # memrl.verify.bundle: a bundle's files and what it left out
 NOT_YET = ("the LaTeX and HTML renders of the checked tables", "the pixels of the figures")
 
 
@@ -95,15 +96,36 @@ def newest_writers(records: Sequence[Mapping[str, Any]]) -> dict[str, Mapping[st
 
 
 def digest_differences(
-    writers: Mapping[str, Mapping[str, Any]], tally: Tally
+    writers: Mapping[str, Mapping[str, Any]],
+    tally: Tally,
+    left_out: Mapping[str, Any],
+    workdir: Path,
 ) -> Iterator[Difference]:
-    """Every output against the digest its writer recorded."""
+    """Every output against the digest its writer recorded; one a bundle left out (`left_out`,
+    by path in the workdir) must be named there with that digest."""
     for path, record in sorted(writers.items()):
         recorded = record["outputs"][path]
+        if named := left_out.get(os.path.relpath(path, workdir)):  # a folder may be in part
+            tally.left["files a bundle references by digest and origin (models, data)"] += 1
+            if named["sha256"] != recorded:
+                yield Difference(f"{path} (sha256 in {MANIFEST})", recorded, named["sha256"])
+            continue
         now = file_digest(Path(path)) if Path(path).exists() else "no such file"
         tally.checked["files against their digests"] += 1
         if now != recorded:
             yield Difference(f"{path} (sha256)", recorded, now)
+
+
+def bundle_differences(
+    manifest: Mapping[str, Any], workdir: Path, tally: Tally
+) -> Iterator[Difference]:
+    """Every file a bundle carries, against the sha256 its bundle.json gives it."""
+    for name, recorded in sorted(manifest["files"].items()):
+        path = workdir / name
+        now = file_digest(path) if path.is_file() else "no such file"
+        tally.checked[f"files against the digests of {MANIFEST}"] += 1
+        if now != recorded:
+            yield Difference(f"{path} (sha256 in {MANIFEST})", recorded, now)
 
 
 def settings_of(record: Mapping[str, Any], results: Path) -> dict[str, Any]:
@@ -248,9 +270,13 @@ def metrics_differences(
 
 def differences(results: Path, tally: Tally) -> Iterator[Difference]:
     """Every difference, in the order of the checks (module docstring)."""
-    records = records_under(results.resolve())
-    writers = newest_writers(records)
-    yield from digest_differences(writers, tally)
+    from memrl.verify.bundle import read_manifest
+
+    workdir = results.resolve().parent.parent
+    manifest = read_manifest(results) or {"files": {}, "referenced": {}}
+    yield from bundle_differences(manifest, workdir, tally)
+    writers = newest_writers(records_under(results.resolve()))
+    yield from digest_differences(writers, tally, manifest["referenced"], workdir)
     for metrics in sorted(
         p for family in FAMILIES for p in (results / family).rglob("*.metrics.json")
     ):
@@ -281,21 +307,48 @@ def summary(tally: Tally) -> list[str]:
     return lines + [f"not re-derived by this version: {what}" for what in NOT_YET]
 
 
+def signature_line(results: Path, public_key: Path | None) -> str:
+    """What is known of who made the run: a bundle's signature checked against `public_key`,
+    or why it is not. A bad or missing signature where a key is given stops verify."""
+    from memrl.verify.bundle import SIGNATURE, read_manifest, signature_holds
+
+    folder = results.parent.parent
+    if read_manifest(results) is None:
+        if public_key is not None:
+            raise VerifyError(f"{results}: not in a bundle ({MANIFEST}), so no signature to check")
+        return "a results directory, not a bundle: no signature"
+    signature = folder / SIGNATURE
+    if not signature.is_file():
+        if public_key is not None:
+            raise VerifyError(f"{folder}: the bundle is unsigned (no {SIGNATURE})")
+        return "an unsigned bundle: who made it is not checked"
+    if public_key is None:
+        return f"a signed bundle, the signature not checked: --key PUB checks it ({SIGNATURE})"
+    if not signature_holds((folder / MANIFEST).read_bytes(), signature.read_bytes(), public_key):
+        raise VerifyError(f"{signature}: not a signature of {MANIFEST} by the key in {public_key}")
+    return f"a bundle signed by the key in {public_key} (ed25519)"
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="memrl verify", description=__doc__.splitlines()[0])
-    parser.add_argument("run", type=Path, help="results/<run>, or an unpacked bundle")
-    results = parser.parse_args(argv).run
+    parser.add_argument("run", type=Path, help="results/<run>, or an unpacked bundle's")
+    parser.add_argument(
+        "--key", type=Path, metavar="PUB", help="the bundle's signer's ed25519 public key (PEM)"
+    )
+    args = parser.parse_args(argv)
+    results = args.run
     os.environ.pop(ENV_DIGEST_CACHE, None)  # every file hashed now, none read from a cache
     if not (results / "logs").is_dir():
         sys.exit(f"memrl verify: {results}: not a results directory (no logs/ with job records)")
     tally = Tally()
     try:
+        signed = signature_line(results, args.key)
         first = next(differences(results, tally), None)
     except (VerifyError, ValueError, OSError) as exc:
         sys.exit(f"memrl verify: {exc}")
     if first is not None:
         sys.exit(f"memrl verify: {first}")
-    print("\n".join(summary(tally)))
+    print("\n".join([*summary(tally), signed]))
     print(f"verified: {results}: every number checked is what its files give")
 
 
