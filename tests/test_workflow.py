@@ -19,6 +19,7 @@ from docs_pages import docs_text
 
 from memrl.config import ENV_OVERRIDES, load_config
 from memrl.data.io import read_jsonl
+from memrl.digests import file_digest
 from memrl.report.claims import OUTCOMES
 from memrl.report_digests import compare, report_jobs
 from memrl.scoring.memalpha import is_judged
@@ -1344,3 +1345,40 @@ def test_an_unsigned_bundle_says_so_and_refuses_a_key(smoke, tmp_path):
     public = _key_pair(tmp_path)[1]
     keyed = memrl_tool("verify", str(run), "--key", str(public), cwd=tmp_path)
     assert keyed.returncode == 1 and "the bundle is unsigned (no bundle.sig)" in keyed.stderr
+
+
+def test_the_run_is_a_provenance_run_crate_that_the_ro_crate_library_reads_back(smoke):
+    from rocrate.rocrate import ROCrate
+
+    from memrl.tracking.pipeline_info import newest_records
+    from memrl.tracking.results_dir import records_under
+
+    results = smoke / "results/smoke"
+    crate = ROCrate(results)
+    profiles = {profile.id for profile in crate.root_dataset["conformsTo"]}
+    assert "https://w3id.org/ro/wfrun/provenance/0.6" in profiles
+    workflow = crate.mainEntity
+    assert "ComputationalWorkflow" in workflow.type and workflow.id.endswith("workflow/Snakefile")
+    assert workflow["programmingLanguage"]["name"] == "Snakemake"
+    # the DAG's jobs as their records give them: one action each, its rule the tool and the step
+    records = newest_records(records_under(results))
+    steps = {step["workExample"].id for step in workflow["step"]}
+    assert steps == {f"#rule-{record['rule']}" for record in records}
+    for record in records:
+        action = crate.get(f"#job-{record['record']}")
+        assert (
+            action.type == "CreateAction" and action["instrument"].id == f"#rule-{record['rule']}"
+        )
+        made = {entity.id.rstrip("/"): entity for entity in action.get("result", [])}
+        expected = {os.path.relpath(path, results): d for path, d in record["outputs"].items()}
+        assert set(made) == set(expected), record["path"]
+        for name, digest in expected.items():
+            assert made[name]["sha256"] == digest.removeprefix("sha256:")
+            if (results / name).is_file():
+                assert made[name]["contentSize"] == (results / name).stat().st_size
+    paper = crate.get("pipeline_info/workflow/config/paper/memagent.yaml")
+    assert paper["sha256"] == file_digest(smoke / "config/paper/memagent.yaml").removeprefix(
+        "sha256:"
+    )
+    run = [a for a in crate.root_dataset["mentions"] if a.id.startswith("#run-")]
+    assert len(run) == 1 and run[0]["instrument"].id == workflow.id

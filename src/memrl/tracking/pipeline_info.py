@@ -7,6 +7,7 @@ benchmark files,
 - `<results>/pipeline_info/timeline_<invocation>.html`: that invocation's jobs as a Gantt chart;
 - `<results>/pipeline_info/software_versions.json`: each distinct software stack (environment
   lock, image, Python and the packages a record names) once, with the rules that ran in it;
+- `<results>/ro-crate-metadata.json`: the run as a Provenance Run Crate (memrl.tracking.run_crate);
 - `<results>/run.json`: the invocation (command, targets, profile, commit, config and its hash),
   the software stacks, every table's score cells (ours, interval, the paper's, the verdict, p and
   the reproduction report's q), every claim check and every diagnosis (ranked, a row per factor).
@@ -40,6 +41,7 @@ from memrl.digests import file_digest
 from memrl.mlflow_notes import job_run_name
 from memrl.tracking.invocation import invocations_dir, read_invocations
 from memrl.tracking.results_dir import producer_index, records_under
+from memrl.tracking.run_crate import CRATE_FILE, run_crate
 
 log = logging.getLogger(__name__)
 
@@ -295,6 +297,9 @@ def write_pipeline_info(results: Path) -> list[Path]:
         info / f"timeline_{name}.html": timeline_html(current, f"Jobs of invocation {name}"),
         info / "software_versions.json": json_text(stacks),
         results / RUN_SUMMARY: json_text(run_summary(invocation, stacks, results, every)),
+        results / CRATE_FILE: json_text(
+            run_crate(results, results.parent.parent, invocation, records)
+        ),
     }
     for path, text in texts.items():
         write_text_atomic(path, text)
@@ -313,8 +318,10 @@ def main(argv: list[str] | None = None) -> None:
         written = write_pipeline_info(results)
     except (ValueError, FileNotFoundError) as exc:  # a damaged file, named; nothing written
         sys.exit(f"pipeline_info: {exc}")
+    info = [path for path in written if path.parent == results / INFO_DIR]
     print(
-        f"run summary: {results / RUN_SUMMARY} and {len(written) - 1} files in {results / INFO_DIR}"
+        f"run summary: {results / RUN_SUMMARY}, the run's RO-Crate {results / CRATE_FILE} "
+        f"and {len(info)} files in {results / INFO_DIR}"
     )
 
 
