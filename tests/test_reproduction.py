@@ -108,9 +108,12 @@ def test_the_report_groups_tables_by_paper_and_links_figures_and_lineage(tmp_pat
     assert "<title>Reproduction report: run smoke</title>" in page_text
     html = page.read_text()
     assert "<img src='figures/figure1.png'" in html and "<details><summary>Notes" in html
-    # the ranked gaps, the key numbers, both papers, both at once, training curves, case
-    # studies, the diagnoses
-    assert html.count("<h2>") == 8
+    # the replication summary, the ranked gaps, the key numbers, both papers, both at once,
+    # training curves, case studies, the diagnoses
+    assert html.count("<h2>") == 9
+    # the summary in the field's words: 2 differ (falsified), 2 consistent (inconclusive)
+    assert "Scope: 1 table (MemAgent 1), 1 figure." in text
+    assert "| table cells | 0 | 2 | 0 | 2 |" in text and "| claims | 1 | 0 | 0 | 0 |" in text
     # the report opens with its diagnoses, ranked by the gap left unexplained: +25.0, then -16.9
     ranked = text.split("## What explains the gaps (2 of 2, ranked)")[1].split("## Key numbers")[0]
     anchor = "diagnosis-table1-rl-memagent-14b-ours-28k"  # table, row, column: stable

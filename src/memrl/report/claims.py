@@ -297,7 +297,11 @@ def not_comparable(checks: Sequence[ClaimCheck]) -> list[ClaimCheck]:
 
 
 def write_claims(checks: Sequence[ClaimCheck], path: Path) -> Path:
-    write_json_atomic(path, [asdict(check) for check in checks])
+    """The checks as JSON, each with its outcome in the field's words (`field_verdict`)."""
+    from memrl.report.field_verdicts import claim_word
+
+    rows = [asdict(c) | {"field_verdict": claim_word(c.outcome, c.detail)} for c in checks]
+    write_json_atomic(path, rows)
     return path
 
 

@@ -22,6 +22,7 @@ from memrl.report.cells import (
 from memrl.report.claims import claim_lines
 from memrl.report.control_gains import GAIN_CSV_COLUMNS, gain_columns
 from memrl.report.diagnosis import cell_anchor, from_table
+from memrl.report.field_verdicts import cell_word
 from memrl.report.html_page import HtmlCell, html_page
 from memrl.report.verdict_notes import VERDICT_MARKS, comparison_note, verdict_note
 from memrl.scoring.compare import (
@@ -276,6 +277,7 @@ def tidy(table: pd.DataFrame) -> pd.DataFrame:
                     "ci_low": None if cell.interval is None else cell.interval[0],
                     "ci_high": None if cell.interval is None else cell.interval[1],
                     "verdict": cell.verdict or cell.unjudged,
+                    "field_verdict": cell_word(cell.verdict or ""),
                     **_comparison_columns(cell),
                     "system_id": table.attrs["system_ids"][display],
                     "paper_row": table.attrs["paper_rows"][display],

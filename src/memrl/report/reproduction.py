@@ -54,6 +54,7 @@ from memrl.report.diagnosis_pages import (
     markdown_rest,
     write_diagnoses,
 )
+from memrl.report.field_verdicts import SUMMARY_NOTE, WORDS, scope_text, summary_rows
 from memrl.report.figures import paper_figure
 from memrl.report.html_page import html_document, prose
 from memrl.report.key_numbers import (
@@ -275,9 +276,22 @@ def shown(report: Reproduction, sections: tuple[str, ...]) -> list[str]:
     return [s for s in sections if s != OWN_DATA or report.of(s)[0]]
 
 
+def replication_summary(report: Reproduction) -> tuple[str, list[list[str]]]:
+    """The scope and the outcome counts in the field's words (memrl.report.field_verdicts)."""
+    tables = {paper: len(report.of(paper)[0]) for paper in PAPERS}
+    verdicts = [v for t in report.tables for v, n in t.counts.items() for _ in range(n)]
+    claims = [(c.outcome, c.detail) for c in report.claims]
+    return scope_text(tables, len(report.figures)), summary_rows(verdicts, claims)
+
+
 def render_markdown(report: Reproduction) -> str:
     lines = [f"# Reproduction report: run {report.run}", ""]
     lines += [f"> {report.banner}", ""] if report.banner else []
+    scope, rows = replication_summary(report)
+    lines += ["## Replication summary", "", f"Scope: {scope}.", ""]
+    lines += ["| | " + " | ".join(WORDS) + " |", "|---" * (len(WORDS) + 1) + "|"]
+    lines += ["| " + " | ".join(row) + " |" for row in rows] + [""]
+    lines += [f"- {line}" for line in SUMMARY_NOTE] + [""]
     diagnosed = report.diagnosed
     lines += markdown_ranked(diagnosed)
     lines += markdown_key_numbers(report.key_tables(), report.made_by)
@@ -334,6 +348,14 @@ def render_html(report: Reproduction) -> str:
     body = [f"<h1>Reproduction report: run {esc(report.run)}</h1>"]
     if report.banner:
         body.append(f'<p class="banner">{prose(report.banner)}</p>')
+    scope, rows = replication_summary(report)
+    head = "".join(f"<th>{w}</th>" for w in WORDS)
+    cells = "".join("<tr>" + "".join(f"<td>{esc(c)}</td>" for c in row) + "</tr>" for row in rows)
+    body += [
+        f"<h2>Replication summary</h2><p>Scope: {esc(scope)}.</p>",
+        f"<table><tr><th></th>{head}</tr>{cells}</table>",
+        "<ul>" + "".join(f"<li>{esc(line)}</li>" for line in SUMMARY_NOTE) + "</ul>",
+    ]
     diagnosed = report.diagnosed
     body += html_ranked(diagnosed)
     body += html_key_numbers(report.key_tables(), report.made_by)

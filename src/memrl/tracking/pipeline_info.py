@@ -56,7 +56,7 @@ CELLS_FILE = "reproduction.cells.csv"  # memrl.report.reproduction.CELLS_SUFFIX
 DIAGNOSES_FILE = "reproduction.diagnoses.csv"  # memrl.report.diagnosis_pages.DIAGNOSES_SUFFIX
 CELL_FIELDS = (
     "system", "label", "kind", "ours", "ci_low", "ci_high", "paper", "delta", "diff_low",
-    "diff_high", "verdict", "p_value",
+    "diff_high", "verdict", "field_verdict", "p_value",
 )  # fmt: skip
 CLAIMS_SUFFIX = ".claims.json"  # memrl.report.claims.CLAIMS_SUFFIX
 BAR_HEIGHT, LABEL_WIDTH, CHART_WIDTH = 14, 360, 900

@@ -31,7 +31,6 @@ REPORT_RULES = {  # rule -> what its check says it did
     "plot_figure": "figures' claim checks made again",
     "reproduction": "reproduction reports' cells and diagnoses made again",
 }
-MADE_BY_LINE = "Made by "  # memrl.report.render: the footnote naming the commit and invocation
 
 
 def paths(record: Mapping[str, Any], name: str) -> list[Path]:
@@ -82,6 +81,8 @@ def csv_differences(held: Path, derived: Path) -> Iterator[Difference]:
 
 def text_differences(held: Path, derived: Path) -> Iterator[Difference]:
     """The first line that differs, the provenance footnote (commit, invocation) apart."""
+    from memrl.report.render import MADE_BY_LINE
+
     mine, again = (
         [line for line in p.read_text(encoding="utf-8").splitlines() if MADE_BY_LINE not in line]
         for p in (held, derived)
