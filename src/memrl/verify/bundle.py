@@ -94,22 +94,31 @@ def settings_files(records: Sequence[Mapping[str, Any]], workdir: Path) -> set[P
 
 
 def referenced(
-    records: Sequence[Mapping[str, Any]], workdir: Path, carried: set[str]
+    records: Sequence[Mapping[str, Any]], results: Path, carried: set[str]
 ) -> dict[str, Any]:
-    """Each job output not `carried`: its sha256, the rule that wrote it, and its origin (a
-    download's manifest: source, revision, sha256 on arrival)."""
+    """Each job output of a `REFERENCED` folder not `carried` whole: its sha256, the rule that
+    wrote it, and its origin (a download's manifest: source, revision, sha256 on arrival). A
+    directory elsewhere is carried whole, and checked against its record's digest."""
+    workdir = results.parent.parent
     left: dict[str, Any] = {}
     finished = [r for r in records if r.get("status") == "FINISHED"]
     for record in sorted(finished, key=lambda r: int(r.get("end_ms") or 0)):
         for path, digest in record.get("outputs", {}).items():
-            if (name := os.path.relpath(path, workdir)) not in carried:
-                left[name] = {
-                    "sha256": digest,
-                    "rule": record["rule"],
-                    "wildcards": record.get("wildcards", {}),
-                    "origin": origin_of(record),
-                }
+            name = os.path.relpath(path, workdir)
+            if not in_referenced_folder(Path(path), results) or name in carried:
+                continue
+            left[name] = {
+                "sha256": digest,
+                "rule": record["rule"],
+                "wildcards": record.get("wildcards", {}),
+                "origin": origin_of(record),
+            }
     return left
+
+
+def in_referenced_folder(path: Path, results: Path) -> bool:
+    """Whether `path` lies in one of results/<run>'s `REFERENCED` folders."""
+    return path.is_relative_to(results) and path.relative_to(results).parts[0] in REFERENCED
 
 
 def manifest(results: Path, files: Sequence[Path], workdir: Path) -> dict[str, Any]:
@@ -120,7 +129,7 @@ def manifest(results: Path, files: Sequence[Path], workdir: Path) -> dict[str, A
         "made": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "made_by": f"memrl {__version__} ({commit_text()})",
         "files": names,
-        "referenced": referenced(records_under(results), workdir, set(names)),
+        "referenced": referenced(records_under(results), results, set(names)),
     }
 
 
