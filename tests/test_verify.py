@@ -169,3 +169,13 @@ def test_bundle_refuses_a_directory_that_is_not_a_run(tmp_path):
         bundle.main([str(tmp_path), str(tmp_path / "out.tar.gz")])
     assert "no job records under logs/: not a run" in str(done.value.code)
     assert not (tmp_path / "out.tar.gz").exists()
+
+
+@pytest.mark.parametrize("text", ["[]", '{"files": []}', '{"files": {}}'])
+def test_a_damaged_bundle_manifest_is_named(tmp_path, text):
+    run = tmp_path / "results/smoke"
+    (run / "logs").mkdir(parents=True)
+    write(tmp_path / "bundle.json", text)
+    assert run_verify(run).endswith(
+        "bundle.json: not a bundle manifest (an object with 'files', 'referenced')"
+    )

@@ -169,7 +169,14 @@ def signature_holds(data: bytes, signature: bytes, public_file: Path) -> bool:
 def read_manifest(results: Path) -> dict[str, Any] | None:
     """The bundle.json of the bundle `results` lies in; None for a results directory."""
     path = results.parent.parent / MANIFEST
-    return read_json(path) if path.is_file() else None
+    if not path.is_file():
+        return None
+    found = read_json(path)
+    if not isinstance(found, dict) or not all(
+        isinstance(found.get(key), dict) for key in ("files", "referenced")
+    ):
+        raise BundleError(f"{path}: not a bundle manifest (an object with 'files', 'referenced')")
+    return found
 
 
 def write_bundle(results: Path, out: Path, key_file: Path | None = None) -> dict[str, Any]:
