@@ -38,3 +38,28 @@ def test_the_summary_counts_cells_and_claims_and_leaves_unjudged_cells_out():
         [(claims.HOLDS, ""), (claims.UNDECIDED, "")],
     )
     assert rows == [["table cells", "1", "1", "1", "0"], ["claims", "1", "0", "0", "1"]]
+
+
+def test_each_table_csv_row_carries_its_word_a_machinery_only_row_toy(tmp_path):
+    """The word reaches the CSV (and so run.json): inconclusive where the interval is wider than
+    ±δ, toy where the row's model cannot reproduce (no verdict, only the reason it has none)."""
+    import json
+    from pathlib import Path
+
+    import yaml
+    from test_intervals import SYSTEMS, record
+
+    from memrl.report.cells import mark_machinery_only
+    from memrl.report.records import load_metrics
+    from memrl.report.render import tidy
+    from memrl.report.tables import build_paper_table
+
+    paper = yaml.safe_load((Path(__file__).parents[1] / "config/paper/memagent.yaml").read_text())
+    path = tmp_path / "metrics.json"
+    path.write_text(json.dumps([record(50, 103)]))  # 103/128 = the paper's 80.47, at its n
+    table = build_paper_table("table1", load_metrics([path]), SYSTEMS, paper)
+    [row] = tidy(table).to_dict("records")
+    assert (row["verdict"], row["field_verdict"]) == (compare.CONSISTENT, INCONCLUSIVE)
+    mark_machinery_only(table, {"ours": {**SYSTEMS["ours"], "reproduces": False}})
+    [row] = tidy(table).to_dict("records")
+    assert (row["verdict"], row["field_verdict"]) == (cells.NOT_COMPARABLE, TOY)

@@ -1382,3 +1382,100 @@ def test_the_run_is_a_provenance_run_crate_that_the_ro_crate_library_reads_back(
     )
     run = [a for a in crate.root_dataset["mentions"] if a.id.startswith("#run-")]
     assert len(run) == 1 and run[0]["instrument"].id == workflow.id
+
+
+def _official_memagent(predictions: Path, out: Path, n_docs: int, reply=None) -> Path:
+    """Our predictions as MemAgent's ruler_hqa.py writes its lines: the row without its context,
+    `_id`, the raw `response`, `pred` and its `judge_*` scores (`reply`: another response)."""
+    with out.open("w") as handle:
+        for i, line in enumerate(read_jsonl(predictions)):
+            response = reply(line) if reply else line["response"]
+            official = {k: line[k] for k in ("input", "answers", "index")}
+            official |= {"num_docs": n_docs, "_id": i, "response": response, "pred": line["pred"]}
+            official |= {f"judge_{k}": line[k] for k in ("f1", "em", "sub_em")}
+            handle.write(json.dumps(official) + "\n")
+    return out
+
+
+def _official_memalpha(predictions: Path, out: Path) -> Path:
+    """Our instances as Mem-α's main.py leaves them: <index>/results.json, data_instance_info."""
+    for line in read_jsonl(predictions):
+        folder = out / str(line["index"])
+        folder.mkdir(parents=True)
+        asked = zip(line["questions"], line["responses"], line["answers"], strict=True)
+        results = [{"question": q, "response": r, "answer": a} for q, r, a in asked]
+        (folder / "results.json").write_text(json.dumps(results))
+        (folder / "data_instance_info.json").write_text(json.dumps({"data_source": line["task"]}))
+    return out
+
+
+def _table_cells(table: Path, system: str) -> list[tuple]:
+    """A table CSV's evaluation cells of one system: ours, interval, paper, verdict, word."""
+    rows = csv.DictReader(io.StringIO(table.read_text()))
+    numbers, words = ("ours", "ci_low", "ci_high", "paper"), ("verdict", "field_verdict")
+    return [
+        (*(float(row[k]) if row[k] else None for k in numbers), *(row[k] or None for k in words))
+        for row in rows
+        if row["system_id"] == system and row["source_task"]
+    ]
+
+
+def _their_cells(found: dict) -> list[tuple]:
+    return [
+        (
+            c["ours"],
+            *(c["interval"] or (None, None)),
+            c["paper"],
+            c["verdict"],
+            c["field_verdict"] or None,
+        )
+        for c in found["cells"]
+    ]
+
+
+def test_someone_elses_predictions_in_the_official_formats_earn_the_runs_own_cells(
+    smoke, tmp_path, capsys
+):
+    """The run's own predictions, written as MemAgent's and Mem-α's official scripts write
+    theirs, are matched to the released set and give the run's cells back; right answers move
+    ours; a missing item or a judged question without a judge is one sentence, rc 1."""
+    from memrl.verify import predictions as tool
+
+    results = smoke / "results/smoke"
+    run = ["--run", str(results)]
+
+    def verified(*args: str) -> dict:
+        tool.main([*args, *run, "--json"])
+        return json.loads(capsys.readouterr().out)
+
+    ours = results / "eval/ruler_hqa/rl-memagent-tiny/50.predictions.jsonl"
+    official = _official_memagent(ours, tmp_path / "rl.jsonl", 50)
+    hqa = ("--benchmark", "ruler_hqa", "--length", "50", "--system", "rl-memagent-tiny")
+    found = verified(str(official), *hqa)
+    assert found["format"] == "memagent" and found["items"] == len(read_jsonl(ours))
+    assert found["agreement"].startswith("the file's own scores agree with ours on all")
+    assert (
+        _their_cells(found) == _table_cells(results / "tables/table1.csv", "rl-memagent-tiny")[2:3]
+    )
+    right = _official_memagent(
+        ours, tmp_path / "right.jsonl", 50, lambda line: f"So the answer is {line['answers'][0]}"
+    )
+    [cell] = verified(str(right), *hqa)["cells"]
+    assert cell["ours"] == 100.0 and cell["field_verdict"] == "toy"  # the row's model is tiny
+    official.write_text("".join(official.read_text().splitlines(keepends=True)[1:]))
+    with pytest.raises(SystemExit, match=r"1 of the released set's \d+ items has no prediction"):
+        tool.main([str(official), *hqa, *run])
+
+    mab = results / "eval/mab/memalpha-tiny/0.predictions.jsonl"
+    agents = _official_memalpha(mab, tmp_path / "agents")
+    asked = ("--benchmark", "mab", "--system", "memalpha-tiny")
+    with pytest.raises(SystemExit, match="LongMemEval's questions are judged by a model"):
+        tool.main([str(agents), *asked, *run])
+    judge = ("--judge-model", str(results / "models/tiny-instruct"))
+    found = verified(str(agents), *asked, *judge)
+    assert found["format"] == "memalpha"
+    assert _their_cells(found) == _table_cells(
+        results / "tables/memalpha_table2.csv", "memalpha-tiny"
+    )
+    own = verified(str(mab), *asked)  # ours: the judge's replies read from the lines
+    assert own["format"] == "memrl" and own["cells"] == found["cells"]

@@ -75,6 +75,10 @@ TOOLS: dict[str, tuple[str, str]] = {
         "a run's numbers derived again from its own files, offline: the first difference, named",
     ),
     "bundle": ("memrl.verify.bundle", "a run packed for someone else to check with memrl verify"),
+    "verify-predictions": (
+        "memrl.verify.predictions",
+        "someone else's predictions scored on a run's released set, beside the paper's cell",
+    ),
 }
 
 

@@ -45,6 +45,7 @@ CSV_COLUMNS = [
     "ci_low",  # our 95 % interval
     "ci_high",
     "verdict",  # reproduced, consistent, differs above/below; or why none (not comparable, ...)
+    "field_verdict",  # the verdict in the field's words (memrl.report.field_verdicts)
     "diff_low",  # the 95 % interval of ours − paper, both sampling errors
     "diff_high",
     "detectable",  # the smallest difference the two n show at 80 % power
@@ -277,7 +278,7 @@ def tidy(table: pd.DataFrame) -> pd.DataFrame:
                     "ci_low": None if cell.interval is None else cell.interval[0],
                     "ci_high": None if cell.interval is None else cell.interval[1],
                     "verdict": cell.verdict or cell.unjudged,
-                    "field_verdict": cell_word(cell.verdict or ""),
+                    "field_verdict": cell_word(cell.verdict or cell.unjudged or ""),
                     **_comparison_columns(cell),
                     "system_id": table.attrs["system_ids"][display],
                     "paper_row": table.attrs["paper_rows"][display],
