@@ -197,8 +197,8 @@ def test_one_parent_per_invocation_one_child_per_job_and_loading_twice_adds_noth
     (results / "tables/table1.claims.json").write_text('[{"outcome": "holds"}]')
     mark_ended(results)
 
-    assert load(results) == {"invocations": 1, "jobs": 2, "waiting": 0}
-    assert load(results) == {"invocations": 0, "jobs": 0, "waiting": 0}
+    assert load(results) == {"invocations": 1, "jobs": 2, "waiting": 0, "traces": 0}
+    assert load(results) == {"invocations": 0, "jobs": 0, "waiting": 0, "traces": 0}
     runs = mlflow_runs(results)
     [parent] = [r for r in runs if "memrl.invocation.parent" in runs[r]["tags"]]
     assert runs[parent]["params"] == {"run": "t", "seed": "1"}  # the resolved config
@@ -237,7 +237,7 @@ def test_a_damaged_line_is_skipped_by_the_load_and_marked_on_its_run(results, ca
     path.write_bytes(b"\n".join(lines))
     run_job(results, "b")
     mark_ended(results)
-    assert load(results) == {"invocations": 1, "jobs": 2, "waiting": 0}
+    assert load(results) == {"invocations": 1, "jobs": 2, "waiting": 0, "traces": 0}
     assert f"skipped damaged provenance lines: {path}:2: not UTF-8 at byte" in caplog.text
     [a] = [run for run in mlflow_runs(results).values() if run["name"] == "rule_a a"]
     assert a["metrics"] == {**a["metrics"], ("accuracy", 1): 75.0}  # the rest is loaded

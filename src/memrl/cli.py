@@ -360,9 +360,10 @@ COMMANDS: dict[str, Command] = {
             "--claims": {"nargs": "*", "type": Path},  # the figures' claim checks
             "--case-studies": {"nargs": "*", "type": Path},
             "--evaluations": {"nargs": "*", "type": Path, "default": []},  # their items
+            "--benchmarks": {"nargs": "*", "type": Path, "default": []},  # their compute
             "--out-prefix": {},
         },
-        named("tables", "figures", "claims", "case_studies", "evaluations"),
+        named("tables", "figures", "claims", "case_studies", "evaluations", "benchmarks"),
         prefixed(".md", ".html", ".cells.csv", ".diagnoses.csv"),
     ),
     "training-curve": Command(

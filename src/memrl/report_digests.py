@@ -4,7 +4,8 @@
 renders what others computed (tables, figures, case studies, training curves, the reproduction
 report), the digest of what it read (its inputs and settings) and of each file it wrote; `check
 RESULTS FILE` compares another run with them. Only the footnote naming the commit, the config and
-the invocation ("Made by …; its lineage") is masked. A job whose inputs differ from the recorded
+the invocation ("Made by …; its lineage") and the reproduction report's measured compute (the
+benchmark files it reads for it) are masked. A job whose inputs differ from the recorded
 ones (the evaluations changed, or Figure 10's measured times) is listed as not compared: its output
 says nothing of the report code. Figures a job links and training logs' wall times do not count as
 what it read. Exit status of `check`: 0 when every compared output is the same
@@ -36,16 +37,21 @@ REPORT_RULES = (
 )
 FOOTNOTE = re.compile(rb"Made by .*?; its lineage")  # memrl.tracking.invocation.made_by
 MASKED = b"Made by (masked); its lineage"
+# the reproduction report's measured compute (memrl.report.compute), read from benchmark files
+MEASURED = re.compile(rb"Measured compute: [^\n<]*")
+MEASURED_MASK = b"Measured compute: (masked)"
+MEASURED_READ = ("reproduction", "/benchmarks/")  # the job, and the files it reads for it
 TEXT_SUFFIXES = (".md", ".tex", ".html")
 IMAGE_SUFFIXES = (".png", ".pdf")
 
 
 def masked_digest(path: Path) -> str:
-    """sha256 of a file (memrl.digests'), its provenance footnote masked in Markdown, LaTeX and
-    HTML."""
+    """sha256 of a file (memrl.digests'), its provenance footnote and measured compute masked
+    in Markdown, LaTeX and HTML."""
     if not path.name.endswith(TEXT_SUFFIXES):
         return file_digest(path)
-    return "sha256:" + hashlib.sha256(FOOTNOTE.sub(MASKED, path.read_bytes())).hexdigest()
+    text = MEASURED.sub(MEASURED_MASK, FOOTNOTE.sub(MASKED, path.read_bytes()))
+    return "sha256:" + hashlib.sha256(text).hexdigest()
 
 
 def read_digest(path: Path) -> str:
@@ -108,6 +114,15 @@ def named_in_settings(record: Mapping[str, Any]) -> list[str]:
     return sorted(set(found))
 
 
+def input_digest(record: Mapping[str, Any], path: str, results: Path) -> str:
+    """What a report job read of `path`: its digest (`read_digest`), except the benchmark files
+    the reproduction report reads for its measured compute, which is masked."""
+    job, folder = MEASURED_READ
+    if record["rule"] == job and folder in path:
+        return "a measured time, masked"
+    return read_digest(located(path, results, record))
+
+
 def report_jobs(results: Path) -> dict[str, dict[str, Any]]:
     """What each report job of `results` read (one digest over its inputs, the run's files its
     settings name, and its settings) and wrote (each output's masked digest), by the paths the
@@ -115,7 +130,7 @@ def report_jobs(results: Path) -> dict[str, dict[str, Any]]:
     jobs = {}
     for key, record in _latest_finished(results / "logs").items():
         inputs = {
-            path: read_digest(located(path, results, record))
+            path: input_digest(record, path, results)
             for path in sorted({*record.get("inputs", {}), *named_in_settings(record)})
         }
         read = json.dumps({"inputs": inputs, "params": record.get("params")}, sort_keys=True)

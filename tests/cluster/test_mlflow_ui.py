@@ -4,8 +4,9 @@ original deleted; on the copy, `memrl lineage` walks to the base model, a rerun 
 do, a load adds nothing, and MLflow's UI (`memrl ui`), driven in Debian's headless Chromium by
 Playwright, opens on the runs and leads by the links of each run's description from table3's run
 to the base model's download run, with the artifacts served from the copy; on the way, the
-evaluation's score is a metric chart and the training run shows the checkpoint it wrote as a
-logged model and the data set it read."""
+evaluation's score is a metric chart, one of its items is a trace whose spans are the memory's
+updates, and the training run shows the checkpoint it wrote as a logged model and the data set
+it read."""
 
 from __future__ import annotations
 
@@ -131,6 +132,17 @@ def see_metric_chart(page, title: re.Pattern[str]) -> None:
     page.get_by_role("tab", name="Overview").click()
 
 
+def see_item_trace(page) -> None:
+    """The run's Traces tab lists its items; one item's trace shows its memory updates as
+    spans, each named by its chunk; back to the overview after."""
+    page.get_by_role("tab", name=re.compile("Traces")).click()
+    page.get_by_text(re.compile(r"^tr-[0-9a-f]+$")).first.click()
+    page.get_by_text(re.compile(r"^memory update \(chunk \d+\)$")).first.wait_for()
+    page.get_by_text("Inputs / Outputs", exact=True).first.wait_for()  # the item's question
+    page.keyboard.press("Escape")
+    page.get_by_role("tab", name="Overview").click()
+
+
 def test_the_ui_leads_from_table3_to_the_base_model_by_the_descriptions_links(ui, browser):
     page = browser.new_page(viewport={"width": 1600, "height": 1000})
     page.set_default_timeout(60_000)
@@ -146,8 +158,9 @@ def test_the_ui_leads_from_table3_to_the_base_model_by_the_descriptions_links(ui
     for step in CHAIN:
         page, name = follow(page, re.compile(step))
         followed.append(name)
-        if step == CHAIN[0]:  # an evaluation: its score's chart among its metrics
+        if step == CHAIN[0]:  # an evaluation: its score's chart, and its items' traces
             see_metric_chart(page, re.compile(r"^score\.\w+$"))
+            see_item_trace(page)
         if step == CHAIN[1]:  # a training: the checkpoint it wrote, a logged model, and its data
             page.get_by_text("rl-memagent-tiny stage2", exact=True).first.wait_for()
             page.get_by_text("data/stage2/train.jsonl", exact=False).first.wait_for()

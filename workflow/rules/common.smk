@@ -294,6 +294,17 @@ def get_reproduction_evaluations(wildcards):
     return cfg.reproduction_evaluations(config)
 
 
+def get_reproduction_benchmarks(wildcards):
+    """Snakemake's benchmark files of the evaluations behind the tables: their compute."""
+    return [p for job in cfg.reproduction_jobs(config) for p in eval_benchmark_files(job)]
+
+
+def get_reproduction_settings():
+    """The report's settings and the machine the profile declares (its summary's hardware)."""
+    machine = {"gpus": MACHINE.gpus, "nodes": MACHINE.nodes}
+    return settings_ref({**cfg.reproduction_settings(config), "machine": machine})
+
+
 def get_reproduction_case_studies(wildcards):
     return [p for p in get_case_studies() if p.endswith(".md")]
 

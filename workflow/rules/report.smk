@@ -98,6 +98,7 @@ rule reproduction:
         claims=get_reproduction_claims,
         case_studies=get_reproduction_case_studies,
         evaluations=get_reproduction_evaluations,
+        benchmarks=get_reproduction_benchmarks,
     output:
         md=f"{R}/reproduction.md",
         cells=f"{R}/reproduction.cells.csv",
@@ -115,10 +116,10 @@ rule reproduction:
         CONTAINERS["core"]
     params:
         job=job("reproduction"),
-        settings=settings_ref(cfg.reproduction_settings(config)),
+        settings=get_reproduction_settings(),
         prefix=get_output_prefix,
     shell:
         "memrl --job {params.job:q} --log {log:q} reproduction --settings {params.settings:q}"
         " --tables {input.tables:q} --figures {input.figures:q} --claims {input.claims:q}"
         " --case-studies {input.case_studies:q} --evaluations {input.evaluations:q}"
-        " --out-prefix {params.prefix:q} 2> {log:q}"
+        " --benchmarks {input.benchmarks:q} --out-prefix {params.prefix:q} 2> {log:q}"

@@ -87,7 +87,11 @@ from memrl.config.reports import (
     report_settings,
     stats_splits,
 )
-from memrl.config.reproduction import reproduction_evaluations, reproduction_settings
+from memrl.config.reproduction import (
+    reproduction_evaluations,
+    reproduction_jobs,
+    reproduction_settings,
+)
 from memrl.config.rescoring import (
     RescoreJob,
     judge_probe_file,
@@ -255,6 +259,7 @@ __all__ = [
     "report_settings",
     "report_stem",
     "reproduction_evaluations",
+    "reproduction_jobs",
     "reproduction_settings",
     "rescore_jobs",
     "rescore_prefix",

@@ -1,12 +1,14 @@
 """What the reproduction report reads beyond the tables' files: the systems (their recipes and
 protocols, for the diagnoses), the sampling settings, which recipe produced each paper's printed
-numbers, and the evaluations whose items the diagnoses' attributions pair
-(reproduction_evaluations)."""
+numbers, the evaluations whose items the diagnoses' attributions pair
+(reproduction_evaluations), and the evaluation jobs whose compute its summary states, with the GPUs
+each system's model asks for (reproduction_jobs)."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from memrl.config.matrix import model_gpus
 from memrl.config.report_plans import (
     TABLES,
     control_inputs,
@@ -31,6 +33,11 @@ def reproduction_settings(config: dict[str, Any]) -> dict[str, Any]:
         "run": config["run"],
         "systems": report_systems(config, variants=True),
         "sampling": dict(config["evaluation"]["sampling"]),
+        "gpus": {
+            s["id"]: model_gpus(config, s["model"])
+            for s in report_systems(config, variants=True)
+            if "model" in s
+        },
         "printed_by": {
             name: load_yaml(paper_file(config, name)).get("recipe", {}).get("printed_by", "paper")
             for name in (MEMAGENT_RECIPES_TABLE, MEMALPHA_RECIPES_TABLE)
@@ -53,3 +60,15 @@ def reproduction_evaluations(config: dict[str, Any]) -> list[str]:
         else:
             files += [path for path in plan.inputs(config) if path.endswith(ITEM_FILES)]
     return sorted(set(files))
+
+
+def reproduction_jobs(config: dict[str, Any]) -> list[Any]:
+    """The evaluation jobs behind the tables a reproduction report summarises, once each."""
+    jobs: dict[Any, Any] = {}
+    for name in TABLES:
+        plan = report_plan(name)
+        if plan.figure or plan.inputs is not None or not report_inputs(config, name):
+            continue
+        for job in report_jobs(config, name):
+            jobs.setdefault((job.system, job.benchmark, job.length), job)
+    return list(jobs.values())

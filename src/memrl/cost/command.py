@@ -44,6 +44,7 @@ from __future__ import annotations
 import argparse
 import json
 from collections.abc import Sequence
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -55,6 +56,8 @@ from memrl.cost.price import price_job
 from memrl.cost.pricing import Pricing
 from memrl.cost.report import markdown, render, summarise
 from memrl.cost.responses import ResponseLengthError
+from memrl.cost.traces import trace_estimate
+from memrl.tracking.traces import DEFAULT_POLICY
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -111,12 +114,13 @@ def main(argv: Sequence[str] | None = None) -> None:
         )
         return
     rows = summarise(prices)
+    traces = trace_estimate(jobs, pricing)
     if known.json:
-        print(json.dumps({"rows": rows, "flop_rate": rate, "device": measured["device"]}, indent=1))
-    elif known.markdown:
-        print(markdown(rows))
+        found = {"rows": rows, "flop_rate": rate, "device": measured["device"]}
+        print(json.dumps({**found, "traces": asdict(traces)}, indent=1))
     else:
-        print(render(rows, len(prices), measured, rate))
+        table = markdown(rows) if known.markdown else render(rows, len(prices), measured, rate)
+        print(f"{table}\n\n{traces.text({**DEFAULT_POLICY, **config.get('traces', {})})}")
 
 
 def checked_config(files: Sequence[str], overrides: dict[str, Any]) -> dict[str, Any]:

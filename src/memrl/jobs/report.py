@@ -96,6 +96,7 @@ def cmd_reproduction(args: argparse.Namespace, run: JobRecord) -> None:
         Path(args.out_prefix),
         provenance_footnote(args.out_prefix),
         args.evaluations,
+        args.benchmarks,
     )
 
 

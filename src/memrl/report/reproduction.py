@@ -32,6 +32,7 @@ from memrl.report.claim_lists import (
     read_claims,
 )
 from memrl.report.claims import CLAIMS_SUFFIX
+from memrl.report.compute import compute_lines
 from memrl.report.diagnosis import (
     TEXT_TABLES,
     Cell,
@@ -190,6 +191,7 @@ class Reproduction:
     base: Path
     context: Context | None = None  # what the diagnoses read (memrl.report.diagnosis)
     made_by: str | None = None  # the provenance footnote (commit, config hash, invocation)
+    compute: Sequence[str] = ()  # the summary's hardware, compute and cost (report.compute)
 
     @functools.cached_property
     def diagnosed(self) -> list[Diagnosis]:
@@ -289,6 +291,7 @@ def render_markdown(report: Reproduction) -> str:
     lines += [f"> {report.banner}", ""] if report.banner else []
     scope, rows = replication_summary(report)
     lines += ["## Replication summary", "", f"Scope: {scope}.", ""]
+    lines += [f"{line}\n" for line in report.compute]
     lines += ["| | " + " | ".join(WORDS) + " |", "|---" * (len(WORDS) + 1) + "|"]
     lines += ["| " + " | ".join(row) + " |" for row in rows] + [""]
     lines += [f"- {line}" for line in SUMMARY_NOTE] + [""]
@@ -353,6 +356,7 @@ def render_html(report: Reproduction) -> str:
     cells = "".join("<tr>" + "".join(f"<td>{esc(c)}</td>" for c in row) + "</tr>" for row in rows)
     body += [
         f"<h2>Replication summary</h2><p>Scope: {esc(scope)}.</p>",
+        *(f"<p>{prose(line)}</p>" for line in report.compute),
         f"<table><tr><th></th>{head}</tr>{cells}</table>",
         "<ul>" + "".join(f"<li>{esc(line)}</li>" for line in SUMMARY_NOTE) + "</ul>",
     ]
@@ -424,12 +428,14 @@ def write_reproduction(
     out_prefix: Path,
     made_by: str | None = None,
     evaluations: Sequence[Path] = (),
+    benchmarks: Sequence[Path] = (),
 ) -> list[Path]:
     """`<prefix>.md`, `.html`, `.cells.csv` and `.diagnoses.csv` from the tables' Markdown files
     (their CSVs beside), the figures, the claim checks the figures and tables wrote, and the
     case studies; the diagnoses from the settings (memrl.config.reproduction_settings), the
     recipes tables and the evaluations' items (memrl.config.reproduction_evaluations);
-    `made_by`, the provenance footnote under the key numbers."""
+    `made_by`, the provenance footnote under the key numbers; the evaluations' Snakemake
+    `benchmarks`, the measured compute of the summary (memrl.report.compute)."""
     summaries = [summarize_table(path) for path in tables]
     claims = [
         claim
@@ -457,6 +463,7 @@ def write_reproduction(
         out_prefix.parent,
         context,
         made_by,
+        compute_lines(settings, benchmarks),
     )
     md, page, cells, diagnoses = (
         out_prefix.with_name(out_prefix.name + ext)

@@ -33,6 +33,7 @@ from memrl.tracking.runs import (
     pages,
 )
 from memrl.tracking.store import absolute_uri, experiment_id, in_store_folder, store_uri
+from memrl.tracking.traces import TRACES_TAG, predictions_of, trace_evaluation
 
 log = logging.getLogger(__name__)
 
@@ -116,6 +117,7 @@ def _load_runs(
     experiment = experiment_id(client, uri)
     loaded: dict[tuple[str, str], str] = {}
     closed = set()  # parents whose invocation ended when they were last loaded
+    traced = set()  # evaluations' runs that hold their items' traces
     for page in pages(client, experiment):
         for run in page:
             for key in (PARENT_TAG, RECORD_TAG):
@@ -123,10 +125,12 @@ def _load_runs(
                     loaded[(key, run.data.tags[key])] = run.info.run_id
             if run.data.tags.get(CLOSED_TAG) == "true":
                 closed.add(run.info.run_id)
+            if TRACES_TAG in run.data.tags:
+                traced.add(run.info.run_id)
 
     parents: dict[str, str] = {}
     closing = []  # parents whose invocation has ended since they were last loaded
-    counts = {"invocations": 0, "jobs": 0, "waiting": 0}
+    counts = {"invocations": 0, "jobs": 0, "waiting": 0, "traces": 0}
     for invocation, info in invocations.items():
         run_id = loaded.get((PARENT_TAG, invocation))
         if run_id is None:
@@ -153,6 +157,13 @@ def _load_runs(
     producers = producer_index(records)
     for record in new:  # every producer has a run by now: it finished before its reader began
         describe_job_run(client, experiment, results, record, producers, runs, parents)
+    for record in records:  # a killed load's evaluations too: their traces are made again
+        run_id = runs.get(record["record"])
+        if run_id is not None and run_id not in traced and predictions_of(record):
+            config = invocations.get(record["invocation"] or "", {}).get("config", {})
+            counts["traces"] += trace_evaluation(
+                client, experiment, run_id, record, results, config
+            )
     for run_id, info in closing:
         jobs = [
             (r, runs[r["record"]])

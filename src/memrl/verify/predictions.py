@@ -532,10 +532,8 @@ def verify_predictions(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    from memrl.cli import TOOLS
-
     parser = argparse.ArgumentParser(
-        prog="memrl verify-predictions", description=TOOLS["verify-predictions"][1]
+        prog="memrl verify-predictions", description=__doc__.splitlines()[0]
     )
     parser.add_argument("file", type=Path, help="the predictions: " + "; ".join(FORMATS.values()))
     parser.add_argument(
