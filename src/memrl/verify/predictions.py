@@ -126,8 +126,12 @@ def memalpha_items(path: Path) -> list[Given]:
             isinstance(a, dict) and {"question", "response"} <= a.keys() for a in answers
         ):
             raise Refused(f"{results}: expected a list of {{question, response, answer}}")
-        info = results.with_name(INSTANCE_INFO)
-        source = read_json(info).get("data_source") if info.is_file() else None
+        info = (
+            read_json(results.with_name(INSTANCE_INFO))
+            if results.with_name(INSTANCE_INFO).is_file()
+            else {}
+        )
+        source = info.get("data_source") if isinstance(info, dict) else None
         scores = [a.get("score") for a in answers]
         found.append(
             Given(

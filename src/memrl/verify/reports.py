@@ -171,6 +171,7 @@ def reproduction_differences(
         again,
         None,
         paths(record, "evaluations"),
+        paths(record, "benchmarks"),
     )
     for suffix in (CELLS_SUFFIX, DIAGNOSES_SUFFIX):
         yield from csv_differences(Path(f"{prefix}{suffix}"), Path(f"{again}{suffix}"))
