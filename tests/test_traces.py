@@ -138,3 +138,21 @@ def test_the_load_writes_each_items_trace_under_its_evaluations_run_once(tmp_pat
     assessed = {a.name: a for a in seven.info.assessments}
     assert assessed["gold"].expectation.value == ["Varn"]
     assert assessed["sub_em"].feedback.value == 1.0
+
+
+def test_a_load_killed_before_it_tagged_the_run_makes_its_traces_again_once(tmp_path, monkeypatch):
+    from mlflow import MlflowClient
+
+    results = tracked_results(tmp_path, monkeypatch)
+    config = {"run": "t", "seed": 1, "traces": {"items": "all"}}
+    start_invocation(results, "sqlite:///results/t/mlflow.db", config, "9.0", **INVOKED)
+    _evaluation(results)
+    mark_ended(results)
+    assert load(results)["traces"] == 2
+    client = MlflowClient(f"sqlite:///{results / 'mlflow.db'}")
+    [experiment] = [e.experiment_id for e in client.search_experiments() if e.name != "Default"]
+    [run] = client.search_runs([experiment], filter_string="attributes.run_name LIKE 'evaluate%'")
+    client.delete_tag(run.info.run_id, TRACES_TAG)  # the traces written, the tag not yet
+    assert load(results)["traces"] == 2
+    again = client.search_traces(locations=[experiment], run_id=run.info.run_id)
+    assert len(again) == 2  # replaced, not doubled

@@ -204,20 +204,38 @@ def evaluation_traces(
     ]
 
 
+def run_traces(client: Any, experiment: str, run_id: str) -> Iterator[str]:
+    """The ids of every trace the run holds, a page at a time."""
+    token = None
+    while True:
+        page = client.search_traces(
+            locations=[experiment], run_id=run_id, max_results=1000, page_token=token
+        )
+        yield from (trace.info.trace_id for trace in page)
+        token = page.token
+        if not token:
+            return
+
+
 def log_traces(
     client: Any, experiment: str, run_id: str, traces: Sequence[ItemTrace], start_ms: int
 ) -> int:
     """The traces under the run (any it held before replaced: a killed load's half), each
     with its gold and feedback; the run is tagged with their count."""
+    import mlflow
     from mlflow.entities import AssessmentSource, Expectation
     from mlflow.entities import Feedback as MlflowFeedback
     from mlflow.tracing.client import TracingClient
 
-    # stored as each trace ends (not queued), so that its gold and feedback can name it
+    # stored as each trace ends (not queued), so that its gold and feedback can name it, and in
+    # the client's store: MLflow's tracer exports to the tracking URI it was set up with
     os.environ["MLFLOW_ENABLE_ASYNC_TRACE_LOGGING"] = "false"
-    earlier = client.search_traces(locations=[experiment], run_id=run_id, max_results=1000)
+    # (a relative SQLite URI names another store from another folder: set up afresh each time)
+    mlflow.set_tracking_uri(client.tracking_uri)
+    mlflow.tracing.reset()
+    earlier = list(run_traces(client, experiment, run_id))
     if earlier:
-        client.delete_traces(experiment, trace_ids=[t.info.trace_id for t in earlier])
+        client.delete_traces(experiment, trace_ids=earlier)
     at = int(start_ms) * 1_000_000
     ids = []
     for trace in traces:
