@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 from test_tracking import INVOKED, mark_ended, tracked_results
 
@@ -116,7 +117,9 @@ def _evaluation(results: Path) -> Path:
     return out
 
 
-def test_the_load_writes_each_items_trace_under_its_evaluations_run_once(tmp_path, monkeypatch):
+def _loaded(tmp_path: Path, monkeypatch) -> tuple[Path, Any, str, Any]:
+    """An invocation of one evaluation, every item traced, loaded once: (results, client,
+    experiment, the evaluation's run)."""
     from mlflow import MlflowClient
 
     results = tracked_results(tmp_path, monkeypatch)
@@ -125,10 +128,15 @@ def test_the_load_writes_each_items_trace_under_its_evaluations_run_once(tmp_pat
     _evaluation(results)
     mark_ended(results)
     assert load(results)["traces"] == 2
-    assert load(results)["traces"] == 0  # loaded: nothing more
     client = MlflowClient(f"sqlite:///{results / 'mlflow.db'}")
     [experiment] = [e.experiment_id for e in client.search_experiments() if e.name != "Default"]
     [run] = client.search_runs([experiment], filter_string="attributes.run_name LIKE 'evaluate%'")
+    return results, client, experiment, run
+
+
+def test_the_load_writes_each_items_trace_under_its_evaluations_run_once(tmp_path, monkeypatch):
+    results, client, experiment, run = _loaded(tmp_path, monkeypatch)
+    assert load(results)["traces"] == 0  # loaded: nothing more
     assert run.data.tags[TRACES_TAG] == "2"
     traces = client.search_traces(locations=[experiment], run_id=run.info.run_id)
     assert sorted(t.info.tags["memrl.item"] for t in traces) == ["7", "8"]
@@ -141,17 +149,7 @@ def test_the_load_writes_each_items_trace_under_its_evaluations_run_once(tmp_pat
 
 
 def test_a_load_killed_before_it_tagged_the_run_makes_its_traces_again_once(tmp_path, monkeypatch):
-    from mlflow import MlflowClient
-
-    results = tracked_results(tmp_path, monkeypatch)
-    config = {"run": "t", "seed": 1, "traces": {"items": "all"}}
-    start_invocation(results, "sqlite:///results/t/mlflow.db", config, "9.0", **INVOKED)
-    _evaluation(results)
-    mark_ended(results)
-    assert load(results)["traces"] == 2
-    client = MlflowClient(f"sqlite:///{results / 'mlflow.db'}")
-    [experiment] = [e.experiment_id for e in client.search_experiments() if e.name != "Default"]
-    [run] = client.search_runs([experiment], filter_string="attributes.run_name LIKE 'evaluate%'")
+    results, client, experiment, run = _loaded(tmp_path, monkeypatch)
     client.delete_tag(run.info.run_id, TRACES_TAG)  # the traces written, the tag not yet
     assert load(results)["traces"] == 2
     again = client.search_traces(locations=[experiment], run_id=run.info.run_id)

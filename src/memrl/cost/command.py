@@ -57,7 +57,7 @@ from memrl.cost.pricing import Pricing
 from memrl.cost.report import markdown, render, summarise
 from memrl.cost.responses import ResponseLengthError
 from memrl.cost.traces import trace_estimate
-from memrl.tracking.traces import DEFAULT_POLICY
+from memrl.tracking.traces import policy_of
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -120,7 +120,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         print(json.dumps({**found, "traces": asdict(traces)}, indent=1))
     else:
         table = markdown(rows) if known.markdown else render(rows, len(prices), measured, rate)
-        print(f"{table}\n\n{traces.text({**DEFAULT_POLICY, **config.get('traces', {})})}")
+        print(f"{table}\n\n{traces.text(policy_of(config))}")
 
 
 def checked_config(files: Sequence[str], overrides: dict[str, Any]) -> dict[str, Any]:

@@ -17,7 +17,7 @@ from typing import Any
 from memrl.cost.plan import PlannedJob
 from memrl.cost.pricing import Pricing
 from memrl.cost.work import inference_work
-from memrl.tracking.traces import DEFAULT_POLICY, TEXT_CHARS
+from memrl.tracking.traces import TEXT_CHARS, policy_of
 
 # On the smoke run of 2026-12-03 (the 2-core machine): 637 traces, 1.1 spans each, grew the
 # SQLite store by 5.2 MB, about 8 KB a trace; its texts are a few hundred characters.
@@ -76,7 +76,7 @@ def evaluations(jobs: Iterable[PlannedJob], pricing: Pricing) -> dict[tuple, Eva
 
 def trace_estimate(jobs: Iterable[PlannedJob], pricing: Pricing) -> TraceEstimate:
     """The traces the plan's evaluations make under the config's `traces`, and their size."""
-    policy = {**DEFAULT_POLICY, **pricing.config.get("traces", {})}
+    policy = policy_of(pricing.config)
     found = evaluations(jobs, pricing)
     traces, size = 0, 0.0
     for e in found.values():

@@ -190,7 +190,7 @@ def evaluation_traces(
     lines = read_jsonl(predictions, ("index",))
     steps = instance_steps(record)
     wildcards = record.get("wildcards", {})
-    scorer = f"memrl {wildcards.get('benchmark', '')} scorer".replace("  ", " ")
+    scorer = f"memrl's {wildcards.get('benchmark', 'benchmark')} scorer"
     judge = Path(str(record.get("arguments", {}).get("model", "judge"))).name
     return [
         item_trace(
