@@ -48,10 +48,15 @@ else ifneq ($(BASE),)
 IMAGE_BASE := --base $(BASE)
 endif
 
+# mmdebstrap tries three times: a Debian mirror caught mid-sync fails `apt-get update` for a minute
 base-image:  ## a base image from Debian's packages (mmdebstrap: no registry needed), as $(LOCAL_BASE)
 	$(ENGINE) image exists $(LOCAL_BASE) || { \
 	    tar=$$(mktemp --suffix=.tar) && \
-	    mmdebstrap --quiet --variant=minbase --include=python3,python3-venv,ca-certificates bookworm $$tar && \
+	    for try in 1 2 3; do \
+	        mmdebstrap --quiet --variant=minbase --include=python3,python3-venv,ca-certificates \
+	            bookworm $$tar && break; \
+	        [ $$try = 3 ] && exit 1; echo "mmdebstrap failed (try $$try of 3): again in 60 s"; sleep 60; \
+	    done && \
 	    $(ENGINE) import $$tar $(LOCAL_BASE) && rm -f $$tar; }
 
 images:  ## each environment's image from its lock (IMAGES="core infer-cpu train-cpu", BASE=local|IMAGE)
