@@ -164,3 +164,15 @@ def test_filter_flags():
     assert official["contains"] is extended["contains"]
     with pytest.raises(ValueError, match="unknown verifier 'strict'"):
         filter_questions(ROWS, {}, verifier="strict")
+
+
+def test_the_dropped_share_and_lengths_are_set_beside_appendix_a3():
+    from memrl.train.filter import against_appendix
+
+    rows = [{"num_tokens": 27_000}, {"num_tokens": 29_000}]
+    near = against_appendix({"n_in": 100, "n_dropped": 55}, rows)
+    assert near["dropped_share_holds"] and near["mean_tokens"] == 28_000
+    assert near["tokens_vs_paper"] == {"200 articles": 0.0, "stage I": 28_000 / 32_000 - 1}
+    far = against_appendix({"n_in": 100, "n_dropped": 10}, [])
+    assert far["dropped_share_holds"] is False and far["mean_tokens"] is None
+    assert against_appendix({"n_in": 0, "n_dropped": 0}, rows)["dropped_share_holds"] is None

@@ -332,7 +332,7 @@ def perltqa_rows(characters: int, events: int = 3) -> tuple[list[dict], list[dic
 
 def test_perltqa_builds_one_instance_a_character_without_profile_questions():
     memories, questions = perltqa_rows(2)
-    built = conversations.perltqa_instances(memories, questions, rng(), "perltqa")
+    built = conversations.perltqa_instances(memories, questions, "perltqa")
     assert [row["num_chunks"] for row in built] == [3, 3]
     first = built[0]
     assert first["chunks"][0].startswith(
@@ -346,7 +346,19 @@ def test_perltqa_builds_one_instance_a_character_without_profile_questions():
         "Who greeted Person0?",
     ]
     memories[1]["events"] = {f"E{e}": {"content": "c", "summary": "s"} for e in range(31)}
-    assert len(conversations.perltqa_instances(memories, questions, rng(), "p")) == 1
+    assert len(conversations.perltqa_instances(memories, questions, "p")) == 1
+
+
+def test_perltqa_keeps_characters_with_enough_answerable_questions():
+    memories, questions = perltqa_rows(2)
+    built = conversations.perltqa_instances(memories, questions, "perltqa")
+    replies = [{"What did Person0 do?": "slept", "Who greeted Person0?": "no"}, {}]
+    kept = conversations.perltqa_kept(built, replies, rng(), min_answerable=1)
+    assert [row["questions_and_answers"] for row in kept] == [
+        [{"question": "What did Person0 do?", "answer": "slept", "memory_type": "events"}]
+    ]
+    assert conversations.perltqa_kept(built, replies, rng(), min_answerable=2) == []
+    assert [r["num_questions"] for r in conversations.perltqa_kept(built, None, rng())] == [2, 2]
 
 
 def test_the_answerability_filter_keeps_the_parts_of_a_gold_found():
@@ -370,10 +382,14 @@ def booksum_rows(n: int, sentences: int = 10, tokens: int = 1500) -> list[dict]:
 
 def test_booksum_reads_a_chapter_in_dated_chunks_and_asks_for_its_summary():
     rows = booksum_rows(2) + booksum_rows(1, sentences=6)
-    built = booksum.booksum_instances(
-        rows, count, rng(), "booksum", keywords={"summary 0": ["Anna", "the train"]}
-    )
+    built = booksum.booksum_instances(rows, count, rng(), "booksum")
     assert [row["num_chunks"] for row in built] == [10, 10, 6]
+    assert built[1]["questions_and_answers"][0]["answer"] == "summary 1"
+    # with the keyword rebuild's lists, a chapter without one ("summary 1") is left out
+    keywords = {"summary 0": ["Anna", "the train"]}
+    built = booksum.booksum_instances(rows, count, rng(), "booksum", keywords=keywords)
+    assert [row["num_chunks"] for row in built] == [10, 6]
+    assert {row["metadata"]["gold"] for row in built} == {"keywords"}
     first = built[0]
     dates = re.findall(r"\[Event happened on (\S+) The user", "\n".join(first["chunks"]))
     assert dates[0] == "2024-01-01" and dates == sorted(dates) and len(set(dates)) == 10
@@ -382,7 +398,6 @@ def test_booksum_reads_a_chapter_in_dated_chunks_and_asks_for_its_summary():
         "question": f"Summarize the content of the book I read from {dates[0]} to {dates[-1]}",
         "answer": "Anna, the train",
     }
-    assert built[1]["questions_and_answers"][0]["answer"] == "summary 1"
     paper = booksum.booksum_instances(rows, count, rng(), "b", booksum.MIN_CHUNKS["paper"])
     assert [row["num_chunks"] for row in paper] == [10, 10]  # the paper's 10-20 chunks
 
@@ -408,7 +423,7 @@ def full_size() -> dict[str, list[dict]]:
     groups = {
         "squad": documents.squad_instances(squad_rows(2940, 5), count, rng(1), "squad"),
         "hotpotqa": documents.hotpotqa_instances(hotpot_rows(2185), count, rng(2), "hotpotqa"),
-        "perltqa": conversations.perltqa_instances(memories, questions, rng(3), "perltqa"),
+        "perltqa": conversations.perltqa_instances(memories, questions, "perltqa"),
         "lme_train": conversations.lme_train_instances(lme_rows(200), count, rng(4), "lme"),
         "ttl_train": [
             row
@@ -438,3 +453,93 @@ def test_table7_shape_from_a_full_size_source_set(full_size, recipe, train, vali
     assert [row["instance_id"] for row in trained] == list(range(train))
     again, _ = splits.merge(full_size, splits.TRAIN_RATIO[recipe])
     assert again == trained  # seeded
+
+
+def test_a_rebuilt_instance_matches_the_released_one_sharing_its_content():
+    from memrl.data.memalpha_build import compare
+
+    chunks = [common.dialogue_chunk("The bridge of Varn.\nIt has nine arches.", 0, rng(1))]
+    again = [common.dialogue_chunk("The bridge of Varn.\nIt has nine arches.", 0, rng(2))]
+    other = [common.dialogue_chunk("The mill of Osk.", 0, rng(1))]
+    row = {"task": "squad", "chunks": chunks, "questions": ["Q?"], "answers": ["a"]}
+    rebuilt = [row, {**row, "chunks": again}, {**row, "chunks": other}]
+    released = [row, {**row, "task": "hotpotqa"}]
+    # the same content under other chat templates still matches; only the first is exact
+    assert compare.content(chunks) == compare.content(again)
+    assert compare.matches(rebuilt, released) == {"squad": {"rebuilt": 3, "matched": 2, "exact": 1}}
+
+
+def test_the_overlap_compares_classification_questions_by_their_sentence():
+    from memrl.data.memalpha_build import compare
+
+    ours = [classification.TTL_QUESTION.format(text="Where is the  old mill?"), "Who?"]
+    benchmark = [classification.TTL_QUESTION.format(text="where is the old mill?")]
+    assert compare.overlap(ours, benchmark) == {"questions": 2, "shared": 1}
+
+
+def test_the_papers_length_claim_is_judged_on_the_measured_contexts():
+    from memrl.data.memalpha_build import compare
+
+    def lengths(texts: list[str]) -> list[int]:
+        return [int(text) for text in texts]
+
+    short = [{"chunks": ["9000", "9000"]}, {"chunks": ["5000"]}]
+    assert compare.context_lengths(short, lengths)["holds"]
+    long = [*short, {"chunks": ["31000"]}]
+    judged = compare.context_lengths(long, lengths)
+    assert (judged["holds"], judged["max"], judged["over_max"]) == (False, 31000, 1)
+    assert compare.context_lengths([], lengths)["holds"] is None
+
+
+def test_the_data_table_sets_rebuilt_paper_and_released_side_by_side():
+    from memrl.report.memalpha_data import build_data_table
+    from memrl.report.registry import TableInput
+
+    stat = {
+        "task": "squad",
+        "instances": 90,
+        "chunks_per_instance": 10.0,
+        "tokens_per_chunk": 1070.4,
+        "questions_per_instance": 95.0,
+    }
+    record = {
+        "stats": [
+            {"split": "train", "side": "rebuilt", **stat},
+            {"split": "train", "side": "released", **stat, "instances": 100},
+        ],
+        "matches": [
+            {"split": "train", "source": "squad", "rebuilt": 90, "matched": 80, "exact": 0}
+        ],
+        "overlap": [
+            {
+                "split": "train",
+                "side": "rebuilt",
+                "source": "lme_train",
+                "benchmark": "longmemeval_s*",
+                "questions": 200,
+                "shared": 0,
+            }
+        ],
+        "lengths": [
+            {
+                "side": "rebuilt",
+                "instances": 90,
+                "max": 31000,
+                "mean": 12000.0,
+                "over_max": 2,
+                "holds": False,
+            }
+        ],
+    }
+    paper = {"table7": {"splits": {"train": {"stats": {"squad": [100, 9.9, 1084.1, 94.8]}}}}}
+    table = build_data_table(
+        TableInput([record], None, paper, settings={"recipe": "paper", "reproduces": False})
+    )
+    cells = table.loc["squad (train)"]
+    assert cells["Instances: rebuilt / paper / released"] == "90 / 100 / 100"
+    assert cells["Tokens per chunk"] == "1070 / 1084 / 1070"
+    assert cells["Matched to a released one (exactly)"] == "80 of 90 (0)"
+    assert "Machinery check only" in table.attrs["banner"]
+    notes = " ".join(table.attrs["notes"])
+    assert "0 of its 200 questions are also asked by MemoryAgentBench's longmemeval_s*" in notes
+    assert '"≤ 30K, < 20K on average" does not hold' in notes and "2 over 30K" in notes

@@ -83,6 +83,7 @@ TESTED_ALONE = (
     "table4",
     PATTERNS_TABLE,
     KEYWORDS_TABLE,
+    cfg.BUILD_TABLE,  # tests/test_memalpha_build.py
     cfg.MEMAGENT_RECIPES_TABLE,
     cfg.MEMALPHA_RECIPES_TABLE,
 )

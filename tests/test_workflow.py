@@ -784,7 +784,7 @@ def test_every_jobs_record_names_exactly_the_inputs_snakemake_gave_it(smoke):
         if recorded != planned:
             differ.append((rule, sorted(planned - recorded), sorted(recorded - planned)))
         checked += 1
-    assert checked == 207 and differ == []
+    assert checked == 230 and differ == []
 
 
 def test_smoke_lineage_leads_from_table3_to_the_checkpoint_and_the_base_model(smoke):
@@ -824,7 +824,7 @@ def test_smoke_reproduction_report_shows_every_table_figure_and_claim(smoke):
         t for t in (results / "tables").glob("*.md") if not t.stem.startswith("custom_")
     )
     figures = sorted((results / "figures").glob("*.png"))
-    assert len(tables) == 29 and len(figures) == 11  # both papers' tables; 9 figures, 2 curves
+    assert len(tables) == 30 and len(figures) == 11  # both papers' tables; 9 figures, 2 curves
     for table in tables:
         assert f'### <a id="table-{table.stem}"></a>[{table.stem}](tables/{table.name}): ' in report
         assert f"- Lineage: `memrl lineage results/smoke/tables/{table.name}`" in report

@@ -39,6 +39,12 @@ from memrl.jobs.data import (
     cmd_synthesize,
 )
 from memrl.jobs.evaluate import cmd_evaluate, cmd_memorize, cmd_merge_eval
+from memrl.jobs.memalpha_data import (
+    cmd_memalpha_compare,
+    cmd_memalpha_filter,
+    cmd_memalpha_sets,
+    cmd_memalpha_source,
+)
 from memrl.jobs.report import (
     cmd_figure,
     cmd_reproduction,
@@ -296,6 +302,48 @@ COMMANDS: dict[str, Command] = {
         cmd_keywords,
         {"--summaries": {"nargs": "+"}, "--released": {"nargs": "+"}, "--model": {}, "--out": {}},
         named("summaries", "released", "model"),
+        named("out"),
+    ),
+    "memalpha-source": Command(
+        "one group of Mem-α's training sources built into instances (Appendix A.1)",
+        cmd_memalpha_source,
+        {
+            "--rows": {"nargs": "+", "required": False},
+            "--memories": {"required": False},
+            "--questions": {"required": False},
+            "--exclude": {"required": False},
+            "--keywords": {"required": False},
+            "--tokenizer": {},
+            "--out": {},
+        },
+        named("rows", "memories", "questions", "exclude", "keywords", "tokenizer"),
+        named("out"),
+    ),
+    "memalpha-filter": Command(
+        "one group's rebuilt instances after its model filter (the official recipe's)",
+        cmd_memalpha_filter,
+        {"--built": {}, "--tokenizer": {}, "--model": {"required": False}, "--out": {}},
+        named("built", "tokenizer", "model"),
+        named("out"),
+    ),
+    "memalpha-sets": Command(
+        "Mem-α's rebuilt training and validation sets: the 90 % cut and the cap of 100",
+        cmd_memalpha_sets,
+        {"--kept": {"nargs": "+"}, "--train": {}, "--validation": {}},
+        named("kept"),
+        named("train", "validation"),
+    ),
+    "memalpha-compare": Command(
+        "the rebuilt Mem-α sets beside the released ones, matched by text",
+        cmd_memalpha_compare,
+        {
+            "--rebuilt": {"nargs": "+"},
+            "--released": {"nargs": "+"},
+            "--mab": {},
+            "--tokenizer": {},
+            "--out": {},
+        },
+        named("rebuilt", "released", "mab", "tokenizer"),
         named("out"),
     ),
     "memorize": Command(

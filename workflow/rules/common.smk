@@ -16,6 +16,7 @@ from snakemake.logging import logger
 from snakemake.settings.types import DeploymentMethod
 
 from memrl import config as cfg
+from memrl.config import memalpha_build as build_plan
 from memrl.benchmarks import EVAL_BENCHMARKS, benchmark, custom
 from memrl import locks, settings_files, slurm
 from memrl.digests import ENV_DIGEST_CACHE
@@ -116,6 +117,7 @@ wildcard_constraints:
     n_docs=r"\d+",
     dataset="|".join(custom.datasets(config)) or "^$",
     keyword_set="|".join(map(re.escape, cfg.keyword_sets(config))) or "^$",
+    build_group="|".join(map(re.escape, build_plan.build_groups(config))) or "^$",
     scorer="|".join(map(re.escape, config.get("rescore") or {})) or "^$",
     judge="|".join(map(re.escape, JUDGES)) or "^$",
     ext="|".join(ext.lstrip(".") for ext in cfg.RAW_FORMATS),
@@ -424,8 +426,8 @@ def get_train_memalpha_inputs(wildcards):
     memory's tokenizer and, on verl, the QA model its job serves."""
     spec = cfg.memalpha_runs(config)[wildcards.memalpha_run]
     inputs = {
-        "data": str(cfg.memalpha_data(config, "train")),
-        "validation": str(cfg.memalpha_data(config, "memalpha")),
+        "data": str(build_plan.training_data(config, "train")),
+        "validation": str(build_plan.training_data(config, "memalpha")),
         "model": str(cfg.model_dir(config, spec["base"])),
         **memory_tokenizer_input(),
     }
@@ -720,6 +722,61 @@ def get_memorize_gpus(wildcards):
     model = SYSTEMS[wildcards.system]["model"]
     job = f"memorize {wildcards.benchmark}/{wildcards.system}"
     return MACHINE.claim(job, cfg.model_gpus(config, model), 1, cfg.gpu_keys(config, model))
+
+
+# Mem-α's training sets built again from their sources (memalpha.build; memrl.config.memalpha_build)
+def get_build_source_inputs(wildcards):
+    files = build_plan.source_inputs(config, wildcards.build_group)
+    return {role: [str(path) for path in paths] for role, paths in files.items()}
+
+
+def get_build_source_args(wildcards, input):
+    """Each input role as its flag (--rows, --memories, ...), the tokenizer apart."""
+    roles = build_plan.source_inputs(config, wildcards.build_group)
+    return " ".join(
+        f"--{role} " + " ".join(shlex.quote(path) for path in input[role]) for role in roles
+    )
+
+
+def get_build_filter_inputs(wildcards):
+    """A group's built instances, the token counter and (its filter's) model."""
+    inputs = {
+        "built": str(build_plan.built_file(config, wildcards.build_group, False)),
+        "tokenizer": get_qa_tokenizer_dir(wildcards),
+    }
+    model = build_plan.filter_model(config, wildcards.build_group)
+    if model is not None:
+        inputs["model"] = str(cfg.model_dir(config, model))
+    return inputs
+
+
+def get_build_filter_model_arg(wildcards, input):
+    return f"--model {shlex.quote(input.model)}" if "model" in input.keys() else ""
+
+
+def get_build_filter_gpus(wildcards):
+    model = build_plan.filter_model(config, wildcards.build_group)
+    if model is None:
+        return 0
+    return MACHINE.claim(
+        "memalpha_filter", cfg.model_gpus(config, model), 1, cfg.gpu_keys(config, model)
+    )
+
+
+def get_build_kept():
+    return [
+        str(build_plan.built_file(config, group, True)) for group in build_plan.build_groups(config)
+    ]
+
+
+def get_build_compare_inputs(wildcards):
+    splits = list(build_plan.BUILT_SPLITS)
+    return {
+        "rebuilt": [str(build_plan.built_split(config, split)) for split in splits],
+        "released": [str(cfg.memalpha_data(config, split)) for split in splits],
+        "mab": str(cfg.memalpha_data(config, "mab")),
+        "tokenizer": get_qa_tokenizer_dir(wildcards),
+    }
 
 
 # The same one line for a config error that an input, params or resource function finds while the

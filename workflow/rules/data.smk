@@ -369,3 +369,105 @@ rule rebuild_keywords:
         "{params.memrl} --job {params.job:q} --log {log:q} keywords --settings {params.settings:q}"
         " --summaries {input.summaries:q} --released {input.released:q} --model {input.model:q}"
         " --out {output:q} 2> {log:q}"
+
+
+# Mem-α's training and validation sets built again from their sources (the optional
+# memalpha.build block, Appendix A.1): each group's instances, its model filter, the merge
+rule memalpha_source:
+    input:
+        unpack(get_build_source_inputs),
+        tokenizer=get_qa_tokenizer_dir,
+    output:
+        f"{R}/data/memalpha_build/{{build_group}}.built.jsonl",
+    log:
+        f"{R}/logs/memalpha_source/{{build_group}}.log",
+    benchmark:
+        f"{R}/benchmarks/memalpha_source/{{build_group}}.tsv"
+    conda:
+        "../../envs/core.yaml"
+    container:
+        CONTAINERS["core"]
+    resources:
+        mem_mb=16000,
+        runtime=120,
+    params:
+        job=job("memalpha_source"),
+        settings=lambda wildcards: settings_ref(
+            build_plan.source_settings(config, wildcards.build_group)
+        ),
+        files=get_build_source_args,
+    shell:
+        "memrl --job {params.job:q} --log {log:q} memalpha-source --settings {params.settings:q}"
+        " {params.files} --tokenizer {input.tokenizer:q} --out {output:q} 2> {log:q}"
+
+
+rule memalpha_filter:
+    input:
+        unpack(get_build_filter_inputs),
+    output:
+        f"{R}/data/memalpha_build/{{build_group}}.kept.jsonl",
+    log:
+        f"{R}/logs/memalpha_filter/{{build_group}}.log",
+    benchmark:
+        f"{R}/benchmarks/memalpha_filter/{{build_group}}.tsv"
+    conda:
+        "../../envs/infer.yaml"
+    container:
+        CONTAINERS["infer"]
+    resources:
+        gpu=get_build_filter_gpus,
+        runtime=480,
+    params:
+        memrl=INFER_MEMRL,
+        job=job("memalpha_filter"),
+        settings=lambda wildcards: settings_ref(
+            build_plan.filter_settings(config, wildcards.build_group)
+        ),
+        model=get_build_filter_model_arg,
+    shell:
+        "{params.memrl} --job {params.job:q} --log {log:q} memalpha-filter"
+        " --settings {params.settings:q} --built {input.built:q} --tokenizer {input.tokenizer:q}"
+        " {params.model} --out {output:q} 2> {log:q}"
+
+
+rule memalpha_sets:
+    input:
+        kept=get_build_kept(),
+    output:
+        train=f"{R}/data/memalpha_build/train.parquet",
+        validation=f"{R}/data/memalpha_build/validation.parquet",
+    log:
+        f"{R}/logs/memalpha_sets/all.log",
+    conda:
+        "../../envs/core.yaml"
+    container:
+        CONTAINERS["core"]
+    params:
+        job=job("memalpha_sets"),
+        settings=lambda wildcards: settings_ref(build_plan.sets_settings(config)),
+    shell:
+        "memrl --job {params.job:q} --log {log:q} memalpha-sets --settings {params.settings:q}"
+        " --kept {input.kept:q} --train {output.train:q} --validation {output.validation:q}"
+        " 2> {log:q}"
+
+
+rule memalpha_compare:
+    input:
+        unpack(get_build_compare_inputs),
+    output:
+        f"{R}/data/memalpha_build/comparison.json",
+    log:
+        f"{R}/logs/memalpha_compare/all.log",
+    conda:
+        "../../envs/core.yaml"
+    container:
+        CONTAINERS["core"]
+    resources:
+        mem_mb=16000,
+    params:
+        job=job("memalpha_compare"),
+        settings=settings_ref({"splits": list(build_plan.BUILT_SPLITS)}),
+    shell:
+        "memrl --job {params.job:q} --log {log:q} memalpha-compare --settings {params.settings:q}"
+        " --rebuilt {input.rebuilt:q} --released {input.released:q} --mab {input.mab:q}"
+        " --tokenizer {input.tokenizer:q} --out {output:q} 2> {log:q}"

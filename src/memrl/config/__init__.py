@@ -63,6 +63,7 @@ from memrl.config.report_plans import (
 from memrl.config.reports import (
     ABLATION_ROLES,
     ABLATION_TABLES,
+    BUILD_TABLE,
     CONTROLS_TABLE,
     CUSTOM_TABLE,
     FLOPS_FIGURE,
@@ -158,6 +159,7 @@ from memrl.layout import (
 __all__ = [
     "ABLATION_ROLES",
     "ABLATION_TABLES",
+    "BUILD_TABLE",
     "CONTROLS_TABLE",
     "CUSTOM_TABLE",
     "ENV_OVERRIDES",

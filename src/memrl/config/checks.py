@@ -12,6 +12,7 @@ from memrl.benchmarks import (
     registered,
 )
 from memrl.config.matrix import eval_jobs, eval_systems, rl_ablation_groups
+from memrl.config.memalpha_build import check_build
 from memrl.config.report_plans import TABLES
 from memrl.config.reports import RL_ABLATION_FIGURES
 from memrl.config.rescoring import check_rescore
@@ -104,6 +105,7 @@ def check_references(config: dict[str, Any]) -> None:
     _check_margins(config)
     _check_custom(config)
     check_rescore(config)
+    check_build(config)
 
 
 def check_data(config: dict[str, Any]) -> None:

@@ -22,10 +22,12 @@ from memrl.config.matrix import (
     rl_ablation_groups,
     seed_repeats,
 )
+from memrl.config.memalpha_build import table_inputs, table_settings
 from memrl.config.paper_claims_plan import paper_claims_inputs, paper_claims_settings
 from memrl.config.protocol_plan import protocol_jobs, protocols_settings
 from memrl.config.reports import (
     ABLATION_TABLES,
+    BUILD_TABLE,
     CONTROLS_TABLE,
     CUSTOM_TABLE,
     FLOPS_FIGURE,
@@ -372,7 +374,7 @@ REPORTS: dict[str, ReportPlan] = declared_once(
         needs="memalpha.training.runs",
         inputs=_memalpha_checkpoints,
     ),
-    _stats("memalpha_table6", "Mem-α Table 6: dataset statistics (validation)"),
+    _stats("memalpha_table6", "Mem-α Table 6: dataset statistics (full training set, validation)"),
     _stats("memalpha_table7", "Mem-α Table 7: dataset statistics (train, valid.)"),
     _stats("memalpha_table8", "Mem-α Table 8: MemoryAgentBench statistics"),
     _memalpha(
@@ -382,6 +384,15 @@ REPORTS: dict[str, ReportPlan] = declared_once(
         _nothing,
         needs="keywords",
         inputs=_keyword_inputs,
+    ),
+    _memalpha(
+        BUILD_TABLE,
+        "Mem-α Tables 6 and 7 rebuilt: the training sets built again from their sources",
+        None,
+        _nothing,
+        needs="memalpha.build",
+        settings=table_settings,
+        inputs=table_inputs,
     ),
     ReportPlan(
         CONTROLS_TABLE,

@@ -140,6 +140,7 @@ ABLATION_TABLES = {"memalpha_table4": "memalpha", "memalpha_table9": "mab"}
 
 
 KEYWORDS_TABLE = "memalpha_keywords"  # Figure 4's keyword golds rebuilt (the `keywords` block)
+BUILD_TABLE = "memalpha_data"  # the training sets rebuilt from their sources (`memalpha.build`)
 
 
 # each trained job's recipe beside the paper's and the official script's, key by key

@@ -167,6 +167,29 @@ def keywords_work(pricing: Pricing, settings: dict[str, Any]) -> Work | None:
     return [(sum(int(count[0]) for count in counts), [call])]
 
 
+# the questions the official filters ask (all of a source's, an upper bound: the closed-book
+# filter skips long golds): SQuAD v1.1's and HotpotQA's train sets as published, and the PerLTQA
+# paper's count; a PerLTQA question comes with its character's whole context (Table 6: 23.3
+# chunks of 517 tokens)
+FILTER_QUESTIONS = {"squad": 87_599, "hotpotqa": 90_447, "perltqa": 8_593}
+PERLTQA_CONTEXT_TOKENS = 12_000
+
+
+def build_filter_work(settings: dict[str, Any]) -> Work | None:
+    """Mem-α's rebuilt sets: one call per question a group's official filter asks."""
+    from memrl.data.memalpha_build.conversations import ANSWERABILITY_PROMPT
+    from memrl.data.memalpha_build.documents import CLOSED_BOOK_SYSTEM
+
+    questions = FILTER_QUESTIONS.get(settings["group"])
+    if questions is None:
+        return None
+    if settings["filter"] == "closed_book":
+        prompt = template_tokens(CLOSED_BOOK_SYSTEM) + QUESTION_TOKENS
+    else:
+        prompt = template_tokens(ANSWERABILITY_PROMPT) + PERLTQA_CONTEXT_TOKENS + QUESTION_TOKENS
+    return [(questions, [(prompt, settings["max_tokens"])])]
+
+
 def inference_work(
     rule: str, settings: dict[str, Any], pricing: Pricing
 ) -> tuple[str | None, Work | None]:
@@ -178,6 +201,8 @@ def inference_work(
         return pricing.systems[settings["system"]]["model"], memorize_work(pricing, settings)
     if rule == "rebuild_keywords":
         return settings["model"], keywords_work(pricing, settings)
+    if rule == "memalpha_filter" and settings.get("filter"):
+        return settings["model"], build_filter_work(settings)
     if rule == "rescore" and "model" in settings["scorer"]:
         return settings["scorer"]["model"], rejudge_work(pricing, settings)
     if rule == "judge_probe":

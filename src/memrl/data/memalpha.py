@@ -80,6 +80,39 @@ def instances_by_source(path: str | Path) -> dict[str, list[dict[str, Any]]]:
     return grouped
 
 
+def write_instances(path: str | Path, rows: list[dict[str, Any]]) -> None:
+    """Instances (lists and dicts as built) to a parquet in the released schema, atomically."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from memrl.data.io import atomic_path
+
+    encoded = [
+        {
+            "instance_id": row["instance_id"],
+            "prompt": row["prompt"],
+            "chunks": json.dumps(row["chunks"], ensure_ascii=False),
+            "questions_and_answers": json.dumps(row["questions_and_answers"], ensure_ascii=False),
+            "data_source": row["data_source"],
+            "metadata": json.dumps(row.get("metadata", {}), ensure_ascii=False),
+            "num_chunks": len(row["chunks"]),
+            "num_questions": len(row["questions_and_answers"]),
+        }
+        for row in rows
+    ]
+    text = ("prompt", "chunks", "questions_and_answers", "data_source", "metadata")
+    schema = pa.schema(
+        [
+            ("instance_id", pa.int64()),
+            *((name, pa.string()) for name in text),
+            ("num_chunks", pa.int64()),
+            ("num_questions", pa.int64()),
+        ]
+    )
+    with atomic_path(Path(path)) as tmp:
+        pq.write_table(pa.Table.from_pylist(encoded, schema=schema), tmp)
+
+
 def _instance(raw: dict[str, Any], index: int, where: str) -> dict[str, Any]:
     source = raw["data_source"]
     if not isinstance(source, str) or source not in QUERY_PROMPTS:

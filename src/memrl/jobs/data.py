@@ -9,7 +9,7 @@ import statistics
 from typing import Any
 
 from memrl.config.settings import official_file_key, source_key
-from memrl.jobs.common import build_engine, log, require_rows
+from memrl.jobs.common import ask_in_waves, build_engine, log, require_rows
 from memrl.models import load_counting_tokenizer, load_tokenizer
 from memrl.tracking.record import JobRecord
 
@@ -78,7 +78,7 @@ def cmd_synthesize(args: argparse.Namespace, run: JobRecord) -> None:
 def cmd_filter(args: argparse.Namespace, run: JobRecord) -> None:
     from memrl.data.io import read_jsonl, write_json_atomic, write_jsonl_atomic
     from memrl.engines.base import SamplingParams
-    from memrl.train.filter import filter_questions
+    from memrl.train.filter import against_appendix, filter_questions
 
     s = args.settings
     model_dirs = dict(pair.split("=", 1) for pair in args.model)
@@ -102,6 +102,15 @@ def cmd_filter(args: argparse.Namespace, run: JobRecord) -> None:
         )
         require_rows(kept, src, f"{split} question passed the filter")
         write_jsonl_atomic(dst, kept)
+        report[split]["appendix_a3"] = checked = against_appendix(report[split], kept)
+        log.info(
+            "%s: %.0f %% dropped (A.3: about 50 %%, %s); kept rows %s tokens on average "
+            "(A.3: 28K for 200 articles, 32K for stage I)",
+            split,
+            100 * (checked["dropped_share"] or 0),
+            "holds" if checked["dropped_share_holds"] else "does not hold",
+            f"{checked['mean_tokens']:,.0f}" if checked["mean_tokens"] else "no",
+        )
         run.log_metrics({f"{split}.{k}": v for k, v in report[split].items() if isinstance(v, int)})
     write_json_atomic(args.report, report)
 
@@ -386,56 +395,28 @@ def _instance_labels(
 def _extract_keywords(
     summaries: dict[str, str], labels: dict[str, str], s: dict[str, Any], args: argparse.Namespace
 ) -> dict[str, str]:
-    """Each summary's reply (by the original's key), in waves appended to a partial file that
-    a rerun of the same settings resumes from: a damaged line of it is dropped with a warning
-    (memrl.evaluation.load_finished) and asked again. A failed request, or a refused reply of a
-    model that can reproduce the paper, is not kept and fails the job (naming it by `labels`),
-    whose rerun asks only for them."""
+    """Each summary's reply (by the original's key), asked in resumable waves (ask_in_waves).
+    Snakemake deletes a failed job's outputs: the replies so far live beside them, under a name
+    that changes with the settings (model, prompt, sampling), so a changed rerun starts over. A
+    model that can reproduce the paper must reply with the keyword list the prompt asks for."""
     from memrl.data import keywords as kw
-    from memrl.data.io import append_jsonl, json_digest
-    from memrl.engines.base import ChatRequest, SamplingParams
-    from memrl.evaluation import load_finished
-    from memrl.progress import progress
+    from memrl.data.io import json_digest
+    from memrl.engines.base import ChatRequest
 
-    # Snakemake deletes a failed job's outputs: the replies so far live beside them, under a
-    # name that changes with the settings (model, prompt, sampling), so a changed rerun starts over
-    digest = json_digest(s)[:12]
-    partial = args.out.with_name(f"{args.out.name}.{digest}.partial")
-    done = {r["key"]: r["reply"] for r in load_finished(partial, ("key", "reply"))}
-    todo = [key for key in summaries if key not in done]
-    if todo:
-        engine = build_engine(args.model, s["engine"], args.log)
-        sampling = SamplingParams(**s["sampling"])
-        failed = []
-        with progress(f"keywords {s['set']}", len(summaries), len(done), "summary") as bar:
-            for start in range(0, len(todo), s["wave_size"]):
-                wave = todo[start : start + s["wave_size"]]
-                requests = [
-                    ChatRequest(
-                        kw.messages(s["prompt"], s["kind"], summaries[key]), s["max_tokens"]
-                    )
-                    for key in wave
-                ]
-                answered = []
-                for key, completion in zip(wave, engine.chat(requests, sampling), strict=True):
-                    if completion.failed:
-                        failed.append(f"{labels[key]}: {completion.error}")
-                    elif s["reproduces"] and (why := kw.reply_problem(completion.text)):
-                        failed.append(f"{labels[key]}: reply refused, {why}")
-                    else:
-                        answered.append({"key": key, "reply": completion.text})
-                append_jsonl(partial, answered)
-                done.update((r["key"], r["reply"]) for r in answered)
-                bar.advance(len(wave))
-        if failed:
-            for failure in failed:
-                log.warning("keyword request of %s", failure)
-            more = f"; and {len(failed) - 3} more (each in the log)" if failed[3:] else ""
-            raise SystemExit(
-                f"{len(failed)} keyword request(s) failed (a rerun retries only them): "
-                + "; ".join(failed[:3])
-                + more
-            )
-    replies = {key: done[key] for key in summaries}
+    partial = args.out.with_name(f"{args.out.name}.{json_digest(s)[:12]}.partial")
+    requests = {
+        key: ChatRequest(kw.messages(s["prompt"], s["kind"], summary), s["max_tokens"])
+        for key, summary in summaries.items()
+    }
+    replies = ask_in_waves(
+        requests,
+        partial,
+        lambda: build_engine(args.model, s["engine"], args.log),
+        s,
+        "keyword",
+        f"keywords {s['set']}",
+        labels,
+        kw.reply_problem if s["reproduces"] else None,
+    )
     partial.unlink(missing_ok=True)
     return replies

@@ -22,6 +22,7 @@ from memrl.report.custom import CUSTOM_TABLES
 from memrl.report.keywords import KEYWORDS_TABLES
 from memrl.report.memagent_probe import PROBE_TABLES
 from memrl.report.memagent_tables import MEMAGENT_TABLES
+from memrl.report.memalpha_data import DATA_TABLES
 from memrl.report.memalpha_tables import MEMALPHA_TABLES
 from memrl.report.memory_patterns import PATTERNS_TABLES
 from memrl.report.niah_config import NIAH_CONFIG_TABLES
@@ -47,6 +48,7 @@ PAPER_TABLES = gathered(
     PATTERNS_TABLES,
     MEMALPHA_TABLES,
     KEYWORDS_TABLES,
+    DATA_TABLES,
     SUITES_TABLES,
     CONTROLS_TABLES,
     PROTOCOLS_TABLES,

@@ -25,6 +25,8 @@ CURVE_PANELS = (
 
 
 CLIPFRAC_LOWER = "pg_clipfrac_lower"  # drawn dotted in the clip-fraction panel when present
+VAL_REWARD = "val_reward"  # a validated step's score, drawn as squares in the first panel
+VAL_LEGEND = "validation: the training verifier on held-out rows"
 MEMALPHA_CURVE_PANELS = (  # Mem-α's GRPO: each reward term, KL, the memory's size
     ("r1_mean", "r1: QA correctness"),
     ("r2_mean", "r2: tool-call success"),
@@ -43,14 +45,16 @@ def read_training_curve(
 ) -> dict[str, list[float]]:
     """Per-step columns of a `train_metrics.jsonl` (one JSON object per training step).
 
-    Returns "step" (the record's `step`, else its 0-based position), the `panels`' keys and
-    CLIPFRAC_LOWER when every record has it. Steps must increase. Errors name the file and the
-    line (counted over non-blank lines, as iter_jsonl reads them).
+    Returns "step" (the record's `step`, else its 0-based position), the `panels`' keys,
+    CLIPFRAC_LOWER when every record has it, and "val_step"/VAL_REWARD for the validated steps.
+    Steps must increase. Errors name the file and the line (counted over non-blank lines, as
+    iter_jsonl reads them).
     """
     path = Path(path)
     keys = [key for key, _ in panels]
     columns: dict[str, list[float]] = {"step": [], **{key: [] for key in keys}}
     lower: list[float] = []
+    validated: dict[str, list[float]] = {"val_step": [], VAL_REWARD: []}
     for line, record in enumerate(iter_jsonl(path), start=1):
         where = f"{path}: line {line}"
         missing = [key for key in keys if key not in record]
@@ -67,10 +71,15 @@ def read_training_curve(
             columns[key].append(number(record[key], f"{where}: {key!r}"))
         if CLIPFRAC_LOWER in record:
             lower.append(number(record[CLIPFRAC_LOWER], f"{where}: {CLIPFRAC_LOWER!r}"))
+        if VAL_REWARD in record:
+            validated["val_step"].append(step)
+            validated[VAL_REWARD].append(number(record[VAL_REWARD], f"{where}: {VAL_REWARD!r}"))
     if not columns["step"]:
         raise ValueError(f"{path}: no training step recorded (empty metrics file)")
     if len(lower) == len(columns["step"]):
         columns[CLIPFRAC_LOWER] = lower
+    if validated["val_step"]:
+        columns.update(validated)
     return columns
 
 
@@ -124,6 +133,9 @@ def plot_training_curve(
                 ax.axvline(offset - 0.5, color="grey", linestyle=":", linewidth=0.8)
         if CLIPFRAC_LOWER in curve and clip_panel is not None:
             clip_panel.plot(steps, curve[CLIPFRAC_LOWER], ":", color=colour)
+        if VAL_REWARD in curve:
+            validated = [offset + step for step in curve["val_step"]]
+            axes[0].plot(validated, curve[VAL_REWARD], "--s", color=colour, fillstyle="none")
         offset = (max(steps) if steps else offset - 1) + 1
     for ax, (_, ylabel) in zip(axes, panels, strict=True):
         ax.set_ylabel(ylabel)
@@ -133,6 +145,10 @@ def plot_training_curve(
     consecutive = " (one after another, dotted at each start)" if len(curves) > 1 else ""
     axes[-1].set_xlabel(f"Training step{consecutive}")
     handles, labels = axes[0].get_legend_handles_labels()
+    if any(VAL_REWARD in curve for curve in curves.values()):
+        marker = {"linestyle": "--", "marker": "s", "fillstyle": "none"}
+        handles.append(Line2D([], [], color="black", label=VAL_LEGEND, **marker))
+        labels.append(VAL_LEGEND)
     if clip_panel is not None and any(CLIPFRAC_LOWER in curve for curve in curves.values()):
         handles += [
             Line2D([], [], color="black", linestyle="-", label="clip fraction"),

@@ -9,8 +9,9 @@ Chunks a chapter needs (`min_chunks`):
 - the paper: 10-20 ("we segment each chapter into 10-20 conversational chunks");
 - the official script, which made the released set: 5-20.
 
-The gold is the chapter's first summary, replaced by its keyword list (Figure 4's prompt,
-`memrl.data.keywords`) where one is given, joined by ", " as the released set stores it.
+The gold is the chapter's first summary. Given the keyword rebuild's lists (Figure 4's prompt,
+`memrl.data.keywords`), it is the chapter's list, joined by ", " as the released set stores it,
+and a chapter without one is left out: a summary gold cannot be scored by keyword hits.
 """
 
 from __future__ import annotations
@@ -48,6 +49,7 @@ def booksum_instances(
     where: str,
     min_chunks: int = MIN_CHUNKS["official"],
     keywords: Mapping[str, Sequence[str]] | None = None,
+    chunk_tokens: int = CHUNK_TOKENS,
 ) -> list[dict[str, Any]]:
     """BookSum's chapters (`text`, `summary`, `book_title`, `chapter_id`) as instances; `keywords`
     maps a summary to its keyword gold."""
@@ -55,13 +57,15 @@ def booksum_instances(
     for n, row in enumerate(rows):
         at = f"{where}: row {n}"
         text = str(field(row, "text", at))
-        pieces = pack_sentences(text, count, CHUNK_TOKENS) if count(text) > CHUNK_TOKENS else [text]
+        pieces = pack_sentences(text, count, chunk_tokens) if count(text) > chunk_tokens else [text]
         if not min_chunks <= len(pieces) <= MAX_CHUNKS:
             continue
         dates = _reading_dates(len(pieces), rng)
         chunks = [_reading(piece, date) for piece, date in zip(pieces, dates, strict=True)]
         summary = _summary(field(row, "summary", at), f"{at}, summary")
-        keyworded = keywords is not None and summary in keywords
+        if keywords is not None and summary not in keywords:
+            continue
+        keyworded = keywords is not None
         gold = ", ".join(keywords[summary]) if keyworded else summary
         pair = {"question": QUESTION.format(first=dates[0], last=dates[-1]), "answer": gold}
         metadata = {

@@ -72,6 +72,7 @@ def pubmed_instances(
     instances: int = 100,
     chunks_per_instance: int = 10,
     questions: int = 100,
+    chunk_tokens: tuple[int, int] = PUBMED_CHUNK_TOKENS,
 ) -> list[dict[str, Any]]:
     """PubMed-RCT's sentences (`text`, numeric `labels`) as instances: every sentence is used
     once, by a chunk or as a question, in one seeded order."""
@@ -81,7 +82,7 @@ def pubmed_instances(
     for _ in range(instances):
         chunks = []
         for k in range(chunks_per_instance):
-            text, stream = _pubmed_chunk(samples, stream, count, rng.randint(*PUBMED_CHUNK_TOKENS))
+            text, stream = _pubmed_chunk(samples, stream, count, rng.randint(*chunk_tokens))
             if not text:
                 break
             chunks.append(dialogue_chunk(text, k, rng, CLASSIFICATION_TEMPLATES, gap="\n\n"))
@@ -170,6 +171,7 @@ def ttl_instances(
     instances: int = 200,
     chunks_per_instance: int = 10,
     held_out: int = 100,
+    tokens: int = TTL_TOKENS,
 ) -> list[dict[str, Any]]:
     """`instances` instances of one TTL source (`name`: NLU or TREC-C) from its row (`ttl_rows`)."""
     if questions not in QUESTIONS:
@@ -178,7 +180,7 @@ def ttl_instances(
     if not examples:
         raise SourceError(f"{name} ({row['source']}): its context holds no labelled example")
     mean = sum(count(text) for text, _ in examples) / len(examples)
-    needed = max(chunks_per_instance, int(TTL_TOKENS / mean))
+    needed = max(chunks_per_instance, int(tokens / mean))
     built = []
     for _ in range(instances):
         chosen = rng.sample(range(len(examples)), min(needed, len(examples)))

@@ -9,7 +9,7 @@
 - **PerLTQA** (the release's `perltmem_en.json` and `perltqa_en.json`). One instance a
   character, one chunk an event with its dialogues, at most 30 chunks. The questions are those
   on events and dialogues (profile questions excluded), at most 100 a character. The official
-  script then keeps those GPT-4.1 answers with the full context (`answerable`), needing 20.
+  script first keeps those GPT-4.1 answers with the full context (`perltqa_kept`), needing 20.
 """
 
 from __future__ import annotations
@@ -33,10 +33,16 @@ LME_PROMPT = (
     "I will provide you with the conversation history between the user and the assistant and I "
     "need you to remember the details of the conversation for future reference."
 )
+# the official answerability filter's question (GPT-4.1, temperature 0)
+ANSWERABILITY_PROMPT = (
+    "Given the following context, please answer this question. Only output the answer without "
+    "saying anything else.\n\nContext:\n{context}\n\nQuestion: {question}\n\nAnswer:"
+)
 LME_CONTEXT_TOKENS = (10_000, 30_000)
 LME_CHUNK_TOKENS = 2048
-LME_CHUNK_CLOSE = 1800  # a chunk this long is closed
-LME_HEADER_ROOM = 150  # a turn longer than the chunk limit less this is cut between sentences
+# of a chunk's limit: a chunk this long is closed (1,800 of 2,048); a turn longer than the limit
+# less the header's room (150 of 2,048) is cut between sentences
+LME_CLOSE_SHARE, LME_ROOM_SHARE = 1800 / 2048, 150 / 2048
 PERLTQA_MAX_CHUNKS = 30
 PERLTQA_MIN_ANSWERABLE = 20
 MAX_QUESTIONS = 100
@@ -50,6 +56,8 @@ def lme_train_instances(
     exclude: Collection[str] = (),
     samples: int = 50,
     per_sample: int = 4,
+    context_tokens: tuple[int, int] = LME_CONTEXT_TOKENS,
+    chunk_tokens: int = LME_CHUNK_TOKENS,
 ) -> list[dict[str, Any]]:
     """LongMemEval's oracle questions as `samples` contexts of `per_sample` questions each; a
     question whose id or text is in `exclude` (MemoryAgentBench's) is never drawn."""
@@ -60,9 +68,9 @@ def lme_train_instances(
     for start in range(0, len(order) - per_sample + 1, per_sample):
         group = order[start : start + per_sample]
         sessions = _sessions(group)
-        chunks = lme_chunks(sessions, count)
+        chunks = lme_chunks(sessions, count, chunk_tokens)
         tokens = sum(count(chunk) for chunk in chunks)
-        if not LME_CONTEXT_TOKENS[0] <= tokens <= LME_CONTEXT_TOKENS[1]:
+        if not context_tokens[0] <= tokens <= context_tokens[1]:
             continue
         pairs = [{"question": q["question"], "answer": q["answer"]} for q in group]
         metadata = {
@@ -106,20 +114,24 @@ def _sessions(group: Iterable[Mapping[str, Any]]) -> list[tuple[str, list[tuple[
     return sorted(seen.values(), key=lambda session: session[0])
 
 
-def lme_chunks(sessions: Sequence[tuple[str, list[tuple[str, str]]]], count: Count) -> list[str]:
-    """Sessions as chunks: each cut into segments of at most 2,048 tokens, the segments merged
-    until a chunk reaches 1,800 tokens (never past 2,048)."""
+def lme_chunks(
+    sessions: Sequence[tuple[str, list[tuple[str, str]]]],
+    count: Count,
+    limit: int = LME_CHUNK_TOKENS,
+) -> list[str]:
+    """Sessions as chunks: each cut into segments of at most `limit` (2,048) tokens, the segments
+    merged until a chunk reaches 1,800 tokens (never past 2,048)."""
     chunks: list[str] = []
     current = ""
     for date, turns in sessions:
-        for segment in _segments(date, turns, count):
+        for segment in _segments(date, turns, count, limit):
             candidate = f"{current}{SEPARATOR}{segment}" if current else segment
             tokens = count(candidate)
-            if tokens > LME_CHUNK_TOKENS:
+            if tokens > limit:
                 if current:
                     chunks.append(current)
                 current = segment
-            elif tokens >= LME_CHUNK_CLOSE:
+            elif tokens >= limit * LME_CLOSE_SHARE:
                 chunks.append(candidate)
                 current = ""
             else:
@@ -129,15 +141,15 @@ def lme_chunks(sessions: Sequence[tuple[str, list[tuple[str, str]]]], count: Cou
     return chunks
 
 
-def _segments(date: str, turns: Sequence[tuple[str, str]], count: Count) -> list[str]:
-    """One session rendered in segments of at most 2,048 tokens, each under its header. A user
+def _segments(date: str, turns: Sequence[tuple[str, str]], count: Count, limit: int) -> list[str]:
+    """One session rendered in segments of at most `limit` tokens, each under its header. A user
     turn that would end a segment opens the next one, beside the answer it asked for."""
     header = f"[Dialogue at timestamp {date}]"
-    lines = [line for role, text in turns for line in _cut(role, text, count)]
+    lines = [line for role, text in turns for line in _cut(role, text, count, limit)]
     segments: list[str] = []
     current: list[str] = []
     for line in lines:
-        if current and count("\n".join([header, *current, line])) > LME_CHUNK_TOKENS:
+        if current and count("\n".join([header, *current, line])) > limit:
             carried = (
                 [current.pop()] if current[-1].startswith("<User>") and len(current) > 1 else []
             )
@@ -149,10 +161,10 @@ def _segments(date: str, turns: Sequence[tuple[str, str]], count: Count) -> list
     return segments
 
 
-def _cut(role: str, text: str, count: Count) -> list[str]:
+def _cut(role: str, text: str, count: Count, chunk_limit: int) -> list[str]:
     """A turn as `<Role>text` lines, a long turn cut between sentences, a long sentence between
     words."""
-    limit = LME_CHUNK_TOKENS - LME_HEADER_ROOM
+    limit = int(chunk_limit * (1 - LME_ROOM_SHARE))
     line = f"<{role}>{text}"
     if count(line) <= limit:
         return [line]
@@ -176,13 +188,10 @@ def _words(text: str, count: Count, limit: int) -> list[str]:
 def perltqa_instances(
     memories: Sequence[Mapping[str, Any]],
     questions: Sequence[Mapping[str, Any]],
-    rng: random.Random,
     where: str,
-    answerable: Mapping[str, str] | None = None,
 ) -> list[dict[str, Any]]:
-    """PerLTQA's characters as instances: `memories` are perltmem's records, `questions`
-    perltqa's; `answerable` maps a question to GPT-4.1's full-context reply (the official
-    filter), None keeps every question."""
+    """PerLTQA's characters as instances, before the filter: `memories` are perltmem's records,
+    `questions` perltqa's."""
     built = []
     for n, memory in enumerate(memories):
         at = f"{where} (memories): row {n}"
@@ -191,17 +200,31 @@ def perltqa_instances(
             _event_chunk(name, event_id, event, memory.get("dialogues") or {}, f"{at}, events")
             for event_id, event in (field(memory, "events", at) or {}).items()
         ]
-        if not chunks or len(chunks) > PERLTQA_MAX_CHUNKS:
-            continue
         pairs = _perltqa_pairs(name, questions)
-        if answerable is not None:
-            pairs = [kept for pair in pairs if (kept := answerable_pair(pair, answerable))]
-            if len(pairs) < PERLTQA_MIN_ANSWERABLE:
-                continue
-        if pairs:
-            pairs = capped(pairs, MAX_QUESTIONS, rng)
+        if chunks and pairs and len(chunks) <= PERLTQA_MAX_CHUNKS:
             built.append(instance("perltqa", MEMORY_PROMPT, chunks, pairs, {"character": name}))
     return built
+
+
+def perltqa_kept(
+    instances: Sequence[Mapping[str, Any]],
+    replies: Sequence[Mapping[str, str]] | None,
+    rng: random.Random,
+    min_answerable: int = PERLTQA_MIN_ANSWERABLE,
+) -> list[dict[str, Any]]:
+    """The instances after the answerability filter (`replies`: each instance's full-context
+    replies by question; None: no filter), those with too few answerable questions dropped,
+    each capped at 100 questions."""
+    kept = []
+    for n, row in enumerate(instances):
+        pairs = row["questions_and_answers"]
+        if replies is not None:
+            pairs = [k for pair in pairs if (k := answerable_pair(pair, replies[n]))]
+            if len(pairs) < min_answerable:
+                continue
+        pairs = capped(pairs, MAX_QUESTIONS, rng)
+        kept.append({**row, "questions_and_answers": pairs, "num_questions": len(pairs)})
+    return kept
 
 
 def _event_chunk(

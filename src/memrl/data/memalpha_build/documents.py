@@ -35,6 +35,11 @@ from memrl.data.memalpha_build.common import (
     pack,
 )
 
+# the official filter's closed-book question, with thinking on (its replies' </think> cut off)
+CLOSED_BOOK_SYSTEM = (
+    "You are a helpful assistant. Answer the question as accurately as possible. Be brief, only "
+    "output the answer without any other text."
+)
 CHUNK_TOKENS = (100, 2048)  # each chunk's budget, drawn uniformly
 SHORT_GOLD = 5  # closed-book filter: golds of fewer tokens are asked; longer ones are dropped
 MAX_QUESTIONS = 100
@@ -50,6 +55,7 @@ def squad_instances(
     where: str,
     chunks_per_instance: int = 10,
     min_questions: int = 50,
+    chunk_tokens: tuple[int, int] = CHUNK_TOKENS,
 ) -> list[dict[str, Any]]:
     """SQuAD's rows (`context`, `question`, `answers.text`) as instances, before the filter."""
     by_context: dict[str, list[dict[str, Any]]] = {}
@@ -61,7 +67,7 @@ def squad_instances(
         pair = {"question": str(field(row, "question", at)), "answer": str(answers[0])}
         by_context.setdefault(str(field(row, "context", at)), []).append(pair)
     texts = list(by_context)
-    groups = pack(texts, count, rng, *CHUNK_TOKENS)
+    groups = pack(texts, count, rng, *chunk_tokens)
     built = []
     for start in range(0, len(groups), chunks_per_instance):
         batch = groups[start : start + chunks_per_instance]
@@ -87,6 +93,8 @@ def hotpotqa_instances(
     rng: random.Random,
     where: str,
     min_questions: int = 30,
+    instance_tokens: int = HOTPOT_INSTANCE_TOKENS,
+    chunk_tokens: tuple[int, int] = CHUNK_TOKENS,
 ) -> list[dict[str, Any]]:
     """HotpotQA's rows (`question`, `answer`, `context`, `supporting_facts`) as instances, before
     the filter."""
@@ -109,11 +117,11 @@ def hotpotqa_instances(
     if not articles:
         raise SourceError(f"{where}: no articles")
     mean = sum(count(_article(t, x)) for t, x in articles.items()) / len(articles)
-    k = max(1, int(HOTPOT_INSTANCE_TOKENS / mean))
+    k = max(1, int(instance_tokens / mean))
     built = []
     for titles, group in _question_groups(questions, k):
         if len(group) >= min_questions:
-            built.append(_hotpot_instance(titles, group, articles, count, rng))
+            built.append(_hotpot_instance(titles, group, articles, count, rng, chunk_tokens))
     return built
 
 
@@ -148,9 +156,10 @@ def _hotpot_instance(
     articles: Mapping[str, str],
     count: Count,
     rng: random.Random,
+    chunk_tokens: tuple[int, int],
 ) -> dict[str, Any]:
     texts = [_article(title, articles[title]) for title in titles]
-    packed = pack(texts, count, rng, *CHUNK_TOKENS)
+    packed = pack(texts, count, rng, *chunk_tokens)
     chunk_of = {titles[i]: k for k, indices in enumerate(packed) for i in indices}
     chunks = [
         dialogue_chunk(SEPARATOR.join(texts[i] for i in indices), k, rng)
