@@ -293,3 +293,10 @@ def test_a_rebuild_the_config_cannot_make_is_refused_naming_its_key(smoke, chang
     change(config)
     with pytest.raises(ConfigError, match=error):
         plan.check_build(config)
+
+
+def test_the_released_checkpoints_plan_rebuilds_no_training_set():
+    released = load_config([REPO / "config/config.yaml", REPO / "config/eval-released.yaml"])
+    assert not released["memalpha"]["training"]["runs"]
+    assert plan.build_groups(released) == []
+    assert report_inputs(released, BUILD_TABLE) == []

@@ -83,11 +83,13 @@ def test_slurm_profile_plans_every_paper_job(repo):
     assert done.returncode == 0, done.stderr
     counts = job_counts(done.stdout)
     # HotpotQA x2, SQuAD, DocQA, essays, 7 LongBench configs, Memalpha train, validation and the
-    # full training set (Table 6), MAB
-    assert counts["download_data"] == 16
-    # gpt-4.1-mini, gpt-5.1, gpt-4o: their tokenizer; not Qwen2.5-7B base, which only the filter
-    # asks
-    assert counts["download_model"] == 19
+    # full training set (Table 6), MAB; Mem-α's training sources (memalpha.build: SQuAD train,
+    # PerLTQA x2, LongMemEval's oracle, MAB's TTL rows, PubMed-RCT, BookSum x2)
+    assert counts["download_data"] == 24
+    assert counts["memalpha_source"] == counts["memalpha_filter"] == 7
+    # gpt-4.1 (PerLTQA's filter), gpt-4.1-mini, gpt-5.1, gpt-4o: their tokenizer; not Qwen2.5-7B
+    # base, which only the filter asks
+    assert counts["download_model"] == 20
     # MemAgent's released questions (train, dev) and evaluation sets, one per length
     n_docs = load_config([repo / "config/config.yaml"])["ruler_hqa"]["n_docs"]
     assert counts["download_official_hqa"] == 2 + len(n_docs) == counts["official_eval_set"] + 2
@@ -141,10 +143,10 @@ def test_slurm_profile_plans_every_paper_job(repo):
     assert counts["train_memalpha"] == counts["plot_memalpha_training_curve"] == 5
     assert "eval/mab/memalpha-4b-released/0.memories.jsonl" in done.stdout
     assert counts["merge_eval"] == 46 and counts["evaluate_shard"] == 4 * 46
-    # MemAgent's 10, its recipes and failure patterns, Mem-α's 9 and recipes, the controls, the
-    # protocols, the scorers, the seeds (the released checkpoints' 3), the papers' sentences and
-    # the suites; 8 figures and the frontier
-    assert counts["make_table"] == 12 + 10 + 6 and counts["plot_figure"] == 8 + 1
+    # MemAgent's 10, its recipes and failure patterns, Mem-α's 9, its recipes and its rebuilt
+    # sets, the controls, the protocols, the scorers, the seeds (the released checkpoints' 3),
+    # the papers' sentences and the suites; 8 figures and the frontier
+    assert counts["make_table"] == 12 + 11 + 6 and counts["plot_figure"] == 8 + 1
     # scores without regenerating: the whole reply on the four trained or released MemAgents'
     # RULER-HQA (10 lengths) and LongBench-QA, Mem-α's two under its baselines' protocol on
     # both Mem-α benchmarks, and GPT-4o judging every system there with a judged (LongMemEval)
@@ -733,7 +735,7 @@ def test_smoke_records_one_mlflow_child_run_per_job(smoke):
     # the example: 2 copies, 2 checks, 16 evaluations, 3 memorize jobs, its table; the second
     # config: 1 evaluation (the copy and check of its dataset are the example's), its table
     assert len(own_data) == 24 + 2
-    assert len(children) == len(runs) - 3 - len(own_data) == len(records) == 207  # all but `all`
+    assert len(children) == len(runs) - 3 - len(own_data) == len(records) == 230  # all but `all`
     readme = docs_text(Path(__file__).resolve().parents[1])
     # the README's smoke job count: the quickstart, the speed table, what was verified
     assert readme.count(f"{len(records) + 1} jobs") == 3

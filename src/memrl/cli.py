@@ -327,7 +327,7 @@ COMMANDS: dict[str, Command] = {
         named("out"),
     ),
     "memalpha-sets": Command(
-        "Mem-α's rebuilt training and validation sets: the 90 % cut and the cap of 100",
+        "Mem-α's rebuilt training and validation sets: each group cut, then capped at 100",
         cmd_memalpha_sets,
         {"--kept": {"nargs": "+"}, "--train": {}, "--validation": {}},
         named("kept"),

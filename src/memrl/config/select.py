@@ -176,7 +176,8 @@ def _narrow_rescore(
 
 
 def _keep_evaluated_runs(config: dict[str, Any]) -> None:
-    """Drop the training runs whose checkpoint no selected system evaluates."""
+    """Drop the training runs whose checkpoint no selected system evaluates, and with the last
+    Mem-α run the rebuild of its training sets (`memalpha.build`)."""
     evaluated = {system["model"] for system in config["evaluation"]["systems"].values()}
     training = config["training"]
     training["runs"] = {name: run for name, run in training["runs"].items() if name in evaluated}
@@ -188,3 +189,5 @@ def _keep_evaluated_runs(config: dict[str, Any]) -> None:
         memalpha_training["runs"] = {
             name: run for name, run in memalpha_training["runs"].items() if name in evaluated
         }
+        if not memalpha_training["runs"]:
+            config["memalpha"].pop("build", None)
