@@ -609,3 +609,35 @@ def test_a_training_curve_says_whether_its_run_can_reproduce(repo):
     paper = cfg.load_config([repo / "config/config.yaml"])
     settings = cfg.training_curve_settings(paper, next(iter(cfg.memagent_runs(paper))))
     assert settings["machinery_only"] is False and settings["labels"] == ["stage I", "stage II"]
+
+
+def test_the_papers_turn_counts_are_set_against_their_arithmetic():
+    from memrl.report.trace import paper_turns, turns
+
+    assert turns(105) == 106
+    niah, training = paper_turns()
+    assert "105 memory updates and 106 turns" in niah and "holds counting with the answer" in niah
+    # a 32K training context: 7 updates, 8 turns with the answer: "5 to 7" counts updates alone
+    assert "7 memory updates and 8 turns" in training and training.endswith("updates alone.")
+    assert "holds in no reading" in paper_turns(chunk_tokens=1000)[1]  # 33 updates
+
+
+def test_a_case_study_gives_its_samples_turns_and_the_papers():
+    from memrl.report.trace import case_study, render_html, render_markdown
+
+    prediction = {
+        "index": 0,
+        "input": "Q?",
+        "answers": ["Paris"],
+        "pred": "Paris",
+        "score": 1.0,
+        "memory_trace": [{"chunk": 1, "memory": "Paris."}],
+        "n_chunks": 3,
+    }
+    study = case_study(prediction)
+    markdown = render_markdown([study], "Case studies")
+    assert "- **Turns:** 4: 3 memory updates, then the answer" in markdown
+    assert "The papers' turn counts:" in markdown and "more than 100 turns at 512K" in markdown
+    assert "<dt>Turns</dt><dd>4: 3 memory updates, then the answer</dd>" in render_html(
+        [study], "Case studies"
+    )

@@ -32,6 +32,14 @@ from memrl.report.html_page import html_document, prose
 from memrl.scoring.evidence import evidence_pattern, evidence_strings, memory_pattern, replay
 
 DEFAULT_FIRST = 5  # samples per task when none are named
+# The papers' turn counts, a turn being one conversation (a memory update, or the final answer),
+# each at its context length in tokens, with MemAgent's 5,000-token chunks: (statement, tokens,
+# the turns it allows)
+PAPER_CHUNK_TOKENS = 5000
+PAPER_TURNS = (
+    ("seed 000 (NIAH): more than 100 turns at 512K", 524_288, range(101, 10**6)),
+    ("seed 001: 5 to 7 turns for a training context of about 32K", 32_768, range(5, 8)),
+)
 SNIPPET_CHARS = 160  # context kept on each side of the first evidence hit in a gold chunk
 ONLY = ("all", "correct", "wrong", "failed")
 Only = Literal["all", "correct", "wrong", "failed"]
@@ -63,6 +71,27 @@ def memory_after_chunks(trace: Sequence[Mapping[str, Any]], n_chunks: int) -> li
 
 
 # --- where the gold evidence is --------------------------------------------------------------
+
+
+def turns(updates: int) -> int:
+    """A sample's turns: one conversation per chunk read (a memory update), then the answer."""
+    return updates + 1
+
+
+def paper_turns(chunk_tokens: int = PAPER_CHUNK_TOKENS) -> list[str]:
+    """Each of the papers' turn counts set against the arithmetic at its length: the updates
+    (one a chunk), with the answer and without it."""
+    lines = []
+    for statement, tokens, allowed in PAPER_TURNS:
+        updates = -(-tokens // chunk_tokens)
+        readings = {"with the answer": turns(updates), "updates alone": updates}
+        held = [name for name, n in readings.items() if n in allowed]
+        verdict = f"holds counting {' or '.join(held)}" if held else "holds in no reading"
+        lines.append(
+            f"{statement}: {tokens:,} tokens in {chunk_tokens:,}-token chunks make {updates} "
+            f"memory updates and {turns(updates)} turns with the answer; it {verdict}."
+        )
+    return lines
 
 
 def find_evidence(
@@ -352,6 +381,7 @@ def _summary(study: CaseStudy) -> list[tuple[str, str]]:
     n_read = study.n_read or 0
     of = f" of {study.n_chunks}" if study.n_chunks is not None else ""
     facts.append(("Chunks", f"{n_read}{of} read (numbered from 0)"))
+    facts.append(("Turns", f"{turns(n_read)}: {n_read} memory updates, then the answer"))
     listed = ", ".join(map(str, changed)) if changed else "none"
     facts.append(("Memory changed after", f"{len(changed)} chunk(s): {listed}"))
     if study.evidence is None:
@@ -459,7 +489,7 @@ def render_markdown(studies: Sequence[CaseStudy], title: str, banner: str = "") 
     if not studies:
         lines += ["No sample was selected.", ""]
     lines += [f"- {_md_inline(_heading(s))}" for s in studies]
-    lines.append("")
+    lines += ["", "The papers' turn counts:", "", *(f"- {line}" for line in paper_turns()), ""]
     body = [render_markdown_study(s) for s in studies]
     return "\n".join(lines + body).rstrip("\n") + "\n"
 
@@ -564,8 +594,10 @@ def render_html(studies: Sequence[CaseStudy], title: str, banner: str = "") -> s
     body = "\n".join(render_html_study(s) for s in studies)
     empty = "" if studies else "<p>No sample was selected.</p>"
     top = f'<p class="banner">{prose(banner)}</p>\n' if banner else ""
+    counts = "".join(f"<li>{esc(line)}</li>" for line in paper_turns())
+    papers = f"<p>The papers' turn counts:</p>\n<ul>{counts}</ul>\n"
     return html_document(
-        title, _CSS, f"<h1>{esc(title)}</h1>\n{top}{empty}<ul>\n{items}\n</ul>\n{body}"
+        title, _CSS, f"<h1>{esc(title)}</h1>\n{top}{empty}<ul>\n{items}\n</ul>\n{papers}{body}"
     )
 
 
