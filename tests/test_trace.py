@@ -612,7 +612,7 @@ def test_a_training_curve_says_whether_its_run_can_reproduce(repo):
 
 
 def test_the_papers_turn_counts_are_set_against_their_arithmetic():
-    from memrl.report.trace import paper_turns, turns
+    from memrl.report.turns import paper_turns, turns
 
     assert turns(105) == 106
     niah, training = paper_turns()
