@@ -70,9 +70,9 @@ def squad_rows(contexts: int, questions: int, tokens: int = 3000) -> list[dict]:
 
 def test_squad_packs_ten_chunks_an_instance_and_points_each_question_to_its_context():
     built = documents.squad_instances(squad_rows(25, 5), count, rng(), "squad")
-    assert [row["num_chunks"] for row in built] == [10, 10]  # the last 5 chunks hold 25 questions
+    assert [len(row["chunks"]) for row in built] == [10, 10]  # the last 5 chunks hold 25 questions
     first = built[0]
-    assert first["data_source"] == "squad" and first["num_questions"] == 50
+    assert first["data_source"] == "squad" and len(first["questions_and_answers"]) == 50
     for pair in first["questions_and_answers"]:
         context = pair["question"][1:].split(".")[0]
         assert f"c{context} " in first["chunks"][pair["evidence_idx"]]
@@ -101,11 +101,14 @@ def test_the_filter_caps_questions_and_drops_thin_instances():
         for p in row["questions_and_answers"]
     }
     kept = documents.filtered(built, replies, count, rng(), min_questions=30)
-    assert [row["num_questions"] for row in kept] == [100, 100]  # 120 and 120, less a0's 12
+    assert [len(row["questions_and_answers"]) for row in kept] == [
+        100,
+        100,
+    ]  # 120 and 120, less a0's 12
     assert all(p["answer"] != "a0" for row in kept for p in row["questions_and_answers"])
     assert documents.filtered(built, replies, count, rng(), min_questions=101) == []
     unfiltered = documents.filtered(built, None, count, rng(), min_questions=30)
-    assert [row["num_questions"] for row in unfiltered] == [100, 100]
+    assert [len(row["questions_and_answers"]) for row in unfiltered] == [100, 100]
 
 
 def hotpot_rows(blocks: int, per_block: int = 30, titles: int = 10) -> list[dict]:
@@ -133,7 +136,11 @@ def hotpot_rows(blocks: int, per_block: int = 30, titles: int = 10) -> list[dict
 
 def test_hotpotqa_groups_questions_while_their_articles_fit_in_k():
     built = documents.hotpotqa_instances(hotpot_rows(3), count, rng(), "hotpotqa")
-    assert [row["num_questions"] for row in built] == [30, 30, 30]  # k = 10 000 / 1 000
+    assert [len(row["questions_and_answers"]) for row in built] == [
+        30,
+        30,
+        30,
+    ]  # k = 10 000 / 1 000
     for row in built:
         for pair in row["questions_and_answers"]:
             b, q = (int(part) for part in pair["question"][1:-1].split("."))
@@ -158,7 +165,7 @@ def pubmed_rows(n: int, tokens: int = 180) -> list[dict]:
 def test_pubmed_uses_each_sentence_once_with_numeric_labels():
     rows = pubmed_rows(2000)
     built = classification.pubmed_instances(rows, count, rng(), "pubmed", instances=3)
-    assert len(built) == 3 and {row["num_chunks"] for row in built} == {10}
+    assert len(built) == 3 and {len(row["chunks"]) for row in built} == {10}
     seen: list[str] = []
     for row in built:
         for chunk in row["chunks"]:
@@ -213,7 +220,7 @@ def test_every_ttl_instance_holds_every_label(questions):
     assert trec["source"] == "icl_trec_coarse_6600shot_balance" and len(trec["examples"]) == 120
     built = classification.ttl_instances("TREC-C", trec, count, rng(), questions, instances=5)
     for row in built:
-        assert row["num_chunks"] == 10 and row["data_source"] == trec["source"]
+        assert len(row["chunks"]) == 10 and row["data_source"] == trec["source"]
         labels = set(re.findall(r"Label: (\d+)", "\n".join(row["chunks"])))
         assert labels == {str(k) for k in range(6)}
         asked = [p["question"] for p in row["questions_and_answers"]]
@@ -260,7 +267,7 @@ def test_lme_train_draws_four_unseen_questions_a_context_of_10k_to_30k_tokens():
     )
     assert len(built) == 5
     for row in built:
-        assert row["num_questions"] == 4
+        assert len(row["questions_and_answers"]) == 4
         ids = row["metadata"]["question_ids"]
         assert not {"q3", "q7"} & set(ids)
         tokens = sum(count(chunk) for chunk in row["chunks"])
@@ -333,7 +340,7 @@ def perltqa_rows(characters: int, events: int = 3) -> tuple[list[dict], list[dic
 def test_perltqa_builds_one_instance_a_character_without_profile_questions():
     memories, questions = perltqa_rows(2)
     built = conversations.perltqa_instances(memories, questions, "perltqa")
-    assert [row["num_chunks"] for row in built] == [3, 3]
+    assert [len(row["chunks"]) for row in built] == [3, 3]
     first = built[0]
     assert first["chunks"][0].startswith(
         "The following is the event happened about the user Person0 on 2021-03-01:\n"
@@ -358,7 +365,9 @@ def test_perltqa_keeps_characters_with_enough_answerable_questions():
         [{"question": "What did Person0 do?", "answer": "slept", "memory_type": "events"}]
     ]
     assert conversations.perltqa_kept(built, replies, rng(), min_answerable=2) == []
-    assert [r["num_questions"] for r in conversations.perltqa_kept(built, None, rng())] == [2, 2]
+    assert [
+        len(r["questions_and_answers"]) for r in conversations.perltqa_kept(built, None, rng())
+    ] == [2, 2]
 
 
 def test_the_answerability_filter_keeps_the_parts_of_a_gold_found():
@@ -383,12 +392,12 @@ def booksum_rows(n: int, sentences: int = 10, tokens: int = 1500) -> list[dict]:
 def test_booksum_reads_a_chapter_in_dated_chunks_and_asks_for_its_summary():
     rows = booksum_rows(2) + booksum_rows(1, sentences=6)
     built = booksum.booksum_instances(rows, count, rng(), "booksum")
-    assert [row["num_chunks"] for row in built] == [10, 10, 6]
+    assert [len(row["chunks"]) for row in built] == [10, 10, 6]
     assert built[1]["questions_and_answers"][0]["answer"] == "summary 1"
     # with the keyword rebuild's lists, a chapter without one ("summary 1") is left out
     keywords = {"summary 0": ["Anna", "the train"]}
     built = booksum.booksum_instances(rows, count, rng(), "booksum", keywords=keywords)
-    assert [row["num_chunks"] for row in built] == [10, 6]
+    assert [len(row["chunks"]) for row in built] == [10, 6]
     assert {row["metadata"]["gold"] for row in built} == {"keywords"}
     first = built[0]
     dates = re.findall(r"\[Event happened on (\S+) The user", "\n".join(first["chunks"]))
@@ -399,7 +408,7 @@ def test_booksum_reads_a_chapter_in_dated_chunks_and_asks_for_its_summary():
         "answer": "Anna, the train",
     }
     paper = booksum.booksum_instances(rows, count, rng(), "b", booksum.MIN_CHUNKS["paper"])
-    assert [row["num_chunks"] for row in paper] == [10, 10]  # the paper's 10-20 chunks
+    assert [len(row["chunks"]) for row in paper] == [10, 10]  # the paper's 10-20 chunks
 
 
 # Table 6's instances per source (train + validation): what each builder yields at full size

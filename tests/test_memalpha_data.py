@@ -68,7 +68,7 @@ def test_each_group_builds_from_its_packaged_source(
     if group == "lme_train":
         files["exclude"] = [fixture_path("memalpha/mab.parquet")]
     rows = build(tokenizer_dir, tmp_path / "out.jsonl", group, settings(smoke, group), **files)
-    assert rows and all(row["num_chunks"] == len(row["chunks"]) for row in rows)
+    assert rows and all(row["chunks"] and row["questions_and_answers"] for row in rows)
     asked = [pair["question"] for row in rows for pair in row["questions_and_answers"]]
     if group == "lme_train":  # MemoryAgentBench's own question is never drawn
         assert "What did I buy after asking for condo advice?" not in asked

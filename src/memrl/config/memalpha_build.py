@@ -97,7 +97,6 @@ def source_settings(config: dict[str, Any], group: str) -> dict[str, Any]:
         "ttl_questions": spec["ttl_questions"],
         "seed": config["seed"],
         "params": {k: v for k, v in _params(config, group).items() if k not in FILTER_PARAMS},
-        "sources": list(spec["sources"][group]),
         "mab_sources": [s for s in config["memalpha"]["mab"]["sources"] if "longmemeval" in s],
     }
 

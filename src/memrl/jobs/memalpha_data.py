@@ -14,8 +14,6 @@ from typing import Any
 from memrl.jobs.common import ask_in_waves, build_engine, log
 from memrl.tracking.record import JobRecord
 
-MIN_KEPT = {"squad": 30, "hotpotqa": 10}  # questions an instance needs after the filter
-
 
 def counter(tokenizer_dir: Path) -> Callable[[str], int]:
     """A text's token count under the tokenizer (repeated texts counted once)."""
@@ -171,9 +169,10 @@ def cmd_memalpha_filter(args: argparse.Namespace, run: JobRecord) -> None:
 
     s = args.settings
     built = read_jsonl(args.built)
+    count = counter(args.tokenizer)
     partial = _partial(args.out, s)
-    replies = _filter_replies(built, s, args, partial) if s["filter"] else None
-    kept = _kept(s, built, replies, args)
+    replies = _filter_replies(built, s, args, count, partial) if s["filter"] else None
+    kept = _kept(s, built, replies, count)
     if not kept:
         raise SystemExit(f"{args.built}: no instance of {s['group']} survives its filter")
     write_jsonl_atomic(args.out, kept)
@@ -183,14 +182,14 @@ def cmd_memalpha_filter(args: argparse.Namespace, run: JobRecord) -> None:
 
 
 def _kept(
-    s: Mapping[str, Any], built: list[dict], replies: Any, args: argparse.Namespace
+    s: Mapping[str, Any], built: list[dict], replies: Any, count: Callable[[str], int]
 ) -> list[dict[str, Any]]:
     from memrl.data.memalpha_build import conversations, documents
 
     rng = group_rng(s["seed"], s["group"], "filter")
-    if s["group"] in MIN_KEPT:
-        minimum = s["params"].get("min_kept", MIN_KEPT[s["group"]])
-        return documents.filtered(built, replies, counter(args.tokenizer), rng, minimum)
+    if s["group"] in documents.MIN_KEPT:
+        minimum = s["params"].get("min_kept", documents.MIN_KEPT[s["group"]])
+        return documents.filtered(built, replies, count, rng, minimum)
     if s["group"] == "perltqa":
         minimum = s["params"].get("min_answerable", conversations.PERLTQA_MIN_ANSWERABLE)
         per_instance = (
@@ -214,7 +213,7 @@ def _partial(out: Path, s: Mapping[str, Any]) -> Path:
     return out.with_name(f"{out.name}.{json_digest(s)[:12]}.partial")
 
 
-def _closed_book_requests(built: list[dict], s: Mapping[str, Any], args: argparse.Namespace):
+def _closed_book_requests(built: list[dict], s: Mapping[str, Any], count: Callable[[str], int]):
     """Each short-gold question alone, under the official filter's system prompt."""
     from memrl.data.memalpha_build.documents import CLOSED_BOOK_SYSTEM, closed_book_questions
     from memrl.engines.base import ChatRequest
@@ -222,11 +221,11 @@ def _closed_book_requests(built: list[dict], s: Mapping[str, Any], args: argpars
     system = {"role": "system", "content": CLOSED_BOOK_SYSTEM}
     return {
         q: ChatRequest((system, {"role": "user", "content": q}), s["max_tokens"])
-        for q in closed_book_questions(built, counter(args.tokenizer))
+        for q in closed_book_questions(built, count)
     }
 
 
-def _answerability_requests(built: list[dict], s: Mapping[str, Any], args: argparse.Namespace):
+def _answerability_requests(built: list[dict], s: Mapping[str, Any], _count: Callable[[str], int]):
     """Each question with its instance's whole context, keyed "<instance>\t<question>"."""
     from memrl.data.memalpha_build.conversations import ANSWERABILITY_PROMPT
     from memrl.engines.base import ChatRequest
@@ -246,11 +245,15 @@ REQUESTS = {"closed_book": _closed_book_requests, "answerability": _answerabilit
 
 
 def _filter_replies(
-    built: list[dict], s: Mapping[str, Any], args: argparse.Namespace, partial: Path
+    built: list[dict],
+    s: Mapping[str, Any],
+    args: argparse.Namespace,
+    count: Callable[[str], int],
+    partial: Path,
 ) -> dict[str, str]:
     """The model's replies the filter reads (closed-book, or with the instance's context), asked
     in resumable waves; a thinking model's `</think>` part is cut off."""
-    requests = REQUESTS[s["filter"]](built, s, args)
+    requests = REQUESTS[s["filter"]](built, s, count)
     labels = {key: f"{s['group']} instance {key.replace(chr(9), ': ')}" for key in requests}
     replies = ask_in_waves(
         requests,

@@ -174,15 +174,14 @@ def instance(
     pairs: Sequence[Mapping[str, Any]],
     metadata: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """One instance in the released parquet's schema (lists and dicts not yet JSON-encoded)."""
+    """One instance in the released parquet's schema (lists and dicts not yet JSON-encoded; the
+    counts `num_chunks` and `num_questions` are derived when it is written)."""
     return {
         "prompt": prompt,
         "chunks": list(chunks),
         "questions_and_answers": [dict(pair) for pair in pairs],
         "data_source": source,
         "metadata": dict(metadata or {}),
-        "num_chunks": len(chunks),
-        "num_questions": len(pairs),
     }
 
 

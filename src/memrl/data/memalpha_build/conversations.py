@@ -223,7 +223,7 @@ def perltqa_kept(
             if len(pairs) < min_answerable:
                 continue
         pairs = capped(pairs, MAX_QUESTIONS, rng)
-        kept.append({**row, "questions_and_answers": pairs, "num_questions": len(pairs)})
+        kept.append({**row, "questions_and_answers": pairs})
     return kept
 
 

@@ -46,6 +46,7 @@ MAX_QUESTIONS = 100
 MAX_CHUNKS = 20
 QUESTION_TOKENS = 2048  # SQuAD: longer questions are dropped
 HOTPOT_INSTANCE_TOKENS = 10_000  # HotpotQA: the articles an instance holds, in tokens
+MIN_KEPT = {"squad": 30, "hotpotqa": 10}  # the questions an instance needs after the filter
 
 
 def squad_instances(
@@ -216,6 +217,6 @@ def filtered(
             or closed_book_keeps(pair["answer"], replies.get(pair["question"]), count)
         ]
         pairs = capped(pairs, MAX_QUESTIONS, rng)
-        if len(pairs) >= min_questions and row["num_chunks"] <= MAX_CHUNKS:
-            kept.append({**row, "questions_and_answers": pairs, "num_questions": len(pairs)})
+        if len(pairs) >= min_questions and len(row["chunks"]) <= MAX_CHUNKS:
+            kept.append({**row, "questions_and_answers": pairs})
     return kept
