@@ -10,6 +10,7 @@ import torch
 from memrl.train.algorithms import (
     agg_token_mean,
     broadcast_to_conversations,
+    final_answer_kl,
     group_advantages,
     low_var_kl,
     policy_loss,
@@ -134,3 +135,18 @@ def test_group_advantage_divided_by_the_unbiased_group_std():
     # a: mean 1, unbiased std 1; b: all equal -> 0; singleton c: mean 0, std 1
     expected = [0.0, -1.0 / (1 + 1e-6), 1.0 / (1 + 1e-6), 0.0, 0.0, 5.0 / (1 + 1e-6)]
     torch.testing.assert_close(adv, torch.tensor(expected))
+
+
+def test_algorithm_1s_kl_sums_over_each_final_answers_tokens():
+    """d_g: low_var_kl of the final answer's tokens only, summed (padding and memory updates
+    count for nothing); a trajectory whose answer was left out gets 0."""
+    old = torch.tensor([[0.0, -1.0, 0.0], [-0.5, 0.0, 0.0], [-2.0, -1.0, -0.5]])
+    ref = torch.tensor([[-1.0, 0.0, 0.0], [0.5, 0.0, 0.0], [-2.0, 0.0, 0.5]])
+    mask = torch.tensor([[1.0, 1.0, 0.0], [1.0, 0.0, 0.0], [1.0, 1.0, 1.0]])
+    index = torch.tensor([0, 0, 1])
+    kl = final_answer_kl(old, ref, mask, index, [False, True, False], 3)
+
+    def k3(o: float, r: float) -> float:
+        return math.exp(r - o) - (r - o) - 1
+
+    torch.testing.assert_close(kl, torch.tensor([k3(-0.5, 0.5), 0.0, 0.0]))

@@ -167,6 +167,50 @@ def test_a_mini_batch_without_tokens_is_no_update(model):
     assert update_policy(model, optimizer, experience, [0], PAD, settings()) is None
 
 
+@pytest.mark.parametrize("kl_in_reward", [False, True])
+def test_algorithm_1_moves_the_kl_from_the_loss_into_the_reward(model, kl_in_reward):
+    """With the KL in the reward (Algorithm 1) the advantage is (R - kl_coef d) normalised by the
+    group's mean and std, and the update carries no KL loss: with zero advantages and a
+    reference far from the policy, the loss alone (Eq. 2) moves the weights."""
+    reference, noise = copy.deepcopy(model), torch.Generator().manual_seed(0)
+    with torch.no_grad():
+        for parameter in reference.parameters():
+            parameter.add_(0.05 * torch.randn(parameter.shape, generator=noise))
+    batch = rollout.RolloutBatch(
+        prompt_ids=[[5, 6], [7, 8], [9, 10], [11, 12]],
+        response_ids=[[20, 21], [22], [23, 24, 25], [26]],
+        traj_index=[0, 1, 0, 1],
+        is_final=[False, False, True, True],
+        rewards=[1.0, 0.0],
+        group_ids=[0, 0],
+        failed=[False, False],
+    )
+    kl_coef = 0.5
+    run = settings(kl_in_reward=kl_in_reward, norm_adv_by_std=kl_in_reward, kl_coef=kl_coef)
+    experience, traj_adv, traj_kl = cpu_trainer.build_experience(batch, model, reference, PAD, run)
+    if kl_in_reward:
+        penalised = torch.tensor(batch.rewards) - kl_coef * traj_kl
+        centred = penalised - penalised.mean()
+        torch.testing.assert_close(traj_adv, centred / (penalised.std() + 1e-6))
+        assert float(traj_kl.min()) > 0
+    else:
+        assert traj_kl is None
+        torch.testing.assert_close(traj_adv, torch.tensor([0.5, -0.5]))
+    still = Experience(
+        experience.prompt_ids,
+        experience.response_ids,
+        torch.zeros_like(experience.advantages),
+        experience.old_logp,
+        experience.ref_logp,
+        experience.mask,
+    )
+    before = [p.detach().clone() for p in model.parameters()]
+    optimizer = torch.optim.SGD(model.parameters(), lr=1.0)
+    update_policy(model, optimizer, still, [0, 1, 2, 3], PAD, run)
+    moved = any(not torch.equal(a, b) for a, b in zip(before, model.parameters(), strict=True))
+    assert moved is not kl_in_reward
+
+
 def test_splits_and_question_order_are_deterministic():
     assert mini_batches(7, 3) == [[0, 1, 2], [3, 4], [5, 6]]
     assert mini_batches(2, 4) == [[0], [1], [], []]
@@ -197,6 +241,8 @@ def test_the_training_reward_verifier_defaults_to_the_official_one(monkeypatch):
         "sampling": {"temperature": 1.0, "top_p": 1.0},
         "seed": 0,
         "mini_batches_per_step": 2,
+        "norm_adv_by_std": False,
+        "kl_in_reward": False,
         **{key: getattr(settings(), key) for key in cpu_trainer.ALGORITHM_KEYS},
     }
     assert cpu_trainer.settings_from_job(job).verifier == "official"

@@ -112,14 +112,41 @@ def test_the_two_recipes_differ_where_the_issue_of_each_paper_says():
     }
 
 
+def test_algorithm_1s_recipe_is_the_paper_recipe_with_the_kl_in_the_reward():
+    """training.recipe: algorithm1 drifts from the paper recipe in exactly Algorithm 1's two
+    changes: the KL leaves the loss for the reward, and the advantage is divided by the std."""
+    paper, variant = (
+        {r["run"] + r["stage"]: r["values"] for r in memagent_records(paper_config(name))}
+        for name in ("paper", "algorithm1")
+    )
+    for job, values in variant.items():
+        changed = {key for key in values if values[key] != paper[job][key]}
+        assert changed == {
+            "kl_loss_coef",
+            "kl_in_reward",
+            "kl_reward_coef",
+            "kl_reward_type",
+            "norm_adv_by_std",
+        }
+        assert (values["kl_loss_coef"], values["kl_reward_coef"]) == (0, 1.0e-3)
+    record = memagent_records(paper_config("algorithm1"))[0]
+    said = verdict(record["values"], PAPERS["memagent"]["recipe"], "algorithm1", "rl-memagent-7b",
+                   "stage1")  # fmt: skip
+    assert said == (
+        "4 keys drift from the paper recipe: KL loss coefficient, KL in the reward, "
+        "KL reward coefficient β, advantage ÷ group std"
+    )
+
+
 @pytest.mark.parametrize(
-    ("agent", "recipe"),
-    [("memagent", MEMAGENT), ("memalpha", MEMALPHA)],
-)
-def test_our_verl_overrides_read_back_as_the_jobs_recipe(agent, recipe):
+    ("agent", "recipe", "name"),
+    [("memagent", MEMAGENT, "official"), ("memagent", MEMAGENT, "algorithm1"),
+     ("memalpha", MEMALPHA, "official")],
+)  # fmt: skip
+def test_our_verl_overrides_read_back_as_the_jobs_recipe(agent, recipe, name):
     """The vocabulary's verl keys are the ones our launcher writes: every key read back from a
     paper job's overrides equals its recipe (the context cut is our agent loop's, not verl's)."""
-    config = paper_config()
+    config = paper_config(name) if agent == "memagent" else paper_config()
     if agent == "memagent":
         settings = train_settings(config, "rl-memagent-7b", "stage1")
     else:

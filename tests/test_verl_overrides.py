@@ -215,6 +215,28 @@ def test_paper_settings_give_the_official_run() -> None:
     assert {key: o.get(key) for key in expected} == expected
 
 
+def test_algorithm_1s_recipe_puts_the_kl_in_the_reward_and_divides_by_the_std() -> None:
+    """training.recipe: algorithm1: verl's in-reward KL at the KL factor with the same
+    estimator, no KL loss (verl still loads the reference for the reward), the std division;
+    the paper recipe's other keys unchanged. Mem-α's trainer refuses the switch."""
+    o = as_dict(verl_overrides(paper_settings(recipe="algorithm1"), PATHS))
+    paper = as_dict(verl_overrides(paper_settings(recipe="paper"), PATHS))
+    actor = "actor_rollout_ref.actor"
+    changed = {key: o.get(key) for key in o.keys() | paper.keys() if o.get(key) != paper.get(key)}
+    assert changed == {
+        "algorithm.norm_adv_by_std_in_grpo": "true",
+        "algorithm.use_kl_in_reward": "true",
+        "algorithm.kl_penalty": "low_var_kl",
+        "algorithm.kl_ctrl.type": "fixed",
+        "algorithm.kl_ctrl.kl_coef": "0.001",
+        f"{actor}.use_kl_loss": "false",
+        f"{actor}.kl_loss_coef": "0.0",
+    }
+    memalpha = {**memalpha_paper_settings(), "kl_in_reward": True}
+    with pytest.raises(SettingsError, match="kl_in_reward: Mem-α's trainer takes no KL"):
+        verl_overrides(memalpha, PATHS, MEMALPHA)
+
+
 def test_the_14b_run_and_stage2() -> None:
     o = as_dict(verl_overrides(paper_settings("rl-memagent-14b", "stage2"), PATHS))
     assert o["trainer.nnodes"] == "16"

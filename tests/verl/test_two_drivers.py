@@ -95,7 +95,7 @@ def cpu_driver(tokenizer, policy, new_policy, reference):
     settings = TrainSettings(
         steps=1, rollout_batch=len(ROWS), group_size=GROUP, mini_batches_per_step=1, lr=0.0
     )
-    experience, _ = build_experience(batch, policy, reference, engine.pad_id, settings)
+    experience, _, _ = build_experience(batch, policy, reference, engine.pad_id, settings)
     new_logp, _ = response_log_probs(
         new_policy, batch.prompt_ids, batch.response_ids, engine.pad_id
     )

@@ -99,6 +99,22 @@ def test_memagents_paper_recipe_passes_verls_validation(cwd: Path) -> None:
     )
 
 
+def test_algorithm_1s_recipe_passes_verls_validation_and_keeps_its_reference(cwd: Path) -> None:
+    """training.recipe: algorithm1: verl's checks accept the in-reward KL, build its fixed KL
+    controller at the KL factor, and still load the reference policy (for the reward)."""
+    from verl.trainer.ppo.core_algos import get_kl_controller
+    from verl.trainer.ppo.utils import need_reference_policy
+
+    settings = paper_settings(recipe="algorithm1")
+    config = prepare(compose(verl_overrides(settings, PATHS)), ENV, cwd)
+    verl_validate_config(config, use_reference_policy=True, use_critic=False)
+    assert need_reference_policy(config) and not config.actor_rollout_ref.actor.use_kl_loss
+    algorithm = config.algorithm
+    assert (algorithm.use_kl_in_reward, algorithm.norm_adv_by_std_in_grpo) == (True, True)
+    assert get_kl_controller(algorithm.kl_ctrl).value == settings["kl_coef"]
+    assert algorithm.kl_penalty == "low_var_kl"
+
+
 def test_memalpha_overrides_pass_verls_validation_and_pick_its_trainer(cwd: Path) -> None:
     """Mem-α's GRPO run: verl's own checks and config dataclasses accept it (4 x 8 GPUs,
     32 instances x n 8, 4 instances = 32 rows per update), and the task runner trains it with

@@ -13,6 +13,7 @@ import torch
 verl = pytest.importorskip("verl")
 core_algos = pytest.importorskip("verl.trainer.ppo.core_algos")
 
+from omegaconf import OmegaConf  # noqa: E402
 from verl import DataProto  # noqa: E402
 from verl.workers.config import ActorConfig  # noqa: E402
 
@@ -20,6 +21,7 @@ from memrl.train.algorithms import (  # noqa: E402
     agg_token_mean,
     aggregate,
     broadcast_to_conversations,
+    final_answer_kl,
     group_advantages,
     low_var_kl,
     policy_loss,
@@ -106,6 +108,55 @@ def test_multi_conversation_advantage_matches_verl_v1(seed):
     )
     ours = broadcast_to_conversations(
         group_advantages(torch.tensor(traj_scores), group_ids), conv_traj, mask
+    )
+    torch.testing.assert_close(ours, result.batch["advantages"])
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_algorithm_1s_reward_and_advantage_match_verls_in_reward_kl(seed):
+    """Algorithm 1 (training.recipe: algorithm1): verl's apply_kl_penalty on every row, then the
+    v1 multi-trajectory GRPO with the std division, equal our final-answer KL subtracted from
+    each trajectory's reward before group_advantages(norm_by_std=True)."""
+    from verl.trainer.ppo.ray_trainer import apply_kl_penalty
+
+    v1_utils = pytest.importorskip("verl.trainer.ppo.v1.utils")
+    generator = torch.Generator().manual_seed(seed)
+    n_questions, group, width, beta = 3, 4, 6, 0.05
+    keys, conv_traj, is_final, traj_scores, group_ids = [], [], [], [], []
+    for q in range(n_questions):
+        for session in range(group):
+            traj = len(traj_scores)
+            traj_scores.append(float(torch.randint(0, 2, (1,), generator=generator)))
+            group_ids.append(f"uid{q}")
+            n_conv = int(torch.randint(1, 5, (1,), generator=generator))
+            for index in range(n_conv):
+                keys.append(f"uid{q}_{session}_{index}")
+                conv_traj.append(traj)
+                is_final.append(index == n_conv - 1)
+    rows = len(keys)
+    mask = _mask(generator, rows, width)
+    old = -torch.rand(rows, width, generator=generator) * 3 * mask
+    ref = -torch.rand(rows, width, generator=generator) * 3 * mask
+    index = torch.tensor(conv_traj)
+    scores = torch.tensor(traj_scores)[index]
+    data = DataProto.from_dict(
+        tensors={
+            "token_level_scores": _outcome_rewards(scores, mask),
+            "response_mask": mask,
+            "old_log_probs": old,
+            "ref_log_prob": ref,
+        },
+        non_tensors={"uid": np.array([key.split("_")[0] for key in keys], dtype=object)},
+    )
+    control = core_algos.get_kl_controller(OmegaConf.create({"type": "fixed", "kl_coef": beta}))
+    data, _ = apply_kl_penalty(data, kl_ctrl=control, kl_penalty="low_var_kl")
+    result = v1_utils.compute_advantage_for_multi_trajectories(
+        data, keys, core_algos.AdvantageEstimator.GRPO, norm_adv_by_std_in_grpo=True
+    )
+    kl = final_answer_kl(old, ref, mask, index, is_final, len(traj_scores))
+    rewards = torch.tensor(traj_scores) - beta * kl
+    ours = broadcast_to_conversations(
+        group_advantages(rewards, group_ids, norm_by_std=True), index, mask
     )
     torch.testing.assert_close(ours, result.batch["advantages"])
 

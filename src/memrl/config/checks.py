@@ -512,7 +512,7 @@ def _check_memalpha_window(config: dict[str, Any]) -> None:
 # what a stage must have once its recipe is laid over it (the schema's stage lacks clip_high)
 STAGE_KEYS = ("steps", "rollout_batch", "group_size", "mini_batches_per_step", "lr",
               "warmup_steps", "kl_coef", "clip_low", "clip_high", "clip_c",
-              "filter_groups")  # fmt: skip
+              "filter_groups", "kl_in_reward", "norm_adv_by_std")  # fmt: skip
 
 
 def _check_memagent_recipes(training: dict[str, Any]) -> None:

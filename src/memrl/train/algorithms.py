@@ -145,6 +145,25 @@ def low_var_kl(logp: Tensor, ref_logp: Tensor) -> Tensor:
     return (diff.exp() - diff - 1.0).clamp(-KL_CLAMP, KL_CLAMP)
 
 
+def final_answer_kl(
+    old_logp: Tensor,
+    ref_logp: Tensor,
+    mask: Tensor,
+    traj_index: Tensor,
+    is_final: Sequence[bool],
+    n_traj: int,
+) -> Tensor:
+    """Each trajectory's d_g of Algorithm 1: low_var_kl(π_old ‖ π_ref) summed over its final
+    answer's response tokens (verl's in-reward KL, summed by GRPO over the row it scores); 0 for
+    a trajectory whose answer was empty and left out."""
+    kl = torch.zeros(n_traj)
+    final = torch.tensor(list(is_final), dtype=torch.bool)
+    if not bool(final.any()):
+        return kl
+    per_row = (low_var_kl(old_logp[final], ref_logp[final]) * mask[final]).sum(-1)
+    return kl.index_add_(0, traj_index[final], per_row.float())
+
+
 def warmup_constant_lr(step: int, warmup_steps: int) -> float:
     """LR multiplier: linear warmup step/warmup_steps over the first training steps, then 1.
 

@@ -4,12 +4,13 @@ One training step, as in the official verl fork (MemAgent's official code):
 1. take `rollout_batch` questions (a seeded shuffle per epoch) and run `group_size` MemAgent
    rollouts each with the current policy; every engine call is one training conversation;
 2. reward = boxed verifier on the final answer (`TrainSettings.verifier`, by default the
-   official one); A_i = R_i − group mean, broadcast to every conversation of rollout i;
+   official one); A_i = R_i − group mean, broadcast to every conversation of rollout i
+   (Algorithm 1's variant: R_i − kl_coef × the final answer's KL, divided by the group's std);
 3. old log-probs from the policy before the update, reference log-probs from a frozen copy of the
    initial policy (both without grad);
 4. split the conversations (turn-major order) into `mini_batches_per_step` contiguous
-   mini-batches; per mini-batch: clipped surrogate + kl_coef × low_var_kl, token-mean over the
-   mini-batch, one AdamW step after gradient clipping;
+   mini-batches; per mini-batch: clipped surrogate + kl_coef × low_var_kl (none with the KL in
+   the reward), token-mean over the mini-batch, one AdamW step after gradient clipping;
 5. the LR schedule (constant with linear warmup) advances once per training step.
 
 It runs on CPU in float32 with dropout off. With a `Validation` it scores the policy every
@@ -48,6 +49,7 @@ from memrl.train import TOKEN_MEAN
 from memrl.train.algorithms import (
     aggregate,
     broadcast_to_conversations,
+    final_answer_kl,
     group_advantages,
     low_var_kl,
     policy_loss,
@@ -91,6 +93,9 @@ class TrainSettings:
     generation_batch: int = 8  # HFEngine micro-batch size for rollouts
     micro_batch_rows: int = 8  # conversations per forward/backward pass (memory only)
     norm_adv_by_std: bool = False  # Mem-α's GRPO divides by the group std; MemAgent's does not
+    # Algorithm 1's variant: kl_coef x the final answer's KL to the reference leaves the reward
+    # (no KL loss term then)
+    kl_in_reward: bool = False
     # Mem-α instead updates on a fixed number of rows (official 32): ceil(rows / it) updates
     mini_batch_rows: int | None = None
     loss_agg: str = TOKEN_MEAN  # or ROW_MEAN, Mem-α's Eq. 2 (memalpha.training.loss_agg)
@@ -142,6 +147,8 @@ def settings_from_job(job: dict[str, Any]) -> TrainSettings:
         final_tokens=agent["final_tokens"],
         max_chunks=job["max_chunks"],
         verifier=job.get("verifier", DEFAULT_VERIFIER),
+        norm_adv_by_std=job["norm_adv_by_std"],
+        kl_in_reward=job["kl_in_reward"],
     )
 
 
@@ -237,11 +244,10 @@ def build_experience(
     reference: Any,
     pad_id: int,
     settings: TrainSettings,
-) -> tuple[Experience, Tensor]:
+) -> tuple[Experience, Tensor, Tensor | None]:
     """Advantages and old/reference log-probs of a step's conversations; also the
-    per-trajectory advantages (for logging)."""
-    rewards = torch.tensor(batch.rewards, dtype=torch.float32)
-    traj_adv = group_advantages(rewards, batch.group_ids, norm_by_std=settings.norm_adv_by_std)
+    per-trajectory advantages and, with the KL in the reward, each trajectory's KL (else None),
+    for logging."""
     longest = max((len(r) for r in batch.response_ids), default=0)
     old_parts, ref_parts, mask_parts = [], [], []
     with torch.no_grad():
@@ -256,15 +262,23 @@ def build_experience(
     empty = torch.zeros((0, longest))
     mask = torch.cat(mask_parts) if mask_parts else empty
     index = torch.tensor(batch.traj_index, dtype=torch.long)
+    old_logp = torch.cat(old_parts) if old_parts else empty
+    ref_logp = torch.cat(ref_parts) if ref_parts else empty
+    rewards = torch.tensor(batch.rewards, dtype=torch.float32)
+    traj_kl = None
+    if settings.kl_in_reward:
+        traj_kl = final_answer_kl(old_logp, ref_logp, mask, index, batch.is_final, len(rewards))
+        rewards = rewards - settings.kl_coef * traj_kl
+    traj_adv = group_advantages(rewards, batch.group_ids, norm_by_std=settings.norm_adv_by_std)
     experience = Experience(
         prompt_ids=batch.prompt_ids,
         response_ids=batch.response_ids,
         advantages=broadcast_to_conversations(traj_adv, index, mask),
-        old_logp=torch.cat(old_parts) if old_parts else empty,
-        ref_logp=torch.cat(ref_parts) if ref_parts else empty,
+        old_logp=old_logp,
+        ref_logp=ref_logp,
         mask=mask,
     )
-    return experience, traj_adv
+    return experience, traj_adv, traj_kl
 
 
 def update_policy(
@@ -308,7 +322,8 @@ def update_policy(
         )
         kl_tokens = low_var_kl(logp, experience.ref_logp[micro, :width])
         kl = aggregate(kl_tokens, mask, settings.loss_agg)
-        ((pg + settings.kl_coef * kl) * share).backward()
+        loss_kl = 0.0 if settings.kl_in_reward else settings.kl_coef
+        ((pg + loss_kl * kl) * share).backward()
         metrics["kl"] = float(kl.detach())
         for key in sums:
             sums[key] += metrics[key] * share
@@ -414,7 +429,9 @@ def train_step(
     began = time.perf_counter()
     batch, extra = rollouts(step, rows, engine, reference)
     policy = engine.model
-    experience, traj_adv = build_experience(batch, policy, reference.model, engine.pad_id, settings)
+    experience, traj_adv, traj_kl = build_experience(
+        batch, policy, reference.model, engine.pad_id, settings
+    )
     lr = optimizer.param_groups[0]["lr"]
     weighted = dict.fromkeys(UPDATE_METRICS, 0.0)
     tokens = 0.0
@@ -433,6 +450,8 @@ def train_step(
     return {
         "reward_mean": float(rewards.mean()),
         "advantage_abs_mean": float(traj_adv.abs().mean()),
+        # Algorithm 1's d_g, before its kl_coef, where the KL is in the reward
+        **({} if traj_kl is None else {"reward_kl_mean": float(traj_kl.mean())}),
         **{key: value / tokens if tokens else 0.0 for key, value in weighted.items()},
         "lr": lr,
         "updates": updates,

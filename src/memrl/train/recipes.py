@@ -34,6 +34,8 @@ class RecipeKey:
 ACTOR, ROLLOUT = "actor_rollout_ref.actor", "actor_rollout_ref.rollout"
 EPOCHS, ROLLOUT_N = "trainer.total_epochs", f"{ROLLOUT}.n"
 WARMUP_RATIO = f"{ACTOR}.optim.lr_warmup_steps_ratio"
+KL_IN_REWARD, KL_PENALTY = "algorithm.use_kl_in_reward", "algorithm.kl_penalty"
+KL_CTRL = "algorithm.kl_ctrl"
 KEYS: dict[str, RecipeKey] = {
     "steps": RecipeKey("training steps", "trainer.total_training_steps"),
     "rollout_batch": RecipeKey("prompts per step", "data.train_batch_size"),
@@ -50,8 +52,11 @@ KEYS: dict[str, RecipeKey] = {
     "clip_high": RecipeKey("PPO clip ε_high", f"{ACTOR}.clip_ratio_high"),
     "clip_c": RecipeKey("dual clip c", f"{ACTOR}.clip_ratio_c"),
     "kl_loss_coef": RecipeKey("KL loss coefficient", f"{ACTOR}.kl_loss_coef"),
-    "kl_loss_type": RecipeKey("KL estimator", f"{ACTOR}.kl_loss_type"),
-    "kl_in_reward": RecipeKey("KL in the reward", "algorithm.use_kl_in_reward"),
+    "kl_loss_type": RecipeKey("KL loss estimator", f"{ACTOR}.kl_loss_type"),
+    "kl_in_reward": RecipeKey("KL in the reward", KL_IN_REWARD),
+    # effective values: 0 and None where the KL is not in the reward (verl then reads neither)
+    "kl_reward_coef": RecipeKey("KL reward coefficient β", f"{KL_CTRL}.kl_coef"),
+    "kl_reward_type": RecipeKey("KL estimator in the reward", KL_PENALTY),
     "entropy_coeff": RecipeKey("entropy bonus", f"{ACTOR}.entropy_coeff"),
     "loss_agg": RecipeKey("loss aggregation", f"{ACTOR}.loss_agg_mode"),
     "adv_estimator": RecipeKey("advantage estimator", "algorithm.adv_estimator"),
@@ -92,6 +97,7 @@ def job_recipe(settings: Mapping[str, Any], agent: str) -> dict[str, Any]:
     reference trainer reshuffles the rows each epoch and has no dynamic sampling."""
     facts = AGENT_FACTS[agent]
     verl = settings["backend"] == "verl"
+    in_reward = settings.get("kl_in_reward", False)  # Algorithm 1: the KL goes into the reward
     batch, group = settings["rollout_batch"], settings["group_size"]
     if "mini_batch_rows" in settings:  # Mem-α: rows per update, verl's ppo_mini_batch_size x n
         mini_batch = settings["mini_batch_rows"] // group
@@ -110,13 +116,15 @@ def job_recipe(settings: Mapping[str, Any], agent: str) -> dict[str, Any]:
         "clip_low": settings["clip_low"],
         "clip_high": settings["clip_high"],
         "clip_c": settings["clip_c"],
-        "kl_loss_coef": settings["kl_coef"],
+        "kl_loss_coef": 0 if in_reward else settings["kl_coef"],
         "kl_loss_type": "low_var_kl",
-        "kl_in_reward": False,
+        "kl_in_reward": in_reward,
+        "kl_reward_coef": settings["kl_coef"] if in_reward else 0,
+        "kl_reward_type": "low_var_kl" if in_reward else None,
         "entropy_coeff": 0,
         "loss_agg": settings.get("loss_agg", TOKEN_MEAN),
         "adv_estimator": "grpo",
-        "norm_adv_by_std": facts["norm_adv_by_std"],
+        "norm_adv_by_std": settings.get("norm_adv_by_std", facts["norm_adv_by_std"]),
         "dynamic_sampling": bool(verl and settings["filter_groups"]),
         "shuffle": facts["verl_shuffle"] if verl else True,
         "context_truncation": facts["context_truncation"],
@@ -277,7 +285,9 @@ def from_verl(
 ) -> dict[str, Any]:
     """The recipe values a flat verl config sets (keys it leaves to verl's defaults are absent;
     `read_from`: a verl base's keys of its own, memrl.train.verl_defaults). A KL loss switched
-    off reads as coefficient 0; `total_training_steps: null` as unset (epochs decide). A config
+    off reads as coefficient 0; a config that sets an in-reward KL key but leaves the KL out of
+    the reward reads as coefficient 0 and no estimator; `total_training_steps: null` as unset
+    (epochs decide). A config
     none of whose keys is a recipe key stops, naming the file and the keys it can read."""
     by_verl = recipe_keys_by_verl(read_from)
     values = {
@@ -294,6 +304,9 @@ def from_verl(
         )
     if flat.get(f"{ACTOR}.use_kl_loss") is False:
         values["kl_loss_coef"] = 0
+    reward_keys = (KL_IN_REWARD, f"{KL_CTRL}.kl_coef", KL_PENALTY)
+    if any(key in flat for key in reward_keys) and flat.get(KL_IN_REWARD) is not True:
+        values.update(kl_reward_coef=0, kl_reward_type=None)
     if "ppo_mini_batch_size" in values:  # verl's rows: x rollout.n (unset: 1)
         values["mini_batch_rows"] = values["ppo_mini_batch_size"] * (flat.get(ROLLOUT_N) or 1)
     return values
@@ -419,9 +432,10 @@ def verdict(
     stage: str,
 ) -> str:
     """'paper recipe', 'official-script recipe', or 'n keys drift from the <selected> recipe: …'
-    (selected: the recipe the config chose; None for another run's file: the nearer one)."""
+    (selected: the recipe the config chose; None for another run's file, or a recipe of the
+    config's own such as `algorithm1`: the nearer one)."""
     drift = {side: drifts(values, transcription, side, run, stage) for side in SIDES}
-    if selected is None:
+    if selected not in SIDES:
         selected = min(SIDES, key=lambda side: len(drift[side]))
     if not drift[selected]:
         return SIDE_NAMES[selected]

@@ -51,6 +51,8 @@ _COMMON: dict[str, Any] = {
     "kl_loss_coef": 0,  # use_kl_loss: False (kl_loss_coef 0.001 is then never read)
     "kl_loss_type": "low_var_kl",
     "kl_in_reward": False,
+    "kl_reward_coef": 0,  # use_kl_in_reward: False (kl_ctrl.kl_coef 0.001 is then never read)
+    "kl_reward_type": None,  # nor is kl_penalty: kl
     "entropy_coeff": 0,
     "loss_agg": TOKEN_MEAN,
     "adv_estimator": "gae",

@@ -11,6 +11,9 @@ Multi-Conv DAPO as the official run did it (MemAgent's official code, on verl):
   normalisation: A_i = R_i - mean_group(R), broadcast to every conversation of rollout i;
 - token-mean clipped loss (dual clip c) + kl_coef x low_var_kl loss to the reference policy
   (Mem-α: `loss_agg` may take Eq. 2's row mean, seq-mean-token-mean, for both);
+- a MemAgent recipe may take Algorithm 1's variant instead (`kl_in_reward`, `norm_adv_by_std`):
+  kl_coef x low_var_kl of the final answer's tokens subtracted from the reward, no KL loss, and
+  the advantage divided by the group's std;
 - a fixed number of optimizer updates per step: verl splits by rows (conversations), so
   `memrl.verl.trainer.MemAgentTrainer` sends num_mini_batch = train_batch_size /
   ppo_mini_batch_size (the official td_split) instead of a row count; the overrides set
@@ -386,6 +389,32 @@ def hydra_value(value: Any) -> str:
     return f"'{escaped}'"
 
 
+def _advantage_switches(settings: Mapping[str, Any], recipe: Recipe) -> tuple[bool, bool]:
+    """(the advantage divided by the group std, the KL in the reward): the agent's own, or what a
+    MemAgent recipe sets (Algorithm 1's variant: both on). Mem-α's trainer computes its advantage
+    itself and takes no KL into its reward."""
+    norm_by_std = recipe.norm_adv_by_std
+    if "norm_adv_by_std" in settings:
+        norm_by_std = _typed(settings, "norm_adv_by_std", (bool,))
+    in_reward = _typed(settings, "kl_in_reward", (bool,)) if "kl_in_reward" in settings else False
+    if in_reward and recipe.chooses_checkpoint:
+        raise SettingsError(
+            "training settings: kl_in_reward: Mem-α's trainer takes no KL into its reward "
+            "(a MemAgent recipe key)"
+        )
+    return norm_by_std, in_reward
+
+
+def _kl_in_reward(coef: float) -> list[tuple[str, Any]]:
+    """Algorithm 1's KL term: verl subtracts coef x low_var_kl of every response token from the
+    token rewards, and GRPO sums the final answer's (the row it scores) into the reward."""
+    return [
+        ("algorithm.kl_penalty", "low_var_kl"),
+        ("algorithm.kl_ctrl.type", "fixed"),
+        ("algorithm.kl_ctrl.kl_coef", coef),
+    ]
+
+
 def _pairs(settings: Mapping[str, Any], paths: VerlPaths, recipe: Recipe) -> list[tuple[str, Any]]:
     verl = _verl(settings, recipe.verl_keys)
     limits = recipe.limits(settings)
@@ -400,7 +429,9 @@ def _pairs(settings: Mapping[str, Any], paths: VerlPaths, recipe: Recipe) -> lis
     val_n = _int(settings, "validation.n", 1)
     val_temperature, val_top_p = _validation_sampling(settings, every)
     save_freq, kept = _checkpoints(settings, recipe, verl, every, steps)
+    norm_by_std, in_reward = _advantage_switches(settings, recipe)
     kl_coef = _float(settings, "kl_coef", 0.0)
+    loss_kl = 0.0 if in_reward else kl_coef  # Algorithm 1: the KL in the reward, not the loss
     run, stage = _typed(settings, "run", (str,)), _typed(settings, "stage", (str,))
     backend = _get(settings, "backend")
     if backend != "verl":
@@ -410,10 +441,11 @@ def _pairs(settings: Mapping[str, Any], paths: VerlPaths, recipe: Recipe) -> lis
     pairs = [
         ("trainer.use_v1", True),
         ("trainer.v1.trainer_mode", "sync"),
-        # Multi-Conv advantage: exactly `grpo`, no std (memagent §3.7, verl gotcha 1)
+        # Multi-Conv advantage: exactly `grpo`, no std (Eq. 1; Algorithm 1's variant: with std)
         ("algorithm.adv_estimator", "grpo"),
-        ("algorithm.norm_adv_by_std_in_grpo", recipe.norm_adv_by_std),
-        ("algorithm.use_kl_in_reward", False),
+        ("algorithm.norm_adv_by_std_in_grpo", norm_by_std),
+        ("algorithm.use_kl_in_reward", in_reward),
+        *(_kl_in_reward(kl_coef) if in_reward else []),
         ("critic.enable", False),
         # DAPO's dynamic sampling: the recipe's (official: off; MemAgent's paper recipe: on)
         ("algorithm.filter_groups.enable", _typed(settings, "filter_groups", (bool,))),
@@ -450,8 +482,8 @@ def _pairs(settings: Mapping[str, Any], paths: VerlPaths, recipe: Recipe) -> lis
         (f"{actor}.clip_ratio_high", _float(settings, "clip_high", 0.0)),
         (f"{actor}.clip_ratio_c", _float(settings, "clip_c", 1.0)),
         (f"{actor}.entropy_coeff", 0),
-        (f"{actor}.use_kl_loss", kl_coef > 0),  # else verl loads no reference model
-        (f"{actor}.kl_loss_coef", kl_coef),
+        (f"{actor}.use_kl_loss", loss_kl > 0),  # verl loads a reference model for either KL
+        (f"{actor}.kl_loss_coef", loss_kl),
         (f"{actor}.kl_loss_type", "low_var_kl"),
         (f"{actor}.grad_clip", _float(settings, "grad_clip", 0.0)),
         (f"{actor}.optim.lr", _float(settings, "lr", 0.0)),
