@@ -139,6 +139,36 @@ def test_mem_alphas_instances_are_the_papers_tables(paper):
     assert split_instances(published, "mab", ["ruler_qa2_421K", "my_source"]) is None
 
 
+def test_table_5s_example_is_priced_as_the_largest_instance_it_may_be_found_in(paper):
+    """The example's job has one task, the example, whichever source holds it: `memrl cost`
+    prices one instance as large as the largest of the searched sources' (here every source of
+    every split; MemoryAgentBench's LongMemEval, Table 8's 5 instances of 60 questions)."""
+    pricing = Pricing.of(paper, RATE)
+    [job] = [j for j in cfg.eval_jobs(paper) if j.benchmark == "memalpha_example"][:1]
+    assert job.tasks == ("example",)
+    [(n, instance, source)] = job_instances(pricing, cfg.memorize_settings(paper, job))
+    published = pricing.instances
+    sizes = [
+        shape.chunks * shape.chunk_tokens
+        for split in published
+        for _, shape, _ in split_instances(published, split, list(published[split])) or []
+    ]
+    assert n == 1 and instance.chunks * instance.chunk_tokens == max(sizes)
+    narrowed = copy.deepcopy(paper)
+    narrowed["memalpha"]["example"]["sources"] = ["lme_train"]
+    [(_, instance, source)] = job_instances(
+        Pricing.of(narrowed, RATE), cfg.memorize_settings(narrowed, job)
+    )
+    lme_train = [
+        shape
+        for split in published
+        for _, shape, _ in split_instances(published, split, ["lme_train"]) or []
+    ]
+    assert len(lme_train) > 1  # the training and the validation set's
+    assert source == "lme_train"
+    assert instance == max(lme_train, key=lambda shape: shape.chunks * shape.chunk_tokens)
+
+
 def test_each_kind_says_what_one_instance_asks_of_its_models():
     instance = InstanceShape(chunks=3, chunk_tokens=1000, questions=2)
     memagent = {"memory_tokens": 1024, "final_tokens": 512}

@@ -1810,8 +1810,8 @@ def test_memalpha_table5_shows_the_policies_on_the_example_they_memorised_alone(
     condo = {"core": "User looks for a downtown condo.", "semantic": [], "episodic": []}
     other = {"core": "Something else.", "semantic": [], "episodic": []}
     lines = {
-        "memalpha_example/ma": memories("ma", "lme_train", condo),
-        "memalpha_example/q4": memories("q4", "lme_train", other),
+        "memalpha_example/ma": memories("ma", "example", condo),  # its one task
+        "memalpha_example/q4": memories("q4", "example", other),
         "memalpha/gm": memories("gm", "lme_train", other),  # not the example's instance
     }
     paths = []
@@ -1839,16 +1839,20 @@ def test_memalpha_table5_shows_the_policies_on_the_example_they_memorised_alone(
     assert table.attrs["instance"] == "full / lme_train row 41: the paper's example"
     assert table.attrs["notes"][0] == (
         "The paper's example: a user asking for advice on condo living, found by its text "
-        "(condo, noise) in the full split, row 41, and memorised alone by each policy."
+        "(condo, noise) in the full split, row 41 (lme_train), and memorised alone by each "
+        "policy."
     )
 
 
 def test_the_example_is_found_wherever_it_lives_or_its_search_is_named(tmp_path):
-    """Found by its text among one source's instances, in split order: here outside the
-    validation set (the fixture's full training set); written alone in the released schema."""
+    """Found by its text among every source's instances, in split order: here outside the
+    validation set (the fixture's full training set); written alone in the released schema, and
+    read back as the example's one task."""
     import pyarrow.parquet as pq
+    from test_evaluation import CharTokenizer
 
-    from memrl.data.memalpha import instances_by_source
+    from memrl.benchmarks import EXAMPLE_TASK
+    from memrl.benchmarks.memalpha_example import instance_rows
     from memrl.data.memalpha_example import ExampleNotFound, find_example, write_example
     from memrl.data.sources import fixture_path
 
@@ -1856,17 +1860,53 @@ def test_the_example_is_found_wherever_it_lives_or_its_search_is_named(tmp_path)
         split: fixture_path(f"memalpha/{name}.parquet")
         for split, name in (("train", "train"), ("memalpha", "validation"), ("full", "full"))
     }
-    split, row = find_example(splits, "lme_train", ["Condo", "NOISE"])
-    assert split == "full" and row == len(pq.read_table(splits["train"]))  # after the training set
+    split, row, source = find_example(splits, ["Condo", "NOISE"])
+    assert (split, source) == ("full", "lme_train")
+    assert row == len(pq.read_table(splits["train"]))  # after the training set
+    assert find_example(splits, ["condo", "noise"], ["lme_train", "squad"]) == (split, row, source)
     out = tmp_path / "example.parquet"
     write_example(splits[split], row, out)
     assert pq.read_schema(out) == pq.read_schema(splits["full"])
-    [instance] = instances_by_source(out)["lme_train"]
+    [instance] = instance_rows({}, CharTokenizer(), None)(EXAMPLE_TASK, out)
     assert "condo" in " ".join(instance["chunks"]) and instance["index"] == 0
+    assert instance["num_tokens"] == sum(len(chunk) for chunk in instance["chunks"])
+    assert instance["task"] == "lme_train"
     with pytest.raises(ExampleNotFound) as error:
-        find_example({"memalpha": splits["memalpha"]}, "lme_train", ["condo", "noise"])
-    assert "(every one of ['condo', 'noise']) is in no 'lme_train' instance" in str(error.value)
+        find_example({"memalpha": splits["memalpha"]}, ["condo", "noise"])
+    assert "(every one of ['condo', 'noise']) is in no instance of every source" in str(error.value)
     assert f"memalpha ({splits['memalpha']})" in str(error.value)
+    with pytest.raises(ExampleNotFound, match="is in no instance of the sources \\['squad'\\]"):
+        find_example(splits, ["condo", "noise"], ["squad"])
+
+
+def test_an_example_in_two_sources_is_one_instance_by_its_text_else_both_are_named(tmp_path):
+    """The same dialogue in LME-Train and in MemoryAgentBench's LongMemEval is one instance (its
+    first place); two different instances holding the phrases stop the search, naming both."""
+    from memrl.data.memalpha import write_instances
+    from memrl.data.memalpha_example import ExampleNotFound, find_example
+
+    def instance(source: str, text: str) -> dict:
+        return {
+            "instance_id": 0,
+            "prompt": "",
+            "chunks": [text],
+            "questions_and_answers": [{"question": "Where?", "answer": "a condo"}],
+            "data_source": source,
+        }
+
+    dialogue = "<user> I bought a condo; the noise from upstairs keeps me awake."
+    full, mab = tmp_path / "full.parquet", tmp_path / "mab.parquet"
+    write_instances(full, [instance("squad", "An article."), instance("lme_train", dialogue)])
+    write_instances(mab, [instance("longmemeval_s*", dialogue)])
+    splits = {"mab": mab, "full": full}
+    assert find_example(splits, ["condo", "noise"]) == ("mab", 0, "longmemeval_s*")
+    write_instances(mab, [instance("longmemeval_s*", dialogue + " A second session.")])
+    with pytest.raises(ExampleNotFound) as error:
+        find_example(splits, ["condo", "noise"])
+    said = str(error.value)
+    assert "fits 2 instances of every source" in said
+    assert "mab row 0 (longmemeval_s*), full row 1 (lme_train)" in said
+    assert find_example(splits, ["condo", "noise"], ["lme_train"]) == ("full", 1, "lme_train")
 
 
 def test_an_example_no_split_holds_stops_the_plan_naming_what_and_where(repo):
@@ -1880,7 +1920,7 @@ def test_an_example_no_split_holds_stops_the_plan_naming_what_and_where(repo):
     ):
         cfg.check_data(smoke)
     jobs = [j for j in cfg.eval_jobs(smoke) if j.benchmark == "memalpha_example"]
-    assert [(j.system, j.tasks) for j in jobs] == [("memalpha-tiny", ("lme_train",))]
+    assert [(j.system, j.tasks) for j in jobs] == [("memalpha-tiny", ("example",))]
 
 
 @pytest.mark.parametrize("phrases", [["the"], [" "]])
@@ -1891,7 +1931,7 @@ def test_phrases_that_fit_many_instances_stop_the_plan_with_their_count(repo, ph
     smoke = cfg.load_config([repo / "config/smoke.yaml"])
     smoke["memalpha"]["example"]["phrases"] = phrases
     with pytest.raises(
-        cfg.ConfigError, match=r"memalpha\.example: .* fits \d+ 'lme_train' instances \(train row"
+        cfg.ConfigError, match=r"memalpha\.example: .* fits \d+ instances of every source: train"
     ):
         cfg.check_data(smoke)
 

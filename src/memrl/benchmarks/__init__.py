@@ -24,6 +24,7 @@ RULER_HQA_TASK = "hqa"  # RULER-HQA's one task
 PROBE_BENCHMARK = "ruler_hqa_probe"  # Table 4: RULER-HQA, the gold groups at given depths
 CUSTOM_BENCHMARK = "custom"  # one's own datasets (custom.datasets)
 EXAMPLE_BENCHMARK = "memalpha_example"  # Mem-α Table 5: the paper's example (memalpha.example)
+EXAMPLE_TASK = "example"  # its one task: the example, whichever data source it is found in
 # what an evaluation may read
 EVAL_BENCHMARKS = (*BENCHMARKS, PROBE_BENCHMARK, CUSTOM_BENCHMARK, EXAMPLE_BENCHMARK)
 

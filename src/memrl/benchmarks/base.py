@@ -110,8 +110,11 @@ class Benchmark:
       `length`, as `memrl cost` prices it; None where its instances' own shapes size it.
     - `instance_shapes(config, settings)`: for `memrl cost`, (count, (chunks, tokens per chunk,
       questions), source) of the instances an evaluation of its samples made instances reads;
-      None where they are its own instances (sized by the measured split's statistics: those
-      of the split `sized_as` names, that many instances of each source, where it names one).
+      None where they are its own instances, sized by the paper's statistics of the split of
+      its name, each source's instances.
+    - `sized_as(config)`: (count, sources) where its tasks are no data sources: that many
+      instances, each as large as the largest of these sources' in any split the paper sizes
+      (Table 5's example: one, of any source it may be found in).
     - `instances`: its sets are Mem-α instances (chunks, then the questions asked after them),
       read by Mem-α's framework, MEM1 and the Mem-α baselines.
     - `retrieves_documents`: a RAG baseline retrieves whole documents on it (False: fixed chunks;
@@ -153,7 +156,7 @@ class Benchmark:
     instance_shapes: Callable[[Row, Row], list[tuple[int, tuple[int, int, int], str]]] | None = None
     instances: bool = False
     retrieves_documents: bool | None = True
-    sized_as: tuple[str, int] | None = None
+    sized_as: Callable[[Row], tuple[int, list[str]]] | None = None
     pool_docs: int | None = None
     evidence: Evidence | None = None
     read_rows: Callable[[Task, Path, Any], list[Row]] = jsonl_rows

@@ -245,7 +245,7 @@ def _check_probe(config: dict[str, Any]) -> None:
 
 def _check_example(config: dict[str, Any]) -> None:
     """Table 5's example instance: its systems memorise instances (their kind has a memorizer)
-    and its source is a data source of some configured split."""
+    and each source it narrows its search to is a data source of some configured split."""
     spec = config.get("memalpha", {}).get("example")
     if not spec:
         return
@@ -257,9 +257,10 @@ def _check_example(config: dict[str, Any]) -> None:
         if system_kind(system["kind"]).memorizer is None:
             raise ConfigError(f"{key}.systems: {sid!r} ({system['kind']}) memorises no instance")
     splits = memalpha_splits(config)
-    if not any(spec["source"] in config["memalpha"][split]["sources"] for split in splits):
+    held = {source for split in splits for source in config["memalpha"][split]["sources"]}
+    if unknown := [source for source in spec.get("sources", []) if source not in held]:
         raise ConfigError(
-            f"{key}.source: {spec['source']!r} is no data source of the splits {', '.join(splits)}"
+            f"{key}.sources: {unknown} are no data sources of the splits {', '.join(splits)}"
         )
 
 

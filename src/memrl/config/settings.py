@@ -41,10 +41,11 @@ def probe_set_settings(config: dict[str, Any], task: str, n_docs: int) -> dict[s
 
 
 def example_settings(config: dict[str, Any]) -> dict[str, Any]:
-    """Table 5's example job: what it looks for (memalpha.example) and the splits it searches,
-    in order (their files are its inputs, in the same order)."""
+    """Table 5's example job: what it looks for (memalpha.example), the sources it searches
+    where the config narrows them, and the splits it searches, in order (their files are its
+    inputs, in the same order)."""
     spec = config["memalpha"]["example"]
-    found = {key: spec[key] for key in ("what", "phrases", "source")}
+    found = {key: spec[key] for key in ("what", "phrases", "sources") if key in spec}
     return {**found, "splits": memalpha_splits(config)}
 
 

@@ -87,16 +87,33 @@ def split_instances(
     return work
 
 
+def largest_instance(
+    published: dict[str, dict[str, list[float]]], sources: Iterable[str]
+) -> tuple[InstanceShape, str] | None:
+    """The largest instance (chunks x tokens per chunk) of these sources in any split the paper
+    sizes, with its source; None if the paper sizes none of them."""
+    sized = [
+        item
+        for split in published
+        for item in split_instances(published, split, [s for s in sources if s in published[split]])
+        or []
+    ]
+    if not sized:
+        return None
+    _, shape, source = max(sized, key=lambda item: item[1].chunks * item[1].chunk_tokens)
+    return shape, source
+
+
 def job_instances(pricing: Pricing, settings: dict[str, Any]) -> Instances | None:
     """The instances one memorize or evaluate job reads: a benchmark's samples made instances
     as it shapes them (RULER-HQA's), else its own, as the measured split's statistics size them."""
     found = benchmark(settings["benchmark"])
+    if found.sized_as is not None:
+        count, sources = found.sized_as(pricing.config)
+        largest = largest_instance(pricing.instances, sources)
+        return None if largest is None else [(count, *largest)]
     if found.instance_shapes is None:
-        split, count = found.sized_as or (found.name, None)
-        sized = split_instances(pricing.instances, split, settings["tasks"])
-        if sized is None or count is None:
-            return sized
-        return [(count, shape, source) for _, shape, source in sized]
+        return split_instances(pricing.instances, found.name, settings["tasks"])
     shapes = found.instance_shapes
     return [
         (count, InstanceShape(*shape), source)

@@ -300,21 +300,21 @@ def cmd_dataset_stats(args: argparse.Namespace, run: JobRecord) -> None:
 
 
 def cmd_memalpha_example(args: argparse.Namespace, run: JobRecord) -> None:
-    """Mem-α's Table 5 instance: the paper's example found by its text among one source's
-    instances of the splits (settings' order), written alone, and where it was found."""
+    """Mem-α's Table 5 instance: the paper's example found by its text among the instances of
+    the splits (settings' order), written alone, and where it was found."""
     from memrl.data.io import write_json_atomic
     from memrl.data.memalpha_example import ExampleNotFound, find_example, write_example
 
     s = args.settings
     files = dict(zip(s["splits"], args.splits, strict=True))
     try:
-        split, row = find_example(files, s["source"], s["phrases"])
+        split, row, source = find_example(files, s["phrases"], s.get("sources"))
     except ExampleNotFound as exc:
         raise SystemExit(f"config key memalpha.example: {exc}") from None
     write_example(files[split], row, args.data)
-    found = {"split": split, "row": row, **{k: s[k] for k in ("source", "phrases", "what")}}
-    write_json_atomic(args.found, found)
-    log.info("the paper's example: %s row %d (%s)", split, row, files[split])
+    found = {"split": split, "row": row, "source": source, "phrases": s["phrases"]}
+    write_json_atomic(args.found, {**found, "what": s["what"]})
+    log.info("the paper's example: %s row %d, %s (%s)", split, row, source, files[split])
 
 
 def cmd_keywords(args: argparse.Namespace, run: JobRecord) -> None:

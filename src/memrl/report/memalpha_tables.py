@@ -10,7 +10,7 @@ from typing import Any
 
 import pandas as pd
 
-from memrl.benchmarks import EXAMPLE_BENCHMARK
+from memrl.benchmarks import EXAMPLE_BENCHMARK, EXAMPLE_TASK
 from memrl.config import (
     ABLATION_TABLES,
     MEMALPHA_SCORE_TABLES,
@@ -391,7 +391,7 @@ def build_memory_traces(
     )
     shown = {sid for _, sid, _ in columns}
     memorised = [r for r in records if "found" not in r and r["system"] in shown]
-    example = None if found is None else (EXAMPLE_BENCHMARK, found["source"], 0)
+    example = None if found is None else (EXAMPLE_BENCHMARK, EXAMPLE_TASK, 0)
     data: dict[str, list[str]] = {}
     for _, sid, system in columns:
         record = _instance_of(example, spec, [r for r in memorised if r["system"] == sid], sid)
@@ -415,7 +415,8 @@ def build_memory_traces(
         phrases = ", ".join(found["phrases"])
         notes = [
             f"The paper's example: {found['what']}, found by its text ({phrases}) in the "
-            f"{found['split']} split, row {found['row']}, and memorised alone by each policy."
+            f"{found['split']} split, row {found['row']} ({found['source']}), and memorised "
+            "alone by each policy."
         ]
     frame.attrs = {
         "notes": [
