@@ -104,7 +104,7 @@ def measure_step(
 ) -> dict[str, float]:
     """One training step's phases, timed: rollouts, experience, the first mini-batch update."""
     batch, rollout_s = timed(lambda: step_rollouts(repeat, rows, engine, settings))
-    (experience, _), experience_s = timed(
+    (experience, _, _), experience_s = timed(
         lambda: build_experience(batch, policy, reference, engine.pad_id, settings)
     )
     part = mini_batches(batch.n_conversations, settings.mini_batches_per_step)[0]
