@@ -41,8 +41,8 @@ def find_example(
         places = ", ".join(f"{split} row {row} ({source})" for split, row, source in found.values())
         raise ExampleNotFound(
             f"the paper's example (every one of {list(phrases)}) fits {len(found)} instances "
-            f"of {among}: {places}. Give phrases that only the example holds, or the sources "
-            "to search (sources)"
+            f"of {among}: {places}. Give phrases that only the example holds, or name the "
+            "sources to search (its key `sources`)"
         )
     if not found:
         raise ExampleNotFound(
