@@ -39,7 +39,7 @@ mini: $(STAMP) $(VLLM_STAMP)  ## SmolLM2-135M-Instruct through vLLM's CPU build 
 # Images: one per environment, from envs/Containerfile and the environment's lock (envs/README.md).
 # BASE=local builds them on `make base-image`'s Debian base (machines without a container registry).
 IMAGES ?= core infer-cpu train-cpu
-LOCAL_BASE := localhost/memrl-base:bookworm
+LOCAL_BASE := localhost/memrepro-base:bookworm
 ENGINE ?= $(shell command -v podman || command -v docker)
 ifeq ($(BASE),local)
 IMAGE_BASE := --base $(LOCAL_BASE)
@@ -65,7 +65,7 @@ images:  ## each environment's image from its lock (IMAGES="core infer-cpu train
 sif:  ## each image as an apptainer SIF file in containers/ (needs apptainer; a cluster's login node)
 	mkdir -p containers
 	for env in $(IMAGES); do \
-	    $(ENGINE) save --format docker-archive -o containers/$$env.tar localhost/memrl-$$env && \
+	    $(ENGINE) save --format docker-archive -o containers/$$env.tar localhost/memrepro-$$env && \
 	    apptainer build --force containers/$$env.sif docker-archive:containers/$$env.tar || exit 1; \
 	done
 
@@ -76,10 +76,10 @@ container-tests: $(STAMP)  ## the built images: their checks, the podman launche
 	pytest -q -m containers tests/containers
 
 toy: $(STAMP)  ## proof that the CPU trainer learns: SFT warm start vs Multi-Conv DAPO, 4 seeds, ~15 min
-	python -m memrl.toy --config config/toy.yaml --out results/toy
+	python -m memrepro.toy --config config/toy.yaml --out results/toy
 
 toy-memalpha: $(STAMP)  ## proof that Mem-α's GRPO learns: warm start vs 3 (β, γ) runs, 3 seeds, ~25 min
-	python -m memrl.toy --config config/toy_memalpha.yaml --out results/toy_memalpha
+	python -m memrepro.toy --config config/toy_memalpha.yaml --out results/toy_memalpha
 
 bench: $(STAMP)  ## speed figures measured in one run (provenance, planning, synthesis, smoke): ~10 min
 	python scripts/bench.py
@@ -111,7 +111,7 @@ $(VERL_STAMP): envs/train-cpu.lock
 	touch $(VERL_STAMP)
 
 # vLLM's CPU build in a venv of its own (envs/infer-cpu.in says why): the `infer` jobs of
-# `make mini` run its `memrl` launcher, and tests/vllm run the real engines in it.
+# `make mini` run its `memrepro` launcher, and tests/vllm run the real engines in it.
 $(VLLM_STAMP): envs/infer-cpu.lock
 	$(PYTHON) -m venv $(VLLM_VENV)
 	$(ENVTOOL) install infer-cpu --python $(VLLM_VENV)/bin/python

@@ -1,4 +1,4 @@
-# MemRL: MemAgent (then Mem-alpha) from public data to every table and figure.
+# MemRepro: MemAgent (then Mem-alpha) from public data to every table and figure.
 # Run: snakemake --profile profiles/smoke | profiles/local | profiles/slurm  [target]
 from snakemake.utils import min_version
 

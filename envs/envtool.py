@@ -9,10 +9,10 @@ exists, on the host, in conda's post-deploy hook and inside an image's build).
                                        lock-check`); a change in `# via` comments only is printed
     envtool.py install ENV [--python PY]   install the lock into PY's environment (pip,
                                        hash-checked, nothing resolved again), record the lock beside
-                                       it and add the `memrl` launcher
-    envtool.py launcher                write the `memrl` launcher of the running Python's env
+                                       it and add the `memrepro` launcher
+    envtool.py launcher                write the `memrepro` launcher of the running Python's env
     envtool.py check ENV               inside an image or venv: the Python version, `pip freeze`
-                                       equal to the lock, the imports, `memrl --version`
+                                       equal to the lock, the imports, `memrepro --version`
     envtool.py digest ENV              the lock's digest (sha256 of the file)
     envtool.py build ENV [--base IMAGE]    build ENV's image from envs/Containerfile (podman or
                                        docker), labelled with the commit and the lock's digest
@@ -40,7 +40,7 @@ ENVS = Path(__file__).resolve().parent
 REPO = ENVS.parent
 TORCH_CPU_INDEX = "https://download.pytorch.org/whl/cpu"
 PLATFORM = "x86_64-manylinux_2_28"
-LOCK_NAME = "memrl.lock"  # the installed lock's copy in the environment's prefix
+LOCK_NAME = "memrepro.lock"  # the installed lock's copy in the environment's prefix
 PIN = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)(?:\[[^\]]*\])?==([^\s;\\]+)")
 
 
@@ -241,20 +241,20 @@ def install(name: str, python: str) -> None:
         [python, "-c", "import sys; print(sys.prefix)"], capture_output=True, text=True, check=True
     ).stdout.strip()
     shutil.copyfile(lock_file, Path(prefix) / LOCK_NAME)
-    if name != "dev":  # the project virtualenv installs memrl itself (editable)
+    if name != "dev":  # the project virtualenv installs memrepro itself (editable)
         write_launcher(Path(prefix))
 
 
 LAUNCHER = """#!/bin/sh
-# memrl from the working tree ($MEMRL_SRC, else ./src: jobs run in the repository root); the
+# memrepro from the working tree ($MEMREPRO_SRC, else ./src: jobs run in the repository root); the
 # package is not installed in this environment (envs/README.md)
-export PYTHONPATH="${{MEMRL_SRC:-$PWD/src}}${{PYTHONPATH:+:$PYTHONPATH}}"
-exec "{python}" -m memrl.cli "$@"
+export PYTHONPATH="${{MEMREPRO_SRC:-$PWD/src}}${{PYTHONPATH:+:$PYTHONPATH}}"
+exec "{python}" -m memrepro.cli "$@"
 """
 
 
 def write_launcher(prefix: Path) -> None:
-    launcher = prefix / "bin" / "memrl"
+    launcher = prefix / "bin" / "memrepro"
     launcher.write_text(LAUNCHER.format(python=prefix / "bin" / "python"))
     launcher.chmod(0o755)
 
@@ -302,23 +302,23 @@ def check(name: str) -> None:
     for module in env["imports"]:
         subprocess.run([sys.executable, "-c", f"import {module}"], check=True)
     version = subprocess.run(
-        [str(prefix / "bin" / "memrl"), "--version"], capture_output=True, text=True
+        [str(prefix / "bin" / "memrepro"), "--version"], capture_output=True, text=True
     )
     if version.returncode != 0:
-        raise EnvError(f"memrl --version failed in {name}: {version.stderr.strip()[-500:]}")
+        raise EnvError(f"memrepro --version failed in {name}: {version.stderr.strip()[-500:]}")
     print(
         json.dumps(
             {
                 "env": name,
                 "python": running,
                 "packages": len(locked),
-                "memrl": version.stdout.strip(),
+                "memrepro": version.stdout.strip(),
             }
         )
     )
 
 
-IMAGE_PREFIX = "localhost/memrl-"
+IMAGE_PREFIX = "localhost/memrepro-"
 
 
 def image_ref(name: str) -> str:
@@ -359,11 +359,11 @@ def build_command(name: str, engine: str, base: str | None, cache: bool = True) 
     command = [engine, "build", "--file", str(ENVS / "Containerfile"), "--tag", image_ref(name)]
     command += [] if cache else ["--no-cache"]
     labels = {
-        "org.opencontainers.image.title": f"memrl-{name}",
+        "org.opencontainers.image.title": f"memrepro-{name}",
         "org.opencontainers.image.revision": commit(),
-        "memrl.env": name,
-        "memrl.lock.digest": lock_digest(name),
-        "memrl.python": env["python"],
+        "memrepro.env": name,
+        "memrepro.lock.digest": lock_digest(name),
+        "memrepro.python": env["python"],
     }
     command += [arg for key, value in labels.items() for arg in ("--label", f"{key}={value}")]
     command += ["--build-arg", f"ENV={name}", "--build-arg", f"BASE={base or env['base']}"]

@@ -10,7 +10,7 @@ against tokenized whole; the agent loop's overhead over raw generation on real v
 in its container image (their ratio, and whether they computed the same files); the images'
 sizes (and, with --rebuild-images, build times from nothing); the per-job wall time of the last
 `make mini` run, if there is one; the verdicts' error rates and coverage at the papers' n
-(memrl.scoring.calibration).
+(memrepro.scoring.calibration).
 Every ratio compares two measurements of this run on this machine. Nothing is asserted.
 
     python scripts/bench.py                     # everything, ~20 min on 2 cores (images built)
@@ -78,18 +78,18 @@ def bench_provenance(work: Path, repeats: int) -> None:
     settings = json.dumps({"url": "fixture:squad_dev_fixture.json", "sha256": None})
 
     def job(i: int, tracking: str) -> float:
-        command = bench_synthesis.memrl(
+        command = bench_synthesis.memrepro(
             *("--log", str(results / f"logs/download_data/{tracking}{i}.log")),
             *("download-data", "--settings", settings),
             *("--out", str(work / f"raw/{tracking}{i}.json")),
             *("--manifest", str(work / f"raw/{tracking}{i}.json.manifest.json")),
         )
-        env = {**os.environ, "MEMRL_TRACKING": tracking}
+        env = {**os.environ, "MEMREPRO_TRACKING": tracking}
         began = time.perf_counter()
         subprocess.run(command, env=env, check=True, capture_output=True)
         return time.perf_counter() - began
 
-    from memrl.tracking.invocation import end_invocation, start_invocation
+    from memrepro.tracking.invocation import end_invocation, start_invocation
 
     start_invocation(
         results, f"sqlite:///{results}/mlflow.db", {"run": "bench"}, "-", sys.argv, ["bench"]
@@ -201,7 +201,7 @@ WHOLE_MB = 2  # tokenizing a context whole: measured at this size (50 MB: ~8 GB,
 def window_context(megabytes: float) -> str:
     """A context of ~`megabytes` MB of text: the fixture corpus's documents over and over,
     blank lines between them (as a RULER or Mem-α context)."""
-    from memrl.data.sources import fixture_corpus
+    from memrepro.data.sources import fixture_corpus
 
     block = "\n\n".join(fixture_corpus()) + "\n\n"
     return block * max(1, round(megabytes * 1e6 / len(block.encode())))
@@ -224,7 +224,7 @@ class PromptRecorder:
         self.tokenizer, self.prompt = tokenizer, None
 
     def chat(self, requests, sampling):
-        from memrl.engines.base import Completion
+        from memrepro.engines.base import Completion
 
         self.prompt = requests[-1].messages[-1]["content"]
         return [Completion(text="Therefore, the answer is kaban.") for _ in requests]
@@ -240,11 +240,11 @@ def measure_window(tokenizer_dir: str, megabytes: float, path: str, cap: int) ->
 
     from transformers import AutoTokenizer
 
-    from memrl.agents.chunking import center_truncate
-    from memrl.baselines.longcontext import official_prompt
-    from memrl.benchmarks import Task
-    from memrl.evaluation import evaluate, workflow_runner
-    from memrl.systems.longcontext import longcontext_system
+    from memrepro.agents.chunking import center_truncate
+    from memrepro.baselines.longcontext import official_prompt
+    from memrepro.benchmarks import Task
+    from memrepro.evaluation import evaluate, workflow_runner
+    from memrepro.systems.longcontext import longcontext_system
 
     tokenizer = AutoTokenizer.from_pretrained(tokenizer_dir)
     task = Task("ruler_hqa", "hqa")
@@ -285,8 +285,8 @@ def bench_context_window(
         f"Long context: a {large_mb} MB context middle-truncated to {cap:,} tokens "
         "(the tiny Qwen-style tokenizer), peak RSS of a fresh process"
     )
-    from memrl.data.sources import fixture_corpus
-    from memrl.models.tiny import build_tokenizer
+    from memrepro.data.sources import fixture_corpus
+    from memrepro.models.tiny import build_tokenizer
 
     build_tokenizer(fixture_corpus(), 2048, 1 << 30).save_pretrained(work / "tokenizer")
     runs = {}
@@ -335,19 +335,19 @@ def bench_context_window(
 def bench_smoke(work: Path, containers: bool) -> None:
     """The smoke DAG in the venv and, with the `core` image built, with every job in its
     container (profiles/containers, one scratch copy): wall times, their ratio, and whether the
-    two runs computed the same files (memrl.run_compare)."""
+    two runs computed the same files (memrepro.run_compare)."""
     heading(
         "The smoke DAG: profiles/smoke (venv) and profiles/containers (a scratch copy, 2 cores)"
     )
     for name in ("Snakefile", "workflow", "config", "profiles", "envs", "src"):
         source = REPO / name
         (shutil.copytree if source.is_dir() else shutil.copy)(source, work / name)
-    path = os.pathsep.join([str(Path(sys.executable).parent), os.environ["PATH"]])  # `memrl`
+    path = os.pathsep.join([str(Path(sys.executable).parent), os.environ["PATH"]])  # `memrepro`
     walls = {}
     for profile in ("smoke", "containers") if containers else ("smoke",):
         began = time.perf_counter()
         done = subprocess.run(
-            [sys.executable, "-m", "memrl.launch", "--profile", f"profiles/{profile}"],
+            [sys.executable, "-m", "memrepro.launch", "--profile", f"profiles/{profile}"],
             cwd=work,
             env={**os.environ, "PATH": path},
             capture_output=True,
@@ -359,7 +359,7 @@ def bench_smoke(work: Path, containers: bool) -> None:
         print(f"{profile:10} {walls[profile] / 60:.1f} min wall, "
               f"{jobs.group(1) if jobs else '?'} jobs: {state}")  # fmt: skip
     if len(walls) == 2:
-        from memrl.run_compare import differences
+        from memrepro.run_compare import differences
 
         found = differences(work / "results" / "smoke", work / "results" / "smoke-containers")
         unequal = sum(len(found[k]) for k in ("differ", "only_a", "only_b"))
@@ -378,7 +378,7 @@ def has_core_image() -> bool:
     engine = container_engine()
     return (
         bool(engine)
-        and subprocess.run([engine, "image", "exists", "localhost/memrl-core"]).returncode == 0
+        and subprocess.run([engine, "image", "exists", "localhost/memrepro-core"]).returncode == 0
     )
 
 
@@ -391,12 +391,12 @@ def bench_images(rebuild: bool) -> None:
         print("skipped: neither podman nor docker")
         return
     for env in IMAGES:
-        reference = f"localhost/memrl-{env}"
+        reference = f"localhost/memrepro-{env}"
         seconds = None
         if rebuild:
             began = time.perf_counter()
             command = [sys.executable, str(REPO / "envs" / "envtool.py"), "build", env]
-            command += ["--base", "localhost/memrl-base:bookworm", "--no-cache"]
+            command += ["--base", "localhost/memrepro-base:bookworm", "--no-cache"]
             built = subprocess.run(command, capture_output=True, text=True)
             seconds = time.perf_counter() - began if built.returncode == 0 else None
             if built.returncode != 0:
@@ -445,8 +445,8 @@ def bench_mini_jobs(results: Path = REPO / "results" / "mini" / "benchmarks") ->
 
 def bench_verdicts() -> None:
     """The verdicts' error rates and coverage at the papers' n (seeded simulations)."""
-    heading("Verdicts: error rates and coverage at the papers' n (memrl.scoring.calibration)")
-    from memrl.scoring.calibration import main as calibration
+    heading("Verdicts: error rates and coverage at the papers' n (memrepro.scoring.calibration)")
+    from memrepro.scoring.calibration import main as calibration
 
     calibration()
 

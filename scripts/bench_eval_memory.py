@@ -3,7 +3,7 @@
 Each length is built as the `eval-set` rule builds it (doc ids above 10,000 documents), in its own
 process, then evaluated in a fresh process through the evaluation job's own code path: the eval
 set and the pool documents (`ruler_hqa_pool`'s parquet) are read, and
-`memrl.evaluation.evaluate` drives MemAgent over the streamed chunks (`token_chunks` over
+`memrepro.evaluation.evaluate` drives MemAgent over the streamed chunks (`token_chunks` over
 `context_pieces`); the peak RSS is that process's. Only the model is
 replaced by an instant engine, so the figures isolate what grows with length on the job's side
 (a GPU engine's memory does not depend on the context length: every call is ~7K tokens).
@@ -81,7 +81,7 @@ class InstantEngine:
         self.calls = 0
 
     def chat(self, requests, sampling):
-        from memrl.engines.base import Completion
+        from memrepro.engines.base import Completion
 
         self.calls += len(requests)
         return [
@@ -100,8 +100,8 @@ def build_set(
     """The eval set at `n_docs` as the `eval-set` rule writes it, in its own process."""
     from transformers import AutoTokenizer
 
-    from memrl.data.io import write_jsonl_atomic
-    from memrl.data.ruler_hqa import build_eval_sets, read_pool
+    from memrepro.data.io import write_jsonl_atomic
+    from memrepro.data.ruler_hqa import build_eval_sets, read_pool
 
     tokenizer = AutoTokenizer.from_pretrained(str(work / "tokenizer"))
     pool = read_pool(work / "pool_docs.parquet", work / "pool_questions.parquet")
@@ -125,11 +125,11 @@ def measure(n_docs: int, work: Path, chunk_tokens: int) -> dict:
     (`eval_seconds`: the agent loop alone, which streams doc-id contexts from the pool)."""
     from transformers import AutoTokenizer
 
-    from memrl.agents.memagent import MemAgentConfig
-    from memrl.benchmarks import Task
-    from memrl.data.io import read_jsonl, read_parquet
-    from memrl.evaluation import evaluate, workflow_runner
-    from memrl.systems.memagent import memagent_system
+    from memrepro.agents.memagent import MemAgentConfig
+    from memrepro.benchmarks import Task
+    from memrepro.data.io import read_jsonl, read_parquet
+    from memrepro.evaluation import evaluate, workflow_runner
+    from memrepro.systems.memagent import memagent_system
 
     began = time.perf_counter()
     tokenizer = AutoTokenizer.from_pretrained(str(work / "tokenizer"))
@@ -161,10 +161,10 @@ def measure(n_docs: int, work: Path, chunk_tokens: int) -> dict:
 
 def prepare(work: Path, pool_questions: int | None = None) -> None:
     """The dev file, the tiny tokenizer and the pool files (`hqa-pool`) under `work`."""
-    from memrl.data.hotpotqa import load_hotpotqa
-    from memrl.data.ruler_hqa import build_doc_pool, write_pool
-    from memrl.data.sources import fixture_corpus
-    from memrl.models.tiny import build_tokenizer
+    from memrepro.data.hotpotqa import load_hotpotqa
+    from memrepro.data.ruler_hqa import build_doc_pool, write_pool
+    from memrepro.data.sources import fixture_corpus
+    from memrepro.models.tiny import build_tokenizer
 
     write_dev_file(work / "dev.json", pool_questions or POOL_QUESTIONS)
     tokenizer = build_tokenizer(fixture_corpus(), 2048, 1 << 30)

@@ -1,14 +1,14 @@
 """Prefill and decode throughput, and peak GPU memory against context length, of Qwen2.5-shaped
-models through transformers in bfloat16: the measured rates `memrl cost` states beside its FLOPs.
+models through transformers in bfloat16: the measured rates `memrepro cost` states beside its FLOPs.
 
     python scripts/bench_gpu_throughput.py --out gpu.json  # 7B, 14B, 32B on CUDA
     python scripts/bench_gpu_throughput.py --shapes tiny --device cpu --out x.json  # a check on CPU
 
 The weights are random (no download is needed, and speed does not depend on their values): each
-model has Qwen2.5-{7B,14B,32B}-Instruct's published sizes (memrl.report.flops). Prefill runs the
+model has Qwen2.5-{7B,14B,32B}-Instruct's published sizes (memrepro.report.flops). Prefill runs the
 decoder on one sequence of L tokens and the LM head on its last position only, as a chat engine
 does; decode is `model.generate` (the HF engine's call) for a batch of prompts, greedy, a fixed
-number of new tokens. `memrl cost` prices work at the FLOP rate the prefill points achieve.
+number of new tokens. `memrepro cost` prices work at the FLOP rate the prefill points achieve.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ import torch
 from transformers import Qwen2Config, Qwen2ForCausalLM
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))  # runs without installing
-from memrl.report.flops import PUBLISHED_SHAPES, Qwen2Shape
+from memrepro.report.flops import PUBLISHED_SHAPES, Qwen2Shape
 
 SHAPES = {
     "7b": PUBLISHED_SHAPES["qwen2.5", "7b"],

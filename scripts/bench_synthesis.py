@@ -8,7 +8,7 @@ it, `Random(4).shuffle`, the text joined per sample up to 10,000 documents and d
 `tqdm.contrib.concurrent.process_map` over `os.cpu_count()` workers with chunksize 1, one
 `json.dump`). It writes no token counts; ours also counts every sample's tokens.
 
-Each step runs as its own process (ours through the `memrl` CLI, exactly as the rules run it);
+Each step runs as its own process (ours through the `memrepro` CLI, exactly as the rules run it);
 wall time and peak RSS are that process's (`os.wait4`). Run by scripts/bench.py.
 """
 
@@ -97,12 +97,12 @@ def official(dev: Path, indices: Path, n_docs: int, out: Path) -> None:
 # --- ours, through the CLI --------------------------------------------------------------------
 
 
-def memrl(*args: str) -> list[str]:
-    return [sys.executable, "-m", "memrl.cli", *args]
+def memrepro(*args: str) -> list[str]:
+    return [sys.executable, "-m", "memrepro.cli", *args]
 
 
 def ours_pool(work: Path) -> list[str]:
-    return memrl(
+    return memrepro(
         *("--log", str(work / "logs/pool.log"), "hqa-pool", "--settings", "{}"),
         *("--dev-raw", str(work / "dev.json"), "--tokenizer", str(work / "tokenizer")),
         *("--out-docs", str(work / "pool_docs.parquet")),
@@ -117,7 +117,7 @@ def ours_eval_set(work: Path, n_docs: int, questions: int, store_ids_above: int)
         "store_ids_above": store_ids_above,
         "seed": 42,
     }
-    return memrl(
+    return memrepro(
         *("--log", str(work / f"logs/eval_{n_docs}.log"), "eval-set"),
         *("--settings", json.dumps(settings)),
         *("--pool-docs", str(work / "pool_docs.parquet")),

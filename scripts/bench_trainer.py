@@ -1,4 +1,5 @@
-"""Throughput of the CPU reference trainer (memrl.train.cpu_trainer), timed with its own functions.
+"""Throughput of the CPU reference trainer (memrepro.train.cpu_trainer), timed with its own
+functions.
 
 Builds the tiny offline model (or loads --model), makes RULER-HotpotQA-style training rows from the
 packaged HotpotQA fixture, then times, per repeat after one warm-up repeat:
@@ -28,12 +29,12 @@ from typing import Any
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
-from memrl.data.hotpotqa import build_pool, load_hotpotqa, question_records
-from memrl.data.ruler_hqa import build_split
-from memrl.data.sources import fixture_corpus, fixture_path
-from memrl.engines.hf import HFEngine
-from memrl.models.tiny import build_tiny_model
-from memrl.train.cpu_trainer import (
+from memrepro.data.hotpotqa import build_pool, load_hotpotqa, question_records
+from memrepro.data.ruler_hqa import build_split
+from memrepro.data.sources import fixture_corpus, fixture_path
+from memrepro.engines.hf import HFEngine
+from memrepro.models.tiny import build_tiny_model
+from memrepro.train.cpu_trainer import (
     TrainSettings,
     build_experience,
     mini_batches,

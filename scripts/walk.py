@@ -1,13 +1,13 @@
-"""The walk of a job's arguments: run one `memrl` job in this process and list, in order, the
+"""The walk of a job's arguments: run one `memrepro` job in this process and list, in order, the
 source files whose functions receive the job's own arguments (the parsed command line, its
 settings, or any dict or list inside them, by identity), how many moves between files that takes
 and how many of those climb back up to a higher floor of ARCHITECTURE.md's layer picture; and
 the call stack, file by file, from the command line to the first function of the file `--to`
 names (a table's builder module).
 
-    python scripts/walk.py [--to report/memagent_tables.py] -- memrl --job ... evaluate ...
+    python scripts/walk.py [--to report/memagent_tables.py] -- memrepro --job ... evaluate ...
 
-Run it where the job would run (the results directory's parent), with MEMRL_TRACKING=off and
+Run it where the job would run (the results directory's parent), with MEMREPRO_TRACKING=off and
 outputs under a scratch folder. Prints the walk, `files F, moves M, climbs C` and, with `--to`,
 `to FILE: N moves (a -> b -> ...)`."""
 
@@ -42,7 +42,7 @@ def tracked_ids(args: Any) -> set[int]:
 
 
 def stack_files(frame: FrameType | None) -> list[str]:
-    """The memrl files of a call stack, outermost first, each once per stretch."""
+    """The memrepro files of a call stack, outermost first, each once per stretch."""
     files: list[str] = []
     while frame is not None:
         path = frame.f_code.co_filename
@@ -53,9 +53,9 @@ def stack_files(frame: FrameType | None) -> list[str]:
 
 
 def walk(argv: list[str], to: str | None = None) -> tuple[list[str], list[str]]:
-    """The memrl source files, in call order, of the calls that receive the arguments; and the
+    """The memrepro source files, in call order, of the calls that receive the arguments; and the
     stack of files down to the first call into a file ending with `to`."""
-    from memrl import cli
+    from memrepro import cli
 
     seen: list[str] = []
     reached: list[str] = []
@@ -104,7 +104,7 @@ def main() -> None:
         to, argv = argv[1], argv[2:]
     if argv[:1] == ["--"]:
         argv = argv[1:]
-    if argv[:1] == ["memrl"]:
+    if argv[:1] == ["memrepro"]:
         argv = argv[1:]
     files, reached = walk(argv, to)
     for path in files:

@@ -48,8 +48,8 @@ def http_root(tmp_path):
 @pytest.fixture(scope="module")
 def dev():
     """The HotpotQA dev fixture: its records, its document pool, its question records."""
-    from memrl.data.hotpotqa import build_pool, load_hotpotqa, question_records
-    from memrl.data.sources import fixture_path
+    from memrepro.data.hotpotqa import build_pool, load_hotpotqa, question_records
+    from memrepro.data.sources import fixture_path
 
     records = load_hotpotqa(fixture_path("hotpot_dev_fixture.json"))
     pool = build_pool(records)

@@ -35,7 +35,7 @@ def figure_problems(fig: Figure) -> list[str]:
         for handle, text in zip(legend.legend_handles, legend.get_texts(), strict=True):
             if not _drawn(handle, drawn_lines, drawn_patches):
                 problems.append(f"legend entry {text.get_text()!r} matches nothing drawn")
-    from memrl.report.plots import outside_canvas
+    from memrepro.report.plots import outside_canvas
 
     problems += [f"text outside the canvas: {text!r}" for text in outside_canvas(fig)]
     return problems

@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 
-from memrl.agents.memalpha_tools import ARGS, FUNCTION
-from memrl.engines.base import Completion
+from memrepro.agents.memalpha_tools import ARGS, FUNCTION
+from memrepro.engines.base import Completion
 
 JUDGE_PREFIX = "I will give you a question"  # the LongMemEval judge prompt's first words
 VALID = '```json\n{"VALID": true, "ISSUES": [], "EXPLANATION": "fine"}\n```'  # an r4 verdict

@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import pytest
 
-from memrl.agents.chunking import (
+from memrepro.agents.chunking import (
     center_truncate,
     newline_pieces,
     token_chunks,
     truncated_chunks,
 )
-from memrl.agents.driver import run_batched
-from memrl.agents.memagent import NO_MEMORY, MemAgentConfig, memagent
-from memrl.engines.base import ChatRequest, Completion
+from memrepro.agents.driver import run_batched
+from memrepro.agents.memagent import NO_MEMORY, MemAgentConfig, memagent
+from memrepro.engines.base import ChatRequest, Completion
 
 
 class WordTokenizer:
@@ -128,8 +128,8 @@ def test_chunks_are_center_truncated_token_slices():
 
 @pytest.fixture(scope="module")
 def qwen_style_tokenizer():
-    from memrl.data.sources import fixture_corpus
-    from memrl.models.tiny import build_tokenizer
+    from memrepro.data.sources import fixture_corpus
+    from memrepro.models.tiny import build_tokenizer
 
     return build_tokenizer(fixture_corpus(), 2048, 1 << 20)
 
@@ -155,8 +155,8 @@ def test_long_texts_are_tokenized_in_pieces_with_identical_ids(qwen_style_tokeni
 
 
 def test_context_token_counts_from_document_counts_equal_whole_text_counts(qwen_style_tokenizer):
-    from memrl.data.ruler_hqa import ContextTokens, render_context
-    from memrl.data.tokens import count_tokens
+    from memrepro.data.ruler_hqa import ContextTokens, render_context
+    from memrepro.data.tokens import count_tokens
 
     tokenizer = qwen_style_tokenizer
     pool = [
@@ -182,8 +182,8 @@ def test_context_token_counts_from_document_counts_equal_whole_text_counts(qwen_
 def test_the_counting_tokenizer_counts_as_the_transformers_tokenizer(
     qwen_style_tokenizer, tmp_path
 ):
-    from memrl.data.tokens import count_tokens
-    from memrl.models import load_counting_tokenizer, load_tokenizer
+    from memrepro.data.tokens import count_tokens
+    from memrepro.models import load_counting_tokenizer, load_tokenizer
 
     qwen_style_tokenizer.save_pretrained(tmp_path)
     texts = ["Document 12:\nThe river.\n\n", "  spaces\n\n\nand newlines", "", "é ü 数字 42"]

@@ -7,7 +7,7 @@ import math
 import pytest
 import torch
 
-from memrl.train.algorithms import (
+from memrepro.train.algorithms import (
     agg_token_mean,
     broadcast_to_conversations,
     final_answer_kl,

@@ -1,6 +1,6 @@
-"""What explains a gap (memrl.report.attribution): each factor measured alone on the cell's items,
-paired, and the verdict; on paper-shaped cells (RL-MemAgent-7B at 448K beside the released 7B;
-Mem-α's one-instance RULER-QA source), and its error rates in a seeded simulation at n = 128."""
+"""What explains a gap (memrepro.report.attribution): each factor measured alone on the cell's
+items, paired, and the verdict; on paper-shaped cells (RL-MemAgent-7B at 448K beside the released
+7B; Mem-α's one-instance RULER-QA source), and its error rates in a seeded simulation at n = 128."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import json
 import numpy as np
 import pytest
 
-from memrl.report.attribution import (
+from memrepro.report.attribution import (
     EXPLAINED,
     PARTLY,
     UNEXPLAINED,
@@ -21,7 +21,7 @@ from memrl.report.attribution import (
     attribute,
     load_evidence,
 )
-from memrl.scoring.compare import compare_proportions
+from memrepro.scoring.compare import compare_proportions
 
 HQA = Source("ruler_hqa", "hqa", "rl-memagent-7b", 800)
 SYSTEMS = [
@@ -283,10 +283,10 @@ def test_a_factor_without_effect_is_rarely_named_and_one_that_closes_the_gap_usu
 
 
 def test_every_suggestion_is_an_override_the_config_accepts(repo):
-    """What would measure more is a `--config` override that `memrl cost` can price: each one,
+    """What would measure more is a `--config` override that `memrepro cost` can price: each one,
     laid over the smoke config, validates (the released model's name is the reader's to fill)."""
-    from memrl import config as cfg
-    from memrl.launch import split_overrides
+    from memrepro import config as cfg
+    from memrepro.launch import split_overrides
 
     spec = {
         "kind": "memagent",

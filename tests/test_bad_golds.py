@@ -11,14 +11,14 @@ from pathlib import Path
 import pytest
 from test_official_hqa import WhitespaceTokenizer, edited, pool  # noqa: F401 (a fixture)
 
-from memrl.data.custom import CustomDataError, read_custom_rows
-from memrl.data.io import read_json
-from memrl.data.longbench import load_longbench
-from memrl.data.official_hqa import convert_eval_rows, read_eval_file
-from memrl.data.ruler import build_task
-from memrl.data.ruler_hqa import build_eval_sets
-from memrl.data.sources import fixture_path
-from memrl.scoring.golds import bad_gold, gold_problem
+from memrepro.data.custom import CustomDataError, read_custom_rows
+from memrepro.data.io import read_json
+from memrepro.data.longbench import load_longbench
+from memrepro.data.official_hqa import convert_eval_rows, read_eval_file
+from memrepro.data.ruler import build_task
+from memrepro.data.ruler_hqa import build_eval_sets
+from memrepro.data.sources import fixture_path
+from memrepro.scoring.golds import bad_gold, gold_problem
 
 GOOD = {
     "id": "a",
@@ -79,7 +79,7 @@ def test_a_letter_gold_passes_exact_match_and_the_yes_no_golds_pass_containment(
 def test_the_custom_set_job_stops_on_a_letter_gold_before_any_model_work(tmp_path):
     from argparse import Namespace
 
-    from memrl.jobs.data import cmd_custom_set
+    from memrepro.jobs.data import cmd_custom_set
 
     path = write_jsonl(tmp_path / "mc.jsonl", [{**GOOD, "answers": ["C"]}])
     settings = {"dataset": "mc", "metric": "string_match", "max_context_words": None}

@@ -13,27 +13,27 @@ from typing import ClassVar
 import pytest
 from fake_http import JSONHandler, embeddings_payload, serve
 
-from memrl.agents.driver import run_batched
-from memrl.agents.retrieval import BM25Retriever
-from memrl.baselines.longcontext import (
+from memrepro.agents.driver import run_batched
+from memrepro.agents.retrieval import BM25Retriever
+from memrepro.baselines.longcontext import (
     DropConfigKeys,
     longcontext,
     middle_truncate,
     official_prompt,
     rope_engine_settings,
 )
-from memrl.baselines.rag import (
+from memrepro.baselines.rag import (
     DenseRetriever,
     document_units,
     make_retriever,
     rag,
     token_units,
 )
-from memrl.data.hotpotqa import build_pool, load_hotpotqa
-from memrl.data.ruler_hqa import iter_context_pieces, render_context
-from memrl.data.sources import fixture_path
-from memrl.engines.base import Completion
-from memrl.engines.vllm import VLLMEngine
+from memrepro.data.hotpotqa import build_pool, load_hotpotqa
+from memrepro.data.ruler_hqa import iter_context_pieces, render_context
+from memrepro.data.sources import fixture_path
+from memrepro.engines.base import Completion
+from memrepro.engines.vllm import VLLMEngine
 
 
 class WordTokenizer:

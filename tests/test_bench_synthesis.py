@@ -47,7 +47,7 @@ def test_the_official_baseline_and_ours_agree_on_every_deterministic_part(work, 
         ]
     )
     official = json.loads(out.read_text())
-    from memrl.data.ruler_hqa import read_pool
+    from memrepro.data.ruler_hqa import read_pool
 
     pool = read_pool(work / "pool_docs.parquet", work / "pool_questions.parquet")
     assert [r["index"] for r in official] == [r["index"] for r in ours] == [0, 1, 2, 3]

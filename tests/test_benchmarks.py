@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from memrl.benchmarks import EVAL_BENCHMARKS, Task, benchmark
-from memrl.benchmarks.registry import REGISTRY
-from memrl.evaluation import direct_prompt, output_tokens, question, score
+from memrepro.benchmarks import EVAL_BENCHMARKS, Task, benchmark
+from memrepro.benchmarks.registry import REGISTRY
+from memrepro.evaluation import direct_prompt, output_tokens, question, score
 
-SRC = Path(__file__).resolve().parents[1] / "src/memrl"
+SRC = Path(__file__).resolve().parents[1] / "src/memrepro"
 WORKFLOW = SRC.parents[1] / "workflow"
 # a benchmark's name compared with a literal name or a constant naming benchmarks: a dispatch
 DISPATCH = re.compile(
@@ -41,7 +41,13 @@ def test_no_module_outside_the_benchmark_package_dispatches_on_a_benchmarks_name
 def test_the_benchmarks_import_nothing_that_drives_them():
     """The evaluation loop, the system kinds, the jobs and the reports read the benchmarks; a
     benchmark module importing any of them (even inside a function) closes a circle."""
-    above = ("memrl.evaluation", "memrl.systems", "memrl.jobs", "memrl.report", "memrl.train")
+    above = (
+        "memrepro.evaluation",
+        "memrepro.systems",
+        "memrepro.jobs",
+        "memrepro.report",
+        "memrepro.train",
+    )
     found = []
     for path in sorted((SRC / "benchmarks").glob("*.py")):
         for node in ast.walk(ast.parse(path.read_text())):

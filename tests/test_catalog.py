@@ -1,12 +1,12 @@
-"""memrl.tracking.catalog: a job's models and data sets as MLflow shows them, by reference."""
+"""memrepro.tracking.catalog: a job's models and data sets as MLflow shows them, by reference."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
-from memrl.digests import file_digest
-from memrl.tracking.catalog import dataset_inputs, log_datasets, log_models, model_outputs
+from memrepro.digests import file_digest
+from memrepro.tracking.catalog import dataset_inputs, log_datasets, log_models, model_outputs
 
 
 def write(path: Path, text: str) -> str:
@@ -76,13 +76,13 @@ def test_models_and_datasets_land_in_a_real_store_without_copying_a_byte(tmp_pat
     record, made_by = training_record(tmp_path)
     results = tmp_path / "results/r"
     client = mlflow.MlflowClient(f"sqlite:///{tmp_path / 'mlflow.db'}")
-    experiment = client.create_experiment("memrl", artifact_location=str(tmp_path / "artifacts"))
+    experiment = client.create_experiment("memrepro", artifact_location=str(tmp_path / "artifacts"))
     run_id = client.create_run(experiment).info.run_id
     [model_id] = log_models(client, experiment, run_id, model_outputs(record, results))
     log_datasets(client, run_id, "train_stage2", dataset_inputs(record, results, made_by))
     model = client.get_logged_model(model_id)
     assert (model.name, model.source_run_id, str(model.status)) == ("rl stage2", run_id, "READY")
-    assert model.tags["memrl.path"] == "checkpoints/rl/stage2"
+    assert model.tags["memrepro.path"] == "checkpoints/rl/stage2"
     run = client.get_run(run_id)
     assert [o.model_id for o in run.outputs.model_outputs] == [model_id]
     inputs = run.inputs.dataset_inputs

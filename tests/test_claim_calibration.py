@@ -1,5 +1,5 @@
 """How often a claim reads holds or does not hold when the truth sits exactly at its bound:
-seeded simulations of the judging rules (memrl.report.claims) on right/wrong proportions with
+seeded simulations of the judging rules (memrepro.report.claims) on right/wrong proportions with
 their Wilson intervals, as our cells carry them. A claim holds only when its whole 95 % interval
 is on the claimed side, so at the bound each verdict should be wrong at most 2.5 % of the time
 (one-sided). Each bound below allows 3 Monte-Carlo errors, sqrt(r (1 - r) / trials) of the rate
@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from docs_pages import docs_text
 
-from memrl.report.claims import (
+from memrepro.report.claims import (
     FAILS,
     HOLDS,
     PARTS,
@@ -25,7 +25,7 @@ from memrl.report.claims import (
     parts_of,
     statistic_interval,
 )
-from memrl.scoring.intervals import mean_interval, wilson
+from memrepro.scoring.intervals import mean_interval, wilson
 
 
 def proportion(rng: np.random.Generator, n: int, rate: float) -> Estimate:

@@ -9,11 +9,11 @@ import pandas as pd
 import pytest
 import yaml
 
-from memrl.report.cells import Cell
-from memrl.report.claims import FAILS, HOLDS, NOT_CHECKABLE, UNDECIDED, table_claims
-from memrl.report.memagent_claims import _check_claims
-from memrl.report.memalpha_tables import memalpha_paper_rows
-from memrl.scoring.intervals import clopper_pearson, wilson
+from memrepro.report.cells import Cell
+from memrepro.report.claims import FAILS, HOLDS, NOT_CHECKABLE, UNDECIDED, table_claims
+from memrepro.report.memagent_claims import _check_claims
+from memrepro.report.memalpha_tables import memalpha_paper_rows
+from memrepro.scoring.intervals import clopper_pearson, wilson
 
 PAPER = yaml.safe_load((Path(__file__).parents[1] / "config/paper/memalpha.yaml").read_text())
 CLAIMS = {claim["id"]: claim for claim in PAPER["claims"]}

@@ -1,4 +1,4 @@
-"""`memrl` as a person meets it: one line per subcommand in --help, and --version."""
+"""`memrepro` as a person meets it: one line per subcommand in --help, and --version."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from memrl import cli
+from memrepro import cli
 
 
 def test_help_gives_every_subcommand_one_line(capsys):
@@ -26,5 +26,5 @@ def test_version_names_the_package_and_the_commit(capsys):
         cli.main(["--version"])
     assert done.value.code == 0
     printed = capsys.readouterr().out.strip()
-    expected = rf"memrl {re.escape(importlib.metadata.version('memrl'))} \(commit \S+"
+    expected = rf"memrepro {re.escape(importlib.metadata.version('memrepro'))} \(commit \S+"
     assert re.match(expected, printed), printed

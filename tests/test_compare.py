@@ -11,8 +11,8 @@ import pandas as pd
 import pytest
 from docs_pages import docs_text
 
-from memrl.report.cells import TOO_FEW_ITEMS, Cell, PaperNumberError, attach_paper_n
-from memrl.scoring.calibration import (
+from memrepro.report.cells import TOO_FEW_ITEMS, Cell, PaperNumberError, attach_paper_n
+from memrepro.scoring.calibration import (
     MEMALPHA_INSTANCES,
     MEMALPHA_SPREADS,
     SPARSE_SIZES,
@@ -27,7 +27,7 @@ from memrl.scoring.calibration import (
     reachability_table,
     sparse_graded_table,
 )
-from memrl.scoring.compare import (
+from memrepro.scoring.compare import (
     CONSISTENT,
     DIFFERENCE,
     DIFFERS_ABOVE,
@@ -40,7 +40,7 @@ from memrl.scoring.compare import (
     compare_proportions,
     detectable_difference,
 )
-from memrl.scoring.intervals import fixed_instances_interval, nested_interval
+from memrepro.scoring.intervals import fixed_instances_interval, nested_interval
 
 
 def simulate(p, n, paper_n, delta, shift=0.0, trials=2000, seed=0) -> dict[str, float]:
@@ -139,7 +139,7 @@ def test_bad_input_is_named(args, message):
 
 
 def test_the_docs_state_the_error_rates_this_code_computes():
-    """docs/evaluation.md prints `python -m memrl.scoring.calibration`'s tables (seeded)."""
+    """docs/evaluation.md prints `python -m memrepro.scoring.calibration`'s tables (seeded)."""
     docs = docs_text(Path(__file__).resolve().parents[1])
     tables = (error_rate_table(), reachability_table(), memalpha_design_table())
     for table in (*tables, population_table(), sparse_graded_table()):

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from memrl.report.compute import compute_lines, hardware_text, measured
-from memrl.report_digests import input_digest, masked_digest
+from memrepro.report.compute import compute_lines, hardware_text, measured
+from memrepro.report_digests import input_digest, masked_digest
 
 HEADER = "s\th:m:s\tmax_rss\tmax_vms\tmax_uss\tmax_pss\tio_in\tio_out\tmean_load\tcpu_time\n"
 

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from memrl import config as cfg
-from memrl.benchmarks import PROBE_BENCHMARK
+from memrepro import config as cfg
+from memrepro.benchmarks import PROBE_BENCHMARK
 
 SCHEMA = Path(__file__).resolve().parents[1] / "workflow/schemas/config.schema.yaml"
 
@@ -34,7 +34,7 @@ def test_shipped_configs_validate(config):
 def test_validating_a_config_imports_no_ml_framework(repo, name):
     # Snakemake validates while planning, in every invocation: torch alone takes seconds.
     code = (
-        "import sys; from memrl import config as cfg; "
+        "import sys; from memrepro import config as cfg; "
         f"cfg.validate_config(cfg.load_yaml({str(repo / 'config' / name)!r}), cfg.SCHEMA); "
         "heavy = sorted({'torch', 'transformers', 'vllm'} & set(sys.modules)); "
         "assert not heavy, heavy"
@@ -395,7 +395,7 @@ def test_vllm_engine_gets_the_models_tensor_parallel_size(paper):
 
 
 def test_longbench_sources_are_pinned_to_the_loaders_revision(paper):
-    from memrl.data.longbench import LONGBENCH_REVISION, parquet_url
+    from memrepro.data.longbench import LONGBENCH_REVISION, parquet_url
 
     for task in paper["longbench"]["tasks"]:
         url = paper["sources"][cfg.longbench_source(task)]["url"]

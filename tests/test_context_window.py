@@ -6,22 +6,22 @@ from __future__ import annotations
 
 import pytest
 
-from memrl.agents.chunking import (
+from memrepro.agents.chunking import (
     PIECE_CHARS,
     center_truncate,
     newline_pieces,
     text_tokens,
     window_ids,
 )
-from memrl.baselines.context_qa import tail
-from memrl.baselines.longcontext import middle_truncate
+from memrepro.baselines.context_qa import tail
+from memrepro.baselines.longcontext import middle_truncate
 
 
 @pytest.fixture(scope="module")
 def tokenizer():
     """The tiny model's byte-level BPE: Qwen2's normaliser and pre-tokeniser."""
-    from memrl.data.sources import fixture_corpus
-    from memrl.models.tiny import build_tokenizer
+    from memrepro.data.sources import fixture_corpus
+    from memrepro.models.tiny import build_tokenizer
 
     return build_tokenizer(fixture_corpus(), 2048, 1 << 30)
 

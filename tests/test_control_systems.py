@@ -13,17 +13,17 @@ from memalpha_fakes import RuleQA
 from test_evaluation import HQA, ScriptedEngine, rows
 from test_memalpha_baselines import ROWS, judge
 
-from memrl import config as cfg
-from memrl.agents.memagent import final_prompt_text
-from memrl.baselines.longcontext import middle_truncate
-from memrl.benchmarks import Task
-from memrl.benchmarks.ruler_hqa import gold_contexts
-from memrl.data.ruler_hqa import DocPool, render_context, write_pool
-from memrl.engines.base import SamplingParams
-from memrl.evaluation import direct_prompt, evaluate, instance_qa_runner, workflow_runner
-from memrl.jobs.evaluate import with_evidence
-from memrl.systems import closedbook, fullcontext, oracle, system_kind
-from memrl.systems.base import InstanceShape
+from memrepro import config as cfg
+from memrepro.agents.memagent import final_prompt_text
+from memrepro.baselines.longcontext import middle_truncate
+from memrepro.benchmarks import Task
+from memrepro.benchmarks.ruler_hqa import gold_contexts
+from memrepro.data.ruler_hqa import DocPool, render_context, write_pool
+from memrepro.engines.base import SamplingParams
+from memrepro.evaluation import direct_prompt, evaluate, instance_qa_runner, workflow_runner
+from memrepro.jobs.evaluate import with_evidence
+from memrepro.systems import closedbook, fullcontext, oracle, system_kind
+from memrepro.systems.base import InstanceShape
 
 SETTINGS = {
     "benchmark": "memalpha",

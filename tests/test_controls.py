@@ -9,15 +9,15 @@ import random
 
 import pytest
 
-from memrl import config as cfg
-from memrl.config.selection import Selection
-from memrl.report.controls import (
+from memrepro import config as cfg
+from memrepro.config.selection import Selection
+from memrepro.report.controls import (
     build_controls_table,
     cell_text,
     load_item_scores,
     paired_gain,
 )
-from memrl.systems import closedbook, fullcontext, oracle
+from memrepro.systems import closedbook, fullcontext, oracle
 
 CLOSED = closedbook.KIND.control
 ANSWERABLE = CLOSED.reached
@@ -207,9 +207,9 @@ def gained_table1(tmp_path):
     ours answers 30 (ours well above); at 100 ours 12 (closed-book reaches ours)."""
     from test_intervals import PAPER, record
 
-    from memrl.report.control_gains import attach_control_gains
-    from memrl.report.render import write_table
-    from memrl.report.tables import build_paper_table
+    from memrepro.report.control_gains import attach_control_gains
+    from memrepro.report.render import write_table
+    from memrepro.report.tables import build_paper_table
 
     systems = {
         "ours": {"display": "Ours", "paper_row": "RL-MEMAGENT-14B", "kind": "memagent"},
@@ -274,7 +274,7 @@ def test_a_score_table_plans_its_memory_cells_beside_closed_book(repo):
 def test_a_scorers_row_of_a_machinery_model_gives_the_table_its_banner():
     import pandas as pd
 
-    from memrl.report.cells import mark_machinery_only
+    from memrepro.report.cells import mark_machinery_only
 
     systems = {
         "tiny": {"display": "Tiny (trained here)", "reproduces": False},

@@ -1,4 +1,4 @@
-"""`memrl cost`: the plan's jobs, the measured rate and the work each job prices."""
+"""`memrepro cost`: the plan's jobs, the measured rate and the work each job prices."""
 
 from __future__ import annotations
 
@@ -9,19 +9,19 @@ from pathlib import Path
 import pytest
 from docs_pages import docs_text
 
-from memrl import config as cfg
-from memrl.benchmarks.ruler_hqa import context_tokens
-from memrl.cost import command
-from memrl.cost.actual import actual_rows, render_actual
-from memrl.cost.gpu import MEASURED, prefill_flop_rate
-from memrl.cost.plan import DEFAULT_CONFIG, PlannedJob, config_files, parse_plan
-from memrl.cost.price import Price, price_job
-from memrl.cost.pricing import Pricing, model_shapes
-from memrl.cost.report import COLUMNS, cells, summarise
-from memrl.cost.responses import measured_response_tokens
-from memrl.cost.storage import kept_states
-from memrl.cost.training import memalpha_training_flops, policy_update_flops, training_flops
-from memrl.cost.work import (
+from memrepro import config as cfg
+from memrepro.benchmarks.ruler_hqa import context_tokens
+from memrepro.cost import command
+from memrepro.cost.actual import actual_rows, render_actual
+from memrepro.cost.gpu import MEASURED, prefill_flop_rate
+from memrepro.cost.plan import DEFAULT_CONFIG, PlannedJob, config_files, parse_plan
+from memrepro.cost.price import Price, price_job
+from memrepro.cost.pricing import Pricing, model_shapes
+from memrepro.cost.report import COLUMNS, cells, summarise
+from memrepro.cost.responses import measured_response_tokens
+from memrepro.cost.storage import kept_states
+from memrepro.cost.training import memalpha_training_flops, policy_update_flops, training_flops
+from memrepro.cost.work import (
     evaluate_job_work,
     forward_flops,
     job_instances,
@@ -31,11 +31,11 @@ from memrl.cost.work import (
     split_instances,
     work_flops,
 )
-from memrl.report.flops import dense_parameters, published_shape, sequence_flops
-from memrl.scoring.memalpha import JUDGE_TEMPLATE
-from memrl.systems import system_kind
-from memrl.systems.base import InstanceShape, template_tokens
-from memrl.systems.memalpha import ITEM_TOKENS
+from memrepro.report.flops import dense_parameters, published_shape, sequence_flops
+from memrepro.scoring.memalpha import JUDGE_TEMPLATE
+from memrepro.systems import system_kind
+from memrepro.systems.base import InstanceShape, template_tokens
+from memrepro.systems.memalpha import ITEM_TOKENS
 
 PLAN = """\
 [Thu Nov 26 06:54:07 2026]
@@ -44,8 +44,8 @@ rule train_stage1:
     output: results/paper/checkpoints/rl-memagent-7b/stage1
     wildcards: train_run=rl-memagent-7b
     resources: tmpdir=/tmp, mem_mb=480000, runtime=5760, gpu=32, nodes=4, slurm_extra=--exclusive
-Shell command: memrl --job '{"rule": "train_stage1"}' train --settings '{"steps": 2, "a": "b c"}' \
---out x
+Shell command: memrepro --job '{"rule": "train_stage1"}' train \
+--settings '{"steps": 2, "a": "b c"}' --out x
 
 [Thu Nov 26 06:54:07 2026]
 localrule make_table:
@@ -140,7 +140,7 @@ def test_mem_alphas_instances_are_the_papers_tables(paper):
 
 
 def test_table_5s_example_is_priced_as_the_largest_instance_it_may_be_found_in(paper):
-    """The example's job has one task, the example, whichever source holds it: `memrl cost`
+    """The example's job has one task, the example, whichever source holds it: `memrepro cost`
     prices one instance as large as the largest of the searched sources' (here every source of
     every split; MemoryAgentBench's LongMemEval, Table 8's 5 instances of 60 questions)."""
     pricing = Pricing.of(paper, RATE)
@@ -413,7 +413,7 @@ def evaluate_job(config: dict, system: str, benchmark: str, length: int) -> Plan
 def test_mem0_is_priced_on_its_engine_its_own_llm_and_its_embedder(paper):
     """GPT-5.1 answers once per question and extracts the facts of every 5,000-token chunk;
     text-embedding-3-large embeds each chunk, its facts and the question."""
-    from memrl.systems import mem0
+    from memrepro.systems import mem0
 
     job = evaluate_job(paper, "mem0-gpt-5.1", "ruler_hqa", 50)
     price = price_job(job, Pricing.of(paper, RATE))
@@ -445,7 +445,7 @@ def test_mem0s_extraction_prompt_is_the_installed_packages():
         generate_additive_extraction_prompt,
     )
 
-    from memrl.systems import mem0
+    from memrepro.systems import mem0
 
     empty = generate_additive_extraction_prompt(existing_memories=[], new_messages="")
     assert template_tokens(ADDITIVE_EXTRACTION_PROMPT + empty) == mem0.EXTRACTION_PROMPT_TOKENS
@@ -453,8 +453,8 @@ def test_mem0s_extraction_prompt_is_the_installed_packages():
 
 
 def test_the_papers_retriever_embeds_each_pool_document_once_per_job(paper):
-    from memrl.benchmarks.ruler_hqa import DEV_POOL_DOCS
-    from memrl.systems.rag import distinct_pool_docs
+    from memrepro.benchmarks.ruler_hqa import DEV_POOL_DOCS
+    from memrepro.systems.rag import distinct_pool_docs
 
     pricing = Pricing.of(paper, RATE)
     hqa = evaluate_job(paper, "rag-qwen2.5-14b.openai-k4-doc", "ruler_hqa", 3200)
@@ -479,7 +479,7 @@ def test_the_papers_retriever_embeds_each_pool_document_once_per_job(paper):
 
 
 def test_a_hosted_model_is_priced_by_its_key_or_its_served_name(paper):
-    from memrl.cost.api import Usage, model_price
+    from memrepro.cost.api import Usage, model_price
 
     assert model_price(paper, "gpt-4o") == model_price(paper, "gpt-4o-2024-08-06")
     assert model_price(paper, "text-embedding-3-large") == {"input": 0.13, "output": 0.0}

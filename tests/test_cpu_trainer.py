@@ -12,9 +12,9 @@ import pytest
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
-from memrl.models.tiny import build_tiny_model
-from memrl.train import cpu_trainer, rollout
-from memrl.train.cpu_trainer import (
+from memrepro.models.tiny import build_tiny_model
+from memrepro.train import cpu_trainer, rollout
+from memrepro.train.cpu_trainer import (
     Experience,
     TrainSettings,
     Validation,
@@ -284,7 +284,7 @@ def test_training_runs_updates_the_policy_and_saves_a_loadable_model(tiny, tmp_p
         assert line["reward_mean"] == 0.5 and line["advantage_abs_mean"] == 0.5
         assert line["n_trajectories"] == 4 and line["n_conversations"] > 4
         assert line["updates"] == 2 and line["response_tokens"] > 0
-        mean = line["response_tokens"] / line["n_conversations"]  # what memrl cost reads
+        mean = line["response_tokens"] / line["n_conversations"]  # what memrepro cost reads
         assert line["response_tokens_mean"] == pytest.approx(mean)
         assert all(math.isfinite(line[key]) for key in ("pg_loss", "kl", "grad_norm"))
     assert lines[1]["grad_norm"] > 0

@@ -10,10 +10,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from memrl import config as cfg
-from memrl.benchmarks import CUSTOM_BENCHMARK, benchmark
-from memrl.data.custom import CustomDataError, group_by_context, read_custom_rows, with_context
-from memrl.scoring.answers import METRICS, score_answers
+from memrepro import config as cfg
+from memrepro.benchmarks import CUSTOM_BENCHMARK, benchmark
+from memrepro.data.custom import CustomDataError, group_by_context, read_custom_rows, with_context
+from memrepro.scoring.answers import METRICS, score_answers
 
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLE = REPO / "examples/custom"
@@ -133,7 +133,7 @@ def test_each_metric_scores_the_final_answer_against_the_best_gold(metric, respo
 def test_own_sub_em_scores_a_one_letter_or_empty_answer_wrong(response, golds, answer_format):
     """The mirror of the gold rule: a letter lies inside almost any gold. The official sub_em
     (the paper benchmarks) would score these 1."""
-    from memrl.scoring.metrics import sub_em
+    from memrepro.scoring.metrics import sub_em
 
     scores = score_answers("sub_em", response, golds, answer_format)
     assert scores["score"] == 0.0 and scores["sub_em_inside_gold"] is False
@@ -141,7 +141,7 @@ def test_own_sub_em_scores_a_one_letter_or_empty_answer_wrong(response, golds, a
 
 
 def test_own_sub_em_marks_and_counts_answers_right_only_inside_a_gold():
-    from memrl.evaluation import summarize
+    from memrepro.evaluation import summarize
 
     golds = ["Bobby Tables", "Ada"]
     inside = score_answers("sub_em", "the answer is Bob", golds)
@@ -164,8 +164,8 @@ def test_rouge_scores_the_mean_recall_and_an_unknown_metric_is_refused():
 
 
 def test_the_benchmark_scores_a_row_by_the_metric_its_set_job_tagged_it_with():
-    from memrl.benchmarks import Task
-    from memrl.evaluation import score
+    from memrepro.benchmarks import Task
+    from memrepro.evaluation import score
 
     row = {"input": "Who?", "answers": ["Ada"], "metric": "em"}
     assert score(Task(CUSTOM_BENCHMARK, "long_qa"), row, "Ada")["score"] == 1.0
@@ -262,8 +262,8 @@ def test_a_bad_row_of_a_local_dataset_stops_the_plan_naming_file_line_and_field(
 
 
 def test_a_rag_system_retrieves_a_rows_own_documents_and_runs_either_unit():
-    from memrl.benchmarks import Task
-    from memrl.systems.rag import rag_system, runs
+    from memrepro.benchmarks import Task
+    from memrepro.systems.rag import rag_system, runs
 
     class Recorded(Exception):
         pass
@@ -281,9 +281,9 @@ def test_a_rag_system_retrieves_a_rows_own_documents_and_runs_either_unit():
     assert not runs({"unit": "c64"}, "ruler_hqa") and not runs({"unit": "doc"}, "longbench")
 
 
-def test_memrl_cost_reads_a_dataset_once_for_all_its_jobs(monkeypatch, tmp_path):
-    import memrl.data.custom as reader
-    from memrl.benchmarks.custom import _file_shape
+def test_memrepro_cost_reads_a_dataset_once_for_all_its_jobs(monkeypatch, tmp_path):
+    import memrepro.data.custom as reader
+    from memrepro.benchmarks.custom import _file_shape
 
     _file_shape.cache_clear()
     monkeypatch.chdir(REPO)

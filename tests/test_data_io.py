@@ -3,7 +3,7 @@ import json
 
 import pytest
 
-from memrl.data.io import (
+from memrepro.data.io import (
     append_jsonl,
     iter_jsonl,
     read_json,

@@ -1,5 +1,5 @@
 """Derived numbers checked where they are read: a metrics record's intervals against its scores
-and counts (the table jobs), and the response lengths a training run measured (`memrl cost`)."""
+and counts (the table jobs), and the response lengths a training run measured (`memrepro cost`)."""
 
 from __future__ import annotations
 
@@ -11,16 +11,16 @@ from pathlib import Path
 
 import pytest
 
-from memrl import config as cfg
-from memrl.cost import command
-from memrl.cost.plan import PlannedJob
-from memrl.cost.price import price_job
-from memrl.cost.pricing import Pricing
-from memrl.cost.responses import measured_response_tokens
-from memrl.evaluation import summarize
-from memrl.layout import MEMALPHA_STAGE
-from memrl.report.records import load_metrics
-from memrl.scoring.intervals import wilson
+from memrepro import config as cfg
+from memrepro.cost import command
+from memrepro.cost.plan import PlannedJob
+from memrepro.cost.price import price_job
+from memrepro.cost.pricing import Pricing
+from memrepro.cost.responses import measured_response_tokens
+from memrepro.evaluation import summarize
+from memrepro.layout import MEMALPHA_STAGE
+from memrepro.report.records import load_metrics
+from memrepro.scoring.intervals import wilson
 
 RATE = 4e14  # FLOP/s: any positive rate prices a plan
 
@@ -162,7 +162,7 @@ def test_right_wrong_naming_a_score_the_record_lacks_is_refused(tmp_path):
     assert "'right_wrong'" in refused(tmp_path, record) and "em" in refused(tmp_path, record)
 
 
-# --- measured response lengths (`memrl cost --lengths`) -------------------------------------------
+# --- measured response lengths (`memrepro cost --lengths`) ----------------------------------------
 
 
 @pytest.fixture
@@ -249,7 +249,7 @@ def plan_of(job: PlannedJob) -> str:
     settings = shlex.quote(json.dumps(job.settings))
     return (
         f"rule {job.rule}:\n    wildcards: train_run=rl-memagent-7b\n    resources: gpu=32\n"
-        f"Shell command: memrl train --settings {settings} --out x\n"
+        f"Shell command: memrepro train --settings {settings} --out x\n"
     )
 
 
@@ -260,7 +260,7 @@ def test_the_command_reports_a_bad_measured_length_without_a_traceback(
     monkeypatch.chdir(repo)
     monkeypatch.setattr(command, "dry_run", lambda args, overrides: plan_of(stage1_job(paper)))
     argv = ["--lengths", str(tmp_path), "--configfile", "config/config.yaml"]
-    with pytest.raises(SystemExit, match=rf"memrl cost: {re.escape(str(path))}:1"):
+    with pytest.raises(SystemExit, match=rf"memrepro cost: {re.escape(str(path))}:1"):
         command.main(argv)
 
 

@@ -1,11 +1,11 @@
 """Why a number differs: each cell's diagnosis, its attribution first, then its setup (recipe,
 protocol, chance) from the recipes tables and the systems of the same run
-(memrl.report.diagnosis)."""
+(memrepro.report.diagnosis)."""
 
 from __future__ import annotations
 
-from memrl.report.attribution import Evidence, Gap, Source
-from memrl.report.diagnosis import Cell, Context, Diagnosis, diagnose, parse_markdown_table
+from memrepro.report.attribution import Evidence, Gap, Source
+from memrepro.report.diagnosis import Cell, Context, Diagnosis, diagnose, parse_markdown_table
 
 RECIPES = """**caption**
 
@@ -81,7 +81,7 @@ def test_a_cell_with_its_evaluation_opens_with_its_attribution():
 def test_the_page_shows_ten_diagnoses_in_full_and_anchors_the_rest_the_csv_keeps_all(tmp_path):
     import csv
 
-    from memrl.report.diagnosis_pages import (
+    from memrepro.report.diagnosis_pages import (
         SHOWN,
         markdown_ranked,
         markdown_rest,

@@ -5,8 +5,8 @@ from __future__ import annotations
 import hashlib
 import os
 
-from memrl import digests
-from memrl.digests import file_digest
+from memrepro import digests
+from memrepro.digests import file_digest
 
 
 def sha(data: bytes) -> str:

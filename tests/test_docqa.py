@@ -1,4 +1,4 @@
-"""DocQA-RL-1.6K loading and the stage-II mix (memrl.data.docqa) and `memrl stage2-data`."""
+"""DocQA-RL-1.6K loading and the stage-II mix (memrepro.data.docqa) and `memrepro stage2-data`."""
 
 from __future__ import annotations
 
@@ -9,15 +9,15 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from memrl.data.docqa import (
+from memrepro.data.docqa import (
     load_docqa,
     mix_stage2,
     parse_ground_truth,
     split_prompt,
 )
-from memrl.data.io import read_jsonl, write_jsonl_atomic
-from memrl.data.ruler_hqa import DATA_SOURCE
-from memrl.data.sources import fixture_corpus, fixture_path
+from memrepro.data.io import read_jsonl, write_jsonl_atomic
+from memrepro.data.ruler_hqa import DATA_SOURCE
+from memrepro.data.sources import fixture_corpus, fixture_path
 
 FIXTURE = "docqa_rl_fixture.parquet"
 HEAD = "Please read the following text and answer the question below."
@@ -268,10 +268,10 @@ def test_mix_errors():
 
 
 def test_cli_stage2_data(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
-    from memrl import cli
-    from memrl.models.tiny import build_tokenizer
+    from memrepro import cli
+    from memrepro.models.tiny import build_tokenizer
 
-    monkeypatch.setenv("MEMRL_TRACKING", "off")
+    monkeypatch.setenv("MEMREPRO_TRACKING", "off")
     tokenizer_dir = tmp_path / "tokenizer"
     build_tokenizer(fixture_corpus(), 2048, 4096).save_pretrained(tokenizer_dir)
     hqa = tmp_path / "train.jsonl"

@@ -13,12 +13,12 @@ from typing import Any
 import pytest
 import torch
 
-from memrl.engines import make_engine
-from memrl.engines.base import ChatRequest, SamplingParams, prompt_ids
-from memrl.engines.hf import HFEngine
-from memrl.engines.openai import OpenAIEngine
-from memrl.engines.vllm import VLLMEngine
-from memrl.models.tiny import build_tiny_model
+from memrepro.engines import make_engine
+from memrepro.engines.base import ChatRequest, SamplingParams, prompt_ids
+from memrepro.engines.hf import HFEngine
+from memrepro.engines.openai import OpenAIEngine
+from memrepro.engines.vllm import VLLMEngine
+from memrepro.models.tiny import build_tiny_model
 
 CORPUS = [
     "The ferry to Quillan Isle leaves at dawn and returns at dusk.",
@@ -174,7 +174,7 @@ def test_vllm_engine_gpu_settings_reach_vllm(fake_vllm: types.ModuleType) -> Non
 
 
 def test_device_defaults_fill_only_unset_settings() -> None:
-    from memrl.engines.vllm import with_device_defaults
+    from memrepro.engines.vllm import with_device_defaults
 
     unset = {"gpu_memory_utilization": None, "enforce_eager": None}
     assert with_device_defaults("cpu", **unset) == {
@@ -190,7 +190,7 @@ def test_device_defaults_fill_only_unset_settings() -> None:
 
 
 def test_vllm_processes_on_a_cpu_run_without_snakemakes_mkl_threads() -> None:
-    from memrl.engines.vllm import cpu_environment
+    from memrepro.engines.vllm import cpu_environment
 
     job = {"MKL_NUM_THREADS": "2", "OMP_NUM_THREADS": "2", "PATH": "/bin"}
     assert cpu_environment("cpu", job) == {"OMP_NUM_THREADS": "2", "PATH": "/bin"}
@@ -300,15 +300,15 @@ def test_a_continued_request_must_end_with_an_assistant_turn() -> None:
 
 
 def test_openai_engine_settings_from_env(tiny: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("MEMRL_OPENAI_BASE_URL", "http://localhost:9999/v1")
+    monkeypatch.setenv("MEMREPRO_OPENAI_BASE_URL", "http://localhost:9999/v1")
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
     engine = OpenAIEngine("m", tokenizer_path=str(tiny), client=fake_client())
     assert (engine.base_url, engine.api_key) == ("http://localhost:9999/v1", "sk-test")
     done = engine.chat([ask("hi")], SamplingParams(seed=None))
     assert "seed" not in engine.client.chat.completions.calls[0]
     assert done[0].text == "echo: hi"
-    monkeypatch.delenv("MEMRL_OPENAI_BASE_URL")
-    with pytest.raises(ValueError, match="MEMRL_OPENAI_BASE_URL"):
+    monkeypatch.delenv("MEMREPRO_OPENAI_BASE_URL")
+    with pytest.raises(ValueError, match="MEMREPRO_OPENAI_BASE_URL"):
         OpenAIEngine("m", tokenizer_path=str(tiny))
 
 
@@ -337,8 +337,8 @@ def test_a_hosted_model_is_a_tokenizer_directory_naming_the_served_model(
 
     import huggingface_hub
 
-    from memrl.engines import make_engine
-    from memrl.models.fetch import fetch_model
+    from memrepro.engines import make_engine
+    from memrepro.models.fetch import fetch_model
 
     def snapshot_download(repo_id, revision, local_dir, allow_patterns):
         for path in tiny.iterdir():  # the tokenizer files of the named repository, no weights

@@ -128,11 +128,11 @@ def test_an_image_is_labelled_with_its_lock_and_commit_and_gets_the_hosts_pip_so
 ):
     monkeypatch.setattr(envtool, "pip_find_links", lambda: [str(tmp_path)])
     monkeypatch.setattr(envtool, "pip_cert", lambda: "/etc/ssl/certs/ca-certificates.crt")
-    command = envtool.build_command("core", "/usr/bin/podman", "localhost/memrl-base:bookworm")
+    command = envtool.build_command("core", "/usr/bin/podman", "localhost/memrepro-base:bookworm")
     text = " ".join(command)
-    assert f"memrl.lock.digest={envtool.lock_digest('core')}" in text
+    assert f"memrepro.lock.digest={envtool.lock_digest('core')}" in text
     assert "org.opencontainers.image.revision=" in text
-    assert "BASE=localhost/memrl-base:bookworm" in text and "ENV=core" in text
+    assert "BASE=localhost/memrepro-base:bookworm" in text and "ENV=core" in text
     assert f"--volume {tmp_path}:{tmp_path}:ro" in text and f"PIP_FIND_LINKS={tmp_path}" in text
     assert "PIP_CERT=/etc/ssl/certs/ca-certificates.crt" in text
     docker = envtool.build_command("infer", "/usr/bin/docker", None)

@@ -4,15 +4,15 @@ import json
 
 import pytest
 
-from memrl.data.essays import (
+from memrepro.data.essays import (
     build_essay_json,
     essay_urls,
     fetch_essays,
     html_to_text,
     load_essay_text,
 )
-from memrl.data.ruler import split_sentences
-from memrl.data.sources import fixture_path
+from memrepro.data.ruler import split_sentences
+from memrepro.data.sources import fixture_path
 
 PINNED = "78774ab3e2ce64051713ca784d521ac4df5ac64e"
 PAGE = """<html><head><title>Skip me</title><style>p {color: red}</style></head><body>
@@ -127,8 +127,8 @@ def test_essay_fixture_is_reproducible(repo, tmp_path):
 
 
 def test_download_rule_source_assembles_the_essays(http_root, tmp_path, monkeypatch):
-    from memrl.data import essays
-    from memrl.data.sources import ChecksumError, fetch_file
+    from memrepro.data import essays
+    from memrepro.data.sources import ChecksumError, fetch_file
 
     root, base = http_root
     (root / "a.txt").write_text("Essay one. ")

@@ -7,10 +7,10 @@ import json
 
 import pytest
 
-from memrl.agents.memagent import MemAgentConfig
-from memrl.benchmarks import Task
-from memrl.engines.base import Completion
-from memrl.evaluation import (
+from memrepro.agents.memagent import MemAgentConfig
+from memrepro.benchmarks import Task
+from memrepro.engines.base import Completion
+from memrepro.evaluation import (
     evaluate,
     load_finished,
     merge_shards,
@@ -19,9 +19,9 @@ from memrl.evaluation import (
     summarize,
     workflow_runner,
 )
-from memrl.systems.longcontext import longcontext_system
-from memrl.systems.memagent import memagent_system
-from memrl.systems.rag import rag_system
+from memrepro.systems.longcontext import longcontext_system
+from memrepro.systems.memagent import memagent_system
+from memrepro.systems.rag import rag_system
 
 
 class CharTokenizer:
@@ -114,8 +114,8 @@ def test_each_prediction_carries_the_digests_of_the_prompts_it_sent(tmp_path):
 
 
 def test_each_prediction_carries_its_rows_identity_and_the_digest_of_its_data():
-    from memrl.data.io import json_digest
-    from memrl.jobs.evaluate import with_row_identity
+    from memrepro.data.io import json_digest
+    from memrepro.jobs.evaluate import with_row_identity
 
     row = {"index": 0, "id": "harbor-1", "task_label": "history", "input": "Who?",
            "context": "Ada wrote it.", "answers": ["Ada"], "num_tokens": 3}  # fmt: skip
@@ -227,7 +227,7 @@ def test_summary_reports_every_metric_and_the_paper_metric_as_accuracy(tmp_path)
 
 
 def test_long_context_baseline_gets_the_official_prompt_middle_truncated(tmp_path):
-    from memrl.baselines.longcontext import official_prompt
+    from memrepro.baselines.longcontext import official_prompt
 
     row = rows(1, context_chars=400)[0]
     engine = ScriptedEngine()
@@ -264,8 +264,8 @@ def test_rag_answers_from_the_top_k_documents_in_context_order(tmp_path):
 
 
 def test_longbench_prompts_budgets_and_metrics(tmp_path):
-    from memrl.data.longbench import SUMMARY_PROBLEM, load_longbench, max_new_tokens, prompt
-    from memrl.data.sources import fixture_path
+    from memrepro.data.longbench import SUMMARY_PROBLEM, load_longbench, max_new_tokens, prompt
+    from memrepro.data.sources import fixture_path
 
     task = Task("longbench", "gov_report")
     data = load_longbench(fixture_path("longbench/gov_report.parquet"), "gov_report")[:1]

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from memrl.report import cells, claims
-from memrl.report.field_verdicts import (
+from memrepro.report import cells, claims
+from memrepro.report.field_verdicts import (
     FALSIFIED,
     INCONCLUSIVE,
     TOY,
@@ -12,7 +12,7 @@ from memrl.report.field_verdicts import (
     claim_word,
     summary_rows,
 )
-from memrl.scoring import compare
+from memrepro.scoring import compare
 
 
 def test_each_cell_verdict_has_its_word_and_an_unjudged_cell_none():
@@ -49,10 +49,10 @@ def test_each_table_csv_row_carries_its_word_a_machinery_only_row_toy(tmp_path):
     import yaml
     from test_intervals import SYSTEMS, record
 
-    from memrl.report.cells import mark_machinery_only
-    from memrl.report.records import load_metrics
-    from memrl.report.render import tidy
-    from memrl.report.tables import build_paper_table
+    from memrepro.report.cells import mark_machinery_only
+    from memrepro.report.records import load_metrics
+    from memrepro.report.render import tidy
+    from memrepro.report.tables import build_paper_table
 
     paper = yaml.safe_load((Path(__file__).parents[1] / "config/paper/memagent.yaml").read_text())
     path = tmp_path / "metrics.json"

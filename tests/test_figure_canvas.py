@@ -13,7 +13,7 @@ def test_text_the_layout_pushes_off_the_canvas_is_named_in_the_png(tmp_path: Pat
     from matplotlib.figure import Figure
     from PIL import Image
 
-    from memrl.report.plots import CLIPPED_KEY, outside_canvas, save
+    from memrepro.report.plots import CLIPPED_KEY, outside_canvas, save
 
     fig = Figure(figsize=(4.0, 3.0), layout="constrained")
     FigureCanvasAgg(fig)

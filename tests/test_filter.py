@@ -2,8 +2,8 @@ from collections import Counter
 
 import pytest
 
-from memrl.engines.base import Completion, SamplingParams
-from memrl.train.filter import NO_CONTEXT_PROMPT, filter_flags, filter_questions
+from memrepro.engines.base import Completion, SamplingParams
+from memrepro.train.filter import NO_CONTEXT_PROMPT, filter_flags, filter_questions
 
 ROWS = [
     {"index": 0, "input": "Which river flows through Quillane?", "answers": ["River Sarn"]},
@@ -167,7 +167,7 @@ def test_filter_flags():
 
 
 def test_the_dropped_share_and_lengths_are_set_beside_appendix_a3():
-    from memrl.train.filter import against_appendix
+    from memrepro.train.filter import against_appendix
 
     rows = [{"num_tokens": 27_000}, {"num_tokens": 29_000}]
     near = against_appendix({"n_in": 100, "n_dropped": 55}, rows)

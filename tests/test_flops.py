@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from memrl.report.figures import plot_paper_figure
-from memrl.report.flops import (
+from memrepro.report.figures import plot_paper_figure
+from memrepro.report.flops import (
     FIGURE_LENGTHS,
     Qwen2Shape,
     dense_parameters,
@@ -19,7 +19,7 @@ from memrl.report.flops import (
     predicted_flops,
     sequence_flops,
 )
-from memrl.report.flops_figure import measured_costs, model_shape, read_wall_seconds
+from memrepro.report.flops_figure import measured_costs, model_shape, read_wall_seconds
 
 # hidden 8, MLP 16, 2 layers, 2 query heads of 4, 1 key/value head, vocabulary 10
 TINY = Qwen2Shape(8, 16, 2, 2, 1, 10)

@@ -9,19 +9,19 @@ from pathlib import Path
 import pytest
 import yaml
 
-from memrl.evaluation import summarize
-from memrl.report.cells import NOT_SAMPLED, Cell
-from memrl.report.records import load_metrics
-from memrl.report.render import (
+from memrepro.evaluation import summarize
+from memrepro.report.cells import NOT_SAMPLED, Cell
+from memrepro.report.records import load_metrics
+from memrepro.report.render import (
     NOT_COMPARABLE,
     format_cell,
     tidy,
     to_markdown,
     write_table,
 )
-from memrl.report.tables import build_paper_table
-from memrl.report.verdict_notes import verdict_counts
-from memrl.scoring.compare import (
+from memrepro.report.tables import build_paper_table
+from memrepro.report.verdict_notes import verdict_counts
+from memrepro.scoring.compare import (
     CONSISTENT,
     DIFFERS_ABOVE,
     DIFFERS_BELOW,
@@ -31,7 +31,7 @@ from memrl.scoring.compare import (
     detectable_difference,
     standard_error,
 )
-from memrl.scoring.intervals import (
+from memrepro.scoring.intervals import (
     bootstrap,
     fixed_instances_interval,
     interval,

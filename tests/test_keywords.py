@@ -1,5 +1,5 @@
 """Mem-α's Figure 4: keyword golds extracted again from the original summaries and set beside the
-released ones (memrl.data.keywords, `memrl keywords`, the memalpha_keywords table)."""
+released ones (memrepro.data.keywords, `memrepro keywords`, the memalpha_keywords table)."""
 
 from __future__ import annotations
 
@@ -14,13 +14,13 @@ import pyarrow.parquet as pq
 import pytest
 from fake_http import JSONHandler, serve
 
-from memrl.config import KEYWORDS_TABLE
-from memrl.data import keywords as kw
-from memrl.data.io import read_jsonl
-from memrl.data.sources import fixture_path
-from memrl.report.cells import DASH
-from memrl.report.keywords import build_keywords_table, load_keyword_rows
-from memrl.report.tables import write_paper_table
+from memrepro.config import KEYWORDS_TABLE
+from memrepro.data import keywords as kw
+from memrepro.data.io import read_jsonl
+from memrepro.data.sources import fixture_path
+from memrepro.report.cells import DASH
+from memrepro.report.keywords import build_keywords_table, load_keyword_rows
+from memrepro.report.tables import write_paper_table
 
 BOOKSUM = fixture_path("memalpha/booksum_chapters.parquet")
 MAB_LRU = fixture_path("memalpha/mab_lru.parquet")
@@ -156,7 +156,7 @@ class Extractor(JSONHandler):
 
 @pytest.fixture(scope="module")
 def tokenizer_dir(tmp_path_factory):
-    from memrl.models.tiny import build_tiny_model
+    from memrepro.models.tiny import build_tiny_model
 
     corpus = ["Oren the lamplighter loses his ladder in Varn."] * 4
     return build_tiny_model(tmp_path_factory.mktemp("tiny") / "model", corpus)
@@ -165,7 +165,7 @@ def tokenizer_dir(tmp_path_factory):
 def run_keywords(
     tokenizer_dir: Path, url: str, out: Path, released: list[Path], reproduces: bool = True
 ) -> None:
-    from memrl import cli
+    from memrepro import cli
 
     settings = {
         "set": "booksum",
@@ -222,7 +222,7 @@ def ada_and_oren(tmp_path: Path) -> tuple[Path, list[Path]]:
 def test_the_job_rebuilds_each_matched_instance_and_resumes_after_a_failure(
     tmp_path, tokenizer_dir, monkeypatch
 ):
-    monkeypatch.setenv("MEMRL_TRACKING", "off")
+    monkeypatch.setenv("MEMREPRO_TRACKING", "off")
     out, released = ada_and_oren(tmp_path)
     Extractor.FAILING, Extractor.summaries = {"Oren"}, []
     with serve(Extractor) as url:
@@ -271,7 +271,7 @@ def test_a_random_models_keywords_open_with_the_machinery_banner():
 def test_released_instances_that_match_no_original_stop_the_job(
     tmp_path, tokenizer_dir, monkeypatch
 ):
-    monkeypatch.setenv("MEMRL_TRACKING", "off")
+    monkeypatch.setenv("MEMREPRO_TRACKING", "off")
     released = [release(tmp_path, "A chapter no original holds.", "Nobody")]
     with serve(Extractor) as url, pytest.raises(SystemExit, match="begins an original text"):
         run_keywords(tokenizer_dir, url + "/v1", tmp_path / "o.jsonl", released)
@@ -281,7 +281,7 @@ def test_released_instances_that_match_no_original_stop_the_job(
 def test_a_refused_reply_fails_the_job_naming_its_instance_and_a_rerun_asks_only_for_it(
     tmp_path, tokenizer_dir, monkeypatch, caplog, reply
 ):
-    monkeypatch.setenv("MEMRL_TRACKING", "off")
+    monkeypatch.setenv("MEMREPRO_TRACKING", "off")
     out, released = ada_and_oren(tmp_path)
     Extractor.FAILING, Extractor.REPLIES, Extractor.summaries = set(), {"Oren": reply}, []
     with serve(Extractor) as url:
@@ -300,7 +300,7 @@ def test_a_refused_reply_fails_the_job_naming_its_instance_and_a_rerun_asks_only
 def test_a_damaged_resume_line_is_dropped_with_a_warning_and_its_instance_asked_again(
     tmp_path, tokenizer_dir, monkeypatch, caplog, damage
 ):
-    monkeypatch.setenv("MEMRL_TRACKING", "off")
+    monkeypatch.setenv("MEMREPRO_TRACKING", "off")
     out, released = ada_and_oren(tmp_path)
     Extractor.FAILING, Extractor.REPLIES, Extractor.summaries = {"Oren"}, {}, []
     with serve(Extractor) as url:
@@ -320,7 +320,7 @@ def test_a_damaged_resume_line_is_dropped_with_a_warning_and_its_instance_asked_
 def test_a_machinery_models_refused_replies_are_kept_and_counted_apart_in_the_table(
     tmp_path, tokenizer_dir, monkeypatch
 ):
-    monkeypatch.setenv("MEMRL_TRACKING", "off")
+    monkeypatch.setenv("MEMREPRO_TRACKING", "off")
     out, released = ada_and_oren(tmp_path)
     refusal = "I'm sorry, I can't help with that."
     Extractor.FAILING, Extractor.REPLIES, Extractor.summaries = set(), {"Oren": refusal}, []

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from memrl import config as cfg
-from memrl import launch
-from memrl.launch import check_targets, split_overrides
+from memrepro import config as cfg
+from memrepro import launch
+from memrepro.launch import check_targets, split_overrides
 
 REPO = Path(__file__).resolve().parents[1]
 

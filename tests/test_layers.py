@@ -1,4 +1,4 @@
-"""The layer picture in ARCHITECTURE.md is the import graph: every import of a memrl module (lazy
+"""The layer picture in ARCHITECTURE.md is the import graph: every import of a memrepro module (lazy
 ones included, not those under TYPE_CHECKING) goes to a package on a lower floor."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 SRC = REPO / "src"
-PACKAGE = re.compile(r"^(memrl(?:\.\w+)?)(?:,|\s{2,}|$)")
+PACKAGE = re.compile(r"^(memrepro(?:\.\w+)?)(?:,|\s{2,}|$)")
 
 
 def floors(architecture: str) -> list[list[str]]:
@@ -20,7 +20,7 @@ def floors(architecture: str) -> list[list[str]]:
     block = architecture.split("## The layers", 1)[1].split("```", 2)[1]
     found = []
     for line in block.splitlines():
-        if not line.startswith("memrl"):
+        if not line.startswith("memrepro"):
             continue  # a description's continuation
         names = []
         for part in line.split(","):
@@ -33,13 +33,13 @@ def floors(architecture: str) -> list[list[str]]:
 
 
 def package(module: str) -> str:
-    """A module's floor unit: its memrl subpackage or top-level module (memrl itself for
-    memrl/__init__.py)."""
+    """A module's floor unit: its memrepro subpackage or top-level module (memrepro itself for
+    memrepro/__init__.py)."""
     return ".".join(module.split(".")[:2])
 
 
 def imports(path: Path) -> list[tuple[str, int]]:
-    """The memrl modules a file imports and the line of each (not those under TYPE_CHECKING)."""
+    """The memrepro modules a file imports and the line of each (not those under TYPE_CHECKING)."""
     tree = ast.parse(path.read_text(encoding="utf-8"))
     typing_only = {
         id(node)
@@ -57,7 +57,7 @@ def imports(path: Path) -> list[tuple[str, int]]:
             names = [alias.name for alias in node.names]
         else:
             continue
-        found += [(name, node.lineno) for name in names if package(name).startswith("memrl")]
+        found += [(name, node.lineno) for name in names if package(name).startswith("memrepro")]
     return found
 
 
@@ -94,9 +94,9 @@ def test_every_import_runs_down_the_picture():
 @pytest.mark.parametrize(
     ("picture", "caught"),
     [
-        ("memrl.cli  x\nmemrl.jobs  y\n", False),  # jobs below cli: fine
-        ("memrl.jobs  y\nmemrl.cli  x\n", True),  # cli under jobs
-        ("memrl.cli, memrl.jobs  both\n", True),  # one floor
+        ("memrepro.cli  x\nmemrepro.jobs  y\n", False),  # jobs below cli: fine
+        ("memrepro.jobs  y\nmemrepro.cli  x\n", True),  # cli under jobs
+        ("memrepro.cli, memrepro.jobs  both\n", True),  # one floor
     ],
 )
 def test_the_check_finds_an_import_against_the_picture(picture, caught):
@@ -105,8 +105,8 @@ def test_the_check_finds_an_import_against_the_picture(picture, caught):
     floor_of = {name: level for level, floor in enumerate(parsed) for name in floor}
     rest = {package(module_name(p)) for p in SRC.rglob("*.py")} - set(floor_of)
     floor_of |= dict.fromkeys(rest, len(parsed))  # everything else below both
-    found = [f for f in upward_imports(floor_of) if "memrl.cli -> memrl.jobs" in f]
-    assert bool(found) == caught and all(f.startswith("src/memrl/cli.py:") for f in found)
+    found = [f for f in upward_imports(floor_of) if "memrepro.cli -> memrepro.jobs" in f]
+    assert bool(found) == caught and all(f.startswith("src/memrepro/cli.py:") for f in found)
 
 
 MAX_MODULE_LINES = 600  # past this a module holds more than one concern: split it along its seams

@@ -1,4 +1,4 @@
-"""`memrl lineage`: from a file back through the jobs that made it, by recorded digests."""
+"""`memrepro lineage`: from a file back through the jobs that made it, by recorded digests."""
 
 from __future__ import annotations
 
@@ -9,20 +9,20 @@ from pathlib import Path
 
 import pytest
 
-from memrl import cli
-from memrl.digests import file_digest
-from memrl.lineage import lineage, render
-from memrl.mlflow_notes import short_digest
-from memrl.tracking.invocation import ENV_INVOCATION
-from memrl.tracking.record import job_run
-from memrl.tracking.results_dir import records_under
+from memrepro import cli
+from memrepro.digests import file_digest
+from memrepro.lineage import lineage, render
+from memrepro.mlflow_notes import short_digest
+from memrepro.tracking.invocation import ENV_INVOCATION
+from memrepro.tracking.record import job_run
+from memrepro.tracking.results_dir import records_under
 
 
 @pytest.fixture
 def run(tmp_path, monkeypatch) -> Path:
     """A miniature run as Snakemake leaves it: download → train → two evaluations → table, each
     job writing its record; paths relative to the working directory, as in a real run."""
-    monkeypatch.setenv("MEMRL_TRACKING", "on")
+    monkeypatch.setenv("MEMREPRO_TRACKING", "on")
     monkeypatch.delenv(ENV_INVOCATION, raising=False)
     monkeypatch.chdir(tmp_path)
     (tmp_path / "results/r/provenance").mkdir(parents=True)
@@ -113,7 +113,7 @@ def test_a_file_changed_after_its_job_has_no_producer_and_says_who_wrote_it(run)
     assert "(changed since record" in render(graph, {}, run)
 
 
-def test_memrl_lineage_prints_the_chain_or_json(run, capsys):
+def test_memrepro_lineage_prints_the_chain_or_json(run, capsys):
     cli.main(["lineage", "results/r/checkpoints/rl"])
     text = capsys.readouterr().out
     assert text.splitlines()[1].startswith("  <- train 2  FINISHED")
@@ -156,7 +156,7 @@ def test_a_file_no_job_wrote_says_so_without_an_empty_summary(run, capsys):
 
 
 def test_lineage_into_a_closed_pipe_ends_quietly(run):
-    """As `memrl lineage … | head`, whose reader is gone before the report is written."""
+    """As `memrepro lineage … | head`, whose reader is gone before the report is written."""
     import subprocess
     import sys
 
@@ -164,7 +164,7 @@ def test_lineage_into_a_closed_pipe_ends_quietly(run):
         command = [
             sys.executable,
             "-m",
-            "memrl.cli",
+            "memrepro.cli",
             "lineage",
             *extra,
             "results/r/tables/table3.md",
@@ -178,7 +178,7 @@ def test_lineage_into_a_closed_pipe_ends_quietly(run):
 def test_a_copy_elsewhere_with_the_original_gone_keeps_its_lineage(run, capsys, caplog):
     """Records name paths as their jobs saw them: a copied or moved results directory is read
     rebased onto where it lies now, and says so in one line."""
-    caplog.set_level("INFO", logger="memrl.tracking")
+    caplog.set_level("INFO", logger="memrepro.tracking")
     copy = run.with_name(f"{run.name}-laptop")
     shutil.copytree(run, copy, symlinks=True)
     shutil.rmtree(run / "results")
@@ -236,7 +236,7 @@ def test_a_changed_or_deleted_source_is_flagged_and_an_unchanged_trace_passes(ru
 
 
 def test_a_download_shows_the_origin_its_manifest_names(tmp_path, monkeypatch, capsys):
-    monkeypatch.setenv("MEMRL_TRACKING", "on")
+    monkeypatch.setenv("MEMREPRO_TRACKING", "on")
     monkeypatch.delenv(ENV_INVOCATION, raising=False)
     monkeypatch.chdir(tmp_path)
     (tmp_path / "results/r/provenance").mkdir(parents=True)

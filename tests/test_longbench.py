@@ -1,5 +1,5 @@
-"""LongBench v1: loader, prompts, generation lengths (memrl.data.longbench) and scoring
-(memrl.scoring.longbench), on the packaged fixtures and hand-computed golden values."""
+"""LongBench v1: loader, prompts, generation lengths (memrepro.data.longbench) and scoring
+(memrepro.scoring.longbench), on the packaged fixtures and hand-computed golden values."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from memrl.data.longbench import (
+from memrepro.data.longbench import (
     LONGBENCH_REVISION,
     LONGBENCH_TASKS,
     load_longbench,
@@ -22,15 +22,15 @@ from memrl.data.longbench import (
     prompt,
     question_for_memagent,
 )
-from memrl.data.sources import fixture_path
-from memrl.scoring.longbench import (
+from memrepro.data.sources import fixture_path
+from memrepro.scoring.longbench import (
     LONGBENCH_QA,
     LONGBENCH_SUM,
     qa_f1_score,
     rouge_scores,
     score_longbench,
 )
-from memrl.scoring.metrics import f1 as hotpotqa_f1
+from memrepro.scoring.metrics import f1 as hotpotqa_f1
 
 REPO = Path(__file__).resolve().parents[1]
 HF_SCHEMA = pa.schema(

@@ -11,14 +11,14 @@ from typing import ClassVar
 import pytest
 from fake_http import JSONHandler, embeddings_payload, serve
 
-from memrl.baselines.mem0 import (  # first: it switches Mem0's telemetry off before mem0 loads
+from memrepro.baselines.mem0 import (  # first: it switches Mem0's telemetry off before mem0 loads
     NO_MEMORIES,
     Mem0Settings,
     Mem0Store,
     mem0_workflow,
     render_memories,
 )
-from memrl.engines.base import Completion
+from memrepro.engines.base import Completion
 
 DIMS = 64
 KEY = "sk-test-mem0-key-0123456789"
@@ -110,9 +110,9 @@ def test_no_memory_is_shown_as_such():
 def test_the_evaluation_scores_mem0_rows_like_any_system(endpoint, tmp_path):
     from test_evaluation import CharTokenizer, ScriptedEngine
 
-    from memrl.benchmarks import Task
-    from memrl.evaluation import evaluate, summarize, workflow_runner
-    from memrl.systems.mem0 import mem0_system
+    from memrepro.benchmarks import Task
+    from memrepro.evaluation import evaluate, summarize, workflow_runner
+    from memrepro.systems.mem0 import mem0_system
 
     settings = Mem0Settings(
         llm="fake-llm",

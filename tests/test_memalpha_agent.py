@@ -9,8 +9,8 @@ import json
 import pytest
 from memalpha_fakes import Replying, RuleQA, call, words
 
-from memrl.agents.driver import run_batched
-from memrl.agents.memalpha import (
+from memrepro.agents.driver import run_batched
+from memrepro.agents.memalpha import (
     MEMORIZE_USER_TEMPLATE,
     ChunkStep,
     MemAlphaConfig,
@@ -24,9 +24,9 @@ from memrl.agents.memalpha import (
     qa_system_prompt,
     retrieve,
 )
-from memrl.agents.structured_memory import TRUNCATION_SUFFIX, StructuredMemory
-from memrl.engines.base import Completion, SamplingParams
-from memrl.evaluation import (
+from memrepro.agents.structured_memory import TRUNCATION_SUFFIX, StructuredMemory
+from memrepro.engines.base import Completion, SamplingParams
+from memrepro.evaluation import (
     Judge,
     MemoryQA,
     check_failures,
@@ -34,7 +34,7 @@ from memrl.evaluation import (
     requests_digest,
     summarize,
 )
-from memrl.systems.memalpha import memorize_runner, memory_qa_runner
+from memrepro.systems.memalpha import memorize_runner, memory_qa_runner
 
 
 def test_memorize_drives_insert_update_delete_over_chunks_to_an_exact_final_memory():
@@ -395,9 +395,9 @@ def test_a_qa_prompt_cap_too_small_for_any_question_fails_the_instance(tmp_path)
 def test_fixture_instances_group_by_source_with_their_query_prompts():
     from importlib.resources import files
 
-    from memrl.data.memalpha import instances_by_source, query
+    from memrepro.data.memalpha import instances_by_source, query
 
-    path = files("memrl") / "fixtures/memalpha/mab.parquet"
+    path = files("memrepro") / "fixtures/memalpha/mab.parquet"
     grouped = instances_by_source(path)
     assert len(grouped) == 9 and sum(len(rows) for rows in grouped.values()) == 9
     [lme] = grouped["longmemeval_s*"]
@@ -421,7 +421,7 @@ def test_malformed_instances_fail_naming_file_row_and_field(tmp_path, column, va
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from memrl.data.memalpha import instances_by_source
+    from memrepro.data.memalpha import instances_by_source
 
     row = {
         "chunks": '["c"]',

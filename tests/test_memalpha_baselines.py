@@ -6,10 +6,10 @@ from __future__ import annotations
 import pytest
 from memalpha_fakes import Replying, RuleQA, WordTokenizer
 
-from memrl.agents.retrieval import BM25Retriever
-from memrl.baselines.context_qa import context_request, system_prompt, tail, user_message
-from memrl.engines.base import Completion, SamplingParams, prompt_ids
-from memrl.evaluation import (
+from memrepro.agents.retrieval import BM25Retriever
+from memrepro.baselines.context_qa import context_request, system_prompt, tail, user_message
+from memrepro.engines.base import Completion, SamplingParams, prompt_ids
+from memrepro.evaluation import (
     Judge,
     Question,
     context_questions,
@@ -17,8 +17,8 @@ from memrl.evaluation import (
     instance_qa_runner,
     summarize,
 )
-from memrl.systems.mem1 import mem1_memorize_runner, memory_context_questions
-from memrl.systems.memagent import answered_questions, memagent_memorize_runner
+from memrepro.systems.mem1 import mem1_memorize_runner, memory_context_questions
+from memrepro.systems.memagent import answered_questions, memagent_memorize_runner
 
 # --- prompts ---------------------------------------------------------------------------------
 
@@ -136,7 +136,7 @@ def test_rag_top2_asks_each_question_over_its_own_chunks_and_reports_the_context
 
 
 def test_baseline_protocol_scores_ruler_by_containment_of_the_first_gold():
-    from memrl.scoring.memalpha import score_answer
+    from memrepro.scoring.memalpha import score_answer
 
     # normalised substring EM (agent protocol) drops punctuation; plain containment does not
     assert score_answer("ruler_qa1_197K", "U.S.A", ["USA"], "agent") == 1.0
@@ -265,7 +265,7 @@ def test_a_failed_memagent_memory_fails_the_instance(tmp_path):
 
 
 def test_think_state_is_the_first_think_block_stripped_inside():
-    from memrl.agents.mem1 import think_state
+    from memrepro.agents.mem1 import think_state
 
     assert think_state("x <think>\n a \n</think> <think>b</think>") == "<think>a</think>"
     assert think_state("no block") is None
@@ -273,7 +273,7 @@ def test_think_state_is_the_first_think_block_stripped_inside():
 
 
 def test_mem1_continues_its_memory_per_chunk_and_keeps_it_without_a_new_one(tmp_path):
-    from memrl.agents.mem1 import MEM1_INSTRUCTION, NEW_CONTEXT
+    from memrepro.agents.mem1 import MEM1_INSTRUCTION, NEW_CONTEXT
 
     engine = Replying(
         [
@@ -325,7 +325,7 @@ def test_mem1_memory_is_the_context_of_the_long_context_prompt(tmp_path):
 
 
 def test_source_statistics_counts_instances_chunks_tokens_and_questions():
-    from memrl.data.memalpha import source_statistics
+    from memrepro.data.memalpha import source_statistics
 
     grouped = {
         "squad": [
@@ -370,8 +370,8 @@ def test_ruler_hqa_samples_become_instances_chunked_in_the_policys_tokens(tmp_pa
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from memrl.benchmarks.ruler_hqa import instance_rows
-    from memrl.data.io import write_jsonl_atomic
+    from memrepro.benchmarks.ruler_hqa import instance_rows
+    from memrepro.data.io import write_jsonl_atomic
 
     pool = tmp_path / "pool_docs.parquet"
     pq.write_table(pa.table({"doc": ["Ada was born in Caldre.", "Varn has a port."]}), pool)

@@ -1,4 +1,4 @@
-"""Mem-α's training sets built from their sources (memrl.data.memalpha_build): each builder on
+"""Mem-α's training sets built from their sources (memrepro.data.memalpha_build): each builder on
 miniature rows in its source's schema, and Table 7's shape from a full-size synthetic source set."""
 
 from __future__ import annotations
@@ -8,9 +8,9 @@ import re
 
 import pytest
 
-from memrl.data.memalpha_build import booksum, classification, common, conversations, documents
-from memrl.data.memalpha_build import split as splits
-from memrl.data.memalpha_build.common import SourceError
+from memrepro.data.memalpha_build import booksum, classification, common, conversations, documents
+from memrepro.data.memalpha_build import split as splits
+from memrepro.data.memalpha_build.common import SourceError
 
 
 def count(text: str) -> int:
@@ -465,7 +465,7 @@ def test_table7_shape_from_a_full_size_source_set(full_size, recipe, train, vali
 
 
 def test_a_rebuilt_instance_matches_the_released_one_sharing_its_content():
-    from memrl.data.memalpha_build import compare
+    from memrepro.data.memalpha_build import compare
 
     chunks = [common.dialogue_chunk("The bridge of Varn.\nIt has nine arches.", 0, rng(1))]
     again = [common.dialogue_chunk("The bridge of Varn.\nIt has nine arches.", 0, rng(2))]
@@ -479,7 +479,7 @@ def test_a_rebuilt_instance_matches_the_released_one_sharing_its_content():
 
 
 def test_the_overlap_compares_classification_questions_by_their_sentence():
-    from memrl.data.memalpha_build import compare
+    from memrepro.data.memalpha_build import compare
 
     ours = [classification.TTL_QUESTION.format(text="Where is the  old mill?"), "Who?"]
     benchmark = [classification.TTL_QUESTION.format(text="where is the old mill?")]
@@ -487,7 +487,7 @@ def test_the_overlap_compares_classification_questions_by_their_sentence():
 
 
 def test_the_papers_length_claim_is_judged_on_the_measured_contexts():
-    from memrl.data.memalpha_build import compare
+    from memrepro.data.memalpha_build import compare
 
     def lengths(texts: list[str]) -> list[int]:
         return [int(text) for text in texts]
@@ -501,8 +501,8 @@ def test_the_papers_length_claim_is_judged_on_the_measured_contexts():
 
 
 def test_the_data_table_sets_rebuilt_paper_and_released_side_by_side():
-    from memrl.report.memalpha_data import build_data_table
-    from memrl.report.registry import TableInput
+    from memrepro.report.memalpha_data import build_data_table
+    from memrepro.report.registry import TableInput
 
     stat = {
         "task": "squad",

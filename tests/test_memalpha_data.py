@@ -13,13 +13,13 @@ from typing import ClassVar
 import pytest
 from fake_http import JSONHandler, serve
 
-from memrl import cli
-from memrl.config import BUILD_TABLE, load_config, report_inputs
-from memrl.config import memalpha_build as plan
-from memrl.data.io import read_jsonl
-from memrl.data.memalpha import instances_by_source, write_instances
-from memrl.data.memalpha_build.split import GROUPS
-from memrl.data.sources import fixture_path
+from memrepro import cli
+from memrepro.config import BUILD_TABLE, load_config, report_inputs
+from memrepro.config import memalpha_build as plan
+from memrepro.data.io import read_jsonl
+from memrepro.data.memalpha import instances_by_source, write_instances
+from memrepro.data.memalpha_build.split import GROUPS
+from memrepro.data.sources import fixture_path
 
 REPO = Path(__file__).resolve().parents[1]
 SOURCES = {
@@ -33,7 +33,7 @@ SOURCES = {
 
 @pytest.fixture(scope="module")
 def tokenizer_dir(tmp_path_factory):
-    from memrl.models.tiny import build_tiny_model
+    from memrepro.models.tiny import build_tiny_model
 
     corpus = ["The bridge of Varn was completed by Ada Kell in 1744."] * 4
     return build_tiny_model(tmp_path_factory.mktemp("tiny") / "model", corpus)
@@ -60,7 +60,7 @@ def build(tokenizer_dir: Path, out: Path, group: str, s: dict, **files) -> list[
 def test_each_group_builds_from_its_packaged_source(
     smoke, tokenizer_dir, tmp_path, group, monkeypatch
 ):
-    monkeypatch.setenv("MEMRL_TRACKING", "off")
+    monkeypatch.setenv("MEMREPRO_TRACKING", "off")
     paths = [fixture_path(name) for name in SOURCES[group]]
     files = (
         {"memories": paths[:1], "questions": paths[1:]} if group == "perltqa" else {"rows": paths}
@@ -84,7 +84,7 @@ def test_a_source_without_a_field_stops_naming_the_source_file_and_field(
 ):
     import pyarrow.parquet as pq
 
-    monkeypatch.setenv("MEMRL_TRACKING", "off")
+    monkeypatch.setenv("MEMREPRO_TRACKING", "off")
     table = pq.read_table(fixture_path("memalpha_sources/pubmed_rct_train.parquet"))
     broken = tmp_path / "pubmed.parquet"
     pq.write_table(table.drop(["labels"]), broken)
@@ -100,7 +100,7 @@ def test_a_source_without_a_field_stops_naming_the_source_file_and_field(
 
 
 def test_too_small_a_source_builds_nothing_and_says_so(smoke, tokenizer_dir, tmp_path, monkeypatch):
-    monkeypatch.setenv("MEMRL_TRACKING", "off")
+    monkeypatch.setenv("MEMREPRO_TRACKING", "off")
     s = settings(smoke, "squad", params={"min_questions": 1000})
     with pytest.raises(SystemExit, match=r"memalpha.build.sources.squad .*no instance built"):
         build(
@@ -136,7 +136,7 @@ class Answerer(JSONHandler):
 def test_perltqa_keeps_the_questions_gpt41_answers_from_the_context_and_resumes(
     smoke, tokenizer_dir, tmp_path, monkeypatch
 ):
-    monkeypatch.setenv("MEMRL_TRACKING", "off")
+    monkeypatch.setenv("MEMREPRO_TRACKING", "off")
     paths = [fixture_path(name) for name in SOURCES["perltqa"]]
     built = tmp_path / "perltqa.built.jsonl"
     rows = build(
@@ -194,7 +194,7 @@ def test_perltqa_keeps_the_questions_gpt41_answers_from_the_context_and_resumes(
 
 
 def test_the_merge_refuses_fewer_training_instances_than_a_step_needs(smoke, tmp_path, monkeypatch):
-    monkeypatch.setenv("MEMRL_TRACKING", "off")
+    monkeypatch.setenv("MEMREPRO_TRACKING", "off")
     kept = tmp_path / "squad.kept.jsonl"
     row = {
         "prompt": "p",
@@ -287,7 +287,7 @@ def _rebuilt_without_keywords(config: dict) -> None:
     ],
 )
 def test_a_rebuild_the_config_cannot_make_is_refused_naming_its_key(smoke, change, error):
-    from memrl.layout import ConfigError
+    from memrepro.layout import ConfigError
 
     config = copy.deepcopy(smoke)
     change(config)

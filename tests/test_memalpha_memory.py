@@ -9,14 +9,14 @@ from pathlib import Path
 import pytest
 from memalpha_fakes import words
 
-from memrl.agents.memalpha_tools import (
+from memrepro.agents.memalpha_tools import (
     ToolCall,
     execute,
     function_call_block,
     parse_calls,
     tool_schemas,
 )
-from memrl.agents.structured_memory import (
+from memrepro.agents.structured_memory import (
     SKIPPED_MESSAGE,
     TRUNCATION_SUFFIX,
     MemoryOperationError,

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from memrl.agents.memalpha_tools import ToolCall, ToolResult
-from memrl.scoring.memalpha import score_answer
-from memrl.train.memalpha_rewards import (
+from memrepro.agents.memalpha_tools import ToolCall, ToolResult
+from memrepro.scoring.memalpha import score_answer
+from memrepro.train.memalpha_rewards import (
     CONTENT_JUDGE_PROMPTS,
     compression_reward,
     content_judge_request,

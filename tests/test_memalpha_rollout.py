@@ -8,11 +8,11 @@ import math
 import pytest
 from memalpha_fakes import QAAndJudge, call, words
 
-from memrl.agents.memalpha import MemAlphaConfig
-from memrl.agents.structured_memory import StructuredMemory
-from memrl.engines.base import Completion, SamplingParams
-from memrl.evaluation import Judge, MemoryQA
-from memrl.train.memalpha_rollout import (
+from memrepro.agents.memalpha import MemAlphaConfig
+from memrepro.agents.structured_memory import StructuredMemory
+from memrepro.engines.base import Completion, SamplingParams
+from memrepro.evaluation import Judge, MemoryQA
+from memrepro.train.memalpha_rollout import (
     MemAlphaReward,
     memalpha_validation,
     memorize_and_score,
@@ -97,11 +97,11 @@ def test_each_chunk_row_carries_its_rollouts_r1_r3_and_its_own_r2_r4():
 def test_the_cpu_reference_trainer_runs_memalphas_grpo_on_the_tiny_model(tmp_path):
     """The same trainer as MemAgent's, with Mem-α's rollouts, reward and std-normalised groups:
     the QA step and the judge run on the frozen reference (the initial policy)."""
-    from memrl.data.memalpha import instances_by_source
-    from memrl.data.sources import fixture_path
-    from memrl.models.tiny import build_tiny_model
-    from memrl.train.cpu_trainer import TrainSettings, Validation, train
-    from memrl.train.memalpha_rollout import check_instance, memalpha_rollouts
+    from memrepro.data.memalpha import instances_by_source
+    from memrepro.data.sources import fixture_path
+    from memrepro.models.tiny import build_tiny_model
+    from memrepro.train.cpu_trainer import TrainSettings, Validation, train
+    from memrepro.train.memalpha_rollout import check_instance, memalpha_rollouts
 
     grouped = instances_by_source(fixture_path("memalpha/train.parquet"))
     rows = [grouped["squad"][0], grouped["pubmed-rct"][0]]

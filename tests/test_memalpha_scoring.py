@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from memrl.scoring.memalpha import (
+from memrepro.scoring.memalpha import (
     extract_label,
     judge_prompt,
     judge_verdict,

@@ -7,12 +7,12 @@ import json
 
 import pytest
 
-from memrl.evaluation import summarize
-from memrl.report.memory_patterns import build_pattern_table
-from memrl.report.records import load_metrics
-from memrl.report.render import to_markdown
-from memrl.scoring.evidence import GoldChunks, memory_pattern, pattern_counts
-from memrl.scoring.intervals import wilson
+from memrepro.evaluation import summarize
+from memrepro.report.memory_patterns import build_pattern_table
+from memrepro.report.records import load_metrics
+from memrepro.report.render import to_markdown
+from memrepro.scoring.evidence import GoldChunks, memory_pattern, pattern_counts
+from memrepro.scoring.intervals import wilson
 
 
 def test_gold_chunks_are_noted_as_the_agent_reads_them():

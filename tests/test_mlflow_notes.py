@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from memrl import mlflow_notes as notes
+from memrepro import mlflow_notes as notes
 
 RESULTS = Path("/w/results/r")
 
@@ -53,7 +53,7 @@ def test_a_description_links_each_input_to_its_producer_and_fits_mlflows_limit()
 
 
 def test_a_download_run_says_where_its_file_came_from(tmp_path):
-    from memrl.tracking.results_dir import origin_of
+    from memrepro.tracking.results_dir import origin_of
 
     manifest = tmp_path / "raw/hotpot.json.manifest.json"
     manifest.parent.mkdir()
@@ -69,7 +69,7 @@ def test_a_download_run_says_where_its_file_came_from(tmp_path):
 
 
 def test_an_evaluation_run_shows_each_tasks_score_and_interval_first():
-    from memrl.jobs.evaluate import headline_metrics
+    from memrepro.jobs.evaluate import headline_metrics
 
     summary = {"task": "hotpotqa", "accuracy": 62.5, "ci95": {"accuracy": [40.1, 80.2]}}
     named = headline_metrics(summary)

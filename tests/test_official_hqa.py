@@ -11,16 +11,16 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from memrl.data.hotpotqa import load_hotpotqa
-from memrl.data.official_hqa import (
+from memrepro.data.hotpotqa import load_hotpotqa
+from memrepro.data.official_hqa import (
     convert_eval_rows,
     eval_file_name,
     read_eval_file,
     read_question_rows,
     supporting_ids,
 )
-from memrl.data.ruler_hqa import build_doc_pool, context_pieces, render_context
-from memrl.data.sources import fixture_path
+from memrepro.data.ruler_hqa import build_doc_pool, context_pieces, render_context
+from memrepro.data.sources import fixture_path
 
 
 class WhitespaceTokenizer:

@@ -10,9 +10,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from memrl.report.records import load_metrics_with_items
-from memrl.scoring.compare import _newcombe
-from memrl.scoring.intervals import (
+from memrepro.report.records import load_metrics_with_items
+from memrepro.scoring.compare import _newcombe
+from memrepro.scoring.intervals import (
     Z95,
     bootstrap,
     paired_difference_interval,

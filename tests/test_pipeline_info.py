@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 from test_tracking import CONFIG, INVOKED, mark_ended, run_job, tracked_results
 
-from memrl.tracking.invocation import start_invocation
-from memrl.tracking.pipeline_info import INFO_DIR, RUN_SUMMARY, container_of, write_pipeline_info
-from memrl.tracking.record import read_record
+from memrepro.tracking.invocation import start_invocation
+from memrepro.tracking.pipeline_info import INFO_DIR, RUN_SUMMARY, container_of, write_pipeline_info
+from memrepro.tracking.record import read_record
 
 
 @pytest.fixture
@@ -87,7 +87,7 @@ def test_a_summary_that_cannot_be_made_replaces_nothing_and_exits_non_zero(resul
     (results / "figures/figure5.claims.json").write_text("[{")  # damaged
     run_job(results, "c")  # a new job the trace would list
     done = subprocess.run(
-        [sys.executable, "-m", "memrl.tracking.pipeline_info", str(results)],
+        [sys.executable, "-m", "memrepro.tracking.pipeline_info", str(results)],
         capture_output=True,
         text=True,
         check=False,
@@ -98,9 +98,9 @@ def test_a_summary_that_cannot_be_made_replaces_nothing_and_exits_non_zero(resul
 
 def test_the_report_files_it_reads_are_named_as_the_report_writes_them():
     """tracking cannot import report (the layers): its copies of the two names must agree."""
-    from memrl.report.claims import CLAIMS_SUFFIX
-    from memrl.report.reproduction import CELLS_SUFFIX
-    from memrl.tracking import pipeline_info
+    from memrepro.report.claims import CLAIMS_SUFFIX
+    from memrepro.report.reproduction import CELLS_SUFFIX
+    from memrepro.tracking import pipeline_info
 
     assert pipeline_info.CLAIMS_SUFFIX == CLAIMS_SUFFIX
     assert f"reproduction{CELLS_SUFFIX}" == pipeline_info.CELLS_FILE
@@ -117,8 +117,8 @@ def test_each_cell_names_the_job_that_wrote_its_table_and_marks_one_no_job_wrote
     """A table left by another config (or by hand) is marked, not passed off as this run's."""
     import os
 
-    from memrl.tracking.invocation import ENV_INVOCATION
-    from memrl.tracking.record import job_run, settings_digest
+    from memrepro.tracking.invocation import ENV_INVOCATION
+    from memrepro.tracking.record import job_run, settings_digest
 
     two_jobs_and_a_table(results)  # its table1.csv is written by no job
     made = results / "tables/table2.csv"
@@ -158,7 +158,7 @@ def test_a_damaged_claims_file_is_one_sentence_naming_it(results, damaged):
     claims = results / "figures/figure5.claims.json"
     claims.write_text(damaged)
     done = subprocess.run(
-        [sys.executable, "-m", "memrl.tracking.pipeline_info", str(results)],
+        [sys.executable, "-m", "memrepro.tracking.pipeline_info", str(results)],
         capture_output=True,
         text=True,
         check=False,

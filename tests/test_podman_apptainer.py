@@ -31,7 +31,7 @@ def snakemake_exec_args(workdir: str) -> list[str]:
     """What Snakemake 9.27's `singularity.shellcmd` runs after the binary, split as a shell does."""
     line = (
         f"--quiet --silent exec --home '{workdir}' --nv --bind '/data':'/mnt/data' "
-        f"--bind '{workdir}/x' IMG.simg bash -c 'set -euo pipefail;  memrl --version'"
+        f"--bind '{workdir}/x' IMG.simg bash -c 'set -euo pipefail;  memrepro --version'"
     )
     return shlex.split(line)
 
@@ -44,7 +44,7 @@ def test_snakemakes_exec_line_parses_into_home_binds_flags_image_and_command():
     assert options["bind"] == ["/data:/mnt/data", "/work/p/x"]
     assert options["flags"] == {"--nv"}
     assert image == "IMG.simg"
-    assert command == ["bash", "-c", "set -euo pipefail;  memrl --version"]
+    assert command == ["bash", "-c", "set -euo pipefail;  memrepro --version"]
 
 
 @pytest.mark.parametrize(
@@ -72,22 +72,22 @@ def test_the_job_gets_the_hosts_environment_less_host_paths_plus_apptainerenv(mo
     monkeypatch.setenv("PATH", "/host/venv/bin:/usr/bin")
     monkeypatch.setenv("PYTHONPATH", "/host/site")
     monkeypatch.setenv("OMP_NUM_THREADS", "2")
-    monkeypatch.setenv("MEMRL_INVOCATION", "inv-1")
-    monkeypatch.setenv("SINGULARITYENV_MEMRL_FOO", "bar")
+    monkeypatch.setenv("MEMREPRO_INVOCATION", "inv-1")
+    monkeypatch.setenv("SINGULARITYENV_MEMREPRO_FOO", "bar")
     inside, args = shim.passed_environment(cleanenv=False)
-    assert inside["OMP_NUM_THREADS"] == "2" and inside["MEMRL_INVOCATION"] == "inv-1"
-    assert inside["MEMRL_FOO"] == "bar"
-    assert {"PATH", "PYTHONPATH", "SINGULARITYENV_MEMRL_FOO"} & set(inside) == set()
+    assert inside["OMP_NUM_THREADS"] == "2" and inside["MEMREPRO_INVOCATION"] == "inv-1"
+    assert inside["MEMREPRO_FOO"] == "bar"
+    assert {"PATH", "PYTHONPATH", "SINGULARITYENV_MEMREPRO_FOO"} & set(inside) == set()
     assert "--env" in args and "2" not in args  # passed by name: no value in the process list
     clean, _ = shim.passed_environment(cleanenv=True)
-    assert clean == {"MEMRL_FOO": "bar"}
+    assert clean == {"MEMREPRO_FOO": "bar"}
 
 
 def test_an_image_is_a_docker_reference_or_a_file_pull_wrote_never_a_sif(tmp_path):
-    assert shim.image_name("docker://localhost/memrl-core") == "localhost/memrl-core"
+    assert shim.image_name("docker://localhost/memrepro-core") == "localhost/memrepro-core"
     pulled = tmp_path / "0a1b.simg"
-    pulled.write_text(json.dumps({"image": "localhost/memrl-core"}))
-    assert shim.image_name(str(pulled)) == "localhost/memrl-core"
+    pulled.write_text(json.dumps({"image": "localhost/memrepro-core"}))
+    assert shim.image_name(str(pulled)) == "localhost/memrepro-core"
     sif = tmp_path / "core.sif"
     sif.write_bytes(b"SIF_MAGIC\x00\xff")
     with pytest.raises(SystemExit, match="needs real apptainer"):
@@ -99,8 +99,8 @@ def test_an_image_is_a_docker_reference_or_a_file_pull_wrote_never_a_sif(tmp_pat
 def test_an_image_built_from_another_lock_is_named_stale_with_the_rebuild_command():
     lock = REPO / "envs" / "core.lock"
     current = "sha256:" + hashlib.sha256(lock.read_bytes()).hexdigest()
-    assert shim.stale_lock({"memrl.env": "core", "memrl.lock.digest": current}) is None
-    stale = shim.stale_lock({"memrl.env": "core", "memrl.lock.digest": "sha256:" + "0" * 64})
+    assert shim.stale_lock({"memrepro.env": "core", "memrepro.lock.digest": current}) is None
+    stale = shim.stale_lock({"memrepro.env": "core", "memrepro.lock.digest": "sha256:" + "0" * 64})
     assert "another core.lock" in stale and "make images IMAGES=core" in stale
     assert shim.stale_lock({}) is None  # an image not built by `make images`: nothing to compare
 

@@ -7,8 +7,8 @@ import logging
 
 import pytest
 
-from memrl.evaluation import evaluate
-from memrl.progress import Progress, format_seconds, on_engine_call, progress, quantity
+from memrepro.evaluation import evaluate
+from memrepro.progress import Progress, format_seconds, on_engine_call, progress, quantity
 
 
 class Clock:
@@ -50,7 +50,7 @@ def test_an_evaluation_prints_its_progress_on_the_console_and_in_the_log(tmp_pat
         on_engine_call(len(wave), 0)  # what drive() does for each engine call
         return [{"index": row["index"], "failed": False} for row in wave]
 
-    with caplog.at_level(logging.INFO, logger="memrl.progress"):
+    with caplog.at_level(logging.INFO, logger="memrepro.progress"):
         evaluate(rows, run_wave, tmp_path / "p.jsonl", batch_size=2, label="task (sys)")
     console = capsys.readouterr().out.splitlines()
     assert console[0].startswith("task (sys): 0/5 samples (0 %)")

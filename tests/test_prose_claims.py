@@ -9,9 +9,9 @@ import re
 
 import pytest
 
-from memrl import config as cfg
-from memrl.config.prose_claims import prose_claims, quoted_version, resolve
-from memrl.report.prose_claims import (
+from memrepro import config as cfg
+from memrepro.config.prose_claims import prose_claims, quoted_version, resolve
+from memrepro.report.prose_claims import (
     NOT_SUPPORTED,
     SUPPORTED,
     build_paper_claims_table,
@@ -186,7 +186,7 @@ def test_the_smoke_plan_reads_both_papers_and_what_checks_a_sentence_on_ours(rep
         "table1.claims.json",  # D.2 on Mem0 (its rows are Table 1's) and RAG (Tables 10, 11)
         "table10.claims.json",
         "table11.claims.json",
-        # the score tables holding a number another sentence rests on (memrl.report.prose_ours)
+        # the score tables holding a number another sentence rests on (memrepro.report.prose_ours)
         *(f"memalpha_table{n}.csv" for n in (1, 2, 3, 4)),
         *(f"table{n}.csv" for n in (1, 2, 3, 8, 9)),
     ]

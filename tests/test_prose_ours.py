@@ -1,4 +1,4 @@
-"""The papers' sentences judged on our score tables' cells (memrl.report.prose_ours): each paper
+"""The papers' sentences judged on our score tables' cells (memrepro.report.prose_ours): each paper
 number placed in the table of ours that stands for it, the sentence's arithmetic judged on our
 intervals, and the rule's error at the bound simulated at the papers' n."""
 
@@ -9,11 +9,11 @@ import math
 import numpy as np
 import pytest
 
-from memrl import config as cfg
-from memrl.config.paper_claims_plan import paper_claims_settings
-from memrl.report.claims import FAILS, HOLDS, UNDECIDED
-from memrl.report.prose_ours import STATISTICS, Part, judge_cases, on_our_cells
-from memrl.scoring.intervals import wilson
+from memrepro import config as cfg
+from memrepro.config.paper_claims_plan import paper_claims_settings
+from memrepro.report.claims import FAILS, HOLDS, UNDECIDED
+from memrepro.report.prose_ours import STATISTICS, Part, judge_cases, on_our_cells
+from memrepro.scoring.intervals import wilson
 
 
 @pytest.fixture(scope="module")
@@ -173,11 +173,11 @@ def test_a_real_table_csv_decides_a_sentence_in_the_paper_claims_table(tmp_path,
     from test_derived_numbers import prediction
     from test_verdict_edges import PAPER, SYSTEMS, write_evaluation
 
-    from memrl.evaluation import summarize
-    from memrl.report.prose_claims import build_paper_claims_table, load_checks
-    from memrl.report.records import load_metrics
-    from memrl.report.render import write_table
-    from memrl.report.tables import build_paper_table
+    from memrepro.evaluation import summarize
+    from memrepro.report.prose_claims import build_paper_claims_table, load_checks
+    from memrepro.report.records import load_metrics
+    from memrepro.report.render import write_table
+    from memrepro.report.tables import build_paper_table
 
     paths = []
     for length, right in ((50, 120), (25600, 40)):
@@ -195,7 +195,7 @@ def test_a_real_table_csv_decides_a_sentence_in_the_paper_claims_table(tmp_path,
 
 
 def test_a_number_is_placed_by_the_deepest_rows_and_two_tables_at_one_place_stop():
-    from memrl.config.prose_claims import cell_at
+    from memrepro.config.prose_claims import cell_at
 
     tables = {
         "t8": ("paper", ("memory_ablation", "niah"), {"RL-14B": "14B-m1024"}),

@@ -10,11 +10,11 @@ import pytest
 from test_controls import items, with_units
 from test_evaluation import HQA, ScriptedEngine, rows
 
-from memrl import config as cfg
-from memrl.agents.memagent import MemAgentConfig
-from memrl.evaluation import evaluate, workflow_runner
-from memrl.report.protocols import build_protocols_table
-from memrl.systems import memagent
+from memrepro import config as cfg
+from memrepro.agents.memagent import MemAgentConfig
+from memrepro.evaluation import evaluate, workflow_runner
+from memrepro.report.protocols import build_protocols_table
+from memrepro.systems import memagent
 
 AGENT = MemAgentConfig(chunk_tokens=10, memory_tokens=8, final_tokens=8)
 READING = "I will provide you with sequential information chunks."

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from memrl.config import (
+from memrepro.config import (
     SCHEMA,
     ConfigError,
     load_yaml,
@@ -20,9 +20,9 @@ from memrl.config import (
     train_settings,
     validate_config,
 )
-from memrl.recipe_diff import main as recipe_diff
-from memrl.report.recipes import build_recipes_table, load_recipes
-from memrl.train.recipes import (
+from memrepro.recipe_diff import main as recipe_diff
+from memrepro.report.recipes import build_recipes_table, load_recipes
+from memrepro.train.recipes import (
     RecipeError,
     check_transcription,
     from_verl,
@@ -33,7 +33,7 @@ from memrl.train.recipes import (
     verdict,
     write_recipe,
 )
-from memrl.verl.overrides import MEMAGENT, MEMALPHA, VerlPaths, verl_overrides
+from memrepro.verl.overrides import MEMAGENT, MEMALPHA, VerlPaths, verl_overrides
 
 REPO = Path(__file__).resolve().parents[1]
 PAPERS = {
@@ -160,7 +160,7 @@ def test_our_verl_overrides_read_back_as_the_jobs_recipe(agent, recipe, name):
 
 
 def read_trainer_config_lines(lines: list[str]) -> dict[str, Any]:
-    from memrl.train.recipes import _from_overrides
+    from memrepro.train.recipes import _from_overrides
 
     return _from_overrides(lines, Path("overrides"))
 
@@ -313,7 +313,7 @@ def test_recipe_diff_prints_every_key_and_the_nearer_recipe(tmp_path, capsys):
     assert "shuffle              yes (verl's default)" in out  # unset: the fork's default
     assert "not compared (outside the recipe, or not read by MemAgent's verl fork): " in out
     assert "trainer.project_name" in out
-    with pytest.raises(SystemExit, match=r"memrl recipe-diff: .*nothing\.yaml"):
+    with pytest.raises(SystemExit, match=r"memrepro recipe-diff: .*nothing\.yaml"):
         recipe_diff([str(tmp_path / "nothing.yaml")])
 
 
@@ -396,12 +396,12 @@ def test_every_bad_input_is_one_sentence(tmp_path, monkeypatch, content, args, m
     monkeypatch.chdir(tmp_path)
     (tmp_path / "theirs.yaml").write_bytes(content)
     (tmp_path / "config.yaml").write_text("seed: 0\n")
-    with pytest.raises(SystemExit, match=f"memrl recipe-diff: .*{message}"):
+    with pytest.raises(SystemExit, match=f"memrepro recipe-diff: .*{message}"):
         recipe_diff(["theirs.yaml", *args])
 
 
 def test_a_tie_goes_to_the_recipe_behind_the_printed_numbers():
-    from memrl.recipe_diff import nearest
+    from memrepro.recipe_diff import nearest
 
     both = {"keys": {"lr": {"paper": 1e-6, "official": 2e-6}}}
     values = {"lr": 3e-6}
@@ -425,14 +425,14 @@ def test_a_memory_ablation_variant_takes_its_runs_recipe():
 
 
 def memagent_runs_of(config: dict[str, Any]) -> list[str]:
-    from memrl.layout import memagent_runs
+    from memrepro.layout import memagent_runs
 
     return list(memagent_runs(config))
 
 
 def test_a_table_showing_a_run_of_ours_names_the_recipe_that_trained_it():
-    from memrl.config import report_settings
-    from memrl.report.recipes import trained_recipe_notes
+    from memrepro.config import report_settings
+    from memrepro.report.recipes import trained_recipe_notes
 
     config = paper_config("paper")
     systems = report_settings(config)["systems"]
@@ -452,7 +452,7 @@ def test_the_docs_example_is_recipe_diffs_own_output(capsys):
     out = capsys.readouterr().out.splitlines()
     docs = docs_text(REPO)
     start = docs.index(
-        "The output of `memrl recipe-diff tests/golden/recipes/verl_port_at_defaults"
+        "The output of `memrepro recipe-diff tests/golden/recipes/verl_port_at_defaults"
     )
     block = docs[start:].split("```")[1].strip().splitlines()
     shown = [line for line in block if line != "..."]
@@ -471,7 +471,7 @@ def test_stage_two_is_marked_as_the_pipelines_own(tmp_path):
 
 
 def test_a_tiny_trained_model_opens_the_recipes_table_with_the_machinery_banner(tmp_path):
-    from memrl.report.recipes import machinery_jobs_banner
+    from memrepro.report.recipes import machinery_jobs_banner
 
     config = load_yaml(REPO / "config" / "smoke.yaml")
     write_recipe(tmp_path, train_settings(config, "rl-memagent-tiny", "stage1"), "memagent")
@@ -485,6 +485,6 @@ def test_a_tiny_trained_model_opens_the_recipes_table_with_the_machinery_banner(
 def test_the_docs_count_the_recipe_vocabulary_as_the_code_holds_it(repo):
     from docs_pages import docs_text
 
-    from memrl.train.recipes import KEYS
+    from memrepro.train.recipes import KEYS
 
-    assert f"`memrl.train.recipes.KEYS`: {len(KEYS)} keys" in " ".join(docs_text(repo).split())
+    assert f"`memrepro.train.recipes.KEYS`: {len(KEYS)} keys" in " ".join(docs_text(repo).split())

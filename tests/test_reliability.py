@@ -23,39 +23,39 @@ import pyarrow.parquet as pq
 import pytest
 from fake_http import JSONHandler, serve
 
-from memrl import config as cfg
-from memrl import locks as locks_module
-from memrl.agents.driver import run_batched
-from memrl.agents.mem1 import mem1
-from memrl.agents.memagent import MemAgentConfig, memagent
-from memrl.agents.memalpha_tools import MAX_CALLS_PER_REPLY, parse_calls
-from memrl.benchmarks import Task
-from memrl.data import io
-from memrl.data.docqa import load_docqa
-from memrl.data.essays import load_essay_text
-from memrl.data.hotpotqa import load_hotpotqa
-from memrl.data.longbench import load_longbench
-from memrl.data.memalpha import instances_by_source
-from memrl.data.ruler_hqa import read_pool
-from memrl.engines.base import ChatRequest, Completion, SamplingParams
-from memrl.engines.hf import HFEngine
-from memrl.engines.openai import MAX_REPLY_CHARS_PER_TOKEN, OpenAIEngine
-from memrl.engines.served import ServedEngine
-from memrl.engines.vllm import VLLMEngine
-from memrl.evaluation import check_failures, evaluate, load_finished, record, summarize
-from memrl.models.tiny import build_tiny_model
-from memrl.report.memalpha_tables import load_memories, load_stats
-from memrl.report.records import load_metrics
-from memrl.report.training_curves import read_training_curve
-from memrl.scoring.extract import extract_answer, extract_boxed, extract_solution
-from memrl.scoring.longbench import score_longbench
-from memrl.scoring.memalpha import judge_verdict, score_answer
-from memrl.scoring.metrics import score_answer_is
-from memrl.scoring.ruler import score_ruler
-from memrl.scoring.verifier import training_reward
-from memrl.secrets import PARTIAL_SECRET_CHARS, REDACTED, RedactingStream, redact
-from memrl.tracking.record import read_record
-from memrl.train.memalpha_rewards import content_verdict
+from memrepro import config as cfg
+from memrepro import locks as locks_module
+from memrepro.agents.driver import run_batched
+from memrepro.agents.mem1 import mem1
+from memrepro.agents.memagent import MemAgentConfig, memagent
+from memrepro.agents.memalpha_tools import MAX_CALLS_PER_REPLY, parse_calls
+from memrepro.benchmarks import Task
+from memrepro.data import io
+from memrepro.data.docqa import load_docqa
+from memrepro.data.essays import load_essay_text
+from memrepro.data.hotpotqa import load_hotpotqa
+from memrepro.data.longbench import load_longbench
+from memrepro.data.memalpha import instances_by_source
+from memrepro.data.ruler_hqa import read_pool
+from memrepro.engines.base import ChatRequest, Completion, SamplingParams
+from memrepro.engines.hf import HFEngine
+from memrepro.engines.openai import MAX_REPLY_CHARS_PER_TOKEN, OpenAIEngine
+from memrepro.engines.served import ServedEngine
+from memrepro.engines.vllm import VLLMEngine
+from memrepro.evaluation import check_failures, evaluate, load_finished, record, summarize
+from memrepro.models.tiny import build_tiny_model
+from memrepro.report.memalpha_tables import load_memories, load_stats
+from memrepro.report.records import load_metrics
+from memrepro.report.training_curves import read_training_curve
+from memrepro.scoring.extract import extract_answer, extract_boxed, extract_solution
+from memrepro.scoring.longbench import score_longbench
+from memrepro.scoring.memalpha import judge_verdict, score_answer
+from memrepro.scoring.metrics import score_answer_is
+from memrepro.scoring.ruler import score_ruler
+from memrepro.scoring.verifier import training_reward
+from memrepro.secrets import PARTIAL_SECRET_CHARS, REDACTED, RedactingStream, redact
+from memrepro.tracking.record import read_record
+from memrepro.train.memalpha_rewards import content_verdict
 
 pytestmark = pytest.mark.reliability
 
@@ -451,9 +451,9 @@ def test_a_resumed_evaluation_retries_failed_samples_without_duplicates(tmp_path
     assert sorted(r["index"] for r in again) == [0, 1, 2, 3] and not any(r["failed"] for r in again)
 
 
-def memrl_cli(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+def memrepro_cli(*args: str, cwd: Path) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", "memrl.cli", *args], cwd=cwd, text=True, capture_output=True
+        [sys.executable, "-m", "memrepro.cli", *args], cwd=cwd, text=True, capture_output=True
     )
 
 
@@ -463,7 +463,7 @@ def test_an_empty_evaluation_set_stops_the_job_naming_the_file(tmp_path, tiny, s
     settings = {**cfg.eval_settings(smoke_config, job, 0), "tasks": ["hqa"], "shards": 1}
     empty = tmp_path / "empty.jsonl"
     empty.write_text("")
-    done = memrl_cli(
+    done = memrepro_cli(
         "evaluate",
         "--settings",
         json.dumps(settings),
@@ -489,7 +489,7 @@ def test_a_filter_that_kept_no_dev_question_stops_the_eval_set_naming_the_file(
     empty.write_text("")
     settings = {"eval_questions": 4, "n_docs": 10, "seed": 0, "store_ids_above": 0}
     missing = str(tmp_path / "never-read")
-    done = memrl_cli(
+    done = memrepro_cli(
         *("eval-set", "--settings", json.dumps(settings), "--dev", str(empty)),
         *("--pool-docs", missing, "--pool-questions", missing, "--tokenizer", missing),
         *("--out", str(tmp_path / "set.jsonl")),
@@ -505,7 +505,7 @@ def test_a_repeated_sample_in_an_unsharded_evaluation_names_the_file(tmp_path, t
     data = tmp_path / "hqa.jsonl"
     row = {"index": 7, "input": "q?", "answers": ["a"], "context": "d", "num_tokens": 3}
     data.write_text(json.dumps(row) + "\n" + json.dumps(row) + "\n")
-    done = memrl_cli(
+    done = memrepro_cli(
         *("evaluate", "--settings", json.dumps(settings), "--data", str(data)),
         *("--model", str(tiny), "--predictions", str(tmp_path / "p.jsonl")),
         *("--metrics", str(tmp_path / "m.json")),
@@ -527,8 +527,8 @@ def test_a_damaged_model_file_names_its_directory(tmp_path, tiny, damaged):
 
 
 def test_an_incomplete_paper_file_names_itself(tmp_path):
-    from memrl.jobs.report import _reading_paper
-    from memrl.report.memalpha_tables import build_memalpha_table
+    from memrepro.jobs.report import _reading_paper
+    from memrepro.report.memalpha_tables import build_memalpha_table
 
     paper = cfg.load_yaml(REPO / "config/paper/memalpha.yaml")
     del paper["table2"]  # a file cut short: its later tables are missing
@@ -764,8 +764,8 @@ def test_a_reply_of_many_calls_runs_at_most_the_cap_and_fails_the_rest():
 
 
 def test_a_full_store_and_exhausted_ids_fail_that_insert_only(monkeypatch):
-    from memrl.agents import structured_memory
-    from memrl.agents.memalpha_tools import ToolCall, execute
+    from memrepro.agents import structured_memory
+    from memrepro.agents.memalpha_tools import ToolCall, execute
 
     monkeypatch.setattr(structured_memory, "MAX_STORE_ITEMS", 2)
     memory = structured_memory.StructuredMemory(len, seed=0)
@@ -832,7 +832,7 @@ def test_a_dead_runs_lock_is_released_and_only_then(tmp_path, exited_pid):
 def test_redaction_covers_named_variables_longest_first_and_ignores_placeholders(monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", "sk-abcdefgh")
     monkeypatch.setenv("MY_GATEWAY_TOKEN", "sk-abcdefgh-longer")
-    monkeypatch.setenv("MEMRL_SECRET_ENV", "MY_GATEWAY_TOKEN")
+    monkeypatch.setenv("MEMREPRO_SECRET_ENV", "MY_GATEWAY_TOKEN")
     monkeypatch.setenv("HF_TOKEN", "EMPTY")  # a placeholder, not a secret
     text = "a sk-abcdefgh-longer b sk-abcdefgh EMPTY"
     assert redact(text) == "a [REDACTED] b [REDACTED] EMPTY"
@@ -876,8 +876,8 @@ def test_a_run_records_itself_beside_its_locks(tmp_path):
 
 
 def test_a_paper_number_off_its_scale_names_the_file_table_and_cell(tmp_path):
-    from memrl.jobs.report import _reading_paper
-    from memrl.report.cells import Cell, attach_paper_n
+    from memrepro.jobs.report import _reading_paper
+    from memrepro.report.cells import Cell, attach_paper_n
 
     table = pd.DataFrame(
         {"ar": [Cell(60.0, float("nan"), None, ci=(50.0, 70.0), n_scored=3)]},

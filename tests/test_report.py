@@ -13,8 +13,8 @@ import pandas as pd
 import pytest
 import yaml
 
-from memrl import config as cfg
-from memrl.config import (
+from memrepro import config as cfg
+from memrepro.config import (
     ABLATION_TABLES,
     KEYWORDS_TABLE,
     NIAH_CONFIG_TABLE,
@@ -22,11 +22,11 @@ from memrl.config import (
     STATS_TABLES,
     TRACE_TABLE,
 )
-from memrl.report.cells import DASH, PARTIAL_MARK
-from memrl.report.claims import FAILS, HOLDS, NOT_CHECKABLE, UNDECIDED
-from memrl.report.figures import figure_claims, plot_paper_figure
-from memrl.report.memagent_claims import check_ablation_claims, check_claims
-from memrl.report.memagent_figures import (
+from memrepro.report.cells import DASH, PARTIAL_MARK
+from memrepro.report.claims import FAILS, HOLDS, NOT_CHECKABLE, UNDECIDED
+from memrepro.report.figures import figure_claims, plot_paper_figure
+from memrepro.report.memagent_claims import check_ablation_claims, check_claims
+from memrepro.report.memagent_figures import (
     ablation_rows,
     heatmap,
     memory_panels,
@@ -34,8 +34,8 @@ from memrl.report.memagent_figures import (
     plot_niah_heatmaps,
     plot_ood_heatmaps,
 )
-from memrl.report.memagent_figures import ruler_records as figure_ruler_records
-from memrl.report.memagent_tables import (
+from memrepro.report.memagent_figures import ruler_records as figure_ruler_records
+from memrepro.report.memagent_tables import (
     NIAH_TASKS,
     build_longbench_qa_table,
     build_longbench_sum_table,
@@ -44,9 +44,9 @@ from memrl.report.memagent_tables import (
     build_table1,
     niah_paper_rows,
 )
-from memrl.report.plots import claim_lines, figure_series
-from memrl.report.records import load_metrics
-from memrl.report.render import (
+from memrepro.report.plots import claim_lines, figure_series
+from memrepro.report.records import load_metrics
+from memrepro.report.render import (
     failure_notes,
     format_cell,
     length_label,
@@ -54,20 +54,20 @@ from memrl.report.render import (
     to_markdown,
     write_table,
 )
-from memrl.report.rows import rag_model, rag_paper_row, system_kind
-from memrl.report.tables import (
+from memrepro.report.rows import rag_model, rag_paper_row, system_kind
+from memrepro.report.tables import (
     PAPER_TABLES,
     build_paper_table,
     load_table_records,
     write_paper_table,
 )
-from memrl.report.training_curves import (
+from memrepro.report.training_curves import (
     TRAIN_METRICS_FILE,
     plot_training_curve,
     read_training_curve,
     training_metrics_files,
 )
-from memrl.scoring.intervals import wilson
+from memrepro.scoring.intervals import wilson
 
 REPO = Path(__file__).resolve().parents[1]
 # their own inputs: below, and in test_memory_patterns.py
@@ -370,7 +370,7 @@ def write_steps(path: Path, records: list[dict]) -> Path:
 
 
 def test_training_metrics_file_name_is_the_trainers():
-    from memrl.train.cpu_trainer import METRICS_FILE
+    from memrepro.train.cpu_trainer import METRICS_FILE
 
     assert TRAIN_METRICS_FILE == METRICS_FILE
 
@@ -451,7 +451,7 @@ def test_plot_training_curve_bad_file_writes_nothing(tmp_path: Path):
 
 
 def test_cli_training_curve(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
-    from memrl import cli
+    from memrepro import cli
 
     monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)  # no tracking in this test
     stage1 = write_steps(tmp_path / "ckpt" / "stage1" / TRAIN_METRICS_FILE, [step_record(0, 0.0)])
@@ -1272,8 +1272,8 @@ def test_plot_memory_figures(paper: dict, tmp_path: Path, name: str):
 def test_bars_show_a_zero_and_put_the_papers_mark_in_its_bars_colour(tmp_path: Path):
     from matplotlib.colors import to_rgba
 
-    from memrl.report import memagent_figures
-    from memrl.report.cells import Cell
+    from memrepro.report import memagent_figures
+    from memrepro.report.cells import Cell
 
     panel = pd.DataFrame(
         {"hotpotqa": [Cell(0.0, 70.0, -70.0), Cell(None, 60.0, None)]},
@@ -1355,7 +1355,7 @@ def with_interval(record: dict, low: float, high: float) -> dict:
 
 
 def test_table4_cells_have_paired_intervals_and_verdicts_and_the_claim_is_checked(paper: dict):
-    from memrl.scoring.intervals import paired_difference_interval
+    from memrepro.scoring.intervals import paired_difference_interval
 
     records = [
         scored(with_interval(metric("rl-14b", 50, 0.0, n_items=200), 72.0, 86.0), 160),
@@ -1460,7 +1460,7 @@ def memalpha_records(benchmark: str, systems: list[str], accuracy: float = 50.0)
 
 
 def test_memalpha_paper_rows_match_their_columns_and_recompute_averages():
-    from memrl.report.memalpha_tables import memalpha_paper_rows
+    from memrepro.report.memalpha_tables import memalpha_paper_rows
 
     off = set()
     for key in ("table1", "table2", "table3", "table4", "table9"):
@@ -1491,7 +1491,7 @@ def test_memalpha_paper_rows_match_their_columns_and_recompute_averages():
 
 
 def test_memalpha_table1_cells_averages_categories_and_the_printed_average_note():
-    from memrl.report.memalpha_tables import build_memalpha_table
+    from memrepro.report.memalpha_tables import build_memalpha_table
 
     records = memalpha_records("memalpha", ["ma", "q4", "lc"], accuracy=60.0)
     table = build_memalpha_table(records, MEMALPHA_SYSTEMS, MEMALPHA_PAPER, "memalpha_table1")
@@ -1521,7 +1521,7 @@ def test_memalpha_table1_cells_averages_categories_and_the_printed_average_note(
     labels = table.attrs["column_labels"]
     assert labels["squad.mem"] == "SQuAD Mem." and "‡" not in "".join(labels.values())
     # Markdown: Perf. and Mem. as two grids of the same rows, not one 19-column row
-    from memrl.report.render import to_markdown
+    from memrepro.report.render import to_markdown
 
     text = to_markdown(table, "t1")
     perf, mem = text.split("*Perf. (%)*")[1].split("*Mem. (K tokens)*")
@@ -1531,8 +1531,8 @@ def test_memalpha_table1_cells_averages_categories_and_the_printed_average_note(
 
 
 def test_memalpha_table2_flags_the_contaminated_columns_and_table3_keeps_memalpha_systems():
-    from memrl.report.memalpha_tables import build_memalpha_table
-    from memrl.report.render import to_markdown
+    from memrepro.report.memalpha_tables import build_memalpha_table
+    from memrepro.report.render import to_markdown
 
     records = memalpha_records("mab", ["ma", "lc"])
     table = build_memalpha_table(records, MEMALPHA_SYSTEMS, MEMALPHA_PAPER, "memalpha_table2")
@@ -1552,7 +1552,7 @@ def test_memalpha_table2_flags_the_contaminated_columns_and_table3_keeps_memalph
 
 
 def test_ablation_tables_pick_rows_by_reward_weights_and_tables_1_to_3_leave_them_out():
-    from memrl.report.memalpha_tables import build_memalpha_table
+    from memrepro.report.memalpha_tables import build_memalpha_table
 
     records = memalpha_records("memalpha", ["ma", "ours", "b05g0", "b0g01"], accuracy=55.0)
     four = build_memalpha_table(records, ABLATION_SYSTEMS, MEMALPHA_PAPER, "memalpha_table4")
@@ -1578,7 +1578,7 @@ def test_ablation_tables_pick_rows_by_reward_weights_and_tables_1_to_3_leave_the
 
 
 def test_the_recipe_note_names_every_recipe_of_the_tables_runs():
-    from memrl.report.memalpha_tables import training_recipe_notes
+    from memrepro.report.memalpha_tables import training_recipe_notes
 
     paper = {
         "recipe": "paper",
@@ -1599,7 +1599,7 @@ def test_the_recipe_note_names_every_recipe_of_the_tables_runs():
 
 
 def test_memalpha_table_rejects_a_memalpha_paper_row_typo():
-    from memrl.report.memalpha_tables import build_memalpha_table
+    from memrepro.report.memalpha_tables import build_memalpha_table
 
     systems = [{"id": "ma", "display": "M", "paper_row": "Mem-alpha", "kind": "memalpha"}]
     with pytest.raises(ValueError, match="paper_row 'Mem-alpha' is in no Mem-α table"):
@@ -1630,8 +1630,8 @@ def stats(split, task, instances, chunks, tokens, questions):
 
 
 def test_memalpha_table7_puts_each_split_beside_the_paper_with_printed_totals():
-    from memrl.report.render import to_markdown
-    from memrl.report.tables import build_paper_table
+    from memrepro.report.render import to_markdown
+    from memrepro.report.tables import build_paper_table
 
     records = [
         stats("train", "squad", 100, 9.9, 1090.1, 94.8),
@@ -1660,7 +1660,7 @@ def test_memalpha_table7_puts_each_split_beside_the_paper_with_printed_totals():
 
 
 def test_memalpha_table6_puts_the_full_training_set_beside_validation():
-    from memrl.report.tables import build_paper_table
+    from memrepro.report.tables import build_paper_table
 
     validation_only = [stats("memalpha", "squad", 30, 10.0, 1057.0, 96.8)]
     table = build_paper_table("memalpha_table6", validation_only, [], MEMALPHA_PAPER)
@@ -1684,7 +1684,7 @@ def test_memalpha_table6_puts_the_full_training_set_beside_validation():
 
 
 def test_the_full_training_split_is_measured_only_where_the_config_names_it():
-    from memrl import config as cfg
+    from memrepro import config as cfg
 
     config = cfg.load_config([Path(__file__).resolve().parents[1] / "config/config.yaml"])
     assert cfg.stats_splits(config, "memalpha_table6") == ["full", "memalpha"]  # the paper's
@@ -1702,8 +1702,8 @@ def test_the_full_training_sets_fixture_is_in_the_released_schema(tmp_path):
     statistics read stops, naming the file and the field."""
     import pyarrow.parquet as pq
 
-    from memrl.data.memalpha import instances_by_source
-    from memrl.data.sources import fixture_path
+    from memrepro.data.memalpha import instances_by_source
+    from memrepro.data.sources import fixture_path
 
     full = fixture_path("memalpha/full.parquet")
     sources = {source: len(rows) for source, rows in instances_by_source(full).items()}
@@ -1717,8 +1717,8 @@ def test_the_full_training_sets_fixture_is_in_the_released_schema(tmp_path):
 
 
 def test_memalpha_table8_reports_a_measured_source_the_paper_lacks():
-    from memrl.report.render import tidy
-    from memrl.report.tables import build_paper_table
+    from memrepro.report.render import tidy
+    from memrepro.report.tables import build_paper_table
 
     records = [
         stats("mab", "ruler_qa1_197K", 1, 103.0, 2100.0, 100.0),
@@ -1734,7 +1734,7 @@ def test_memalpha_table8_reports_a_measured_source_the_paper_lacks():
 
 
 def test_load_stats_names_the_file_and_the_missing_field(tmp_path):
-    from memrl.report.memalpha_tables import load_stats
+    from memrepro.report.memalpha_tables import load_stats
 
     path = tmp_path / "s.json"
     path.write_text('[{"split": "mab", "task": "x", "instances": 1}]')
@@ -1753,8 +1753,8 @@ def memories(system, source, memory, index=0, failed=False):
 
 
 def test_memalpha_table5_shows_each_policys_memory_in_the_papers_order(tmp_path):
-    from memrl.report.render import TRACE_CHARS
-    from memrl.report.tables import build_paper_table, write_paper_table
+    from memrepro.report.render import TRACE_CHARS
+    from memrepro.report.tables import build_paper_table, write_paper_table
 
     systems = [
         {"id": "ma", "display": "Mem-α (ours)", "paper_row": "Mem-α"},
@@ -1799,8 +1799,8 @@ def test_memalpha_table5_shows_each_policys_memory_in_the_papers_order(tmp_path)
 def test_memalpha_table5_shows_the_policies_on_the_example_they_memorised_alone(tmp_path):
     """With memalpha.example, every column is its policy's memory of the example's instance
     (memorised alone: benchmark memalpha_example, its one row); a policy without it drops out."""
-    from memrl.report.memalpha_tables import _memory_records
-    from memrl.report.tables import build_paper_table
+    from memrepro.report.memalpha_tables import _memory_records
+    from memrepro.report.tables import build_paper_table
 
     systems = [
         {"id": "ma", "display": "Mem-α (ours)", "paper_row": "Mem-α"},
@@ -1851,10 +1851,10 @@ def test_the_example_is_found_wherever_it_lives_or_its_search_is_named(tmp_path)
     import pyarrow.parquet as pq
     from test_evaluation import CharTokenizer
 
-    from memrl.benchmarks import EXAMPLE_TASK
-    from memrl.benchmarks.memalpha_example import instance_rows
-    from memrl.data.memalpha_example import ExampleNotFound, find_example, write_example
-    from memrl.data.sources import fixture_path
+    from memrepro.benchmarks import EXAMPLE_TASK
+    from memrepro.benchmarks.memalpha_example import instance_rows
+    from memrepro.data.memalpha_example import ExampleNotFound, find_example, write_example
+    from memrepro.data.sources import fixture_path
 
     splits = {
         split: fixture_path(f"memalpha/{name}.parquet")
@@ -1882,8 +1882,8 @@ def test_the_example_is_found_wherever_it_lives_or_its_search_is_named(tmp_path)
 def test_an_example_in_two_sources_is_one_instance_by_its_text_else_both_are_named(tmp_path):
     """The same dialogue in LME-Train and in MemoryAgentBench's LongMemEval is one instance (its
     first place); two different instances holding the phrases stop the search, naming both."""
-    from memrl.data.memalpha import write_instances
-    from memrl.data.memalpha_example import ExampleNotFound, find_example
+    from memrepro.data.memalpha import write_instances
+    from memrepro.data.memalpha_example import ExampleNotFound, find_example
 
     def instance(source: str, text: str) -> dict:
         return {
@@ -1910,7 +1910,7 @@ def test_an_example_in_two_sources_is_one_instance_by_its_text_else_both_are_nam
 
 
 def test_an_example_no_split_holds_stops_the_plan_naming_what_and_where(repo):
-    from memrl import config as cfg
+    from memrepro import config as cfg
 
     smoke = cfg.load_config([repo / "config/smoke.yaml"])
     cfg.check_data(smoke)  # the fixture's full set holds it
@@ -1926,7 +1926,7 @@ def test_an_example_no_split_holds_stops_the_plan_naming_what_and_where(repo):
 @pytest.mark.parametrize("phrases", [["the"], [" "]])
 def test_phrases_that_fit_many_instances_stop_the_plan_with_their_count(repo, phrases):
     """The first of many matches is not the paper's example: the plan stops, counting them."""
-    from memrl import config as cfg
+    from memrepro import config as cfg
 
     smoke = cfg.load_config([repo / "config/smoke.yaml"])
     smoke["memalpha"]["example"]["phrases"] = phrases
@@ -1998,7 +1998,7 @@ def test_table7_names_an_empty_or_bad_set(tmp_path: Path):
 
 
 def test_suites_table_puts_every_system_on_ruler_hqa_and_memoryagentbench():
-    from memrl.report.tables import build_paper_table
+    from memrepro.report.tables import build_paper_table
 
     systems = [
         {"id": "mem14", "display": "MemAgent-14B", "kind": "memagent"},
@@ -2026,7 +2026,7 @@ def test_suites_table_puts_every_system_on_ruler_hqa_and_memoryagentbench():
 
 
 def test_memory_frontier_plots_both_suites(tmp_path):
-    from memrl.report.figures import plot_paper_figure
+    from memrepro.report.figures import plot_paper_figure
 
     records = memalpha_records("memalpha", ["ma", "q4", "lc"]) + memalpha_records("mab", ["ma"])
     png, pdf = plot_paper_figure(
@@ -2036,7 +2036,7 @@ def test_memory_frontier_plots_both_suites(tmp_path):
 
 
 def test_memalpha_training_curve_has_a_panel_per_reward_term(tmp_path):
-    from memrl.report.training_curves import (
+    from memrepro.report.training_curves import (
         MEMALPHA_CURVE_PANELS,
         plot_training_curve,
         read_training_curve,
@@ -2059,7 +2059,7 @@ def test_memalpha_training_curve_has_a_panel_per_reward_term(tmp_path):
 
 
 def test_load_memories_needs_each_line_to_name_its_system(tmp_path):
-    from memrl.report.memalpha_tables import load_memories
+    from memrepro.report.memalpha_tables import load_memories
 
     path = tmp_path / "0.memories.jsonl"
     line = {"system": "ma", "task": "squad", "index": 0, "memory": {}, "failed": False}

@@ -1,4 +1,4 @@
-"""memrl.report_digests: report jobs' outputs recorded against what they read, and compared."""
+"""memrepro.report_digests: report jobs' outputs recorded against what they read, and compared."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from memrl import report_digests
+from memrepro import report_digests
 
 FOOTNOTE = "Made by commit {commit}, config c0ffee, invocation {invocation}; its lineage: x\n"
 

@@ -1,4 +1,4 @@
-"""A table or a figure is declared in two halves: its plan (`memrl.config.ReportPlan`: caption,
+"""A table or a figure is declared in two halves: its plan (`memrepro.config.ReportPlan`: caption,
 paper key, evaluations, settings, inputs) and its build in its own report module (`PaperTable`:
 builder, loader, kind, section; `PaperFigure`: drawing, claims, section); the plan, the jobs, the
 reproduction report and the writers read the declarations and never dispatch on a name."""
@@ -11,12 +11,12 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from memrl import config as cfg
-from memrl.config import FIGURES, TABLES
-from memrl.config.report_plans import declared_once
-from memrl.report import tables
-from memrl.report.figures import PAPER_FIGURES
-from memrl.report.registry import (
+from memrepro import config as cfg
+from memrepro.config import FIGURES, TABLES
+from memrepro.config.report_plans import declared_once
+from memrepro.report import tables
+from memrepro.report.figures import PAPER_FIGURES
+from memrepro.report.registry import (
     BOTH_PAPERS,
     MEMALPHA,
     FigureInput,
@@ -25,9 +25,9 @@ from memrl.report.registry import (
     TableInput,
     gathered,
 )
-from memrl.report.table_summaries import paper_of_table
+from memrepro.report.table_summaries import paper_of_table
 
-SRC = Path(__file__).resolve().parents[1] / "src/memrl"
+SRC = Path(__file__).resolve().parents[1] / "src/memrepro"
 WORKFLOW = SRC.parents[1] / "workflow"
 # a table's or figure's name compared with a literal name or a constant naming tables/figures
 DISPATCH = re.compile(
@@ -48,7 +48,7 @@ DECLARING = {
     "report/flops_figure.py",
     "report/memalpha_figures.py",
 }
-# none left: the plan's side of each table and figure is its `ReportPlan` (memrl.config.REPORTS)
+# none left: the plan's side of each table and figure is its `ReportPlan` (memrepro.config.REPORTS)
 STILL_DISPATCHING: set[str] = set()
 
 
@@ -110,8 +110,8 @@ def test_a_new_table_is_its_declaration_builder_loader_and_kind_included(tmp_pat
 
 
 def test_a_new_figure_is_its_declaration_drawing_and_claims_included(tmp_path, monkeypatch):
-    from memrl.report import figures
-    from memrl.report.reproduction import figure_caption, paper_of_figure
+    from memrepro.report import figures
+    from memrepro.report.reproduction import figure_caption, paper_of_figure
 
     drawn = {}
 

@@ -9,14 +9,14 @@ from pathlib import Path
 
 from test_intervals import PAPER, SYSTEMS, record
 
-from memrl.report.cells import mark_machinery_only
-from memrl.report.claims import HOLDS, NOT_CHECKABLE, ClaimCheck, write_claims
-from memrl.report.records import load_metrics
-from memrl.report.render import NOT_COMPARABLE, write_table
-from memrl.report.reproduction import write_reproduction
-from memrl.report.table_summaries import footnotes, summarize_table
-from memrl.report.tables import build_paper_table
-from memrl.scoring.compare import CONSISTENT, DIFFERS_ABOVE, DIFFERS_BELOW, REPRODUCED
+from memrepro.report.cells import mark_machinery_only
+from memrepro.report.claims import HOLDS, NOT_CHECKABLE, ClaimCheck, write_claims
+from memrepro.report.records import load_metrics
+from memrepro.report.render import NOT_COMPARABLE, write_table
+from memrepro.report.reproduction import write_reproduction
+from memrepro.report.table_summaries import footnotes, summarize_table
+from memrepro.report.tables import build_paper_table
+from memrepro.scoring.compare import CONSISTENT, DIFFERS_ABOVE, DIFFERS_BELOW, REPRODUCED
 
 
 def write_table1(results: Path, systems=SYSTEMS) -> Path:
@@ -100,7 +100,7 @@ def test_the_report_groups_tables_by_paper_and_links_figures_and_lineage(tmp_pat
         "min 97.0 from 8K to 512K" in text
     )
     assert '### <a id="table-table1"></a>[table1](tables/table1.md): ' in text
-    assert f"- Lineage: `memrl lineage {table}`" in text
+    assert f"- Lineage: `memrepro lineage {table}`" in text
     assert "- [figure1](figures/figure1.png): RULER-HQA accuracy" in text
     assert "(case_studies/ruler_hqa/ours/50.md)" in text
     page_text = page.read_text()  # the page links each case study's page, not its Markdown

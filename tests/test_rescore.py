@@ -10,14 +10,14 @@ import json
 import pytest
 from memalpha_fakes import Replying
 
-from memrl import config as cfg
-from memrl.engines.base import Completion
-from memrl.jobs.rescore import judge_of, judge_replies
-from memrl.report.scorers import build_scorers_table, cell_text, load_scored
-from memrl.scoring import leniency
-from memrl.scoring.memalpha import JUDGE_TEMPLATE
-from memrl.scoring.metrics import score_answer_is
-from memrl.scoring.rescore import (
+from memrepro import config as cfg
+from memrepro.engines.base import Completion
+from memrepro.jobs.rescore import judge_of, judge_replies
+from memrepro.report.scorers import build_scorers_table, cell_text, load_scored
+from memrepro.scoring import leniency
+from memrepro.scoring.memalpha import JUDGE_TEMPLATE
+from memrepro.scoring.metrics import score_answer_is
+from memrepro.scoring.rescore import (
     disagreements,
     rescore_instances,
     rescore_rows,
@@ -298,9 +298,9 @@ def test_a_selection_narrows_each_scorers_systems_and_drops_one_left_with_none(r
 def test_the_rescore_job_writes_predictions_and_metrics_that_derive_from_them(
     tmp_path, monkeypatch
 ):
-    from memrl import cli
+    from memrepro import cli
 
-    monkeypatch.setenv("MEMRL_TRACKING", "off")
+    monkeypatch.setenv("MEMREPRO_TRACKING", "off")
     predictions = tmp_path / "eval.predictions.jsonl"
     lines = [row(i, text) for i, text in enumerate(["It is Paris.", "the answer is Paris", "Rome"])]
     predictions.write_text("".join(json.dumps(line) + "\n" for line in lines))

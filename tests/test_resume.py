@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from test_workflow import copy_workflow, snakemake
 
-from memrl.config import ENV_OVERRIDES, load_yaml
+from memrepro.config import ENV_OVERRIDES, load_yaml
 
 pytestmark = [pytest.mark.workflow, pytest.mark.reliability]
 

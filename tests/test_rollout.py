@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from memrl.agents.memagent import MemAgentConfig
-from memrl.engines.base import Completion, SamplingParams
-from memrl.train.rollout import collect_rollouts
+from memrepro.agents.memagent import MemAgentConfig
+from memrepro.engines.base import Completion, SamplingParams
+from memrepro.train.rollout import collect_rollouts
 
 AGENT = MemAgentConfig(chunk_tokens=3, memory_tokens=5, final_tokens=20, final_prompt="boxed")
 SAMPLING = SamplingParams(temperature=1.0, top_p=1.0, seed=0)

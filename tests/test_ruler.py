@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from memrl.data import ruler
-from memrl.data.essays import load_essay_text
-from memrl.data.io import read_json
-from memrl.data.ruler import (
+from memrepro.data import ruler
+from memrepro.data.essays import load_essay_text
+from memrepro.data.io import read_json
+from memrepro.data.ruler import (
     NOISE,
     RULER_TASKS,
     VARIANTS,
@@ -26,10 +26,10 @@ from memrl.data.ruler import (
     tokens_to_generate,
     zeta,
 )
-from memrl.data.ruler.search import _chunks, search_size
-from memrl.data.ruler.words import _pair_words, _PairWords
-from memrl.data.sources import fixture_path
-from memrl.scoring.ruler import (
+from memrepro.data.ruler.search import _chunks, search_size
+from memrepro.data.ruler.words import _pair_words, _PairWords
+from memrepro.data.sources import fixture_path
+from memrepro.scoring.ruler import (
     postprocess_pred,
     score_ruler,
     string_match_all,
@@ -627,9 +627,9 @@ def test_score_ruler_upstream():
 def test_ruler_set_command_builds_a_set_and_names_a_bad_corpus_file(tmp_path):
     import json
 
-    from memrl import cli
-    from memrl.data.sources import fixture_corpus
-    from memrl.models.tiny import build_tokenizer
+    from memrepro import cli
+    from memrepro.data.sources import fixture_corpus
+    from memrepro.models.tiny import build_tokenizer
 
     tokenizer_dir = tmp_path / "tokenizer"
     build_tokenizer(fixture_corpus(), 2048, 1 << 20).save_pretrained(tokenizer_dir)

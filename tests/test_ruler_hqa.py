@@ -4,8 +4,8 @@ import random
 import numpy as np
 import pytest
 
-from memrl.data.hotpotqa import build_pool, load_hotpotqa, paragraph_text, question_records
-from memrl.data.ruler_hqa import (
+from memrepro.data.hotpotqa import build_pool, load_hotpotqa, paragraph_text, question_records
+from memrepro.data.ruler_hqa import (
     build_eval_sets,
     build_split,
     context_pieces,
@@ -14,7 +14,7 @@ from memrl.data.ruler_hqa import (
     sample_doc_ids,
     sample_rng,
 )
-from memrl.data.sources import fixture_path
+from memrepro.data.sources import fixture_path
 
 # The official gold slots (MemAgent's official code): 1-based documents of the question's docs.
 OFFICIAL_SLOTS = {
@@ -264,7 +264,7 @@ def test_build_eval_sets(dev):
 
 
 def test_the_pool_file_builds_the_same_eval_sets_as_the_raw_dev_file(dev, tmp_path):
-    from memrl.data.ruler_hqa import build_doc_pool, read_pool, write_pool
+    from memrepro.data.ruler_hqa import build_doc_pool, read_pool, write_pool
 
     records, pool, questions = dev
     tok = WhitespaceTokenizer()
@@ -292,7 +292,7 @@ def test_a_pool_file_without_its_columns_names_itself(tmp_path):
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from memrl.data.ruler_hqa import read_pool
+    from memrepro.data.ruler_hqa import read_pool
 
     pq.write_table(pa.table({"doc": ["a"]}), tmp_path / "docs.parquet")
     with pytest.raises(ValueError, match=r"docs\.parquet: missing column\(s\) \['tokens'\]"):

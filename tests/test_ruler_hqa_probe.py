@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 from test_ruler_hqa import WhitespaceTokenizer
 
-from memrl.data.hotpotqa import build_pool, paragraph_text, question_records
-from memrl.data.hqa_probe import place_groups, probe_rows
-from memrl.data.ruler_hqa import (
+from memrepro.data.hotpotqa import build_pool, paragraph_text, question_records
+from memrepro.data.hqa_probe import place_groups, probe_rows
+from memrepro.data.ruler_hqa import (
     build_eval_sets,
     build_split,
     context_pieces,
@@ -230,9 +230,9 @@ def test_the_random_rows_are_those_of_before_byte_for_byte(dev):
 
 @pytest.fixture(scope="module")
 def doc_pool():
-    from memrl.data.hotpotqa import load_hotpotqa
-    from memrl.data.ruler_hqa import build_doc_pool
-    from memrl.data.sources import fixture_path
+    from memrepro.data.hotpotqa import load_hotpotqa
+    from memrepro.data.ruler_hqa import build_doc_pool
+    from memrepro.data.sources import fixture_path
 
     records = load_hotpotqa(fixture_path("hotpot_dev_fixture.json"))
     return build_doc_pool(records, WhitespaceTokenizer())
@@ -270,7 +270,7 @@ def _probe(doc_pool, rows, depths, store_ids_above=STORE_IDS):
 
 
 def _ids(row, pool):
-    from memrl.data.hqa_probe import row_doc_ids
+    from memrepro.data.hqa_probe import row_doc_ids
 
     return row_doc_ids(row, {doc: i for i, doc in enumerate(pool.docs)}, "row")
 
@@ -326,7 +326,7 @@ def test_probe_rows_keep_the_random_rows_form(doc_pool):
 
 
 def test_bad_placements_and_rows_fail_naming_the_problem(doc_pool):
-    from memrl.data.ruler_hqa import DocPool
+    from memrepro.data.ruler_hqa import DocPool
 
     random = _random_rows(doc_pool, "synthesized", 20)
     with pytest.raises(ValueError, match=r"two depths in \[0, 1\].*got \[0.0, 2.0\]"):
@@ -350,7 +350,7 @@ def test_bad_placements_and_rows_fail_naming_the_problem(doc_pool):
     q = {x["index"]: x for x in doc_pool.questions}[without_gold["index"]]
     stranger = next(i for i in range(len(doc_pool.docs)) if i not in _ids(random[0], doc_pool))
     ids = [stranger if d == q["gold_doc_ids"][0][0] else d for d in _ids(random[0], doc_pool)]
-    from memrl.data.ruler_hqa import render_context
+    from memrepro.data.ruler_hqa import render_context
 
     without_gold["context"] = render_context(ids, doc_pool.docs)
     with pytest.raises(ValueError, match=r"row 0 .*key-information doc ids .* not in the sample"):
@@ -363,7 +363,7 @@ def test_bad_placements_and_rows_fail_naming_the_problem(doc_pool):
 def test_the_pool_file_keeps_the_groups_and_an_old_one_still_loads(dev, tmp_path):
     import pyarrow.parquet as pq
 
-    from memrl.data.ruler_hqa import build_doc_pool, read_pool, write_pool
+    from memrepro.data.ruler_hqa import build_doc_pool, read_pool, write_pool
 
     records, _, questions = dev
     docs, path = tmp_path / "docs.parquet", tmp_path / "questions.parquet"

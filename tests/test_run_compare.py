@@ -1,4 +1,4 @@
-"""memrl.run_compare: what a run computed, compared between two results directories."""
+"""memrepro.run_compare: what a run computed, compared between two results directories."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from memrl import run_compare
+from memrepro import run_compare
 
 
 def write(root: Path, files: dict[str, str]) -> Path:
@@ -194,9 +194,9 @@ def test_a_negative_item_count_is_refused(tmp_path, capsys):
 
 
 def test_the_records_left_out_are_the_ones_the_tracking_modules_write():
-    from memrl.tracking.invocation import invocations_dir
-    from memrl.tracking.pipeline_info import INFO_DIR
-    from memrl.tracking.store import ARTIFACTS
+    from memrepro.tracking.invocation import invocations_dir
+    from memrepro.tracking.pipeline_info import INFO_DIR
+    from memrepro.tracking.store import ARTIFACTS
 
     records = {invocations_dir(Path("r")).name, INFO_DIR, ARTIFACTS, "logs", "benchmarks"}
     assert set(run_compare.NOT_COMPUTED) == records

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from memrl.scoring.extract import (
+from memrepro.scoring.extract import (
     answer_part,
     extract_answer,
     extract_boxed,
@@ -12,8 +12,8 @@ from memrl.scoring.extract import (
     final_answer,
     strip_string,
 )
-from memrl.scoring.longbench import score_longbench
-from memrl.scoring.metrics import (
+from memrepro.scoring.longbench import score_longbench
+from memrepro.scoring.metrics import (
     contains_any,
     exact_match,
     f1,
@@ -21,8 +21,8 @@ from memrl.scoring.metrics import (
     score_answer_is,
     sub_em,
 )
-from memrl.scoring.ruler import score_ruler
-from memrl.scoring.verifier import boxed_reward, training_reward
+from memrepro.scoring.ruler import score_ruler
+from memrepro.scoring.verifier import boxed_reward, training_reward
 
 
 @pytest.mark.parametrize(
@@ -233,7 +233,7 @@ def test_a_boxed_final_prompts_answer_is_read_from_its_box_by_every_scorer_that_
     """Under `final_prompt: boxed` each MemAgent benchmark's scorer reads the last box, as the
     training verifier does; under the official prompt a reply without "the answer is" has no
     answer (0), as officially."""
-    from memrl.scoring.answers import score_answers
+    from memrepro.scoring.answers import score_answers
 
     assert final_answer(BOXED_REPLY, "boxed") == "Paris"
     assert final_answer(BOXED_REPLY) is None  # the official extraction
@@ -253,8 +253,8 @@ def test_a_boxed_final_prompts_answer_is_read_from_its_box_by_every_scorer_that_
 
 
 def test_only_the_kinds_that_ask_memagents_final_prompt_read_its_answer_format():
-    from memrl.jobs.evaluate import answer_format
-    from memrl.systems import system_kind
+    from memrepro.jobs.evaluate import answer_format
+    from memrepro.systems import system_kind
 
     settings = {"final_prompt": "boxed"}
     asked = {name for name in ("memagent", "fullcontext", "mem0", "longcontext", "rag")

@@ -7,9 +7,9 @@ import copy
 
 import pytest
 
-from memrl import config as cfg
-from memrl.report.attribution import Evidence, Gap, Source, attribute
-from memrl.report.seeds import build_seeds_table, cell_text, seed_summary
+from memrepro import config as cfg
+from memrepro.report.attribution import Evidence, Gap, Source, attribute
+from memrepro.report.seeds import build_seeds_table, cell_text, seed_summary
 
 
 @pytest.fixture(scope="module")

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from memrl import config as cfg
-from memrl.config.select import apply_selection
+from memrepro import config as cfg
+from memrepro.config.select import apply_selection
 
 
 @pytest.fixture
@@ -146,7 +146,7 @@ def without_api(repo, **select) -> dict:
 
 
 def test_without_an_api_key_nothing_hosted_is_planned_and_everything_else_is(repo):
-    from memrl.cost.api import is_hosted
+    from memrepro.cost.api import is_hosted
 
     paper = cfg.load_config([repo / "config/config.yaml"])
     offline = without_api(repo)

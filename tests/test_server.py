@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from memrl.engines import server
-from memrl.engines.server import ServerError, free_port, served, vllm_server_command
+from memrepro.engines import server
+from memrepro.engines.server import ServerError, free_port, served, vllm_server_command
 
 SERVER = textwrap.dedent(
     """

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from memrl.settings_files import read_settings, settings_reference
+from memrepro.settings_files import read_settings, settings_reference
 
 
 def test_the_same_settings_give_the_same_file_and_other_settings_another(tmp_path):
@@ -46,7 +46,9 @@ def test_a_file_changed_after_planning_is_refused_by_its_job_and_rewritten_by_pl
         assert settings_reference(settings, tmp_path, say=said.append) == reference
         assert path.read_text() == original
         assert read_settings(reference) == json.loads(json.dumps(settings))  # keys as JSON has them
-    rewritten = f"memrl: {path} did not hold the settings its name stands for: rewritten from the"
+    rewritten = (
+        f"memrepro: {path} did not hold the settings its name stands for: rewritten from the"
+    )
     assert said == [f"{rewritten} config"] * 3
     assert settings_reference(settings, tmp_path, say=said.append) == reference
     assert len(said) == 3  # an intact file is left alone, silently

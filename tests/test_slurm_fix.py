@@ -1,6 +1,6 @@
-"""memrl.slurm: the SLURM executor plugin sees a job killed with scancel as CANCELLED. The plugin's
-own status parser runs on sacct's real output format (printf stands in for sacct, which needs a
-cluster; tests/cluster/test_slurm.py scancels a job on a real one)."""
+"""memrepro.slurm: the SLURM executor plugin sees a job killed with scancel as CANCELLED. The
+plugin's own status parser runs on sacct's real output format (printf stands in for sacct, which
+needs a cluster; tests/cluster/test_slurm.py scancels a job on a real one)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import logging
 
 import pytest
 
-from memrl import slurm
+from memrepro import slurm
 
 SACCT = "printf '19|CANCELLED by 0\\n20|COMPLETED\\n21|OUT_OF_MEMORY\\n'"
 
@@ -29,7 +29,7 @@ def states(plugin) -> dict[str, str]:
 
 
 def test_the_plugin_alone_misreads_a_cancelled_job(plugin):
-    # if this fails, the plugin reads "CANCELLED by <uid>" itself and memrl.slurm can go
+    # if this fails, the plugin reads "CANCELLED by <uid>" itself and memrepro.slurm can go
     assert states(plugin)["19"] == "CANCELLED by 0"
 
 

@@ -12,14 +12,14 @@ from pathlib import Path
 
 import pytest
 
-from memrl import software
-from memrl.digests import file_digest
+from memrepro import software
+from memrepro.digests import file_digest
 
 
 def test_software_tags_name_the_installed_versions_and_import_nothing_heavy():
     script = (
         "import sys, json\n"
-        "from memrl.software import software_tags\n"
+        "from memrepro.software import software_tags\n"
         "tags = software_tags()\n"
         "assert 'torch' not in sys.modules and 'transformers' not in sys.modules\n"
         "print(json.dumps(tags))\n"
@@ -80,13 +80,13 @@ def test_a_job_on_the_podman_route_names_the_image_its_launcher_passed(
     monkeypatch, inside_an_image
 ):
     monkeypatch.delenv("APPTAINER_CONTAINER", raising=False)
-    monkeypatch.setenv("MEMRL_IMAGE", "localhost/memrl-core")
-    monkeypatch.setenv("MEMRL_IMAGE_DIGEST", "sha256:" + "a" * 64)
-    monkeypatch.setenv("MEMRL_IMAGE_ID", "sha256:" + "b" * 64)
+    monkeypatch.setenv("MEMREPRO_IMAGE", "localhost/memrepro-core")
+    monkeypatch.setenv("MEMREPRO_IMAGE_DIGEST", "sha256:" + "a" * 64)
+    monkeypatch.setenv("MEMREPRO_IMAGE_ID", "sha256:" + "b" * 64)
     assert software.container_tags(inside_an_image) == {
         "container.env": "core",
         "container.lock.digest": "sha256:" + "c" * 64,
-        "container.image": "localhost/memrl-core",
+        "container.image": "localhost/memrepro-core",
         "container.digest": "sha256:" + "a" * 64,
         "container.id": "sha256:" + "b" * 64,
     }
@@ -95,8 +95,8 @@ def test_a_job_on_the_podman_route_names_the_image_its_launcher_passed(
 def test_a_job_on_the_host_claims_no_image_whatever_its_environment_says(tmp_path, monkeypatch):
     """The launcher's variables, or apptainer's, set on the host: no identity file, no image."""
     monkeypatch.setenv("APPTAINER_CONTAINER", str(tmp_path / "infer.sif"))
-    monkeypatch.setenv("MEMRL_IMAGE", "localhost/memrl-core")
-    monkeypatch.setenv("MEMRL_IMAGE_DIGEST", "sha256:" + "a" * 64)
+    monkeypatch.setenv("MEMREPRO_IMAGE", "localhost/memrepro-core")
+    monkeypatch.setenv("MEMREPRO_IMAGE_DIGEST", "sha256:" + "a" * 64)
     none = {"container.image": f"none (ran in {sys.prefix})"}
     assert software.container_tags(tmp_path / "image.json") == none
     containerfile = Path(__file__).resolve().parents[1] / "envs/Containerfile"
@@ -106,7 +106,7 @@ def test_a_job_on_the_host_claims_no_image_whatever_its_environment_says(tmp_pat
 
 def test_the_lock_an_environment_was_installed_from_is_named_with_its_digest(tmp_path):
     assert software.lock_tags(tmp_path)["env.lock"].startswith("none (")
-    (tmp_path / "memrl.lock").write_text("torch==2.13.0+cpu\n")
+    (tmp_path / "memrepro.lock").write_text("torch==2.13.0+cpu\n")
     tags = software.lock_tags(tmp_path)
-    assert tags["env.lock"] == str(tmp_path / "memrl.lock")
-    assert tags["env.lock.digest"] == file_digest(tmp_path / "memrl.lock")
+    assert tags["env.lock"] == str(tmp_path / "memrepro.lock")
+    assert tags["env.lock.digest"] == file_digest(tmp_path / "memrepro.lock")

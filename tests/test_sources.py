@@ -7,17 +7,17 @@ from pathlib import Path
 
 import pytest
 
-from memrl.config import ConfigError, official_hqa_settings, source_settings
-from memrl.data.io import read_json, sha256_file
-from memrl.data.sources import (
+from memrepro.config import ConfigError, official_hqa_settings, source_settings
+from memrepro.data.io import read_json, sha256_file
+from memrepro.data.sources import (
     ChecksumError,
     fetch_file,
     fixture_corpus,
     fixture_path,
     unverified,
 )
-from memrl.models.fetch import fetch_model
-from memrl.settings_files import settings_reference
+from memrepro.models.fetch import fetch_model
+from memrepro.settings_files import settings_reference
 
 PAYLOAD = b"line one\nline two\n" * 1000
 PAYLOAD_SHA = hashlib.sha256(PAYLOAD).hexdigest()
@@ -197,7 +197,7 @@ def test_fetch_model_tiny(tmp_path, monkeypatch):
         return out_dir
 
     module = types.SimpleNamespace(build_tiny_model=fake_build)
-    monkeypatch.setitem(__import__("sys").modules, "memrl.models.tiny", module)
+    monkeypatch.setitem(__import__("sys").modules, "memrepro.models.tiny", module)
     entry = fetch_model({"source": "tiny", "vocab_size": 300, "seed": 3}, tmp_path / "tiny")
     assert calls == [(fixture_corpus(), {"vocab_size": 300, "seed": 3})]
     assert list(entry["files"]) == ["config.json"]
@@ -313,9 +313,9 @@ def test_a_local_directory_of_the_released_hqa_sets_is_planned_with_each_files_c
 def test_a_failed_download_checksum_names_the_config_key_that_pins_it(
     http_root, tmp_path, monkeypatch
 ):
-    from memrl import cli
+    from memrepro import cli
 
-    monkeypatch.setenv("MEMRL_TRACKING", "off")
+    monkeypatch.setenv("MEMREPRO_TRACKING", "off")
     root, base = http_root
     (root / "minutes.jsonl").write_bytes(PAYLOAD)
     out = tmp_path / "raw/minutes.jsonl"

@@ -1,13 +1,13 @@
-"""System kinds as modules: the registry, and a new kind planned without editing memrl.config."""
+"""System kinds as modules: the registry, and a new kind planned without editing memrepro.config."""
 
 from __future__ import annotations
 
 import pytest
 
-from memrl import config as cfg
-from memrl.benchmarks import MEMAGENT_BENCHMARKS, MEMALPHA_BENCHMARKS
-from memrl.systems import KINDS, system_kind
-from memrl.systems.base import SystemKind
+from memrepro import config as cfg
+from memrepro.benchmarks import MEMAGENT_BENCHMARKS, MEMALPHA_BENCHMARKS
+from memrepro.systems import KINDS, system_kind
+from memrepro.systems.base import SystemKind
 
 
 def test_the_registry_is_the_schemas_kind_enum(repo):

@@ -9,9 +9,9 @@ import torch
 from safetensors.torch import load_file
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
-from memrl.engines.base import ChatRequest, SamplingParams
-from memrl.engines.hf import HFEngine
-from memrl.models.tiny import DEFAULT_SYSTEM_PROMPT, build_tiny_model
+from memrepro.engines.base import ChatRequest, SamplingParams
+from memrepro.engines.hf import HFEngine
+from memrepro.models.tiny import DEFAULT_SYSTEM_PROMPT, build_tiny_model
 
 CORPUS = [
     "The lighthouse keeper of Varnholm painted the lamp room green every spring.",

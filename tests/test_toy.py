@@ -13,18 +13,18 @@ import torch
 import yaml
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
-from memrl.agents.chunking import truncated_chunks
-from memrl.agents.memagent import NO_MEMORY, MemAgentConfig
-from memrl.config import ConfigError
-from memrl.engines.base import ChatRequest, SamplingParams
-from memrl.engines.hf import HFEngine
-from memrl.models.tiny import build_tiny_model, build_tokenizer
-from memrl.toy import runner
-from memrl.toy.config import load_config, parse_config
-from memrl.toy.evaluate import classify, expert_accuracy, rollout_outcomes
-from memrl.toy.policy import ScriptedEngine, final_answer, memory_update, prompt_ids
-from memrl.toy.sft import SFTSettings, nll, scripted_traces, sft
-from memrl.toy.task import (
+from memrepro.agents.chunking import truncated_chunks
+from memrepro.agents.memagent import NO_MEMORY, MemAgentConfig
+from memrepro.config import ConfigError
+from memrepro.engines.base import ChatRequest, SamplingParams
+from memrepro.engines.hf import HFEngine
+from memrepro.models.tiny import build_tiny_model, build_tokenizer
+from memrepro.toy import runner
+from memrepro.toy.config import load_config, parse_config
+from memrepro.toy.evaluate import classify, expert_accuracy, rollout_outcomes
+from memrepro.toy.policy import ScriptedEngine, final_answer, memory_update, prompt_ids
+from memrepro.toy.sft import SFTSettings, nll, scripted_traces, sft
+from memrepro.toy.task import (
     FACT_TOKENS,
     FILLER,
     TaskSettings,
@@ -35,7 +35,7 @@ from memrl.toy.task import (
     parse_facts,
     tokenizer_corpus,
 )
-from memrl.train.cpu_trainer import METRICS_FILE
+from memrepro.train.cpu_trainer import METRICS_FILE
 
 TASK = TaskSettings(n_keys=8, n_chunks=3, chunk_tokens=7, distractor_prob=0.5)
 AGENT = MemAgentConfig(chunk_tokens=7, memory_tokens=8, final_tokens=8, final_prompt="boxed")

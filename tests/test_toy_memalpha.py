@@ -10,24 +10,24 @@ from pathlib import Path
 import pytest
 import yaml
 
-from memrl.agents.memalpha import OFFICIAL_PROMPTS, MemAlphaConfig, memorize
-from memrl.agents.memalpha_tools import ToolCall, parse_calls
-from memrl.agents.structured_memory import StructuredMemory
-from memrl.config import ConfigError
-from memrl.engines.base import ChatRequest, SamplingParams, prompt_ids
-from memrl.models.tiny import build_tokenizer
-from memrl.toy import memalpha_runner as runner
-from memrl.toy import runner as toy_runner
-from memrl.toy.__main__ import main
-from memrl.toy.memalpha_config import load_config, parse_config
-from memrl.toy.memalpha_policy import (
+from memrepro.agents.memalpha import OFFICIAL_PROMPTS, MemAlphaConfig, memorize
+from memrepro.agents.memalpha_tools import ToolCall, parse_calls
+from memrepro.agents.structured_memory import StructuredMemory
+from memrepro.config import ConfigError
+from memrepro.engines.base import ChatRequest, SamplingParams, prompt_ids
+from memrepro.models.tiny import build_tokenizer
+from memrepro.toy import memalpha_runner as runner
+from memrepro.toy import runner as toy_runner
+from memrepro.toy.__main__ import main
+from memrepro.toy.memalpha_config import load_config, parse_config
+from memrepro.toy.memalpha_policy import (
     MemAlphaExpertSettings,
     ScriptedMemorizer,
     ScriptedReader,
     judge_reply,
     read_answer,
 )
-from memrl.toy.memalpha_task import (
+from memrepro.toy.memalpha_task import (
     TASK,
     TOY_PROMPTS,
     MemAlphaTaskSettings,
@@ -37,9 +37,9 @@ from memrl.toy.memalpha_task import (
     make_instances,
     tokenizer_corpus,
 )
-from memrl.toy.task import parse_facts
-from memrl.train.cpu_trainer import METRICS_FILE
-from memrl.train.memalpha_rewards import content_verdict
+from memrepro.toy.task import parse_facts
+from memrepro.train.cpu_trainer import METRICS_FILE
+from memrepro.train.memalpha_rewards import content_verdict
 
 TASK_SETTINGS = MemAlphaTaskSettings(n_keys=6, n_chunks=3, chunk_tokens=8)
 AGENT = MemAlphaConfig(max_new_tokens=48, prompts=TOY_PROMPTS)

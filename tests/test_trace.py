@@ -1,5 +1,5 @@
 """Case-study traces (Appendix C / F): MemAgent records the memory after every chunk (its changes),
-the evaluation stores them in the predictions, and `memrl trace` renders chosen samples, with the
+the evaluation stores them in the predictions, and `memrepro trace` renders chosen samples, with the
 chunks holding gold evidence, as Markdown and HTML."""
 
 from __future__ import annotations
@@ -11,14 +11,14 @@ from pathlib import Path
 import pytest
 from test_evaluation import CharTokenizer
 
-from memrl.agents.chunking import token_chunks
-from memrl.agents.driver import run_batched
-from memrl.agents.memagent import NO_MEMORY, MemAgentConfig, MemoryTrace, memagent
-from memrl.benchmarks import Task
-from memrl.benchmarks.base import row_chunks
-from memrl.engines.base import Completion
-from memrl.evaluation import evaluate, load_finished, merge_shards, summarize, workflow_runner
-from memrl.report.trace import (
+from memrepro.agents.chunking import token_chunks
+from memrepro.agents.driver import run_batched
+from memrepro.agents.memagent import NO_MEMORY, MemAgentConfig, MemoryTrace, memagent
+from memrepro.benchmarks import Task
+from memrepro.benchmarks.base import row_chunks
+from memrepro.engines.base import Completion
+from memrepro.evaluation import evaluate, load_finished, merge_shards, summarize, workflow_runner
+from memrepro.report.trace import (
     CaseStudy,
     by_task,
     case_study,
@@ -31,9 +31,9 @@ from memrl.report.trace import (
     verdict,
     write_report,
 )
-from memrl.scoring.evidence import evidence_strings
-from memrl.systems.longcontext import longcontext_system
-from memrl.systems.memagent import memagent_system
+from memrepro.scoring.evidence import evidence_strings
+from memrepro.systems.longcontext import longcontext_system
+from memrepro.systems.memagent import memagent_system
 
 HQA = Task("ruler_hqa", "hqa")
 
@@ -313,7 +313,7 @@ def test_steps_show_changes_and_gold_chunks_and_collapse_the_rest():
 
 
 def test_the_bridge_paragraph_that_holds_no_answer_marks_its_chunk_too():
-    from memrl.data.ruler_hqa import document_start, document_title, render_context
+    from memrepro.data.ruler_hqa import document_start, document_title, render_context
 
     bridge = (
         "Big Stone Gap (film)\nBig Stone Gap is a 2014 drama film directed by Adriana Trigiani."
@@ -365,7 +365,7 @@ def test_markdown_trace(tmp_path):
 
 
 def test_a_memory_update_shows_what_it_added_and_dropped_and_the_last_memory_whole():
-    from memrl.report.trace import memory_diff
+    from memrepro.report.trace import memory_diff
 
     before = "Ghost is in New York. Its director is unknown.\nTrigiani wrote it."
     after = "Trigiani wrote it. Ghost is in New York. She lives in Greenwich Village."
@@ -447,7 +447,7 @@ def test_write_report_writes_both_files_atomically(tmp_path):
     assert "No sample was selected." in empty and isinstance(CaseStudy(prediction()), CaseStudy)
 
 
-# --- `memrl trace` end to end ---------------------------------------------------------------
+# --- `memrepro trace` end to end ---------------------------------------------------------------
 
 
 CORPUS = [
@@ -459,7 +459,7 @@ CORPUS = [
 
 @pytest.fixture(scope="module")
 def tokenizer_dir(tmp_path_factory) -> Path:
-    from memrl.models.tiny import build_tokenizer
+    from memrepro.models.tiny import build_tokenizer
 
     out = tmp_path_factory.mktemp("tokenizer")
     build_tokenizer(CORPUS, 400, 1 << 16).save_pretrained(out)
@@ -471,8 +471,8 @@ def test_cli_trace_end_to_end(tmp_path, tokenizer_dir, monkeypatch):
     import pyarrow.parquet as pq
     from transformers import AutoTokenizer
 
-    from memrl import cli
-    from memrl.data.io import write_jsonl_atomic
+    from memrepro import cli
+    from memrepro.data.io import write_jsonl_atomic
 
     monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)  # no tracking in this test
     tokenizer = AutoTokenizer.from_pretrained(tokenizer_dir)
@@ -586,7 +586,7 @@ def test_cli_trace_end_to_end(tmp_path, tokenizer_dir, monkeypatch):
 
 
 def test_a_case_study_of_a_model_that_cannot_reproduce_opens_with_the_machinery_line():
-    from memrl.report.cells import machinery_line
+    from memrepro.report.cells import machinery_line
 
     study = case_study(
         {"index": 0, "question": "q?", "answers": ["a"], "output": "a", "score": 1.0}, None
@@ -601,7 +601,7 @@ def test_a_case_study_of_a_model_that_cannot_reproduce_opens_with_the_machinery_
 
 
 def test_a_training_curve_says_whether_its_run_can_reproduce(repo):
-    from memrl import config as cfg
+    from memrepro import config as cfg
 
     smoke = cfg.load_config([repo / "config/smoke.yaml"])
     assert cfg.training_curve_settings(smoke, "rl-memagent-tiny")["machinery_only"] is True
@@ -612,7 +612,7 @@ def test_a_training_curve_says_whether_its_run_can_reproduce(repo):
 
 
 def test_the_papers_turn_counts_are_set_against_their_arithmetic():
-    from memrl.report.turns import paper_turns, turns
+    from memrepro.report.turns import paper_turns, turns
 
     assert turns(105) == 106
     niah, training = paper_turns()
@@ -623,7 +623,7 @@ def test_the_papers_turn_counts_are_set_against_their_arithmetic():
 
 
 def test_a_case_study_gives_its_samples_turns_and_the_papers():
-    from memrl.report.trace import case_study, render_html, render_markdown
+    from memrepro.report.trace import case_study, render_html, render_markdown
 
     prediction = {
         "index": 0,

@@ -9,10 +9,10 @@ from typing import Any
 
 from test_tracking import INVOKED, mark_ended, tracked_results
 
-from memrl.tracking.invocation import start_invocation
-from memrl.tracking.loader import load
-from memrl.tracking.record import job_run
-from memrl.tracking.traces import (
+from memrepro.tracking.invocation import start_invocation
+from memrepro.tracking.loader import load
+from memrepro.tracking.record import job_run
+from memrepro.tracking.traces import (
     TRACES_TAG,
     chosen,
     item_trace,
@@ -86,13 +86,13 @@ def test_a_span_per_tool_call_with_its_chunk_and_result():
 
 
 def test_a_row_and_an_instance_as_traces_with_gold_scores_and_the_judges_verdict():
-    row = item_trace(ROW, "eval/p.jsonl", "memrl ruler_hqa scorer", "qwen3-32b")
+    row = item_trace(ROW, "eval/p.jsonl", "memrepro ruler_hqa scorer", "qwen3-32b")
     assert row.inputs["question"] == ROW["input"] and row.gold == ["Varn"]
     assert {(f.name, f.value, f.source[0]) for f in row.feedback} == {
         ("score", 1.0, "CODE"),
         ("sub_em", 1.0, "CODE"),
     }
-    instance = item_trace(INSTANCE, "eval/p.jsonl", "memrl mab scorer", "qwen3-32b", STEPS)
+    instance = item_trace(INSTANCE, "eval/p.jsonl", "memrepro mab scorer", "qwen3-32b", STEPS)
     [verdict] = [f for f in instance.feedback if f.source[0] == "LLM_JUDGE"]
     assert (verdict.name, verdict.value, verdict.source[1], verdict.rationale) == (
         "judge q0",
@@ -139,8 +139,8 @@ def test_the_load_writes_each_items_trace_under_its_evaluations_run_once(tmp_pat
     assert load(results)["traces"] == 0  # loaded: nothing more
     assert run.data.tags[TRACES_TAG] == "2"
     traces = client.search_traces(locations=[experiment], run_id=run.info.run_id)
-    assert sorted(t.info.tags["memrl.item"] for t in traces) == ["7", "8"]
-    [seven] = [t for t in traces if t.info.tags["memrl.item"] == "7"]
+    assert sorted(t.info.tags["memrepro.item"] for t in traces) == ["7", "8"]
+    [seven] = [t for t in traces if t.info.tags["memrepro.item"] == "7"]
     spans = sorted(s.name for s in seven.data.spans)
     assert spans == ["hqa #7", "memory update (chunk 1)", "memory update (chunk 3)"]
     assessed = {a.name: a for a in seven.info.assessments}

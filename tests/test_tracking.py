@@ -14,8 +14,8 @@ from unittest.mock import ANY
 
 import pytest
 
-from memrl import mlflow_notes as notes
-from memrl.tracking.invocation import (
+from memrepro import mlflow_notes as notes
+from memrepro.tracking.invocation import (
     ENV_GIT_COMMIT,
     ENV_GIT_DIFF,
     ENV_GIT_DIRTY,
@@ -26,10 +26,10 @@ from memrl.tracking.invocation import (
     now_ms,
     start_invocation,
 )
-from memrl.tracking.loader import RUNS_FILE, load
-from memrl.tracking.record import RECORD_SUFFIX, job_run, read_record, record_path
-from memrl.tracking.results_dir import records_under
-from memrl.tracking.store import EXPERIMENT
+from memrepro.tracking.loader import RUNS_FILE, load
+from memrepro.tracking.record import RECORD_SUFFIX, job_run, read_record, record_path
+from memrepro.tracking.results_dir import records_under
+from memrepro.tracking.store import EXPERIMENT
 
 CONFIG = {"run": "t", "seed": 1}
 INVOKED = {"command": ["snakemake", "--profile", "profiles/smoke", "table3"], "targets": ["table3"]}
@@ -51,7 +51,7 @@ def tracked_results(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     ):  # set then deleted: monkeypatch restores the variable's absence after the test
         monkeypatch.setenv(name, "")
         monkeypatch.delenv(name)
-    monkeypatch.setenv("MEMRL_TRACKING", "on")
+    monkeypatch.setenv("MEMREPRO_TRACKING", "on")
     monkeypatch.chdir(tmp_path)
     return tmp_path / "results/t"
 
@@ -98,8 +98,8 @@ def test_a_job_writes_its_record_next_to_its_log_without_importing_mlflow(tmp_pa
     script = f"""
 import sys
 from pathlib import Path
-from memrl import mlflow_notes as notes
-from memrl.tracking.record import job_run
+from memrepro import mlflow_notes as notes
+from memrepro.tracking.record import job_run
 log = Path({str(tmp_path)!r}) / "logs/x.log"
 log.parent.mkdir(parents=True)
 with job_run("x", {{}}, {{}}, [], [], log) as record:
@@ -200,7 +200,7 @@ def test_one_parent_per_invocation_one_child_per_job_and_loading_twice_adds_noth
     assert load(results) == {"invocations": 1, "jobs": 2, "waiting": 0, "traces": 0}
     assert load(results) == {"invocations": 0, "jobs": 0, "waiting": 0, "traces": 0}
     runs = mlflow_runs(results)
-    [parent] = [r for r in runs if "memrl.invocation.parent" in runs[r]["tags"]]
+    [parent] = [r for r in runs if "memrepro.invocation.parent" in runs[r]["tags"]]
     assert runs[parent]["params"] == {"run": "t", "seed": "1"}  # the resolved config
     summary = {k: v for (k, _), v in runs[parent]["metrics"].items()}
     assert summary["cells.reproduced"] == summary["cells.differs_below"] == 1.0
@@ -242,16 +242,16 @@ def test_a_damaged_line_is_skipped_by_the_load_and_marked_on_its_run(results, ca
     [a] = [run for run in mlflow_runs(results).values() if run["name"] == "rule_a a"]
     assert a["metrics"] == {**a["metrics"], ("accuracy", 1): 75.0}  # the rest is loaded
     assert ("accuracy", 0) not in a["metrics"]
-    assert a["tags"]["memrl.damaged"].startswith(f"{path}:2: not UTF-8 at byte")
+    assert a["tags"]["memrepro.damaged"].startswith(f"{path}:2: not UTF-8 at byte")
 
 
 def test_a_job_run_names_the_runs_that_made_its_inputs_and_the_parent_keeps_diff_and_log(
     results, monkeypatch
 ):
     monkeypatch.setattr(
-        "memrl.tracking.invocation.git_state", lambda: {"git.commit": "c0", "git.dirty": "true"}
+        "memrepro.tracking.invocation.git_state", lambda: {"git.commit": "c0", "git.dirty": "true"}
     )
-    monkeypatch.setattr("memrl.tracking.invocation.git_diff", lambda: "--- a/x\n+++ b/x\n")
+    monkeypatch.setattr("memrepro.tracking.invocation.git_diff", lambda: "--- a/x\n+++ b/x\n")
     start_invocation(results, "sqlite:///results/t/mlflow.db", CONFIG, "9.0", **INVOKED)
     monkeypatch.setenv(ENV_GIT_DIFF, os.environ[ENV_GIT_DIFF])
     run_job(results, "a")
@@ -267,7 +267,7 @@ def test_a_job_run_names_the_runs_that_made_its_inputs_and_the_parent_keeps_diff
     snakemake_log.write_text("Finished jobs\n")
     # Snakemake 9's handlers get `log` as a list; the load runs in a subprocess
     end_invocation(results, succeeded=True, snakemake_log=[str(snakemake_log)])
-    summary = json.loads((results / "run.json").read_text())  # memrl.tracking.pipeline_info's
+    summary = json.loads((results / "run.json").read_text())  # memrepro.tracking.pipeline_info's
     assert summary["invocation"]["status"] == "FINISHED"
     runs = mlflow_runs(results)
     by_name = {run["name"]: run_id for run_id, run in runs.items()}
@@ -297,7 +297,7 @@ def test_a_killed_job_waits_while_its_invocation_runs_and_then_loads_as_killed(r
     assert load(results)["jobs"] == 1
     runs = mlflow_runs(results).values()
     [job] = [r for r in runs if r["name"] == "rule_a a"]
-    [parent] = [r for r in runs if "memrl.invocation.parent" in r["tags"]]  # closed now
+    [parent] = [r for r in runs if "memrepro.invocation.parent" in r["tags"]]  # closed now
     assert job["status"] == "KILLED" and parent["status"] == "FAILED"
 
 
@@ -318,7 +318,7 @@ def test_a_job_that_logs_to_mlflow_itself_gets_a_live_run_that_the_loader_adopts
 
 
 def test_tracking_off_writes_nothing(results, monkeypatch):
-    monkeypatch.setenv("MEMRL_TRACKING", "off")
+    monkeypatch.setenv("MEMREPRO_TRACKING", "off")
     assert start_invocation(results, "sqlite:///x.db", CONFIG, "9.0", **INVOKED) is None
     path = run_job(results, "a")
     assert not path.exists() and not (results / "provenance").exists()
@@ -365,7 +365,7 @@ def test_a_moved_results_directory_reads_and_writes_its_own_records_store_and_ar
     with job_run("rule_r", {}, {}, [out], [], moved / "logs/rule_r/r.log"):
         pass  # a job of a new invocation reads the copy's file
     os.chdir(tmp_path / "elsewhere")  # anywhere: the store is found in the directory itself
-    caplog.set_level("INFO", logger="memrl.tracking")
+    caplog.set_level("INFO", logger="memrepro.tracking")
     assert load(moved)["jobs"] == 1  # no --uri
     assert "records written in " + str(tmp_path / "results/t") in caplog.text
     assert not (tmp_path / "results").exists()  # nothing was written where the original lay
@@ -435,7 +435,7 @@ def test_concurrent_loads_of_one_results_directory_create_each_run_once(results,
     with serving as uri:
         loads = [
             subprocess.Popen(
-                [sys.executable, "-m", "memrl.tracking", str(results), "--uri", uri],
+                [sys.executable, "-m", "memrepro.tracking", str(results), "--uri", uri],
                 cwd=tmp_path,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.STDOUT,
@@ -450,7 +450,7 @@ def test_concurrent_loads_of_one_results_directory_create_each_run_once(results,
         client = mlflow.MlflowClient(uri)
         experiment = client.get_experiment_by_name(EXPERIMENT).experiment_id
         runs = client.search_runs([experiment], max_results=1000)
-    records = [run.data.tags.get("memrl.record") for run in runs]
+    records = [run.data.tags.get("memrepro.record") for run in runs]
     assert len(runs) == 13 and len(set(records)) == 13  # 12 jobs and the pipeline's run
     assert sum("'jobs': 12" in output for output in outputs) == 1  # the other found them loaded
 
@@ -504,25 +504,25 @@ def test_a_checkout_with_its_virtualenvs_symlinked_is_not_dirty(repo, tmp_path, 
     assert git_state(checkout)["git.dirty"] == "false"
 
 
-def test_memrl_ui_on_a_missing_or_damaged_store_says_what_to_do_without_a_traceback(tmp_path):
-    from memrl.ui import prepare
+def test_memrepro_ui_on_a_missing_or_damaged_store_says_what_to_do_without_a_traceback(tmp_path):
+    from memrepro.ui import prepare
 
     with pytest.raises(SystemExit, match=r"mlflow\.db: no MLflow store here"):
         prepare(tmp_path)
     (tmp_path / "mlflow.db").write_bytes(b"\x00not sqlite at all" * 100)
     with pytest.raises(
-        SystemExit, match=r"mlflow\.db: not a readable MLflow store .* memrl\.track"
+        SystemExit, match=r"mlflow\.db: not a readable MLflow store .* memrepro\.track"
     ):
         prepare(tmp_path)
 
 
-def test_memrl_ui_waits_for_its_server_to_answer_and_says_when_it_never_does(tmp_path):
+def test_memrepro_ui_waits_for_its_server_to_answer_and_says_when_it_never_does(tmp_path):
     """A real HTTP server that answers after 2 s: the wait returns only once it does."""
     import socket
     import time
     import urllib.request
 
-    from memrl.ui import wait_until_answering
+    from memrepro.ui import wait_until_answering
 
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
@@ -558,16 +558,16 @@ def test_memrl_ui_waits_for_its_server_to_answer_and_says_when_it_never_does(tmp
 
 
 def test_the_summary_counts_every_claim_outcome_the_report_knows():
-    """The copy that memrl.tracking.runs keeps (it sits below memrl.report) cannot drift."""
-    from memrl.report.claims import OUTCOMES
-    from memrl.tracking.runs import SUMMARY_OUTCOMES
+    """The copy that memrepro.tracking.runs keeps (it sits below memrepro.report) cannot drift."""
+    from memrepro.report.claims import OUTCOMES
+    from memrepro.tracking.runs import SUMMARY_OUTCOMES
 
     assert SUMMARY_OUTCOMES == OUTCOMES
 
 
 def _loader_of(results: Path) -> bool:
-    """Whether a `python -m memrl.tracking RESULTS` process (the MLflow load) is running."""
-    wanted = ["-m", "memrl.tracking", str(results)]
+    """Whether a `python -m memrepro.tracking RESULTS` process (the MLflow load) is running."""
+    wanted = ["-m", "memrepro.tracking", str(results)]
     for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
         try:
             args = cmdline.read_bytes().decode(errors="replace").split("\0")
@@ -584,7 +584,7 @@ def test_a_kill_during_the_end_of_run_load_is_finished_by_the_next_invocation(re
     import signal
     import time
 
-    from memrl.tracking.invocation import (
+    from memrepro.tracking.invocation import (
         END_PENDING,
         finish_killed_end,
         killed_end_warning,
@@ -594,7 +594,7 @@ def test_a_kill_during_the_end_of_run_load_is_finished_by_the_next_invocation(re
     run_job(results, "a")
     run_job(results, "b")
     code = (
-        "import sys; from pathlib import Path; from memrl.tracking.invocation import "
+        "import sys; from pathlib import Path; from memrepro.tracking.invocation import "
         "end_invocation; end_invocation(Path(sys.argv[1]), True)"
     )
     ending = subprocess.Popen(
@@ -610,7 +610,7 @@ def test_a_kill_during_the_end_of_run_load_is_finished_by_the_next_invocation(re
     assert mark.is_file() and not (results / "provenance" / RUNS_FILE).exists()
     said = killed_end_warning(results)
     assert said is not None and os.environ[ENV_INVOCATION] in said
-    assert f"python -m memrl.tracking {results}" in said
+    assert f"python -m memrepro.tracking {results}" in said
     assert finish_killed_end(results) and not mark.exists()
     runs = mlflow_runs(results)
     assert sorted(r["name"] for r in runs.values() if r["name"].startswith("rule_")) == [

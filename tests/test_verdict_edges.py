@@ -16,15 +16,15 @@ import yaml
 from scipy import stats
 from test_derived_numbers import prediction
 
-from memrl.evaluation import summarize
-from memrl.report.cells import TOO_FEW_INSTANCES, Cell, PaperNumberError, attach_paper_n
-from memrl.report.records import load_metrics
-from memrl.report.render import write_table
-from memrl.report.reproduction import write_reproduction
-from memrl.report.table_summaries import summarize_table
-from memrl.report.tables import build_paper_table
-from memrl.report.verdict_notes import UNKNOWN_N_APART, verdict_counts, verdict_note
-from memrl.scoring.compare import (
+from memrepro.evaluation import summarize
+from memrepro.report.cells import TOO_FEW_INSTANCES, Cell, PaperNumberError, attach_paper_n
+from memrepro.report.records import load_metrics
+from memrepro.report.render import write_table
+from memrepro.report.reproduction import write_reproduction
+from memrepro.report.table_summaries import summarize_table
+from memrepro.report.tables import build_paper_table
+from memrepro.report.verdict_notes import UNKNOWN_N_APART, verdict_counts, verdict_note
+from memrepro.scoring.compare import (
     DIFFERS_ABOVE,
     DIFFERS_BELOW,
     INSTANCES_RESAMPLED,
@@ -33,8 +33,8 @@ from memrl.scoring.compare import (
     ours_alone_differs_rate,
     standard_error,
 )
-from memrl.scoring.intervals import bootstrap
-from memrl.scoring.multiple import Z_CAP, bh_q_values, table_test, z_score
+from memrepro.scoring.intervals import bootstrap
+from memrepro.scoring.multiple import Z_CAP, bh_q_values, table_test, z_score
 
 REPO = Path(__file__).resolve().parents[1]
 PAPER = yaml.safe_load((REPO / "config/paper/memagent.yaml").read_text())

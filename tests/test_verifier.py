@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from memrl.scoring.extract import extract_boxed_official, strip_string_official
-from memrl.scoring.verifier import (
+from memrepro.scoring.extract import extract_boxed_official, strip_string_official
+from memrepro.scoring.verifier import (
     DEFAULT_VERIFIER,
     VERIFIERS,
     boxed_answer,
@@ -16,7 +16,7 @@ from memrl.scoring.verifier import (
     normalise,
     training_reward,
 )
-from memrl.verl.reward import compute_score
+from memrepro.verl.reward import compute_score
 
 
 def both(response: str, golds: list[str]) -> tuple[float, float]:
@@ -209,7 +209,7 @@ def test_the_training_reward_defaults_to_official_and_keeps_docqa_leniency():
 
 def test_verls_compute_score_defaults_to_official():
     assert compute_score("ruler_hqa", "\\boxed{50%}", ["50"], {"index": 1}) == 0.0
-    # the row names its verifier (memrl.verl.dataset), a keyword overrides it
+    # the row names its verifier (memrepro.verl.dataset), a keyword overrides it
     row = {"index": 1, "verifier": "extended"}
     assert compute_score("ruler_hqa", "\\boxed{50%}", ["50"], row) == 1.0
     assert compute_score("ruler_hqa", "\\boxed{50%}", ["50"], row, verifier="official") == 0.0

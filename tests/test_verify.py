@@ -1,13 +1,13 @@
-"""`memrl verify` on runs it cannot check: one sentence naming the file, rc 1. The smoke run's
+"""`memrepro verify` on runs it cannot check: one sentence naming the file, rc 1. The smoke run's
 own check and its tamperings are in tests/test_workflow.py (they need the run)."""
 
 from __future__ import annotations
 
 import pytest
 
-from memrl import verify
-from memrl.verify import bundle
-from memrl.verify import reports as verify_reports
+from memrepro import verify
+from memrepro.verify import bundle
+from memrepro.verify import reports as verify_reports
 
 
 def run_verify(path) -> str:
@@ -19,7 +19,7 @@ def run_verify(path) -> str:
 def test_a_directory_without_job_records_is_not_a_run(tmp_path):
     assert (
         run_verify(tmp_path)
-        == f"memrl verify: {tmp_path}: not a results directory (no logs/ with job records)"
+        == f"memrepro verify: {tmp_path}: not a results directory (no logs/ with job records)"
     )
 
 

@@ -1,4 +1,4 @@
-"""`memrl verify-predictions`: someone else's file read in its official format, matched to the
+"""`memrepro verify-predictions`: someone else's file read in its official format, matched to the
 released set item by item, and refused at the first break. The whole command on the smoke run is
 in test_workflow.py."""
 
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from memrl.verify.predictions import (
+from memrepro.verify.predictions import (
     Refused,
     file_format,
     matched,
@@ -70,7 +70,7 @@ def test_each_official_format_is_recognised_from_its_shape(tmp_path):
     official = _jsonl(tmp_path / "a.jsonl", [_official_line(RELEASED_ROWS[0], 0)])
     own = _jsonl(tmp_path / "b.jsonl", [{"index": 4, "task": "hqa", "score": 1.0, "response": "x"}])
     agents = _agents_dir(tmp_path / "agents", RELEASED_INSTANCES)
-    assert [file_format(p) for p in (official, own, agents)] == ["memagent", "memrl", "memalpha"]
+    assert [file_format(p) for p in (official, own, agents)] == ["memagent", "memrepro", "memalpha"]
 
 
 @pytest.mark.parametrize(

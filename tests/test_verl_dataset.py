@@ -5,9 +5,9 @@ from __future__ import annotations
 import pyarrow.parquet as pq
 import pytest
 
-from memrl.data.ruler_hqa import DATA_SOURCE
-from memrl.verl import AGENT_NAME
-from memrl.verl.dataset import load_context, write_verl_dataset
+from memrepro.data.ruler_hqa import DATA_SOURCE
+from memrepro.verl import AGENT_NAME
+from memrepro.verl.dataset import load_context, write_verl_dataset
 
 MILL = "Document 1: The mill stands on the Ouse. Document 2: Bread is baked daily."
 AGENT = {"query_tokens": 64, "chunk_tokens": 32, "memory_tokens": 8, "final_tokens": 6}

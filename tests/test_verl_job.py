@@ -1,4 +1,4 @@
-"""The verl backend's job wrapper (memrl.verl.job) with the launch and the merger faked."""
+"""The verl backend's job wrapper (memrepro.verl.job) with the launch and the merger faked."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from test_verl_overrides import paper_settings
 
-from memrl.verl import job
-from memrl.verl.checkpoints import TRACKER
+from memrepro.verl import job
+from memrepro.verl.checkpoints import TRACKER
 
 ROWS = [{"index": i, "input": f"q{i}?", "answers": [f"a{i}"], "context": f"d{i}"} for i in (0, 1)]
 
@@ -113,9 +113,9 @@ def fake_verl(
 ) -> list[list[str]]:
     """subprocess.run as the launch (a checkpoint of every logged step and of the final one, a
     metric log; given `image_marker`, the driver in an image with that identity file, which
-    writes where it ran as memrl.verl.main does) and the merger would act."""
-    from memrl import software
-    from memrl.verl import write_ran_in
+    writes where it ran as memrepro.verl.main does) and the merger would act."""
+    from memrepro import software
+    from memrepro.verl import write_ran_in
 
     calls: list[list[str]] = []
     logged = logged or {1: {"critic/score/mean": 0.5}}
@@ -184,7 +184,7 @@ def test_in_the_train_image_ray_verl_and_the_merger_run_in_it_srun_and_the_job_o
     marker = tmp_path / "image.json"  # the train image's identity file, as the build writes it
     marker.write_text('{"env": "train", "lock_digest": "sha256:abc"}')
     calls = fake_verl(monkeypatch, final_step=3, image_marker=marker)
-    env = {"PATH": "/bin", "MEMRL_CONTAINER_ARGS": "--nv --bind /scratch"}
+    env = {"PATH": "/bin", "MEMREPRO_CONTAINER_ARGS": "--nv --bind /scratch"}
     summary = job.run(settings, ROWS, ROWS[:1], Path("base"), out, launch, env)
     assert calls[0] == launch  # ray_job.sh on the host; it puts Ray and verl in the image
     # the job (on the host) records the image its driver read from inside, under `ray.`
@@ -193,13 +193,13 @@ def test_in_the_train_image_ray_verl_and_the_merger_run_in_it_srun_and_the_job_o
     merger = calls[1]
     assert merger[:6] == ["apptainer", "exec", "--nv", "--bind", "/scratch", image]
     assert merger[6:9] == ["python", "-m", "verl.model_merger"]
-    # memrl is not installed in the image: its Python (and Ray's workers) find this source tree
+    # memrepro is not installed in the image: its Python (and Ray's workers) find this source tree
     assert job.image_env(image, env)["APPTAINERENV_PYTHONPATH"] == str(job.SOURCE_ROOT)
-    assert (job.SOURCE_ROOT / "memrl" / "verl" / "main.py").is_file()
+    assert (job.SOURCE_ROOT / "memrepro" / "verl" / "main.py").is_file()
     assert "APPTAINERENV_PYTHONPATH" not in job.image_env(None, env)
     # the default exec options give the image the node's GPUs, as ray_job.sh does
     assert job.in_image(image, {}) == ["apptainer", "exec", "--nv", image]
-    bare = {"MEMRL_APPTAINER": "singularity", "MEMRL_CONTAINER_ARGS": ""}
+    bare = {"MEMREPRO_APPTAINER": "singularity", "MEMREPRO_CONTAINER_ARGS": ""}
     assert job.in_image(image, bare) == ["singularity", "exec", image]
 
 
@@ -227,10 +227,10 @@ def test_a_memalpha_run_validates_on_its_own_rows_and_merges_the_recipes_checkpo
     import pyarrow.parquet as pq
     from test_verl_overrides import memalpha_paper_settings
 
-    from memrl.data.memalpha import instances_by_source
-    from memrl.data.sources import fixture_path
-    from memrl.engines import server
-    from memrl.verl.overrides import MEMALPHA
+    from memrepro.data.memalpha import instances_by_source
+    from memrepro.data.sources import fixture_path
+    from memrepro.engines import server
+    from memrepro.verl.overrides import MEMALPHA
 
     @contextlib.contextmanager
     def served(command, port, log, host, timeout, env):

@@ -14,10 +14,10 @@ from typing import Any
 
 import pytest
 
-from memrl.config import load_yaml, memalpha_train_settings, train_settings
-from memrl.verl import AGENT_NAME, MEMALPHA_AGENT_NAME, PACKAGE_DIR, REWARD_NAME
-from memrl.verl.checkpoints import latest_step, merge_command
-from memrl.verl.overrides import (
+from memrepro.config import load_yaml, memalpha_train_settings, train_settings
+from memrepro.verl import AGENT_NAME, MEMALPHA_AGENT_NAME, PACKAGE_DIR, REWARD_NAME
+from memrepro.verl.checkpoints import latest_step, merge_command
+from memrepro.verl.overrides import (
     MEMALPHA,
     SettingsError,
     VerlPaths,
@@ -195,8 +195,8 @@ def test_paper_settings_give_the_official_run() -> None:
         f"{rollout}.val_kwargs.temperature": "1.0",
         f"{rollout}.val_kwargs.do_sample": "true",
         f"{rollout}.agent.default_agent_loop": AGENT_NAME,
-        f"{rollout}.agent.agent_loop_config_path": "${memrl_verl:agent_loop_config}",
-        "reward.custom_reward_function.path": "${memrl_verl:reward_file}",
+        f"{rollout}.agent.agent_loop_config_path": "${memrepro_verl:agent_loop_config}",
+        "reward.custom_reward_function.path": "${memrepro_verl:reward_file}",
         "reward.custom_reward_function.name": REWARD_NAME,
         "trainer.total_training_steps": "400",
         "trainer.test_freq": "5",
@@ -259,7 +259,7 @@ def test_the_command_is_deterministic_and_machine_independent() -> None:
         "python",
         "-u",
         "-m",
-        "memrl.verl.main",
+        "memrepro.verl.main",
     ]
     assert command[11:] == verl_overrides(settings, PATHS)
     assert str(PACKAGE_DIR) not in " ".join(command)  # package paths resolve where verl runs
@@ -418,13 +418,13 @@ def test_one_node_runs_the_command_itself() -> None:
         (["--nodes", "1", "--gpu", "8", "--", "true"], "unknown argument '--gpu'"),
         (
             ["--nodes", "1", "--gpus-per-node", "8", "--container", "t.sif", "--", "true"],
-            "no-such-apptainer not found (MEMRL_APPTAINER): --container t.sif needs apptainer",
+            "no-such-apptainer not found (MEMREPRO_APPTAINER): --container t.sif needs apptainer",
         ),
     ],
 )
 def test_launcher_errors(args: list[str], message: str) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("SLURM_")}
-    env["MEMRL_APPTAINER"] = "no-such-apptainer"
+    env["MEMREPRO_APPTAINER"] = "no-such-apptainer"
     done = _ray_job(args, env)
     assert done.returncode == 2
     assert message in done.stderr
@@ -439,7 +439,7 @@ def test_multi_node_symmetric_run_advertises_the_heads_slurm_address(tmp_path: P
         "SLURM_JOB_ID": "1",
         "SLURM_JOB_NODELIST": "gpu[01-03]",
         "SLURM_CPUS_PER_TASK": "64",
-        "MEMRL_RAY_LAUNCH": "symmetric",
+        "MEMREPRO_RAY_LAUNCH": "symmetric",
     }
     done = _ray_job(["--nodes", "2", "--gpus-per-node", "8", "--", "python", "-m", "x"], env)
     assert done.returncode == 0, done.stderr
@@ -458,7 +458,7 @@ def test_with_an_image_srun_stays_on_the_host_and_ray_runs_in_the_image(tmp_path
         "PATH": f"{tmp_path / 'bin'}:/usr/bin:/bin",
         "SLURM_JOB_ID": "1",
         "SLURM_JOB_NODELIST": "gpu[01-03]",
-        "MEMRL_RAY_LAUNCH": "symmetric",
+        "MEMREPRO_RAY_LAUNCH": "symmetric",
     }
     args = ["--nodes", "2", "--gpus-per-node", "8", "--container", "/c/train.sif", "--", "x"]
     done = _ray_job(args, env)
@@ -469,7 +469,7 @@ def test_with_an_image_srun_stays_on_the_host_and_ray_runs_in_the_image(tmp_path
         .startswith("apptainer exec --nv /c/train.sif ray symmetric-run --address 10.0.0.1:6379")
     )
     log.unlink()
-    done = _ray_job(args, {**env, "MEMRL_CONTAINER_ARGS": "--nv --bind /scratch"})
+    done = _ray_job(args, {**env, "MEMREPRO_CONTAINER_ARGS": "--nv --bind /scratch"})
     assert (
         " -w gpu01,gpu02 apptainer exec --nv --bind /scratch /c/train.sif ray " in log.read_text()
     )
@@ -488,7 +488,7 @@ def test_multi_node_needs_enough_nodes(tmp_path: Path) -> None:
 
 
 def test_the_qa_server_shares_one_node_by_splitting_its_gpus() -> None:
-    from memrl.verl.job import qa_server_plan
+    from memrepro.verl.job import qa_server_plan
 
     settings = {**memalpha_paper_settings(), "nodes": 1, "gpus_per_node": 4}
     plan = qa_server_plan(
@@ -509,7 +509,7 @@ def test_the_qa_server_shares_one_node_by_splitting_its_gpus() -> None:
 
 
 def test_a_multi_node_runs_qa_server_takes_the_node_after_rays() -> None:
-    from memrl.verl.job import qa_server_plan
+    from memrepro.verl.job import qa_server_plan
 
     settings = memalpha_paper_settings()  # 4 nodes for Ray
     nodes = ["gpu01", "gpu02", "gpu03", "gpu04", "gpu05"]
@@ -530,7 +530,7 @@ def test_a_multi_node_runs_qa_server_takes_the_node_after_rays() -> None:
 
 
 def test_in_the_train_image_the_qa_server_runs_in_it_with_the_images_python() -> None:
-    from memrl.verl.job import qa_server_plan
+    from memrepro.verl.job import qa_server_plan
 
     image = "containers/train.sif"
     one = {**memalpha_paper_settings(), "nodes": 1, "gpus_per_node": 4}
@@ -543,7 +543,7 @@ def test_in_the_train_image_the_qa_server_runs_in_it_with_the_images_python() ->
 
 
 def test_a_memalpha_verl_run_requests_its_qa_servers_gpus_and_node() -> None:
-    from memrl.config import train_gpus, train_nodes
+    from memrepro.config import train_gpus, train_nodes
 
     config = load_yaml(REPO / "config" / "config.yaml")
     run = "memalpha-4b-b0.05-g0.1"

@@ -17,13 +17,13 @@ from pathlib import Path
 import pytest
 from docs_pages import docs_text
 
-from memrl.config import ENV_OVERRIDES, load_config
-from memrl.data.io import read_jsonl
-from memrl.digests import file_digest
-from memrl.report.claims import OUTCOMES
-from memrl.report_digests import compare, report_jobs
-from memrl.scoring.memalpha import is_judged
-from memrl.tracking.record import RECORD_SUFFIX, read_record
+from memrepro.config import ENV_OVERRIDES, load_config
+from memrepro.data.io import read_jsonl
+from memrepro.digests import file_digest
+from memrepro.report.claims import OUTCOMES
+from memrepro.report_digests import compare, report_jobs
+from memrepro.scoring.memalpha import is_judged
+from memrepro.tracking.record import RECORD_SUFFIX, read_record
 
 pytestmark = pytest.mark.workflow
 
@@ -31,7 +31,7 @@ WORKFLOW_FILES = ("Snakefile", "workflow", "config", "profiles", "envs", "exampl
 CUSTOM_EXAMPLE = ("--configfile", "config/smoke.yaml", "examples/custom/config.yaml")
 # a folder where the smoke run is kept, as it was before the own-data example (.ci/run sets it):
 # tests/containers compares its containerised run with this one instead of running it again
-KEEP_SMOKE = "MEMRL_KEEP_SMOKE"
+KEEP_SMOKE = "MEMREPRO_KEEP_SMOKE"
 
 
 def kept_smoke() -> Path | None:
@@ -41,7 +41,7 @@ def kept_smoke() -> Path | None:
 
 
 def snakemake_env() -> dict[str, str]:
-    """This environment with the test's interpreter (its snakemake, its memrl) first on PATH."""
+    """This environment with the test's interpreter (its snakemake, its memrepro) first on PATH."""
     return {
         **os.environ,
         "PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ["PATH"]]),
@@ -100,7 +100,7 @@ def test_slurm_profile_plans_every_paper_job(repo):
     assert counts["train_stage1"] == counts["train_stage2"] == counts["plot_training_curve"] == 2
     # one job per (system, benchmark, length) for all its tasks; long RULER-HQA ones in 4 shards
     # (the released checkpoints' repeats at two more sampling seeds among them)
-    from memrl import config as cfg
+    from memrepro import config as cfg
 
     jobs = cfg.eval_jobs(cfg.load_yaml(repo / "config/config.yaml"))
     sharded = [j for j in jobs if j.shards > 1]
@@ -196,7 +196,7 @@ def test_slurm_profile_plans_every_paper_job(repo):
     )
     stage1_14b = next(line for line in launches if "--nodes 16" in line and ".stage1.verl" in line)
     for override in (
-        "-- python -u -m memrl.verl.main",
+        "-- python -u -m memrepro.verl.main",
         "algorithm.adv_estimator=grpo",
         "algorithm.norm_adv_by_std_in_grpo=false",
         "actor_rollout_ref.actor.loss_agg_mode=token-mean",
@@ -265,9 +265,9 @@ def test_one_machine_plans_the_released_checkpoints_and_refuses_multi_node_train
     ), paper.stdout[-2000:]
 
 
-def memrl_cost(repo: Path, *args: str) -> subprocess.CompletedProcess[str]:
+def memrepro_cost(repo: Path, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [str(Path(sys.executable).parent / "memrl"), "cost", *args],
+        [str(Path(sys.executable).parent / "memrepro"), "cost", *args],
         cwd=repo,
         env=snakemake_env(),
         capture_output=True,
@@ -277,7 +277,7 @@ def memrl_cost(repo: Path, *args: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_cost_of_the_paper_plan_is_the_readmes(repo):
-    done = memrl_cost(repo, "--profile", "profiles/slurm", "all", "--markdown")
+    done = memrepro_cost(repo, "--profile", "profiles/slurm", "all", "--markdown")
     assert done.returncode == 0, done.stderr
     readme = docs_text(repo)
     block = readme.split("<!-- cost:paper -->\n")[1].split("<!-- /cost:paper -->")[0]
@@ -289,7 +289,7 @@ def test_cost_of_the_paper_plan_is_the_readmes(repo):
     # every hosted call priced: Mem0's, the embeddings', the judges' and the Mem-α framework's
     assert not any(row[-1].strip(" |").endswith("+") for row in rows.values())
     assert rows["evaluate"][-3] != "—" and rows["evaluate_shard"][-3] != "—"
-    rebuilt = memrl_cost(
+    rebuilt = memrepro_cost(
         repo,
         "--profile",
         "profiles/slurm",
@@ -303,7 +303,7 @@ def test_cost_of_the_paper_plan_is_the_readmes(repo):
     assert by_rule["filter_questions"]["estimated_jobs"] == 0  # not modelled: its allocation alone
     assert by_rule["filter_questions"]["allocation_gpu_h"] > 0
     assert by_rule["download_model"]["jobs"] == int(rows["download_model"][1]) + 1  # its base model
-    released = memrl_cost(
+    released = memrepro_cost(
         repo,
         "--profile",
         "profiles/local",
@@ -328,7 +328,7 @@ def test_cost_of_the_paper_plan_is_the_readmes(repo):
 
 def test_cost_of_the_smoke_plan_has_no_gpu_hours(repo):
     # its training runs on the CPU trainer, which has no verl section to price
-    done = memrl_cost(repo, "--profile", "profiles/smoke", "all", "--json")
+    done = memrepro_cost(repo, "--profile", "profiles/smoke", "all", "--json")
     assert done.returncode == 0, done.stderr
     rows = json.loads(done.stdout)["rows"]
     assert sum(row["gpu_jobs"] for row in rows) == 0
@@ -372,7 +372,7 @@ def test_mini_profile_plans_its_slice_with_the_infer_jobs_in_the_vllm_venv(repo,
     pattern = r"(\S+) --job '\{\"rule\": \"(evaluate|memorize|filter_questions)\""
     infer = re.findall(pattern, done.stdout)
     assert len(infer) == 28 + 2 + 1
-    assert {launcher for launcher, _ in infer} == {".venv-vllm/bin/memrl"}
+    assert {launcher for launcher, _ in infer} == {".venv-vllm/bin/memrepro"}
     # Mem-α's QA model: a server its job starts
     assert '"kind": "served"' in planned_settings(done.stdout, tmp_path)
     # tables whose evaluations this slice does not run are not planned, and asking names why
@@ -394,7 +394,7 @@ def test_a_missing_infer_venv_stops_the_run_before_any_job(repo, tmp_path):
         cwd=tmp_path,
     )
     assert done.returncode != 0
-    assert "infer_venv no-such-venv: no bin/memrl there; build it with make vllm-env" in (
+    assert "infer_venv no-such-venv: no bin/memrepro there; build it with make vllm-env" in (
         done.stdout + done.stderr
     )
     assert not (tmp_path / "results").exists()
@@ -493,7 +493,7 @@ def test_smoke_table_has_every_cell_with_sane_values(smoke):
 
 def test_smoke_evaluates_every_benchmark_system_and_table(smoke):
     results = smoke / "results/smoke"
-    from memrl.config import TABLES, report_stem
+    from memrepro.config import TABLES, report_stem
 
     example = load_config([smoke / "config/smoke.yaml", smoke / CUSTOM_EXAMPLE[-1]])
     for name in TABLES:  # the custom table's files carry its config's name
@@ -574,7 +574,7 @@ def test_smoke_runs_memalpha_memorisation_then_qa_on_every_source(smoke):
 
 
 def test_smoke_runs_every_system_on_ones_own_data(smoke):
-    from memrl.config import eval_systems, is_variant
+    from memrepro.config import eval_systems, is_variant
 
     results = smoke / "results/smoke"
     systems = eval_systems(load_config([smoke / "config/smoke.yaml"]))
@@ -630,9 +630,9 @@ def test_smoke_runs_every_system_on_ones_own_data(smoke):
     assert [[p[k] for k in sent] for p in again] == [[p[k] for k in sent] for p in first] != []
 
 
-def test_memrl_cost_after_the_run_finds_what_every_job_of_the_target_used(smoke):
+def test_memrepro_cost_after_the_run_finds_what_every_job_of_the_target_used(smoke):
     done = subprocess.run(
-        [sys.executable, "-m", "memrl.cost", "--actual", "results/smoke", "--json", "table3"],
+        [sys.executable, "-m", "memrepro.cost", "--actual", "results/smoke", "--json", "table3"],
         cwd=smoke,
         env=snakemake_env(),
         capture_output=True,
@@ -679,7 +679,7 @@ def test_smoke_figures_exist_as_png_and_pdf(smoke):
         assert (figures / f"{name}.pdf").read_bytes()[:5] == b"%PDF-"
     from PIL import Image
 
-    from memrl.report.plots import CLIPPED_KEY
+    from memrepro.report.plots import CLIPPED_KEY
 
     for png in figures.glob("*.png"):  # every figure's text inside its canvas, as laid out
         with Image.open(png) as image:
@@ -710,7 +710,7 @@ def test_smoke_records_one_mlflow_child_run_per_job(smoke):
     tags = {}
     for run, key, value in db.execute("select run_uuid, key, value from tags"):
         tags.setdefault(run, {})[key] = value
-    parents = [r for r in runs if "memrl.invocation.parent" in tags[r]]
+    parents = [r for r in runs if "memrepro.invocation.parent" in tags[r]]
     # the smoke DAG's invocation, then the own-data example's and a second config's (target custom)
     assert len(parents) == 3 and sum(runs[r].endswith(" custom") for r in parents) == 2
     [parent] = [r for r in parents if not runs[r].endswith(" custom")]
@@ -769,7 +769,7 @@ def test_every_jobs_record_names_exactly_the_inputs_snakemake_gave_it(smoke):
     """What a job reads (its Snakemake inputs, NAME=PATH models, Figure 10's model shapes and
     timing files, the paper's numbers) is what its provenance record digests: none missing, none
     extra, for every job of the smoke DAG."""
-    from memrl.tracking.results_dir import records_under
+    from memrepro.tracking.results_dir import records_under
 
     plan = snakemake("--profile", "profiles/smoke", "-n", "-F", "all", cwd=smoke)
     assert plan.returncode == 0, plan.stderr[-3000:]
@@ -791,7 +791,7 @@ def test_every_jobs_record_names_exactly_the_inputs_snakemake_gave_it(smoke):
 
 def test_smoke_lineage_leads_from_table3_to_the_checkpoint_and_the_base_model(smoke):
     done = subprocess.run(
-        ["memrl", "lineage", "--json", "results/smoke/tables/table3.md"],
+        ["memrepro", "lineage", "--json", "results/smoke/tables/table3.md"],
         cwd=smoke,
         env=snakemake_env(),
         capture_output=True,
@@ -829,7 +829,7 @@ def test_smoke_reproduction_report_shows_every_table_figure_and_claim(smoke):
     assert len(tables) == 30 and len(figures) == 11  # both papers' tables; 9 figures, 2 curves
     for table in tables:
         assert f'### <a id="table-{table.stem}"></a>[{table.stem}](tables/{table.name}): ' in report
-        assert f"- Lineage: `memrl lineage results/smoke/tables/{table.name}`" in report
+        assert f"- Lineage: `memrepro lineage results/smoke/tables/{table.name}`" in report
     for figure in figures:
         assert f"- [{figure.stem}](figures/{figure.name}): " in report
     claims = [json.loads(p.read_text()) for p in results.glob("*/*.claims.json")]
@@ -846,7 +846,7 @@ def test_smoke_reproduction_report_shows_every_table_figure_and_claim(smoke):
     assert outputs <= banner  # the models' outputs; the data sets' statistics stay comparable
     assert "memalpha_table6" not in banner
     # every judged cell with its p and q: none here, since none is comparable
-    from memrl.report.reproduction import CELL_COLUMNS
+    from memrepro.report.reproduction import CELL_COLUMNS
 
     judged = (results / "reproduction.cells.csv").read_text().splitlines()
     assert judged == [",".join(CELL_COLUMNS)]
@@ -875,7 +875,7 @@ def test_smoke_run_is_summarised_in_run_json_and_pipeline_info(smoke):
 def test_smoke_rerun_is_up_to_date_and_one_target_reruns_alone(smoke, exited_pid):
     """A no-op rerun also runs the end steps a killed invocation left (Snakemake calls no
     handler when nothing is to be done); a dry run only says they wait."""
-    from memrl.tracking.invocation import END_PENDING
+    from memrepro.tracking.invocation import END_PENDING
 
     mark = smoke / "results/smoke/provenance" / END_PENDING
     killed = {"host": socket.gethostname(), "pid": exited_pid, "started": 1}
@@ -894,7 +894,7 @@ def test_smoke_rerun_is_up_to_date_and_one_target_reruns_alone(smoke, exited_pid
 
 
 def test_smoke_reruns_a_job_whose_settings_changed(smoke):
-    from memrl.config import ENV_OVERRIDES
+    from memrepro.config import ENV_OVERRIDES
 
     overrides = {ENV_OVERRIDES: json.dumps({"evaluation.allow_failures": 0.5})}
     changed = subprocess.run(
@@ -959,7 +959,7 @@ def test_the_readmes_one_command_jobs_plan_as_they_say(repo):
         args = command.split()[1:]
         env = {**snakemake_env(), "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
         done = subprocess.run(
-            [sys.executable, "-m", "memrl.launch", "-n", *args],
+            [sys.executable, "-m", "memrepro.launch", "-n", *args],
             cwd=repo,
             env=env,
             capture_output=True,
@@ -976,7 +976,7 @@ def readme_dry_run(repo: Path, start: str, *extra: str) -> subprocess.CompletedP
     readme = (repo / "README.md").read_text()
     [command] = re.findall(rf"^({start}.+)$", readme, re.MULTILINE)
     done = subprocess.run(
-        [sys.executable, "-m", "memrl.launch", *command.split()[1:], *extra],
+        [sys.executable, "-m", "memrepro.launch", *command.split()[1:], *extra],
         cwd=repo,
         env=snakemake_env(),
         capture_output=True,
@@ -990,7 +990,7 @@ def readme_dry_run(repo: Path, start: str, *extra: str) -> subprocess.CompletedP
 def test_the_readmes_own_data_example_plans_every_paper_system(repo):
     """The README's paper-scale command for one's own data, as a dry run: a job of both datasets
     for every system of both papers (the memorizing kinds: a memorize job first)."""
-    from memrl import config as cfg
+    from memrepro import config as cfg
 
     done = readme_dry_run(repo, r"\./pipeline custom -n --profile slurm ")
     counts = job_counts(done.stdout)
@@ -1028,11 +1028,11 @@ def test_the_readmes_keyword_rebuild_plans_both_sources_on_the_hosted_model(repo
 
 
 def _verify_copy(smoke: Path, dest: Path) -> Path:
-    """The smoke run, its job settings and the paper's numbers, copied where `memrl verify`
+    """The smoke run, its job settings and the paper's numbers, copied where `memrepro verify`
     reads them (no MLflow)."""
     unloaded = shutil.ignore_patterns("mlartifacts", "mlflow.db")
     shutil.copytree(smoke / "results/smoke", dest / "results/smoke", symlinks=True, ignore=unloaded)
-    shutil.copytree(smoke / ".snakemake/memrl/settings", dest / ".snakemake/memrl/settings")
+    shutil.copytree(smoke / ".snakemake/memrepro/settings", dest / ".snakemake/memrepro/settings")
     shutil.copytree(smoke / "config/paper", dest / "config/paper")
     return dest / "results/smoke"
 
@@ -1040,7 +1040,7 @@ def _verify_copy(smoke: Path, dest: Path) -> Path:
 def _forge(run: Path, rel: str, edit, workdir: bool = False) -> None:
     """Edit a file of the run (or, with `workdir`, of the workflow) and every record's digest of
     it, as a careful forger would: only the numbers derived again can tell."""
-    from memrl.digests import file_digest
+    from memrepro.digests import file_digest
 
     named = rel if workdir else f"results/smoke/{rel}"
     path = run.parent.parent / named
@@ -1103,14 +1103,14 @@ def _metrics(change):
 
 
 def _settings(run: Path) -> None:
-    for path in (run.parent.parent / ".snakemake/memrl/settings").glob("*.json"):
+    for path in (run.parent.parent / ".snakemake/memrepro/settings").glob("*.json"):
         path.write_text(json.dumps(json.loads(path.read_text()) | {"tampered": True}))
 
 
 PREDICTIONS = "eval/ruler/rl-memagent-tiny/1024.predictions.jsonl"
 METRICS = "eval/ruler/rl-memagent-tiny/1024.metrics.json"
 RESCORED = "rescore/whole-reply/ruler_hqa/rl-memagent-tiny/10.predictions.jsonl"
-# Each tampering, and the difference `memrl verify` must name first.
+# Each tampering, and the difference `memrepro verify` must name first.
 TAMPERINGS = {
     "a prediction's score": (
         lambda run: _forge(run, PREDICTIONS, _line(1, score=1.0, string_match=1.0)),
@@ -1240,9 +1240,9 @@ def _zero_digest(run: Path, rel: str) -> None:
         record.write_text(recorded.sub(rf"\g<1>{'0' * 64}", record.read_text()))
 
 
-def memrl_verify(run: Path) -> subprocess.CompletedProcess[str]:
+def memrepro_verify(run: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "memrl.cli", "verify", str(run)],
+        [sys.executable, "-m", "memrepro.cli", "verify", str(run)],
         capture_output=True,
         text=True,
         check=False,
@@ -1250,7 +1250,7 @@ def memrl_verify(run: Path) -> subprocess.CompletedProcess[str]:
 
 
 def test_verify_passes_the_smoke_run_moved_elsewhere_and_says_what_it_left(smoke, tmp_path):
-    done = memrl_verify(_verify_copy(smoke, tmp_path))
+    done = memrepro_verify(_verify_copy(smoke, tmp_path))
     assert done.returncode == 0, done.stderr
     assert re.search(r"checked: \d{3,} files against their digests", done.stdout)
     assert re.search(r"checked: \d{3,} predictions scored again", done.stdout)
@@ -1259,9 +1259,9 @@ def test_verify_passes_the_smoke_run_moved_elsewhere_and_says_what_it_left(smoke
 
 
 def verify_here(run: Path) -> str:
-    """`memrl verify RUN` in this process (its imports paid once for every tampering): the
+    """`memrepro verify RUN` in this process (its imports paid once for every tampering): the
     sentence it exits with."""
-    from memrl.verify import main
+    from memrepro.verify import main
 
     with pytest.raises(SystemExit) as exited:
         main([str(run)])
@@ -1274,7 +1274,7 @@ def test_verify_names_each_tampering_first(smoke, tmp_path, tampering):
     run = _verify_copy(smoke, tmp_path)
     tamper(run)
     said = verify_here(run)
-    assert said.startswith("memrl verify: ") and re.search(named, said), said
+    assert said.startswith("memrepro verify: ") and re.search(named, said), said
 
 
 def _key_pair(folder: Path) -> tuple[Path, Path]:
@@ -1307,9 +1307,9 @@ def _unpacked(archive: Path, where: Path) -> Path:
     return where / "smoke-bundle/results/smoke"
 
 
-def memrl_tool(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+def memrepro_tool(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "memrl.cli", *args],
+        [sys.executable, "-m", "memrepro.cli", *args],
         capture_output=True,
         text=True,
         check=False,
@@ -1323,7 +1323,7 @@ def test_a_signed_bundle_verifies_elsewhere_and_a_wrong_key_or_an_edit_is_named(
     private, public = _key_pair(keys)
     stranger = _key_pair(other)[1]
     archive = tmp_path / "smoke.tar.gz"
-    done = memrl_tool("bundle", "results/smoke", str(archive), "--sign", str(private), cwd=smoke)
+    done = memrepro_tool("bundle", "results/smoke", str(archive), "--sign", str(private), cwd=smoke)
     assert done.returncode == 0, done.stderr
     assert re.search(
         r"\d+ files carried, \d+ referenced by digest and origin, [\d.]+ MiB", done.stdout
@@ -1334,36 +1334,36 @@ def test_a_signed_bundle_verifies_elsewhere_and_a_wrong_key_or_an_edit_is_named(
     raw = {path: entry for path, entry in left.items() if path.startswith("results/smoke/raw/")}
     assert raw and all(entry["origin"]["sha256"] for entry in raw.values())  # whence, pinned
     assert not any((run.parent.parent / path).is_file() for path in raw)
-    checked = memrl_tool("verify", str(run), "--key", str(public), cwd=tmp_path)
+    checked = memrepro_tool("verify", str(run), "--key", str(public), cwd=tmp_path)
     assert checked.returncode == 0, checked.stderr
     assert f"a bundle signed by the key in {public} (ed25519)" in checked.stdout
     assert re.search(
         r"files a bundle references by digest and origin \(models, data\) \(\d+\)", checked.stdout
     )
-    wrong = memrl_tool("verify", str(run), "--key", str(stranger), cwd=tmp_path)
+    wrong = memrepro_tool("verify", str(run), "--key", str(stranger), cwd=tmp_path)
     assert wrong.returncode == 1 and "bundle.sig: not a signature of bundle.json" in wrong.stderr
     (run / "tables/table1.md").write_text("edited\n")
-    edited = memrl_tool("verify", str(run), cwd=tmp_path)
+    edited = memrepro_tool("verify", str(run), cwd=tmp_path)
     assert edited.returncode == 1 and "table1.md (sha256 in bundle.json)" in edited.stderr
 
 
 def test_an_unsigned_bundle_says_so_and_refuses_a_key(smoke, tmp_path):
     archive = tmp_path / "smoke.tar.gz"
-    assert memrl_tool("bundle", "results/smoke", str(archive), cwd=smoke).returncode == 0
+    assert memrepro_tool("bundle", "results/smoke", str(archive), cwd=smoke).returncode == 0
     run = _unpacked(archive, tmp_path / "elsewhere")
-    checked = memrl_tool("verify", str(run), cwd=tmp_path)
+    checked = memrepro_tool("verify", str(run), cwd=tmp_path)
     assert checked.returncode == 0, checked.stderr
     assert "an unsigned bundle: who made it is not checked" in checked.stdout
     public = _key_pair(tmp_path)[1]
-    keyed = memrl_tool("verify", str(run), "--key", str(public), cwd=tmp_path)
+    keyed = memrepro_tool("verify", str(run), "--key", str(public), cwd=tmp_path)
     assert keyed.returncode == 1 and "the bundle is unsigned (no bundle.sig)" in keyed.stderr
 
 
 def test_the_run_is_a_provenance_run_crate_that_the_ro_crate_library_reads_back(smoke):
     from rocrate.rocrate import ROCrate
 
-    from memrl.tracking.pipeline_info import newest_records
-    from memrl.tracking.results_dir import records_under
+    from memrepro.tracking.pipeline_info import newest_records
+    from memrepro.tracking.results_dir import records_under
 
     results = smoke / "results/smoke"
     crate = ROCrate(results)
@@ -1451,7 +1451,7 @@ def test_someone_elses_predictions_in_the_official_formats_earn_the_runs_own_cel
     """The run's own predictions, written as MemAgent's and Mem-α's official scripts write
     theirs, are matched to the released set and give the run's cells back; right answers move
     ours; a missing item or a judged question without a judge is one sentence, rc 1."""
-    from memrl.verify import predictions as tool
+    from memrepro.verify import predictions as tool
 
     results = smoke / "results/smoke"
     run = ["--run", str(results)]
@@ -1490,4 +1490,4 @@ def test_someone_elses_predictions_in_the_official_formats_earn_the_runs_own_cel
         results / "tables/memalpha_table2.csv", "memalpha-tiny"
     )
     own = verified(str(mab), *asked)  # ours: the judge's replies read from the lines
-    assert own["format"] == "memrl" and own["cells"] == found["cells"]
+    assert own["format"] == "memrepro" and own["cells"] == found["cells"]

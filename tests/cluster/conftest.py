@@ -10,13 +10,13 @@ from pathlib import Path
 import pytest
 
 HERE = Path(__file__).resolve().parent
-STATE = Path(os.environ.get("MEMRL_SLURM_STATE", "/var/lib/memrl-slurm"))
+STATE = Path(os.environ.get("MEMREPRO_SLURM_STATE", "/var/lib/memrepro-slurm"))
 NODE_PRIVATE = (Path("/tmp"), Path("/dev/shm"))  # each node mounts its own (slurm_up.sh)
 
 
 @pytest.fixture(scope="session")
 def cluster():
-    """Two SLURM nodes (memrl1, memrl2), up for the session, stopped at its end."""
+    """Two SLURM nodes (memrepro1, memrepro2), up for the session, stopped at its end."""
     if os.geteuid() != 0:
         pytest.skip("the SLURM test cluster needs root (CI runs make cluster-test as root)")
     private = next((d for d in NODE_PRIVATE if HERE.is_relative_to(d)), None)

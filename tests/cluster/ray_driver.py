@@ -16,7 +16,7 @@ from pathlib import Path
 import ray
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-IMAGE_MARKER = Path("/opt/memrl/image.json")  # memrl.software.IMAGE_MARKER (no memrl here)
+IMAGE_MARKER = Path("/opt/memrepro/image.json")  # memrepro.software.IMAGE_MARKER (no memrepro here)
 
 
 def image() -> dict | None:

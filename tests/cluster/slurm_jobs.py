@@ -5,10 +5,10 @@ from __future__ import annotations
 import subprocess
 import time
 
-from memrl.slurm import job_state
+from memrepro.slurm import job_state
 
-ACCOUNT, PARTITION = "memrl", "cpu"
-HEAD, WORKER = "memrl1", "memrl2"  # the nodes
+ACCOUNT, PARTITION = "memrepro", "cpu"
+HEAD, WORKER = "memrepro1", "memrepro2"  # the nodes
 NODE_IP = {HEAD: "10.213.0.11", WORKER: "10.213.0.12"}
 CONTROLLER_IP = "10.213.0.1"  # this host on the cluster's network
 

@@ -1,27 +1,27 @@
 #!/usr/bin/env bash
 # A SLURM cluster from Debian's packages on one machine, for tests/cluster: munge,
 # MariaDB + slurmdbd (the SLURM executor plugin reads job states with sacct), slurmctld on this
-# host, and MEMRL_SLURM_NODES (2) compute nodes. Each node is a slurmd in namespaces of its own, so
+# host, and MEMREPRO_SLURM_NODES (2) compute nodes. Each node is a slurmd in namespaces of its own, so
 # it looks like a host of its own: a network namespace with its own IP on a private bridge
-# (memrl-br, 10.213.0.0/24, this host at .1, node i at .(10+i)), its own host name (memrl<i>),
+# (memrepro-br, 10.213.0.0/24, this host at .1, node i at .(10+i)), its own host name (memrepro<i>),
 # process table, /tmp and /dev/shm; the filesystem is otherwise shared, as a cluster's shared
 # filesystem. Every node claims all of this machine's cores and 1/N of its memory, plus one
 # logical GPU (a gpu GRES backed by /dev/null), so `--gpus-per-node=1` schedules.
 # Run as root on a disposable machine; idempotent. `slurm_up.sh down` stops what it started.
 set -euo pipefail
-STATE=${MEMRL_SLURM_STATE:-/var/lib/memrl-slurm}
-NODES=${MEMRL_SLURM_NODES:-2}
+STATE=${MEMREPRO_SLURM_STATE:-/var/lib/memrepro-slurm}
+NODES=${MEMREPRO_SLURM_NODES:-2}
 HOST=$(hostname -s)
 CPUS=$(nproc)
 MEM_MB=$(( ($(awk '/MemTotal/ {print $2}' /proc/meminfo) / 1024 - 1024) / NODES ))
 NET=10.213.0
-BRIDGE=memrl-br
+BRIDGE=memrepro-br
 
-node_names() { for i in $(seq "$NODES"); do echo "memrl$i"; done; }
+node_names() { for i in $(seq "$NODES"); do echo "memrepro$i"; done; }
 stop() {
   local node
   # every process of a node (slurmd, its jobs, Ray) lives in the node's network namespace
-  for node in $(ip netns list 2>/dev/null | awk '/^memrl[0-9]+/ {print $1}'); do
+  for node in $(ip netns list 2>/dev/null | awk '/^memrepro[0-9]+/ {print $1}'); do
     ip netns pids "$node" | xargs -r kill -9 2>/dev/null || true
     ip netns del "$node" 2>/dev/null || true
   done
@@ -90,10 +90,10 @@ fi
 
 nodes_conf=""
 for i in $(seq "$NODES"); do
-  nodes_conf+="NodeName=memrl$i NodeAddr=$NET.$((10 + i)) CPUs=$CPUS RealMemory=$MEM_MB Gres=gpu:1 State=UNKNOWN"$'\n'
+  nodes_conf+="NodeName=memrepro$i NodeAddr=$NET.$((10 + i)) CPUs=$CPUS RealMemory=$MEM_MB Gres=gpu:1 State=UNKNOWN"$'\n'
 done
 cat > /etc/slurm/slurm.conf <<CONF
-ClusterName=memrl
+ClusterName=memrepro
 SlurmctldHost=$HOST($NET.1)
 SlurmUser=root
 AuthType=auth/munge
@@ -113,9 +113,9 @@ AccountingStorageType=accounting_storage/slurmdbd
 AccountingStorageHost=127.0.0.1
 ReturnToService=2
 MinJobAge=300
-${nodes_conf}PartitionName=cpu Nodes=memrl[1-$NODES] Default=YES MaxTime=INFINITE State=UP
+${nodes_conf}PartitionName=cpu Nodes=memrepro[1-$NODES] Default=YES MaxTime=INFINITE State=UP
 CONF
-echo "NodeName=memrl[1-$NODES] Name=gpu File=/dev/null" > /etc/slurm/gres.conf
+echo "NodeName=memrepro[1-$NODES] Name=gpu File=/dev/null" > /etc/slurm/gres.conf
 
 alive() { [ -f "$1" ] && kill -0 "$(cat "$1")" 2>/dev/null; }
 alive "$STATE/slurmdbd.pid" || slurmdbd
@@ -126,21 +126,21 @@ wait_for() {  # wait_for SECONDS WHAT COMMAND...: poll the command until it succ
 }
 wait_for 60 slurmdbd sacctmgr -n list cluster
 listed() { [ -n "$(sacctmgr -n -P list "$@")" ]; }  # whether an accounting entity exists
-listed cluster memrl format=Cluster || sacctmgr -i add cluster memrl >/dev/null
+listed cluster memrepro format=Cluster || sacctmgr -i add cluster memrepro >/dev/null
 # the account the test profile submits with, and root in it
-listed account memrl format=Account || sacctmgr -i add account memrl cluster=memrl >/dev/null
-listed assoc user=root account=memrl format=User || sacctmgr -i add user root account=memrl >/dev/null
+listed account memrepro format=Account || sacctmgr -i add account memrepro cluster=memrepro >/dev/null
+listed assoc user=root account=memrepro format=User || sacctmgr -i add user root account=memrepro >/dev/null
 alive "$STATE/slurmctld.pid" || slurmctld
-# node i: a network namespace memrl<i> holding slurmd in new UTS, PID and mount namespaces
-# (host name memrl<i>, its own /proc, a private /tmp and /dev/shm); slurmd runs in the
+# node i: a network namespace memrepro<i> holding slurmd in new UTS, PID and mount namespaces
+# (host name memrepro<i>, its own /proc, a private /tmp and /dev/shm); slurmd runs in the
 # foreground under a shell that reaps the namespace's orphans
 start_node() {
   local node=$1 ip=$2
   ip netns add "$node"
-  ip link add "v-$node" type veth peer name memrl0 netns "$node"
+  ip link add "v-$node" type veth peer name memrepro0 netns "$node"
   ip link set "v-$node" master "$BRIDGE" up
-  ip -n "$node" addr add "$ip/24" dev memrl0
-  ip -n "$node" link set memrl0 up
+  ip -n "$node" addr add "$ip/24" dev memrepro0
+  ip -n "$node" link set memrepro0 up
   ip -n "$node" link set lo up
   mkdir -p "$STATE/spool/$node" "$STATE/nodes/$node/tmp"
   chmod 1777 "$STATE/nodes/$node/tmp"
@@ -155,9 +155,9 @@ for node in $(node_names); do
   node_up "$node" && continue
   ip netns del "$node" 2>/dev/null || true
   ip link del "v-$node" 2>/dev/null || true
-  start_node "$node" "$NET.$((10 + ${node#memrl}))"
+  start_node "$node" "$NET.$((10 + ${node#memrepro}))"
 done
 # a node drained by an earlier run (its state outlives slurmctld) comes back
-scontrol update nodename="memrl[1-$NODES]" state=resume 2>/dev/null || true
+scontrol update nodename="memrepro[1-$NODES]" state=resume 2>/dev/null || true
 wait_for 60 "$NODES idle nodes" sh -c "[ \$(sinfo -h -N -o %t | grep -cx idle) -ge $NODES ]"
 sinfo -h -N -o "%N %P %T %c %m %G"

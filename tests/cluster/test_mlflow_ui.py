@@ -1,7 +1,7 @@
 """A finished run moved elsewhere, audited as a person does it: a smoke run of Table 3 (or the
 whole smoke run `make test` kept, where CI has one) is copied to another directory and the
-original deleted; on the copy, `memrl lineage` walks to the base model, a rerun has nothing to
-do, a load adds nothing, and MLflow's UI (`memrl ui`), driven in Debian's headless Chromium by
+original deleted; on the copy, `memrepro lineage` walks to the base model, a rerun has nothing to
+do, a load adds nothing, and MLflow's UI (`memrepro ui`), driven in Debian's headless Chromium by
 Playwright, opens on the runs and leads by the links of each run's description from table3's run
 to the base model's download run, with the artifacts served from the copy; on the way, the
 evaluation's score is a metric chart, one of its items is a trace whose spans are the memory's
@@ -41,7 +41,7 @@ def moved(tmp_path_factory, repo) -> Path:
     else:
         done = snakemake("--profile", "profiles/smoke", "table3", cwd=made)
         assert done.returncode == 0, done.stderr[-5000:]
-    elsewhere = tmp_path_factory.mktemp("elsewhere") / "memrl"
+    elsewhere = tmp_path_factory.mktemp("elsewhere") / "memrepro"
     shutil.copytree(made, elsewhere, symlinks=True)  # file times kept, as cp -a and rsync -a do
     shutil.rmtree(made)
     return elsewhere
@@ -49,7 +49,7 @@ def moved(tmp_path_factory, repo) -> Path:
 
 def test_a_moved_run_keeps_its_lineage_and_nothing_is_left_to_do(moved):
     lineage = subprocess.run(
-        [sys.executable, "-m", "memrl.cli", "lineage", "--json", TABLE],
+        [sys.executable, "-m", "memrepro.cli", "lineage", "--json", TABLE],
         cwd=moved,
         env=snakemake_env(),
         capture_output=True,
@@ -64,7 +64,7 @@ def test_a_moved_run_keeps_its_lineage_and_nothing_is_left_to_do(moved):
     again = snakemake("--profile", "profiles/smoke", "table3", cwd=moved)
     assert again.returncode == 0 and "Nothing to be done" in again.stdout + again.stderr
     load = subprocess.run(
-        [sys.executable, "-m", "memrl.tracking", "results/smoke"],
+        [sys.executable, "-m", "memrepro.tracking", "results/smoke"],
         cwd=moved,
         capture_output=True,
         text=True,
@@ -75,9 +75,9 @@ def test_a_moved_run_keeps_its_lineage_and_nothing_is_left_to_do(moved):
 
 @pytest.fixture(scope="module")
 def ui(moved):
-    """`memrl ui` on the moved run's store; yields the address it prints."""
+    """`memrepro ui` on the moved run's store; yields the address it prints."""
     port = free_port("127.0.0.1")
-    command = [sys.executable, "-m", "memrl.cli", "ui", "results/smoke", "--port", str(port)]
+    command = [sys.executable, "-m", "memrepro.cli", "ui", "results/smoke", "--port", str(port)]
     log = moved / "ui.log"
     with serving(command, log, f"http://127.0.0.1:{port}", cwd=moved):
         deadline = time.monotonic() + 30  # it polls its server every 0.5 s, then prints

@@ -28,12 +28,12 @@ from slurm_jobs import HEAD, NODE_IP, WORKER, finished, run, sbatch
 
 pytestmark = pytest.mark.cluster
 
-GCS_PORT = 6379  # ray_job.sh's default MEMRL_RAY_PORT
+GCS_PORT = 6379  # ray_job.sh's default MEMREPRO_RAY_PORT
 JOB_TIMEOUT_S = 240  # no case may take longer: every wait in ray_job.sh is bounded
 RAY_PROCESSES = r"ray/core/src/ray|ray start|symmetric-run|ray_driver\.py|default_worker"
 
 
-TRAIN_IMAGE = "localhost/memrl-train-cpu"
+TRAIN_IMAGE = "localhost/memrepro-train-cpu"
 
 
 @pytest.fixture
@@ -62,13 +62,13 @@ def ray_way(request, repo, shared_dir) -> tuple[list[str], dict[str, str]]:
         "PATH": f"{os.environ['PATH']}:{repo / 'envs' / 'podman'}",  # apptainer: the shim
         "CONTAINERS_CONF": str(conf),
         "CONTAINERS_STORAGE_CONF": str(storage),
-        "MEMRL_CONTAINER_ARGS": "",  # no --nv: the test nodes' GPUs are /dev/null
+        "MEMREPRO_CONTAINER_ARGS": "",  # no --nv: the test nodes' GPUs are /dev/null
     }
 
 
 def train_image_identity(repo: Path) -> dict:
     """What the train-cpu image's identity file holds: its environment and its lock's digest."""
-    from memrl.digests import file_digest
+    from memrepro.digests import file_digest
 
     return {"env": "train-cpu", "lock_digest": file_digest(repo / "envs/train-cpu.lock")}
 
@@ -90,8 +90,8 @@ def submit(repo: Path, work: Path, way, *driver_args: str, **env: str) -> tuple[
     job_env = {
         **os.environ,
         "RAY_USAGE_STATS_ENABLED": "0",  # nothing leaves the test cluster
-        "MEMRL_RAY_WAIT": "30",
-        "MEMRL_RAY_STOP_WAIT": "30",
+        "MEMREPRO_RAY_WAIT": "30",
+        "MEMREPRO_RAY_STOP_WAIT": "30",
         **way_env,
         **env,
     }
@@ -131,7 +131,7 @@ def test_ray_spans_both_nodes_and_runs_a_task_on_each(cluster, repo, shared_dir,
     # symmetric: a worker outlives the head by a minute, until its raylet gives up on the GCS
     # (gcs_rpc_server_reconnect_timeout_s; lowering it kills the head's own symmetric-run, whose
     # driver connection outlives the GCS while `ray stop` waits)
-    job, out = submit(repo, shared_dir, ray_way, MEMRL_RAY_LAUNCH=launch)
+    job, out = submit(repo, shared_dir, ray_way, MEMREPRO_RAY_LAUNCH=launch)
     assert finished(job, JOB_TIMEOUT_S) == ("COMPLETED", "0:0"), out.read_text()[-3000:]
     report = driver_report(out)
     assert report["driver"] == HEAD
@@ -157,16 +157,17 @@ def test_a_failing_driver_fails_the_job_with_its_status(cluster, repo, shared_di
 def test_a_worker_that_cannot_reach_the_head_fails_the_job(cluster, repo, shared_dir, ray_way):
     # a firewall on the worker: no TCP to the head's GCS port
     nft = ["ip", "netns", "exec", WORKER, "nft"]
-    run(*nft, "add table inet memrl_test")
+    run(*nft, "add table inet memrepro_test")
     try:
-        run(*nft, "add chain inet memrl_test out { type filter hook output priority 0 ; }")
+        run(*nft, "add chain inet memrepro_test out { type filter hook output priority 0 ; }")
         run(
-            *nft, f"add rule inet memrl_test out ip daddr {NODE_IP[HEAD]} tcp dport {GCS_PORT} drop"
+            *nft,
+            f"add rule inet memrepro_test out ip daddr {NODE_IP[HEAD]} tcp dport {GCS_PORT} drop",
         )
-        job, out = submit(repo, shared_dir, ray_way, MEMRL_RAY_WAIT="20")
+        job, out = submit(repo, shared_dir, ray_way, MEMREPRO_RAY_WAIT="20")
         state, _ = finished(job, JOB_TIMEOUT_S)
     finally:
-        run(*nft, "delete table inet memrl_test")
+        run(*nft, "delete table inet memrepro_test")
     log = out.read_text()
     assert state == "FAILED", log[-3000:]
     assert "RAY_DRIVER" not in log  # the driver never started

@@ -18,19 +18,19 @@ import pytest
 from mlflow_server import mlflow_server
 from slurm_jobs import CONTROLLER_IP, NODE_IP, finished, run, sbatch
 
-from memrl.tracking.invocation import ENV_INVOCATION, now_ms, start_invocation
-from memrl.tracking.store import EXPERIMENT
+from memrepro.tracking.invocation import ENV_INVOCATION, now_ms, start_invocation
+from memrepro.tracking.store import EXPERIMENT
 
 pytestmark = pytest.mark.cluster
 
 PIPELINES, JOBS = 4, 3
 
-# A training job as memrl.verl.main runs one: its own process logs into the job's live run.
+# A training job as memrepro.verl.main runs one: its own process logs into the job's live run.
 LIVE_JOB = """
 import sys
 from pathlib import Path
 import mlflow
-from memrl.tracking.record import job_run
+from memrepro.tracking.record import job_run
 results, name = Path(sys.argv[1]), sys.argv[2]
 log = results / "logs" / "train" / f"{name}.log"
 log.parent.mkdir(parents=True, exist_ok=True)
@@ -112,7 +112,7 @@ def run_on_slurm(submitted: list[str], commands: list[list[str]], env: dict[str,
 def pipelines_log_and_load(server: str, work: Path, monkeypatch, run_jobs) -> None:
     """4 pipelines whose jobs (run_jobs runs them all at once) log live to the server, then
     load their provenance at once: every run recorded once, each job under its pipeline."""
-    monkeypatch.setenv("MEMRL_TRACKING", "on")
+    monkeypatch.setenv("MEMREPRO_TRACKING", "on")
     pipelines = [work / f"user{i}" / f"results/t{i}" for i in range(PIPELINES)]
     invocations = []
     for i, results in enumerate(pipelines):
@@ -122,7 +122,9 @@ def pipelines_log_and_load(server: str, work: Path, monkeypatch, run_jobs) -> No
         run_jobs(jobs, env=dict(os.environ))
         end_pipeline(results)
     # every pipeline loads its provenance at the same time
-    loads = [[sys.executable, "-m", "memrl.tracking", str(r), "--uri", server] for r in pipelines]
+    loads = [
+        [sys.executable, "-m", "memrepro.tracking", str(r), "--uri", server] for r in pipelines
+    ]
     run_all(loads)
 
     import mlflow
@@ -131,9 +133,9 @@ def pipelines_log_and_load(server: str, work: Path, monkeypatch, run_jobs) -> No
     experiment = client.get_experiment_by_name(EXPERIMENT).experiment_id
     runs = client.search_runs([experiment], max_results=1000)
     parents = {
-        r.data.tags["memrl.invocation.parent"]: r
+        r.data.tags["memrepro.invocation.parent"]: r
         for r in runs
-        if "memrl.invocation.parent" in r.data.tags
+        if "memrepro.invocation.parent" in r.data.tags
     }
     assert sorted(parents) == sorted(invocations)
     children = [r for r in runs if r.data.tags.get("mlflow.parentRunId")]

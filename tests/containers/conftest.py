@@ -16,7 +16,7 @@ IMAGES = ("core", "infer-cpu", "train-cpu")
 
 
 def image(env: str) -> str:
-    return f"localhost/memrl-{env}"
+    return f"localhost/memrepro-{env}"
 
 
 @pytest.fixture(scope="session")

@@ -1,4 +1,4 @@
-"""Each image against its lock, `memrl` inside without package metadata or git, and the podman
+"""Each image against its lock, `memrepro` inside without package metadata or git, and the podman
 launcher's refusals, on the real images."""
 
 from __future__ import annotations
@@ -29,23 +29,27 @@ def test_an_image_is_labelled_with_the_current_lock_and_passes_its_own_check(env
     reference = built(env)
     found = labels(podman, reference)
     lock = REPO / "envs" / f"{env}.lock"
-    assert found["memrl.lock.digest"] == "sha256:" + hashlib.sha256(lock.read_bytes()).hexdigest()
-    assert found["memrl.env"] == env and found["org.opencontainers.image.revision"]
+    assert (
+        found["memrepro.lock.digest"] == "sha256:" + hashlib.sha256(lock.read_bytes()).hexdigest()
+    )
+    assert found["memrepro.env"] == env and found["org.opencontainers.image.revision"]
     done = subprocess.run(
-        [podman, "run", "--rm", "--network=none", "--volume", f"{REPO / 'src'}:/opt/memrl/src:ro",
-         "--env", "MEMRL_SRC=/opt/memrl/src", reference,
-         "python", "/opt/memrl/envs/envtool.py", "check", env],
+        [podman, "run", "--rm", "--network=none",
+         "--volume", f"{REPO / 'src'}:/opt/memrepro/src:ro", "--env",
+         "MEMREPRO_SRC=/opt/memrepro/src", reference, "python", "/opt/memrepro/envs/envtool.py",
+         "check", env],
         capture_output=True, text=True, timeout=600,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr[-2000:]
     report = json.loads(done.stdout.strip().splitlines()[-1])
-    assert report["env"] == env and report["memrl"].startswith("memrl 0.1.0 (commit unknown")
+    assert report["env"] == env and report["memrepro"].startswith("memrepro 0.1.0 (commit unknown")
 
 
 def test_a_freeze_that_differs_from_the_lock_fails_the_check_naming_the_package(podman, built):
     script = (
-        "sed 's/^numpy==[^ ]*/numpy==0.0.1/' /opt/venv/memrl.lock > /tmp/lock"
-        " && cp /tmp/lock /opt/venv/memrl.lock && python /opt/memrl/envs/envtool.py check core"
+        "sed 's/^numpy==[^ ]*/numpy==0.0.1/' /opt/venv/memrepro.lock > /tmp/lock"
+        " && cp /tmp/lock /opt/venv/memrepro.lock"
+        " && python /opt/memrepro/envs/envtool.py check core"
     )
     done = subprocess.run(
         [podman, "run", "--rm", "--network=none", built("core"), "sh", "-c", script],
@@ -55,18 +59,18 @@ def test_a_freeze_that_differs_from_the_lock_fails_the_check_naming_the_package(
     assert "numpy: locked 0.0.1, installed 2.4.6" in done.stderr
 
 
-def test_memrl_runs_in_the_image_from_the_working_tree_without_metadata_or_git(built):
+def test_memrepro_runs_in_the_image_from_the_working_tree_without_metadata_or_git(built):
     reference = built("core")
     bare = shim(
-        "exec", "--home", str(REPO), f"docker://{reference}", "memrl", "--version", cwd=REPO
+        "exec", "--home", str(REPO), f"docker://{reference}", "memrepro", "--version", cwd=REPO
     )
     assert bare.returncode == 0, bare.stderr
-    assert bare.stdout.strip() == "memrl 0.1.0 (commit unknown (no git here))"
+    assert bare.stdout.strip() == "memrepro 0.1.0 (commit unknown (no git here))"
     host = shim(
-        "exec", f"docker://{reference}", "memrl", "--version", cwd=REPO,
-        env={"MEMRL_GIT_COMMIT": "0123456789abcdef", "MEMRL_GIT_DIRTY": "false"},
+        "exec", f"docker://{reference}", "memrepro", "--version", cwd=REPO,
+        env={"MEMREPRO_GIT_COMMIT": "0123456789abcdef", "MEMREPRO_GIT_DIRTY": "false"},
     )  # fmt: skip
-    assert host.stdout.strip() == "memrl 0.1.0 (commit 0123456789ab)"  # the host's, passed in
+    assert host.stdout.strip() == "memrepro 0.1.0 (commit 0123456789ab)"  # the host's, passed in
 
 
 def test_a_job_sees_its_working_directory_home_and_environment_as_under_apptainer(tmp_path, built):
@@ -83,7 +87,9 @@ def test_a_job_sees_its_working_directory_home_and_environment_as_under_apptaine
 
 def test_a_job_records_the_image_it_ran_in_with_its_digest(tmp_path, podman, built):
     reference = built("core")
-    code = "import json; from memrl import software; print(json.dumps(software.container_tags()))"
+    code = (
+        "import json; from memrepro import software; print(json.dumps(software.container_tags()))"
+    )
     done = shim(
         "exec", f"docker://{reference}", "env", "PYTHONPATH=src", "python", "-c", code, cwd=REPO
     )
@@ -99,8 +105,8 @@ def test_a_job_records_the_image_it_ran_in_with_its_digest(tmp_path, podman, bui
     # read from the image's own identity file, which the build wrote: the label's lock digest
     labels = inspected["Labels"]
     assert (tags["container.env"], tags["container.lock.digest"]) == (
-        labels["memrl.env"],
-        labels["memrl.lock.digest"],
+        labels["memrepro.env"],
+        labels["memrepro.lock.digest"],
     )
 
 
@@ -117,8 +123,8 @@ def test_a_stale_image_a_missing_image_and_a_sif_are_refused_before_anything_run
     assert stale.returncode == 1 and not (tmp_path / "ran").exists()
     assert "was built from another core.lock" in stale.stderr
     assert "make images IMAGES=core" in stale.stderr
-    missing = shim("exec", "docker://localhost/memrl-nothing", "true", cwd=tmp_path)
-    assert "localhost/memrl-nothing is not in podman's store" in missing.stderr
+    missing = shim("exec", "docker://localhost/memrepro-nothing", "true", cwd=tmp_path)
+    assert "localhost/memrepro-nothing is not in podman's store" in missing.stderr
     option = shim("exec", "--writable-tmpfs", f"docker://{image('core')}", "true", cwd=tmp_path)
     assert "--writable-tmpfs is not implemented" in option.stderr
 
@@ -130,7 +136,7 @@ def test_a_job_sees_the_hosts_processes_and_ends_with_a_launcher_killed_outright
     there); podman's container outlives its client, so a launcher SIGKILLed (how srun ends a step)
     leaves a watcher that stops it."""
     reference = built("core")
-    marker = f"memrl-watch-{os.getpid()}"
+    marker = f"memrepro-watch-{os.getpid()}"
     job = subprocess.Popen(
         [str(SHIM), "exec", f"docker://{reference}", "sh", "-c",
          f"grep -ls {marker}-hos[t] /proc/[0-9]*/cmdline >seen; exec sleep 300 # {marker}"],

@@ -21,11 +21,11 @@ import pytest
 from conftest import REPO, image
 from test_workflow import kept_smoke
 
-from memrl.run_compare import differences
+from memrepro.run_compare import differences
 
 pytestmark = [pytest.mark.containers, pytest.mark.workflow]
 
-COPIED = ("Snakefile", "workflow", "config", "profiles", "envs", "src")  # src: the jobs' memrl
+COPIED = ("Snakefile", "workflow", "config", "profiles", "envs", "src")  # src: the jobs' memrepro
 RUN_TIMEOUT_S = 1200
 SLICE = (
     "tables/table3.md",  # downloads, filter, both MemAgent training stages, evaluations, a table
@@ -47,7 +47,7 @@ def pipeline(root: Path, profile: str, *targets: str) -> subprocess.CompletedPro
         "PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ["PATH"]]),
     }
     return subprocess.run(
-        [sys.executable, "-m", "memrl.launch", "--profile", f"profiles/{profile}", *targets],
+        [sys.executable, "-m", "memrepro.launch", "--profile", f"profiles/{profile}", *targets],
         cwd=root, env=env, capture_output=True, text=True, timeout=RUN_TIMEOUT_S,
     )  # fmt: skip
 
@@ -55,7 +55,7 @@ def pipeline(root: Path, profile: str, *targets: str) -> subprocess.CompletedPro
 @pytest.fixture(scope="module")
 def both_runs(tmp_path_factory, built) -> Path:
     """The smoke DAG in the venv and its slice in containers, in one copy of the workflow. The
-    venv run is the one the workflow tests kept (MEMRL_KEEP_SMOKE, set by .ci/run after `make
+    venv run is the one the workflow tests kept (MEMREPRO_KEEP_SMOKE, set by .ci/run after `make
     test` ran it from this same tree), else run here."""
     built("core")
     root = tmp_path_factory.mktemp("smoke")
@@ -102,7 +102,7 @@ def test_every_containerised_job_names_its_image_digest_and_lock(both_runs, podm
         tags = record["tags"]
         assert tags["container.image"] == image("core"), record["rule"]
         assert tags["container.digest"] == inspected["Digest"]
-        assert tags["env.lock.digest"] == inspected["Labels"]["memrl.lock.digest"]
-        assert tags["container.lock.digest"] == inspected["Labels"]["memrl.lock.digest"]
+        assert tags["env.lock.digest"] == inspected["Labels"]["memrepro.lock.digest"]
+        assert tags["container.lock.digest"] == inspected["Labels"]["memrepro.lock.digest"]
     for record in records(both_runs / "smoke"):  # the venv run says it ran in no container
         assert record["tags"]["container.image"].startswith("none (ran in ")

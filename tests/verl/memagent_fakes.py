@@ -1,6 +1,6 @@
 """Fakes at verl's boundaries for the MemAgent agent-loop tests (verl venv only).
 
-- a tiny BPE tokenizer (memrl.models.tiny) and tiny random Qwen2 models, built in code;
+- a tiny BPE tokenizer (memrepro.models.tiny) and tiny random Qwen2 models, built in code;
 - `ScriptedPolicy`: deterministic "sampling" from the prompt's token ids, usable by both drivers
   (a fake rollout server for verl, an HFEngine whose `_generate` it replaces for the CPU trainer);
 - `make_loop`: MemAgentLoop instantiated exactly as verl's AgentLoopWorker does (hydra, from
@@ -35,11 +35,11 @@ from verl.trainer.ppo.v1 import agent_loop_tq
 from verl.utils.dataset.rl_dataset import RLHFDataset
 from verl.workers.rollout.replica import TokenOutput
 
-from memrl.agents.memagent import FINAL_TEMPLATES, MEMORY_TEMPLATES, NO_MEMORY
-from memrl.engines.hf import HFEngine
-from memrl.models.tiny import DEFAULT_SYSTEM_PROMPT, build_tokenizer
-from memrl.verl import AGENT_LOOP_CONFIG, AGENT_NAME, REWARD_FILE, REWARD_NAME
-from memrl.verl.dataset import write_verl_dataset
+from memrepro.agents.memagent import FINAL_TEMPLATES, MEMORY_TEMPLATES, NO_MEMORY
+from memrepro.engines.hf import HFEngine
+from memrepro.models.tiny import DEFAULT_SYSTEM_PROMPT, build_tokenizer
+from memrepro.verl import AGENT_LOOP_CONFIG, AGENT_NAME, REWARD_FILE, REWARD_NAME
+from memrepro.verl.dataset import write_verl_dataset
 
 WORDS = (
     "The mill stands on the river Ouse . Bread is baked there daily . Ada kept the bees behind "

@@ -25,9 +25,9 @@ from verl.trainer.ppo.core_algos import AdvantageEstimator
 from verl.trainer.ppo.v1.utils import compute_advantage_for_multi_trajectories
 from verl.workers.rollout.replica import TokenOutput
 
-from memrl.agents.chunking import truncated_chunks
-from memrl.agents.memagent import FINAL_TEMPLATES, MEMORY_TEMPLATES, NO_MEMORY
-from memrl.verl.reward import compute_score
+from memrepro.agents.chunking import truncated_chunks
+from memrepro.agents.memagent import FINAL_TEMPLATES, MEMORY_TEMPLATES, NO_MEMORY
+from memrepro.verl.reward import compute_score
 
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning", "ignore::DeprecationWarning")
 

@@ -25,10 +25,10 @@ from memalpha_fakes import QAAndJudge, call
 from omegaconf import OmegaConf
 from verl.utils.dataset.rl_dataset import RLHFDataset
 
-from memrl.train.algorithms import broadcast_to_conversations, group_advantages
-from memrl.verl import QA_URL_ENV, agent_loop
-from memrl.verl.dataset import memalpha_loop_settings, write_memalpha_verl_dataset
-from memrl.verl.trainer import (
+from memrepro.train.algorithms import broadcast_to_conversations, group_advantages
+from memrepro.verl import QA_URL_ENV, agent_loop
+from memrepro.verl.dataset import memalpha_loop_settings, write_memalpha_verl_dataset
+from memrepro.verl.trainer import (
     memalpha_advantages,
     memalpha_metrics,
     memalpha_row_rewards,
@@ -240,7 +240,7 @@ def test_settings_verl_would_run_differently_raise(tokenizer, row, qa, config, m
 def test_the_qa_server_address_must_come_from_the_job(monkeypatch):
     agent_loop.qa_engine.cache_clear()
     monkeypatch.delenv(QA_URL_ENV, raising=False)
-    with pytest.raises(RuntimeError, match="MEMRL_QA_BASE_URL is not set"):
+    with pytest.raises(RuntimeError, match="MEMREPRO_QA_BASE_URL is not set"):
         agent_loop.qa_engine("qwen3-32b", "/nonexistent", 4)
 
 

@@ -36,11 +36,11 @@ from verl.trainer.ppo import core_algos
 from verl.trainer.ppo.v1.utils import compute_advantage_for_multi_trajectories
 from verl.workers.config import ActorConfig
 
-from memrl.agents.memagent import MemAgentConfig
-from memrl.engines.base import SamplingParams
-from memrl.train.algorithms import agg_token_mean, low_var_kl, policy_loss
-from memrl.train.cpu_trainer import TrainSettings, build_experience, response_log_probs
-from memrl.train.rollout import collect_rollouts
+from memrepro.agents.memagent import MemAgentConfig
+from memrepro.engines.base import SamplingParams
+from memrepro.train.algorithms import agg_token_mean, low_var_kl, policy_loss
+from memrepro.train.cpu_trainer import TrainSettings, build_experience, response_log_probs
+from memrepro.train.rollout import collect_rollouts
 
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning", "ignore::DeprecationWarning")
 

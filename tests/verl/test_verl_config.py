@@ -36,11 +36,11 @@ from verl.utils.config import validate_config as verl_validate_config  # noqa: E
 from verl.utils.torch_functional import get_constant_schedule_with_warmup  # noqa: E402
 from verl.workers.engine_workers import TrainingWorker  # noqa: E402
 
-from memrl.verl import AGENT_LOOP_CONFIG, AGENT_NAME, REWARD_FILE  # noqa: E402
-from memrl.verl import trainer as trainer_module  # noqa: E402
-from memrl.verl.main import compose, prepare  # noqa: E402
-from memrl.verl.overrides import MEMALPHA, VerlPaths, hydra_value, verl_overrides  # noqa: E402
-from memrl.verl.trainer import (  # noqa: E402
+from memrepro.verl import AGENT_LOOP_CONFIG, AGENT_NAME, REWARD_FILE  # noqa: E402
+from memrepro.verl import trainer as trainer_module  # noqa: E402
+from memrepro.verl.main import compose, prepare  # noqa: E402
+from memrepro.verl.overrides import MEMALPHA, VerlPaths, hydra_value, verl_overrides  # noqa: E402
+from memrepro.verl.trainer import (  # noqa: E402
     MemAgentTrainer,
     MemAlphaTrainer,
     TaskRunner,

@@ -1,5 +1,5 @@
-"""The verl 0.9.1 defaults `memrl recipe-diff` fills unset keys with, checked against the installed
-verl's own generated trainer config (skipped where verl is absent)."""
+"""The verl 0.9.1 defaults `memrepro recipe-diff` fills unset keys with, checked against the
+installed verl's own generated trainer config (skipped where verl is absent)."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ import yaml
 
 verl = pytest.importorskip("verl")
 
-from memrl.train.recipes import KEYS, _flatten, from_verl  # noqa: E402
-from memrl.train.verl_defaults import BASES  # noqa: E402
+from memrepro.train.recipes import KEYS, _flatten, from_verl  # noqa: E402
+from memrepro.train.verl_defaults import BASES  # noqa: E402
 
 
 def test_the_transcribed_defaults_are_verl_0_9_1s_effective_ones():

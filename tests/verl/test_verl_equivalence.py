@@ -17,7 +17,7 @@ from omegaconf import OmegaConf  # noqa: E402
 from verl import DataProto  # noqa: E402
 from verl.workers.config import ActorConfig  # noqa: E402
 
-from memrl.train.algorithms import (  # noqa: E402
+from memrepro.train.algorithms import (  # noqa: E402
     agg_token_mean,
     aggregate,
     broadcast_to_conversations,

@@ -6,7 +6,7 @@ import pytest
 from transformers import Qwen2Config
 from verl.utils import flops_counter
 
-from memrl.report.flops import Qwen2Shape, memagent_sequences, sequence_flops
+from memrepro.report.flops import Qwen2Shape, memagent_sequences, sequence_flops
 
 SHAPES = {  # Qwen2.5-7B and -14B, and a small model with an explicit head_dim
     "7b": dict(

@@ -18,7 +18,7 @@ from transformers import Qwen2Config, Qwen2ForCausalLM  # noqa: E402
 from verl.utils import attention_utils  # noqa: E402
 from verl.utils import torch_functional as verl_F  # noqa: E402
 
-from memrl.verl.overrides import MEMALPHA, verl_overrides  # noqa: E402
+from memrepro.verl.overrides import MEMALPHA, verl_overrides  # noqa: E402
 
 
 def test_this_environment_has_no_flash_attn_and_verl_takes_its_own_helpers():

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from memrl.data.sources import fixture_corpus
-from memrl.engines.base import ChatRequest
-from memrl.models.fetch import fetch_model
-from memrl.models.tiny import build_tiny_model
+from memrepro.data.sources import fixture_corpus
+from memrepro.engines.base import ChatRequest
+from memrepro.models.fetch import fetch_model
+from memrepro.models.tiny import build_tiny_model
 
 SMOLLM2 = {
     "source": "gguf",

@@ -12,11 +12,11 @@ from pathlib import Path
 import pytest
 from conftest import ask
 
-from memrl.engines import make_engine, server
-from memrl.engines.base import ChatRequest, SamplingParams, prompt_ids
-from memrl.engines.openai import OpenAIEngine
-from memrl.engines.served import SERVED_NAME, ServedEngine
-from memrl.engines.server import ServerError, group_alive
+from memrepro.engines import make_engine, server
+from memrepro.engines.base import ChatRequest, SamplingParams, prompt_ids
+from memrepro.engines.openai import OpenAIEngine
+from memrepro.engines.served import SERVED_NAME, ServedEngine
+from memrepro.engines.server import ServerError, group_alive
 
 GREEDY = SamplingParams(temperature=0.0, top_p=1.0, seed=0)
 

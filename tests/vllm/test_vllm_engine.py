@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 from conftest import SMOLLM2, ask
 
-from memrl.engines.base import ChatRequest, SamplingParams, prompt_ids
-from memrl.engines.hf import HFEngine
-from memrl.engines.vllm import VLLMEngine
+from memrepro.engines.base import ChatRequest, SamplingParams, prompt_ids
+from memrepro.engines.hf import HFEngine
+from memrepro.engines.vllm import VLLMEngine
 
 GREEDY = SamplingParams(temperature=0.0, top_p=1.0, seed=0)
 QUESTIONS = [

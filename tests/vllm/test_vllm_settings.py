@@ -9,10 +9,10 @@ from pathlib import Path
 
 from conftest import ask
 
-from memrl.baselines.longcontext import rope_engine_settings
-from memrl.engines.base import SamplingParams, prompt_ids
-from memrl.engines.vllm import VLLMEngine
-from memrl.models import TINY_CONTEXT
+from memrepro.baselines.longcontext import rope_engine_settings
+from memrepro.engines.base import SamplingParams, prompt_ids
+from memrepro.engines.vllm import VLLMEngine
+from memrepro.models import TINY_CONTEXT
 
 SAMPLING = SamplingParams(temperature=0.7, top_p=0.95, seed=0)
 
@@ -34,7 +34,7 @@ SCRIPT_WITHOUT_CLOSE = """
 import sys
 import tempfile
 
-from memrl.engines.vllm import VLLMEngine
+from memrepro.engines.vllm import VLLMEngine
 
 if __name__ == "__main__":
     with tempfile.TemporaryDirectory():

@@ -15,29 +15,29 @@ from snakemake.exceptions import WorkflowError
 from snakemake.logging import logger
 from snakemake.settings.types import DeploymentMethod
 
-from memrl import config as cfg
-from memrl.config import memalpha_build as build_plan
-from memrl.benchmarks import EVAL_BENCHMARKS, benchmark, custom
-from memrl import locks, settings_files, slurm
-from memrl.digests import ENV_DIGEST_CACHE
-from memrl.systems import system_kind
-from memrl.tracking.invocation import (
+from memrepro import config as cfg
+from memrepro.config import memalpha_build as build_plan
+from memrepro.benchmarks import EVAL_BENCHMARKS, benchmark, custom
+from memrepro import locks, settings_files, slurm
+from memrepro.digests import ENV_DIGEST_CACHE
+from memrepro.systems import system_kind
+from memrepro.tracking.invocation import (
     end_invocation,
     finish_killed_end,
     killed_end_warning,
     start_invocation,
 )
 
-# A run killed by SIGKILL leaves Snakemake's lock; the plain command resumes (memrl.locks).
+# A run killed by SIGKILL leaves Snakemake's lock; the plain command resumes (memrepro.locks).
 if not workflow.remote_exec:
     for dead in locks.release_stale_lock():
         logger.warning(f"Released the lock left by a killed run (pid {dead['pid']}): resuming.")
-    # the SLURM executor plugin would wait forever for a job killed with scancel (memrl.slurm)
+    # the SLURM executor plugin would wait forever for a job killed with scancel (memrepro.slurm)
     slurm.report_cancelled_jobs()
 
 
 # A config error is one sentence naming the key, its value, the file (or --config) that set it
-# and what is allowed: no Snakemake frames (memrl.config.load.with_origin)
+# and what is allowed: no Snakemake frames (memrepro.config.load.with_origin)
 def config_error_line(error):
     return f"Config error: {cfg.with_origin(error, workflow.configfiles, OVERRIDES)}"
 
@@ -54,7 +54,7 @@ try:
         cfg.check_data(config)
 except cfg.ConfigError as error:
     sys.exit(config_error_line(error))
-# planning hashes local sources (memrl.config.source_settings): a large file once per change
+# planning hashes local sources (memrepro.config.source_settings): a large file once per change
 os.environ.setdefault(ENV_DIGEST_CACHE, str(settings_files.SETTINGS_DIR.parent / "digests"))
 
 R = str(cfg.results_dir(config))
@@ -86,8 +86,8 @@ else:
 # Ray and verl in the train image (`--container`, get_train_launch); every other job in its image.
 # The reference comes from the config, so a plan made without apptainer shows the same command.
 VERL_IMAGE = config["containers"]["train"] if WANTS_APPTAINER else None
-# The infer jobs' `memrl` (their `params.memrl`): a virtualenv's (infer_venv) or the one on PATH.
-INFER_MEMRL = cfg.infer_memrl(config)
+# The infer jobs' `memrepro` (their `params.memrepro`): a virtualenv's (infer_venv) or the one on PATH.
+INFER_MEMREPRO = cfg.infer_memrepro(config)
 SYSTEMS = cfg.eval_systems(config)
 # Jobs by their paths' wildcards: (benchmark, system, length or the name its benchmark gives it)
 EVAL_JOBS = {cfg.eval_key(config, j): j for j in cfg.eval_jobs(config, SYSTEMS)}
@@ -131,9 +131,9 @@ onstart:
             "envs/podman/apptainer); or run with --sdm conda (envs/README.md)."
         )
     venv = config.get("infer_venv")
-    if venv and not (Path(venv) / "bin" / "memrl").is_file():
+    if venv and not (Path(venv) / "bin" / "memrepro").is_file():
         raise WorkflowError(
-            f"infer_venv {venv}: no bin/memrl there; build it with make vllm-env"
+            f"infer_venv {venv}: no bin/memrepro there; build it with make vllm-env"
         )
     locks.record_lock_holder()
     start_invocation(
@@ -159,7 +159,7 @@ def as_json(value):
 
 
 def settings_ref(value):
-    """A job's `settings` param: `@<file named by their digest>` (memrl.settings_files), so the
+    """A job's `settings` param: `@<file named by their digest>` (memrepro.settings_files), so the
     printed command stays short and a change of settings still reruns the job."""
     return settings_files.settings_reference(value, say=logger.warning)
 
@@ -469,7 +469,7 @@ def get_ruler_tokenizer_dir(wildcards):
     return str(cfg.model_dir(config, config["ruler"]["tokenizer"]))
 
 
-# --- per-job settings (by reference: `memrl --settings @FILE`) and resources -----------------
+# --- per-job settings (by reference: `memrepro --settings @FILE`) and resources -----------------
 
 
 def get_source_settings(wildcards):
@@ -542,7 +542,7 @@ def get_train_launch(stage):
         settings = cfg.train_settings(config, wildcards.train_run, stage)
         if settings["backend"] != "verl":
             return ""
-        from memrl.verl.job import launch_command
+        from memrepro.verl.job import launch_command
 
         command = launch_command(settings, output[0], input.model, container=VERL_IMAGE)
         return f"-- {shlex.join(command)}"
@@ -602,12 +602,12 @@ def get_report_metrics(wildcards):
 
 def get_report_controls(wildcards):
     """A score table's memory evaluations and the closed-book's beside them (metrics and
-    predictions): each memory cell's gain over the control (memrl.config.control_inputs)."""
+    predictions): each memory cell's gain over the control (memrepro.config.control_inputs)."""
     return cfg.control_inputs(config, report_name(wildcards))
 
 
 def report_records(name):
-    """The records a table or figure reads (memrl.config.report_inputs): the metrics of its
+    """The records a table or figure reads (memrepro.config.report_inputs): the metrics of its
     evaluation jobs, or what it declares instead (Table 5's memories and instances, the dataset
     statistics of its Mem-α splits, the rebuilt keyword golds, the NIAH sets)."""
     return cfg.report_inputs(config, name)
@@ -658,7 +658,7 @@ def get_report_benchmarks(wildcards):
 
 
 # The machine a one-machine profile declares (`resources: gpu, nodes`): a job that does not fit is
-# refused while planning, and each GPU job claims all of its GPUs (memrl.config.machine).
+# refused while planning, and each GPU job claims all of its GPUs (memrepro.config.machine).
 MACHINE = cfg.Machine.from_resources(workflow.global_resources)
 
 
@@ -686,8 +686,8 @@ def get_memalpha_launch(wildcards, input, output):
     """`--qa-model <dir> -- <verl command>` of a Mem-α run on verl; cpu: nothing."""
     if not cfg.uses_qa_server(config):
         return ""
-    from memrl.verl.job import launch_command
-    from memrl.verl.overrides import MEMALPHA
+    from memrepro.verl.job import launch_command
+    from memrepro.verl.overrides import MEMALPHA
 
     settings = cfg.memalpha_train_settings(config, wildcards.memalpha_run)
     command = launch_command(settings, output[0], input.model, MEMALPHA, VERL_IMAGE)
@@ -724,7 +724,7 @@ def get_memorize_gpus(wildcards):
     return MACHINE.claim(job, cfg.model_gpus(config, model), 1, cfg.gpu_keys(config, model))
 
 
-# Mem-α's training sets built again from their sources (memalpha.build; memrl.config.memalpha_build)
+# Mem-α's training sets built again from their sources (memalpha.build; memrepro.config.memalpha_build)
 def get_build_source_inputs(wildcards):
     files = build_plan.source_inputs(config, wildcards.build_group)
     return {role: [str(path) for path in paths] for role, paths in files.items()}

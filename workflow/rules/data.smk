@@ -15,7 +15,7 @@ rule download_data:
         job=job("download_data"),
         settings=get_source_settings,
     shell:
-        "memrl --job {params.job:q} --log {log:q} download-data --settings {params.settings:q}"
+        "memrepro --job {params.job:q} --log {log:q} download-data --settings {params.settings:q}"
         " --out {output.data:q} --manifest {output.manifest:q} 2> {log:q}"
 
 
@@ -35,7 +35,7 @@ rule download_model:
         job=job("download_model"),
         settings=get_model_settings,
     shell:
-        "memrl --job {params.job:q} --log {log:q} download-model --settings {params.settings:q}"
+        "memrepro --job {params.job:q} --log {log:q} download-model --settings {params.settings:q}"
         " --out {output.model:q} --manifest {output.manifest:q} 2> {log:q}"
 
 
@@ -72,7 +72,7 @@ rule dataset_stats:  # Mem-α Tables 6-8 in the QA model's (Qwen3-32B's) tokens
         job=job("dataset_stats"),
         settings=lambda wildcards: settings_ref({"split": wildcards.memalpha_split}),
     shell:
-        "memrl --job {params.job:q} --log {log:q} dataset-stats --settings {params.settings:q}"
+        "memrepro --job {params.job:q} --log {log:q} dataset-stats --settings {params.settings:q}"
         " --data {input.data:q} --tokenizer {input.tokenizer:q} --out {output:q} 2> {log:q}"
 
 
@@ -95,7 +95,7 @@ rule memalpha_example:
         job=job("memalpha_example"),
         settings=lambda wildcards: settings_ref(cfg.example_settings(config)),
     shell:
-        "memrl --job {params.job:q} --log {log:q} memalpha-example --settings {params.settings:q}"
+        "memrepro --job {params.job:q} --log {log:q} memalpha-example --settings {params.settings:q}"
         " --splits {input.splits:q} --data {output.data:q} --found {output.found:q} 2> {log:q}"
 
 
@@ -122,7 +122,7 @@ rule synthesize_ruler_hqa:
         job=job("synthesize_ruler_hqa"),
         settings=get_synthesize_settings,
     shell:
-        "memrl --job {params.job:q} --log {log:q} synthesize --settings {params.settings:q}"
+        "memrepro --job {params.job:q} --log {log:q} synthesize --settings {params.settings:q}"
         " --train {input.train:q} --dev {input.dev:q} --tokenizer {input.tokenizer:q}"
         " --out-train {output.train:q} --out-dev {output.dev:q} 2> {log:q}"
 
@@ -152,12 +152,12 @@ rule filter_questions:
         gpu=get_filter_gpus,
         runtime=720,
     params:
-        memrl=INFER_MEMRL,
+        memrepro=INFER_MEMREPRO,
         job=job("filter_questions"),
         settings=get_filter_settings,
         models=get_filter_model_args,
     shell:
-        "{params.memrl} --job {params.job:q} --log {log:q} filter --settings {params.settings:q}"
+        "{params.memrepro} --job {params.job:q} --log {log:q} filter --settings {params.settings:q}"
         " {params.models}"
         " --train {input.train:q} --dev {input.dev:q} --out-train {output.train:q}"
         " --out-dev {output.dev:q} --report {output.report:q} 2> {log:q}"
@@ -182,7 +182,7 @@ rule official_questions:
             cfg.official_questions_settings(config, wildcards.split)
         ),
     shell:
-        "memrl --job {params.job:q} --log {log:q} official-questions"
+        "memrepro --job {params.job:q} --log {log:q} official-questions"
         " --settings {params.settings:q} --questions {input.questions:q} --out {output:q} 2> {log:q}"
 
 
@@ -217,7 +217,7 @@ rule ruler_hqa_pool:
         job=job("ruler_hqa_pool"),
         settings=settings_ref(cfg.hqa_pool_settings()),
     shell:
-        "memrl --job {params.job:q} --log {log:q} hqa-pool --settings {params.settings:q}"
+        "memrepro --job {params.job:q} --log {log:q} hqa-pool --settings {params.settings:q}"
         " --dev-raw {input.dev_raw:q}"
         " --tokenizer {input.tokenizer:q} --out-docs {output.docs:q}"
         " --out-questions {output.questions:q} 2> {log:q}"
@@ -245,7 +245,7 @@ rule synthesize_eval:
         job=job("synthesize_eval"),
         settings=get_eval_set_settings,
     shell:
-        "memrl --job {params.job:q} --log {log:q} eval-set --settings {params.settings:q}"
+        "memrepro --job {params.job:q} --log {log:q} eval-set --settings {params.settings:q}"
         " --pool-docs {input.pool_docs:q} --pool-questions {input.pool_questions:q}"
         " --dev {input.dev:q} --tokenizer {input.tokenizer:q} --out {output:q} 2> {log:q}"
 
@@ -274,7 +274,7 @@ rule official_eval_set:
             cfg.official_eval_set_settings(config, int(wildcards.n_docs))
         ),
     shell:
-        "memrl --job {params.job:q} --log {log:q} official-eval-set --settings {params.settings:q}"
+        "memrepro --job {params.job:q} --log {log:q} official-eval-set --settings {params.settings:q}"
         " --released {input.released:q} --pool-docs {input.pool_docs:q}"
         " --pool-questions {input.pool_questions:q} --tokenizer {input.tokenizer:q}"
         " --out {output:q} 2> {log:q}"
@@ -314,7 +314,7 @@ rule probe_set:
         job=job("probe_set"),
         settings=get_probe_set_settings,
     shell:
-        "memrl --job {params.job:q} --log {log:q} probe-set --settings {params.settings:q}"
+        "memrepro --job {params.job:q} --log {log:q} probe-set --settings {params.settings:q}"
         " --rows {input.rows:q} --pool-docs {input.pool_docs:q}"
         " --pool-questions {input.pool_questions:q} --tokenizer {input.tokenizer:q}"
         " --out {output:q} 2> {log:q}"
@@ -336,7 +336,7 @@ rule custom_set:
         job=job("custom_set"),
         settings=lambda wildcards: settings_ref(custom.set_settings(config, wildcards.dataset)),
     shell:
-        "memrl --job {params.job:q} --log {log:q} custom-set --settings {params.settings:q}"
+        "memrepro --job {params.job:q} --log {log:q} custom-set --settings {params.settings:q}"
         " --data {input.data:q} --out {output:q} 2> {log:q}"
 
 
@@ -360,13 +360,13 @@ rule rebuild_keywords:
         gpu=get_keyword_gpus,
         runtime=240,
     params:
-        memrl=INFER_MEMRL,
+        memrepro=INFER_MEMREPRO,
         job=job("rebuild_keywords"),
         settings=lambda wildcards: settings_ref(
             cfg.keywords_settings(config, wildcards.keyword_set)
         ),
     shell:
-        "{params.memrl} --job {params.job:q} --log {log:q} keywords --settings {params.settings:q}"
+        "{params.memrepro} --job {params.job:q} --log {log:q} keywords --settings {params.settings:q}"
         " --summaries {input.summaries:q} --released {input.released:q} --model {input.model:q}"
         " --out {output:q} 2> {log:q}"
 
@@ -397,7 +397,7 @@ rule memalpha_source:
         ),
         files=get_build_source_args,
     shell:
-        "memrl --job {params.job:q} --log {log:q} memalpha-source --settings {params.settings:q}"
+        "memrepro --job {params.job:q} --log {log:q} memalpha-source --settings {params.settings:q}"
         " {params.files} --tokenizer {input.tokenizer:q} --out {output:q} 2> {log:q}"
 
 
@@ -418,14 +418,14 @@ rule memalpha_filter:
         gpu=get_build_filter_gpus,
         runtime=480,
     params:
-        memrl=INFER_MEMRL,
+        memrepro=INFER_MEMREPRO,
         job=job("memalpha_filter"),
         settings=lambda wildcards: settings_ref(
             build_plan.filter_settings(config, wildcards.build_group)
         ),
         model=get_build_filter_model_arg,
     shell:
-        "{params.memrl} --job {params.job:q} --log {log:q} memalpha-filter"
+        "{params.memrepro} --job {params.job:q} --log {log:q} memalpha-filter"
         " --settings {params.settings:q} --built {input.built:q} --tokenizer {input.tokenizer:q}"
         " {params.model} --out {output:q} 2> {log:q}"
 
@@ -446,7 +446,7 @@ rule memalpha_sets:
         job=job("memalpha_sets"),
         settings=lambda wildcards: settings_ref(build_plan.sets_settings(config)),
     shell:
-        "memrl --job {params.job:q} --log {log:q} memalpha-sets --settings {params.settings:q}"
+        "memrepro --job {params.job:q} --log {log:q} memalpha-sets --settings {params.settings:q}"
         " --kept {input.kept:q} --train {output.train:q} --validation {output.validation:q}"
         " 2> {log:q}"
 
@@ -468,6 +468,6 @@ rule memalpha_compare:
         job=job("memalpha_compare"),
         settings=settings_ref({"splits": list(build_plan.BUILT_SPLITS)}),
     shell:
-        "memrl --job {params.job:q} --log {log:q} memalpha-compare --settings {params.settings:q}"
+        "memrepro --job {params.job:q} --log {log:q} memalpha-compare --settings {params.settings:q}"
         " --rebuilt {input.rebuilt:q} --released {input.released:q} --mab {input.mab:q}"
         " --tokenizer {input.tokenizer:q} --out {output:q} 2> {log:q}"

@@ -26,7 +26,7 @@ rule synthesize_ruler:
         job=job("synthesize_ruler"),
         settings=get_ruler_set_settings,
     shell:
-        "memrl --job {params.job:q} --log {log:q} ruler-set --settings {params.settings:q}"
+        "memrepro --job {params.job:q} --log {log:q} ruler-set --settings {params.settings:q}"
         " --essays {input.essays:q} --squad {input.squad:q} --hotpotqa {input.hotpotqa:q}"
         " --tokenizer {input.tokenizer:q} --out {output:q} 2> {log:q}"
 
@@ -57,7 +57,7 @@ rule evaluate:
         gpu=get_eval_gpus,
         runtime=720,
     params:
-        memrl=INFER_MEMRL,
+        memrepro=INFER_MEMREPRO,
         job=job("evaluate"),
         settings=get_eval_settings,
         pool=get_eval_pool_arg,
@@ -65,7 +65,7 @@ rule evaluate:
         memories=get_eval_memories_arg,
         metrics=get_eval_metrics_arg,
     shell:
-        "{params.memrl} --job {params.job:q} --log {log:q} evaluate --settings {params.settings:q}"
+        "{params.memrepro} --job {params.job:q} --log {log:q} evaluate --settings {params.settings:q}"
         " --data {input.data:q} {params.pool} {params.evidence} {params.memories}"
         " --model {input.model:q}"
         " --predictions {output.predictions:q} {params.metrics} 2> {log:q}"
@@ -81,7 +81,7 @@ use rule evaluate as evaluate_shard with:
     wildcard_constraints:
         shards=r"[2-9]|[1-9]\d+",
     params:
-        memrl=INFER_MEMRL,
+        memrepro=INFER_MEMREPRO,
         job=job("evaluate_shard"),
         settings=get_eval_settings,
         pool=get_eval_pool_arg,
@@ -110,13 +110,13 @@ rule memorize:
         gpu=get_memorize_gpus,
         runtime=720,
     params:
-        memrl=INFER_MEMRL,
+        memrepro=INFER_MEMREPRO,
         job=job("memorize"),
         settings=get_memorize_settings,
         tokenizer=get_memorize_tokenizer_arg,
         pool=get_eval_pool_arg,
     shell:
-        "{params.memrl} --job {params.job:q} --log {log:q} memorize --settings {params.settings:q}"
+        "{params.memrepro} --job {params.job:q} --log {log:q} memorize --settings {params.settings:q}"
         " --data {input.data:q} --model {input.model:q} {params.tokenizer} {params.pool}"
         " --memories {output.memories:q} 2> {log:q}"
 
@@ -137,7 +137,7 @@ rule merge_eval:
         job=job("merge_eval"),
         settings=get_merge_settings,
     shell:
-        "memrl --job {params.job:q} --log {log:q} merge-eval --settings {params.settings:q}"
+        "memrepro --job {params.job:q} --log {log:q} merge-eval --settings {params.settings:q}"
         " --shards {input:q} --predictions {output.predictions:q} --metrics {output.metrics:q}"
         " 2> {log:q}"
 
@@ -163,12 +163,12 @@ rule rescore:
         gpu=get_rescore_gpus,
         runtime=240,
     params:
-        memrl=INFER_MEMRL,
+        memrepro=INFER_MEMREPRO,
         job=job("rescore"),
         settings=get_rescore_settings,
         judge=get_rescore_judge_arg,
     shell:
-        "{params.memrl} --job {params.job:q} --log {log:q} rescore --settings {params.settings:q}"
+        "{params.memrepro} --job {params.job:q} --log {log:q} rescore --settings {params.settings:q}"
         " --predictions {input.predictions:q} {params.judge}"
         " --out-predictions {output.predictions:q} --metrics {output.metrics:q} 2> {log:q}"
 
@@ -190,9 +190,9 @@ rule judge_probe:
         gpu=get_judge_gpus,
         runtime=60,
     params:
-        memrl=INFER_MEMRL,
+        memrepro=INFER_MEMREPRO,
         job=job("judge_probe"),
         settings=get_judge_probe_settings,
     shell:
-        "{params.memrl} --job {params.job:q} --log {log:q} judge-probe --settings {params.settings:q}"
+        "{params.memrepro} --job {params.job:q} --log {log:q} judge-probe --settings {params.settings:q}"
         " --model {input.model:q} --out {output:q} 2> {log:q}"

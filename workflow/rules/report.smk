@@ -29,7 +29,7 @@ rule make_table:
         prefix=get_output_prefix,
         caption=get_report_caption,  # read by the Snakemake report's caption
     shell:
-        "memrl --job {params.job:q} --log {log:q} table --settings {params.settings:q}"
+        "memrepro --job {params.job:q} --log {log:q} table --settings {params.settings:q}"
         " --metrics {input.metrics:q} --paper {input.paper:q} --controls {input.controls:q}"
         " --out-prefix {params.prefix:q} 2> {log:q}"
 
@@ -61,7 +61,7 @@ rule plot_figure:
         prefix=get_output_prefix,
         caption=get_report_caption,
     shell:
-        "memrl --job {params.job:q} --log {log:q} figure --settings {params.settings:q}"
+        "memrepro --job {params.job:q} --log {log:q} figure --settings {params.settings:q}"
         " --metrics {input.metrics:q} --paper {input.paper:q} --out-prefix {params.prefix:q}"
         " 2> {log:q}"
 
@@ -85,7 +85,7 @@ rule case_study:
         pool=get_case_study_pool_args,
         prefix=get_output_prefix,
     shell:
-        "memrl --job {params.job:q} --log {log:q} trace --settings {params.settings:q}"
+        "memrepro --job {params.job:q} --log {log:q} trace --settings {params.settings:q}"
         " --predictions {input.predictions:q} --data {input.data:q} {params.pool}"
         " --tokenizer {input.tokenizer:q} --out-prefix {params.prefix:q} 2> {log:q}"
 
@@ -119,7 +119,7 @@ rule reproduction:
         settings=get_reproduction_settings(),
         prefix=get_output_prefix,
     shell:
-        "memrl --job {params.job:q} --log {log:q} reproduction --settings {params.settings:q}"
+        "memrepro --job {params.job:q} --log {log:q} reproduction --settings {params.settings:q}"
         " --tables {input.tables:q} --figures {input.figures:q} --claims {input.claims:q}"
         " --case-studies {input.case_studies:q} --evaluations {input.evaluations:q}"
         " --benchmarks {input.benchmarks:q} --out-prefix {params.prefix:q} 2> {log:q}"

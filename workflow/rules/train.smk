@@ -1,6 +1,6 @@
 # Multi-Conv DAPO: stage I (RULER-HQA, 8 chunks), stage II (DocQA-RL-1.6K + RULER-HQA, 12 chunks)
 # seed 000 §2.2. `training.backend` picks the driver: cpu (reference trainer) or verl (the command
-# after `--`, generated from the config by memrl.verl.overrides, is what runs on the GPU nodes).
+# after `--`, generated from the config by memrepro.verl.overrides, is what runs on the GPU nodes).
 
 
 rule stage2_data:
@@ -20,7 +20,7 @@ rule stage2_data:
         job=job("stage2_data"),
         settings=get_stage2_data_settings,
     shell:
-        "memrl --job {params.job:q} --log {log:q} stage2-data --settings {params.settings:q}"
+        "memrepro --job {params.job:q} --log {log:q} stage2-data --settings {params.settings:q}"
         " --hqa {input.hqa:q} --docqa {input.docqa:q} --tokenizer {input.tokenizer:q} --out {output:q}"
         " 2> {log:q}"
 
@@ -49,7 +49,7 @@ rule train_stage1:
         settings=get_train_settings("stage1"),
         launch=get_train_launch("stage1"),
     shell:
-        "memrl --job {params.job:q} --log {log:q} train --settings {params.settings:q} --data {input.data:q}"
+        "memrepro --job {params.job:q} --log {log:q} train --settings {params.settings:q} --data {input.data:q}"
         " --dev {input.dev:q} --model {input.model:q} --out {output:q} {params.launch} 2> {log:q}"
 
 
@@ -77,7 +77,7 @@ rule train_stage2:
         settings=get_train_settings("stage2"),
         launch=get_train_launch("stage2"),
     shell:
-        "memrl --job {params.job:q} --log {log:q} train --settings {params.settings:q} --data {input.data:q}"
+        "memrepro --job {params.job:q} --log {log:q} train --settings {params.settings:q} --data {input.data:q}"
         " --dev {input.dev:q} --model {input.model:q} --out {output:q} {params.launch} 2> {log:q}"
 
 
@@ -103,7 +103,7 @@ rule plot_training_curve:
         settings=get_training_curve_settings,
         prefix=get_output_prefix,
     shell:
-        "memrl --job {params.job:q} --log {log:q} training-curve --settings {params.settings:q}"
+        "memrepro --job {params.job:q} --log {log:q} training-curve --settings {params.settings:q}"
         " --metrics {input.stage1:q} {input.stage2:q} --out-prefix {params.prefix:q} 2> {log:q}"
 
 
@@ -132,7 +132,7 @@ rule train_memalpha:
         tokenizer=get_memorize_tokenizer_arg,
         launch=get_memalpha_launch,
     shell:
-        "memrl --job {params.job:q} --log {log:q} train-memalpha --settings {params.settings:q}"
+        "memrepro --job {params.job:q} --log {log:q} train-memalpha --settings {params.settings:q}"
         " --data {input.data:q} --validation {input.validation:q} --model {input.model:q}"
         " {params.tokenizer} --out {output:q}"
         " {params.launch} 2> {log:q}"
@@ -159,5 +159,5 @@ rule plot_memalpha_training_curve:
         settings=get_training_curve_settings,
         prefix=get_output_prefix,
     shell:
-        "memrl --job {params.job:q} --log {log:q} training-curve --settings {params.settings:q}"
+        "memrepro --job {params.job:q} --log {log:q} training-curve --settings {params.settings:q}"
         " --metrics {input:q} --out-prefix {params.prefix:q} 2> {log:q}"

@@ -1,43 +1,43 @@
 #!/usr/bin/env bash
-# Run a command on a Ray cluster spanning a job's nodes (the verl trainer: memrl.verl.overrides).
+# Run a command on a Ray cluster spanning a job's nodes (the verl trainer: memrepro.verl.overrides).
 #
 #   ray_job.sh --nodes N --gpus-per-node G [--container IMAGE] -- cmd [args...]
 #
 # --container IMAGE: srun stays on the host and everything of Ray's runs in IMAGE (the train
-#   environment's), through `apptainer exec $MEMRL_CONTAINER_ARGS IMAGE ...`: each node's
+#   environment's), through `apptainer exec $MEMREPRO_CONTAINER_ARGS IMAGE ...`: each node's
 #   `ray start`, the health checks and cmd. Without it Ray and cmd come from PATH.
 # N == 1: exec cmd (in IMAGE with --container); verl's run_ppo starts a local Ray itself.
 # N > 1: inside a SLURM allocation of at least N nodes, start Ray on the first N, run cmd on the
-#   head (the first node) only, stop Ray. Two ways, chosen by MEMRL_RAY_LAUNCH:
+#   head (the first node) only, stop Ray. Two ways, chosen by MEMREPRO_RAY_LAUNCH:
 #   manual (default)  `ray start --block` on the head, then on every worker, each one srun step
-#                     in the background (ports from MEMRL_RAY_PORT, so two jobs with ports 1000
+#                     in the background (ports from MEMREPRO_RAY_PORT, so two jobs with ports 1000
 #                     apart can share nodes); cmd on the head (srun) with RAY_ADDRESS set once
 #                     all N nodes are alive. Every step is watched: Ray exiting on any node
 #                     before or while cmd runs ends the job with that node's name; waits are
-#                     bounded by MEMRL_RAY_WAIT. On exit each Ray step's srun gets SIGTERM,
+#                     bounded by MEMREPRO_RAY_WAIT. On exit each Ray step's srun gets SIGTERM,
 #                     on which SLURM kills the step (its processes get SIGKILL; a container
 #                     launcher's image ends with it), and srun is killed if it outlives
-#                     MEMRL_RAY_STOP_WAIT.
+#                     MEMREPRO_RAY_STOP_WAIT.
 #   symmetric         one `srun ... ray symmetric-run` (Ray >= 2.49): every node starts Ray, the
 #                     head runs cmd, then stops the cluster. Ray's own waits (30 s for the
 #                     nodes: RAY_SYMMETRIC_RUN_CLUSTER_WAIT_TIMEOUT); it exits 0 when Ray itself
-#                     fails to start, so the caller (memrl train) checks the final checkpoint.
+#                     fails to start, so the caller (memrepro train) checks the final checkpoint.
 #                     Not for nodes shared with other Ray clusters (fixed default ports).
 # The head's address is the node's NodeAddr in SLURM (the address the cluster reaches it at),
 # or the IPv4 address of RAY_NETWORK_INTERFACE on it.
 # Exit status: cmd's own; 1 when Ray died under it; 2 for a usage error, a missing tool or a
 # cluster that did not come up in time.
 # Environment:
-#   MEMRL_RAY_PORT         GCS port of the head (6379); in manual mode the other ports follow it
-#   MEMRL_RAY_WAIT         seconds to wait for the head, then for all nodes (300, manual mode)
-#   MEMRL_RAY_STOP_WAIT    seconds Ray gets to stop before its steps are killed (60, manual mode)
+#   MEMREPRO_RAY_PORT         GCS port of the head (6379); in manual mode the other ports follow it
+#   MEMREPRO_RAY_WAIT         seconds to wait for the head, then for all nodes (300, manual mode)
+#   MEMREPRO_RAY_STOP_WAIT    seconds Ray gets to stop before its steps are killed (60, manual mode)
 #   RAY_NETWORK_INTERFACE  interface whose IPv4 address the head advertises (e.g. ib0); also the
 #                          default of NCCL_SOCKET_IFNAME and GLOO_SOCKET_IFNAME
-#   MEMRL_SRUN_ARGS        extra srun arguments for the site (word-split), e.g. "--mpi=none"
-#   MEMRL_APPTAINER        the container launcher (apptainer; singularity; envs/podman/apptainer)
-#   MEMRL_CONTAINER_ARGS   its exec options (word-split; default --nv: the node's GPUs inside)
+#   MEMREPRO_SRUN_ARGS        extra srun arguments for the site (word-split), e.g. "--mpi=none"
+#   MEMREPRO_APPTAINER        the container launcher (apptainer; singularity; envs/podman/apptainer)
+#   MEMREPRO_CONTAINER_ARGS   its exec options (word-split; default --nv: the node's GPUs inside)
 # srun inherits this environment (--export=ALL), so MLFLOW_*, HF_*, NCCL_*, GLOO_* and the rest
-# reach every node's Ray processes; memrl.verl.main also forwards MLFLOW_*/HF_* to Ray actors.
+# reach every node's Ray processes; memrepro.verl.main also forwards MLFLOW_*/HF_* to Ray actors.
 set -euo pipefail
 
 die() {
@@ -75,10 +75,10 @@ done
 
 in_image=() # the prefix that runs a command in the image; none without --container
 if [[ -n "$image" ]]; then
-    launcher="${MEMRL_APPTAINER:-apptainer}"
+    launcher="${MEMREPRO_APPTAINER:-apptainer}"
     command -v "$launcher" >/dev/null ||
-        die "$launcher not found (MEMRL_APPTAINER): --container $image needs apptainer on every node"
-    read -r -a container_args <<<"${MEMRL_CONTAINER_ARGS---nv}"
+        die "$launcher not found (MEMREPRO_APPTAINER): --container $image needs apptainer on every node"
+    read -r -a container_args <<<"${MEMREPRO_CONTAINER_ARGS---nv}"
     in_image=("$launcher" exec "${container_args[@]}" "$image")
 fi
 
@@ -102,8 +102,8 @@ node_list="$(
     IFS=,
     echo "${job_nodes[*]}"
 )"
-port="${MEMRL_RAY_PORT:-6379}"
-read -r -a site_args <<<"${MEMRL_SRUN_ARGS:-}"
+port="${MEMREPRO_RAY_PORT:-6379}"
+read -r -a site_args <<<"${MEMREPRO_SRUN_ARGS:-}"
 srun_args=(--export=ALL --overlap --gpus-per-node="$gpus" "${site_args[@]}")
 
 cpu_args=()
@@ -130,7 +130,7 @@ head_ip="$(node_ip "$head_node")"
 address="$head_ip:$port"
 echo "ray_job.sh: $nodes nodes ($node_list), head $head_node at $address" >&2
 
-case "${MEMRL_RAY_LAUNCH:-manual}" in
+case "${MEMREPRO_RAY_LAUNCH:-manual}" in
 symmetric)
     exec srun "${srun_args[@]}" --nodes="$nodes" --ntasks="$nodes" --ntasks-per-node=1 \
         -w "$node_list" \
@@ -138,10 +138,10 @@ symmetric)
         "${cpu_args[@]}" --num-gpus="$gpus" -- "$@"
     ;;
 manual) ;;
-*) die "MEMRL_RAY_LAUNCH must be symmetric or manual, got '${MEMRL_RAY_LAUNCH}'" ;;
+*) die "MEMREPRO_RAY_LAUNCH must be symmetric or manual, got '${MEMREPRO_RAY_LAUNCH}'" ;;
 esac
 
-# manual: every port from a block above the GCS port, so jobs with distinct MEMRL_RAY_PORT
+# manual: every port from a block above the GCS port, so jobs with distinct MEMREPRO_RAY_PORT
 # (at least 1000 apart) share nodes; no dashboard
 port_args=(
     --node-manager-port=$((port + 1))
@@ -157,7 +157,7 @@ port_args=(
 declare -A ray_pid # node -> pid of the srun step running `ray start --block` there
 
 stop_ray() {
-    local node deadline=$((SECONDS + ${MEMRL_RAY_STOP_WAIT:-60}))
+    local node deadline=$((SECONDS + ${MEMREPRO_RAY_STOP_WAIT:-60}))
     for node in "${!ray_pid[@]}"; do
         kill -TERM "${ray_pid[$node]}" 2>/dev/null || true # srun kills its step
     done
@@ -198,12 +198,12 @@ ray_died() { # ray_died NODE WHEN: say that Ray exited on NODE, exit 1
 }
 
 wait_until() { # wait_until WHAT COMMAND...: poll COMMAND until it succeeds, Ray alive meanwhile
-    local what=$1 limit="${MEMRL_RAY_WAIT:-300}" node
+    local what=$1 limit="${MEMREPRO_RAY_WAIT:-300}" node
     local deadline=$((SECONDS + limit))
     shift
     until "$@" >/dev/null 2>&1; do
         if node=$(dead_ray_node); then ray_died "$node" "while waiting for $what"; fi
-        ((SECONDS < deadline)) || die "gave up waiting for $what after ${limit}s (MEMRL_RAY_WAIT)"
+        ((SECONDS < deadline)) || die "gave up waiting for $what after ${limit}s (MEMREPRO_RAY_WAIT)"
         sleep 2
     done
 }

@@ -1,0 +1,3 @@
+"""MemRepro: a reproducibility pipeline for RL-trained memory agents."""
+
+__version__ = "0.1.0"

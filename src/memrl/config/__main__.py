@@ -1,5 +1,0 @@
-"""`python -m memrl.config FILE`: check a config without Snakemake."""
-
-from memrl.config.load import main
-
-main()
