@@ -39,6 +39,8 @@ def test_nested_config_entries_become_typed_overrides_and_plain_ones_stay():
         ),
         (["-R", "evaluate", "table1"], "'table1' after -R is read as one of its values"),
         (["--until", "make_table", "table3"], "'table3' after --until is read"),
+        # an option with fixed choices: Snakemake's parser would print its 117-line usage
+        (["--quiet", "reason", "table3"], "'table3' after --quiet is read as one of its values"),
         (["--configfile", "config"], "--configfile config: a directory, not a config file: give"),
         (["--configfile=config"], "--configfile config: a directory"),
         (["--config", "evaluation.x=@file"], r"evaluation.x=@file: the value is not YAML \("),

@@ -286,6 +286,14 @@ def test_cost_of_the_paper_plan_is_the_readmes(repo):
     assert rows["train_stage1"][3] == "2" and rows["evaluate"][4] != "—"  # both estimated
     assert rows["train_memalpha"][3] == "5" and rows["memorize"][4] != "—"  # Mem-α's too
     assert "filter_questions" not in rows  # the released questions: nothing filtered here
+    # what the target holds beyond evaluations, and what the command was doing meanwhile
+    [note] = [line for line in block.splitlines() if line.startswith("The target includes")]
+    for run in ("rl-memagent-7b", "rl-memagent-14b", "memalpha-4b-b0.05-g0.1"):
+        assert run in note
+    assert note.endswith("add --configfile config/config.yaml config/eval-released.yaml.")
+    said = done.stderr.splitlines()
+    assert said[0].startswith("memrepro cost: planning all with Snakemake (a dry run) (")
+    assert re.match(r"memrepro cost: planned [\d,]+ jobs; pricing them \(\d+ s\)$", said[1])
     # every hosted call priced: Mem0's, the embeddings', the judges' and the Mem-α framework's
     assert not any(row[-1].strip(" |").endswith("+") for row in rows.values())
     assert rows["evaluate"][-3] != "—" and rows["evaluate_shard"][-3] != "—"

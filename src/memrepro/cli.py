@@ -1,6 +1,10 @@
-"""`memrepro`: one subcommand per workflow rule family. Every rule calls it through `shell:`.
+"""`memrepro`: the commands a person types, and the job subcommands the rules run.
 
-Each subcommand receives the job's resolved settings as JSON (`--settings`, built by
+`memrepro --help` lists the person's commands (TOOLS), one line each, and `job`; `memrepro job
+--help` lists the job subcommands (COMMANDS). Every rule calls a job subcommand through `shell:`,
+by its name at the top level: `memrepro --job JSON --log FILE NAME --settings ...`.
+
+Each job subcommand receives the job's resolved settings as JSON (`--settings`, built by
 memrepro.config from the validated config), reads its named inputs, writes its named outputs
 atomically, and writes its provenance record next to its log (memrepro.tracking), loaded into
 MLflow once per Snakemake invocation. This module only parses and dispatches: each job's body
@@ -62,31 +66,16 @@ Handler = Callable[[argparse.Namespace, JobRecord], None]
 
 # Subcommands a person runs, not Snakemake jobs: their own arguments, no settings, no record.
 TOOLS: dict[str, tuple[str, str]] = {
-    "lineage": ("memrepro.lineage", "the jobs that made a file, back to the downloads and models"),
-    "cost": (
-        "memrepro.cost.command",
-        "GPU-hours, downloads and checkpoints of a target, before it runs",
-    ),
-    "ui": ("memrepro.ui", "MLflow's UI on a results directory's store, opened on its runs"),
-    "compare-runs": (
-        "memrepro.run_compare",
-        "two runs' computed files, then their predictions item by item: which changed and why",
-    ),
-    "recipe-diff": (
-        "memrepro.recipe_diff",
-        "another run's verl config beside a paper's recipe and its official script's, key by key",
-    ),
-    "verify": (
-        "memrepro.verify",
-        "a run's numbers derived again from its own files, offline: the first difference, named",
-    ),
-    "bundle": (
-        "memrepro.verify.bundle",
-        "a run packed for someone else to check with memrepro verify",
-    ),
+    "lineage": ("memrepro.lineage", "the jobs that made a file, back to the downloads"),
+    "cost": ("memrepro.cost.command", "GPU-hours, downloads and checkpoints of a target"),
+    "ui": ("memrepro.ui", "MLflow's UI on a run's store, opened on its runs"),
+    "compare-runs": ("memrepro.run_compare", "two runs' files and predictions: what changed, why"),
+    "recipe-diff": ("memrepro.recipe_diff", "a verl config beside the papers' recipes, key by key"),
+    "verify": ("memrepro.verify", "a run's numbers derived again from its files, offline"),
+    "bundle": ("memrepro.verify.bundle", "a run packed for someone else to verify"),
     "verify-predictions": (
         "memrepro.verify.predictions",
-        "someone else's predictions scored on a run's released set, beside the paper's cell",
+        "someone's predictions scored on a run's released set",
     ),
 }
 
@@ -448,21 +437,95 @@ def version() -> str:
     return f"memrepro {memrepro.__version__} ({commit_text()})"
 
 
+JOB_ENTRY = "job"  # `memrepro job --help`: the job subcommands, which the rules run
+JOB_SUMMARY = "the job subcommands Snakemake runs, one per rule family"
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="memrepro", description=__doc__.splitlines()[0])
+    """The top level lists the person's commands and `job`; the job subcommands parse here too
+    (the rules call them by name) but are listed only by `memrepro job --help`."""
+    parser = TopParser(prog="memrepro", description=__doc__.splitlines()[0])
+    job_options(parser, shown=False)
+    parser.add_argument("--version", action="version", version=version())
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for name, (_, summary) in TOOLS.items():
+        sub.add_parser(name, help=summary, add_help=False)  # listed; parsed by the tool itself
+    sub.add_parser(JOB_ENTRY, help=JOB_SUMMARY, add_help=False)
+    add_job_commands(sub)
+    return parser
+
+
+class TopParser(argparse.ArgumentParser):
+    """`memrepro --help`: one line per command a person types, and `job`."""
+
+    def format_help(self) -> str:
+        entries = [*((name, summary) for name, (_, summary) in TOOLS.items())]
+        entries.append((JOB_ENTRY, JOB_SUMMARY))
+        width = max(len(name) for name, _ in entries) + 2
+        return "\n".join(
+            [
+                "usage: memrepro COMMAND [ARGUMENTS]",
+                "",
+                f"{self.description}",
+                "",
+                "commands:",
+                *(f"  {name:<{width}}{summary}" for name, summary in entries),
+                "",
+                f"  {'--version':<{width}}the version and the source tree's commit",
+                "",
+                "Each command has its own --help.",
+                "",
+            ]
+        )
+
+
+def job_options(parser: argparse.ArgumentParser, shown: bool) -> None:
+    """--job and --log, which every rule passes before its subcommand's name."""
     parser.add_argument(
         "--job",
         type=_json,
         default={"rule": "manual", "wildcards": {}},
-        help='JSON {"rule": ..., "wildcards": {...}} of the Snakemake job (MLflow tags)',
+        help='JSON {"rule": ..., "wildcards": {...}} of the Snakemake job (MLflow tags)'
+        if shown
+        else argparse.SUPPRESS,
     )
-    parser.add_argument("--log", type=Path, help="the job's log file, attached to its MLflow run")
-    parser.add_argument("--version", action="version", version=version())
-    sub = parser.add_subparsers(dest="command", required=True)
-    for name, (_, summary) in TOOLS.items():
-        sub.add_parser(name, help=summary, add_help=False)  # listed; parsed by the tool itself
+    parser.add_argument(
+        "--log",
+        type=Path,
+        help="the job's log file, attached to its MLflow run" if shown else argparse.SUPPRESS,
+    )
+
+
+def unknown_command(name: str) -> str:
+    """The message for a command that is none: the closest names, and where the lists are."""
+    import difflib
+
+    close = difflib.get_close_matches(name, [*TOOLS, JOB_ENTRY, *COMMANDS], n=3)
+    hint = f" Did you mean {' or '.join(close)}?" if close else ""
+    return (
+        f"memrepro: no command {name!r}.{hint} The commands: memrepro --help; "
+        "the job subcommands: memrepro job --help."
+    )
+
+
+def job_help() -> str:
+    """`memrepro job --help`: how a rule calls a job subcommand, then each one, a line each."""
+    parser = argparse.ArgumentParser(
+        prog="memrepro [--job JSON] [--log FILE]",
+        usage="%(prog)s NAME --settings JSON|@FILE [ARGUMENTS]",
+        description=f"{JOB_SUMMARY}. Each has its own --help: memrepro NAME --help.",
+    )
+    job_options(parser, shown=True)
+    sub = parser.add_subparsers(title="job subcommands", metavar="NAME")
     for name, spec in COMMANDS.items():
-        command = sub.add_parser(name, help=spec.summary, description=spec.summary)
+        sub.add_parser(name, help=spec.summary)
+    return parser.format_help()
+
+
+def add_job_commands(sub: Any) -> None:
+    """Every job subcommand with its arguments, unlisted (help=None keeps it off the list)."""
+    for name, spec in COMMANDS.items():
+        command = sub.add_parser(name, description=spec.summary)
         command.add_argument(
             "--settings", type=_settings, required=True, help="resolved job settings: JSON or @FILE"
         )
@@ -472,7 +535,6 @@ def build_parser() -> argparse.ArgumentParser:
                 continue
             kind = {"type": Path} if "type" not in extra else {}
             command.add_argument(flag, **{"required": True, **kind, **extra})
-    return parser
 
 
 def _paths(args: argparse.Namespace, names: list[str]) -> list[Path]:
@@ -523,6 +585,13 @@ def main(argv: Sequence[str] | None = None) -> None:
     argv = sys.argv[1:] if argv is None else list(argv)
     if argv and argv[0] in TOOLS:
         run_tool(TOOLS[argv[0]][0], argv[1:])
+        return
+    if argv and not argv[0].startswith("-") and argv[0] not in (JOB_ENTRY, *COMMANDS):
+        sys.exit(unknown_command(argv[0]))
+    if argv and argv[0] == JOB_ENTRY:
+        if argv[1:] not in ([], ["--help"], ["-h"]):
+            sys.exit(f"memrepro job: it only lists them; run one by its name: memrepro {argv[1]}")
+        print(job_help(), end="")
         return
     args = build_parser().parse_args(argv)
     command = COMMANDS[args.command]

@@ -3,7 +3,7 @@ it (the jobs find `memrepro` on PATH), after catching the command-line mistakes 
 answers with a traceback or a bare exception:
 
 - a target written after an option that takes every word after it (`--configfile`, `--config`,
-  `--forcerun`, `-R`, `--until`, ...: the list comes from Snakemake's own parser);
+  `--forcerun`, `-R`, `--until`, `--quiet`, ...: the list comes from Snakemake's own parser);
 - `--config a.b=VALUE`, a nested key, which Snakemake's `--config` cannot set: it is passed to
   the workflow instead (memrepro.config.apply_overrides), VALUE read as YAML, refused with its key
   when it is not YAML or holds what JSON cannot (a date, bytes);
@@ -52,6 +52,19 @@ def list_options() -> frozenset[str]:
     """Snakemake's options that take every word after them (nargs * or +), from its parser."""
     actions = snakemake_parser()._actions
     return frozenset(o for a in actions if a.nargs in ("*", "+") for o in a.option_strings)
+
+
+@functools.cache
+def list_option_choices() -> dict[str, frozenset[str]]:
+    """Snakemake's list options with fixed choices (`--quiet`: all, host, progress, ...), each
+    with them: a word after one that is none of them is a target written in the wrong place."""
+    actions = snakemake_parser()._actions
+    return {
+        option: frozenset(map(str, action.choices))
+        for action in actions
+        if action.nargs in ("*", "+") and action.choices
+        for option in action.option_strings
+    }
 
 
 def split_overrides(argv: Sequence[str]) -> tuple[list[str], dict[str, object]]:
@@ -155,7 +168,9 @@ def _check_config_file(arg: str, option: str) -> None:
 
 def _check_swallowed(args: list[str]) -> None:
     """A line without targets whose list option holds a path or a target name: the user's
-    target, swallowed by the option (Snakemake would run `all`)."""
+    target, swallowed by the option (Snakemake would run `all`). A word after an option with
+    fixed choices that is none of them is one too: Snakemake would print its whole usage."""
+    _check_choices(args)
     if targets(args):
         return
     option = None
@@ -165,6 +180,16 @@ def _check_swallowed(args: list[str]) -> None:
         elif option not in (None, *CONFIG_OPTIONS, *CONFIGFILE_OPTIONS) and (
             "/" in arg or arg in KNOWN_TARGETS
         ):
+            raise SystemExit(_misplaced(arg, option))
+
+
+def _check_choices(args: list[str]) -> None:
+    choices = list_option_choices()
+    option = None
+    for arg in args:
+        if arg.startswith("-"):
+            option = arg if arg in choices else None
+        elif option is not None and arg not in choices[option]:
             raise SystemExit(_misplaced(arg, option))
 
 

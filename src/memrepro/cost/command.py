@@ -43,6 +43,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
+import time
 from collections.abc import Sequence
 from dataclasses import asdict
 from pathlib import Path
@@ -51,17 +53,18 @@ from typing import Any
 from memrepro import config as cfg
 from memrepro.cost.actual import actual_rows, render_actual
 from memrepro.cost.gpu import MEASURED, prefill_flop_rate
-from memrepro.cost.plan import config_files, dry_run, parse_plan
+from memrepro.cost.plan import PlannedJob, config_files, dry_run, parse_plan
 from memrepro.cost.price import price_job
 from memrepro.cost.pricing import Pricing
 from memrepro.cost.report import markdown, render, summarise
 from memrepro.cost.responses import ResponseLengthError
 from memrepro.cost.traces import trace_estimate
+from memrepro.progress import quantity
 from memrepro.tracking.traces import policy_of
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    from memrepro.launch import split_overrides
+    from memrepro.launch import split_overrides, targets
 
     parser = argparse.ArgumentParser(
         prog="memrepro cost",
@@ -97,14 +100,18 @@ def main(argv: Sequence[str] | None = None) -> None:
     measured = json.loads(known.measured.read_text())
     rate = prefill_flop_rate(measured)
     pricing = Pricing.of(config, rate, lengths)
+    said = Said()
+    said(f"planning {' '.join(targets(args)) or 'all'} with Snakemake (a dry run)")
     try:
         jobs = parse_plan(dry_run(args, overrides))
     except ValueError as exc:  # a job's settings file that cannot be read
         raise SystemExit(f"memrepro cost: {exc}") from None
+    said(f"planned {quantity(len(jobs), 'job')}; pricing them")
     try:
         prices = [price_job(job, pricing) for job in jobs]
     except ResponseLengthError as exc:  # --lengths: a training run's metrics
         raise SystemExit(f"memrepro cost: {exc}") from None
+    said("priced")
     if records is not None:
         used = actual_rows(jobs, prices, records)
         print(
@@ -115,12 +122,45 @@ def main(argv: Sequence[str] | None = None) -> None:
         return
     rows = summarise(prices)
     traces = trace_estimate(jobs, pricing)
+    trained = training_runs(jobs)
     if known.json:
         found = {"rows": rows, "flop_rate": rate, "device": measured["device"]}
-        print(json.dumps({**found, "traces": asdict(traces)}, indent=1))
+        print(json.dumps({**found, "traces": asdict(traces), "trains": trained}, indent=1))
     else:
         table = markdown(rows) if known.markdown else render(rows, len(prices), measured, rate)
-        print(f"{table}\n\n{traces.text(policy_of(config))}")
+        notes = [traces.text(policy_of(config)), *([training_note(trained)] if trained else [])]
+        print("\n\n".join([table, *notes]))
+
+
+class Said:
+    """What the command is doing, on stderr, with the seconds since it began: a long plan is
+    not silent (the paper plan's dry run takes a minute or more)."""
+
+    def __init__(self) -> None:
+        self.began = time.monotonic()
+
+    def __call__(self, what: str) -> None:
+        print(f"memrepro cost: {what} ({time.monotonic() - self.began:.0f} s)", file=sys.stderr)
+
+
+TRAIN_RULES = ("train_stage1", "train_stage2", "train_memalpha")
+EVALUATION_ONLY = "config/eval-released.yaml"
+
+
+def training_runs(jobs: Sequence[PlannedJob]) -> list[str]:
+    """The training runs the plan trains (a stage or a Mem-α run each), sorted: Snakemake's
+    plan order varies from one dry run to the next."""
+    runs = {(job.settings or {}).get("run") for job in jobs if job.rule in TRAIN_RULES}
+    return sorted(run for run in runs if run)
+
+
+def training_note(runs: Sequence[str]) -> str:
+    """What a target holds beyond its evaluations: the training it needs, and where evaluating
+    the released checkpoints alone is configured."""
+    return (
+        f"The target includes training: {', '.join(runs)}. To evaluate the released checkpoints "
+        f"only, add --configfile config/config.yaml {EVALUATION_ONLY}."
+    )
 
 
 def checked_config(files: Sequence[str], overrides: dict[str, Any]) -> dict[str, Any]:
