@@ -43,7 +43,10 @@ def test_job_help_lists_every_job_subcommand_and_the_rules_still_call_them(capsy
     ("argv", "said"),
     [
         (["cots"], "memrepro: no command 'cots'. Did you mean cost? The commands: memrepro --help"),
-        (["job", "rescore"], "memrepro job: it only lists them; run one by its name: memrepro rescore"),
+        (
+            ["job", "rescore"],
+            "memrepro job: it only lists them; run one by its name: memrepro rescore",
+        ),
     ],
 )
 def test_a_command_that_is_none_names_the_closest_and_where_the_lists_are(argv, said):

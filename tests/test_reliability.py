@@ -865,14 +865,36 @@ def test_a_malformed_response_is_redacted_before_it_is_cut(tiny, endpoint, monke
 
 def test_a_run_records_itself_beside_its_locks(tmp_path):
     lock_dir = lock_dir_with(tmp_path, [])
-    locks_module.record_lock_holder(lock_dir)
+    locks_module.record_lock_holder("results/smoke", ["table3"], lock_dir)
     [holder] = lock_dir.glob(f"{locks_module.HOLDER_PREFIX}*.json")
     record = io.read_json(holder)
     assert record["pid"] == os.getpid() and record["locks"] == ["0.input.lock"]
+    assert (record["results"], record["targets"]) == ("results/smoke", ["table3"])
     assert not locks_module.is_dead(record)
     unlocked = tmp_path / "nolock"
-    locks_module.record_lock_holder(unlocked)  # a --nolock run: nothing to record
+    locks_module.record_lock_holder("results/smoke", [], unlocked)  # --nolock: nothing to record
     assert not unlocked.exists()
+
+
+def test_a_second_run_beside_a_live_one_is_named_and_never_told_to_unlock(tmp_path, exited_pid):
+    """Into the live run's results directory: its pid, host, start and targets, and how to write
+    elsewhere. Into another directory, after a dead run, or with no lock: nothing to say."""
+    me = locks_module.process_identity()
+    live = {**me, "locks": ["0.input.lock"], "began": "2026-12-06 21:40:00 UTC",
+            "results": "results/smoke", "targets": ["table3"]}  # fmt: skip
+    lock_dir = lock_dir_with(tmp_path / "live", [live])
+    said = locks_module.live_run("results/smoke", lock_dir)
+    assert said == (
+        f"A live run is writing results/smoke: pid {os.getpid()} on {me['host']}, started "
+        "2026-12-06 21:40:00 UTC, targets table3. Wait for it to end, or write another results "
+        "directory beside it: --config run=NAME."
+    )
+    assert "unlock" not in said
+    assert locks_module.live_run("results/mine", lock_dir) is None
+    dead = lock_dir_with(tmp_path / "dead", [{**live, "pid": exited_pid}])
+    assert locks_module.live_run("results/smoke", dead) is None
+    unlocked = lock_dir_with(tmp_path / "unlocked", [live], locks=())
+    assert locks_module.live_run("results/smoke", unlocked) is None
 
 
 def test_a_paper_number_off_its_scale_names_the_file_table_and_cell(tmp_path):

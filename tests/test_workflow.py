@@ -901,6 +901,33 @@ def test_smoke_rerun_is_up_to_date_and_one_target_reruns_alone(smoke, exited_pid
     assert job_counts(table.stdout + table.stderr) == {"make_table": 1, "table1": 1, "total": 2}
 
 
+def test_a_second_run_beside_a_live_one_is_named_and_a_dry_run_still_plans(smoke):
+    """A live run holds the locks and writes results/smoke (this test process stands in): a
+    second real run into it stops with one sentence, never suggesting --unlock; a dry run,
+    which takes no lock, plans as usual."""
+    from memrepro import locks
+
+    lock_dir = smoke / locks.LOCK_DIR
+    planted = [lock_dir / "0.input.lock", lock_dir / f"{locks.HOLDER_PREFIX}test.json"]
+    lock_dir.mkdir(parents=True, exist_ok=True)
+    began = "2026-12-06 21:40:00 UTC"
+    live = {**locks.process_identity(), "locks": ["0.input.lock"], "began": began,
+            "results": "results/smoke", "targets": ["table3"]}  # fmt: skip
+    try:
+        planted[0].write_text("results/smoke/tables/table3.csv\n")
+        planted[1].write_text(json.dumps(live))
+        second = snakemake("--profile", "profiles/smoke", "table1", cwd=smoke)
+        said = second.stdout + second.stderr
+        assert second.returncode != 0
+        assert f"A live run is writing results/smoke: pid {os.getpid()} on " in said
+        assert "--config run=NAME" in said and "unlock" not in said.lower()
+        dry = snakemake("--profile", "profiles/smoke", "-n", "table1", cwd=smoke)
+        assert dry.returncode == 0, dry.stderr
+    finally:
+        for path in planted:
+            path.unlink(missing_ok=True)
+
+
 def test_smoke_reruns_a_job_whose_settings_changed(smoke):
     from memrepro.config import ENV_OVERRIDES
 

@@ -9,6 +9,11 @@ releases the locks only when it is certain they are stale: every lock file was t
 recorded run started, and every recorded run is gone from this very host. A lock without a record,
 or one held by a live run or by a run on another host (a shared filesystem), is left alone:
 Snakemake then refuses as usual, and `--unlock` is the way out.
+
+A second run into the results directory a live run writes is named before Snakemake refuses it
+(`live_run`): the live run's pid, host, start and targets, and how to write elsewhere
+(`--config run=NAME`). It never suggests `--unlock`, which would let two runs write one
+directory. A run into another results directory shares no output, and Snakemake lets it run.
 """
 
 from __future__ import annotations
@@ -16,6 +21,8 @@ from __future__ import annotations
 import os
 import shutil
 import socket
+import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -55,15 +62,41 @@ def is_dead(identity: dict[str, Any]) -> bool:
     return None not in (started, identity.get("started")) and started != identity["started"]
 
 
-def record_lock_holder(lock_dir: Path = LOCK_DIR) -> None:
-    """Record this (Snakemake main) process and the lock files now present: `onstart` (a run
-    with --nolock has none, and records nothing)."""
+def record_lock_holder(
+    results: str | Path = "", targets: Sequence[str] = (), lock_dir: Path = LOCK_DIR
+) -> None:
+    """Record this (Snakemake main) process, the lock files now present, when it began, its
+    results directory and its targets: `onstart` (a run with --nolock has none, and records
+    nothing)."""
     me = process_identity()
     locks = sorted(p.name for p in lock_dir.glob("*.lock"))
     if not locks:
         return
+    began = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())
+    what = {"began": began, "results": str(results), "targets": list(targets) or ["all"]}
     write_json_atomic(
-        lock_dir / f"{HOLDER_PREFIX}{me['host']}-{me['pid']}.json", {**me, "locks": locks}
+        lock_dir / f"{HOLDER_PREFIX}{me['host']}-{me['pid']}.json", {**me, "locks": locks, **what}
+    )
+
+
+def live_run(results: str | Path, lock_dir: Path = LOCK_DIR) -> str | None:
+    """What to say where a run that is not certainly dead holds the locks and writes `results`
+    too; None where none does (Snakemake's own lock check still runs)."""
+    if not any(lock_dir.glob("*.lock")):
+        return None
+    for path in sorted(lock_dir.glob(f"{HOLDER_PREFIX}*.json")):
+        holder = read_json(path)
+        if holder.get("results") == str(results) and not is_dead(holder):
+            return live_run_message(holder)
+    return None
+
+
+def live_run_message(holder: dict[str, Any]) -> str:
+    """One sentence on the live run, and the way to run beside it."""
+    return (
+        f"A live run is writing {holder['results']}: pid {holder['pid']} on {holder['host']}, "
+        f"started {holder['began']}, targets {' '.join(holder['targets'])}. Wait for it to end, "
+        "or write another results directory beside it: --config run=NAME."
     )
 
 

@@ -18,7 +18,7 @@ from snakemake.settings.types import DeploymentMethod
 from memrepro import config as cfg
 from memrepro.config import memalpha_build as build_plan
 from memrepro.benchmarks import EVAL_BENCHMARKS, benchmark, custom
-from memrepro import locks, settings_files, slurm
+from memrepro import launch, locks, settings_files, slurm
 from memrepro.digests import ENV_DIGEST_CACHE
 from memrepro.systems import system_kind
 from memrepro.tracking.invocation import (
@@ -58,6 +58,13 @@ except cfg.ConfigError as error:
 os.environ.setdefault(ENV_DIGEST_CACHE, str(settings_files.SETTINGS_DIR.parent / "digests"))
 
 R = str(cfg.results_dir(config))
+
+# A second run into the results directory a live run writes: named, before Snakemake's lock error
+# (memrepro.locks.live_run); a dry run, which takes no lock, plans beside it (workflow.dryrun is
+# not known yet while the Snakefile is read: Snakemake's own parser reads the command line)
+if not (workflow.remote_exec or workflow.subprocess_exec):
+    if (live := locks.live_run(R)) and not launch.parsed_arguments(sys.argv[1:]).dryrun:
+        sys.exit(live)
 
 
 # A run killed while it wrote run.json or loaded MLflow: said now, and its end steps run when this
@@ -135,7 +142,7 @@ onstart:
         raise WorkflowError(
             f"infer_venv {venv}: no bin/memrepro there; build it with make vllm-env"
         )
-    locks.record_lock_holder()
+    locks.record_lock_holder(R, sorted(workflow.dag_settings.targets))
     start_invocation(
         Path(R),
         cfg.tracking_uri(config),
