@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import json
 import logging
 import os
 import signal
@@ -25,6 +24,15 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 import memrepro
+from memrepro.commands import (
+    JOB_ENTRY,
+    JOB_SUMMARY,
+    TOOLS,
+    TopParser,
+    job_help,
+    job_options,
+    unknown_command,
+)
 from memrepro.jobs.data import (
     cmd_custom_set,
     cmd_dataset_stats,
@@ -63,28 +71,6 @@ from memrepro.tracking.invocation import commit_text
 from memrepro.tracking.record import JobRecord, job_run
 
 Handler = Callable[[argparse.Namespace, JobRecord], None]
-
-# Subcommands a person runs, not Snakemake jobs: their own arguments, no settings, no record.
-TOOLS: dict[str, tuple[str, str]] = {
-    "lineage": ("memrepro.lineage", "the jobs that made a file, back to the downloads"),
-    "cost": ("memrepro.cost.command", "GPU-hours, downloads and checkpoints of a target"),
-    "ui": ("memrepro.ui", "MLflow's UI on a run's store, opened on its runs"),
-    "compare-runs": ("memrepro.run_compare", "two runs' files and predictions: what changed, why"),
-    "recipe-diff": ("memrepro.recipe_diff", "a verl config beside the papers' recipes, key by key"),
-    "verify": ("memrepro.verify", "a run's numbers derived again from its files, offline"),
-    "bundle": ("memrepro.verify.bundle", "a run packed for someone else to verify"),
-    "verify-predictions": (
-        "memrepro.verify.predictions",
-        "someone's predictions scored on a run's released set",
-    ),
-}
-
-
-def _json(text: str) -> Any:
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise argparse.ArgumentTypeError(f"not valid JSON: {exc}") from exc
 
 
 def _settings(text: str) -> Any:
@@ -437,10 +423,6 @@ def version() -> str:
     return f"memrepro {memrepro.__version__} ({commit_text()})"
 
 
-JOB_ENTRY = "job"  # `memrepro job --help`: the job subcommands, which the rules run
-JOB_SUMMARY = "the job subcommands Snakemake runs, one per rule family"
-
-
 def build_parser() -> argparse.ArgumentParser:
     """The top level lists the person's commands and `job`; the job subcommands parse here too
     (the rules call them by name) but are listed only by `memrepro job --help`."""
@@ -453,73 +435,6 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_parser(JOB_ENTRY, help=JOB_SUMMARY, add_help=False)
     add_job_commands(sub)
     return parser
-
-
-class TopParser(argparse.ArgumentParser):
-    """`memrepro --help`: one line per command a person types, and `job`."""
-
-    def format_help(self) -> str:
-        entries = [*((name, summary) for name, (_, summary) in TOOLS.items())]
-        entries.append((JOB_ENTRY, JOB_SUMMARY))
-        width = max(len(name) for name, _ in entries) + 2
-        return "\n".join(
-            [
-                "usage: memrepro COMMAND [ARGUMENTS]",
-                "",
-                f"{self.description}",
-                "",
-                "commands:",
-                *(f"  {name:<{width}}{summary}" for name, summary in entries),
-                "",
-                f"  {'--version':<{width}}the version and the source tree's commit",
-                "",
-                "Each command has its own --help.",
-                "",
-            ]
-        )
-
-
-def job_options(parser: argparse.ArgumentParser, shown: bool) -> None:
-    """--job and --log, which every rule passes before its subcommand's name."""
-    parser.add_argument(
-        "--job",
-        type=_json,
-        default={"rule": "manual", "wildcards": {}},
-        help='JSON {"rule": ..., "wildcards": {...}} of the Snakemake job (MLflow tags)'
-        if shown
-        else argparse.SUPPRESS,
-    )
-    parser.add_argument(
-        "--log",
-        type=Path,
-        help="the job's log file, attached to its MLflow run" if shown else argparse.SUPPRESS,
-    )
-
-
-def unknown_command(name: str) -> str:
-    """The message for a command that is none: the closest names, and where the lists are."""
-    import difflib
-
-    close = difflib.get_close_matches(name, [*TOOLS, JOB_ENTRY, *COMMANDS], n=3)
-    hint = f" Did you mean {' or '.join(close)}?" if close else ""
-    return (
-        f"memrepro: no command {name!r}.{hint} The commands: memrepro --help; "
-        "the job subcommands: memrepro job --help."
-    )
-
-
-def job_help() -> str:
-    """`memrepro job --help`: how a rule calls a job subcommand, then each one, a line each."""
-    parser = argparse.ArgumentParser(
-        prog="memrepro [--job JSON] [--log FILE]",
-        usage="%(prog)s NAME --settings JSON|@FILE [ARGUMENTS]",
-        description=f"{JOB_SUMMARY}. Each has its own --help: memrepro NAME --help.",
-    )
-    job_options(parser, shown=True)
-    sub = parser.add_subparsers(title="job subcommands", metavar="NAME")
-    for name, spec in COMMANDS.items():
-        sub.add_parser(name, help=spec.summary)
-    return parser.format_help()
 
 
 def add_job_commands(sub: Any) -> None:
@@ -587,11 +502,11 @@ def main(argv: Sequence[str] | None = None) -> None:
         run_tool(TOOLS[argv[0]][0], argv[1:])
         return
     if argv and not argv[0].startswith("-") and argv[0] not in (JOB_ENTRY, *COMMANDS):
-        sys.exit(unknown_command(argv[0]))
+        sys.exit(unknown_command(argv[0], list(COMMANDS)))
     if argv and argv[0] == JOB_ENTRY:
         if argv[1:] not in ([], ["--help"], ["-h"]):
             sys.exit(f"memrepro job: it only lists them; run one by its name: memrepro {argv[1]}")
-        print(job_help(), end="")
+        print(job_help({name: spec.summary for name, spec in COMMANDS.items()}), end="")
         return
     args = build_parser().parse_args(argv)
     command = COMMANDS[args.command]
