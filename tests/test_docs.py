@@ -23,3 +23,37 @@ def test_no_page_reads_like_a_changelog(repo):
     text = docs_text(repo)
     found = [phrase for phrase in CHANGELOG if phrase in text]
     assert not found, found
+
+
+LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)\)")
+
+
+def broken_links(repo) -> list[str]:
+    """Every relative link of the README, docs/ and the other READMEs whose file is missing, as
+    `page:line: target`. Web links, anchors within a page and code blocks (a report's text
+    quoted) are not followed."""
+    pages = [repo / "README.md", *sorted((repo / "docs").glob("*.md")), *repo.glob("*/README.md")]
+    found = []
+    for page in pages:
+        code = False
+        for number, line in enumerate(page.read_text().splitlines(), 1):
+            code ^= line.lstrip().startswith("```")
+            for target in [] if code else LINK.findall(line):
+                path = target.split("#")[0]
+                if not path or "://" in path or path.startswith("mailto:"):
+                    continue
+                if not (page.parent / path).exists():
+                    found.append(f"{page.relative_to(repo)}:{number}: {target}")
+    return found
+
+
+def test_every_page_links_files_that_exist(repo):
+    assert broken_links(repo) == []
+
+
+def test_the_link_check_names_the_page_and_line_of_a_broken_link(tmp_path):
+    (tmp_path / "docs").mkdir()
+    page = "# x\n\nSee [the guide](docs/guide.md), [here](docs/a.md).\n```\n[quoted](t.md)\n```\n"
+    (tmp_path / "README.md").write_text(page)
+    (tmp_path / "docs" / "a.md").write_text("[back](../README.md) [web](https://example.org)\n")
+    assert broken_links(tmp_path) == ["README.md:3: docs/guide.md"]

@@ -1007,9 +1007,10 @@ def test_the_readmes_one_command_jobs_plan_as_they_say(repo):
 
 
 def readme_dry_run(repo: Path, start: str, *extra: str) -> subprocess.CompletedProcess[str]:
-    """The README's one command line that begins with the pattern `start`, run (a dry run)."""
-    readme = (repo / "README.md").read_text()
-    [command] = re.findall(rf"^({start}.+)$", readme, re.MULTILINE)
+    """The docs' command line that begins with the pattern `start` (the README and docs/ pages
+    may both give it: the same line), run (a dry run)."""
+    found = set(re.findall(rf"^({start}.+)$", docs_text(repo), re.MULTILINE))
+    [command] = found
     done = subprocess.run(
         [sys.executable, "-m", "memrepro.launch", *command.split()[1:], *extra],
         cwd=repo,
