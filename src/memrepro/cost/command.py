@@ -134,7 +134,7 @@ def main(argv: Sequence[str] | None = None) -> None:
 
 class Said:
     """What the command is doing, on stderr, with the seconds since it began: a long plan is
-    not silent (the paper plan's dry run takes a minute or more)."""
+    not silent (Table 1's dry run once took 3 minutes on a busy 2-core machine)."""
 
     def __init__(self) -> None:
         self.began = time.monotonic()
