@@ -57,3 +57,17 @@ def test_the_link_check_names_the_page_and_line_of_a_broken_link(tmp_path):
     (tmp_path / "README.md").write_text(page)
     (tmp_path / "docs" / "a.md").write_text("[back](../README.md) [web](https://example.org)\n")
     assert broken_links(tmp_path) == ["README.md:3: docs/guide.md"]
+
+
+def test_the_cli_reference_is_what_the_parsers_print(repo):
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "cli_reference", repo / "scripts/cli_reference.py"
+    )
+    generator = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(generator)
+    page = repo / "docs/cli.md"
+    assert page.read_text() == generator.reference(), (
+        "docs/cli.md is out of date: run python scripts/cli_reference.py"
+    )
