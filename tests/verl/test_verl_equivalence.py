@@ -79,12 +79,11 @@ def test_memalpha_chunk_rows_advantage_matches_grpo_with_std(seed):
     torch.testing.assert_close(ours, expected)
 
 
-@pytest.mark.parametrize("seed", [0, 1])
-def test_multi_conversation_advantage_matches_verl_v1(seed):
-    v1_utils = pytest.importorskip("verl.trainer.ppo.v1.utils")
-    generator = torch.Generator().manual_seed(seed)
-    n_questions, group, width = 3, 4, 6
-    keys, conv_traj, traj_scores, group_ids = [], [], [], []
+def _sessions(generator: torch.Generator, n_questions: int, group: int):
+    """Rows of `group` rollouts per question, 1-4 conversations each, keyed as verl's v1 trainer
+    keys them (`uid_session_index`): (keys, each row's trajectory, whether it is the final row,
+    each trajectory's 0/1 score, each trajectory's group)."""
+    keys, conv_traj, is_final, traj_scores, group_ids = [], [], [], [], []
     for q in range(n_questions):
         for session in range(group):
             traj = len(traj_scores)
@@ -94,6 +93,16 @@ def test_multi_conversation_advantage_matches_verl_v1(seed):
             for index in range(n_conv):
                 keys.append(f"uid{q}_{session}_{index}")
                 conv_traj.append(traj)
+                is_final.append(index == n_conv - 1)
+    return keys, conv_traj, is_final, traj_scores, group_ids
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_multi_conversation_advantage_matches_verl_v1(seed):
+    v1_utils = pytest.importorskip("verl.trainer.ppo.v1.utils")
+    generator = torch.Generator().manual_seed(seed)
+    width = 6
+    keys, conv_traj, _, traj_scores, group_ids = _sessions(generator, 3, 4)
     order = torch.randperm(len(keys), generator=generator).tolist()  # any row order
     keys = [keys[i] for i in order]
     conv_traj = torch.tensor([conv_traj[i] for i in order])
@@ -121,18 +130,8 @@ def test_algorithm_1s_reward_and_advantage_match_verls_in_reward_kl(seed):
 
     v1_utils = pytest.importorskip("verl.trainer.ppo.v1.utils")
     generator = torch.Generator().manual_seed(seed)
-    n_questions, group, width, beta = 3, 4, 6, 0.05
-    keys, conv_traj, is_final, traj_scores, group_ids = [], [], [], [], []
-    for q in range(n_questions):
-        for session in range(group):
-            traj = len(traj_scores)
-            traj_scores.append(float(torch.randint(0, 2, (1,), generator=generator)))
-            group_ids.append(f"uid{q}")
-            n_conv = int(torch.randint(1, 5, (1,), generator=generator))
-            for index in range(n_conv):
-                keys.append(f"uid{q}_{session}_{index}")
-                conv_traj.append(traj)
-                is_final.append(index == n_conv - 1)
+    width, beta = 6, 0.05
+    keys, conv_traj, is_final, traj_scores, group_ids = _sessions(generator, 3, 4)
     rows = len(keys)
     mask = _mask(generator, rows, width)
     old = -torch.rand(rows, width, generator=generator) * 3 * mask
